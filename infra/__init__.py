@@ -1,0 +1,1 @@
+"""Punctual's AWS CDK app: one stack, composed of one construct per concern."""

@@ -1,0 +1,3 @@
+"""Punctual: a serverless job scheduler for AWS."""
+
+__version__ = "0.1.0"

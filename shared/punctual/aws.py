@@ -1,0 +1,25 @@
+"""boto3 clients built once per process from Settings (real AWS, or the local stack's moto server)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from punctual.config import Settings
+
+# Standard retry mode backs off on throttling; what still fails surfaces as a retryable domain error.
+_CONFIG = Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=64)
+
+
+def session(settings: Settings) -> boto3.session.Session:
+    return boto3.session.Session(region_name=settings.region)
+
+
+def dynamodb_resource(settings: Settings) -> Any:
+    return session(settings).resource("dynamodb", endpoint_url=settings.endpoint_url, config=_CONFIG)
+
+
+def sqs_client(settings: Settings) -> Any:
+    return session(settings).client("sqs", endpoint_url=settings.endpoint_url, config=_CONFIG)

@@ -1,0 +1,604 @@
+"""`punctual`: the command-line client of Punctual's HTTP API (shared/API.md).
+
+Exit codes: 0 ok, 1 the API answered an error (4xx/5xx), 2 usage error, 3 the endpoint is unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from punctual import __version__, cli_format
+from punctual.client import (
+    ApiError,
+    ConfigurationError,
+    ConnectionFailed,
+    JsonObject,
+    PunctualClient,
+    default_endpoint,
+    is_loopback,
+)
+from punctual.clock import Clock, SystemClock
+from punctual.timefmt import parse_rfc3339, to_rfc3339
+
+EXIT_OK = 0
+EXIT_FAILURE = 1  # the API answered 4xx/5xx, a watch gave up, no local stack
+EXIT_USAGE = 2
+EXIT_CONNECTION = 3
+EXIT_INTERRUPTED = 130
+
+JOB_STATUSES = ("ACTIVE", "PAUSED", "CANCELLED", "COMPLETED")
+FINAL_JOB_STATUSES = frozenset({"COMPLETED", "CANCELLED"})
+FINAL_EXECUTION_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+
+# Every read of the time (for `--in`, `watch`) goes through this; tests swap in a ManualClock.
+clock: Clock = SystemClock()
+
+Handler = Callable[[PunctualClient, argparse.Namespace], int]
+OptionAdder = Callable[[argparse.ArgumentParser], None]
+
+
+class UsageError(Exception):
+    """The command line makes no sense; exit 2 without calling the API."""
+
+
+# -- friendly forms ----------------------------------------------------------------------------------
+
+_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+_UNIT_SECONDS = (86400, 3600, 60, 1)
+
+
+def parse_duration(text: str) -> int:
+    """`90s`, `5m`, `1h30m`, `2d`, or plain seconds (`45`) → whole seconds."""
+    value = text.strip().lower()
+    if value.isdigit():
+        return int(value)
+    match = _DURATION.fullmatch(value)
+    if not value or match is None:
+        raise UsageError(f"invalid duration {text!r}: use a number with units d/h/m/s, e.g. 90s, 5m, 1h30m")
+    return sum(int(count) * size for count, size in zip(match.groups(), _UNIT_SECONDS, strict=True) if count)
+
+
+def check_timestamp(text: str, flag: str) -> str:
+    """An RFC 3339 timestamp with an offset, passed on as written."""
+    try:
+        parse_rfc3339(text)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc} (e.g. 2026-12-01T10:00:00+01:00)") from None
+    return text.strip()
+
+
+def parse_json(text: str, flag: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{flag} must be JSON: {exc}") from None
+
+
+def parse_pair(text: str, flag: str, separator: str = "=") -> tuple[str, str]:
+    key, sep, value = text.partition(separator)
+    if not sep or not key.strip():
+        raise UsageError(f"{flag} takes KEY{separator}VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def build_schedule(args: argparse.Namespace, *, default_now: bool) -> JsonObject | None:
+    """The API schedule from --now/--at/--in/--cron/--every (+ --tz, --start-at, --end-at)."""
+    window = {
+        key: check_timestamp(value, flag)
+        for key, value, flag in (
+            ("start_at", args.start_at, "--start-at"),
+            ("end_at", args.end_at, "--end-at"),
+        )
+        if value is not None
+    }
+    if args.tz is not None and args.cron is None:
+        raise UsageError("--tz applies to --cron only")
+    schedule: JsonObject
+    if args.cron is not None:
+        schedule = {"type": "cron", "expression": args.cron}
+        if args.tz is not None:
+            schedule["timezone"] = args.tz
+        return schedule | window
+    if args.every is not None:
+        return {"type": "rate", "every_seconds": parse_duration(args.every)} | window
+    if window:
+        raise UsageError("--start-at and --end-at apply to --cron or --every only")
+    if args.at is not None:
+        return {"type": "at", "at": check_timestamp(args.at, "--at")}
+    if args.in_ is not None:
+        return {"type": "at", "at": to_rfc3339(clock.now() + timedelta(seconds=parse_duration(args.in_)))}
+    if args.now or default_now:
+        return {"type": "now"}
+    return None
+
+
+def _task_flags_given(args: argparse.Namespace) -> bool:
+    flags = (args.url, args.method, args.body, args.seconds, args.params)
+    return any(flag is not None for flag in flags) or bool(args.header or args.param)
+
+
+def build_task(args: argparse.Namespace, current: Mapping[str, Any] | None = None) -> JsonObject | None:
+    """The API task from --task and its parameters.
+
+    Without --task, parameters change the `current` task (a job being updated) and keep the rest.
+    Precedence: --params, then --param k=v, then the specific flags (--url, --seconds, ...).
+    """
+    if args.task is None and not _task_flags_given(args):
+        return None
+    kind = args.task or (current or {}).get("type") or ("http" if args.url is not None else None)
+    if not kind:
+        raise UsageError("--task is required: http, noop, sleep, fail or another type from `punctual tasks`")
+    base: JsonObject = {} if args.task or not current else dict(current.get("params") or {})
+
+    params: JsonObject = {}
+    if args.params is not None:
+        given = parse_json(args.params, "--params")
+        if not isinstance(given, dict):
+            raise UsageError("--params must be a JSON object")
+        params.update(given)
+    for item in args.param:
+        key, raw = parse_pair(item, "--param")
+        try:
+            params[key] = json.loads(raw)
+        except ValueError:
+            params[key] = raw  # not JSON: a plain string
+
+    http_flags = (args.url, args.method, args.body)
+    if (any(flag is not None for flag in http_flags) or args.header) and kind != "http":
+        raise UsageError("--url, --method, --header and --body apply to --task http only")
+    if args.url is not None:
+        params["url"] = args.url
+    if args.method is not None:
+        params["method"] = args.method.upper()
+    if args.header:
+        headers = dict(base.get("headers") or {}) | dict(params.get("headers") or {})
+        headers.update(parse_pair(item, "--header") for item in args.header)
+        params["headers"] = headers
+    if args.body is not None:
+        params["body"] = parse_json(args.body, "--body")
+    if args.seconds is not None:
+        if kind != "sleep":
+            raise UsageError("--seconds applies to --task sleep only")
+        params["seconds"] = int(args.seconds) if args.seconds.is_integer() else args.seconds
+    return {"type": kind, "params": base | params}
+
+
+def build_retry(args: argparse.Namespace) -> JsonObject:
+    retry: JsonObject = {}
+    if args.max_attempts is not None:
+        retry["max_attempts"] = args.max_attempts
+    if args.backoff is not None:
+        retry["backoff_seconds"] = parse_duration(args.backoff)
+    if args.max_backoff is not None:
+        retry["max_backoff_seconds"] = parse_duration(args.max_backoff)
+    return retry
+
+
+# -- output ------------------------------------------------------------------------------------------
+
+
+def emit_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def show_job(job: JsonObject, args: argparse.Namespace) -> None:
+    print(json.dumps(job, indent=2) if args.json else cli_format.job_details(job))
+
+
+def show_job_row(job: JsonObject, args: argparse.Namespace) -> None:
+    print(json.dumps(job, indent=2) if args.json else cli_format.jobs_table([job]))
+
+
+def show_page(
+    page: JsonObject, args: argparse.Namespace, render: Callable[[list[Any]], str], noun: str
+) -> None:
+    if args.json:
+        emit_json(page)
+        return
+    items = page.get("items") or []
+    print(render(items) if items else f"no {noun}")
+    if page.get("next_cursor"):
+        print(f"(more {noun}: --cursor {page['next_cursor']}, or --all)", file=sys.stderr)
+
+
+def print_api_error(exc: ApiError) -> None:
+    print(f"punctual: error: {exc.message} (HTTP {exc.status})", file=sys.stderr)
+    for line in exc.details:
+        print(f"  - {line}", file=sys.stderr)
+
+
+# -- commands ----------------------------------------------------------------------------------------
+
+
+def cmd_jobs_create(client: PunctualClient, args: argparse.Namespace) -> int:
+    schedule = build_schedule(args, default_now=True)
+    task = build_task(args)
+    if task is None:
+        raise UsageError("--task is required: http, noop, sleep, fail or another type from `punctual tasks`")
+    body: JsonObject = {"task": task, "schedule": schedule}
+    if args.name is not None:
+        body["name"] = args.name
+    if retry := build_retry(args):
+        body["retry"] = retry
+    if args.timeout is not None:
+        body["timeout_seconds"] = parse_duration(args.timeout)
+    job = client.create_job(body, idempotency_key=args.idempotency_key)
+    show_job(job, args)
+    return EXIT_OK
+
+
+def cmd_jobs_update(client: PunctualClient, args: argparse.Namespace) -> int:
+    current: JsonObject | None = None
+
+    def current_job() -> JsonObject:
+        nonlocal current
+        if current is None:
+            current = client.get_job(args.job)
+        return current
+
+    changes: JsonObject = {}
+    if args.name is not None:
+        changes["name"] = args.name
+    if args.task is not None or _task_flags_given(args):
+        # Parameters without --task amend the job's task rather than replace it.
+        changes["task"] = build_task(args, None if args.task else current_job().get("task"))
+    schedule = build_schedule(args, default_now=False)
+    if schedule is not None:
+        changes["schedule"] = schedule
+    if retry := build_retry(args):
+        if len(retry) < 3:  # keep the settings not given on the command line
+            retry = dict(current_job().get("retry") or {}) | retry
+        changes["retry"] = retry
+    if args.timeout is not None:
+        changes["timeout_seconds"] = parse_duration(args.timeout)
+    if not changes:
+        raise UsageError("nothing to change: give --name, a schedule, a task or retry/timeout options")
+    show_job(client.update_job(args.job, changes), args)
+    return EXIT_OK
+
+
+def cmd_jobs_list(client: PunctualClient, args: argparse.Namespace) -> int:
+    if args.all:
+        jobs = list(client.iter_jobs(status=args.status, limit=args.limit))
+        page: JsonObject = {"items": jobs, "next_cursor": None}
+    else:
+        page = client.list_jobs(status=args.status, limit=args.limit, cursor=args.cursor)
+    show_page(page, args, cli_format.jobs_table, "jobs")
+    return EXIT_OK
+
+
+def cmd_jobs_get(client: PunctualClient, args: argparse.Namespace) -> int:
+    show_job(client.get_job(args.job), args)
+    return EXIT_OK
+
+
+def cmd_jobs_cancel(client: PunctualClient, args: argparse.Namespace) -> int:
+    show_job_row(client.cancel_job(args.job), args)
+    return EXIT_OK
+
+
+def cmd_jobs_pause(client: PunctualClient, args: argparse.Namespace) -> int:
+    show_job_row(client.pause_job(args.job), args)
+    return EXIT_OK
+
+
+def cmd_jobs_resume(client: PunctualClient, args: argparse.Namespace) -> int:
+    show_job_row(client.resume_job(args.job), args)
+    return EXIT_OK
+
+
+def cmd_jobs_run(client: PunctualClient, args: argparse.Namespace) -> int:
+    execution = client.run_job(args.job)
+    print(json.dumps(execution, indent=2) if args.json else cli_format.executions_table([execution]))
+    return EXIT_OK
+
+
+def cmd_executions(client: PunctualClient, args: argparse.Namespace) -> int:
+    if args.all:
+        items = list(client.iter_executions(args.job, limit=args.limit))
+        page: JsonObject = {"items": items, "next_cursor": None}
+    else:
+        page = client.list_executions(args.job, limit=args.limit, cursor=args.cursor)
+    show_page(page, args, cli_format.executions_table, "executions")
+    return EXIT_OK
+
+
+def cmd_preview(client: PunctualClient, args: argparse.Namespace) -> int:
+    schedule = build_schedule(args, default_now=True)
+    assert schedule is not None  # default_now
+    answer = client.preview(schedule, args.count)
+    if args.json:
+        emit_json(answer)
+        return EXIT_OK
+    runs = answer.get("next_runs") or []
+    if not runs:
+        print("no upcoming runs")
+    zone = schedule.get("timezone") if schedule.get("type") == "cron" else None
+    for run in runs:
+        local = cli_format.in_zone(run, zone) if zone and zone != "UTC" else ""
+        print(cli_format.short_time(run) + (f"  ({local})" if local else ""))
+    return EXIT_OK
+
+
+def cmd_tasks(client: PunctualClient, args: argparse.Namespace) -> int:
+    emit_json(client.tasks())
+    return EXIT_OK
+
+
+def _changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    return any(before.get(key) != after.get(key) for key in ("status", "attempts", "error", "finished_at"))
+
+
+def _watch_done(args: argparse.Namespace, job: Mapping[str, Any], seen: Mapping[str, JsonObject]) -> bool:
+    statuses = [str(execution.get("status")) for execution in seen.values()]
+    if args.count is not None and sum(s in FINAL_EXECUTION_STATUSES for s in statuses) >= args.count:
+        return True
+    if args.until_final:
+        if job.get("status") == "COMPLETED":
+            return all(s in FINAL_EXECUTION_STATUSES for s in statuses)
+        if job.get("status") == "CANCELLED":
+            # Executions that had not started will never run; one already running may still finish.
+            return "RUNNING" not in statuses
+    return False
+
+
+def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
+    """Poll the job's executions; print each new one and each change, until Ctrl-C or a stop option."""
+    deadline = clock.now() + timedelta(seconds=args.timeout) if args.timeout is not None else None
+    seen: dict[str, JsonObject] = {}
+    job_status: str | None = None
+    if not args.json:
+        print(f"watching job {args.job} every {args.interval:g}s (Ctrl-C to stop)", file=sys.stderr)
+    try:
+        while True:
+            job = client.get_job(args.job)
+            page = client.list_executions(args.job, limit=args.limit)
+            now = clock.now()
+            if job.get("status") != job_status and not args.json:
+                change = f"{job_status} -> {job.get('status')}" if job_status else str(job.get("status"))
+                print(f"{now.strftime('%H:%M:%S')}  job {args.job}  {change}", flush=True)
+            job_status = job.get("status")
+            for execution in reversed(page.get("items") or []):  # oldest first
+                execution_id = str(execution.get("id"))
+                previous = seen.get(execution_id)
+                if previous is None or _changed(previous, execution):
+                    if args.json:
+                        print(json.dumps(execution), flush=True)
+                    else:
+                        print(cli_format.watch_line(now, execution, previous), flush=True)
+                seen[execution_id] = execution
+            if _watch_done(args, job, seen):
+                return EXIT_OK
+            if deadline is not None and now >= deadline:
+                print(f"punctual: watch: gave up after {args.timeout:g}s", file=sys.stderr)
+                return EXIT_FAILURE
+            clock.sleep(args.interval)
+    except KeyboardInterrupt:
+        return EXIT_OK  # Ctrl-C is how a person ends a live view
+
+
+def run_local(args: Sequence[str]) -> int:
+    """`punctual local ...`: the local stack lives in punctual.local, imported only when asked for."""
+    try:
+        local = importlib.import_module("punctual.local")
+    except ImportError as exc:
+        print(f"punctual: error: the local stack is not available: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    return int(local.main(list(args)) or 0)
+
+
+# -- parser ------------------------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
+
+
+def _connection_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    """--endpoint/--token/--json, accepted before or after the command.
+
+    Sub-commands use SUPPRESS defaults so that they do not overwrite a value given before the command.
+    """
+    parser.add_argument(
+        "--endpoint",
+        default=default,
+        help="API base URL (env PUNCTUAL_ENDPOINT; default http://127.0.0.1:$PUNCTUAL_PORT or :8765). "
+        "Loopback endpoints take a bearer token, others are called signed with SigV4",
+    )
+    parser.add_argument(
+        "--token", default=default, help="bearer token for a local endpoint (env PUNCTUAL_TOKEN)"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=False if default is None else default,
+        help="print the API's JSON",
+    )
+
+
+def add_schedule_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("schedule (one of)")
+    forms = group.add_mutually_exclusive_group()
+    forms.add_argument("--now", action="store_true", help="run as soon as possible")
+    forms.add_argument("--at", metavar="TIME", help="once, at an RFC 3339 time with offset")
+    forms.add_argument(
+        "--in", dest="in_", metavar="DURATION", help="once, this long from now (30s, 5m, 1h30m)"
+    )
+    forms.add_argument("--cron", metavar="EXPR", help="5-field cron expression, e.g. '0 10 * * *'")
+    forms.add_argument("--every", metavar="DURATION", help="at a fixed rate (at least 1m)")
+    group.add_argument("--tz", metavar="ZONE", help="IANA time zone of --cron (default UTC)")
+    group.add_argument("--start-at", metavar="TIME", help="--cron/--every: not before this time")
+    group.add_argument("--end-at", metavar="TIME", help="--cron/--every: not after this time")
+
+
+def add_task_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("task")
+    group.add_argument("--task", metavar="TYPE", help="http, noop, sleep, fail, ... (see `punctual tasks`)")
+    group.add_argument("--url", help="http: the URL to call")
+    group.add_argument("--method", help="http: the method (default POST)")
+    group.add_argument("--header", action="append", default=[], metavar="K=V", help="http: a header (repeat)")
+    group.add_argument("--body", metavar="JSON", help="http: the JSON body")
+    group.add_argument("--seconds", type=float, help="sleep: how long")
+    group.add_argument(
+        "--param", action="append", default=[], metavar="K=V", help="a parameter (JSON or text)"
+    )
+    group.add_argument("--params", metavar="JSON", help="the parameters as a JSON object")
+
+
+def add_job_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("job")
+    group.add_argument("--name", help="a name for people")
+    group.add_argument("--max-attempts", type=_positive_int, metavar="N", help="attempts before FAILED")
+    group.add_argument("--backoff", metavar="DURATION", help="first retry delay (doubles each retry)")
+    group.add_argument("--max-backoff", metavar="DURATION", help="longest retry delay")
+    group.add_argument("--timeout", metavar="DURATION", help="time limit of one attempt")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="punctual",
+        description="Schedule and watch jobs on Punctual.",
+        epilog="exit codes: 0 ok, 1 API error, 2 usage error, 3 endpoint unreachable",
+    )
+    parser.add_argument("--version", action="version", version=f"punctual {__version__}")
+    _connection_options(parser, None)
+    schedule, task, job = add_schedule_options, add_task_options, add_job_options
+
+    def command(subparsers: Any, name: str, handler: Handler, help: str, *options: OptionAdder) -> Any:
+        sub = subparsers.add_parser(name, help=help, description=help)
+        _connection_options(sub, argparse.SUPPRESS)
+        for add_options in options:
+            add_options(sub)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    def job_argument(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("job", metavar="JOB", help="the job id")
+
+    def paging(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--limit", type=_positive_int, help="page size (1-100)")
+        sub.add_argument("--cursor", help="continue from this next_cursor")
+        sub.add_argument("--all", action="store_true", help="follow next_cursor to the end")
+
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    jobs = commands.add_parser("jobs", help="create, list and change jobs")
+    job_commands = jobs.add_subparsers(dest="jobs_command", metavar="ACTION", required=True)
+    create = command(job_commands, "create", cmd_jobs_create, "create a job", schedule, task, job)
+    create.add_argument(
+        "--idempotency-key", metavar="KEY", help="a retry with the same key returns the same job"
+    )
+    listing = command(job_commands, "list", cmd_jobs_list, "list your jobs, newest first")
+    listing.add_argument("--status", type=str.upper, choices=JOB_STATUSES, help="only jobs in this status")
+    paging(listing)
+    job_argument(command(job_commands, "get", cmd_jobs_get, "show a job"))
+    job_argument(command(job_commands, "update", cmd_jobs_update, "change a job", schedule, task, job))
+    job_argument(command(job_commands, "cancel", cmd_jobs_cancel, "cancel a job"))
+    job_argument(command(job_commands, "pause", cmd_jobs_pause, "pause a job"))
+    job_argument(command(job_commands, "resume", cmd_jobs_resume, "resume a paused job"))
+    job_argument(command(job_commands, "run", cmd_jobs_run, "run a job once more, now"))
+
+    executions = command(commands, "executions", cmd_executions, "list a job's executions, newest first")
+    job_argument(executions)
+    paging(executions)
+
+    preview = command(commands, "preview", cmd_preview, "show a schedule's next run times", schedule)
+    preview.add_argument("--count", type=_positive_int, default=5, help="how many (1-50, default 5)")
+
+    watch = command(commands, "watch", cmd_watch, "follow a job's executions live until Ctrl-C")
+    job_argument(watch)
+    watch.add_argument("--interval", type=_positive_float, default=2.0, metavar="SECONDS", help="poll period")
+    watch.add_argument(
+        "--until-final", action="store_true", help="stop once the job is COMPLETED or CANCELLED"
+    )
+    watch.add_argument(
+        "--count",
+        type=_positive_int,
+        metavar="N",
+        help="stop once N executions have finished (earlier ones count)",
+    )
+    watch.add_argument(
+        "--timeout", type=_positive_float, metavar="SECONDS", help="give up (exit 1) after this"
+    )
+    watch.add_argument("--limit", type=_positive_int, default=50, help="executions fetched per poll")
+
+    command(commands, "tasks", cmd_tasks, "list the task types and their parameters")
+    # Listed for --help only: main() hands `punctual local ...` to punctual.local before parsing.
+    commands.add_parser(
+        "local", help="run all of Punctual on this machine (punctual local --help)", add_help=False
+    )
+    return parser
+
+
+def _local_arguments(argv: Sequence[str]) -> list[str] | None:
+    """The arguments after `local` when that is the command, else None."""
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if token in ("--endpoint", "--token"):
+            index += 2
+            continue
+        if token.startswith("-"):
+            index += 1
+            continue
+        return list(argv[index + 1 :]) if token == "local" else None
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    local_arguments = _local_arguments(arguments)
+    if local_arguments is not None:
+        return run_local(local_arguments)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(arguments)
+    except SystemExit as exc:  # --help, --version and argparse's usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        client = PunctualClient.from_endpoint(args.endpoint, token=args.token)
+        handler: Handler = args.handler
+        return handler(client, args)
+    except (UsageError, ConfigurationError) as exc:
+        print(f"punctual: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ApiError as exc:
+        print_api_error(exc)
+        return EXIT_FAILURE
+    except ConnectionFailed as exc:
+        print(f"punctual: error: {exc}", file=sys.stderr)
+        if is_loopback(args.endpoint or default_endpoint()):
+            print(
+                "  is the local stack running? start it with `punctual local` (or `make run`)",
+                file=sys.stderr,
+            )
+        return EXIT_CONNECTION
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

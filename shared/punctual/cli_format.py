@@ -1,0 +1,213 @@
+"""How the CLI shows jobs, executions and schedules to people (`--json` bypasses all of this)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+NONE = "-"
+
+JOB_COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN", "LAST")
+EXECUTION_COLUMNS = ("ID", "STATUS", "SCHEDULED", "STARTED", "FINISHED", "ATTEMPTS", "LATENESS", "ERROR")
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """Left-aligned columns two spaces apart; the last column is not padded."""
+    lines = [list(headers), *[list(row) for row in rows]]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
+    out = []
+    for line in lines:
+        cells = [cell.ljust(width) for cell, width in zip(line[:-1], widths, strict=False)]
+        out.append("  ".join([*cells, line[-1]]).rstrip())
+    return "\n".join(out)
+
+
+def details(pairs: Sequence[tuple[str, str]]) -> str:
+    width = max(len(key) for key, _ in pairs) + 1
+    return "\n".join(f"{(key + ':').ljust(width)}  {value}" for key, value in pairs)
+
+
+def truncate(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def short_time(value: Any) -> str:
+    """`2026-12-01T09:00:00.000Z` → `2026-12-01 09:00:00Z` (the API always answers UTC)."""
+    if not value:
+        return NONE
+    text = str(value)
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return text
+    if parsed.tzinfo is None:
+        return text
+    return parsed.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def in_zone(value: str, zone: str) -> str:
+    """A UTC timestamp shown as wall-clock time in an IANA zone, or "" if either cannot be read."""
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        local = parsed.astimezone(ZoneInfo(zone))
+    except (ValueError, ZoneInfoNotFoundError):
+        return ""
+    return local.strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def duration(seconds: Any) -> str:
+    """300 → `5m`, 5400 → `1h30m`, 90 → `1m30s`, 0.5 → `0.5s`."""
+    if not isinstance(seconds, int | float) or isinstance(seconds, bool):
+        return NONE if seconds is None else str(seconds)
+    if seconds != int(seconds) or seconds <= 0:
+        return f"{seconds:g}s"
+    remaining = int(seconds)
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        count, remaining = divmod(remaining, size)
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts)
+
+
+def lateness(ms: Any) -> str:
+    if not isinstance(ms, int | float) or isinstance(ms, bool):
+        return NONE
+    return f"{ms:.0f}ms" if abs(ms) < 1000 else f"{ms / 1000:.1f}s"
+
+
+def schedule_summary(schedule: Mapping[str, Any] | None) -> str:
+    if not schedule:
+        return NONE
+    kind = schedule.get("type")
+    if kind == "now":
+        text = "now"
+    elif kind == "at":
+        text = f"at {short_time(schedule.get('at'))}"
+    elif kind == "cron":
+        text = f"cron '{schedule.get('expression', '')}' {schedule.get('timezone') or 'UTC'}"
+    elif kind == "rate":
+        text = f"every {duration(schedule.get('every_seconds'))}"
+    else:
+        return json.dumps(schedule, separators=(",", ":"))
+    if schedule.get("start_at"):
+        text += f" from {short_time(schedule['start_at'])}"
+    if schedule.get("end_at"):
+        text += f" until {short_time(schedule['end_at'])}"
+    return text
+
+
+def task_summary(task: Mapping[str, Any] | None) -> str:
+    if not task:
+        return NONE
+    kind = str(task.get("type", "?"))
+    params = task.get("params") or {}
+    if kind == "http" and params.get("url"):
+        return f"http {params.get('method') or 'POST'} {params['url']}"
+    if kind == "sleep" and "seconds" in params:
+        return f"sleep {duration(params['seconds'])}"
+    if params:
+        return f"{kind} {json.dumps(params, separators=(',', ':'))}"
+    return kind
+
+
+def retry_summary(retry: Mapping[str, Any] | None) -> str:
+    if not retry:
+        return NONE
+    parts = []
+    if "max_attempts" in retry:
+        parts.append(f"{retry['max_attempts']} attempts")
+    if "backoff_seconds" in retry:
+        parts.append(f"backoff {duration(retry['backoff_seconds'])}")
+    if "max_backoff_seconds" in retry:
+        parts.append(f"max {duration(retry['max_backoff_seconds'])}")
+    return ", ".join(parts) or json.dumps(retry)
+
+
+def job_row(job: Mapping[str, Any]) -> list[str]:
+    last = job.get("last_execution") or {}
+    return [
+        str(job.get("id", NONE)),
+        truncate(str(job.get("name") or NONE), 32),
+        str(job.get("status", NONE)),
+        schedule_summary(job.get("schedule")),
+        short_time(job.get("next_run_at")),
+        str(last.get("status", NONE)) if isinstance(last, dict) else NONE,
+    ]
+
+
+def jobs_table(jobs: Iterable[Mapping[str, Any]]) -> str:
+    return table(JOB_COLUMNS, [job_row(job) for job in jobs])
+
+
+def job_details(job: Mapping[str, Any]) -> str:
+    pairs = [
+        ("id", str(job.get("id", NONE))),
+        ("name", str(job.get("name") or NONE)),
+        ("status", str(job.get("status", NONE))),
+        ("schedule", schedule_summary(job.get("schedule"))),
+        ("task", task_summary(job.get("task"))),
+        ("retry", retry_summary(job.get("retry"))),
+        ("timeout", duration(job.get("timeout_seconds"))),
+        ("next run", short_time(job.get("next_run_at"))),
+        ("last execution", execution_summary(job.get("last_execution"))),
+        ("created", short_time(job.get("created_at"))),
+        ("updated", short_time(job.get("updated_at"))),
+    ]
+    return details(pairs)
+
+
+def execution_summary(execution: Any) -> str:
+    if not isinstance(execution, dict):
+        return NONE
+    text = f"{execution.get('status', NONE)} (scheduled {short_time(execution.get('scheduled_at'))}"
+    text += (
+        f", attempts {execution.get('attempts', NONE)}, lateness {lateness(execution.get('lateness_ms'))})"
+    )
+    if execution.get("error"):
+        text += f": {truncate(str(execution['error']), 80)}"
+    return text
+
+
+def execution_row(execution: Mapping[str, Any]) -> list[str]:
+    return [
+        str(execution.get("id", NONE)),
+        str(execution.get("status", NONE)),
+        short_time(execution.get("scheduled_at")),
+        short_time(execution.get("started_at")),
+        short_time(execution.get("finished_at")),
+        str(execution.get("attempts", NONE)),
+        lateness(execution.get("lateness_ms")),
+        truncate(str(execution.get("error") or ""), 60),
+    ]
+
+
+def executions_table(executions: Iterable[Mapping[str, Any]]) -> str:
+    return table(EXECUTION_COLUMNS, [execution_row(execution) for execution in executions])
+
+
+def watch_line(now: datetime, execution: Mapping[str, Any], previous: Mapping[str, Any] | None) -> str:
+    """One line of `punctual watch`: a new execution, or a change of status or attempt."""
+    status = str(execution.get("status", NONE))
+    if previous is None:
+        change = f"new {status}"
+    elif previous.get("status") != status:
+        change = f"{previous.get('status', NONE)} -> {status}"
+    else:
+        change = status
+    parts = [
+        now.astimezone(UTC).strftime("%H:%M:%S"),
+        str(execution.get("id", NONE)),
+        change,
+        f"scheduled {short_time(execution.get('scheduled_at'))}",
+        f"attempt {execution.get('attempts', NONE)}",
+    ]
+    if execution.get("lateness_ms") is not None:
+        parts.append(f"late {lateness(execution.get('lateness_ms'))}")
+    if execution.get("error"):
+        parts.append(f"error: {truncate(str(execution['error']), 100)}")
+    return "  ".join(parts)

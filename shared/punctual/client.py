@@ -1,0 +1,359 @@
+"""A small HTTP client for Punctual's public API (see shared/API.md).
+
+Standard library only for HTTP; botocore signs requests to a deployed API. Against a loopback
+endpoint (the local stack) it sends `Authorization: Bearer <token>`; against anything else it signs
+with SigV4 for API Gateway IAM authorization, using the standard AWS credential chain.
+
+    client = PunctualClient.from_endpoint("http://127.0.0.1:8765", token="local")
+    job = client.create_job({"task": {"type": "noop"}, "schedule": {"type": "now"}})
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import json
+import os
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from punctual import __version__
+
+DEFAULT_PORT = 8765
+DEFAULT_TOKEN = "local"
+USER_AGENT = f"punctual-cli/{__version__}"
+
+JsonObject = dict[str, Any]
+
+_EXECUTE_API_HOST = re.compile(r"\.execute-api\.([a-z]{2}(?:-[a-z]+)+-\d+)\.amazonaws\.com(?:\.cn)?$")
+
+
+class PunctualError(Exception):
+    """Base class of the client's errors."""
+
+
+class ApiError(PunctualError):
+    """The API answered 4xx or 5xx."""
+
+    def __init__(self, status: int, reason: str, body: Any) -> None:
+        self.status = status
+        self.reason = reason
+        self.body = body
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        if isinstance(self.body, dict):
+            for key in ("message", "error", "detail"):
+                value = self.body.get(key)
+                if isinstance(value, str) and value:
+                    return value
+        if isinstance(self.body, str) and self.body.strip():
+            return self.body.strip()[:500]
+        return self.reason or f"HTTP {self.status}"
+
+    @property
+    def details(self) -> list[str]:
+        """The per-field problems the API listed (`details` or `errors`), as readable lines."""
+        if not isinstance(self.body, dict):
+            return []
+        items = self.body.get("details") or self.body.get("errors") or []
+        if isinstance(items, dict):
+            return [f"{key}: {value}" for key, value in items.items()]
+        if not isinstance(items, list):
+            return [str(items)]
+        return [_describe_detail(item) for item in items]
+
+
+class ConnectionFailed(PunctualError):
+    """The endpoint could not be reached (refused, DNS, timeout, TLS)."""
+
+
+class ConfigurationError(PunctualError):
+    """The client cannot make a request as configured (no credentials, no region)."""
+
+
+def _describe_detail(item: Any) -> str:
+    if not isinstance(item, dict):
+        return str(item)
+    where = item.get("field") or item.get("path") or item.get("name")
+    loc = item.get("loc")
+    if not where and isinstance(loc, list | tuple):
+        where = ".".join(str(part) for part in loc)
+    what = item.get("message") or item.get("msg") or item.get("detail") or json.dumps(item)
+    return f"{where}: {what}" if where else str(what)
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    body: Any
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class Authenticator(Protocol):
+    def headers(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes | None
+    ) -> dict[str, str]:
+        """The headers to add to this request to authenticate it."""
+        ...
+
+
+@dataclass(frozen=True)
+class BearerAuth:
+    token: str
+
+    def headers(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes | None
+    ) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+@dataclass(frozen=True)
+class SigV4Auth:
+    """API Gateway IAM authorization: SigV4 for the `execute-api` service."""
+
+    region: str
+    credentials: Any = None  # botocore Credentials; None reads the standard chain on first use
+
+    def headers(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes | None
+    ) -> dict[str, str]:
+        return sign_request(method, url, headers, body, region=self.region, credentials=self.credentials)
+
+
+def sign_request(
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    body: bytes | None,
+    *,
+    region: str,
+    credentials: Any = None,
+) -> dict[str, str]:
+    """SigV4-sign a request for `execute-api`; returns the headers to add (Authorization, X-Amz-*)."""
+    # Imported here: boto3 takes a noticeable time to import and local use never needs it.
+    import boto3
+    from botocore.auth import SigV4Auth as BotocoreSigV4Auth
+    from botocore.awsrequest import AWSRequest
+
+    if credentials is None:
+        credentials = boto3.Session().get_credentials()
+    if credentials is None:
+        raise ConfigurationError(
+            "no AWS credentials found for a non-local endpoint "
+            "(set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or use a loopback endpoint)"
+        )
+    request = AWSRequest(method=method, url=url, data=body or b"", headers=dict(headers))
+    BotocoreSigV4Auth(credentials.get_frozen_credentials(), "execute-api", region).add_auth(request)
+    added = {"Authorization", "X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-SHA256"}
+    return {name: str(value) for name, value in request.headers.items() if name in added}
+
+
+def is_loopback(endpoint: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and localhost: the local stack, which takes a bearer token."""
+    host = urllib.parse.urlsplit(endpoint).hostname or ""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def region_for(endpoint: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The region of an `*.execute-api.<region>.amazonaws.com` host, else AWS_REGION/AWS_DEFAULT_REGION."""
+    env = os.environ if environ is None else environ
+    host = urllib.parse.urlsplit(endpoint).hostname or ""
+    match = _EXECUTE_API_HOST.search(host)
+    if match:
+        return match.group(1)
+    return env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
+
+
+def default_endpoint(environ: Mapping[str, str] | None = None) -> str:
+    env = os.environ if environ is None else environ
+    if env.get("PUNCTUAL_ENDPOINT"):
+        return env["PUNCTUAL_ENDPOINT"]
+    return f"http://127.0.0.1:{env.get('PUNCTUAL_PORT') or DEFAULT_PORT}"
+
+
+class PunctualClient:
+    """One method per endpoint of the API; errors raise ApiError / ConnectionFailed."""
+
+    def __init__(self, endpoint: str, auth: Authenticator | None, *, timeout: float = 30.0) -> None:
+        parts = urllib.parse.urlsplit(endpoint)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigurationError(f"endpoint must be an http(s) URL, got {endpoint!r}")
+        self.endpoint = endpoint.rstrip("/")
+        self.auth = auth
+        self.timeout = timeout
+        # Never send local traffic through a proxy from the environment.
+        handlers = [urllib.request.ProxyHandler({})] if is_loopback(endpoint) else []
+        self._opener = urllib.request.build_opener(*handlers)
+
+    @classmethod
+    def from_endpoint(
+        cls,
+        endpoint: str | None = None,
+        *,
+        token: str | None = None,
+        region: str | None = None,
+        timeout: float = 30.0,
+    ) -> PunctualClient:
+        """Bearer token for a loopback endpoint, SigV4 for anything else."""
+        endpoint = endpoint or default_endpoint()
+        auth: Authenticator
+        if is_loopback(endpoint):
+            auth = BearerAuth(token or os.environ.get("PUNCTUAL_TOKEN") or DEFAULT_TOKEN)
+        else:
+            region = region or region_for(endpoint)
+            if not region:
+                raise ConfigurationError(
+                    f"cannot tell the AWS region of {endpoint}: set AWS_REGION "
+                    "(or use the *.execute-api.<region>.amazonaws.com URL)"
+                )
+            auth = SigV4Auth(region)
+        return cls(endpoint, auth, timeout=timeout)
+
+    # -- transport ---------------------------------------------------------------------------------
+
+    def url(self, path: str, query: Mapping[str, Any] | None = None) -> str:
+        url = self.endpoint + path
+        params = {key: value for key, value in (query or {}).items() if value is not None}
+        if params:
+            url += "?" + urllib.parse.urlencode(params)
+        return url
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        check: bool = True,
+    ) -> Response:
+        """Send one request; with check, a 4xx/5xx answer raises ApiError."""
+        url = self.url(path, query)
+        data = None if body is None else json.dumps(body).encode()
+        sent = {"Accept": "application/json", "User-Agent": USER_AGENT, **(headers or {})}
+        if data is not None:
+            sent["Content-Type"] = "application/json"
+        if self.auth is not None:
+            sent.update(self.auth.headers(method, url, sent, data))
+        request = urllib.request.Request(url, data=data, headers=sent, method=method)
+        try:
+            with self._opener.open(request, timeout=self.timeout) as answer:
+                response = Response(answer.status, _decode(answer.read()), dict(answer.headers.items()))
+        except urllib.error.HTTPError as exc:
+            with exc:
+                response = Response(exc.code, _decode(exc.read()), dict(exc.headers.items()))
+            if check:
+                raise ApiError(exc.code, exc.reason, response.body) from None
+        except (OSError, http.client.HTTPException) as exc:  # URLError, refused, reset, timeout, TLS
+            reason = getattr(exc, "reason", exc)
+            raise ConnectionFailed(f"cannot reach {self.endpoint}: {reason}") from exc
+        return response
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self.request(method, path, **kwargs).body
+
+    # -- jobs ----------------------------------------------------------------------------------------
+
+    def create_job(self, job: Mapping[str, Any], *, idempotency_key: str | None = None) -> JsonObject:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        result: JsonObject = self._call("POST", "/jobs", body=dict(job), headers=headers)
+        return result
+
+    def list_jobs(
+        self, *, status: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> JsonObject:
+        query = {"status": status, "limit": limit, "cursor": cursor}
+        result: JsonObject = self._call("GET", "/jobs", query=query)
+        return result
+
+    def iter_jobs(self, *, status: str | None = None, limit: int | None = None) -> Iterator[JsonObject]:
+        """Every job, following next_cursor page by page."""
+        return self._paginate(lambda cursor: self.list_jobs(status=status, limit=limit, cursor=cursor))
+
+    def get_job(self, job_id: str) -> JsonObject:
+        result: JsonObject = self._call("GET", _job_path(job_id))
+        return result
+
+    def update_job(self, job_id: str, changes: Mapping[str, Any]) -> JsonObject:
+        result: JsonObject = self._call("PATCH", _job_path(job_id), body=dict(changes))
+        return result
+
+    def cancel_job(self, job_id: str) -> JsonObject:
+        result: JsonObject = self._call("DELETE", _job_path(job_id))
+        return result
+
+    def pause_job(self, job_id: str) -> JsonObject:
+        result: JsonObject = self._call("POST", _job_path(job_id, "pause"))
+        return result
+
+    def resume_job(self, job_id: str) -> JsonObject:
+        result: JsonObject = self._call("POST", _job_path(job_id, "resume"))
+        return result
+
+    def run_job(self, job_id: str) -> JsonObject:
+        """One extra execution now; returns the Execution (202)."""
+        result: JsonObject = self._call("POST", _job_path(job_id, "run"))
+        return result
+
+    # -- executions, schedules, tasks ----------------------------------------------------------------
+
+    def list_executions(
+        self, job_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> JsonObject:
+        query = {"limit": limit, "cursor": cursor}
+        result: JsonObject = self._call("GET", _job_path(job_id, "executions"), query=query)
+        return result
+
+    def iter_executions(self, job_id: str, *, limit: int | None = None) -> Iterator[JsonObject]:
+        return self._paginate(lambda cursor: self.list_executions(job_id, limit=limit, cursor=cursor))
+
+    def preview(self, schedule: Mapping[str, Any], count: int | None = None) -> JsonObject:
+        body: JsonObject = {"schedule": dict(schedule)}
+        if count is not None:
+            body["count"] = count
+        result: JsonObject = self._call("POST", "/schedules/preview", body=body)
+        return result
+
+    def tasks(self) -> Any:
+        return self._call("GET", "/tasks")
+
+    def health(self) -> bool:
+        return self.request("GET", "/health", check=False).status == 200
+
+    @staticmethod
+    def _paginate(fetch: Callable[[str | None], JsonObject]) -> Iterator[JsonObject]:
+        cursor: str | None = None
+        while True:
+            page = fetch(cursor)
+            yield from page.get("items") or []
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
+
+def _job_path(job_id: str, action: str | None = None) -> str:
+    path = "/jobs/" + urllib.parse.quote(job_id, safe="")
+    return f"{path}/{action}" if action else path
+
+
+def _decode(raw: bytes) -> Any:
+    if not raw:
+        return None
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text

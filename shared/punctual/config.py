@@ -1,0 +1,81 @@
+"""Configuration: one typed model read from the environment, with defaults that work locally."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Mapping
+from functools import lru_cache
+
+from pydantic import BaseModel, Field, field_validator
+
+from punctual import resources
+
+
+class Settings(BaseModel):
+    table_name: str = resources.TABLE.name
+    queue_url: str = ""
+    dlq_url: str = ""
+    # AWS endpoint override: the local stack's moto server. None means the real AWS endpoints.
+    endpoint_url: str | None = None
+    region: str = "us-east-1"
+
+    shard_count: int = Field(default=16, ge=1, le=1000)
+    # The scanner enqueues executions due before now + lookahead; SQS DelaySeconds holds them.
+    lookahead_seconds: int = Field(default=90, ge=5, le=900)
+    # The period of the scanner's tick (EventBridge: one minute).
+    tick_seconds: int = Field(default=60, ge=1, le=300)
+    retention_days: int = Field(default=30, ge=1, le=3650)
+    # Networks a webhook may reach even though they are private, loopback or link-local.
+    webhook_allowed_networks: tuple[str, ...] = ()
+    cursor_secret: str = "punctual-local-cursor-secret"
+    result_max_bytes: int = Field(default=4096, ge=0, le=65536)
+
+    @field_validator("webhook_allowed_networks")
+    @classmethod
+    def _networks_parse(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for network in value:
+            ipaddress.ip_network(network, strict=False)
+        return value
+
+    @property
+    def handoff_seconds(self) -> int:
+        """Executions due sooner than this are enqueued by the API itself, not left to the scanner.
+
+        A tick that has already run read up to its own now + lookahead; the next one runs within a tick
+        period. Anything due before now + lookahead + tick period + a margin for a slow request could
+        fall between them, so the API hands it to the queue directly.
+        """
+        return self.lookahead_seconds + self.tick_seconds + 30
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {}
+        plain = {
+            "table_name": resources.ENV_TABLE_NAME,
+            "queue_url": resources.ENV_QUEUE_URL,
+            "dlq_url": resources.ENV_DLQ_URL,
+            "endpoint_url": "PUNCTUAL_AWS_ENDPOINT_URL",
+            "shard_count": "PUNCTUAL_SHARD_COUNT",
+            "lookahead_seconds": "PUNCTUAL_LOOKAHEAD_SECONDS",
+            "tick_seconds": "PUNCTUAL_TICK_SECONDS",
+            "retention_days": "PUNCTUAL_RETENTION_DAYS",
+            "cursor_secret": "PUNCTUAL_CURSOR_SECRET",
+            "result_max_bytes": "PUNCTUAL_RESULT_MAX_BYTES",
+        }
+        for field_name, variable in plain.items():
+            if env.get(variable):
+                values[field_name] = env[variable]
+        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+        if region:
+            values["region"] = region
+        networks = env.get("PUNCTUAL_WEBHOOK_ALLOWED_NETWORKS", "")
+        values["webhook_allowed_networks"] = tuple(n.strip() for n in networks.split(",") if n.strip())
+        return cls.model_validate(values)
+
+
+@lru_cache(maxsize=1)
+def settings() -> Settings:
+    """The process's settings, read once (Lambda cold start)."""
+    return Settings.from_env()

@@ -1,0 +1,31 @@
+"""Domain errors. The API maps them to HTTP status codes in one place (api.py)."""
+
+from __future__ import annotations
+
+
+class PunctualError(Exception):
+    """Base class for errors Punctual raises on purpose."""
+
+
+class NotFound(PunctualError):
+    """The resource does not exist, or belongs to another owner (the two are indistinguishable)."""
+
+
+class InvalidRequest(PunctualError):
+    """Bad input that validation of the request body alone could not catch."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class Conflict(PunctualError):
+    """The request cannot apply to the resource in its current state."""
+
+
+class LostRace(PunctualError):
+    """A conditional write found the item changed by someone else (ConditionalCheckFailed)."""
+
+
+class RetryableStoreError(PunctualError):
+    """A throttled or transiently failing call to a store: try again later."""

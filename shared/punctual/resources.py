@@ -1,0 +1,112 @@
+"""The one source of truth for Punctual's AWS resources.
+
+The CDK stack, the local stack and the tests all build the table and queues from these
+definitions, so a moto table cannot drift from the deployed one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Logical names: CDK construct ids, local resource names and environment variables derive from these.
+APP_NAME = "Punctual"
+
+# Environment variables through which functions learn their resources (read only in config.py).
+ENV_TABLE_NAME = "PUNCTUAL_TABLE_NAME"
+ENV_QUEUE_URL = "PUNCTUAL_QUEUE_URL"
+ENV_DLQ_URL = "PUNCTUAL_DLQ_URL"
+ENV_SCANNER_FUNCTION = "PUNCTUAL_SCANNER_FUNCTION"
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    partition_key: str
+    sort_key: str
+
+
+@dataclass(frozen=True)
+class TableDefinition:
+    name: str
+    partition_key: str
+    sort_key: str
+    ttl_attribute: str
+    indexes: tuple[Index, ...] = field(default_factory=tuple)
+
+    def create_table_kwargs(self, table_name: str | None = None) -> dict[str, Any]:
+        """Arguments for DynamoDB CreateTable (moto and the local stack)."""
+        attributes = {self.partition_key, self.sort_key}
+        for index in self.indexes:
+            attributes.update((index.partition_key, index.sort_key))
+        return {
+            "TableName": table_name or self.name,
+            "BillingMode": "PAY_PER_REQUEST",
+            "KeySchema": [
+                {"AttributeName": self.partition_key, "KeyType": "HASH"},
+                {"AttributeName": self.sort_key, "KeyType": "RANGE"},
+            ],
+            "AttributeDefinitions": [
+                {"AttributeName": name, "AttributeType": "S"} for name in sorted(attributes)
+            ],
+            "GlobalSecondaryIndexes": [
+                {
+                    "IndexName": index.name,
+                    "KeySchema": [
+                        {"AttributeName": index.partition_key, "KeyType": "HASH"},
+                        {"AttributeName": index.sort_key, "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "ALL"},
+                }
+                for index in self.indexes
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class QueueDefinition:
+    name: str
+    visibility_timeout_seconds: int
+    retention_seconds: int
+    max_receive_count: int | None = None  # set on a queue that redrives to the dead-letter queue
+
+
+# One table holds jobs, their executions, the time-bucketed due markers and small bookkeeping items.
+# Key formats live in store.py; only the attribute names are shared here.
+BY_OWNER_INDEX = Index(name="by_owner", partition_key="owner_pk", sort_key="owner_sk")
+BY_OWNER_STATUS_INDEX = Index(name="by_owner_status", partition_key="status_pk", sort_key="owner_sk")
+
+TABLE = TableDefinition(
+    name="punctual",
+    partition_key="pk",
+    sort_key="sk",
+    ttl_attribute="expires_at",
+    indexes=(BY_OWNER_INDEX, BY_OWNER_STATUS_INDEX),
+)
+
+# The worker's Lambda timeout; the work queue's visibility timeout must cover it.
+WORKER_TIMEOUT_SECONDS = 360
+MAX_TASK_TIMEOUT_SECONDS = 300
+
+DEAD_LETTER_QUEUE = QueueDefinition(
+    name="punctual-dead-letter",
+    visibility_timeout_seconds=60,
+    retention_seconds=14 * 24 * 3600,
+)
+
+WORK_QUEUE = QueueDefinition(
+    name="punctual-work",
+    visibility_timeout_seconds=WORKER_TIMEOUT_SECONDS + 30,
+    retention_seconds=4 * 24 * 3600,
+    # Receives, not attempts: a message is also received when it waits for its instant or for a
+    # running duplicate's lease. Retries are counted by the execution record, not here.
+    max_receive_count=25,
+)
+
+# Lambda handlers, as dotted paths inside the one code asset (functions/ plus the punctual package).
+FUNCTIONS = {
+    "api": "functions.api.handler.lambda_handler",
+    "scanner": "functions.scanner.handler.lambda_handler",
+    "worker": "functions.worker.handler.lambda_handler",
+    "dead_letter": "functions.dead_letter.handler.lambda_handler",
+}

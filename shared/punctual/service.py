@@ -1,0 +1,327 @@
+"""What the API does, as plain domain operations: no HTTP, no Lambda events."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from punctual import tasks
+from punctual.clock import Clock
+from punctual.dispatch import Dispatcher
+from punctual.errors import Conflict, InvalidRequest, LostRace, NotFound
+from punctual.models import (
+    DueMarker,
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobStatus,
+    RetryPolicy,
+    TaskSpec,
+    anchor_for,
+    first_run,
+    manual_execution_id,
+    marker_for,
+)
+from punctual.observability import JOBS_CREATED, logger, metrics
+from punctual.schedules import PAST_TOLERANCE, AtSchedule, _Schedule, is_recurring, preview
+from punctual.store import Page, Store
+
+DEFAULT_TIMEOUT_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class NewJob:
+    task: TaskSpec
+    schedule: _Schedule
+    name: str | None = None
+    retry: RetryPolicy | None = None
+    timeout_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class JobChanges:
+    """A PATCH: fields left as None are not changed."""
+
+    name: str | None = None
+    task: TaskSpec | None = None
+    schedule: _Schedule | None = None
+    retry: RetryPolicy | None = None
+    timeout_seconds: int | None = None
+
+
+class JobService:
+    def __init__(
+        self,
+        store: Store,
+        dispatcher: Dispatcher,
+        clock: Clock,
+        *,
+        handoff: timedelta,
+        allowed_networks: tuple[str, ...] = (),
+    ) -> None:
+        self._store = store
+        self._dispatcher = dispatcher
+        self._clock = clock
+        self._handoff = handoff
+        self._allowed_networks = allowed_networks
+
+    # --------------------------------------------------------------- create
+    def create(self, owner: str, new: NewJob, idempotency_key: str | None = None) -> tuple[Job, bool]:
+        """Create a job; returns it and whether it is new (False: an idempotent repeat)."""
+        task = tasks.validate(new.task, self._allowed_networks)
+        now = self._clock.now()
+        self._check_not_past(new.schedule, now)
+        job_id = _new_id("job")
+        if idempotency_key is not None:
+            fingerprint = _fingerprint(new)
+            seen = self._store.claim_idempotency_key(owner, idempotency_key, fingerprint, job_id, now)
+            if seen is not None:
+                seen_fingerprint, seen_job_id = seen
+                if seen_fingerprint != fingerprint:
+                    raise Conflict("Idempotency-Key was already used with a different request body")
+                existing = self._store.get_job(seen_job_id)
+                if existing is not None:
+                    return existing, False
+                job_id = seen_job_id  # the first attempt failed before storing its job: finish it now
+
+        anchor = anchor_for(new.schedule, now)
+        runs_at = first_run(new.schedule, now, anchor)
+        if runs_at is None:
+            raise InvalidRequest("schedule has no run time in the future", field="schedule")
+        job = Job(
+            id=job_id,
+            owner=owner,
+            name=new.name or job_id,
+            status=JobStatus.ACTIVE,
+            task=task,
+            schedule=new.schedule,
+            retry=new.retry or RetryPolicy(),
+            timeout_seconds=new.timeout_seconds or DEFAULT_TIMEOUT_SECONDS,
+            created_at=now,
+            updated_at=now,
+            next_run_at=runs_at,
+            anchor_at=anchor,
+        )
+        # The marker goes first: a job stored without its marker would never run, while a marker
+        # without its job is dropped harmlessly by the scanner.
+        marker = marker_for(job.id, runs_at, job.schedule_version)
+        self._store.put_marker(marker)
+        try:
+            self._store.put_new_job(job)
+        except LostRace:
+            existing = self._store.get_job(job_id)
+            if existing is None or existing.owner != owner:
+                raise
+            return existing, False
+        metrics.add_metric(name=JOBS_CREATED, unit="Count", value=1)
+        self._hand_off(marker)
+        return job, True
+
+    # ----------------------------------------------------------------- read
+    def get(self, owner: str, job_id: str) -> Job:
+        job = self._store.get_job(job_id)
+        if job is None or job.owner != owner:
+            raise NotFound(f"job {job_id!r} not found")
+        return job
+
+    def list_jobs(
+        self, owner: str, status: JobStatus | None, limit: int, start_key: dict[str, Any] | None
+    ) -> Page:
+        return self._store.list_jobs(owner, status, limit, start_key)
+
+    def executions(self, owner: str, job_id: str, limit: int, start_key: dict[str, Any] | None) -> Page:
+        self.get(owner, job_id)
+        return self._store.list_executions(job_id, limit, start_key)
+
+    def preview(self, schedule: _Schedule, count: int) -> list[datetime]:
+        now = self._clock.now()
+        self._check_not_past(schedule, now)
+        anchor = anchor_for(schedule, now)
+        if is_recurring(schedule):
+            return preview(schedule, now, count, anchor)
+        first = first_run(schedule, now, anchor)
+        return [] if first is None else [first]
+
+    # --------------------------------------------------------------- change
+    def update(self, owner: str, job_id: str, changes: JobChanges) -> Job:
+        job = self.get(owner, job_id)
+        if job.status in (JobStatus.CANCELLED, JobStatus.COMPLETED) and changes.schedule is None:
+            raise Conflict(f"job is {job.status.value}: only a new schedule can revive it")
+        if job.status is JobStatus.CANCELLED:
+            raise Conflict("job is CANCELLED and cannot be changed")
+        now = self._clock.now()
+        fields: dict[str, Any] = {"updated_at": now}
+        if changes.name is not None:
+            fields["name"] = changes.name
+        if changes.task is not None:
+            fields["task"] = tasks.validate(changes.task, self._allowed_networks)
+        if changes.retry is not None:
+            fields["retry"] = changes.retry
+        if changes.timeout_seconds is not None:
+            fields["timeout_seconds"] = changes.timeout_seconds
+        marker: DueMarker | None = None
+        if changes.schedule is not None:
+            self._check_not_past(changes.schedule, now)
+            anchor = anchor_for(changes.schedule, now)
+            runs_at = first_run(changes.schedule, now, anchor)
+            version = job.schedule_version + 1
+            status = job.status if job.status is JobStatus.PAUSED else JobStatus.ACTIVE
+            fields.update(
+                schedule=changes.schedule,
+                anchor_at=anchor,
+                schedule_version=version,
+                final_execution_id=None,
+                next_run_at=runs_at if status is JobStatus.ACTIVE else None,
+                status=status if runs_at is not None else JobStatus.COMPLETED,
+            )
+            if runs_at is not None and status is JobStatus.ACTIVE:
+                marker = marker_for(job.id, runs_at, version)
+                self._store.put_marker(marker)
+        updated = self._write(job, fields)
+        if marker is not None:
+            self._hand_off(marker)
+        return updated
+
+    def cancel(self, owner: str, job_id: str) -> Job:
+        job = self.get(owner, job_id)
+        if job.status is JobStatus.CANCELLED:
+            return job
+        return self._write(
+            job,
+            {
+                "status": JobStatus.CANCELLED,
+                "next_run_at": None,
+                "schedule_version": job.schedule_version + 1,
+                "updated_at": self._clock.now(),
+            },
+        )
+
+    def pause(self, owner: str, job_id: str) -> Job:
+        job = self.get(owner, job_id)
+        if job.status is JobStatus.PAUSED:
+            return job
+        if job.status is not JobStatus.ACTIVE:
+            raise Conflict(f"job is {job.status.value}; only an ACTIVE job can be paused")
+        return self._write(
+            job,
+            {
+                "status": JobStatus.PAUSED,
+                "next_run_at": None,
+                "schedule_version": job.schedule_version + 1,
+                "updated_at": self._clock.now(),
+            },
+        )
+
+    def resume(self, owner: str, job_id: str) -> Job:
+        job = self.get(owner, job_id)
+        if job.status is JobStatus.ACTIVE:
+            return job
+        if job.status is not JobStatus.PAUSED:
+            raise Conflict(f"job is {job.status.value}; only a PAUSED job can be resumed")
+        now = self._clock.now()
+        version = job.schedule_version + 1
+        # Occurrences missed while paused are not run: the schedule picks up from now. A one-time job
+        # whose instant passed while it was paused has nothing left to run.
+        runs_at = (
+            first_run(job.schedule, now, job.anchor_at) if job.recurring else _pending_one_time(job, now)
+        )
+        marker = None
+        if runs_at is not None:
+            marker = marker_for(job.id, runs_at, version)
+            self._store.put_marker(marker)
+        updated = self._write(
+            job,
+            {
+                "status": JobStatus.ACTIVE if runs_at is not None else JobStatus.COMPLETED,
+                "next_run_at": runs_at,
+                "schedule_version": version,
+                "updated_at": now,
+            },
+        )
+        if marker is not None:
+            self._hand_off(marker)
+        return updated
+
+    def run_now(self, owner: str, job_id: str) -> Execution:
+        job = self.get(owner, job_id)
+        if job.status in (JobStatus.PAUSED, JobStatus.CANCELLED):
+            raise Conflict(f"job is {job.status.value}; resume it (or create a new one) to run it")
+        now = self._clock.now()
+        marker = DueMarker(
+            job_id=job.id,
+            execution_id=manual_execution_id(job.id, now, secrets.token_hex(4)),
+            scheduled_at=now,
+            schedule_version=job.schedule_version,
+            manual=True,
+        )
+        self._store.put_marker(marker)
+        self._hand_off(marker)
+        execution = self._store.get_execution(job.id, now, marker.execution_id)
+        return execution or Execution(
+            id=marker.execution_id,
+            job_id=job.id,
+            owner=owner,
+            scheduled_at=now,
+            status=ExecutionStatus.PENDING,
+            schedule_version=job.schedule_version,
+            manual=True,
+            created_at=now,
+        )
+
+    # -------------------------------------------------------------- helpers
+    def _write(self, job: Job, fields: dict[str, Any]) -> Job:
+        try:
+            return self._store.update_job(
+                job, fields, allowed_statuses=[job.status], schedule_version=job.schedule_version
+            )
+        except LostRace:
+            raise Conflict("the job changed while this request ran; read it again and retry") from None
+
+    def _hand_off(self, marker: DueMarker) -> None:
+        """Enqueue an execution that is due too soon for the scanner's next tick.
+
+        If this fails, the marker stays and the scanner enqueues it (late); the request still succeeds.
+        """
+        if marker.scheduled_at - self._clock.now() >= self._handoff:
+            return
+        try:
+            self._dispatcher.dispatch([marker])
+        except Exception:
+            logger.exception(
+                "hand-off failed; the scanner will enqueue it", extra={"execution_id": marker.execution_id}
+            )
+
+    def _check_not_past(self, schedule: _Schedule, now: datetime) -> None:
+        if isinstance(schedule, AtSchedule) and schedule.at < now - PAST_TOLERANCE:
+            raise InvalidRequest("schedule.at is in the past", field="schedule.at")
+        end_at = getattr(schedule, "end_at", None)
+        if end_at is not None and end_at <= now:
+            raise InvalidRequest("schedule.end_at is in the past", field="schedule.end_at")
+
+
+def _pending_one_time(job: Job, now: datetime) -> datetime | None:
+    """When a resumed one-time job runs: never if it already ran or its instant passed while paused."""
+    if job.last_execution is not None:
+        return None
+    if isinstance(job.schedule, AtSchedule):
+        return job.schedule.at if job.schedule.at >= now else None
+    return now  # a "now" job paused before it ran
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(10)}"
+
+
+def _fingerprint(new: NewJob) -> str:
+    body = {
+        "task": new.task.model_dump(mode="json"),
+        "schedule": new.schedule.model_dump(mode="json"),
+        "name": new.name,
+        "retry": None if new.retry is None else new.retry.model_dump(mode="json"),
+        "timeout_seconds": new.timeout_seconds,
+    }
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()

@@ -1,0 +1,632 @@
+"""DynamoDB data access: the only module that knows key formats, attribute names and expressions.
+
+One table holds four kinds of item:
+- a job:        pk JOB#<job id>                    sk JOB
+- an execution: pk JOB#<job id>                    sk EXEC#<scheduled ms>#<execution id>
+- a due marker: pk DUE#<yyyymmddHHMM>#<shard>      sk <scheduled ms>#<execution id>
+- bookkeeping:  idempotency keys (pk IDEM#...) and the scanner's checkpoint (pk SCANNER).
+Jobs carry owner_pk/owner_sk (and status_pk) so that an owner's jobs list newest first, by status,
+from the by_owner and by_owner_status indexes without a scan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from functools import partial
+from typing import Any, TypeVar
+
+from botocore.exceptions import ClientError
+
+from punctual import resources
+from punctual.errors import LostRace, RetryableStoreError
+from punctual.models import (
+    SCHEDULE_ADAPTER,
+    DueMarker,
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobStatus,
+    RetryPolicy,
+    TaskSpec,
+)
+from punctual.timefmt import from_epoch_ms, parse_rfc3339, to_epoch_ms, to_rfc3339
+
+_THROTTLING = {
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "InternalServerError",
+    "ServiceUnavailable",
+}
+_JOB_SK = "JOB"
+_T = TypeVar("_T")
+
+
+def _call(operation: Callable[[], _T]) -> _T:
+    """Run one DynamoDB call, turning its ClientErrors into domain errors."""
+    try:
+        return operation()
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code == "ConditionalCheckFailedException":
+            raise LostRace(str(exc)) from exc
+        if code in _THROTTLING:
+            raise RetryableStoreError(str(exc)) from exc
+        raise
+
+
+def bucket_minute(instant: datetime) -> str:
+    return instant.strftime("%Y%m%d%H%M")
+
+
+def shard_of(execution_id: str, shard_count: int) -> int:
+    return zlib.crc32(execution_id.encode()) % shard_count
+
+
+def _job_pk(job_id: str) -> str:
+    return f"JOB#{job_id}"
+
+
+def _exec_sk(scheduled_at: datetime, execution_id: str) -> str:
+    return f"EXEC#{to_epoch_ms(scheduled_at):013d}#{execution_id}"
+
+
+def _marker_pk(minute: str, shard: int) -> str:
+    return f"DUE#{minute}#{shard:03d}"
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else to_rfc3339(value)
+
+
+def _dt(value: Any) -> datetime | None:
+    return None if value in (None, "") else parse_rfc3339(str(value))
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Any]
+    last_key: dict[str, Any] | None
+
+
+class Store:
+    """Jobs, executions and due markers in the one Punctual table."""
+
+    def __init__(self, dynamodb: Any, table_name: str, *, shard_count: int, retention_days: int) -> None:
+        self._dynamodb = dynamodb
+        self._table = dynamodb.Table(table_name)
+        self._table_name = table_name
+        self.shard_count = shard_count
+        self._retention = timedelta(days=retention_days)
+
+    # ----------------------------------------------------------------- jobs
+    def put_new_job(self, job: Job) -> None:
+        _call(
+            lambda: self._table.put_item(
+                Item=self._job_item(job), ConditionExpression="attribute_not_exists(pk)"
+            )
+        )
+
+    def get_job(self, job_id: str) -> Job | None:
+        response = _call(
+            lambda: self._table.get_item(Key={"pk": _job_pk(job_id), "sk": _JOB_SK}, ConsistentRead=True)
+        )
+        item = response.get("Item")
+        return None if item is None else self._job_from(item)
+
+    def get_jobs(self, job_ids: Iterable[str]) -> dict[str, Job]:
+        """Jobs by id (those that exist), read consistently in batches of 100."""
+        wanted = list(dict.fromkeys(job_ids))
+        found: dict[str, Job] = {}
+        for start in range(0, len(wanted), 100):
+            keys = [{"pk": _job_pk(job_id), "sk": _JOB_SK} for job_id in wanted[start : start + 100]]
+            request: dict[str, Any] = {self._table_name: {"Keys": keys, "ConsistentRead": True}}
+            for attempt in range(8):
+                response = _call(partial(self._dynamodb.batch_get_item, RequestItems=request))
+                for item in response.get("Responses", {}).get(self._table_name, []):
+                    job = self._job_from(item)
+                    found[job.id] = job
+                request = response.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                time.sleep(min(0.05 * 2**attempt, 1.0))
+            else:
+                raise RetryableStoreError("BatchGetItem left keys unprocessed")
+        return found
+
+    def list_jobs(
+        self, owner: str, status: JobStatus | None, limit: int, start_key: dict[str, Any] | None
+    ) -> Page:
+        if status is None:
+            index, key_name, key_value = resources.BY_OWNER_INDEX.name, "owner_pk", self._owner_pk(owner)
+        else:
+            index, key_name = resources.BY_OWNER_STATUS_INDEX.name, "status_pk"
+            key_value = self._status_pk(owner, status)
+        kwargs: dict[str, Any] = {
+            "IndexName": index,
+            "KeyConditionExpression": "#k = :k",
+            "ExpressionAttributeNames": {"#k": key_name},
+            "ExpressionAttributeValues": {":k": key_value},
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if start_key:
+            kwargs["ExclusiveStartKey"] = start_key
+        response = _call(lambda: self._table.query(**kwargs))
+        return Page([self._job_from(i) for i in response.get("Items", [])], response.get("LastEvaluatedKey"))
+
+    def update_job(
+        self,
+        job: Job,
+        changes: dict[str, Any],
+        *,
+        allowed_statuses: Iterable[JobStatus] | None = None,
+        schedule_version: int | None = None,
+    ) -> Job:
+        """Set some of a job's fields if it is in one of `allowed_statuses` (and at `schedule_version`).
+
+        Raises LostRace when the job is missing or its state no longer matches.
+        """
+        names: dict[str, str] = {"#pk": "pk"}
+        values: dict[str, Any] = {}
+        sets: list[str] = []
+        removes: list[str] = []
+        attributes = self._job_attributes(changes)
+        if "status" in changes:
+            attributes["status_pk"] = self._status_pk(job.owner, changes["status"])
+        for i, (name, value) in enumerate(attributes.items()):
+            names[f"#a{i}"] = name
+            if value is None:
+                removes.append(f"#a{i}")
+            else:
+                values[f":a{i}"] = value
+                sets.append(f"#a{i} = :a{i}")
+        sets.append("#rev = if_not_exists(#rev, :zero) + :one")
+        names["#rev"] = "revision"
+        values.update({":zero": 0, ":one": 1})
+        expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        conditions = ["attribute_exists(#pk)"]
+        if allowed_statuses is not None:
+            names["#st"] = "status"
+            placeholders = []
+            for i, status in enumerate(allowed_statuses):
+                values[f":s{i}"] = status.value
+                placeholders.append(f":s{i}")
+            conditions.append(f"#st IN ({', '.join(placeholders)})")
+        if schedule_version is not None:
+            names["#sv"] = "schedule_version"
+            values[":sv"] = schedule_version
+            conditions.append("#sv = :sv")
+        response = _call(
+            lambda: self._table.update_item(
+                Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
+                UpdateExpression=expression,
+                ConditionExpression=" AND ".join(conditions),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        )
+        return self._job_from(response["Attributes"])
+
+    def record_outcome(self, job: Job, execution: Execution, *, complete: bool) -> None:
+        """Show a finished execution as the job's last one, and complete the job if this was its last.
+
+        Executions finishing out of order never replace a later one.
+        """
+        snapshot = json.dumps(self._execution_item(execution))
+        values: dict[str, Any] = {":e": snapshot, ":ms": to_epoch_ms(execution.scheduled_at)}
+        names = {"#pk": "pk"}
+        update = "SET last_execution = :e, last_execution_ms = :ms"
+        condition = (
+            "attribute_exists(#pk) AND (attribute_not_exists(last_execution_ms) OR last_execution_ms <= :ms)"
+        )
+        if complete:
+            try:
+                _call(
+                    lambda: self._table.update_item(
+                        Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
+                        UpdateExpression=update + ", #st = :done, status_pk = :spk REMOVE next_run_at",
+                        ConditionExpression="attribute_exists(#pk) AND #st = :active",
+                        ExpressionAttributeNames={**names, "#st": "status"},
+                        ExpressionAttributeValues={
+                            ":e": snapshot,
+                            ":ms": values[":ms"],
+                            ":done": JobStatus.COMPLETED.value,
+                            ":active": JobStatus.ACTIVE.value,
+                            ":spk": self._status_pk(job.owner, JobStatus.COMPLETED),
+                        },
+                    )
+                )
+                return
+            except LostRace:
+                pass  # paused or cancelled meanwhile: keep that status, record the execution only
+        try:
+            _call(
+                lambda: self._table.update_item(
+                    Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
+                    UpdateExpression=update,
+                    ConditionExpression=condition,
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values,
+                )
+            )
+        except LostRace:
+            pass  # a later execution is already shown, or the job is gone
+
+    # ------------------------------------------------------------ executions
+    def create_execution(self, execution: Execution) -> bool:
+        """Store a new execution; False when it already exists (a repeated materialisation)."""
+        try:
+            _call(
+                lambda: self._table.put_item(
+                    Item=self._execution_item(execution), ConditionExpression="attribute_not_exists(pk)"
+                )
+            )
+        except LostRace:
+            return False
+        return True
+
+    def get_execution(self, job_id: str, scheduled_at: datetime, execution_id: str) -> Execution | None:
+        key = {"pk": _job_pk(job_id), "sk": _exec_sk(scheduled_at, execution_id)}
+        item = _call(lambda: self._table.get_item(Key=key, ConsistentRead=True)).get("Item")
+        return None if item is None else self._execution_from(item)
+
+    def list_executions(self, job_id: str, limit: int, start_key: dict[str, Any] | None) -> Page:
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": {":pk": _job_pk(job_id), ":prefix": "EXEC#"},
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if start_key:
+            kwargs["ExclusiveStartKey"] = start_key
+        response = _call(lambda: self._table.query(**kwargs))
+        items = [self._execution_from(i) for i in response.get("Items", [])]
+        return Page(items, response.get("LastEvaluatedKey"))
+
+    def claim_execution(
+        self, execution: Execution, *, now: datetime, lease_until: datetime, lateness_ms: int
+    ) -> Execution:
+        """QUEUED/RETRYING (or RUNNING with an expired lease) -> RUNNING, counting one more attempt."""
+        return self._update_execution(
+            execution,
+            "SET #st = :running, attempts = if_not_exists(attempts, :zero) + :one, lease_until = :lease, "
+            "started_at = if_not_exists(started_at, :now), lateness_ms = if_not_exists(lateness_ms, :late) "
+            "REMOVE next_attempt_at",
+            "#st IN (:queued, :retrying) OR (#st = :running AND lease_until < :now_ms)",
+            {
+                ":running": ExecutionStatus.RUNNING.value,
+                ":queued": ExecutionStatus.QUEUED.value,
+                ":retrying": ExecutionStatus.RETRYING.value,
+                ":zero": 0,
+                ":one": 1,
+                ":lease": to_epoch_ms(lease_until),
+                ":now": to_rfc3339(now),
+                ":now_ms": to_epoch_ms(now),
+                ":late": lateness_ms,
+            },
+        )
+
+    def finish_execution(
+        self,
+        execution: Execution,
+        *,
+        status: ExecutionStatus,
+        finished_at: datetime,
+        error: str | None,
+        result: Any,
+    ) -> Execution:
+        """RUNNING (this attempt) -> SUCCEEDED or FAILED."""
+        return self._update_execution(
+            execution,
+            "SET #st = :final, finished_at = :at, #err = :err, #res = :res REMOVE lease_until",
+            "#st = :running AND attempts = :attempts",
+            {
+                ":final": status.value,
+                ":at": to_rfc3339(finished_at),
+                ":err": error,
+                ":res": None if result is None else json.dumps(result),
+                ":running": ExecutionStatus.RUNNING.value,
+                ":attempts": execution.attempts,
+            },
+        )
+
+    def retry_execution(self, execution: Execution, *, next_attempt_at: datetime, error: str) -> Execution:
+        """RUNNING (this attempt) -> RETRYING, to be picked up again at `next_attempt_at`."""
+        return self._update_execution(
+            execution,
+            "SET #st = :retrying, next_attempt_at = :next, #err = :err REMOVE lease_until",
+            "#st = :running AND attempts = :attempts",
+            {
+                ":retrying": ExecutionStatus.RETRYING.value,
+                ":next": to_rfc3339(next_attempt_at),
+                ":err": error,
+                ":running": ExecutionStatus.RUNNING.value,
+                ":attempts": execution.attempts,
+            },
+        )
+
+    def end_execution(
+        self, execution: Execution, *, status: ExecutionStatus, finished_at: datetime, error: str
+    ) -> Execution:
+        """Any status that is not final -> `status` (CANCELLED when skipped, FAILED when dead-lettered)."""
+        return self._update_execution(
+            execution,
+            "SET #st = :final, finished_at = :at, #err = :err REMOVE lease_until, next_attempt_at",
+            "attribute_exists(pk) AND NOT (#st IN (:s, :f, :c))",
+            {
+                ":final": status.value,
+                ":at": to_rfc3339(finished_at),
+                ":err": error,
+                ":s": ExecutionStatus.SUCCEEDED.value,
+                ":f": ExecutionStatus.FAILED.value,
+                ":c": ExecutionStatus.CANCELLED.value,
+            },
+        )
+
+    def _update_execution(
+        self, execution: Execution, update: str, condition: str, values: dict[str, Any]
+    ) -> Execution:
+        names = {"#st": "status"}
+        if "#err" in update:
+            names["#err"] = "error"
+        if "#res" in update:
+            names["#res"] = "result"
+        response = _call(
+            lambda: self._table.update_item(
+                Key={"pk": _job_pk(execution.job_id), "sk": _exec_sk(execution.scheduled_at, execution.id)},
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        )
+        return self._execution_from(response["Attributes"])
+
+    # ---------------------------------------------------------- due markers
+    def put_marker(self, marker: DueMarker) -> None:
+        """File the intent to enqueue an execution. Idempotent: the key is derived from the execution."""
+        _call(lambda: self._table.put_item(Item=self._marker_item(marker)))
+
+    def due_markers(self, minute: str, shard: int, before: datetime) -> Iterator[DueMarker]:
+        """Markers in one bucket due before `before`, oldest first (strongly consistent)."""
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk AND sk < :before",
+            "ExpressionAttributeValues": {
+                ":pk": _marker_pk(minute, shard),
+                ":before": f"{to_epoch_ms(before):013d}",
+            },
+            "ConsistentRead": True,
+        }
+        while True:
+            response = _call(lambda: self._table.query(**kwargs))
+            for item in response.get("Items", []):
+                yield self._marker_from(item)
+            if "LastEvaluatedKey" not in response:
+                return
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def delete_markers(self, markers: Iterable[DueMarker]) -> None:
+        requests = [{"DeleteRequest": {"Key": self._marker_key(m)}} for m in markers]
+        self._batch_write(requests)
+
+    def put_markers(self, markers: Iterable[DueMarker]) -> None:
+        self._batch_write([{"PutRequest": {"Item": self._marker_item(m)}} for m in markers])
+
+    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
+        for start in range(0, len(requests), 25):
+            pending: dict[str, Any] = {self._table_name: requests[start : start + 25]}
+            for attempt in range(8):
+                response = _call(partial(self._dynamodb.batch_write_item, RequestItems=pending))
+                pending = response.get("UnprocessedItems") or {}
+                if not pending:
+                    break
+                time.sleep(min(0.05 * 2**attempt, 1.0))
+            else:
+                raise RetryableStoreError("BatchWriteItem left items unprocessed")
+
+    # ------------------------------------------------------------ bookkeeping
+    def claim_idempotency_key(
+        self, owner: str, key: str, fingerprint: str, job_id: str, now: datetime
+    ) -> tuple[str, str] | None:
+        """Record that `key` creates `job_id`; if the key was seen, return its (fingerprint, job id)."""
+        digest = hashlib.sha256(f"{owner}\0{key}".encode()).hexdigest()
+        item = {
+            "pk": f"IDEM#{digest}",
+            "sk": "IDEM",
+            "fingerprint": fingerprint,
+            "job_id": job_id,
+            "expires_at": int((now + timedelta(hours=24)).timestamp()),
+        }
+        try:
+            _call(lambda: self._table.put_item(Item=item, ConditionExpression="attribute_not_exists(pk)"))
+        except LostRace:
+            existing = _call(
+                lambda: self._table.get_item(Key={"pk": item["pk"], "sk": "IDEM"}, ConsistentRead=True)
+            )["Item"]
+            return str(existing["fingerprint"]), str(existing["job_id"])
+        return None
+
+    def get_checkpoint(self, group: str) -> datetime | None:
+        key = {"pk": "SCANNER", "sk": f"CHECKPOINT#{group}"}
+        item = _call(lambda: self._table.get_item(Key=key, ConsistentRead=True)).get("Item")
+        return None if item is None else from_epoch_ms(int(item["minute_ms"]))
+
+    def advance_checkpoint(self, group: str, minute: datetime) -> None:
+        """Move the scanner's checkpoint forward (never back, whatever runs concurrently)."""
+        with contextlib.suppress(LostRace):
+            _call(
+                lambda: self._table.put_item(
+                    Item={"pk": "SCANNER", "sk": f"CHECKPOINT#{group}", "minute_ms": to_epoch_ms(minute)},
+                    ConditionExpression="attribute_not_exists(pk) OR minute_ms < :m",
+                    ExpressionAttributeValues={":m": to_epoch_ms(minute)},
+                )
+            )
+
+    # ------------------------------------------------------------- mapping
+    @staticmethod
+    def _owner_pk(owner: str) -> str:
+        return f"OWNER#{owner}"
+
+    @staticmethod
+    def _status_pk(owner: str, status: JobStatus) -> str:
+        return f"OWNER#{owner}#{status.value}"
+
+    def _job_attributes(self, changes: dict[str, Any]) -> dict[str, Any]:
+        """Domain field values -> stored attributes (None removes the attribute)."""
+        stored: dict[str, Any] = {}
+        for name, value in changes.items():
+            if name in {"task", "retry"}:
+                stored[name] = value.model_dump_json()
+            elif name == "schedule":
+                stored[name] = SCHEDULE_ADAPTER.dump_json(value).decode()
+            elif name in {"next_run_at", "anchor_at", "created_at", "updated_at"}:
+                stored[name] = _iso(value)
+            elif name == "last_execution":
+                stored[name] = None if value is None else json.dumps(self._execution_item(value), default=str)
+            elif name == "status":
+                stored[name] = value.value
+            else:
+                stored[name] = value
+        return stored
+
+    def _job_item(self, job: Job) -> dict[str, Any]:
+        item = {
+            "pk": _job_pk(job.id),
+            "sk": _JOB_SK,
+            "id": job.id,
+            "owner": job.owner,
+            "owner_pk": self._owner_pk(job.owner),
+            "owner_sk": f"{to_epoch_ms(job.created_at):013d}#{job.id}",
+            "status_pk": self._status_pk(job.owner, job.status),
+            "name": job.name,
+            "status": job.status.value,
+            "timeout_seconds": job.timeout_seconds,
+            "schedule_version": job.schedule_version,
+            "final_execution_id": job.final_execution_id,
+            "revision": 1,
+            **self._job_attributes(
+                {
+                    "task": job.task,
+                    "retry": job.retry,
+                    "schedule": job.schedule,
+                    "created_at": job.created_at,
+                    "updated_at": job.updated_at,
+                    "next_run_at": job.next_run_at,
+                    "anchor_at": job.anchor_at,
+                    "last_execution": job.last_execution,
+                }
+            ),
+        }
+        return {k: v for k, v in item.items() if v is not None}
+
+    def _job_from(self, item: dict[str, Any]) -> Job:
+        last = item.get("last_execution")
+        return Job(
+            id=str(item["id"]),
+            owner=str(item["owner"]),
+            name=str(item.get("name", "")),
+            status=JobStatus(item["status"]),
+            task=TaskSpec.model_validate_json(item["task"]),
+            schedule=SCHEDULE_ADAPTER.validate_json(item["schedule"]),
+            retry=RetryPolicy.model_validate_json(item["retry"]),
+            timeout_seconds=int(item["timeout_seconds"]),
+            created_at=parse_rfc3339(item["created_at"]),
+            updated_at=parse_rfc3339(item["updated_at"]),
+            next_run_at=_dt(item.get("next_run_at")),
+            schedule_version=int(item.get("schedule_version", 1)),
+            anchor_at=_dt(item.get("anchor_at")),
+            final_execution_id=item.get("final_execution_id"),
+            last_execution=None if not last else self._execution_from(json.loads(last)),
+        )
+
+    def _execution_item(self, execution: Execution) -> dict[str, Any]:
+        created = execution.created_at or execution.scheduled_at
+        item = {
+            "pk": _job_pk(execution.job_id),
+            "sk": _exec_sk(execution.scheduled_at, execution.id),
+            "id": execution.id,
+            "job_id": execution.job_id,
+            "owner": execution.owner,
+            "scheduled_at": to_rfc3339(execution.scheduled_at),
+            "status": execution.status.value,
+            "schedule_version": execution.schedule_version,
+            "manual": execution.manual,
+            "attempts": execution.attempts,
+            "started_at": _iso(execution.started_at),
+            "finished_at": _iso(execution.finished_at),
+            "lateness_ms": execution.lateness_ms,
+            "error": execution.error,
+            "result": None if execution.result is None else json.dumps(execution.result),
+            "lease_until": None if execution.lease_until is None else to_epoch_ms(execution.lease_until),
+            "next_attempt_at": _iso(execution.next_attempt_at),
+            "created_at": to_rfc3339(created),
+            "expires_at": int((max(created, execution.scheduled_at) + self._retention).timestamp()),
+        }
+        return {k: v for k, v in item.items() if v is not None}
+
+    @staticmethod
+    def _execution_from(item: dict[str, Any]) -> Execution:
+        result = item.get("result")
+        lease = item.get("lease_until")
+        return Execution(
+            id=str(item["id"]),
+            job_id=str(item["job_id"]),
+            owner=str(item["owner"]),
+            scheduled_at=parse_rfc3339(item["scheduled_at"]),
+            status=ExecutionStatus(item["status"]),
+            schedule_version=int(item.get("schedule_version", 1)),
+            manual=bool(item.get("manual", False)),
+            attempts=int(item.get("attempts", 0)),
+            started_at=_dt(item.get("started_at")),
+            finished_at=_dt(item.get("finished_at")),
+            lateness_ms=_int(item.get("lateness_ms")),
+            error=item.get("error"),
+            result=None if result is None else json.loads(result),
+            lease_until=None if lease is None else from_epoch_ms(int(Decimal(lease))),
+            next_attempt_at=_dt(item.get("next_attempt_at")),
+            created_at=_dt(item.get("created_at")),
+        )
+
+    def _marker_key(self, marker: DueMarker) -> dict[str, str]:
+        # A marker read back keeps the shard it was filed under, even if the shard count changed since.
+        shard = marker.shard if marker.shard is not None else shard_of(marker.execution_id, self.shard_count)
+        return {
+            "pk": _marker_pk(bucket_minute(marker.scheduled_at), shard),
+            "sk": f"{to_epoch_ms(marker.scheduled_at):013d}#{marker.execution_id}",
+        }
+
+    def _marker_item(self, marker: DueMarker) -> dict[str, Any]:
+        return {
+            **self._marker_key(marker),
+            "job_id": marker.job_id,
+            "execution_id": marker.execution_id,
+            "scheduled_ms": to_epoch_ms(marker.scheduled_at),
+            "schedule_version": marker.schedule_version,
+            "manual": marker.manual,
+        }
+
+    @staticmethod
+    def _marker_from(item: dict[str, Any]) -> DueMarker:
+        return DueMarker(
+            job_id=str(item["job_id"]),
+            execution_id=str(item["execution_id"]),
+            scheduled_at=from_epoch_ms(int(item["scheduled_ms"])),
+            schedule_version=int(item["schedule_version"]),
+            manual=bool(item.get("manual", False)),
+            shard=int(str(item["pk"]).rsplit("#", 1)[1]),
+        )

@@ -1,0 +1,97 @@
+"""Task types behind a registry: a new type is one module that defines a TaskType and registers it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ValidationError
+
+from punctual.clock import Clock
+from punctual.errors import InvalidRequest
+from punctual.models import TaskSpec
+from punctual.netguard import Resolver, system_resolver
+
+
+class TaskFailed(Exception):
+    """The task ran and failed. `retryable` says whether another attempt could succeed."""
+
+    def __init__(self, message: str, *, retryable: bool, result: Any = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.result = result
+
+
+@dataclass(frozen=True)
+class TaskContext:
+    job_id: str
+    execution_id: str
+    scheduled_at: datetime
+    attempt: int
+    timeout_seconds: float
+    clock: Clock
+    allowed_networks: tuple[str, ...] = ()
+    resolver: Resolver = field(default=system_resolver)
+
+
+class TaskType(Protocol):
+    name: str
+    description: str
+    params_model: type[BaseModel]
+
+    def check(self, params: BaseModel, allowed_networks: tuple[str, ...]) -> None:
+        """Refuse parameters that could never run (beyond what the model validates)."""
+        ...
+
+    def run(self, params: BaseModel, context: TaskContext) -> Any:
+        """Run once; return a JSON-able result or raise TaskFailed."""
+        ...
+
+
+_REGISTRY: dict[str, TaskType] = {}
+
+
+def register(task_type: TaskType) -> TaskType:
+    _REGISTRY[task_type.name] = task_type
+    return task_type
+
+
+def get(name: str) -> TaskType:
+    _load_builtin()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise InvalidRequest(
+            f"task.type: unknown task type {name!r}; known: {', '.join(sorted(_REGISTRY))}", field="task.type"
+        ) from None
+
+
+def all_types() -> list[TaskType]:
+    _load_builtin()
+    return [_REGISTRY[name] for name in sorted(_REGISTRY)]
+
+
+def validate(spec: TaskSpec, allowed_networks: tuple[str, ...]) -> TaskSpec:
+    """Check a task's type and parameters; returns the spec with defaults filled in."""
+    task_type = get(spec.type)
+    try:
+        params = task_type.params_model.model_validate(spec.params)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        path = f"task.params.{where}" if where else "task.params"
+        raise InvalidRequest(f"{path}: {first['msg']}", field=path) from None
+    task_type.check(params, allowed_networks)
+    return TaskSpec(type=spec.type, params=params.model_dump(mode="json", exclude_none=True))
+
+
+def run(spec: TaskSpec, context: TaskContext) -> Any:
+    task_type = get(spec.type)
+    params = task_type.params_model.model_validate(spec.params)
+    return task_type.run(params, context)
+
+
+def _load_builtin() -> None:
+    if not _REGISTRY:
+        from punctual.tasks import basic, http  # noqa: F401  (modules register themselves)

@@ -1,0 +1,139 @@
+"""The `http` task: call a webhook, carrying the execution's identity so that receivers can de-duplicate."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import ssl
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
+
+from punctual.errors import InvalidRequest
+from punctual.netguard import AddressRefused, is_allowed, literal_address, resolve_checked
+from punctual.tasks import TaskContext, TaskFailed, register
+from punctual.timefmt import to_rfc3339
+
+RESPONSE_PREVIEW_BYTES = 64 * 1024
+_RETRYABLE_STATUS = {408, 429}
+_RESERVED_HEADERS = {"host", "content-length", "transfer-encoding", "connection"}
+
+
+class HttpParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: AnyHttpUrl = Field(description="http or https URL to call.")
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "POST"
+    headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers.")
+    body: Any = Field(default=None, description="JSON body, sent with Content-Type application/json.")
+    timeout_seconds: float | None = Field(default=None, gt=0, le=300, description="Per-request timeout.")
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("headers")
+    @classmethod
+    def _headers_allowed(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, header_value in value.items():
+            if name.lower() in _RESERVED_HEADERS or name.lower().startswith("x-punctual-"):
+                raise ValueError(f"header {name!r} is set by Punctual")
+            if any(c in name + header_value for c in "\r\n") or not name.strip():
+                raise ValueError(f"header {name!r} is malformed")
+        return value
+
+
+class _PinnedHTTPConnection(http.client.HTTPConnection):
+    """Connects to an address already checked by the guard, not to a fresh lookup of the host."""
+
+    def __init__(self, host: str, address: str, port: int, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self._address = address
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+
+
+class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, host: str, address: str, port: int, timeout: float) -> None:
+        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        self._address = address
+
+    def connect(self) -> None:
+        raw = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(raw, server_hostname=self.host)  # type: ignore[attr-defined]
+
+
+class HttpTask:
+    name = "http"
+    description = (
+        "Calls a URL. Headers X-Punctual-Job-Id, X-Punctual-Execution-Id, X-Punctual-Scheduled-At and "
+        "X-Punctual-Attempt identify the execution. 2xx succeeds; 408, 429, 5xx and network errors are "
+        "retried; other statuses fail at once. Redirects are not followed."
+    )
+    params_model: type[BaseModel] = HttpParams
+
+    def check(self, params: BaseModel, allowed_networks: tuple[str, ...]) -> None:
+        assert isinstance(params, HttpParams)
+        host = params.url.host or ""
+        literal = literal_address(host)
+        if literal and not is_allowed(literal, allowed_networks):
+            raise InvalidRequest(
+                f"task.params.url: {host} is a private, loopback or link-local address",
+                field="task.params.url",
+            )
+
+    def run(self, params: BaseModel, context: TaskContext) -> Any:
+        assert isinstance(params, HttpParams)
+        parts = urlsplit(str(params.url))
+        host = parts.hostname or ""
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            addresses = resolve_checked(host, port, context.allowed_networks, context.resolver)
+        except AddressRefused as exc:
+            raise TaskFailed(str(exc), retryable=False) from exc
+        timeout = min(params.timeout_seconds or context.timeout_seconds, context.timeout_seconds)
+        path = parts.path or "/"
+        if parts.query:
+            path += "?" + parts.query
+        headers = {
+            "User-Agent": "Punctual/1",
+            **params.headers,
+            "X-Punctual-Job-Id": context.job_id,
+            "X-Punctual-Execution-Id": context.execution_id,
+            "X-Punctual-Scheduled-At": to_rfc3339(context.scheduled_at),
+            "X-Punctual-Attempt": str(context.attempt),
+        }
+        body: bytes | None = None
+        if params.body is not None:
+            body = json.dumps(params.body).encode()
+            headers.setdefault("Content-Type", "application/json")
+        connection_type = _PinnedHTTPSConnection if parts.scheme == "https" else _PinnedHTTPConnection
+        connection = connection_type(host, addresses[0], port, timeout)
+        try:
+            connection.request(params.method, path, body=body, headers=headers)
+            response = connection.getresponse()
+            payload = response.read(RESPONSE_PREVIEW_BYTES)
+        except (OSError, http.client.HTTPException) as exc:
+            raise TaskFailed(f"{type(exc).__name__}: {exc}", retryable=True) from exc
+        finally:
+            connection.close()
+        result = {"status": response.status, "body": _decode(payload)}
+        if 200 <= response.status < 300:
+            return result
+        retryable = response.status in _RETRYABLE_STATUS or response.status >= 500
+        raise TaskFailed(f"HTTP {response.status} {response.reason}", retryable=retryable, result=result)
+
+
+def _decode(payload: bytes) -> Any:
+    text = payload.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return text
+
+
+register(HttpTask())

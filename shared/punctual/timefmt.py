@@ -1,0 +1,36 @@
+"""UTC inside; RFC 3339 at the edges."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+
+def to_rfc3339(instant: datetime) -> str:
+    """`2026-12-01T09:00:00.000Z`: UTC, milliseconds, Z."""
+    utc = instant.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def parse_rfc3339(text: str) -> datetime:
+    """Parse a timestamp that carries an offset; a naive one is rejected."""
+    value = text.strip()
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise ValueError(f"not an RFC 3339 timestamp: {text!r}") from exc
+    if parsed.tzinfo is None or "T" not in value.upper():
+        raise ValueError(f"timestamp needs a date, a time and an offset (Z or +hh:mm): {text!r}")
+    return parsed.astimezone(UTC)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def to_epoch_ms(instant: datetime) -> int:
+    return (instant - _EPOCH) // timedelta(milliseconds=1)
+
+
+def from_epoch_ms(ms: int) -> datetime:
+    return _EPOCH + timedelta(milliseconds=ms)

@@ -1,0 +1,247 @@
+"""The worker: run one execution named by a work-queue message, at least once and never early.
+
+Every status change is a conditional write, so a redelivered or duplicated message never re-runs a
+finished execution, and a worker that lost its lease cannot overwrite the outcome of the one that
+took over. Retries wait by message visibility, not by sleeping.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import Enum
+from typing import Any
+
+from punctual import tasks
+from punctual.clock import Clock
+from punctual.errors import LostRace
+from punctual.models import (
+    Execution,
+    ExecutionStatus,
+    Job,
+    completes_job,
+    skip_reason,
+)
+from punctual.netguard import Resolver, system_resolver
+from punctual.observability import (
+    DEAD_LETTERED,
+    EXECUTIONS_FAILED,
+    EXECUTIONS_RETRIED,
+    EXECUTIONS_SKIPPED,
+    EXECUTIONS_STARTED,
+    EXECUTIONS_SUCCEEDED,
+    LATENESS_MS,
+    logger,
+    metrics,
+)
+from punctual.queue import WorkItem, WorkQueue
+from punctual.store import Store
+from punctual.tasks import TaskContext, TaskFailed
+
+# A message that becomes visible this close to its instant waits in the worker; earlier, it goes back.
+MAX_EARLY_WAIT = timedelta(seconds=5)
+# Time a running execution's lease outlasts its timeout, before another worker may take it over.
+LEASE_MARGIN = timedelta(seconds=30)
+
+
+class Outcome(Enum):
+    DONE = "done"  # delete the message
+    LATER = "later"  # leave it: it comes back when its visibility timeout (set here) ends
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    allowed_networks: tuple[str, ...] = ()
+    result_max_bytes: int = 4096
+
+
+class Worker:
+    def __init__(
+        self,
+        store: Store,
+        queue: WorkQueue,
+        clock: Clock,
+        config: WorkerConfig,
+        *,
+        resolver: Resolver = system_resolver,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._store = store
+        self._queue = queue
+        self._clock = clock
+        self._config = config
+        self._resolver = resolver
+        self._rng = rng or random.Random()
+
+    def handle(self, item: WorkItem, receipt_handle: str) -> Outcome:
+        wait = (item.scheduled_at - self._clock.now()).total_seconds()
+        if wait > MAX_EARLY_WAIT.total_seconds():
+            return self._later(receipt_handle, wait)
+        if wait > 0:
+            self._clock.sleep(wait)
+
+        execution = self._store.get_execution(item.job_id, item.scheduled_at, item.execution_id)
+        if execution is None:
+            logger.warning("no such execution; dropping message", extra={"execution_id": item.execution_id})
+            return Outcome.DONE
+        if execution.status.is_final:
+            return Outcome.DONE  # a duplicate or redelivered message
+        job = self._store.get_job(item.job_id)
+        reason = skip_reason(job, execution)
+        if reason is not None:
+            self._skip(execution, reason)
+            return Outcome.DONE
+        assert job is not None
+
+        now = self._clock.now()
+        if execution.status is ExecutionStatus.RETRYING and execution.next_attempt_at:
+            early = (execution.next_attempt_at - now).total_seconds()
+            if early > MAX_EARLY_WAIT.total_seconds():
+                return self._later(receipt_handle, early)
+            if early > 0:
+                self._clock.sleep(early)
+                now = self._clock.now()
+        if (
+            execution.status is ExecutionStatus.RUNNING
+            and execution.lease_until
+            and execution.lease_until > now
+        ):
+            # Another worker holds it: look again when its lease would have run out.
+            return self._later(receipt_handle, (execution.lease_until - now).total_seconds() + 1)
+
+        try:
+            running = self._store.claim_execution(
+                execution,
+                now=now,
+                lease_until=now + timedelta(seconds=job.timeout_seconds) + LEASE_MARGIN,
+                lateness_ms=int((now - execution.scheduled_at) / timedelta(milliseconds=1)),
+            )
+        except LostRace:
+            return self._after_lost_claim(item, receipt_handle)
+        return self._run(job, running, receipt_handle)
+
+    def _run(self, job: Job, execution: Execution, receipt_handle: str) -> Outcome:
+        log = {"job_id": job.id, "execution_id": execution.id, "attempt": execution.attempts}
+        if execution.attempts == 1:
+            metrics.add_metric(name=EXECUTIONS_STARTED, unit="Count", value=1)
+            metrics.add_metric(
+                name=LATENESS_MS, unit="Milliseconds", value=execution.lateness_ms or 0, resolution=1
+            )
+        logger.info(
+            "execution started", extra={**log, "lateness_ms": execution.lateness_ms, "task": job.task.type}
+        )
+        context = TaskContext(
+            job_id=job.id,
+            execution_id=execution.id,
+            scheduled_at=execution.scheduled_at,
+            attempt=execution.attempts,
+            timeout_seconds=job.timeout_seconds,
+            clock=self._clock,
+            allowed_networks=self._config.allowed_networks,
+            resolver=self._resolver,
+        )
+        try:
+            result = tasks.run(job.task, context)
+        except TaskFailed as exc:
+            return self._failed(job, execution, receipt_handle, str(exc), exc.retryable, exc.result)
+        except Exception as exc:
+            logger.exception("task raised", extra=log)
+            return self._failed(job, execution, receipt_handle, f"{type(exc).__name__}: {exc}", True, None)
+        try:
+            finished = self._store.finish_execution(
+                execution,
+                status=ExecutionStatus.SUCCEEDED,
+                finished_at=self._clock.now(),
+                error=None,
+                result=truncate(result, self._config.result_max_bytes),
+            )
+        except LostRace:
+            return Outcome.DONE  # our lease ran out and another worker took over: its outcome stands
+        metrics.add_metric(name=EXECUTIONS_SUCCEEDED, unit="Count", value=1)
+        logger.info("execution succeeded", extra=log)
+        self._store.record_outcome(job, finished, complete=completes_job(job, finished))
+        return Outcome.DONE
+
+    def _failed(
+        self, job: Job, execution: Execution, receipt_handle: str, error: str, retryable: bool, result: Any
+    ) -> Outcome:
+        log = {"job_id": job.id, "execution_id": execution.id, "attempt": execution.attempts, "error": error}
+        if retryable and execution.attempts < job.retry.max_attempts:
+            delay = job.retry.delay_after(execution.attempts, self._rng)
+            try:
+                self._store.retry_execution(
+                    execution, next_attempt_at=self._clock.now() + timedelta(seconds=delay), error=error
+                )
+            except LostRace:
+                return Outcome.DONE
+            metrics.add_metric(name=EXECUTIONS_RETRIED, unit="Count", value=1)
+            logger.info("execution will retry", extra={**log, "delay_seconds": round(delay, 3)})
+            return self._later(receipt_handle, delay)
+        try:
+            finished = self._store.finish_execution(
+                execution,
+                status=ExecutionStatus.FAILED,
+                finished_at=self._clock.now(),
+                error=error,
+                result=truncate(result, self._config.result_max_bytes),
+            )
+        except LostRace:
+            return Outcome.DONE
+        metrics.add_metric(name=EXECUTIONS_FAILED, unit="Count", value=1)
+        logger.info("execution failed", extra=log)
+        self._store.record_outcome(job, finished, complete=completes_job(job, finished))
+        return Outcome.DONE
+
+    def _skip(self, execution: Execution, reason: str) -> None:
+        try:
+            self._store.end_execution(
+                execution, status=ExecutionStatus.CANCELLED, finished_at=self._clock.now(), error=reason
+            )
+        except LostRace:
+            return
+        metrics.add_metric(name=EXECUTIONS_SKIPPED, unit="Count", value=1)
+        logger.info("execution skipped", extra={"execution_id": execution.id, "reason": reason})
+
+    def _after_lost_claim(self, item: WorkItem, receipt_handle: str) -> Outcome:
+        current = self._store.get_execution(item.job_id, item.scheduled_at, item.execution_id)
+        if current is None or current.status.is_final:
+            return Outcome.DONE
+        return self._later(receipt_handle, 5)
+
+    def _later(self, receipt_handle: str, seconds: float) -> Outcome:
+        self._queue.change_visibility(receipt_handle, seconds)
+        return Outcome.LATER
+
+
+def dead_letter(store: Store, clock: Clock, item: WorkItem) -> None:
+    """A message that exhausted its receives: its execution fails, and a one-time job completes."""
+    execution = store.get_execution(item.job_id, item.scheduled_at, item.execution_id)
+    if execution is None or execution.status.is_final:
+        return
+    try:
+        failed = store.end_execution(
+            execution,
+            status=ExecutionStatus.FAILED,
+            finished_at=clock.now(),
+            error="gave up: the message exhausted its deliveries (dead-letter queue)",
+        )
+    except LostRace:
+        return
+    metrics.add_metric(name=DEAD_LETTERED, unit="Count", value=1)
+    metrics.add_metric(name=EXECUTIONS_FAILED, unit="Count", value=1)
+    logger.warning("execution dead-lettered", extra={"execution_id": execution.id})
+    job = store.get_job(item.job_id)
+    if job is not None:
+        store.record_outcome(job, failed, complete=completes_job(job, failed))
+
+
+def truncate(result: Any, max_bytes: int) -> Any:
+    """Keep a result small: if its JSON is too long, store a truncated string of it instead."""
+    if result is None:
+        return None
+    text = json.dumps(result, default=str)
+    if len(text.encode()) <= max_bytes:
+        return result
+    return {"truncated": True, "preview": text.encode()[:max_bytes].decode("utf-8", errors="ignore")}
