@@ -25,8 +25,9 @@ SOURCE_PACKAGES = {
     "punctual": REPO_ROOT / "shared" / "punctual",
 }
 
-# Third-party distributions the functions import that the runtime and the layer lack.
-BUNDLED_DISTRIBUTIONS = ("cronsim",)
+# Third-party distributions the functions need that the runtime and the layer lack. tzdata backs
+# zoneinfo where the runtime image has no system time zone database (zoneinfo prefers the system's).
+BUNDLED_DISTRIBUTIONS = ("cronsim", "tzdata")
 
 # Provided by the Lambda runtime or the Powertools layer. A bundled copy would shadow theirs (the
 # runtime's boto3 must keep the botocore, urllib3 and friends it was released with), so bundling
@@ -70,7 +71,13 @@ def copy_distribution(name: str, output_dir: Path) -> None:
     canonical = name.lower().replace("_", "-")
     if canonical in PROVIDED_AT_RUNTIME:
         raise ValueError(f"{name} comes from the Lambda runtime or the Powertools layer; do not bundle it")
-    distribution = importlib.metadata.distribution(name)
+    try:
+        distribution = importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        raise RuntimeError(
+            f"{name} is not installed in the virtualenv that runs the CDK app; it must be a project "
+            "dependency (pyproject.toml) so that `make install` provides it"
+        ) from None
     for file in distribution.files or ():
         # Entries outside site-packages (console scripts in bin/) and byte code are not needed.
         if file.parts[0] == ".." or "__pycache__" in file.parts:

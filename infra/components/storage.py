@@ -46,10 +46,6 @@ class Storage(Construct):
         self.table.grant_read_write_data(grantee)
         self._acknowledge_indexes(grantee)
 
-    def grant_write(self, grantee: iam.IGrantable) -> None:
-        self.table.grant_write_data(grantee)
-        self._acknowledge_indexes(grantee)
-
     def _acknowledge_indexes(self, grantee: iam.IGrantable) -> None:
         role = grantee.grant_principal
         stack = Stack.of(self)

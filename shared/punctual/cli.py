@@ -11,7 +11,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from punctual import __version__, cli_format
@@ -34,7 +34,6 @@ EXIT_CONNECTION = 3
 EXIT_INTERRUPTED = 130
 
 JOB_STATUSES = ("ACTIVE", "PAUSED", "CANCELLED", "COMPLETED")
-FINAL_JOB_STATUSES = frozenset({"COMPLETED", "CANCELLED"})
 FINAL_EXECUTION_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 
 # Every read of the time (for `--in`, `watch`) goes through this; tests swap in a ManualClock.
@@ -188,12 +187,15 @@ def emit_json(value: Any) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
-def show_job(job: JsonObject, args: argparse.Namespace) -> None:
-    print(json.dumps(job, indent=2) if args.json else cli_format.job_details(job))
+def show(value: Any, args: argparse.Namespace, render: Callable[[Any], str]) -> None:
+    if args.json:
+        emit_json(value)
+    else:
+        print(render(value))
 
 
-def show_job_row(job: JsonObject, args: argparse.Namespace) -> None:
-    print(json.dumps(job, indent=2) if args.json else cli_format.jobs_table([job]))
+def _job_row(job: JsonObject) -> str:
+    return cli_format.jobs_table([job])
 
 
 def show_page(
@@ -211,7 +213,8 @@ def show_page(
 def print_api_error(exc: ApiError) -> None:
     print(f"punctual: error: {exc.message} (HTTP {exc.status})", file=sys.stderr)
     for line in exc.details:
-        print(f"  - {line}", file=sys.stderr)
+        if line != exc.message:  # a single problem is usually the message itself
+            print(f"  - {line}", file=sys.stderr)
 
 
 # -- commands ----------------------------------------------------------------------------------------
@@ -230,7 +233,7 @@ def cmd_jobs_create(client: PunctualClient, args: argparse.Namespace) -> int:
     if args.timeout is not None:
         body["timeout_seconds"] = parse_duration(args.timeout)
     job = client.create_job(body, idempotency_key=args.idempotency_key)
-    show_job(job, args)
+    show(job, args, cli_format.job_details)
     return EXIT_OK
 
 
@@ -260,7 +263,7 @@ def cmd_jobs_update(client: PunctualClient, args: argparse.Namespace) -> int:
         changes["timeout_seconds"] = parse_duration(args.timeout)
     if not changes:
         raise UsageError("nothing to change: give --name, a schedule, a task or retry/timeout options")
-    show_job(client.update_job(args.job, changes), args)
+    show(client.update_job(args.job, changes), args, cli_format.job_details)
     return EXIT_OK
 
 
@@ -275,28 +278,28 @@ def cmd_jobs_list(client: PunctualClient, args: argparse.Namespace) -> int:
 
 
 def cmd_jobs_get(client: PunctualClient, args: argparse.Namespace) -> int:
-    show_job(client.get_job(args.job), args)
+    show(client.get_job(args.job), args, cli_format.job_details)
     return EXIT_OK
 
 
 def cmd_jobs_cancel(client: PunctualClient, args: argparse.Namespace) -> int:
-    show_job_row(client.cancel_job(args.job), args)
+    show(client.cancel_job(args.job), args, _job_row)
     return EXIT_OK
 
 
 def cmd_jobs_pause(client: PunctualClient, args: argparse.Namespace) -> int:
-    show_job_row(client.pause_job(args.job), args)
+    show(client.pause_job(args.job), args, _job_row)
     return EXIT_OK
 
 
 def cmd_jobs_resume(client: PunctualClient, args: argparse.Namespace) -> int:
-    show_job_row(client.resume_job(args.job), args)
+    show(client.resume_job(args.job), args, _job_row)
     return EXIT_OK
 
 
 def cmd_jobs_run(client: PunctualClient, args: argparse.Namespace) -> int:
     execution = client.run_job(args.job)
-    print(json.dumps(execution, indent=2) if args.json else cli_format.executions_table([execution]))
+    show(execution, args, lambda one: cli_format.executions_table([one]))
     return EXIT_OK
 
 
@@ -349,6 +352,20 @@ def _watch_done(args: argparse.Namespace, job: Mapping[str, Any], seen: Mapping[
     return False
 
 
+def _print_watch_changes(
+    args: argparse.Namespace, now: datetime, executions: list[JsonObject], seen: dict[str, JsonObject]
+) -> None:
+    for execution in reversed(executions):  # the API lists newest first; a log reads oldest first
+        execution_id = str(execution.get("id"))
+        previous = seen.get(execution_id)
+        if previous is None or _changed(previous, execution):
+            if args.json:
+                print(json.dumps(execution), flush=True)
+            else:
+                print(cli_format.watch_line(now, execution, previous), flush=True)
+        seen[execution_id] = execution
+
+
 def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
     """Poll the job's executions; print each new one and each change, until Ctrl-C or a stop option."""
     deadline = clock.now() + timedelta(seconds=args.timeout) if args.timeout is not None else None
@@ -358,25 +375,24 @@ def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
         print(f"watching job {args.job} every {args.interval:g}s (Ctrl-C to stop)", file=sys.stderr)
     try:
         while True:
-            job = client.get_job(args.job)
-            page = client.list_executions(args.job, limit=args.limit)
-            now = clock.now()
-            if job.get("status") != job_status and not args.json:
-                change = f"{job_status} -> {job.get('status')}" if job_status else str(job.get("status"))
-                print(f"{now.strftime('%H:%M:%S')}  job {args.job}  {change}", flush=True)
-            job_status = job.get("status")
-            for execution in reversed(page.get("items") or []):  # oldest first
-                execution_id = str(execution.get("id"))
-                previous = seen.get(execution_id)
-                if previous is None or _changed(previous, execution):
-                    if args.json:
-                        print(json.dumps(execution), flush=True)
-                    else:
-                        print(cli_format.watch_line(now, execution, previous), flush=True)
-                seen[execution_id] = execution
-            if _watch_done(args, job, seen):
-                return EXIT_OK
-            if deadline is not None and now >= deadline:
+            try:
+                job = client.get_job(args.job)
+                page = client.list_executions(args.job, limit=args.limit)
+            except ConnectionFailed as exc:
+                if job_status is None:
+                    raise  # never reached it: a wrong endpoint, not a restart
+                # The local stack restarting is no reason to end a live view.
+                print(f"punctual: watch: {exc}; retrying", file=sys.stderr)
+            else:
+                now = clock.now()
+                if job.get("status") != job_status and not args.json:
+                    change = f"{job_status} -> {job.get('status')}" if job_status else str(job.get("status"))
+                    print(f"{now.strftime('%H:%M:%S')}  job {args.job}  {change}", flush=True)
+                job_status = str(job.get("status"))
+                _print_watch_changes(args, now, page.get("items") or [], seen)
+                if _watch_done(args, job, seen):
+                    return EXIT_OK
+            if deadline is not None and clock.now() >= deadline:
                 print(f"punctual: watch: gave up after {args.timeout:g}s", file=sys.stderr)
                 return EXIT_FAILURE
             clock.sleep(args.interval)

@@ -62,7 +62,10 @@ class ApiError(PunctualError):
         """The per-field problems the API listed (`details` or `errors`), as readable lines."""
         if not isinstance(self.body, dict):
             return []
-        items = self.body.get("details") or self.body.get("errors") or []
+        # `detail` is what Powertools' request validation answers; `details`/`errors` are common too.
+        items = self.body.get("details") or self.body.get("errors") or self.body.get("detail") or []
+        if isinstance(items, str):
+            return [] if items == self.message else [items]
         if isinstance(items, dict):
             return [f"{key}: {value}" for key, value in items.items()]
         if not isinstance(items, list):

@@ -18,12 +18,12 @@ import pytest
 from botocore.auth import SigV4Auth as BotocoreSigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-
 from punctual import cli
 from punctual.client import ApiError, PunctualClient, SigV4Auth
 from punctual.clock import ManualClock
 
 NOW = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
+DROP = object()  # an answer that closes the connection without a response
 
 
 @dataclass
@@ -67,9 +67,14 @@ def _handler_for(api: FakeApi) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             api.requests.append(
-                Recorded(self.command, parts.path, urllib.parse.parse_qs(parts.query), dict(self.headers), raw)
+                Recorded(
+                    self.command, parts.path, urllib.parse.parse_qs(parts.query), dict(self.headers), raw
+                )
             )
             status, body = api.next_answer(self.command, parts.path)
+            if body is DROP:
+                self.close_connection = True
+                return
             payload = body.encode() if isinstance(body, str) else json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "text/plain" if isinstance(body, str) else "application/json")
@@ -93,7 +98,7 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeApi]:
     fake = FakeApi()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(fake))
     fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     yield fake
     server.shutdown()
@@ -247,8 +252,12 @@ def test_api_validation_error_prints_message_and_fields_and_exits_1(
         "POST",
         "/jobs",
         {
-            "message": "schedule.every_seconds must be at least 60",
-            "details": [{"field": "schedule.every_seconds", "message": "must be >= 60"}],
+            "message": "schedule.every_seconds: must be >= 60",
+            "field": "schedule.every_seconds",
+            "errors": [
+                {"field": "schedule.every_seconds", "message": "must be >= 60", "type": "greater_than_equal"},
+                {"field": "timeout_seconds", "message": "must be <= 900", "type": "less_than_equal"},
+            ],
         },
         status=422,
     )
@@ -259,9 +268,10 @@ def test_api_validation_error_prints_message_and_fields_and_exits_1(
     # Then the API's message and the field are on stderr, and the exit code is 1
     assert code == 1
     assert out == ""
-    assert "schedule.every_seconds must be at least 60" in err
-    assert "(HTTP 422)" in err
-    assert "schedule.every_seconds: must be >= 60" in err
+    assert err.splitlines() == [
+        "punctual: error: schedule.every_seconds: must be >= 60 (HTTP 422)",
+        "  - timeout_seconds: must be <= 900",
+    ]
 
 
 def test_server_error_with_a_text_body_exits_1(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
@@ -282,7 +292,16 @@ def test_server_error_with_a_text_body_exits_1(api: FakeApi, capsys: pytest.Capt
         ["jobs", "create", "--task", "noop", "--tz", "Europe/Paris"],
         ["jobs", "create", "--task", "noop", "--at", "2026-12-01T10:00:00"],
         ["jobs", "create", "--task", "noop", "--in", "soon"],
-        ["jobs", "create", "--task", "noop", "--at", "2026-12-01T10:00:00Z", "--end-at", "2026-12-02T00:00:00Z"],
+        [
+            "jobs",
+            "create",
+            "--task",
+            "noop",
+            "--at",
+            "2026-12-01T10:00:00Z",
+            "--end-at",
+            "2026-12-02T00:00:00Z",
+        ],
         ["jobs", "create", "--task", "noop", "--url", "https://example.com"],
         ["jobs", "create", "--task", "http", "--url", "https://example.com", "--body", "{not json"],
         ["jobs", "create", "--task", "noop", "--seconds", "3"],
@@ -306,7 +325,9 @@ def test_usage_errors_exit_2_without_calling_the_api(
     assert api.requests == []
 
 
-def test_connection_refused_exits_3(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_connection_refused_exits_3(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Given nothing listens on a loopback port
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -406,7 +427,9 @@ def test_list_one_page_tells_people_how_to_get_more(api: FakeApi, capsys: pytest
 
 def test_get_prints_details_and_quotes_the_id(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
     # Given a job whose id needs quoting in a path
-    api.answer("GET", "/jobs/a%2Fb", job("a/b", last_execution=execution("ex-1", "FAILED", 3, error="HTTP 500")))
+    api.answer(
+        "GET", "/jobs/a%2Fb", job("a/b", last_execution=execution("ex-1", "FAILED", 3, error="HTTP 500"))
+    )
 
     # When it is fetched
     code, out, _ = run(api, capsys, "jobs", "get", "a/b")
@@ -531,7 +554,10 @@ def test_executions_table_and_pagination(api: FakeApi, capsys: pytest.CaptureFix
     api.answer(
         "GET",
         "/jobs/job-1/executions",
-        {"items": [execution("ex-2", "FAILED", 3, error="HTTP 503 from https://example.com")], "next_cursor": "n"},
+        {
+            "items": [execution("ex-2", "FAILED", 3, error="HTTP 503 from https://example.com")],
+            "next_cursor": "n",
+        },
     )
     api.answer(
         "GET",
@@ -621,7 +647,10 @@ def test_watch_count_stops_after_n_finished_executions_as_json_lines(
     api.answer(
         "GET",
         "/jobs/job-1/executions",
-        {"items": [execution("ex-2", "FAILED", error="boom"), execution("ex-1", "SUCCEEDED")], "next_cursor": None},
+        {
+            "items": [execution("ex-2", "FAILED", error="boom"), execution("ex-1", "SUCCEEDED")],
+            "next_cursor": None,
+        },
     )
 
     # When watched for two finished executions with --json
@@ -630,7 +659,11 @@ def test_watch_count_stops_after_n_finished_executions_as_json_lines(
     # Then each new or changed execution is one JSON line, oldest first
     assert code == 0
     printed = [json.loads(line) for line in out.splitlines()]
-    assert [(e["id"], e["status"]) for e in printed] == [("ex-1", "SUCCEEDED"), ("ex-2", "RUNNING"), ("ex-2", "FAILED")]
+    assert [(e["id"], e["status"]) for e in printed] == [
+        ("ex-1", "SUCCEEDED"),
+        ("ex-2", "RUNNING"),
+        ("ex-2", "FAILED"),
+    ]
 
 
 def test_watch_gives_up_after_its_timeout(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
@@ -664,6 +697,29 @@ def test_watch_ends_quietly_on_ctrl_c(
 
     # Then it exits 0
     assert code == 0
+
+
+def test_watch_keeps_going_when_the_connection_drops(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the stack drops one poll's connection (a restart) between two states of an execution
+    api.answer("GET", "/jobs/job-1", job())
+    api.answer("GET", "/jobs/job-1", DROP)
+    api.answer("GET", "/jobs/job-1", job(status="COMPLETED"))
+    api.answer(
+        "GET", "/jobs/job-1/executions", {"items": [execution("ex-1", "RUNNING")], "next_cursor": None}
+    )
+    api.answer(
+        "GET", "/jobs/job-1/executions", {"items": [execution("ex-1", "SUCCEEDED")], "next_cursor": None}
+    )
+
+    # When watched until final
+    code, out, err = run(api, capsys, "watch", "job-1", "--until-final")
+
+    # Then the lost poll is reported and the watch still sees the end
+    assert code == 0
+    assert "retrying" in err
+    assert "RUNNING -> SUCCEEDED" in out
 
 
 def test_watch_of_an_unknown_job_exits_1(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
@@ -706,7 +762,12 @@ def test_local_dispatches_to_punctual_local_main(
     # Given a punctual.local module
     calls: list[list[str]] = []
     fake = types.ModuleType("punctual.local")
-    fake.main = lambda args: calls.append(args) or 0  # type: ignore[attr-defined]
+
+    def local_main(args: list[str]) -> int:
+        calls.append(args)
+        return 0
+
+    fake.main = local_main  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "punctual.local", fake)
 
     # When `punctual local` runs with options of its own

@@ -1,0 +1,27 @@
+"""SQS dead-letter queue -> mark each execution FAILED (and complete its one-time job)."""
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from punctual import wiring
+from punctual.observability import logger, metrics, tracer
+from punctual.queue import WorkItem
+from punctual.worker import dead_letter
+
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+def record_handler(record: SQSRecord) -> None:
+    punctual = wiring.default()
+    dead_letter(punctual.store, punctual.clock, WorkItem.from_body(record.body))
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

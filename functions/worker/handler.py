@@ -1,0 +1,45 @@
+"""SQS work queue -> run each execution; partial batch responses keep the ones to retry.
+
+The records of a batch run concurrently (in threads), so a slow task does not hold back the others
+that are due at the same instant.
+"""
+
+import asyncio
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import (
+    AsyncBatchProcessor,
+    EventType,
+    async_process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from punctual import wiring
+from punctual.observability import logger, metrics, tracer
+from punctual.queue import WorkItem
+from punctual.worker import Outcome
+
+processor = AsyncBatchProcessor(event_type=EventType.SQS)
+
+
+class TryLater(Exception):
+    """Reported as a batch item failure: the message returns when the visibility set for it ends."""
+
+
+def handle_record(record: SQSRecord) -> None:
+    outcome = wiring.default().worker.handle(WorkItem.from_body(record.body), record.receipt_handle)
+    if outcome is Outcome.LATER:
+        raise TryLater(record.message_id)
+
+
+async def record_handler(record: SQSRecord) -> None:
+    await asyncio.to_thread(handle_record, record)
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return async_process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

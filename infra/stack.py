@@ -1,0 +1,98 @@
+"""Punctual's one stack: storage, queues, API, scheduler tick, workers and monitoring."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Aws, CfnOutput, RemovalPolicy, Stack
+from constructs import Construct
+
+from infra.components.api import Api
+from infra.components.functions import FunctionFactory
+from infra.components.monitoring import Monitoring
+from infra.components.queues import Queues
+from infra.components.storage import Storage
+from infra.components.ticker import TICK, SchedulerTick
+from infra.components.workers import Workers
+from infra.settings import DeploySettings
+from punctual import resources
+
+# Stack output keys; scripts/smoke.py reads API_URL_OUTPUT.
+API_URL_OUTPUT = "ApiUrl"
+
+
+class PunctualStack(Stack):
+    def __init__(self, scope: Construct, id: str, *, settings: DeploySettings, **kwargs: Any) -> None:
+        super().__init__(scope, id, description="Punctual: serverless job scheduler", **kwargs)
+        removal_policy = RemovalPolicy.RETAIN if settings.deletion_protection else RemovalPolicy.DESTROY
+
+        storage = Storage(self, "Storage", deletion_protection=settings.deletion_protection)
+        queues = Queues(self, "Queues")
+        factory = FunctionFactory(
+            self,
+            environment={
+                resources.ENV_TABLE_NAME: storage.table.table_name,
+                resources.ENV_QUEUE_URL: queues.work_queue.queue_url,
+                resources.ENV_DLQ_URL: queues.dead_letter_queue.queue_url,
+                **function_environment(settings),
+            },
+            log_level=settings.log_level,
+            log_retention_days=settings.log_retention_days,
+            powertools_layer_version=settings.powertools_layer_version,
+            removal_policy=removal_policy,
+        )
+        api = Api(
+            self,
+            "Api",
+            factory=factory,
+            storage=storage,
+            queues=queues,
+            throttle_rate=settings.api_throttle_rate,
+            throttle_burst=settings.api_throttle_burst,
+            log_retention_days=settings.log_retention_days,
+            removal_policy=removal_policy,
+        )
+        SchedulerTick(self, "SchedulerTick", factory=factory, storage=storage, queues=queues)
+        Workers(
+            self,
+            "Workers",
+            factory=factory,
+            storage=storage,
+            queues=queues,
+            max_concurrency=settings.worker_max_concurrency,
+        )
+        monitoring = Monitoring(
+            self,
+            "Monitoring",
+            functions=factory.functions,
+            table=storage.table,
+            work_queue=queues.work_queue,
+            dead_letter_queue=queues.dead_letter_queue,
+            rest_api=api.rest_api,
+            alarm_email=settings.alarm_email,
+        )
+
+        CfnOutput(self, API_URL_OUTPUT, value=api.rest_api.url, description="Base URL of the Punctual API")
+        CfnOutput(self, "TableName", value=storage.table.table_name)
+        CfnOutput(self, "WorkQueueUrl", value=queues.work_queue.queue_url)
+        CfnOutput(self, "DeadLetterQueueUrl", value=queues.dead_letter_queue.queue_url)
+        CfnOutput(self, "AlarmTopicArn", value=monitoring.topic.topic_arn)
+        CfnOutput(
+            self,
+            "DashboardUrl",
+            value=f"https://{Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region={Aws.REGION}"
+            f"#dashboards:name={monitoring.dashboard.dashboard_name}",
+        )
+
+
+def function_environment(settings: DeploySettings) -> dict[str, str]:
+    """The functions' configuration (read by punctual.config.Settings.from_env)."""
+    environment = {
+        "PUNCTUAL_SHARD_COUNT": str(settings.shard_count),
+        "PUNCTUAL_LOOKAHEAD_SECONDS": str(settings.lookahead_seconds),
+        "PUNCTUAL_TICK_SECONDS": str(int(TICK.to_seconds())),
+        "PUNCTUAL_RETENTION_DAYS": str(settings.retention_days),
+    }
+    if settings.webhook_allowed_networks:
+        environment["PUNCTUAL_WEBHOOK_ALLOWED_NETWORKS"] = ",".join(settings.webhook_allowed_networks)
+    return environment

@@ -1,0 +1,462 @@
+"""The HTTP API (API.md), on Powertools' REST resolver with validation and OpenAPI.
+
+Routes parse, call the JobService once and shape the answer. Domain errors map to HTTP here and
+nowhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import ServiceError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from punctual import tasks, wiring
+from punctual.errors import Conflict, InvalidRequest, NotFound, RetryableStoreError
+from punctual.models import Execution, ExecutionStatus, Job, JobStatus, RetryPolicy, TaskSpec
+from punctual.observability import logger
+from punctual.schedules import Schedule
+from punctual.service import JobChanges, NewJob
+from punctual.timefmt import to_rfc3339
+
+API_DESCRIPTION = """\
+Punctual schedules jobs: a task (call a webhook, …) with a schedule (now, at an instant, cron in a
+time zone, or a fixed rate). Every execution runs at least once; duplicates carry the same
+X-Punctual-Execution-Id so receivers can make them harmless.
+
+Choices where the contract is silent:
+- Every request is made by an authenticated owner (IAM on AWS, a bearer token locally); another
+  owner's job answers 404 exactly like a missing one.
+- `at` more than 5 minutes in the past is refused (422); a slightly past `at` runs at once.
+- A rate schedule runs first at `start_at`, or one period after creation without it.
+- A schedule with no run time in the future is refused (422).
+- Pausing skips executions that come due while paused; resuming continues from now (missed runs are
+  not made up). A one-time job whose instant passed while it was paused completes without running.
+- DELETE cancels (the job stays readable as CANCELLED); cancelling twice answers the same job.
+- POST /jobs/{id}/run is refused (409) on a PAUSED or CANCELLED job.
+- PATCH of a CANCELLED job answers 409; a new schedule revives a COMPLETED job.
+- `last_execution` is the most recent execution to reach a final status.
+- Idempotency keys are remembered for 24 hours.
+"""
+
+app = APIGatewayRestResolver(enable_validation=True)
+app.configure_openapi(
+    title="Punctual",
+    version="1.0.0",
+    summary="A serverless job scheduler: on time, at least once.",
+    description=API_DESCRIPTION,
+)
+
+
+# ----------------------------------------------------------------- shapes
+class ErrorOut(BaseModel):
+    message: str = Field(description="What was wrong, naming the offending field.")
+    field: str | None = None
+    errors: list[dict[str, Any]] | None = None
+
+
+class ExecutionOut(BaseModel):
+    id: str
+    job_id: str
+    scheduled_at: str
+    status: ExecutionStatus
+    attempts: int
+    manual: bool = Field(description="True for an extra execution requested with POST /jobs/{id}/run.")
+    started_at: str | None
+    finished_at: str | None
+    lateness_ms: int | None = Field(description="Start of the first attempt minus the scheduled time.")
+    error: str | None
+    result: Any = Field(description="The task's result, truncated when large.")
+    next_attempt_at: str | None = None
+
+
+class JobOut(BaseModel):
+    id: str
+    name: str
+    status: JobStatus
+    task: TaskSpec
+    schedule: Schedule
+    retry: RetryPolicy
+    timeout_seconds: int
+    next_run_at: str | None
+    created_at: str
+    updated_at: str
+    last_execution: ExecutionOut | None
+
+
+class JobPage(BaseModel):
+    items: list[JobOut]
+    next_cursor: str | None
+
+
+class ExecutionPage(BaseModel):
+    items: list[ExecutionOut]
+    next_cursor: str | None
+
+
+class JobIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    task: TaskSpec
+    schedule: Schedule
+    retry: RetryPolicy | None = None
+    timeout_seconds: int | None = Field(default=None, ge=1, le=300)
+
+
+class JobPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    task: TaskSpec | None = None
+    schedule: Schedule | None = None
+    retry: RetryPolicy | None = None
+    timeout_seconds: int | None = Field(default=None, ge=1, le=300)
+
+
+class PreviewIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schedule: Schedule
+    count: int = Field(default=10, ge=1, le=50)
+
+
+class PreviewOut(BaseModel):
+    next_runs: list[str]
+
+
+class TaskTypeOut(BaseModel):
+    type: str
+    description: str
+    params: dict[str, Any] = Field(description="JSON Schema of the task's params.")
+
+
+class TaskTypesOut(BaseModel):
+    items: list[TaskTypeOut]
+
+
+def _iso(value: Any) -> str | None:
+    return None if value is None else to_rfc3339(value)
+
+
+def execution_out(execution: Execution) -> ExecutionOut:
+    return ExecutionOut(
+        id=execution.id,
+        job_id=execution.job_id,
+        scheduled_at=to_rfc3339(execution.scheduled_at),
+        status=execution.status,
+        attempts=execution.attempts,
+        manual=execution.manual,
+        started_at=_iso(execution.started_at),
+        finished_at=_iso(execution.finished_at),
+        lateness_ms=execution.lateness_ms,
+        error=execution.error,
+        result=execution.result,
+        next_attempt_at=_iso(execution.next_attempt_at),
+    )
+
+
+def job_out(job: Job) -> JobOut:
+    return JobOut(
+        id=job.id,
+        name=job.name,
+        status=job.status,
+        task=job.task,
+        schedule=job.schedule,  # type: ignore[arg-type]
+        retry=job.retry,
+        timeout_seconds=job.timeout_seconds,
+        next_run_at=_iso(job.next_run_at),
+        created_at=to_rfc3339(job.created_at),
+        updated_at=to_rfc3339(job.updated_at),
+        last_execution=None if job.last_execution is None else execution_out(job.last_execution),
+    )
+
+
+# ---------------------------------------------------------------- helpers
+class Unauthorized(Exception):
+    pass
+
+
+def _owner() -> str:
+    identity = app.current_event.request_context.identity
+    owner = identity.user_arn or identity.caller
+    if not owner:
+        raise Unauthorized("no authenticated caller")
+    return owner
+
+
+def _json(model: BaseModel, status: int = 200) -> Response[Any]:
+    # The resolver validates the model against the route's declared response and serializes it.
+    return Response(status_code=status, content_type="application/json", body=model)
+
+
+def _error(status: int, message: str, **extra: Any) -> Response[Any]:
+    body = ErrorOut(message=message, **extra)
+    return Response(
+        status_code=status, content_type="application/json", body=body.model_dump_json(exclude_none=True)
+    )
+
+
+_ERRORS = {
+    400: {
+        "description": "Bad input (e.g. an invalid cursor).",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
+    401: {
+        "description": "Missing or unknown credentials.",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
+    404: {"description": "No such job for this owner.", "content": {"application/json": {"model": ErrorOut}}},
+    409: {
+        "description": "Not possible in the job's state.",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
+    422: {
+        "description": "Invalid request, naming the field.",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
+}
+
+
+def _responses(status: int, model: type[BaseModel], description: str, *errors: int) -> dict[int, Any]:
+    answer: dict[int, Any] = {
+        status: {"description": description, "content": {"application/json": {"model": model}}}
+    }
+    for code in (401, 422, *errors):
+        answer[code] = _ERRORS[code]
+    return answer
+
+
+# ----------------------------------------------------------------- routes
+@app.get("/health", include_in_schema=True, summary="Liveness", responses={200: {"description": "OK"}})
+def health() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@app.get("/openapi.json", include_in_schema=False)
+def openapi() -> Response[Any]:
+    return Response(status_code=200, content_type="application/json", body=app.get_openapi_json_schema())
+
+
+@app.post("/jobs", summary="Create a job", responses=_responses(201, JobOut, "The job.", 409))
+def create_job(
+    body: Annotated[JobIn, Body()],
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="idempotency-key",
+            max_length=200,
+            description="Idempotency-Key: a retry with the same key and body returns the same job; "
+            "the same key with another body answers 409.",
+        ),
+    ] = None,
+) -> Response[JobOut]:
+    new = NewJob(
+        task=body.task,
+        schedule=body.schedule,
+        name=body.name,
+        retry=body.retry,
+        timeout_seconds=body.timeout_seconds,
+    )
+    job, _created = wiring.default().service.create(_owner(), new, idempotency_key)
+    return _json(job_out(job), 201)
+
+
+@app.get(
+    "/jobs",
+    summary="List the caller's jobs, newest first",
+    responses=_responses(200, JobPage, "A page.", 400),
+)
+def list_jobs(
+    status: Annotated[JobStatus | None, Query(description="Only jobs in this status.")] = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=4096)] = None,
+) -> Response[JobPage]:
+    punctual, owner = wiring.default(), _owner()
+    scope = f"jobs:{status.value if status else ''}"
+    page = punctual.service.list_jobs(
+        owner, status, limit, punctual.cursors.decode(cursor, owner=owner, scope=scope)
+    )
+    return _json(
+        JobPage(
+            items=[job_out(job) for job in page.items],
+            next_cursor=punctual.cursors.encode(page.last_key, owner=owner, scope=scope),
+        )
+    )
+
+
+@app.get("/jobs/<job_id>", summary="Get a job", responses=_responses(200, JobOut, "The job.", 404))
+def get_job(job_id: str) -> Response[JobOut]:
+    return _json(job_out(wiring.default().service.get(_owner(), job_id)))
+
+
+@app.patch(
+    "/jobs/<job_id>",
+    summary="Change a job (rename, new task, reschedule, retry policy, timeout)",
+    responses=_responses(200, JobOut, "The job.", 404, 409),
+)
+def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOut]:
+    changes = JobChanges(
+        name=body.name,
+        task=body.task,
+        schedule=body.schedule,
+        retry=body.retry,
+        timeout_seconds=body.timeout_seconds,
+    )
+    return _json(job_out(wiring.default().service.update(_owner(), job_id, changes)))
+
+
+@app.delete(
+    "/jobs/<job_id>",
+    summary="Cancel a job: no execution of it that has not started will run",
+    responses=_responses(200, JobOut, "The cancelled job.", 404),
+)
+def cancel_job(job_id: str) -> Response[JobOut]:
+    return _json(job_out(wiring.default().service.cancel(_owner(), job_id)))
+
+
+@app.post(
+    "/jobs/<job_id>/pause", summary="Pause a job", responses=_responses(200, JobOut, "The job.", 404, 409)
+)
+def pause_job(job_id: str) -> Response[JobOut]:
+    return _json(job_out(wiring.default().service.pause(_owner(), job_id)))
+
+
+@app.post(
+    "/jobs/<job_id>/resume",
+    summary="Resume a job; occurrences missed while paused are not run",
+    responses=_responses(200, JobOut, "The job.", 404, 409),
+)
+def resume_job(job_id: str) -> Response[JobOut]:
+    return _json(job_out(wiring.default().service.resume(_owner(), job_id)))
+
+
+@app.post(
+    "/jobs/<job_id>/run",
+    summary="One extra execution now",
+    responses=_responses(202, ExecutionOut, "The execution, queued.", 404, 409),
+)
+def run_job(job_id: str) -> Response[ExecutionOut]:
+    return _json(execution_out(wiring.default().service.run_now(_owner(), job_id)), 202)
+
+
+@app.get(
+    "/jobs/<job_id>/executions",
+    summary="A job's executions, newest first",
+    responses=_responses(200, ExecutionPage, "A page.", 400, 404),
+)
+def list_executions(
+    job_id: str,
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=4096)] = None,
+) -> Response[ExecutionPage]:
+    punctual, owner = wiring.default(), _owner()
+    scope = f"executions:{job_id}"
+    start = punctual.cursors.decode(cursor, owner=owner, scope=scope)
+    page = punctual.service.executions(owner, job_id, limit, start)
+    return _json(
+        ExecutionPage(
+            items=[execution_out(e) for e in page.items],
+            next_cursor=punctual.cursors.encode(page.last_key, owner=owner, scope=scope),
+        )
+    )
+
+
+@app.post(
+    "/schedules/preview",
+    summary="The next run times of a schedule, without creating anything",
+    responses=_responses(200, PreviewOut, "Run times, UTC."),
+)
+def preview_schedule(body: Annotated[PreviewIn, Body()]) -> Response[PreviewOut]:
+    _owner()
+    runs = wiring.default().service.preview(body.schedule, body.count)
+    return _json(PreviewOut(next_runs=[to_rfc3339(r) for r in runs]))
+
+
+@app.get(
+    "/tasks", summary="The task types and their parameters", responses=_responses(200, TaskTypesOut, "Types.")
+)
+def list_task_types() -> Response[TaskTypesOut]:
+    _owner()
+    items = [
+        TaskTypeOut(type=t.name, description=t.description, params=t.params_model.model_json_schema())
+        for t in tasks.all_types()
+    ]
+    return _json(TaskTypesOut(items=items))
+
+
+# ----------------------------------------------------------------- errors
+@app.exception_handler(RequestValidationError)
+def _invalid(exc: RequestValidationError) -> Response[Any]:
+    errors = [_plain_error(e) for e in exc.errors()]
+    first = errors[0] if errors else {"field": None, "message": "invalid request"}
+    message = f"{first['field']}: {first['message']}" if first["field"] else str(first["message"])
+    return _error(422, message, field=first["field"], errors=errors)
+
+
+@app.exception_handler(InvalidRequest)
+def _invalid_domain(exc: InvalidRequest) -> Response[Any]:
+    status = 400 if exc.field == "cursor" else 422
+    return _error(status, str(exc), field=exc.field)
+
+
+@app.exception_handler(NotFound)
+def _not_found(exc: NotFound) -> Response[Any]:
+    return _error(404, str(exc))
+
+
+@app.exception_handler(Conflict)
+def _conflict(exc: Conflict) -> Response[Any]:
+    return _error(409, str(exc))
+
+
+@app.exception_handler(Unauthorized)
+def _unauthorized(exc: Unauthorized) -> Response[Any]:
+    return _error(401, str(exc))
+
+
+@app.exception_handler(RetryableStoreError)
+def _busy(exc: RetryableStoreError) -> Response[Any]:
+    logger.warning("store throttled", extra={"error": str(exc)})
+    return _error(503, "busy; retry shortly")
+
+
+@app.exception_handler(ServiceError)
+def _service_error(exc: ServiceError) -> Response[Any]:
+    return _error(exc.status_code, str(exc.msg))
+
+
+@app.not_found
+def _no_route(exc: Exception) -> Response[Any]:
+    return _error(404, f"no such endpoint: {app.current_event.http_method} {app.current_event.path}")
+
+
+_LOCATIONS: dict[str, str] = {"body": "", "query": "", "header": "header ", "path": ""}
+
+
+def _plain_error(error: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic error as {field, message}, with the field as a dotted path into the request."""
+    loc = [str(part) for part in error.get("loc", ())]
+    prefix = ""
+    if loc and loc[0] in _LOCATIONS:
+        prefix = _LOCATIONS[loc[0]]
+        loc = loc[1:]
+    # Drop pydantic's names for union members: "schedule.cron.expression" -> "schedule.expression".
+    path: list[str] = []
+    for part in loc:
+        if part.startswith("function-") or (path and path[-1] == "schedule" and part in _UNION_TAGS):
+            continue
+        path.append(part)
+    if path and path[0] == "body":
+        path = path[1:]
+    field = prefix + ".".join(path) if path else None
+    message = str(error.get("msg", "invalid"))
+    if error.get("type") == "json_invalid":
+        field, message = "body", "request body is not valid JSON"
+    return {"field": field, "message": message, "type": error.get("type")}
+
+
+_UNION_TAGS: frozenset[str] = frozenset({"now", "at", "cron", "rate"})

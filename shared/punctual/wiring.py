@@ -1,0 +1,110 @@
+"""Builds Punctual's objects from Settings: the one place where the pieces are put together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from punctual import aws
+from punctual.clock import Clock, SystemClock
+from punctual.config import Settings
+from punctual.cursor import Cursors
+from punctual.dispatch import Dispatcher
+from punctual.netguard import Resolver, system_resolver
+from punctual.queue import WorkQueue
+from punctual.scanner import Scanner
+from punctual.service import JobService
+from punctual.store import Store
+from punctual.worker import Worker, WorkerConfig
+
+
+@dataclass
+class Punctual:
+    settings: Settings
+    clock: Clock
+    store: Store
+    queue: WorkQueue
+    dispatcher: Dispatcher
+    service: JobService
+    cursors: Cursors
+    worker: Worker
+    dead_letter_queue: WorkQueue
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def scanner(self, shards: list[int] | None = None, group: str = "all") -> Scanner:
+        return Scanner(
+            self.store,
+            self.dispatcher,
+            self.clock,
+            lookahead=timedelta(seconds=self.settings.lookahead_seconds),
+            shards=shards if shards is not None else list(range(self.settings.shard_count)),
+            group=group,
+        )
+
+
+def build(
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    dynamodb: Any = None,
+    sqs: Any = None,
+    resolver: Resolver = system_resolver,
+) -> Punctual:
+    clock = clock or SystemClock()
+    dynamodb = dynamodb if dynamodb is not None else aws.dynamodb_resource(settings)
+    sqs = sqs if sqs is not None else aws.sqs_client(settings)
+    store = Store(
+        dynamodb,
+        settings.table_name,
+        shard_count=settings.shard_count,
+        retention_days=settings.retention_days,
+    )
+    queue = WorkQueue(sqs, settings.queue_url)
+    dispatcher = Dispatcher(store, queue, clock)
+    service = JobService(
+        store,
+        dispatcher,
+        clock,
+        handoff=timedelta(seconds=settings.handoff_seconds),
+        allowed_networks=settings.webhook_allowed_networks,
+    )
+    worker = Worker(
+        store,
+        queue,
+        clock,
+        WorkerConfig(
+            allowed_networks=settings.webhook_allowed_networks, result_max_bytes=settings.result_max_bytes
+        ),
+        resolver=resolver,
+    )
+    return Punctual(
+        settings=settings,
+        clock=clock,
+        store=store,
+        queue=queue,
+        dispatcher=dispatcher,
+        service=service,
+        cursors=Cursors(settings.cursor_secret),
+        worker=worker,
+        dead_letter_queue=WorkQueue(sqs, settings.dlq_url),
+    )
+
+
+_DEFAULT: Punctual | None = None
+
+
+def default() -> Punctual:
+    """The process-wide instance (a Lambda container's), built on first use from the environment."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        from punctual.config import settings
+
+        _DEFAULT = build(settings())
+    return _DEFAULT
+
+
+def set_default(instance: Punctual | None) -> None:
+    """Tests and the local stack install their own instance."""
+    global _DEFAULT
+    _DEFAULT = instance

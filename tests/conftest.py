@@ -1,0 +1,40 @@
+"""Shared fixtures. Environment first: nothing may reach AWS, and tracing is off in tests."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.update(
+    {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_SERVICE_NAME": "punctual",
+        "POWERTOOLS_METRICS_NAMESPACE": "Punctual",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+    }
+)
+
+from collections.abc import Iterator  # noqa: E402
+from datetime import UTC, datetime  # noqa: E402
+
+import pytest  # noqa: E402
+
+from punctual.clock import ManualClock  # noqa: E402
+from tests.world import World, mocked_world  # noqa: E402
+
+START = datetime(2026, 12, 1, 8, 59, 30, tzinfo=UTC)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(START)
+
+
+@pytest.fixture
+def world(clock: ManualClock) -> Iterator[World]:
+    with mocked_world(clock) as w:
+        yield w

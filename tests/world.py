@@ -1,0 +1,150 @@
+"""A Punctual deployment inside moto, driven like AWS drives it, on a clock the test moves.
+
+moto's SQS reads the time for DelaySeconds and visibility timeouts; it is pointed at the test's clock
+so that delayed messages and retries behave as they would, without waiting.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from unittest import mock
+
+import boto3
+import moto.sqs.models
+from moto import mock_aws
+
+from functions.api.handler import lambda_handler as api_handler
+from functions.dead_letter.handler import lambda_handler as dead_letter_handler
+from functions.scanner.handler import lambda_handler as scanner_handler
+from functions.worker.handler import lambda_handler as worker_handler
+from punctual import provision, wiring
+from punctual.clock import ManualClock
+from punctual.config import Settings
+from punctual.esm import EventSourceMapping
+from punctual.lambda_events import FakeLambdaContext, api_gateway_event
+from punctual.wiring import Punctual
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any
+    headers: dict[str, str]
+
+
+class World:
+    def __init__(self, punctual: Punctual, clock: ManualClock, sqs: Any, dynamodb_client: Any) -> None:
+        self.punctual = punctual
+        self.clock = clock
+        self.sqs = sqs
+        self.dynamodb_client = dynamodb_client
+        self.work = EventSourceMapping(sqs, punctual.settings.queue_url, worker_handler)
+        self.dead_letters = EventSourceMapping(sqs, punctual.settings.dlq_url, dead_letter_handler)
+        self.last_tick_minute: datetime | None = None
+
+    @property
+    def store(self) -> Any:
+        return self.punctual.store
+
+    def api(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        owner: str | None = "alice",
+        headers: dict[str, str] | None = None,
+        query: str = "",
+        raw: bytes | None = None,
+    ) -> Answer:
+        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        all_headers = {"Content-Type": "application/json", **(headers or {})}
+        event = api_gateway_event(method, path, owner=owner, query=query, headers=all_headers, body=data)
+        response = api_handler(event, FakeLambdaContext())
+        text = response.get("body") or ""
+        return Answer(
+            status=response["statusCode"],
+            body=json.loads(text) if text else None,
+            headers=response.get("headers") or {},
+        )
+
+    def create(
+        self, schedule: dict[str, Any], task: dict[str, Any] | None = None, **extra: Any
+    ) -> dict[str, Any]:
+        answer = self.api("POST", "/jobs", {"task": task or {"type": "noop"}, "schedule": schedule, **extra})
+        assert answer.status == 201, answer.body
+        return dict(answer.body)
+
+    def job(self, job_id: str, owner: str = "alice") -> dict[str, Any]:
+        answer = self.api("GET", f"/jobs/{job_id}", owner=owner)
+        assert answer.status == 200, answer.body
+        return dict(answer.body)
+
+    def executions(self, job_id: str, owner: str = "alice") -> list[dict[str, Any]]:
+        answer = self.api("GET", f"/jobs/{job_id}/executions", owner=owner, query="limit=100")
+        assert answer.status == 200, answer.body
+        return list(answer.body["items"])
+
+    def tick(self) -> dict[str, Any]:
+        self.last_tick_minute = self.clock.now().replace(second=0, microsecond=0)
+        return dict(scanner_handler({}, FakeLambdaContext()))
+
+    def drain(self) -> int:
+        return self.work.drain() + self.dead_letters.drain()
+
+    def run_for(self, seconds: float, step: float = 1.0) -> None:
+        """Let time pass as on AWS: the scanner ticks each minute; the workers poll all along."""
+        end = self.clock.now() + timedelta(seconds=seconds)
+        while self.clock.now() < end:
+            minute = self.clock.now().replace(second=0, microsecond=0)
+            if self.last_tick_minute != minute:
+                self.tick()
+            self.drain()
+            self.clock.advance(step)
+        self.drain()
+
+
+def settings_for(provisioned: provision.Provisioned, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "table_name": provisioned.table_name,
+        "queue_url": provisioned.queue_url,
+        "dlq_url": provisioned.dlq_url,
+        "shard_count": 4,
+        "webhook_allowed_networks": ("127.0.0.0/8",),
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@contextmanager
+def mocked_world(clock: ManualClock, **settings: Any) -> Iterator[World]:
+    def now_seconds(dt: Any = None) -> float:
+        return clock.now().timestamp()
+
+    def now_millis(dt: Any = None) -> float:
+        return clock.now().timestamp() * 1000
+
+    with (
+        mock_aws(),
+        mock.patch.object(moto.sqs.models, "unix_time", now_seconds),
+        mock.patch.object(moto.sqs.models, "unix_time_millis", now_millis),
+    ):
+        dynamodb_client = boto3.client("dynamodb", region_name="us-east-1")
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        provisioned = provision.create_all(dynamodb_client, sqs)
+        punctual = wiring.build(
+            settings_for(provisioned, **settings),
+            clock=clock,
+            dynamodb=boto3.resource("dynamodb", region_name="us-east-1"),
+            sqs=sqs,
+        )
+        wiring.set_default(punctual)
+        try:
+            yield World(punctual, clock, sqs, dynamodb_client)
+        finally:
+            wiring.set_default(None)
