@@ -18,13 +18,13 @@ os.environ.update(
     }
 )
 
-from collections.abc import Iterator  # noqa: E402
-from datetime import UTC, datetime  # noqa: E402
+from collections.abc import Iterator
+from datetime import UTC, datetime
 
-import pytest  # noqa: E402
+import pytest
 
-from punctual.clock import ManualClock  # noqa: E402
-from tests.world import World, mocked_world  # noqa: E402
+from punctual.clock import ManualClock
+from tests.world import World, mocked_world
 
 START = datetime(2026, 12, 1, 8, 59, 30, tzinfo=UTC)
 

@@ -4,6 +4,7 @@ from typing import Any
 
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from punctual.api import app
 from punctual.observability import logger, metrics, tracer
 

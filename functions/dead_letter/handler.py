@@ -5,6 +5,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from punctual import wiring
 from punctual.observability import logger, metrics, tracer
 from punctual.queue import WorkItem

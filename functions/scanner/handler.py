@@ -4,6 +4,7 @@ from dataclasses import asdict
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from punctual import wiring
 from punctual.observability import logger, metrics, tracer
 

@@ -14,6 +14,7 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from punctual import wiring
 from punctual.observability import logger, metrics, tracer
 from punctual.queue import WorkItem

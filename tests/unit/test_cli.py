@@ -18,6 +18,7 @@ import pytest
 from botocore.auth import SigV4Auth as BotocoreSigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+
 from punctual import cli
 from punctual.client import ApiError, PunctualClient, SigV4Auth
 from punctual.clock import ManualClock

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from punctual import cli, cli_format
 from punctual.cli import UsageError, build_schedule, build_task, parse_duration
 from punctual.client import (
