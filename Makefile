@@ -39,3 +39,21 @@ format: $(STAMP)
 
 clean:
 	rm -rf $(VENV) cdk.out .pytest_cache .mypy_cache .ruff_cache
+
+# AWS deployment (CDK). Pass options through CDK_ARGS, e.g.
+#   make deploy CDK_ARGS="-c alarm_email=ops@example.com -c deletion_protection=false"
+CDK := npx --no-install cdk
+CDK_ARGS ?=
+NODE_STAMP := node_modules/.package-lock.json
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+
+synth: $(STAMP) $(NODE_STAMP)
+	$(CDK) synth --quiet $(CDK_ARGS)
+
+deploy: $(STAMP) $(NODE_STAMP)
+	$(CDK) deploy $(CDK_ARGS)
+
+destroy: $(STAMP) $(NODE_STAMP)
+	$(CDK) destroy $(CDK_ARGS)

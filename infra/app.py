@@ -13,7 +13,7 @@ from infra.stack import PunctualStack
 
 def build(app: App) -> PunctualStack:
     """Add the Punctual stack, configured by the app's context, with cdk-nag's checks."""
-    settings = DeploySettings.from_context(app.node)
+    settings = DeploySettings.from_context(app.node.try_get_context)
     stack = PunctualStack(
         app,
         settings.stack_name,
@@ -24,9 +24,13 @@ def build(app: App) -> PunctualStack:
         ),
     )
     Tags.of(stack).add("app", "punctual")
-    # Any unacknowledged AwsSolutions finding fails the synthesis.
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
+    add_checks(app)
     return stack
+
+
+def add_checks(app: App) -> None:
+    """cdk-nag's AwsSolutions pack: any finding not acknowledged (with its reason) fails synthesis."""
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
 
 
 def main() -> None:

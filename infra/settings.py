@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-from constructs import Node
 
 from punctual import resources
 from punctual.config import Settings
@@ -51,10 +50,8 @@ class DeploySettings:
         )
 
     @classmethod
-    def from_context(cls, node: Node) -> DeploySettings:
-        def value(key: str) -> Any:
-            return node.try_get_context(key)
-
+    def from_context(cls, value: Callable[[str], Any]) -> DeploySettings:
+        """Read from a context lookup such as `app.node.try_get_context`."""
         values: dict[str, Any] = {}
         for key, kind in (
             ("stack_name", str),

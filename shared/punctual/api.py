@@ -160,6 +160,7 @@ def execution_out(execution: Execution) -> ExecutionOut:
 
 
 def job_out(job: Job) -> JobOut:
+    now = wiring.default().clock.now()
     return JobOut(
         id=job.id,
         name=job.name,
@@ -168,7 +169,7 @@ def job_out(job: Job) -> JobOut:
         schedule=job.schedule,  # type: ignore[arg-type]
         retry=job.retry,
         timeout_seconds=job.timeout_seconds,
-        next_run_at=_iso(job.next_run_at),
+        next_run_at=_iso(job.upcoming_run(now)),
         created_at=to_rfc3339(job.created_at),
         updated_at=to_rfc3339(job.updated_at),
         last_execution=None if job.last_execution is None else execution_out(job.last_execution),
@@ -446,8 +447,8 @@ def _plain_error(error: dict[str, Any]) -> dict[str, Any]:
         loc = loc[1:]
     # Drop pydantic's names for union members: "schedule.cron.expression" -> "schedule.expression".
     path: list[str] = []
-    for part in loc:
-        if part.startswith("function-") or (path and path[-1] == "schedule" and part in _UNION_TAGS):
+    for i, part in enumerate(loc):
+        if part.startswith("function-") or (i > 0 and loc[i - 1] == "schedule" and part in _UNION_TAGS):
             continue
         path.append(part)
     if path and path[0] == "body":

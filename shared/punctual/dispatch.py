@@ -110,11 +110,9 @@ class Dispatcher:
             self._store.put_marker(marker_for(job.id, following, marker.schedule_version))
         if job.next_run_at is not None and following is not None and job.next_run_at >= following:
             return  # already advanced by an earlier, interrupted dispatch of this marker
-        changes = (
-            {"next_run_at": following}
-            if following is not None
-            else {"next_run_at": None, "final_execution_id": marker.execution_id}
-        )
+        changes: dict[str, object] = {"next_run_at": following, "queued_run_at": marker.scheduled_at}
+        if following is None:
+            changes["final_execution_id"] = marker.execution_id
         try:
             self._store.update_job(
                 job, changes, allowed_statuses=[job.status], schedule_version=marker.schedule_version

@@ -104,12 +104,22 @@ class Job:
     anchor_at: datetime | None = None
     # The execution after which a recurring job has no more occurrences.
     final_execution_id: str | None = None
+    # A recurring job's most recently enqueued occurrence: next_run_at already points past it.
+    queued_run_at: datetime | None = None
     last_execution: Execution | None = None
     tags: dict[str, str] = field(default_factory=dict)
 
     @property
     def recurring(self) -> bool:
         return is_recurring(self.schedule)
+
+    def upcoming_run(self, now: datetime) -> datetime | None:
+        """The next run as users see it: an enqueued occurrence still counts until its instant."""
+        if self.status is not JobStatus.ACTIVE:
+            return self.next_run_at
+        if self.queued_run_at is not None and self.queued_run_at > now:
+            return self.queued_run_at
+        return self.next_run_at
 
 
 @dataclass(frozen=True)

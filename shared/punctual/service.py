@@ -175,6 +175,7 @@ class JobService:
                 anchor_at=anchor,
                 schedule_version=version,
                 final_execution_id=None,
+                queued_run_at=None,
                 next_run_at=runs_at if status is JobStatus.ACTIVE else None,
                 status=status if runs_at is not None else JobStatus.COMPLETED,
             )
@@ -195,6 +196,7 @@ class JobService:
             {
                 "status": JobStatus.CANCELLED,
                 "next_run_at": None,
+                "queued_run_at": None,
                 "schedule_version": job.schedule_version + 1,
                 "updated_at": self._clock.now(),
             },
@@ -211,6 +213,7 @@ class JobService:
             {
                 "status": JobStatus.PAUSED,
                 "next_run_at": None,
+                "queued_run_at": None,
                 "schedule_version": job.schedule_version + 1,
                 "updated_at": self._clock.now(),
             },

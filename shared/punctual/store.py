@@ -238,7 +238,7 @@ class Store:
                 _call(
                     lambda: self._table.update_item(
                         Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
-                        UpdateExpression=update + ", #st = :done, status_pk = :spk REMOVE next_run_at",
+                        UpdateExpression=update + ", #st = :done, status_pk = :spk REMOVE next_run_at, queued_run_at",
                         ConditionExpression="attribute_exists(#pk) AND #st = :active",
                         ExpressionAttributeNames={**names, "#st": "status"},
                         ExpressionAttributeValues={
@@ -494,7 +494,7 @@ class Store:
                 stored[name] = value.model_dump_json()
             elif name == "schedule":
                 stored[name] = SCHEDULE_ADAPTER.dump_json(value).decode()
-            elif name in {"next_run_at", "anchor_at", "created_at", "updated_at"}:
+            elif name in {"next_run_at", "anchor_at", "created_at", "updated_at", "queued_run_at"}:
                 stored[name] = _iso(value)
             elif name == "last_execution":
                 stored[name] = None if value is None else json.dumps(self._execution_item(value), default=str)
@@ -551,6 +551,7 @@ class Store:
             schedule_version=int(item.get("schedule_version", 1)),
             anchor_at=_dt(item.get("anchor_at")),
             final_execution_id=item.get("final_execution_id"),
+            queued_run_at=_dt(item.get("queued_run_at")),
             last_execution=None if not last else self._execution_from(json.loads(last)),
         )
 

@@ -1,0 +1,139 @@
+"""Synthesizes the Punctual stack once per test session (per xdist worker) for the infra tests.
+
+jsii makes each synthesis cost seconds, so tests share one synthesized app and read its template,
+its validation report and its code asset from the cloud assembly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Node's end-of-life banner from jsii is noise in test output.
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
+
+from aws_cdk import App  # noqa: E402
+from aws_cdk.assertions import Template  # noqa: E402
+
+from infra.app import build  # noqa: E402
+from punctual import resources  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CDK_CONTEXT: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+ALARM_EMAIL = "ops@example.com"
+
+
+@dataclass
+class Synthesized:
+    stack_name: str
+    outdir: Path
+    template: dict[str, Any]
+    validation_error: str | None
+
+    @property
+    def assertions(self) -> Template:
+        return Template.from_json(self.template)
+
+    @property
+    def resources(self) -> dict[str, dict[str, Any]]:
+        return dict(self.template["Resources"])
+
+    def of_type(self, cfn_type: str) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.resources.items() if v["Type"] == cfn_type}
+
+    def function(self, name: str) -> tuple[str, dict[str, Any]]:
+        """(logical id, properties) of the function running `resources.FUNCTIONS[name]`."""
+        handler = resources.FUNCTIONS[name]
+        found = [
+            (k, v["Properties"])
+            for k, v in self.of_type("AWS::Lambda::Function").items()
+            if v["Properties"]["Handler"] == handler
+        ]
+        assert len(found) == 1, f"expected one function with handler {handler}, found {found}"
+        return found[0]
+
+    def statements_of(self, name: str) -> list[dict[str, Any]]:
+        """Every IAM statement that applies to the role of function `name`."""
+        role = self.function(name)[1]["Role"]["Fn::GetAtt"][0]
+        statements: list[dict[str, Any]] = []
+        for policy in self.of_type("AWS::IAM::Policy").values():
+            if {"Ref": role} in policy["Properties"]["Roles"]:
+                statements += policy["Properties"]["PolicyDocument"]["Statement"]
+        for inline in self.resources[role]["Properties"].get("Policies", []):
+            statements += inline["PolicyDocument"]["Statement"]
+        return statements
+
+    def logical_id(self, cfn_type: str, prefix: str) -> str:
+        """The one resource of `cfn_type` whose logical id (derived from its path) starts with `prefix`."""
+        found = [k for k in self.of_type(cfn_type) if k.startswith(prefix)]
+        assert len(found) == 1, f"{cfn_type} {prefix}*: {found}"
+        return found[0]
+
+    def validation_report(self) -> dict[str, Any]:
+        return dict(json.loads((self.outdir / "validation-report.json").read_text()))
+
+    def asset_dir(self, s3_key: str) -> Path:
+        """The staged directory of a zip asset, from the key the template deploys it under."""
+        manifest = json.loads((self.outdir / f"{self.stack_name}.assets.json").read_text())
+        for asset in manifest["files"].values():
+            if any(d["objectKey"] == s3_key for d in asset["destinations"].values()):
+                return self.outdir / asset["source"]["path"]
+        raise KeyError(s3_key)
+
+
+@contextmanager
+def _environment_agnostic() -> Iterator[None]:
+    """The CDK CLI's CDK_DEFAULT_* variables must not leak into the test stack."""
+    saved = {k: os.environ.pop(k) for k in ("CDK_DEFAULT_ACCOUNT", "CDK_DEFAULT_REGION") if k in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+def synthesize(outdir: Path, overrides: Mapping[str, Any]) -> Synthesized:
+    context = {**CDK_CONTEXT, **overrides}
+    app = App(outdir=str(outdir), context=context)
+    with _environment_agnostic():
+        stack = build(app)
+    error: str | None = None
+    try:
+        app.synth()
+    except RuntimeError as exc:  # a validation plugin (cdk-nag) failed; the template is still written
+        error = str(exc)
+    template = json.loads((outdir / f"{stack.stack_name}.template.json").read_text())
+    return Synthesized(stack.stack_name, outdir, template, error)
+
+
+@pytest.fixture(scope="session")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The stack as `cdk synth` builds it from cdk.json, with an alarm e-mail given."""
+    return synthesize(tmp_path_factory.mktemp("cdk.out"), {"alarm_email": ALARM_EMAIL})
+
+
+@pytest.fixture(scope="session")
+def unprotected(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """A throwaway test stack configured on the command line (`-c key=value` gives strings)."""
+    return synthesize(
+        tmp_path_factory.mktemp("cdk.out.unprotected"),
+        {
+            "stack_name": "PunctualTest",
+            "deletion_protection": "false",
+            "shard_count": "32",
+            "webhook_allowed_networks": "10.0.0.0/8, 192.168.1.0/24",
+            "worker_max_concurrency": "5",
+            "log_level": "debug",
+        },
+    )
+
+
+@pytest.fixture(scope="session")
+def template(synthesized: Synthesized) -> Template:
+    return synthesized.assertions

@@ -1,0 +1,186 @@
+"""The four functions: one set of defaults, their triggers, and only the permissions they use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from punctual import observability, resources
+from punctual.config import Settings
+
+NAMES = sorted(resources.FUNCTIONS)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_function_has_the_shared_defaults(synthesized, name: str):
+    _, props = synthesized.function(name)
+    assert props["Runtime"] == "python3.12"
+    assert props["Architectures"] == ["arm64"]
+    assert props["TracingConfig"] == {"Mode": "Active"}
+    variables = props["Environment"]["Variables"]
+    assert variables["POWERTOOLS_SERVICE_NAME"] == observability.SERVICE
+    assert variables["POWERTOOLS_METRICS_NAMESPACE"] == observability.NAMESPACE
+    assert variables["LOG_LEVEL"] == "INFO"
+    (layer,) = props["Layers"]
+    layer_arn = layer if isinstance(layer, str) else str(layer)
+    assert ":017000801446:layer:AWSLambdaPowertoolsPythonV3-python312-arm64:32" in layer_arn
+    # Its own log group, with a retention
+    log_group = props["LoggingConfig"]["LogGroup"]["Ref"]
+    assert synthesized.resources[log_group]["Properties"]["RetentionInDays"] == 30
+
+
+def test_all_functions_share_one_code_asset(synthesized):
+    keys = {synthesized.function(name)[1]["Code"]["S3Key"] for name in NAMES}
+    assert len(keys) == 1
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_function_environment_configures_punctual_settings(synthesized, name: str):
+    # Given the variables CDK gives the function (the resource names are CloudFormation references)
+    variables: dict[str, Any] = synthesized.function(name)[1]["Environment"]["Variables"]
+    for key in (resources.ENV_TABLE_NAME, resources.ENV_QUEUE_URL, resources.ENV_DLQ_URL):
+        assert isinstance(variables[key], dict), f"{key} should reference the deployed resource"
+    # When the function reads them as it does at cold start
+    settings = Settings.from_env({k: v for k, v in variables.items() if isinstance(v, str)})
+    # Then it has the deployment's configuration from cdk.json, not its local defaults
+    assert settings.shard_count == 16
+    assert settings.lookahead_seconds == 90
+    assert settings.tick_seconds == 60
+    assert settings.retention_days == 30
+
+
+def test_command_line_context_configures_the_functions(unprotected, synthesized):
+    # Given -c shard_count=32 -c webhook_allowed_networks=... -c log_level=debug (see the fixture)
+    variables = unprotected.function("worker")[1]["Environment"]["Variables"]
+    settings = Settings.from_env({k: v for k, v in variables.items() if isinstance(v, str)})
+    assert settings.shard_count == 32
+    assert settings.webhook_allowed_networks == ("10.0.0.0/8", "192.168.1.0/24")
+    assert variables["LOG_LEVEL"] == "DEBUG"
+    (mapping,) = [
+        m["Properties"]
+        for m in unprotected.of_type("AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["FunctionName"] == {"Ref": unprotected.function("worker")[0]}
+    ]
+    assert mapping["ScalingConfig"] == {"MaximumConcurrency": 5}
+    # and the default stack allows no private network at all
+    default = synthesized.function("worker")[1]["Environment"]["Variables"]
+    assert "PUNCTUAL_WEBHOOK_ALLOWED_NETWORKS" not in default
+
+
+def test_only_the_api_gets_the_cursor_secret_and_by_reference(synthesized):
+    for name in NAMES:
+        variables = synthesized.function(name)[1]["Environment"]["Variables"]
+        if name == "api":
+            assert "{{resolve:secretsmanager:" in str(variables["PUNCTUAL_CURSOR_SECRET"])
+        else:
+            assert "PUNCTUAL_CURSOR_SECRET" not in variables
+
+
+def test_worker_consumes_the_work_queue_with_partial_batch_responses(synthesized, template: Template):
+    work_queue = synthesized.logical_id("AWS::SQS::Queue", "QueuesWorkQueue")
+    worker, _ = synthesized.function("worker")
+    template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "EventSourceArn": {"Fn::GetAtt": [work_queue, "Arn"]},
+            "FunctionName": {"Ref": worker},
+            "BatchSize": 10,
+            "MaximumBatchingWindowInSeconds": 0,
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            "ScalingConfig": {"MaximumConcurrency": 20},
+        },
+    )
+
+
+def test_dead_letter_handler_consumes_the_dead_letter_queue(synthesized, template: Template):
+    dead_letter_queue = synthesized.logical_id("AWS::SQS::Queue", "QueuesDeadLetterQueue")
+    handler, _ = synthesized.function("dead_letter")
+    template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "EventSourceArn": {"Fn::GetAtt": [dead_letter_queue, "Arn"]},
+            "FunctionName": {"Ref": handler},
+            "FunctionResponseTypes": ["ReportBatchItemFailures"],
+        },
+    )
+
+
+def test_scanner_runs_every_minute_without_retrying_a_stale_tick(synthesized, template: Template):
+    scanner, props = synthesized.function("scanner")
+    template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "ScheduleExpression": "rate(1 minute)",
+            "State": "ENABLED",
+            "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [scanner, "Arn"]}})],
+        },
+    )
+    template.has_resource_properties(
+        "AWS::Lambda::EventInvokeConfig",
+        {"FunctionName": {"Ref": scanner}, "MaximumRetryAttempts": 0},
+    )
+    assert props["Timeout"] < 60
+
+
+# --- least privilege -------------------------------------------------------------------------
+
+
+def _actions_on(statements: list[dict[str, Any]], logical_id: str) -> set[str]:
+    """Actions allowed on the resource `logical_id` (by Ref or GetAtt, including /index/*)."""
+    actions: set[str] = set()
+    for statement in statements:
+        targets = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        if statement["Effect"] == "Allow" and any(logical_id in str(t) for t in targets):
+            found = statement["Action"]
+            actions.update([found] if isinstance(found, str) else found)
+    return actions
+
+
+@pytest.fixture(scope="module")
+def ids(synthesized) -> dict[str, str]:
+    return {
+        "table": synthesized.logical_id("AWS::DynamoDB::Table", "StorageTable"),
+        "work": synthesized.logical_id("AWS::SQS::Queue", "QueuesWorkQueue"),
+        "dlq": synthesized.logical_id("AWS::SQS::Queue", "QueuesDeadLetterQueue"),
+    }
+
+
+def test_api_and_scanner_send_to_the_work_queue_and_nothing_more(synthesized, ids):
+    for name in ("api", "scanner"):
+        statements = synthesized.statements_of(name)
+        assert "sqs:SendMessage" in _actions_on(statements, ids["work"])
+        assert "sqs:ReceiveMessage" not in _actions_on(statements, ids["work"])
+        assert _actions_on(statements, ids["dlq"]) == set()
+        assert {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"} <= _actions_on(
+            statements, ids["table"]
+        )
+
+
+def test_worker_consumes_and_holds_messages_but_does_not_send(synthesized, ids):
+    on_queue = _actions_on(synthesized.statements_of("worker"), ids["work"])
+    assert {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"} <= on_queue
+    assert "sqs:SendMessage" not in on_queue
+    assert _actions_on(synthesized.statements_of("worker"), ids["dlq"]) == set()
+
+
+def test_dead_letter_handler_reads_the_dead_letter_queue_and_updates_the_table(synthesized, ids):
+    statements = synthesized.statements_of("dead_letter")
+    assert {"sqs:ReceiveMessage", "sqs:DeleteMessage"} <= _actions_on(statements, ids["dlq"])
+    assert _actions_on(statements, ids["work"]) == set()
+    assert {"dynamodb:GetItem", "dynamodb:UpdateItem"} <= _actions_on(statements, ids["table"])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_wildcard_resources_are_only_xray(synthesized, name: str):
+    for statement in synthesized.statements_of(name):
+        if statement["Resource"] == "*":
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            assert all(action.startswith("xray:") for action in actions), statement
+
+
+def test_function_roles_have_no_managed_policies(synthesized):
+    for name in NAMES:
+        role = synthesized.function(name)[1]["Role"]["Fn::GetAtt"][0]
+        assert "ManagedPolicyArns" not in synthesized.resources[role]["Properties"]

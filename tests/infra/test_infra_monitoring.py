@@ -1,0 +1,209 @@
+"""Alarms (thresholds from the issue) notify an SNS topic; the dashboard shows what they watch."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from punctual import observability as obs
+
+from .conftest import ALARM_EMAIL
+
+POWERTOOLS_DIMENSIONS = [{"Name": "service", "Value": obs.SERVICE}]
+
+
+def _alarm(synthesized, suffix: str) -> dict[str, Any]:
+    found = [
+        a["Properties"]
+        for a in synthesized.of_type("AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["AlarmName"] == f"{synthesized.stack_name}-{suffix}"
+    ]
+    assert len(found) == 1, suffix
+    return found[0]
+
+
+def _metric_math(alarm: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """id -> MetricStat of each metric an expression alarm combines."""
+    return {m["Id"]: m["MetricStat"] for m in alarm["Metrics"] if "MetricStat" in m}
+
+
+def test_lateness_p99_over_two_seconds_alarms(synthesized):
+    alarm = _alarm(synthesized, "LatenessP99")
+    assert alarm["Namespace"] == obs.NAMESPACE
+    assert alarm["MetricName"] == obs.LATENESS_MS
+    assert alarm["Dimensions"] == POWERTOOLS_DIMENSIONS
+    assert alarm["ExtendedStatistic"] == "p99"
+    assert alarm["Threshold"] == 2000
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+def test_scanner_errors_and_long_runs_alarm(synthesized):
+    scanner, _ = synthesized.function("scanner")
+    errors = _alarm(synthesized, "ScannerErrors")
+    assert (errors["Namespace"], errors["MetricName"]) == ("AWS/Lambda", "Errors")
+    assert errors["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": scanner}}]
+    assert errors["Threshold"] == 1
+    assert errors["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    duration = _alarm(synthesized, "ScannerDuration")
+    assert (duration["Namespace"], duration["MetricName"], duration["Statistic"]) == (
+        "AWS/Lambda",
+        "Duration",
+        "Maximum",
+    )
+    assert duration["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": scanner}}]
+    assert duration["Threshold"] == 45_000  # milliseconds
+    assert duration["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+def test_oldest_work_queue_message_over_a_minute_alarms(synthesized):
+    work_queue = synthesized.logical_id("AWS::SQS::Queue", "QueuesWorkQueue")
+    alarm = _alarm(synthesized, "WorkQueueOldestMessageAge")
+    assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateAgeOfOldestMessage")
+    assert alarm["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": [work_queue, "QueueName"]}}
+    ]
+    assert alarm["Threshold"] == 60
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+def test_dead_letter_queue_not_empty_alarms(synthesized):
+    dead_letter = synthesized.logical_id("AWS::SQS::Queue", "QueuesDeadLetterQueue")
+    alarm = _alarm(synthesized, "DeadLetterQueueNotEmpty")
+    stats = _metric_math(alarm)
+    assert {s["Metric"]["MetricName"] for s in stats.values()} == {
+        "ApproximateNumberOfMessagesVisible",
+        "ApproximateNumberOfMessagesNotVisible",
+    }
+    for stat in stats.values():
+        assert stat["Metric"]["Dimensions"] == [
+            {"Name": "QueueName", "Value": {"Fn::GetAtt": [dead_letter, "QueueName"]}}
+        ]
+    assert alarm["Threshold"] == 1
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    dead_lettered = _alarm(synthesized, "ExecutionsDeadLettered")
+    assert (dead_lettered["Namespace"], dead_lettered["MetricName"]) == (obs.NAMESPACE, obs.DEAD_LETTERED)
+    assert dead_lettered["Threshold"] == 1
+
+
+def test_throttling_alarms_cover_every_function_and_the_table_with_its_indexes(synthesized):
+    lambda_alarm = _alarm(synthesized, "LambdaThrottles")
+    throttled = {
+        json.dumps(s["Metric"]["Dimensions"], sort_keys=True)
+        for s in _metric_math(lambda_alarm).values()
+        if s["Metric"]["MetricName"] == "Throttles"
+    }
+    functions = {
+        json.dumps([{"Name": "FunctionName", "Value": {"Ref": logical_id}}], sort_keys=True)
+        for logical_id in synthesized.of_type("AWS::Lambda::Function")
+    }
+    assert throttled == functions
+    table_alarm = _alarm(synthesized, "DynamoDbThrottles")
+    metrics = _metric_math(table_alarm).values()
+    assert {m["Metric"]["MetricName"] for m in metrics} == {"ReadThrottleEvents", "WriteThrottleEvents"}
+    indexes = {
+        d["Value"] for m in metrics for d in m["Metric"]["Dimensions"] if d["Name"] == "GlobalSecondaryIndexName"
+    }
+    assert indexes == {"by_owner", "by_owner_status"}
+    for alarm in (lambda_alarm, table_alarm):
+        assert alarm["Threshold"] == 1
+
+
+def test_every_alarm_notifies_the_topic_and_ignores_missing_data(synthesized):
+    topic = synthesized.logical_id("AWS::SNS::Topic", "MonitoringAlarmTopic")
+    alarms = synthesized.of_type("AWS::CloudWatch::Alarm")
+    assert len(alarms) == 8
+    for alarm in alarms.values():
+        assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic}]
+        assert alarm["Properties"]["OKActions"] == [{"Ref": topic}]
+        assert alarm["Properties"]["TreatMissingData"] == "notBreaching"
+
+
+def test_alarm_email_subscribes_to_the_topic(synthesized, unprotected, template: Template):
+    topic = synthesized.logical_id("AWS::SNS::Topic", "MonitoringAlarmTopic")
+    template.has_resource_properties(
+        "AWS::SNS::Subscription",
+        {"Protocol": "email", "Endpoint": ALARM_EMAIL, "TopicArn": {"Ref": topic}},
+    )
+    # no e-mail in the context, no subscription
+    assert unprotected.of_type("AWS::SNS::Subscription") == {}
+
+
+def test_topic_requires_tls_and_lets_cloudwatch_publish(template: Template):
+    template.has_resource_properties(
+        "AWS::SNS::TopicPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}
+                        ),
+                        Match.object_like(
+                            {
+                                "Effect": "Allow",
+                                "Action": "sns:Publish",
+                                "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                            }
+                        ),
+                    ]
+                )
+            }
+        },
+    )
+
+
+# --- dashboard -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dashboard(synthesized) -> dict[str, Any]:
+    (resource,) = synthesized.of_type("AWS::CloudWatch::Dashboard").values()
+    body = resource["Properties"]["DashboardBody"]
+    # References (queue names, function names) are spliced in by Fn::Join; stand them in.
+    parts = body["Fn::Join"][1] if isinstance(body, dict) else [body]
+    return dict(json.loads("".join(p if isinstance(p, str) else "REF" for p in parts)))
+
+
+def _metric_names(dashboard: dict[str, Any]) -> set[str]:
+    names: set[str] = set()
+    for widget in dashboard["widgets"]:
+        for metric in widget["properties"].get("metrics", []):
+            # [namespace, name, dimension, value, ..., {options}]; "." repeats the previous entry
+            names.update(m for m in metric[:2] if isinstance(m, str) and m != ".")
+    return names
+
+
+def test_dashboard_shows_punctual_metrics(dashboard):
+    names = _metric_names(dashboard)
+    for metric in (
+        obs.JOBS_CREATED,
+        obs.EXECUTIONS_ENQUEUED,
+        obs.EXECUTIONS_STARTED,
+        obs.EXECUTIONS_SUCCEEDED,
+        obs.EXECUTIONS_FAILED,
+        obs.EXECUTIONS_RETRIED,
+        obs.LATENESS_MS,
+        obs.SCANNER_DURATION_MS,
+        obs.DEAD_LETTERED,
+    ):
+        assert metric in names, metric
+
+
+def test_dashboard_shows_queues_lambda_and_dynamodb_health(dashboard):
+    names = _metric_names(dashboard)
+    for metric in (
+        "ApproximateNumberOfMessagesVisible",
+        "ApproximateAgeOfOldestMessage",
+        "ApproximateNumberOfMessagesNotVisible",
+        "Errors",
+        "Throttles",
+        "Duration",
+        "ReadThrottleEvents",
+        "WriteThrottleEvents",
+    ):
+        assert metric in names, metric
+    titles = {w["properties"].get("title") for w in dashboard["widgets"]}
+    assert {"Lateness (ms)", "Dead-letter queue depth", "Lambda errors", "Alarms"} <= titles

@@ -1,0 +1,250 @@
+"""The HTTP API of API.md, through the real API handler on moto."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.world import World
+
+HTTP_TASK = {"type": "http", "params": {"url": "https://hooks.example.com/run", "body": {"a": 1}}}
+CRON = {"type": "cron", "expression": "0 10 * * *", "timezone": "Europe/Paris"}
+
+
+def table_items(world: World) -> list[dict[str, Any]]:
+    return world.dynamodb_client.scan(TableName=world.punctual.settings.table_name)["Items"]
+
+
+def test_create_returns_the_job_in_the_contract_shape(world: World) -> None:
+    # Given a cron job in Paris time
+    answer = world.api("POST", "/jobs", {"name": "nightly", "task": HTTP_TASK, "schedule": CRON})
+    # Then it is created with defaults and its next run in UTC with milliseconds
+    assert answer.status == 201
+    job = answer.body
+    assert job["name"] == "nightly"
+    assert job["status"] == "ACTIVE"
+    assert job["schedule"] == {**CRON, "start_at": None, "end_at": None}
+    assert job["retry"] == {"max_attempts": 3, "backoff_seconds": 2, "max_backoff_seconds": 300}
+    assert job["timeout_seconds"] == 60
+    assert job["next_run_at"] == "2026-12-01T09:00:00.000Z"
+    assert job["created_at"] == "2026-12-01T08:59:30.000Z"
+    assert job["last_execution"] is None
+    assert world.job(job["id"]) == job
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"schedule": {"type": "now"}}, "task"),
+        ({"task": {"type": "noop"}}, "schedule"),
+        ({"task": {"type": "noop"}, "schedule": {"type": "at", "at": "2026-12-01T10:00:00"}}, "schedule.at"),
+        ({"task": {"type": "noop"}, "schedule": {"type": "cron", "expression": "* * *"}}, "schedule.expression"),
+        (
+            {"task": {"type": "noop"}, "schedule": {"type": "cron", "expression": "0 0 * * *", "timezone": "Mars/Base"}},
+            "schedule.timezone",
+        ),
+        ({"task": {"type": "noop"}, "schedule": {"type": "rate", "every_seconds": 59}}, "schedule.every_seconds"),
+        ({"task": {"type": "noop"}, "schedule": {"type": "weekly"}}, "schedule"),
+        ({"task": {"type": "nope"}, "schedule": {"type": "now"}}, "task.type"),
+        ({"task": {"type": "http", "params": {"url": "ftp://x"}}, "schedule": {"type": "now"}}, "task.params.url"),
+        (
+            {"task": {"type": "http", "params": {"url": "http://169.254.169.254/"}}, "schedule": {"type": "now"}},
+            "task.params.url",
+        ),
+        ({"task": {"type": "sleep", "params": {}}, "schedule": {"type": "now"}}, "task.params.seconds"),
+        ({"task": {"type": "noop"}, "schedule": {"type": "now"}, "retry": {"max_attempts": 0}}, "retry.max_attempts"),
+        ({"task": {"type": "noop"}, "schedule": {"type": "now"}, "timeout_seconds": 0}, "timeout_seconds"),
+        ({"task": {"type": "noop"}, "schedule": {"type": "now"}, "colour": "red"}, "colour"),
+        (
+            {"task": {"type": "noop"}, "schedule": {"type": "at", "at": "2026-11-30T10:00:00Z"}},
+            "schedule.at",
+        ),
+    ],
+)
+def test_bad_input_answers_4xx_naming_the_field_and_stores_nothing(
+    world: World, body: dict[str, Any], field: str
+) -> None:
+    # When a bad job is posted
+    answer = world.api("POST", "/jobs", body)
+    # Then it is refused with a message naming the field, and nothing is stored
+    assert answer.status in (400, 422), answer.body
+    assert field in answer.body["message"], answer.body
+    assert table_items(world) == []
+
+
+def test_malformed_json_is_a_422_not_a_500(world: World) -> None:
+    answer = world.api("POST", "/jobs", raw=b"{not json")
+    assert answer.status == 422
+    assert "body" in answer.body["message"]
+    assert table_items(world) == []
+
+
+def test_another_owners_job_answers_404_like_a_missing_one(world: World) -> None:
+    # Given alice's job
+    job = world.create(CRON)
+    # When bob reads, changes, runs, lists or cancels it
+    for method, path, body in [
+        ("GET", f"/jobs/{job['id']}", None),
+        ("PATCH", f"/jobs/{job['id']}", {"name": "mine"}),
+        ("DELETE", f"/jobs/{job['id']}", None),
+        ("POST", f"/jobs/{job['id']}/pause", None),
+        ("POST", f"/jobs/{job['id']}/resume", None),
+        ("POST", f"/jobs/{job['id']}/run", None),
+        ("GET", f"/jobs/{job['id']}/executions", None),
+    ]:
+        answer = world.api(method, path, body, owner="bob")
+        missing = world.api(method, path.replace(job["id"], "job_doesnotexist"), body, owner="bob")
+        # Then bob gets exactly what a missing job gets
+        assert answer.status == 404, (method, path)
+        assert answer.body["message"] == missing.body["message"].replace("job_doesnotexist", job["id"])
+    assert world.api("GET", "/jobs", owner="bob").body["items"] == []
+    assert world.job(job["id"])["name"] == job["name"]
+
+
+def test_a_request_without_a_caller_is_401(world: World) -> None:
+    assert world.api("GET", "/jobs", owner=None).status == 401
+
+
+def test_list_pages_newest_first_and_filters_by_status(world: World) -> None:
+    # Given five jobs created a second apart, one paused
+    ids = []
+    for _ in range(5):
+        ids.append(world.create(CRON)["id"])
+        world.clock.advance(1)
+    world.api("POST", f"/jobs/{ids[1]}/pause")
+    # When alice pages through two at a time
+    seen: list[str] = []
+    cursor = None
+    while True:
+        query = "limit=2" + (f"&cursor={cursor}" if cursor else "")
+        page = world.api("GET", "/jobs", query=query).body
+        seen += [j["id"] for j in page["items"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    # Then she sees all of them, newest first
+    assert seen == list(reversed(ids))
+    paused = world.api("GET", "/jobs", query="status=PAUSED").body["items"]
+    assert [j["id"] for j in paused] == [ids[1]]
+    active = world.api("GET", "/jobs", query="status=ACTIVE").body["items"]
+    assert [j["id"] for j in active] == [i for i in reversed(ids) if i != ids[1]]
+
+
+@pytest.mark.parametrize("query", ["limit=0", "limit=101", "limit=x", "status=SLEEPING"])
+def test_bad_list_parameters_are_refused(world: World, query: str) -> None:
+    answer = world.api("GET", "/jobs", query=query)
+    assert answer.status == 422
+    assert query.split("=")[0] in answer.body["message"]
+
+
+def test_altered_or_foreign_cursors_answer_400_and_reveal_nothing(world: World) -> None:
+    # Given alice has three jobs and a cursor into them
+    for _ in range(3):
+        world.create(CRON)
+        world.clock.advance(1)
+    cursor = world.api("GET", "/jobs", query="limit=1").body["next_cursor"]
+    assert cursor
+    # When the cursor is altered, used by bob, or used for another list
+    altered = cursor[:-2] + ("A" if cursor[-2] != "A" else "B") + cursor[-1]
+    for owner, query in [
+        ("alice", f"cursor={altered}"),
+        ("alice", "cursor=garbage"),
+        ("bob", f"cursor={cursor}"),
+        ("alice", f"status=ACTIVE&cursor={cursor}"),
+    ]:
+        answer = world.api("GET", "/jobs", owner=owner, query=query)
+        # Then it is refused
+        assert answer.status == 400, (owner, query, answer.body)
+        assert "cursor" in answer.body["message"]
+        assert "items" not in answer.body
+
+
+def test_idempotency_key_returns_the_same_job_and_conflicts_on_another_body(world: World) -> None:
+    body = {"task": {"type": "noop"}, "schedule": CRON}
+    first = world.api("POST", "/jobs", body, headers={"Idempotency-Key": "k1"})
+    again = world.api("POST", "/jobs", body, headers={"Idempotency-Key": "k1"})
+    other = world.api("POST", "/jobs", {**body, "name": "x"}, headers={"Idempotency-Key": "k1"})
+    bobs = world.api("POST", "/jobs", body, headers={"Idempotency-Key": "k1"}, owner="bob")
+    assert first.status == 201
+    assert again.status == 201
+    assert again.body["id"] == first.body["id"]
+    assert other.status == 409
+    assert bobs.status == 201 and bobs.body["id"] != first.body["id"]
+    assert len(world.api("GET", "/jobs").body["items"]) == 1
+
+
+def test_patch_reschedules_and_renames(world: World) -> None:
+    job = world.create(CRON)
+    answer = world.api(
+        "PATCH",
+        f"/jobs/{job['id']}",
+        {"name": "renamed", "schedule": {"type": "rate", "every_seconds": 300}, "timeout_seconds": 5},
+    )
+    assert answer.status == 200
+    assert answer.body["name"] == "renamed"
+    assert answer.body["timeout_seconds"] == 5
+    assert answer.body["next_run_at"] == "2026-12-01T09:04:30.000Z"
+    bad = world.api("PATCH", f"/jobs/{job['id']}", {"schedule": {"type": "rate", "every_seconds": 1}})
+    assert bad.status == 422
+    assert world.job(job["id"])["next_run_at"] == "2026-12-01T09:04:30.000Z"
+
+
+def test_pause_resume_cancel_transitions(world: World) -> None:
+    job = world.create(CRON)
+    paused = world.api("POST", f"/jobs/{job['id']}/pause").body
+    assert paused["status"] == "PAUSED" and paused["next_run_at"] is None
+    assert world.api("POST", f"/jobs/{job['id']}/run").status == 409
+    resumed = world.api("POST", f"/jobs/{job['id']}/resume").body
+    assert resumed["status"] == "ACTIVE" and resumed["next_run_at"] == "2026-12-01T09:00:00.000Z"
+    cancelled = world.api("DELETE", f"/jobs/{job['id']}")
+    assert cancelled.status == 200 and cancelled.body["status"] == "CANCELLED"
+    assert world.api("DELETE", f"/jobs/{job['id']}").body["status"] == "CANCELLED"
+    assert world.api("POST", f"/jobs/{job['id']}/resume").status == 409
+    assert world.api("PATCH", f"/jobs/{job['id']}", {"name": "x"}).status == 409
+
+
+def test_run_now_answers_202_with_a_queued_execution(world: World) -> None:
+    job = world.create(CRON)
+    answer = world.api("POST", f"/jobs/{job['id']}/run")
+    assert answer.status == 202
+    assert answer.body["status"] == "QUEUED"
+    assert answer.body["manual"] is True
+    world.run_for(3)
+    executions = {e["id"]: e for e in world.executions(job["id"])}
+    # (the 09:00 occurrence is queued too: it is due within the hand-off window)
+    assert executions[answer.body["id"]]["status"] == "SUCCEEDED"
+    assert executions[answer.body["id"]]["manual"] is True
+    assert world.job(job["id"])["status"] == "ACTIVE"  # an extra run does not complete a recurring job
+
+
+def test_preview_lists_next_runs_without_creating_anything(world: World) -> None:
+    answer = world.api("POST", "/schedules/preview", {"schedule": CRON, "count": 3})
+    assert answer.status == 200
+    assert answer.body["next_runs"] == [
+        "2026-12-01T09:00:00.000Z",
+        "2026-12-02T09:00:00.000Z",
+        "2026-12-03T09:00:00.000Z",
+    ]
+    assert world.api("POST", "/schedules/preview", {"schedule": CRON, "count": 51}).status == 422
+    assert table_items(world) == []
+
+
+def test_tasks_health_and_openapi(world: World) -> None:
+    types = {t["type"]: t for t in world.api("GET", "/tasks").body["items"]}
+    assert set(types) == {"http", "noop", "sleep", "fail"}
+    assert "url" in types["http"]["params"]["properties"]
+    assert world.api("GET", "/health").status == 200
+    spec = world.api("GET", "/openapi.json").body
+    assert spec["openapi"].startswith("3.")
+    paths = spec["paths"]
+    for path in ["/jobs", "/jobs/{job_id}", "/jobs/{job_id}/run", "/jobs/{job_id}/executions", "/schedules/preview"]:
+        assert path in paths, path
+    assert "201" in paths["/jobs"]["post"]["responses"]
+    assert "404" in paths["/jobs/{job_id}"]["get"]["responses"]
+
+
+def test_unknown_route_is_404_json(world: World) -> None:
+    answer = world.api("GET", "/nope")
+    assert answer.status == 404
+    assert "message" in answer.body
