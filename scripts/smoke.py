@@ -47,7 +47,9 @@ class SignedApi:
         if credentials is None:
             raise SystemExit("no AWS credentials found")
         SigV4Auth(credentials.get_frozen_credentials(), "execute-api", self._region).add_auth(request)
-        outgoing = urllib.request.Request(url, data=data, method=method, headers=dict(request.headers.items()))
+        outgoing = urllib.request.Request(
+            url, data=data, method=method, headers=dict(request.headers.items())
+        )
         try:
             with urllib.request.urlopen(outgoing, timeout=30) as response:
                 return response.status, _json(response.read())

@@ -34,7 +34,9 @@ def punctual_metric(name: str, statistic: str = "Sum", period: Duration = MINUTE
     )
 
 
-def _sum_of(metrics: Mapping[str, cloudwatch.IMetric], label: str, period: Duration) -> cloudwatch.MathExpression:
+def _sum_of(
+    metrics: Mapping[str, cloudwatch.IMetric], label: str, period: Duration
+) -> cloudwatch.MathExpression:
     return cloudwatch.MathExpression(
         expression=" + ".join(metrics), using_metrics=dict(metrics), label=label, period=period
     )
@@ -74,7 +76,9 @@ class Monitoring(Construct):
             "Lambda throttles",
             FIVE_MINUTES,
         )
-        table_throttles = _sum_of(self._table_throttle_metrics(table), "DynamoDB throttle events", FIVE_MINUTES)
+        table_throttles = _sum_of(
+            self._table_throttle_metrics(table), "DynamoDB throttle events", FIVE_MINUTES
+        )
         dead_letter_depth = _sum_of(
             {
                 "visible": dead_letter_queue.metric_approximate_number_of_messages_visible(
@@ -287,7 +291,9 @@ class Monitoring(Construct):
             graph(
                 "Work queue depth",
                 [
-                    work_queue.metric_approximate_number_of_messages_visible(statistic="Maximum", period=MINUTE),
+                    work_queue.metric_approximate_number_of_messages_visible(
+                        statistic="Maximum", period=MINUTE
+                    ),
                     work_queue.metric_approximate_number_of_messages_not_visible(
                         statistic="Maximum", period=MINUTE
                     ),
@@ -312,15 +318,24 @@ class Monitoring(Construct):
         dashboard.add_widgets(
             graph(
                 "Lambda errors",
-                [fn.metric_errors(statistic="Sum", period=MINUTE, label=key) for key, fn in functions.items()],
+                [
+                    fn.metric_errors(statistic="Sum", period=MINUTE, label=key)
+                    for key, fn in functions.items()
+                ],
             ),
             graph(
                 "Lambda throttles",
-                [fn.metric_throttles(statistic="Sum", period=MINUTE, label=key) for key, fn in functions.items()],
+                [
+                    fn.metric_throttles(statistic="Sum", period=MINUTE, label=key)
+                    for key, fn in functions.items()
+                ],
             ),
             graph(
                 "Lambda duration p99 (ms)",
-                [fn.metric_duration(statistic="p99", period=MINUTE, label=key) for key, fn in functions.items()],
+                [
+                    fn.metric_duration(statistic="p99", period=MINUTE, label=key)
+                    for key, fn in functions.items()
+                ],
             ),
         )
         dashboard.add_widgets(

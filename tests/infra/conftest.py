@@ -19,11 +19,11 @@ import pytest
 # Node's end-of-life banner from jsii is noise in test output.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
 
-from aws_cdk import App  # noqa: E402
-from aws_cdk.assertions import Template  # noqa: E402
+from aws_cdk import App
+from aws_cdk.assertions import Template
 
-from infra.app import build  # noqa: E402
-from punctual import resources  # noqa: E402
+from infra.app import build
+from punctual import resources
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_CONTEXT: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
@@ -137,3 +137,8 @@ def unprotected(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 @pytest.fixture(scope="session")
 def template(synthesized: Synthesized) -> Template:
     return synthesized.assertions
+
+
+@pytest.fixture(scope="session")
+def alarm_email() -> str:
+    return ALARM_EMAIL

@@ -131,7 +131,9 @@ def _actions_on(statements: list[dict[str, Any]], logical_id: str) -> set[str]:
     """Actions allowed on the resource `logical_id` (by Ref or GetAtt, including /index/*)."""
     actions: set[str] = set()
     for statement in statements:
-        targets = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        targets = (
+            statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        )
         if statement["Effect"] == "Allow" and any(logical_id in str(t) for t in targets):
             found = statement["Action"]
             actions.update([found] if isinstance(found, str) else found)

@@ -10,8 +10,6 @@ from aws_cdk.assertions import Match, Template
 
 from punctual import observability as obs
 
-from .conftest import ALARM_EMAIL
-
 POWERTOOLS_DIMENSIONS = [{"Name": "service", "Value": obs.SERVICE}]
 
 
@@ -62,9 +60,7 @@ def test_oldest_work_queue_message_over_a_minute_alarms(synthesized):
     work_queue = synthesized.logical_id("AWS::SQS::Queue", "QueuesWorkQueue")
     alarm = _alarm(synthesized, "WorkQueueOldestMessageAge")
     assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateAgeOfOldestMessage")
-    assert alarm["Dimensions"] == [
-        {"Name": "QueueName", "Value": {"Fn::GetAtt": [work_queue, "QueueName"]}}
-    ]
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [work_queue, "QueueName"]}}]
     assert alarm["Threshold"] == 60
     assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
 
@@ -104,7 +100,10 @@ def test_throttling_alarms_cover_every_function_and_the_table_with_its_indexes(s
     metrics = _metric_math(table_alarm).values()
     assert {m["Metric"]["MetricName"] for m in metrics} == {"ReadThrottleEvents", "WriteThrottleEvents"}
     indexes = {
-        d["Value"] for m in metrics for d in m["Metric"]["Dimensions"] if d["Name"] == "GlobalSecondaryIndexName"
+        d["Value"]
+        for m in metrics
+        for d in m["Metric"]["Dimensions"]
+        if d["Name"] == "GlobalSecondaryIndexName"
     }
     assert indexes == {"by_owner", "by_owner_status"}
     for alarm in (lambda_alarm, table_alarm):
@@ -121,11 +120,11 @@ def test_every_alarm_notifies_the_topic_and_ignores_missing_data(synthesized):
         assert alarm["Properties"]["TreatMissingData"] == "notBreaching"
 
 
-def test_alarm_email_subscribes_to_the_topic(synthesized, unprotected, template: Template):
+def test_alarm_email_subscribes_to_the_topic(synthesized, unprotected, template: Template, alarm_email):
     topic = synthesized.logical_id("AWS::SNS::Topic", "MonitoringAlarmTopic")
     template.has_resource_properties(
         "AWS::SNS::Subscription",
-        {"Protocol": "email", "Endpoint": ALARM_EMAIL, "TopicArn": {"Ref": topic}},
+        {"Protocol": "email", "Endpoint": alarm_email, "TopicArn": {"Ref": topic}},
     )
     # no e-mail in the context, no subscription
     assert unprotected.of_type("AWS::SNS::Subscription") == {}

@@ -1,0 +1,188 @@
+"""Jobs of every kind run on time, through scanner, queue and worker, with time moved by the test."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from punctual.timefmt import parse_rfc3339, to_rfc3339
+from tests.receiver import receiver
+from tests.world import World
+
+
+def at(world: World, seconds: float) -> str:
+    return to_rfc3339(world.clock.now() + timedelta(seconds=seconds))
+
+
+def test_a_one_time_job_runs_at_its_instant_never_early(world: World) -> None:
+    # Given a job for 5 minutes ahead: beyond the hand-off, so the scanner enqueues it
+    job = world.create({"type": "at", "at": at(world, 300.4)})
+    # When time passes
+    world.run_for(330, step=0.25)
+    # Then it ran once, not before its instant, and not late by more than a poll step
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "SUCCEEDED"
+    assert execution["attempts"] == 1
+    started = parse_rfc3339(execution["started_at"])
+    scheduled = parse_rfc3339(execution["scheduled_at"])
+    assert started >= scheduled
+    assert 0 <= execution["lateness_ms"] < 250
+    finished = world.job(job["id"])
+    assert finished["status"] == "COMPLETED"
+    assert finished["next_run_at"] is None
+    assert finished["last_execution"]["id"] == execution["id"]
+
+
+def test_a_failing_cron_job_keeps_its_chain(world: World) -> None:
+    # Given an every-minute cron job whose task always fails, without retries
+    job = world.create(
+        {"type": "cron", "expression": "* * * * *"}, task={"type": "fail"}, retry={"max_attempts": 1}
+    )
+    # When three minutes pass
+    world.run_for(180)
+    # Then each minute ran, failed, and the next one was still scheduled
+    executions = world.executions(job["id"])
+    assert [e["scheduled_at"] for e in executions if e["status"] == "FAILED"] == [
+        "2026-12-01T09:02:00.000Z",
+        "2026-12-01T09:01:00.000Z",
+        "2026-12-01T09:00:00.000Z",
+    ]
+    assert all(e["error"] == "failed on purpose" for e in executions if e["status"] == "FAILED")
+    current = world.job(job["id"])
+    assert current["status"] == "ACTIVE"
+    assert current["next_run_at"] == "2026-12-01T09:03:00.000Z"
+
+
+def test_cron_in_a_time_zone_runs_at_the_zones_wall_clock(world: World) -> None:
+    # Given a cron at 10:00 Paris (09:00Z in winter)
+    job = world.create({"type": "cron", "expression": "0 10 * * *", "timezone": "Europe/Paris"})
+    world.run_for(45)
+    [execution] = world.executions(job["id"])
+    assert execution["scheduled_at"] == "2026-12-01T09:00:00.000Z"
+    assert execution["status"] == "SUCCEEDED"
+    assert world.job(job["id"])["next_run_at"] == "2026-12-02T09:00:00.000Z"
+
+
+def test_a_rate_job_runs_every_period_until_its_end(world: World) -> None:
+    # Given a job every 60 s from 09:00:00 until 09:02:30
+    job = world.create(
+        {"type": "rate", "every_seconds": 60, "start_at": "2026-12-01T09:00:00Z", "end_at": "2026-12-01T09:02:30Z"}
+    )
+    # When four minutes pass
+    world.run_for(240)
+    # Then it ran three times and completed after the last
+    runs = sorted(e["scheduled_at"] for e in world.executions(job["id"]))
+    assert runs == ["2026-12-01T09:00:00.000Z", "2026-12-01T09:01:00.000Z", "2026-12-01T09:02:00.000Z"]
+    assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_pause_stops_runs_and_resume_skips_what_was_missed(world: World) -> None:
+    # Given an every-minute job that has run once
+    job = world.create({"type": "cron", "expression": "* * * * *"})
+    world.run_for(45)  # 09:00:15
+    # (09:01 is already queued: it is within the lookahead)
+    assert sorted(e["status"] for e in world.executions(job["id"])) == ["QUEUED", "SUCCEEDED"]
+    # When it is paused for three minutes, then resumed
+    world.api("POST", f"/jobs/{job['id']}/pause")
+    world.run_for(180)  # 09:03:15
+    during = world.executions(job["id"])
+    resumed = world.api("POST", f"/jobs/{job['id']}/resume").body
+    world.run_for(60)  # 09:04:15
+    # Then nothing ran while paused (an occurrence queued before the pause was cancelled, not run)
+    assert [e["status"] for e in during if e["status"] != "CANCELLED"] == ["SUCCEEDED"]
+    assert all(e["attempts"] == 0 for e in during if e["status"] == "CANCELLED")
+    # and after resuming, it continued from now: 09:01-09:03 were not made up
+    assert resumed["next_run_at"] == "2026-12-01T09:04:00.000Z"
+    ran = sorted(e["scheduled_at"] for e in world.executions(job["id"]) if e["status"] == "SUCCEEDED")
+    assert ran == ["2026-12-01T09:00:00.000Z", "2026-12-01T09:04:00.000Z"]
+
+
+def test_cancel_stops_an_execution_that_is_already_queued(world: World) -> None:
+    with receiver() as hook:
+        # Given a webhook job queued for 20 s ahead
+        job = world.create({"type": "at", "at": at(world, 20)}, task={"type": "http", "params": {"url": hook.url}})
+        assert [e["status"] for e in world.executions(job["id"])] == ["QUEUED"]
+        # When it is cancelled before its time
+        world.api("DELETE", f"/jobs/{job['id']}")
+        world.run_for(40)
+        # Then it never ran
+        [execution] = world.executions(job["id"])
+        assert execution["status"] == "CANCELLED"
+        assert hook.deliveries == []
+
+
+def test_rescheduling_supersedes_the_queued_occurrence(world: World) -> None:
+    # Given a one-time job queued for 100 s ahead
+    job = world.create({"type": "at", "at": at(world, 100)})
+    # When it is moved to 200 s ahead
+    world.api("PATCH", f"/jobs/{job['id']}", {"schedule": {"type": "at", "at": at(world, 200)}})
+    world.run_for(230)
+    # Then only the new time ran
+    by_status = {e["status"]: e for e in world.executions(job["id"])}
+    assert set(by_status) == {"SUCCEEDED", "CANCELLED"}
+    assert by_status["SUCCEEDED"]["scheduled_at"] == "2026-12-01T09:02:50.000Z"
+    assert "superseded" in by_status["CANCELLED"]["error"]
+
+
+def test_failures_retry_with_backoff_then_fail(world: World) -> None:
+    with receiver(script=[500, 500, 500, 500]) as hook:
+        # Given a webhook that keeps failing, 3 attempts, 10 s backoff
+        job = world.create(
+            {"type": "now"},
+            task={"type": "http", "params": {"url": hook.url}},
+            retry={"max_attempts": 3, "backoff_seconds": 10, "max_backoff_seconds": 300},
+        )
+        world.run_for(120)
+        # Then it was attempted three times, spaced by the backoff, and failed
+        [execution] = world.executions(job["id"])
+        assert execution["status"] == "FAILED"
+        assert execution["attempts"] == 3
+        assert execution["error"] == "HTTP 500 Internal Server Error"
+        assert execution["result"]["status"] == 500
+        assert [d.headers["X-Punctual-Attempt"] for d in hook.deliveries] == ["1", "2", "3"]
+        assert len({d.headers["X-Punctual-Execution-Id"] for d in hook.deliveries}) == 1
+        assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_a_webhook_that_fails_twice_then_succeeds(world: World) -> None:
+    with receiver(script=[503, 429]) as hook:
+        job = world.create(
+            {"type": "now"},
+            task={"type": "http", "params": {"url": hook.url, "body": {"hello": "world"}}},
+            retry={"max_attempts": 3, "backoff_seconds": 1},
+        )
+        world.run_for(30)
+        [execution] = world.executions(job["id"])
+        assert execution["status"] == "SUCCEEDED"
+        assert execution["attempts"] == 3
+        assert execution["result"] == {"status": 200, "body": {"ok": True}}
+        assert [d.body for d in hook.deliveries] == [{"hello": "world"}] * 3
+        first = hook.deliveries[0].headers
+        assert first["X-Punctual-Job-Id"] == job["id"]
+        assert first["X-Punctual-Scheduled-At"] == execution["scheduled_at"]
+
+
+def test_a_client_error_fails_at_once(world: World) -> None:
+    with receiver(script=[404]) as hook:
+        job = world.create({"type": "now"}, task={"type": "http", "params": {"url": hook.url}})
+        world.run_for(20)
+        [execution] = world.executions(job["id"])
+        assert execution["status"] == "FAILED"
+        assert execution["attempts"] == 1
+        assert len(hook.deliveries) == 1
+
+
+def test_dead_lettered_messages_fail_their_execution(world: World) -> None:
+    # Given an execution queued for 30 s ahead whose message ends up in the dead-letter queue
+    job = world.create({"type": "at", "at": at(world, 30)})
+    world.clock.advance(31)
+    queue, dlq = world.punctual.settings.queue_url, world.punctual.settings.dlq_url
+    [message] = world.sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]
+    world.sqs.send_message(QueueUrl=dlq, MessageBody=message["Body"])
+    world.sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+    # When the dead-letter handler runs
+    world.drain()
+    # Then the execution failed and the one-time job completed
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "FAILED"
+    assert "dead-letter" in execution["error"]
+    assert world.job(job["id"])["status"] == "COMPLETED"
