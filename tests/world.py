@@ -7,6 +7,7 @@ so that delayed messages and retries behave as they would, without waiting.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,6 +51,24 @@ class World:
     @property
     def store(self) -> Any:
         return self.punctual.store
+
+    @contextmanager
+    def counting_calls(self) -> Iterator[Counter[str]]:
+        """Count AWS API calls by operation ("DynamoDB.PutItem"), from every client Punctual uses."""
+        calls: Counter[str] = Counter()
+
+        def count(event_name: str, **_: Any) -> None:
+            _, service, operation = event_name.split(".", 2)
+            calls[f"{service}.{operation}"] += 1
+
+        clients = [self.punctual.store._dynamodb.meta.client, self.sqs]
+        for client in clients:
+            client.meta.events.register("before-call.*.*", count)
+        try:
+            yield calls
+        finally:
+            for client in clients:
+                client.meta.events.unregister("before-call.*.*", count)
 
     def api(
         self,

@@ -91,7 +91,8 @@ def copy_distribution(name: str, output_dir: Path) -> None:
 
 @jsii.implements(ILocalBundling)
 class _LocalBundling:
-    def try_bundle(self, output_dir: str, options: Any) -> bool:
+    # jsii hands over the BundlingOptions positionally; they are not needed to copy files.
+    def try_bundle(self, output_dir: str, options: Any = None, **_: Any) -> bool:
         build_asset(Path(output_dir))
         return True
 

@@ -6,7 +6,7 @@ from typing import cast
 
 from aws_cdk import Acknowledgment, CfnElement, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from punctual import resources
@@ -42,15 +42,13 @@ class Storage(Construct):
                 projection_type=dynamodb.ProjectionType.ALL,
             )
 
-    def grant_read_write(self, grantee: iam.IGrantable) -> None:
-        self.table.grant_read_write_data(grantee)
-        self._acknowledge_indexes(grantee)
-
-    def _acknowledge_indexes(self, grantee: iam.IGrantable) -> None:
-        role = grantee.grant_principal
+    def grant_read_write(self, function: lambda_.Function) -> None:
+        self.table.grant_read_write_data(function)
+        if function.role is None:
+            raise ValueError("the function must have a role to grant to")
         stack = Stack.of(self)
         logical_id = stack.resolve(stack.get_logical_id(cast(CfnElement, self.table.node.default_child)))
-        Validations.of(role).acknowledge(
+        Validations.of(function.role).acknowledge(
             Acknowledgment(
                 id=f"AwsSolutions-IAM5[Resource::<{logical_id}.Arn>/index/*]",
                 reason="The grant covers this table's own global secondary indexes "

@@ -1,0 +1,136 @@
+"""The scanner reads only due buckets, skips nothing, and hands off to the API without a gap."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from punctual.scanner import SETTLE
+from punctual.timefmt import to_rfc3339
+from tests.world import World
+
+
+def at(world: World, seconds: float) -> str:
+    return to_rfc3339(world.clock.now() + timedelta(seconds=seconds))
+
+
+def markers(world: World) -> list[dict[str, Any]]:
+    items = world.dynamodb_client.scan(TableName=world.punctual.settings.table_name)["Items"]
+    return [i for i in items if i["pk"]["S"].startswith("DUE#")]
+
+
+def test_a_tick_reads_only_due_buckets_whatever_the_number_of_future_jobs(world: World) -> None:
+    # Given a first tick (the checkpoint), and jobs far in the future, few or many
+    world.tick()
+    world.clock.advance(60)
+    costs = []
+    for future_jobs in (1, 20):
+        for i in range(future_jobs):
+            world.create({"type": "at", "at": at(world, 86400 + i * 60)})
+        with world.counting_calls() as calls:
+            world.tick()
+        costs.append(calls["dynamodb.Query"])
+        world.clock.advance(60)
+    # Then a tick costs the same: one query per shard for each minute from the last tick's settled
+    # minute to the horizon
+    settings = world.punctual.settings
+    minutes = int((SETTLE.total_seconds() + settings.tick_seconds + settings.lookahead_seconds) // 60) + 2
+    assert costs[0] == costs[1]
+    assert costs[0] <= minutes * settings.shard_count
+
+
+def test_missed_ticks_skip_nothing(world: World) -> None:
+    # Given a job for 5 minutes ahead and a scanner that has ticked once
+    world.tick()
+    job = world.create({"type": "at", "at": at(world, 300)})
+    # When the scanner does not run for 20 minutes
+    world.clock.advance(20 * 60)
+    world.run_for(5)
+    # Then the next tick still finds it, and its lateness tells the truth
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "SUCCEEDED"
+    assert execution["lateness_ms"] >= 15 * 60 * 1000
+    assert markers(world) == []
+
+
+def test_the_next_occurrence_is_filed_when_the_current_one_is_enqueued(world: World) -> None:
+    # Given an hourly job
+    job = world.create({"type": "cron", "expression": "0 * * * *"})
+    # When its 09:00 occurrence is enqueued (by the API's hand-off, 30 s ahead)
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "QUEUED"
+    # Then the 10:00 occurrence already has its marker, and the job shows 09:00 until then
+    [marker] = markers(world)
+    assert marker["pk"]["S"].startswith("DUE#202612011000#")
+    assert world.job(job["id"])["next_run_at"] == "2026-12-01T09:00:00.000Z"
+    world.clock.advance(31)
+    assert world.job(job["id"])["next_run_at"] == "2026-12-01T10:00:00.000Z"
+
+
+def test_partial_send_failures_are_retried(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given SQS that rejects every other entry of the first batch sent
+    real = world.sqs.send_message_batch
+    state = {"failed_once": False}
+
+    def flaky(**kwargs: Any) -> dict[str, Any]:
+        if state["failed_once"]:
+            return real(**kwargs)
+        state["failed_once"] = True
+        entries = kwargs["Entries"]
+        sent = real(**{**kwargs, "Entries": entries[::2]})
+        failed = [{"Id": e["Id"], "SenderFault": False, "Code": "InternalError"} for e in entries[1::2]]
+        return {"Successful": sent["Successful"], "Failed": failed}
+
+    monkeypatch.setattr(world.sqs, "send_message_batch", flaky)
+    # When six jobs come due in the same tick
+    world.tick()
+    jobs = [world.create({"type": "at", "at": at(world, 240)}) for _ in range(6)]
+    world.clock.advance(200)
+    world.run_for(60)
+    # Then all six ran once
+    assert state["failed_once"]
+    for job in jobs:
+        [execution] = world.executions(job["id"])
+        assert execution["status"] == "SUCCEEDED"
+        assert execution["attempts"] == 1
+
+
+def offsets() -> Iterator[float]:
+    # Around the API's hand-off threshold, and around the scanner's lookahead
+    handoff, lookahead = 180, 90
+    for base in (handoff, lookahead, 60):
+        for delta in (-1.5, -0.5, 0, 0.5, 1.5):
+            yield base + delta
+
+
+@pytest.mark.parametrize("tick_phase", [0, 15, 59])
+def test_no_execution_falls_between_the_api_and_the_scanner(world: World, tick_phase: int) -> None:
+    # Given jobs created at every offset around the thresholds, at various phases of the tick
+    world.clock.advance(tick_phase)
+    world.tick()
+    created = [world.create({"type": "at", "at": at(world, d)}) for d in offsets()]
+    # and another created while a tick is in the middle of reading its buckets
+    real = world.store.due_markers
+    late: list[dict[str, Any]] = []
+
+    def interleaved(minute: str, shard: int, before: Any) -> Iterator[Any]:
+        yield from real(minute, shard, before)
+        if not late:
+            late.append(world.create({"type": "at", "at": at(world, 181)}))
+
+    world.clock.advance(60)
+    world.store.due_markers = interleaved  # type: ignore[method-assign]
+    world.tick()
+    world.store.due_markers = real  # type: ignore[method-assign]
+    # When time runs on
+    world.run_for(300)
+    # Then every one of them ran exactly once, never early
+    for job in [*created, *late]:
+        [execution] = world.executions(job["id"])
+        assert execution["status"] == "SUCCEEDED", job
+        assert execution["attempts"] == 1
+        assert execution["started_at"] >= execution["scheduled_at"]
+    assert markers(world) == []
