@@ -28,6 +28,7 @@ from punctual.clock import ManualClock
 from punctual.config import Settings
 from punctual.esm import EventSourceMapping
 from punctual.lambda_events import FakeLambdaContext, api_gateway_event
+from punctual.moto_atomic import make_writes_atomic
 from punctual.wiring import Punctual
 
 
@@ -148,6 +149,7 @@ def mocked_world(clock: ManualClock, **settings: Any) -> Iterator[World]:
     def now_millis(dt: Any = None) -> float:
         return clock.now().timestamp() * 1000
 
+    make_writes_atomic()
     with (
         mock_aws(),
         mock.patch.object(moto.sqs.models, "unix_time", now_seconds),

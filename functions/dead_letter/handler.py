@@ -11,7 +11,7 @@ from punctual.observability import logger, metrics, tracer
 from punctual.queue import WorkItem
 from punctual.worker import dead_letter
 
-processor = BatchProcessor(event_type=EventType.SQS)
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 def record_handler(record: SQSRecord) -> None:

@@ -90,21 +90,21 @@ class FunctionFactory:
         environment: Mapping[str, str] | None = None,
     ) -> lambda_.Function:
         """A function running `resources.FUNCTIONS[name]`, with its own role and log group."""
-        scope = Construct(scope, id)
+        group = Construct(scope, id)
         log_group = logs.LogGroup(
-            scope, "Logs", retention=self._retention, removal_policy=self._removal_policy
+            group, "Logs", retention=self._retention, removal_policy=self._removal_policy
         )
         # A role without the AWS managed basic-execution policy: it may write to its own log
         # group only, and each construct adds the grants its function needs.
         role = iam.Role(
-            scope,
+            group,
             "Role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=f"Punctual {name} function",
         )
         log_group.grant_write(role)
         function = lambda_.Function(
-            scope,
+            group,
             "Function",
             description=description,
             code=self._code,

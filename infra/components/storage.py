@@ -43,9 +43,9 @@ class Storage(Construct):
             )
 
     def grant_read_write(self, function: lambda_.Function) -> None:
-        self.table.grant_read_write_data(function)
         if function.role is None:
             raise ValueError("the function must have a role to grant to")
+        self.table.grant_read_write_data(function)
         stack = Stack.of(self)
         logical_id = stack.resolve(stack.get_logical_id(cast(CfnElement, self.table.node.default_child)))
         Validations.of(function.role).acknowledge(

@@ -43,10 +43,13 @@ class EventSourceMapping:
         failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
-            self._sqs.delete_message_batch(
-                QueueUrl=self._queue_url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
-            )
+            try:
+                self._sqs.delete_message_batch(
+                    QueueUrl=self._queue_url,
+                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+                )
+            except Exception:
+                logger.exception("delete failed; those messages will be delivered again")
         return len(messages)
 
     def drain(self, max_rounds: int = 100) -> int:

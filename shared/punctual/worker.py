@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
@@ -16,7 +17,7 @@ from typing import Any
 
 from punctual import tasks
 from punctual.clock import Clock
-from punctual.errors import LostRace
+from punctual.errors import LostRace, RetryableStoreError
 from punctual.models import (
     Execution,
     ExecutionStatus,
@@ -44,6 +45,8 @@ from punctual.tasks import TaskContext, TaskFailed
 MAX_EARLY_WAIT = timedelta(seconds=5)
 # Time a running execution's lease outlasts its timeout, before another worker may take it over.
 LEASE_MARGIN = timedelta(seconds=30)
+THROTTLE_BACKOFF_SECONDS = 5
+PERSIST_ATTEMPTS = 4
 
 
 class Outcome(Enum):
@@ -76,6 +79,14 @@ class Worker:
         self._rng = rng or random.Random()
 
     def handle(self, item: WorkItem, receipt_handle: str) -> Outcome:
+        try:
+            return self._handle(item, receipt_handle)
+        except RetryableStoreError as exc:
+            # Throttled: try again in a few seconds rather than after the full visibility timeout.
+            logger.warning("store busy; message returns shortly", extra={"error": str(exc)})
+            return self._later(receipt_handle, THROTTLE_BACKOFF_SECONDS + self._rng.random() * 5)
+
+    def _handle(self, item: WorkItem, receipt_handle: str) -> Outcome:
         wait = (item.scheduled_at - self._clock.now()).total_seconds()
         if wait > MAX_EARLY_WAIT.total_seconds():
             return self._later(receipt_handle, wait)
@@ -150,12 +161,14 @@ class Worker:
             logger.exception("task raised", extra=log)
             return self._failed(job, execution, receipt_handle, f"{type(exc).__name__}: {exc}", True, None)
         try:
-            finished = self._store.finish_execution(
-                execution,
-                status=ExecutionStatus.SUCCEEDED,
-                finished_at=self._clock.now(),
-                error=None,
-                result=truncate(result, self._config.result_max_bytes),
+            finished = self._persist(
+                lambda: self._store.finish_execution(
+                    execution,
+                    status=ExecutionStatus.SUCCEEDED,
+                    finished_at=self._clock.now(),
+                    error=None,
+                    result=truncate(result, self._config.result_max_bytes),
+                )
             )
         except LostRace:
             return Outcome.DONE  # our lease ran out and another worker took over: its outcome stands
@@ -171,8 +184,10 @@ class Worker:
         if retryable and execution.attempts < job.retry.max_attempts:
             delay = job.retry.delay_after(execution.attempts, self._rng)
             try:
-                self._store.retry_execution(
-                    execution, next_attempt_at=self._clock.now() + timedelta(seconds=delay), error=error
+                self._persist(
+                    lambda: self._store.retry_execution(
+                        execution, next_attempt_at=self._clock.now() + timedelta(seconds=delay), error=error
+                    )
                 )
             except LostRace:
                 return Outcome.DONE
@@ -180,12 +195,14 @@ class Worker:
             logger.info("execution will retry", extra={**log, "delay_seconds": round(delay, 3)})
             return self._later(receipt_handle, delay)
         try:
-            finished = self._store.finish_execution(
-                execution,
-                status=ExecutionStatus.FAILED,
-                finished_at=self._clock.now(),
-                error=error,
-                result=truncate(result, self._config.result_max_bytes),
+            finished = self._persist(
+                lambda: self._store.finish_execution(
+                    execution,
+                    status=ExecutionStatus.FAILED,
+                    finished_at=self._clock.now(),
+                    error=error,
+                    result=truncate(result, self._config.result_max_bytes),
+                )
             )
         except LostRace:
             return Outcome.DONE
@@ -193,6 +210,17 @@ class Worker:
         logger.info("execution failed", extra=log)
         self._store.record_outcome(job, finished, complete=completes_job(job, finished))
         return Outcome.DONE
+
+    def _persist(self, write: Callable[[], Execution]) -> Execution:
+        """Record a task's outcome, riding out throttling: losing it would mean running the task again."""
+        for attempt in range(PERSIST_ATTEMPTS):
+            try:
+                return write()
+            except RetryableStoreError:
+                if attempt == PERSIST_ATTEMPTS - 1:
+                    raise
+                self._clock.sleep(0.2 * 2**attempt * (1 + self._rng.random()))
+        raise AssertionError("unreachable")
 
     def _skip(self, execution: Execution, reason: str) -> None:
         try:

@@ -22,7 +22,8 @@ def test_cli_strings_are_parsed():
 
 
 def test_defaults_protect_the_data_and_send_no_email():
-    settings = DeploySettings.from_context({}.get)
+    empty: dict[str, str] = {}
+    settings = DeploySettings.from_context(empty.get)
     assert settings.deletion_protection is True
     assert settings.alarm_email is None
     assert settings.webhook_allowed_networks == ()

@@ -89,7 +89,7 @@ def test_queues_are_encrypted_and_refuse_plain_http(synthesized):
     assert len(queues) == 2
     for queue in queues.values():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
-    protected = set()
+    protected: set[str] = set()
     for policy in synthesized.of_type("AWS::SQS::QueuePolicy").values():
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             if statement["Effect"] == "Deny" and statement.get("Condition") == {

@@ -1,0 +1,158 @@
+"""Crashes, duplicates, throttling and redelivery: every execution still ends with one final record."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from punctual.errors import RetryableStoreError
+from punctual.timefmt import to_rfc3339
+from tests.receiver import Receiver, receiver
+from tests.world import World
+
+
+class Crash(Exception):
+    """The process died here."""
+
+
+def once(world: World, target: Any, name: str, error: Exception) -> dict[str, int]:
+    """Make target.name raise `error` the first time it is called; count the calls."""
+    real = getattr(target, name)
+    calls = {"n": 0}
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise error
+        return real(*args, **kwargs)
+
+    setattr(target, name, wrapper)
+    return calls
+
+
+def http_job(world: World, hook: Receiver, seconds_ahead: float) -> dict[str, Any]:
+    return world.create(
+        {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=seconds_ahead))},
+        task={"type": "http", "params": {"url": hook.url}},
+    )
+
+
+def only_final_record(world: World, job_id: str) -> dict[str, Any]:
+    [execution] = world.executions(job_id)
+    assert execution["status"] == "SUCCEEDED"
+    return execution
+
+
+def test_scanner_crash_after_sending_before_recording(world: World) -> None:
+    with receiver() as hook:
+        # Given a job the scanner will enqueue, and a scanner that dies after sending, before deleting markers
+        world.tick()
+        job = http_job(world, hook, 240)
+        world.clock.advance(200)
+        once(world, world.store, "delete_markers", Crash("after send"))
+        with pytest.raises(Crash):
+            world.tick()
+        # When the next tick runs (and sends the message again)
+        world.run_for(120)
+        # Then the task ran once: the duplicate message found the execution finished
+        execution = only_final_record(world, job["id"])
+        assert execution["attempts"] == 1
+        assert hook.by_execution() == {execution["id"]: 1}
+
+
+def test_dispatch_crash_between_recording_and_sending(world: World) -> None:
+    with receiver() as hook:
+        world.tick()
+        job = http_job(world, hook, 240)
+        world.clock.advance(200)
+        once(world, world.punctual.queue, "send", Crash("before send"))
+        with pytest.raises(Crash):
+            world.tick()
+        world.run_for(120)
+        execution = only_final_record(world, job["id"])
+        assert hook.by_execution() == {execution["id"]: 1}
+
+
+def test_worker_crash_after_the_task_ran_before_the_result_was_written(world: World) -> None:
+    with receiver() as hook:
+        # Given a worker that dies after the webhook answered, before recording SUCCEEDED
+        job = http_job(world, hook, 5)
+        once(world, world.store, "finish_execution", Crash("after task"))
+        # When the message comes back after its visibility timeout
+        world.run_for(500, step=5)
+        # Then the task ran again (at least once), with the same execution id, and one final record
+        execution = only_final_record(world, job["id"])
+        assert execution["attempts"] == 2
+        assert hook.by_execution() == {execution["id"]: 2}
+
+
+def test_a_lost_delete_does_not_run_the_task_again(world: World) -> None:
+    with receiver() as hook:
+        # Given an acknowledgement (DeleteMessageBatch) that is lost
+        job = http_job(world, hook, 5)
+        once(world, world.sqs, "delete_message_batch", Crash("delete lost"))
+        # When the message is redelivered after its visibility timeout
+        world.run_for(500, step=5)
+        # Then the worker sees the execution finished and does not run it again
+        execution = only_final_record(world, job["id"])
+        assert execution["attempts"] == 1
+        assert hook.by_execution() == {execution["id"]: 1}
+
+
+@pytest.mark.parametrize("operation", ["claim_execution", "get_job", "finish_execution"])
+def test_throttled_writes_are_retried(world: World, operation: str) -> None:
+    with receiver() as hook:
+        job = http_job(world, hook, 5)
+        calls = once(world, world.store, operation, RetryableStoreError("ProvisionedThroughputExceeded"))
+        world.run_for(60)
+        execution = only_final_record(world, job["id"])
+        assert calls["n"] >= 2
+        # a throttle never costs an extra run: before the task, the message comes back in seconds;
+        # after it, the worker retries the write
+        assert hook.by_execution() == {execution["id"]: 1}
+
+
+def test_duplicate_messages_run_the_task_once(world: World) -> None:
+    with receiver() as hook:
+        # Given the same message sent three times (SQS's at-least-once delivery)
+        job = http_job(world, hook, 5)
+        queue = world.punctual.settings.queue_url
+        world.clock.advance(5)
+        [message] = world.sqs.receive_message(QueueUrl=queue)["Messages"]
+        world.sqs.change_message_visibility(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+        for _ in range(2):
+            world.sqs.send_message(QueueUrl=queue, MessageBody=message["Body"])
+        world.run_for(30)
+        execution = only_final_record(world, job["id"])
+        assert execution["attempts"] == 1
+        assert hook.by_execution() == {execution["id"]: 1}
+
+
+CrashPoint = Callable[[World], None]
+
+
+def test_an_early_message_waits_for_its_instant(world: World) -> None:
+    # Given a message that becomes visible 30 s before its execution's instant
+    job = world.create({"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=40))})
+    queue = world.punctual.settings.queue_url
+    world.clock.advance(10)
+    world.sqs.send_message(QueueUrl=queue, MessageBody=_body_of_first_message(world))
+    # When workers poll right away
+    world.drain()
+    # Then nothing has started yet
+    assert world.executions(job["id"])[0]["status"] == "QUEUED"
+    world.run_for(60)
+    execution = only_final_record(world, job["id"])
+    assert execution["started_at"] >= execution["scheduled_at"]
+
+
+def _body_of_first_message(world: World) -> str:
+    queue = world.punctual.settings.queue_url
+    world.clock.advance(30)  # let the delayed original become visible to peek at it
+    [message] = world.sqs.receive_message(QueueUrl=queue)["Messages"]
+    world.sqs.change_message_visibility(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=60)
+    world.clock.advance(-30)
+    return str(message["Body"])
