@@ -39,21 +39,39 @@ def test_create_returns_the_job_in_the_contract_shape(world: World) -> None:
         ({"schedule": {"type": "now"}}, "task"),
         ({"task": {"type": "noop"}}, "schedule"),
         ({"task": {"type": "noop"}, "schedule": {"type": "at", "at": "2026-12-01T10:00:00"}}, "schedule.at"),
-        ({"task": {"type": "noop"}, "schedule": {"type": "cron", "expression": "* * *"}}, "schedule.expression"),
         (
-            {"task": {"type": "noop"}, "schedule": {"type": "cron", "expression": "0 0 * * *", "timezone": "Mars/Base"}},
+            {"task": {"type": "noop"}, "schedule": {"type": "cron", "expression": "* * *"}},
+            "schedule.expression",
+        ),
+        (
+            {
+                "task": {"type": "noop"},
+                "schedule": {"type": "cron", "expression": "0 0 * * *", "timezone": "Mars/Base"},
+            },
             "schedule.timezone",
         ),
-        ({"task": {"type": "noop"}, "schedule": {"type": "rate", "every_seconds": 59}}, "schedule.every_seconds"),
+        (
+            {"task": {"type": "noop"}, "schedule": {"type": "rate", "every_seconds": 59}},
+            "schedule.every_seconds",
+        ),
         ({"task": {"type": "noop"}, "schedule": {"type": "weekly"}}, "schedule"),
         ({"task": {"type": "nope"}, "schedule": {"type": "now"}}, "task.type"),
-        ({"task": {"type": "http", "params": {"url": "ftp://x"}}, "schedule": {"type": "now"}}, "task.params.url"),
         (
-            {"task": {"type": "http", "params": {"url": "http://169.254.169.254/"}}, "schedule": {"type": "now"}},
+            {"task": {"type": "http", "params": {"url": "ftp://x"}}, "schedule": {"type": "now"}},
+            "task.params.url",
+        ),
+        (
+            {
+                "task": {"type": "http", "params": {"url": "http://169.254.169.254/"}},
+                "schedule": {"type": "now"},
+            },
             "task.params.url",
         ),
         ({"task": {"type": "sleep", "params": {}}, "schedule": {"type": "now"}}, "task.params.seconds"),
-        ({"task": {"type": "noop"}, "schedule": {"type": "now"}, "retry": {"max_attempts": 0}}, "retry.max_attempts"),
+        (
+            {"task": {"type": "noop"}, "schedule": {"type": "now"}, "retry": {"max_attempts": 0}},
+            "retry.max_attempts",
+        ),
         ({"task": {"type": "noop"}, "schedule": {"type": "now"}, "timeout_seconds": 0}, "timeout_seconds"),
         ({"task": {"type": "noop"}, "schedule": {"type": "now"}, "colour": "red"}, "colour"),
         (
@@ -238,7 +256,13 @@ def test_tasks_health_and_openapi(world: World) -> None:
     spec = world.api("GET", "/openapi.json").body
     assert spec["openapi"].startswith("3.")
     paths = spec["paths"]
-    for path in ["/jobs", "/jobs/{job_id}", "/jobs/{job_id}/run", "/jobs/{job_id}/executions", "/schedules/preview"]:
+    for path in [
+        "/jobs",
+        "/jobs/{job_id}",
+        "/jobs/{job_id}/run",
+        "/jobs/{job_id}/executions",
+        "/schedules/preview",
+    ]:
         assert path in paths, path
     assert "201" in paths["/jobs"]["post"]["responses"]
     assert "404" in paths["/jobs/{job_id}"]["get"]["responses"]

@@ -122,7 +122,9 @@ def test_duplicate_messages_run_the_task_once(world: World) -> None:
         queue = world.punctual.settings.queue_url
         world.clock.advance(5)
         [message] = world.sqs.receive_message(QueueUrl=queue)["Messages"]
-        world.sqs.change_message_visibility(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+        world.sqs.change_message_visibility(
+            QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+        )
         for _ in range(2):
             world.sqs.send_message(QueueUrl=queue, MessageBody=message["Body"])
         world.run_for(30)
@@ -153,6 +155,28 @@ def _body_of_first_message(world: World) -> str:
     queue = world.punctual.settings.queue_url
     world.clock.advance(30)  # let the delayed original become visible to peek at it
     [message] = world.sqs.receive_message(QueueUrl=queue)["Messages"]
-    world.sqs.change_message_visibility(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=60)
+    world.sqs.change_message_visibility(
+        QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=60
+    )
     world.clock.advance(-30)
     return str(message["Body"])
+
+
+def test_a_message_that_exhausts_its_receives_is_dead_lettered_and_fails(world: World) -> None:
+    # Given a store that is throttled for good: every delivery comes back a few seconds later
+    job = world.create({"type": "now"})
+    real_claim = world.store.claim_execution
+
+    def always_throttled(*args: Any, **kwargs: Any) -> Any:
+        raise RetryableStoreError("ThrottlingException")
+
+    world.store.claim_execution = always_throttled
+    # When it has been received as often as the redrive policy allows
+    world.run_for(400, step=5)
+    world.store.claim_execution = real_claim
+    world.run_for(10)
+    # Then SQS moved it to the dead-letter queue, whose handler failed the execution
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "FAILED"
+    assert "dead-letter" in execution["error"]
+    assert world.job(job["id"])["status"] == "COMPLETED"

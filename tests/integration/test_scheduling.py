@@ -65,7 +65,12 @@ def test_cron_in_a_time_zone_runs_at_the_zones_wall_clock(world: World) -> None:
 def test_a_rate_job_runs_every_period_until_its_end(world: World) -> None:
     # Given a job every 60 s from 09:00:00 until 09:02:30
     job = world.create(
-        {"type": "rate", "every_seconds": 60, "start_at": "2026-12-01T09:00:00Z", "end_at": "2026-12-01T09:02:30Z"}
+        {
+            "type": "rate",
+            "every_seconds": 60,
+            "start_at": "2026-12-01T09:00:00Z",
+            "end_at": "2026-12-01T09:02:30Z",
+        }
     )
     # When four minutes pass
     world.run_for(240)
@@ -99,7 +104,9 @@ def test_pause_stops_runs_and_resume_skips_what_was_missed(world: World) -> None
 def test_cancel_stops_an_execution_that_is_already_queued(world: World) -> None:
     with receiver() as hook:
         # Given a webhook job queued for 20 s ahead
-        job = world.create({"type": "at", "at": at(world, 20)}, task={"type": "http", "params": {"url": hook.url}})
+        job = world.create(
+            {"type": "at", "at": at(world, 20)}, task={"type": "http", "params": {"url": hook.url}}
+        )
         assert [e["status"] for e in world.executions(job["id"])] == ["QUEUED"]
         # When it is cancelled before its time
         world.api("DELETE", f"/jobs/{job['id']}")

@@ -1,0 +1,80 @@
+"""AWS API calls, by operation, that one execution costs from creation to SUCCEEDED — counted, not estimated.
+
+Each figure is the difference between the same stretch of time with and without the job, so the
+scanner's fixed per-tick cost (bucket queries, checkpoint) is left out; that one is counted on its own.
+The figures feed the cost model; a change that adds calls to the hot path fails here on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import timedelta
+
+from punctual.timefmt import to_rfc3339
+from tests.world import World
+
+# Polling (ReceiveMessage) is Lambda's event source mapping's, billed per poll, not per execution.
+POLLING = {"sqs.ReceiveMessage"}
+
+
+def counted(world: World, seconds: float) -> Counter[str]:
+    with world.counting_calls() as calls:
+        world.run_for(seconds)
+    return Counter({k: v for k, v in calls.items() if k not in POLLING})
+
+
+def test_calls_for_one_one_time_job(world: World) -> None:
+    # Given the cost of five idle minutes
+    world.run_for(30)  # to 09:00:00
+    idle = counted(world, 300)
+    # When one job is created for 4 minutes ahead and five minutes pass
+    with world.counting_calls() as create:
+        job = world.create({"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=240))})
+    busy = counted(world, 300)
+    per_job = busy - idle
+    print("one-time job:", json.dumps({"create": dict(create), "scan_and_run": dict(per_job)}))
+    assert world.executions(job["id"])[0]["status"] == "SUCCEEDED"
+    # Then creating it is one marker and one job item
+    assert create == Counter({"dynamodb.PutItem": 2})
+    # and the scanner reads its job, records the execution, sends it, deletes the marker; the worker
+    # reads the execution and the job, claims it, finishes it, and completes the job
+    assert per_job == Counter(
+        {
+            "dynamodb.BatchGetItem": 1,
+            "dynamodb.PutItem": 1,
+            "sqs.SendMessageBatch": 1,
+            "dynamodb.BatchWriteItem": 1,
+            "dynamodb.GetItem": 2,
+            "dynamodb.UpdateItem": 3,
+            "sqs.DeleteMessageBatch": 1,
+        }
+    )
+    assert idle["dynamodb.Query"] > 0  # the fixed cost of ticking is there, and is not per job
+
+
+def test_calls_for_one_cron_occurrence(world: World) -> None:
+    # Given an idle minute's cost, then an every-minute job in its rhythm
+    world.run_for(30)  # to 09:00:00
+    idle = counted(world, 60)
+    job = world.create({"type": "cron", "expression": "* * * * *"})
+    world.run_for(120)
+    # When one more minute passes
+    before = len(world.executions(job["id"]))
+    busy = counted(world, 60)
+    assert len(world.executions(job["id"])) - before == 1
+    per_occurrence = busy - idle
+    print("cron occurrence:", json.dumps(dict(per_occurrence)))
+    # Then the scanner reads the job, records the execution, files the next marker, moves next_run_at,
+    # sends and deletes the marker; the worker reads, claims, finishes and updates the job
+    assert per_occurrence == Counter(
+        {
+            "dynamodb.BatchGetItem": 1,
+            "dynamodb.PutItem": 2,
+            "dynamodb.UpdateItem": 4,
+            "sqs.SendMessageBatch": 1,
+            "dynamodb.BatchWriteItem": 1,
+            "dynamodb.GetItem": 2,
+            "sqs.DeleteMessageBatch": 1,
+        }
+    )
