@@ -23,3 +23,7 @@ def dynamodb_resource(settings: Settings) -> Any:
 
 def sqs_client(settings: Settings) -> Any:
     return session(settings).client("sqs", endpoint_url=settings.endpoint_url, config=_CONFIG)
+
+
+def lambda_client(settings: Settings) -> Any:
+    return session(settings).client("lambda", endpoint_url=settings.endpoint_url, config=_CONFIG)

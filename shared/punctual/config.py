@@ -21,6 +21,8 @@ class Settings(BaseModel):
     region: str = "us-east-1"
 
     shard_count: int = Field(default=16, ge=1, le=1000)
+    # How many scanner invocations share the shards each tick (the tick itself only fans out).
+    scanner_fanout: int = Field(default=1, ge=1, le=1000)
     # The scanner enqueues executions due before now + lookahead; SQS DelaySeconds holds them.
     lookahead_seconds: int = Field(default=90, ge=5, le=900)
     # The period of the scanner's tick (EventBridge: one minute).
@@ -58,6 +60,7 @@ class Settings(BaseModel):
             "dlq_url": resources.ENV_DLQ_URL,
             "endpoint_url": "PUNCTUAL_AWS_ENDPOINT_URL",
             "shard_count": "PUNCTUAL_SHARD_COUNT",
+            "scanner_fanout": "PUNCTUAL_SCANNER_FANOUT",
             "lookahead_seconds": "PUNCTUAL_LOOKAHEAD_SECONDS",
             "tick_seconds": "PUNCTUAL_TICK_SECONDS",
             "retention_days": "PUNCTUAL_RETENTION_DAYS",

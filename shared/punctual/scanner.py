@@ -8,9 +8,10 @@ the checkpoint only moves past minutes that were drained and can no longer recei
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from punctual.clock import Clock
 from punctual.dispatch import Dispatcher
@@ -24,6 +25,20 @@ from punctual.store import Store, bucket_minute
 SETTLE = timedelta(minutes=2)
 MINUTE = timedelta(minutes=1)
 DISPATCH_CHUNK = 500
+
+
+def shard_groups(shard_count: int, fanout: int) -> list[list[int]]:
+    """Split the shards into `fanout` groups, one per scanner invocation (interleaved, so even)."""
+    groups = max(1, min(fanout, shard_count))
+    return [list(range(first, shard_count, groups)) for first in range(groups)]
+
+
+def fan_out(invoke: Callable[[dict[str, Any]], None], shard_count: int, fanout: int) -> int:
+    """Start one asynchronous scanner invocation per shard group; returns how many were started."""
+    groups = shard_groups(shard_count, fanout)
+    for group in groups:
+        invoke({"shards": group})
+    return len(groups)
 
 
 def floor_minute(instant: datetime) -> datetime:
@@ -51,22 +66,22 @@ class Scanner:
         *,
         lookahead: timedelta,
         shards: Sequence[int],
-        group: str = "all",
     ) -> None:
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
         self._lookahead = lookahead
         self._shards = list(shards)
-        self._group = group
 
     def tick(self, budget: timedelta = timedelta(seconds=50)) -> ScanReport:
         started = time.monotonic()
         now = self._clock.now()
         horizon = now + self._lookahead
         settled = floor_minute(now - SETTLE)
-        checkpoint = self._store.get_checkpoint(self._group)
-        first = settled if checkpoint is None else min(checkpoint, settled)
+        # Checkpoints are per shard, so that changing how shards are grouped across scanner
+        # invocations never skips a bucket.
+        checkpoints = self._store.get_checkpoints(self._shards).values()
+        first = min([settled, *(c for c in checkpoints if c is not None)])
         report = ScanReport(first_minute=first)
 
         minute = first
@@ -84,7 +99,7 @@ class Scanner:
                 drained_until = minute + MINUTE
             minute += MINUTE
 
-        self._store.advance_checkpoint(self._group, min(drained_until, settled))
+        self._store.advance_checkpoints(self._shards, min(drained_until, settled))
         elapsed_ms = (time.monotonic() - started) * 1000
         metrics.add_metric(name=EXECUTIONS_ENQUEUED, unit="Count", value=report.enqueued)
         metrics.add_metric(name=SCANNER_DURATION_MS, unit="Milliseconds", value=elapsed_ms)

@@ -11,7 +11,6 @@ from the by_owner and by_owner_status indexes without a scan.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import time
@@ -238,7 +237,8 @@ class Store:
                 _call(
                     lambda: self._table.update_item(
                         Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
-                        UpdateExpression=update + ", #st = :done, status_pk = :spk REMOVE next_run_at, queued_run_at",
+                        UpdateExpression=update
+                        + ", #st = :done, status_pk = :spk REMOVE next_run_at, queued_run_at",
                         ConditionExpression="attribute_exists(#pk) AND #st = :active",
                         ExpressionAttributeNames={**names, "#st": "status"},
                         ExpressionAttributeValues={
@@ -461,21 +461,39 @@ class Store:
             return str(existing["fingerprint"]), str(existing["job_id"])
         return None
 
-    def get_checkpoint(self, group: str) -> datetime | None:
-        key = {"pk": "SCANNER", "sk": f"CHECKPOINT#{group}"}
-        item = _call(lambda: self._table.get_item(Key=key, ConsistentRead=True)).get("Item")
-        return None if item is None else from_epoch_ms(int(item["minute_ms"]))
+    def get_checkpoints(self, shards: Iterable[int]) -> dict[int, datetime | None]:
+        """Per shard, the first minute the scanner must still read (None: never scanned)."""
+        wanted = list(shards)
+        found: dict[int, datetime | None] = dict.fromkeys(wanted)
+        for start in range(0, len(wanted), 100):
+            keys = [
+                {"pk": "SCANNER", "sk": f"CHECKPOINT#{shard:03d}"} for shard in wanted[start : start + 100]
+            ]
+            request: dict[str, Any] = {self._table_name: {"Keys": keys, "ConsistentRead": True}}
+            while request:
+                response = _call(partial(self._dynamodb.batch_get_item, RequestItems=request))
+                for item in response.get("Responses", {}).get(self._table_name, []):
+                    found[int(str(item["sk"]).split("#")[1])] = from_epoch_ms(int(item["minute_ms"]))
+                request = response.get("UnprocessedKeys") or {}
+        return found
 
-    def advance_checkpoint(self, group: str, minute: datetime) -> None:
-        """Move the scanner's checkpoint forward (never back, whatever runs concurrently)."""
-        with contextlib.suppress(LostRace):
-            _call(
-                lambda: self._table.put_item(
-                    Item={"pk": "SCANNER", "sk": f"CHECKPOINT#{group}", "minute_ms": to_epoch_ms(minute)},
-                    ConditionExpression="attribute_not_exists(pk) OR minute_ms < :m",
-                    ExpressionAttributeValues={":m": to_epoch_ms(minute)},
+    def advance_checkpoints(self, shards: Iterable[int], minute: datetime) -> None:
+        """Move the shards' checkpoints forward (never back, whatever runs concurrently)."""
+        for shard in shards:
+            try:
+                _call(
+                    lambda shard=shard: self._table.put_item(
+                        Item={
+                            "pk": "SCANNER",
+                            "sk": f"CHECKPOINT#{shard:03d}",
+                            "minute_ms": to_epoch_ms(minute),
+                        },
+                        ConditionExpression="attribute_not_exists(pk) OR minute_ms < :m",
+                        ExpressionAttributeValues={":m": to_epoch_ms(minute)},
+                    )
                 )
-            )
+            except LostRace:
+                pass
 
     # ------------------------------------------------------------- mapping
     @staticmethod

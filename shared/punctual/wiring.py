@@ -32,14 +32,13 @@ class Punctual:
     dead_letter_queue: WorkQueue
     extras: dict[str, Any] = field(default_factory=dict)
 
-    def scanner(self, shards: list[int] | None = None, group: str = "all") -> Scanner:
+    def scanner(self, shards: list[int] | None = None) -> Scanner:
         return Scanner(
             self.store,
             self.dispatcher,
             self.clock,
             lookahead=timedelta(seconds=self.settings.lookahead_seconds),
             shards=shards if shards is not None else list(range(self.settings.shard_count)),
-            group=group,
         )
 
 

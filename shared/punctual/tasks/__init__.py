@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -92,6 +93,10 @@ def run(spec: TaskSpec, context: TaskContext) -> Any:
     return task_type.run(params, context)
 
 
+BUILTIN_MODULES = ("punctual.tasks.basic", "punctual.tasks.http")
+
+
 def _load_builtin() -> None:
     if not _REGISTRY:
-        from punctual.tasks import basic, http  # noqa: F401  (modules register themselves)
+        for module in BUILTIN_MODULES:  # each module registers its types on import
+            importlib.import_module(module)
