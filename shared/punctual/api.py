@@ -398,6 +398,12 @@ def _invalid(exc: RequestValidationError) -> Response[Any]:
     return _error(422, message, field=first["field"], errors=errors)
 
 
+@app.exception_handler(UnicodeDecodeError)
+def _not_utf8(exc: UnicodeDecodeError) -> Response[Any]:
+    # Powertools decodes a base64 body as UTF-8 before parsing it as JSON; other bytes raise here.
+    return _error(422, "body: request body is not valid JSON (not UTF-8)", field="body")
+
+
 @app.exception_handler(InvalidRequest)
 def _invalid_domain(exc: InvalidRequest) -> Response[Any]:
     status = 400 if exc.field == "cursor" else 422

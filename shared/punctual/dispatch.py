@@ -1,22 +1,25 @@
 """Dispatch: turn due markers into queued executions. Shared by the scanner and the API's hand-off.
 
-For each marker, in an order that survives a crash at any step:
-1. store the execution as QUEUED (idempotent: its id is derived from the occurrence);
-2. for a recurring job, file the next occurrence's marker and move the job's next_run_at (the chain
-   continues whatever happens to this execution);
-3. send the message, held by DelaySeconds until its instant;
-4. delete the marker.
-A crash before 4 leaves the marker, so the next tick repeats the steps: 1 and 2 change nothing the
-second time, and 3 sends a duplicate that the worker recognises by the execution's status.
+For a batch of markers, in an order that survives a crash at any step:
+1. read the markers' jobs, and drop markers whose job is gone, cancelled, paused or rescheduled;
+2. store each execution as QUEUED (unless it exists: a repeat of an interrupted dispatch) and, for a
+   recurring job, file the next occurrence's marker and move the job's next_run_at, so the chain
+   continues whatever happens to this execution;
+3. send the messages, held by DelaySeconds until their instant;
+4. delete the markers.
+A crash before 4 leaves the markers, so the next tick repeats the steps: 2 changes nothing the second
+time, and 3 sends duplicates that the worker recognises by the execution's status.
+Calls are batched (BatchGetItem, BatchWriteItem, SendMessageBatch) and run side by side.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from punctual.clock import Clock
+from punctual.concurrency import parallel_map
 from punctual.errors import LostRace
 from punctual.models import (
     DueMarker,
@@ -40,11 +43,10 @@ class DispatchResult:
 
 
 class Dispatcher:
-    def __init__(self, store: Store, queue: WorkQueue, clock: Clock, *, parallelism: int = 16) -> None:
+    def __init__(self, store: Store, queue: WorkQueue, clock: Clock) -> None:
         self._store = store
         self._queue = queue
         self._clock = clock
-        self._parallelism = parallelism
 
     def dispatch(self, markers: Sequence[DueMarker]) -> DispatchResult:
         result = DispatchResult()
@@ -61,31 +63,31 @@ class Dispatcher:
                 logger.debug("dropping marker", extra={"execution_id": marker.execution_id, "reason": reason})
                 result.skipped.append(marker)
 
-        prepared = self._prepare_all(runnable)
-        ready = [marker for marker, ok in zip((m for m, _ in runnable), prepared, strict=True) if ok]
-        result.failed.extend(m for (m, _), ok in zip(runnable, prepared, strict=True) if not ok)
+        ready = self._record(runnable)
+        result.failed.extend(m for m, _ in runnable if m.execution_id not in ready)
 
         now = self._clock.now()
-        items = {
-            m.execution_id: (
-                WorkItem(m.job_id, m.execution_id, m.scheduled_at),
-                delay_seconds(m.scheduled_at, now),
-            )
-            for m in ready
-        }
-        unsent = {item.execution_id for item in self._queue.send(list(items.values()))}
-        for marker in ready:
+        sendable = [m for m, _ in runnable if m.execution_id in ready]
+        items = [
+            (WorkItem(m.job_id, m.execution_id, m.scheduled_at), delay_seconds(m.scheduled_at, now))
+            for m in sendable
+        ]
+        unsent = {item.execution_id for item in self._queue.send(items)}
+        for marker in sendable:
             (result.failed if marker.execution_id in unsent else result.enqueued).append(marker)
 
         # Markers that were sent, or that must not run, are done with; failures stay for the next tick.
         self._store.delete_markers(result.enqueued + result.skipped)
         return result
 
-    def _prepare(self, pair: tuple[DueMarker, Job]) -> bool:
-        """Steps 1 and 2 for one marker. False when they could not be completed (retry next tick)."""
-        marker, job = pair
+    def _record(self, runnable: list[tuple[DueMarker, Job]]) -> set[str]:
+        """Step 2. Returns the execution ids that are recorded and may be sent."""
+        if not runnable:
+            return set()
+        now = self._clock.now()
         try:
-            self._store.create_execution(
+            existing = self._store.existing_executions([m for m, _ in runnable])
+            new = [
                 Execution(
                     id=marker.execution_id,
                     job_id=job.id,
@@ -94,22 +96,30 @@ class Dispatcher:
                     status=ExecutionStatus.QUEUED,
                     schedule_version=marker.schedule_version,
                     manual=marker.manual,
-                    created_at=self._clock.now(),
+                    created_at=now,
                 )
-            )
-            if job.recurring and not marker.manual:
-                self._advance(job, marker)
+                for marker, job in runnable
+                if marker.execution_id not in existing
+            ]
+            chained = [(m, j) for m, j in runnable if j.recurring and not m.manual]
+            following = {m.execution_id: next_after(j, m.scheduled_at) for m, j in chained}
+            next_markers = [
+                marker_for(j.id, at, m.schedule_version)
+                for m, j in chained
+                if (at := following[m.execution_id]) is not None
+            ]
+            self._store.put_records(new, next_markers)
         except Exception:
-            logger.exception("could not prepare execution", extra={"execution_id": marker.execution_id})
-            return False
-        return True
+            logger.exception("could not record executions; the next tick retries them")
+            return set()
+        advanced = parallel_map(lambda pair: self._advance(*pair, following[pair[0].execution_id]), chained)
+        failed = {m.execution_id for (m, _), ok in zip(chained, advanced, strict=True) if not ok}
+        return {m.execution_id for m, _ in runnable} - failed
 
-    def _advance(self, job: Job, marker: DueMarker) -> None:
-        following = next_after(job, marker.scheduled_at)
-        if following is not None:
-            self._store.put_marker(marker_for(job.id, following, marker.schedule_version))
+    def _advance(self, marker: DueMarker, job: Job, following: datetime | None) -> bool:
+        """Move a recurring job's next_run_at past this occurrence. False on an unexpected error."""
         if job.next_run_at is not None and following is not None and job.next_run_at >= following:
-            return  # already advanced by an earlier, interrupted dispatch of this marker
+            return True  # already advanced by an earlier, interrupted dispatch of this marker
         changes: dict[str, object] = {"next_run_at": following, "queued_run_at": marker.scheduled_at}
         if following is None:
             changes["final_execution_id"] = marker.execution_id
@@ -121,9 +131,7 @@ class Dispatcher:
             # The job was paused, cancelled or rescheduled meanwhile: that change filed its own marker
             # and the worker will skip this execution; the marker just filed is dropped as superseded.
             pass
-
-    def _prepare_all(self, pairs: list[tuple[DueMarker, Job]]) -> list[bool]:
-        if len(pairs) <= 1:
-            return [self._prepare(p) for p in pairs]
-        with ThreadPoolExecutor(max_workers=min(self._parallelism, len(pairs))) as pool:
-            return list(pool.map(self._prepare, pairs))
+        except Exception:
+            logger.exception("could not advance job", extra={"job_id": job.id})
+            return False
+        return True

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
 
+from punctual.concurrency import chunks, parallel_map
 from punctual.errors import RetryableStoreError
 from punctual.timefmt import from_epoch_ms, to_epoch_ms
 
@@ -61,29 +63,33 @@ class WorkQueue:
         self.url = queue_url
 
     def send(self, items: list[tuple[WorkItem, int]], attempts: int = 4) -> list[WorkItem]:
-        """Send (item, delay seconds) pairs in batches of ten; retry partial failures.
+        """Send (item, delay seconds) pairs in batches of ten, side by side; retry partial failures.
 
         Returns the items that could not be sent after all attempts (the caller keeps their markers,
         so the next scanner tick sends them again).
         """
-        failed: list[WorkItem] = []
-        for start in range(0, len(items), 10):
-            batch = {str(i): pair for i, pair in enumerate(items[start : start + 10])}
-            for attempt in range(attempts):
-                entries = [
-                    {"Id": entry_id, "MessageBody": item.to_body(), "DelaySeconds": delay}
-                    for entry_id, (item, delay) in batch.items()
-                ]
-                try:
-                    response = self._sqs.send_message_batch(QueueUrl=self.url, Entries=entries)
-                except ClientError:
-                    response = {"Failed": [{"Id": entry_id} for entry_id in batch]}
-                batch = {f["Id"]: batch[f["Id"]] for f in response.get("Failed", [])}
-                if not batch:
-                    break
-                time.sleep(min(0.05 * 2**attempt, 0.5))
-            failed.extend(item for item, _ in batch.values())
-        return failed
+        return [
+            item
+            for failed in parallel_map(lambda b: self._send_batch(b, attempts), chunks(items, 10))
+            for item in failed
+        ]
+
+    def _send_batch(self, pairs: Sequence[tuple[WorkItem, int]], attempts: int) -> list[WorkItem]:
+        batch = {str(i): pair for i, pair in enumerate(pairs)}
+        for attempt in range(attempts):
+            entries = [
+                {"Id": entry_id, "MessageBody": item.to_body(), "DelaySeconds": delay}
+                for entry_id, (item, delay) in batch.items()
+            ]
+            try:
+                response = self._sqs.send_message_batch(QueueUrl=self.url, Entries=entries)
+            except ClientError:
+                response = {"Failed": [{"Id": entry_id} for entry_id in batch]}
+            batch = {f["Id"]: batch[f["Id"]] for f in response.get("Failed", [])}
+            if not batch:
+                break
+            time.sleep(min(0.05 * 2**attempt, 0.5))
+        return [item for item, _ in batch.values()]
 
     def change_visibility(self, receipt_handle: str, seconds: float) -> None:
         timeout = max(0, min(MAX_VISIBILITY_SECONDS, math.ceil(seconds)))

@@ -15,7 +15,7 @@ import hashlib
 import json
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError
 
 from punctual import resources
+from punctual.concurrency import chunks, parallel_map
 from punctual.errors import LostRace, RetryableStoreError
 from punctual.models import (
     SCHEDULE_ADAPTER,
@@ -279,6 +280,33 @@ class Store:
             return False
         return True
 
+    def existing_executions(self, markers: Sequence[DueMarker]) -> set[str]:
+        """Which of these markers' executions are already stored (read consistently, 100 a call)."""
+        keys = [{"pk": _job_pk(m.job_id), "sk": _exec_sk(m.scheduled_at, m.execution_id)} for m in markers]
+
+        def read(batch: Sequence[dict[str, str]]) -> set[str]:
+            found: set[str] = set()
+            request: dict[str, Any] = {
+                self._table_name: {"Keys": list(batch), "ConsistentRead": True, "ProjectionExpression": "id"}
+            }
+            for attempt in range(8):
+                response = _call(partial(self._dynamodb.batch_get_item, RequestItems=request))
+                found.update(str(i["id"]) for i in response.get("Responses", {}).get(self._table_name, []))
+                request = response.get("UnprocessedKeys") or {}
+                if not request:
+                    return found
+                time.sleep(min(0.05 * 2**attempt, 1.0))
+            raise RetryableStoreError("BatchGetItem left keys unprocessed")
+
+        return set().union(*parallel_map(read, chunks(keys, 100)))
+
+    def put_records(self, executions: Sequence[Execution], markers: Sequence[DueMarker]) -> None:
+        """Store new executions and due markers in batches (unconditional: callers check existence)."""
+        self._batch_write(
+            [{"PutRequest": {"Item": self._execution_item(e)}} for e in executions]
+            + [{"PutRequest": {"Item": self._marker_item(m)}} for m in markers]
+        )
+
     def get_execution(self, job_id: str, scheduled_at: datetime, execution_id: str) -> Execution | None:
         key = {"pk": _job_pk(job_id), "sk": _exec_sk(scheduled_at, execution_id)}
         item = _call(lambda: self._table.get_item(Key=key, ConsistentRead=True)).get("Item")
@@ -428,16 +456,17 @@ class Store:
         self._batch_write([{"PutRequest": {"Item": self._marker_item(m)}} for m in markers])
 
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
-        for start in range(0, len(requests), 25):
-            pending: dict[str, Any] = {self._table_name: requests[start : start + 25]}
+        def write(batch: Sequence[dict[str, Any]]) -> None:
+            pending: dict[str, Any] = {self._table_name: list(batch)}
             for attempt in range(8):
                 response = _call(partial(self._dynamodb.batch_write_item, RequestItems=pending))
                 pending = response.get("UnprocessedItems") or {}
                 if not pending:
-                    break
+                    return
                 time.sleep(min(0.05 * 2**attempt, 1.0))
-            else:
-                raise RetryableStoreError("BatchWriteItem left items unprocessed")
+            raise RetryableStoreError("BatchWriteItem left items unprocessed")
+
+        parallel_map(write, chunks(requests, 25))
 
     # ------------------------------------------------------------ bookkeeping
     def claim_idempotency_key(
@@ -480,18 +509,14 @@ class Store:
     def advance_checkpoints(self, shards: Iterable[int], minute: datetime) -> None:
         """Move the shards' checkpoints forward (never back, whatever runs concurrently)."""
         for shard in shards:
+            put = partial(
+                self._table.put_item,
+                Item={"pk": "SCANNER", "sk": f"CHECKPOINT#{shard:03d}", "minute_ms": to_epoch_ms(minute)},
+                ConditionExpression="attribute_not_exists(pk) OR minute_ms < :m",
+                ExpressionAttributeValues={":m": to_epoch_ms(minute)},
+            )
             try:
-                _call(
-                    lambda shard=shard: self._table.put_item(
-                        Item={
-                            "pk": "SCANNER",
-                            "sk": f"CHECKPOINT#{shard:03d}",
-                            "minute_ms": to_epoch_ms(minute),
-                        },
-                        ConditionExpression="attribute_not_exists(pk) OR minute_ms < :m",
-                        ExpressionAttributeValues={":m": to_epoch_ms(minute)},
-                    )
-                )
+                _call(put)
             except LostRace:
                 pass
 
