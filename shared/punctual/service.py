@@ -113,6 +113,9 @@ class JobService:
         try:
             self._store.put_new_job(job)
         except LostRace:
+            # A concurrent retry with the same idempotency key stored the job first, with its own
+            # marker: withdraw ours so the job runs once.
+            self._store.delete_markers([marker])
             existing = self._store.get_job(job_id)
             if existing is None or existing.owner != owner:
                 raise

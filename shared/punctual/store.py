@@ -127,24 +127,32 @@ class Store:
         return None if item is None else self._job_from(item)
 
     def get_jobs(self, job_ids: Iterable[str]) -> dict[str, Job]:
-        """Jobs by id (those that exist), read consistently in batches of 100."""
-        wanted = list(dict.fromkeys(job_ids))
-        found: dict[str, Job] = {}
-        for start in range(0, len(wanted), 100):
-            keys = [{"pk": _job_pk(job_id), "sk": _JOB_SK} for job_id in wanted[start : start + 100]]
-            request: dict[str, Any] = {self._table_name: {"Keys": keys, "ConsistentRead": True}}
+        """Jobs by id (those that exist), read consistently."""
+        keys = [{"pk": _job_pk(job_id), "sk": _JOB_SK} for job_id in dict.fromkeys(job_ids)]
+        jobs = (self._job_from(item) for item in self._batch_get(keys))
+        return {job.id: job for job in jobs}
+
+    def _batch_get(
+        self, keys: Sequence[dict[str, str]], projection: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Read items by key, consistently, 100 a call side by side, retrying unprocessed keys."""
+
+        def read(batch: Sequence[dict[str, str]]) -> list[dict[str, Any]]:
+            found: list[dict[str, Any]] = []
+            spec: dict[str, Any] = {"Keys": list(batch), "ConsistentRead": True}
+            if projection:
+                spec["ProjectionExpression"] = projection
+            request: dict[str, Any] = {self._table_name: spec}
             for attempt in range(8):
                 response = _call(partial(self._dynamodb.batch_get_item, RequestItems=request))
-                for item in response.get("Responses", {}).get(self._table_name, []):
-                    job = self._job_from(item)
-                    found[job.id] = job
+                found.extend(response.get("Responses", {}).get(self._table_name, []))
                 request = response.get("UnprocessedKeys") or {}
                 if not request:
-                    break
+                    return found
                 time.sleep(min(0.05 * 2**attempt, 1.0))
-            else:
-                raise RetryableStoreError("BatchGetItem left keys unprocessed")
-        return found
+            raise RetryableStoreError("BatchGetItem left keys unprocessed")
+
+        return [item for items in parallel_map(read, chunks(keys, 100)) for item in items]
 
     def list_jobs(
         self, owner: str, status: JobStatus | None, limit: int, start_key: dict[str, Any] | None
@@ -281,24 +289,9 @@ class Store:
         return True
 
     def existing_executions(self, markers: Sequence[DueMarker]) -> set[str]:
-        """Which of these markers' executions are already stored (read consistently, 100 a call)."""
+        """Which of these markers' executions are already stored."""
         keys = [{"pk": _job_pk(m.job_id), "sk": _exec_sk(m.scheduled_at, m.execution_id)} for m in markers]
-
-        def read(batch: Sequence[dict[str, str]]) -> set[str]:
-            found: set[str] = set()
-            request: dict[str, Any] = {
-                self._table_name: {"Keys": list(batch), "ConsistentRead": True, "ProjectionExpression": "id"}
-            }
-            for attempt in range(8):
-                response = _call(partial(self._dynamodb.batch_get_item, RequestItems=request))
-                found.update(str(i["id"]) for i in response.get("Responses", {}).get(self._table_name, []))
-                request = response.get("UnprocessedKeys") or {}
-                if not request:
-                    return found
-                time.sleep(min(0.05 * 2**attempt, 1.0))
-            raise RetryableStoreError("BatchGetItem left keys unprocessed")
-
-        return set().union(*parallel_map(read, chunks(keys, 100)))
+        return {str(item["id"]) for item in self._batch_get(keys, projection="id")}
 
     def put_records(self, executions: Sequence[Execution], markers: Sequence[DueMarker]) -> None:
         """Store new executions and due markers in batches (unconditional: callers check existence)."""
@@ -494,16 +487,9 @@ class Store:
         """Per shard, the first minute the scanner must still read (None: never scanned)."""
         wanted = list(shards)
         found: dict[int, datetime | None] = dict.fromkeys(wanted)
-        for start in range(0, len(wanted), 100):
-            keys = [
-                {"pk": "SCANNER", "sk": f"CHECKPOINT#{shard:03d}"} for shard in wanted[start : start + 100]
-            ]
-            request: dict[str, Any] = {self._table_name: {"Keys": keys, "ConsistentRead": True}}
-            while request:
-                response = _call(partial(self._dynamodb.batch_get_item, RequestItems=request))
-                for item in response.get("Responses", {}).get(self._table_name, []):
-                    found[int(str(item["sk"]).split("#")[1])] = from_epoch_ms(int(item["minute_ms"]))
-                request = response.get("UnprocessedKeys") or {}
+        keys = [{"pk": "SCANNER", "sk": f"CHECKPOINT#{shard:03d}"} for shard in wanted]
+        for item in self._batch_get(keys):
+            found[int(str(item["sk"]).split("#")[1])] = from_epoch_ms(int(item["minute_ms"]))
         return found
 
     def advance_checkpoints(self, shards: Iterable[int], minute: datetime) -> None:

@@ -47,6 +47,7 @@ MAX_EARLY_WAIT = timedelta(seconds=5)
 LEASE_MARGIN = timedelta(seconds=30)
 THROTTLE_BACKOFF_SECONDS = 5
 PERSIST_ATTEMPTS = 4
+MAX_ERROR_CHARS = 1000
 
 
 class Outcome(Enum):
@@ -180,6 +181,7 @@ class Worker:
     def _failed(
         self, job: Job, execution: Execution, receipt_handle: str, error: str, retryable: bool, result: Any
     ) -> Outcome:
+        error = error[:MAX_ERROR_CHARS]
         log = {"job_id": job.id, "execution_id": execution.id, "attempt": execution.attempts, "error": error}
         if retryable and execution.attempts < job.retry.max_attempts:
             delay = job.retry.delay_after(execution.attempts, self._rng)
