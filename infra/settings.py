@@ -18,6 +18,8 @@ _FALSE = {"0", "false", "no", "off"}
 class DeploySettings:
     stack_name: str = resources.APP_NAME
     shard_count: int = 16
+    # Scanner invocations per tick, each scanning its share of the shards (1: no fan-out).
+    scanner_fanout: int = 4
     lookahead_seconds: int = 90
     retention_days: int = 30
     webhook_allowed_networks: tuple[str, ...] = ()
@@ -44,6 +46,7 @@ class DeploySettings:
         """The functions' own settings model, filled from this deployment's values."""
         return Settings(
             shard_count=self.shard_count,
+            scanner_fanout=self.scanner_fanout,
             lookahead_seconds=self.lookahead_seconds,
             retention_days=self.retention_days,
             webhook_allowed_networks=self.webhook_allowed_networks,
@@ -56,6 +59,7 @@ class DeploySettings:
         for key, kind in (
             ("stack_name", str),
             ("shard_count", int),
+            ("scanner_fanout", int),
             ("lookahead_seconds", int),
             ("retention_days", int),
             ("worker_max_concurrency", int),

@@ -52,7 +52,14 @@ class PunctualStack(Stack):
             log_retention_days=settings.log_retention_days,
             removal_policy=removal_policy,
         )
-        SchedulerTick(self, "SchedulerTick", factory=factory, storage=storage, queues=queues)
+        SchedulerTick(
+            self,
+            "SchedulerTick",
+            factory=factory,
+            storage=storage,
+            queues=queues,
+            fanout=settings.scanner_fanout,
+        )
         Workers(
             self,
             "Workers",
@@ -70,6 +77,7 @@ class PunctualStack(Stack):
             dead_letter_queue=queues.dead_letter_queue,
             rest_api=api.rest_api,
             alarm_email=settings.alarm_email,
+            lookahead_seconds=settings.lookahead_seconds,
         )
 
         CfnOutput(self, API_URL_OUTPUT, value=api.rest_api.url, description="Base URL of the Punctual API")

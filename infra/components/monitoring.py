@@ -54,6 +54,7 @@ class Monitoring(Construct):
         dead_letter_queue: sqs.Queue,
         rest_api: apigateway.RestApi,
         alarm_email: str | None,
+        lookahead_seconds: int,
     ) -> None:
         super().__init__(scope, id)
         self._prefix = Stack.of(self).stack_name
@@ -92,6 +93,11 @@ class Monitoring(Construct):
             MINUTE,
         )
 
+        # ApproximateAgeOfOldestMessage counts from the send, and the scanner sends each message up to
+        # the lookahead ahead of its time (DelaySeconds holds it): in normal operation the oldest
+        # message is about lookahead seconds old. Only the age beyond that is the workers' delay, and
+        # they get a minute of it.
+        self.oldest_message_threshold = lookahead_seconds + 60
         gte = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD
         gt = cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
         self.alarms = [
@@ -139,11 +145,12 @@ class Monitoring(Construct):
             self._alarm(
                 "WorkQueueOldestMessageAge",
                 work_queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=MINUTE),
-                threshold=60,
+                threshold=self.oldest_message_threshold,
                 comparison=gt,
                 evaluation_periods=3,
                 datapoints_to_alarm=2,
-                description="A work queue message is older than 60 s: workers are not keeping up.",
+                description="The oldest work queue message is older than lookahead + 60 s "
+                f"({self.oldest_message_threshold} s): workers are falling behind.",
             ),
             self._alarm(
                 "LambdaThrottles",
@@ -284,7 +291,7 @@ class Monitoring(Construct):
                         statistic="Maximum", period=MINUTE
                     ),
                 ],
-                line=60,
+                line=self.oldest_message_threshold,
             ),
         )
         dashboard.add_widgets(

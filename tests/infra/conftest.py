@@ -127,6 +127,8 @@ def unprotected(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
             "stack_name": "PunctualTest",
             "deletion_protection": "false",
             "shard_count": "32",
+            "scanner_fanout": "1",
+            "lookahead_seconds": "120",
             "webhook_allowed_networks": "10.0.0.0/8, 192.168.1.0/24",
             "worker_max_concurrency": "5",
             "log_level": "debug",

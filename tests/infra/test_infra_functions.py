@@ -117,11 +117,36 @@ def test_scanner_runs_every_minute_without_retrying_a_stale_tick(synthesized, te
             "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [scanner, "Arn"]}})],
         },
     )
-    template.has_resource_properties(
-        "AWS::Lambda::EventInvokeConfig",
-        {"FunctionName": {"Ref": scanner}, "MaximumRetryAttempts": 0},
-    )
     assert props["Timeout"] < 60
+
+
+def test_scanner_async_invocations_are_not_retried_and_expire_within_a_tick(synthesized):
+    # Given the scanner's async invocation config: it governs the tick and the fan-out's invocations
+    scanner, _ = synthesized.function("scanner")
+    (config,) = [
+        c["Properties"]
+        for c in synthesized.of_type("AWS::Lambda::EventInvokeConfig").values()
+        if c["Properties"]["FunctionName"] == {"Ref": scanner}
+    ]
+    # Then a missed shard group is left to the next tick, never retried beside it
+    assert config["MaximumRetryAttempts"] == 0
+    assert config["MaximumEventAgeInSeconds"] == 60
+    assert config["Qualifier"] == "$LATEST"
+
+
+def _scanner_fanout(synthesized) -> int:
+    variables = synthesized.function("scanner")[1]["Environment"]["Variables"]
+    return Settings.from_env({k: v for k, v in variables.items() if isinstance(v, str)}).scanner_fanout
+
+
+def test_scanner_fans_out_as_the_context_says(synthesized, unprotected):
+    # cdk.json deploys four shard groups; -c scanner_fanout=1 (the fixture) turns the fan-out off
+    assert _scanner_fanout(synthesized) == 4
+    assert _scanner_fanout(unprotected) == 1
+    # and only the scanner reads it
+    for name in NAMES:
+        if name != "scanner":
+            assert "PUNCTUAL_SCANNER_FANOUT" not in synthesized.function(name)[1]["Environment"]["Variables"]
 
 
 # --- least privilege -------------------------------------------------------------------------
@@ -158,6 +183,42 @@ def test_api_and_scanner_send_to_the_work_queue_and_nothing_more(synthesized, id
         assert {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"} <= _actions_on(
             statements, ids["table"]
         )
+
+
+def _lambda_statements(statements: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def actions(statement: dict[str, Any]) -> list[str]:
+        found = statement["Action"]
+        return [found] if isinstance(found, str) else list(found)
+
+    return [s for s in statements if any(a.startswith("lambda:") for a in actions(s))]
+
+
+def test_scanner_may_invoke_itself_and_no_other_function(synthesized):
+    # Given the fanned-out scanner (cdk.json) and its role's statements
+    scanner, _ = synthesized.function("scanner")
+    (statement,) = _lambda_statements(synthesized.statements_of("scanner"))
+    # Then it may invoke its own unqualified ARN, the one the tick invokes and the handler reuses
+    assert statement["Effect"] == "Allow"
+    assert statement["Action"] == "lambda:InvokeFunction"
+    assert statement["Resource"] == {"Fn::GetAtt": [scanner, "Arn"]}
+    # and no other function may invoke anything
+    for name in NAMES:
+        if name != "scanner":
+            assert _lambda_statements(synthesized.statements_of(name)) == [], name
+
+
+def test_the_tick_starts_only_once_the_scanner_may_fan_out(synthesized):
+    (policy,) = [
+        logical_id
+        for logical_id, p in synthesized.of_type("AWS::IAM::Policy").items()
+        if _lambda_statements(p["Properties"]["PolicyDocument"]["Statement"])
+    ]
+    (rule,) = synthesized.of_type("AWS::Events::Rule").values()
+    assert policy in rule["DependsOn"]
+
+
+def test_scanner_without_fan_out_may_invoke_nothing(unprotected):
+    assert _lambda_statements(unprotected.statements_of("scanner")) == []
 
 
 def test_worker_consumes_and_holds_messages_but_does_not_send(synthesized, ids):

@@ -56,13 +56,18 @@ def test_scanner_errors_and_long_runs_alarm(synthesized):
     assert duration["ComparisonOperator"] == "GreaterThanThreshold"
 
 
-def test_oldest_work_queue_message_over_a_minute_alarms(synthesized):
+def test_work_queue_message_older_than_lookahead_plus_a_minute_alarms(synthesized, unprotected):
+    # Given messages sent up to the lookahead (cdk.json: 90 s) early, aged from their send
     work_queue = synthesized.logical_id("AWS::SQS::Queue", "QueuesWorkQueue")
     alarm = _alarm(synthesized, "WorkQueueOldestMessageAge")
     assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateAgeOfOldestMessage")
     assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [work_queue, "QueueName"]}}]
-    assert alarm["Threshold"] == 60
     assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    # Then a message alarms only a minute past its lookahead, not while its delay holds it
+    assert alarm["Threshold"] == 90 + 60
+    assert "lookahead + 60 s (150 s): workers are falling behind" in alarm["AlarmDescription"]
+    # and the threshold follows the context (-c lookahead_seconds=120 in the fixture)
+    assert _alarm(unprotected, "WorkQueueOldestMessageAge")["Threshold"] == 120 + 60
 
 
 def test_dead_letter_queue_not_empty_alarms(synthesized):

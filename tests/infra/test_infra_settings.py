@@ -10,20 +10,24 @@ from infra.settings import DeploySettings
 def test_cli_strings_are_parsed():
     context = {
         "shard_count": "8",
+        "scanner_fanout": "2",
         "deletion_protection": "false",
         "webhook_allowed_networks": "10.0.0.0/8, 172.16.0.0/12",
         "alarm_email": " ops@example.com ",
     }
     settings = DeploySettings.from_context(context.get)
     assert settings.shard_count == 8
+    assert settings.scanner_fanout == 2
     assert settings.deletion_protection is False
     assert settings.webhook_allowed_networks == ("10.0.0.0/8", "172.16.0.0/12")
     assert settings.alarm_email == "ops@example.com"
 
 
-def test_defaults_protect_the_data_and_send_no_email():
+def test_defaults_protect_the_data_send_no_email_and_fan_the_scanner_out():
     empty: dict[str, str] = {}
     settings = DeploySettings.from_context(empty.get)
+    assert settings.scanner_fanout == 4
+    assert settings.function_settings().scanner_fanout == 4
     assert settings.deletion_protection is True
     assert settings.alarm_email is None
     assert settings.webhook_allowed_networks == ()
@@ -33,6 +37,8 @@ def test_defaults_protect_the_data_and_send_no_email():
     "context",
     [
         {"shard_count": "0"},
+        {"scanner_fanout": "0"},
+        {"scanner_fanout": "1001"},
         {"lookahead_seconds": "2"},
         {"webhook_allowed_networks": "not-a-network"},
         {"deletion_protection": "maybe"},
