@@ -179,10 +179,10 @@ def skip_reason(job: Job | None, marker_or_execution: DueMarker | Execution) -> 
         return "job no longer exists"
     if job.status is JobStatus.CANCELLED:
         return "job cancelled"
+    if job.status is JobStatus.PAUSED:
+        return "job paused"  # nothing runs until resumed, extra runs included
     if marker_or_execution.manual:
         return None
-    if job.status is JobStatus.PAUSED:
-        return "job paused"
     if marker_or_execution.schedule_version != job.schedule_version:
         return "superseded by a change to the job's schedule"
     return None

@@ -23,9 +23,27 @@ def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one stands for (mapped, NAT64, 6to4, Teredo), if any."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    return None
+
+
 def _is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return _is_public(address.ipv4_mapped)
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = _embedded_ipv4(address)
+        if embedded is not None:
+            return _is_public(embedded)
     # is_global excludes private, loopback, link-local, shared (CGNAT), reserved and unspecified ranges.
     return address.is_global and not address.is_multicast
 
@@ -51,7 +69,7 @@ def resolve_checked(host: str, port: int, allowed_networks: Iterable[str], resol
     literal = literal_address(host)
     try:
         addresses = [literal] if literal else resolver(host, port)
-    except OSError as exc:
+    except (OSError, UnicodeError, ValueError) as exc:
         raise AddressRefused(f"cannot resolve {host!r}: {exc}") from exc
     if not addresses:
         raise AddressRefused(f"{host!r} resolves to no address")

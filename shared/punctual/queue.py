@@ -86,7 +86,7 @@ class WorkQueue:
             except ClientError:
                 response = {"Failed": [{"Id": entry_id} for entry_id in batch]}
             batch = {f["Id"]: batch[f["Id"]] for f in response.get("Failed", [])}
-            if not batch:
+            if not batch or attempt == attempts - 1:
                 break
             time.sleep(min(0.05 * 2**attempt, 0.5))
         return [item for item, _ in batch.values()]

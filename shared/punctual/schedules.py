@@ -177,10 +177,12 @@ def _cron_runs(schedule: CronSchedule, after: datetime) -> Iterator[datetime]:
     start = after if schedule.start_at is None else max(after, schedule.start_at)
     zone = ZoneInfo(schedule.timezone)
     # cronsim yields times strictly after its start, at whole seconds: start a second early so that a
-    # run exactly at `start` is included.
-    begin = (start - timedelta(seconds=1)).astimezone(zone)
-    if begin.microsecond:
-        begin = begin.replace(microsecond=0) + timedelta(seconds=1)
+    # run exactly at `start` is included. Round in UTC: local wall-clock arithmetic across a fall-back
+    # hour would jump an hour.
+    begin_utc = start - timedelta(seconds=1)
+    if begin_utc.microsecond:
+        begin_utc = begin_utc.replace(microsecond=0) + timedelta(seconds=1)
+    begin = begin_utc.astimezone(zone)
     tz_for_cronsim = UTC if schedule.timezone == "UTC" else zone
     seen_last: datetime | None = None
     for local in CronSim(schedule.expression, begin.replace(tzinfo=tz_for_cronsim)):

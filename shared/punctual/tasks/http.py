@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
 import ssl
 from typing import Any, Literal
@@ -19,6 +20,7 @@ from punctual.timefmt import to_rfc3339
 RESPONSE_PREVIEW_BYTES = 64 * 1024
 _RETRYABLE_STATUS = {408, 429}
 _RESERVED_HEADERS = {"host", "content-length", "transfer-encoding", "connection"}
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
 class HttpParams(BaseModel):
@@ -39,10 +41,16 @@ class HttpParams(BaseModel):
     @classmethod
     def _headers_allowed(cls, value: dict[str, str]) -> dict[str, str]:
         for name, header_value in value.items():
+            if not _TOKEN.fullmatch(name):
+                raise ValueError(f"header name {name!r} is not a valid HTTP token")
             if name.lower() in _RESERVED_HEADERS or name.lower().startswith("x-punctual-"):
                 raise ValueError(f"header {name!r} is set by Punctual")
-            if any(c in name + header_value for c in "\r\n") or not name.strip():
-                raise ValueError(f"header {name!r} is malformed")
+            if any(c in header_value for c in "\r\n\0"):
+                raise ValueError(f"header {name!r} has a line break in its value")
+            try:
+                header_value.encode("latin-1")
+            except UnicodeEncodeError:
+                raise ValueError(f"header {name!r} has characters HTTP cannot carry (latin-1 only)") from None
         return value
 
 
@@ -99,18 +107,22 @@ class HttpTask:
         path = parts.path or "/"
         if parts.query:
             path += "?" + parts.query
-        headers = {
-            "User-Agent": "Punctual/1",
-            **params.headers,
-            "X-Punctual-Job-Id": context.job_id,
-            "X-Punctual-Execution-Id": context.execution_id,
-            "X-Punctual-Scheduled-At": to_rfc3339(context.scheduled_at),
-            "X-Punctual-Attempt": str(context.attempt),
-        }
-        body: bytes | None = None
-        if params.body is not None:
-            body = json.dumps(params.body).encode()
-            headers.setdefault("Content-Type", "application/json")
+        body: bytes | None = None if params.body is None else json.dumps(params.body).encode()
+        # Defaults first; a user's header replaces a default whatever its case.
+        headers = {"User-Agent": "Punctual/1"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        given = {name.lower() for name in params.headers}
+        headers = {name: value for name, value in headers.items() if name.lower() not in given}
+        headers.update(params.headers)
+        headers.update(
+            {
+                "X-Punctual-Job-Id": context.job_id,
+                "X-Punctual-Execution-Id": context.execution_id,
+                "X-Punctual-Scheduled-At": to_rfc3339(context.scheduled_at),
+                "X-Punctual-Attempt": str(context.attempt),
+            }
+        )
         connection_type = _PinnedHTTPSConnection if parts.scheme == "https" else _PinnedHTTPConnection
         connection = connection_type(host, addresses[0], port, timeout)
         try:

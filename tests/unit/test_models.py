@@ -1,0 +1,333 @@
+"""Domain rules: retry backoff, skipping stale work, completing jobs, first and next runs, ids."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from punctual.models import (
+    SCHEDULE_ADAPTER,
+    DueMarker,
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobStatus,
+    RetryPolicy,
+    TaskSpec,
+    anchor_for,
+    completes_job,
+    execution_id_for,
+    first_run,
+    next_after,
+    skip_reason,
+)
+
+NOW = datetime(2026, 12, 1, 9, 0, 0, tzinfo=UTC)
+
+
+def schedule(payload: dict[str, Any]) -> Any:
+    return SCHEDULE_ADAPTER.validate_python(payload)
+
+
+def job(schedule_payload: dict[str, Any] | None = None, **changes: Any) -> Job:
+    sched = schedule(schedule_payload or {"type": "cron", "expression": "0 * * * *"})
+    base = Job(
+        id="job1",
+        owner="alice",
+        name="hourly",
+        status=JobStatus.ACTIVE,
+        task=TaskSpec(type="noop"),
+        schedule=sched,
+        retry=RetryPolicy(),
+        timeout_seconds=60,
+        created_at=NOW,
+        updated_at=NOW,
+        schedule_version=3,
+        anchor_at=anchor_for(sched, NOW),
+    )
+    return replace(base, **changes)
+
+
+def execution(**changes: Any) -> Execution:
+    base = Execution(
+        id="job1.exec",
+        job_id="job1",
+        owner="alice",
+        scheduled_at=NOW,
+        status=ExecutionStatus.QUEUED,
+        schedule_version=3,
+    )
+    return replace(base, **changes)
+
+
+def marker(**changes: Any) -> DueMarker:
+    base = DueMarker(job_id="job1", execution_id="job1.exec", scheduled_at=NOW, schedule_version=3)
+    return replace(base, **changes)
+
+
+# --- RetryPolicy ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("policy", "attempt", "ceiling"),
+    [
+        (RetryPolicy(backoff_seconds=2, max_backoff_seconds=300), 1, 2),
+        (RetryPolicy(backoff_seconds=2, max_backoff_seconds=300), 2, 4),
+        (RetryPolicy(backoff_seconds=2, max_backoff_seconds=300), 5, 32),
+        (RetryPolicy(backoff_seconds=2, max_backoff_seconds=300), 9, 300),  # 512 capped
+        (RetryPolicy(backoff_seconds=10, max_backoff_seconds=15), 2, 15),
+        (RetryPolicy(backoff_seconds=0, max_backoff_seconds=300), 4, 0),
+    ],
+)
+def test_retry_delay_spans_half_to_all_of_the_capped_exponential_ceiling(
+    policy: RetryPolicy, attempt: int, ceiling: float
+) -> None:
+    # Given a random source at its extremes / When the delay after a failed attempt is drawn
+    lowest = policy.delay_after(attempt, _FixedRandom(0.0))
+    highest = policy.delay_after(attempt, _FixedRandom(0.999999999))
+
+    # Then it goes from half the ceiling (fixed part) to the ceiling (all jitter)
+    assert lowest == pytest.approx(ceiling / 2)
+    assert highest == pytest.approx(ceiling)
+
+
+class _FixedRandom(random.Random):
+    def __init__(self, value: float) -> None:
+        super().__init__()
+        self.value = value
+
+    def random(self) -> float:
+        return self.value
+
+
+@settings(max_examples=300)
+@given(
+    backoff=st.floats(0, 3600),
+    cap=st.floats(0, 12 * 3600),
+    attempt=st.integers(1, 64),
+    seed=st.integers(0, 2**32),
+)
+def test_retry_delay_is_bounded_by_the_capped_exponential_ceiling(
+    backoff: float, cap: float, attempt: int, seed: int
+) -> None:
+    # Given any valid policy, any failed attempt and any random source
+    policy = RetryPolicy(max_attempts=10, backoff_seconds=backoff, max_backoff_seconds=cap)
+    ceiling = min(cap, backoff * 2 ** (attempt - 1))
+
+    # When the delay is drawn
+    delay = policy.delay_after(attempt, random.Random(seed))
+
+    # Then it lies in [ceiling/2, ceiling], and the same seed draws the same delay
+    assert ceiling / 2 <= delay <= ceiling
+    assert policy.delay_after(attempt, random.Random(seed)) == delay
+
+
+def test_retry_delays_are_jittered_not_identical() -> None:
+    # Equal jitter exists so that many executions failing together do not retry in lockstep.
+    policy = RetryPolicy(backoff_seconds=10, max_backoff_seconds=300)
+    rng = random.Random(7)
+    assert len({policy.delay_after(3, rng) for _ in range(20)}) > 10
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("max_attempts", 0), ("max_attempts", 11), ("backoff_seconds", -1), ("max_backoff_seconds", 43201)],
+)
+def test_retry_policy_out_of_range_is_refused_naming_the_field(field: str, value: float) -> None:
+    with pytest.raises(ValidationError) as caught:
+        RetryPolicy.model_validate({field: value})
+    assert caught.value.errors()[0]["loc"] == (field,)
+
+
+def test_retry_policy_refuses_unknown_fields() -> None:
+    with pytest.raises(ValidationError) as caught:
+        RetryPolicy.model_validate({"max_attempts": 3, "jitter": "full"})
+    assert caught.value.errors()[0]["loc"] == ("jitter",)
+
+
+# --- skip_reason ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("record", [marker, execution], ids=["marker", "execution"])
+@pytest.mark.parametrize(
+    ("the_job", "record_changes", "reason_part"),
+    [
+        pytest.param(None, {}, "no longer exists", id="job-deleted"),
+        pytest.param(job(status=JobStatus.CANCELLED), {}, "cancelled", id="cancelled"),
+        pytest.param(job(status=JobStatus.CANCELLED), {"manual": True}, "cancelled", id="cancelled-manual"),
+        pytest.param(job(status=JobStatus.PAUSED), {}, "paused", id="paused"),
+        pytest.param(job(), {"schedule_version": 2}, "superseded", id="older-schedule-version"),
+        pytest.param(job(), {"schedule_version": 2, "manual": True}, None, id="manual-ignores-version"),
+        pytest.param(job(), {}, None, id="active-current"),
+        pytest.param(job(status=JobStatus.COMPLETED), {"manual": True}, None, id="completed-manual"),
+    ],
+)
+def test_skip_reason(
+    the_job: Job | None, record_changes: dict[str, Any], reason_part: str | None, record: Any
+) -> None:
+    # Given a job (or none) and a marker or execution of it / When asked whether it may run
+    reason = skip_reason(the_job, record(**record_changes))
+
+    # Then it runs (None) or is skipped for the stated reason
+    if reason_part is None:
+        assert reason is None
+    else:
+        assert reason is not None and reason_part in reason
+
+
+@pytest.mark.parametrize("record", [marker, execution], ids=["marker", "execution"])
+def test_manual_run_requested_before_a_pause_does_not_run_while_paused(record: Any) -> None:
+    # Given a manual run queued, then the job paused
+    paused = job(status=JobStatus.PAUSED, schedule_version=4)
+
+    # When the worker checks it / Then it is skipped: nothing runs until resumed
+    assert skip_reason(paused, record(manual=True)) is not None
+
+
+# --- completes_job --------------------------------------------------------------------------------
+
+ONE_TIME = {"type": "at", "at": "2026-12-01T10:00:00Z"}
+
+
+@pytest.mark.parametrize(
+    ("the_job", "the_execution", "completes"),
+    [
+        pytest.param(job(ONE_TIME), execution(), True, id="one-time-scheduled"),
+        pytest.param(job({"type": "now"}), execution(status=ExecutionStatus.FAILED), True, id="now-failed"),
+        pytest.param(job(ONE_TIME), execution(manual=True), False, id="one-time-manual"),
+        pytest.param(job(), execution(), False, id="recurring-not-final"),
+        pytest.param(job(final_execution_id="job1.exec"), execution(), True, id="recurring-final"),
+        pytest.param(job(final_execution_id="job1.other"), execution(), False, id="recurring-other-final"),
+        pytest.param(
+            job(final_execution_id="job1.exec"), execution(manual=True), False, id="recurring-final-id-manual"
+        ),
+    ],
+)
+def test_completes_job(the_job: Job, the_execution: Execution, completes: bool) -> None:
+    assert completes_job(the_job, the_execution) is completes
+
+
+# --- first_run / next_after -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("schedule_payload", "expected"),
+    [
+        pytest.param({"type": "now"}, NOW, id="now"),
+        pytest.param({"type": "at", "at": "2026-12-01T10:00:00+01:00"}, NOW, id="at-is-now"),
+        pytest.param(
+            {"type": "at", "at": "2026-12-24T18:00:00Z"},
+            datetime(2026, 12, 24, 18, tzinfo=UTC),
+            id="at-future",
+        ),
+        pytest.param({"type": "at", "at": "2026-12-01T08:58:00Z"}, NOW, id="at-just-past-runs-now"),
+        pytest.param(
+            {"type": "cron", "expression": "30 10 * * *", "timezone": "Europe/Paris"},
+            datetime(2026, 12, 1, 9, 30, tzinfo=UTC),
+            id="cron-in-zone",
+        ),
+        pytest.param({"type": "cron", "expression": "0 9 * * *"}, NOW, id="cron-due-exactly-now"),
+        pytest.param(
+            {"type": "rate", "every_seconds": 600}, NOW + timedelta(minutes=10), id="rate-one-period-on"
+        ),
+        pytest.param(
+            {"type": "rate", "every_seconds": 3600, "start_at": "2026-12-01T06:30:00Z"},
+            datetime(2026, 12, 1, 9, 30, tzinfo=UTC),
+            id="rate-past-start-stays-on-grid",
+        ),
+        pytest.param(
+            {"type": "cron", "expression": "0 * * * *", "end_at": "2026-11-30T00:00:00Z"},
+            None,
+            id="cron-ended",
+        ),
+        pytest.param(
+            {"type": "rate", "every_seconds": 3600, "end_at": "2026-12-01T09:30:00Z"},
+            None,
+            id="rate-ends-first",
+        ),
+    ],
+)
+def test_first_run(schedule_payload: dict[str, Any], expected: datetime | None) -> None:
+    # Given a schedule created (or resumed) at NOW / When its first run is computed
+    sched = schedule(schedule_payload)
+    result = first_run(sched, NOW, anchor_for(sched, NOW))
+
+    # Then it is the expected instant, never before NOW, or None when nothing is left
+    assert result == expected
+    assert result is None or result >= NOW
+
+
+@pytest.mark.parametrize(
+    ("schedule_payload", "scheduled_at", "expected"),
+    [
+        pytest.param({"type": "now"}, NOW, None, id="now-has-no-next"),
+        pytest.param(ONE_TIME, NOW, None, id="at-has-no-next"),
+        pytest.param(
+            {"type": "cron", "expression": "0 * * * *"},
+            NOW,
+            NOW + timedelta(hours=1),
+            id="cron-strictly-after",
+        ),
+        pytest.param(
+            {"type": "rate", "every_seconds": 600},
+            NOW + timedelta(minutes=10),
+            NOW + timedelta(minutes=20),
+            id="rate-next-period",
+        ),
+        pytest.param(
+            {"type": "cron", "expression": "0 * * * *", "end_at": "2026-12-01T09:30:00Z"},
+            NOW,
+            None,
+            id="cron-ended",
+        ),
+    ],
+)
+def test_next_after(
+    schedule_payload: dict[str, Any], scheduled_at: datetime, expected: datetime | None
+) -> None:
+    assert next_after(job(schedule_payload), scheduled_at) == expected
+
+
+def test_next_after_a_rate_run_stays_on_the_anchor_grid_even_if_asked_late() -> None:
+    # Given an every-10-minutes job anchored at 09:10 / When the 09:30 run's successor is asked
+    the_job = job({"type": "rate", "every_seconds": 600})
+    assert the_job.anchor_at == NOW + timedelta(minutes=10)
+
+    # Then it is 09:40, a grid point, not 09:30 + anything else
+    assert next_after(the_job, NOW + timedelta(minutes=30)) == NOW + timedelta(minutes=40)
+
+
+# --- execution ids --------------------------------------------------------------------------------
+
+
+def test_execution_id_is_deterministic_per_job_instant_and_version() -> None:
+    # The same occurrence materialised twice (a scanner retry) must be one execution.
+    a = execution_id_for("job1", NOW, 3)
+    assert execution_id_for("job1", NOW, 3) == a
+    assert execution_id_for("job1", NOW + timedelta(milliseconds=1), 3) != a
+    assert execution_id_for("job1", NOW, 4) != a
+    assert execution_id_for("job2", NOW, 3) != a
+
+
+@given(
+    instant=st.datetimes(
+        min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+    ),
+    version=st.integers(1, 10**6),
+)
+def test_execution_id_ignores_sub_millisecond_parts_and_zone(instant: datetime, version: int) -> None:
+    # Given the same instant stored at millisecond precision, or written in another zone
+    truncated = instant.replace(microsecond=instant.microsecond // 1000 * 1000)
+    elsewhere = instant.astimezone(ZoneInfo("Asia/Kolkata"))
+
+    # Then the execution id is the same
+    assert execution_id_for("j", instant, version) == execution_id_for("j", truncated, version)
+    assert execution_id_for("j", instant, version) == execution_id_for("j", elsewhere, version)
