@@ -193,3 +193,20 @@ def test_dead_lettered_messages_fail_their_execution(world: World) -> None:
     assert execution["status"] == "FAILED"
     assert "dead-letter" in execution["error"]
     assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_execution_history_expires_after_the_retention(world: World) -> None:
+    # Given a finished execution
+    job = world.create({"type": "now"})
+    world.run_for(5)
+    # Then its record carries a TTL of the retention (30 days) after its scheduled time
+    [item] = [
+        i
+        for i in world.dynamodb_client.scan(TableName=world.punctual.settings.table_name)["Items"]
+        if i["sk"]["S"].startswith("EXEC#")
+    ]
+    scheduled = parse_rfc3339(world.executions(job["id"])[0]["scheduled_at"])
+    retention = timedelta(days=world.punctual.settings.retention_days)
+    assert int(item["expires_at"]["N"]) == int((scheduled + retention).timestamp())
+    described = world.dynamodb_client.describe_time_to_live(TableName=world.punctual.settings.table_name)
+    assert described["TimeToLiveDescription"]["AttributeName"] == "expires_at"
