@@ -14,8 +14,9 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The local stack; options through LOCAL_ARGS, e.g. make run LOCAL_ARGS="--tick-seconds 5 --reset"
 run: $(STAMP)
-	$(BIN)/punctual local
+	$(BIN)/punctual local $(LOCAL_ARGS)
 
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py

@@ -5,6 +5,7 @@ that are due at the same instant.
 """
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import (
@@ -21,6 +22,9 @@ from punctual.queue import WorkItem
 from punctual.worker import Outcome
 
 # A batch whose records all wait (retries, early messages) is not a function error.
+# One thread per record of a batch (the event source mapping's batch size): asyncio's default pool
+# has fewer threads than that on a small Lambda, which would run slow tasks in waves.
+_THREADS = ThreadPoolExecutor(max_workers=10)
 processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
@@ -35,7 +39,7 @@ def handle_record(record: SQSRecord) -> None:
 
 
 async def record_handler(record: SQSRecord) -> None:
-    await asyncio.to_thread(handle_record, record)
+    await asyncio.get_running_loop().run_in_executor(_THREADS, handle_record, record)
 
 
 @logger.inject_lambda_context

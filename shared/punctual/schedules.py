@@ -57,13 +57,13 @@ class _Schedule(BaseModel):
 class NowSchedule(_Schedule):
     """Run as soon as possible."""
 
-    type: Literal["now"] = "now"
+    type: Literal["now"]
 
 
 class AtSchedule(_Schedule):
     """Run once, at an instant."""
 
-    type: Literal["at"] = "at"
+    type: Literal["at"]
     at: Instant
 
 
@@ -81,7 +81,7 @@ class _Windowed(_Schedule):
 class CronSchedule(_Windowed):
     """Five-field cron in an IANA time zone (default UTC)."""
 
-    type: Literal["cron"] = "cron"
+    type: Literal["cron"]
     expression: str = Field(min_length=9, max_length=200)
     timezone: str = "UTC"
 
@@ -110,7 +110,7 @@ class CronSchedule(_Windowed):
 class RateSchedule(_Windowed):
     """Every N seconds (N >= 60), from start_at or, without it, from one period after creation."""
 
-    type: Literal["rate"] = "rate"
+    type: Literal["rate"]
     every_seconds: int = Field(ge=MIN_RATE_SECONDS, le=MAX_RATE_SECONDS)
 
 

@@ -35,7 +35,7 @@ def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second:
 
 
 def cron(expression: str, timezone: str = "UTC", **window: Any) -> CronSchedule:
-    return CronSchedule(expression=expression, timezone=timezone, **window)
+    return CronSchedule(type="cron", expression=expression, timezone=timezone, **window)
 
 
 def first(schedule: Any, after: datetime, count: int, anchor: datetime | None = None) -> list[datetime]:
@@ -166,13 +166,13 @@ def test_at_with_offset_is_stored_as_the_same_instant_in_utc() -> None:
 
 @pytest.mark.parametrize("after", [utc(2026, 1, 1), utc(2026, 12, 1, 9), utc(2027, 6, 1)])
 def test_at_schedule_yields_its_instant_once_whatever_after_is(after: datetime) -> None:
-    schedule = AtSchedule.model_validate({"at": "2026-12-01T10:00:00+01:00"})
+    schedule = AtSchedule.model_validate({"type": "at", "at": "2026-12-01T10:00:00+01:00"})
     assert list(occurrences(schedule, after)) == [utc(2026, 12, 1, 9)]
 
 
 def test_now_schedule_yields_after_once() -> None:
     after = utc(2026, 3, 4, 5, 6, 7)
-    assert list(occurrences(NowSchedule(), after)) == [after]
+    assert list(occurrences(NowSchedule(type="now"), after)) == [after]
 
 
 # --- cron: fixed examples -------------------------------------------------------------------------
@@ -615,13 +615,15 @@ def test_cron_resumed_from_any_instant_continues_the_same_sequence(
 
 
 def test_rate_anchor_is_start_at_when_given() -> None:
-    schedule = RateSchedule.model_validate({"every_seconds": 3600, "start_at": "2026-12-01T09:00:00Z"})
+    schedule = RateSchedule.model_validate(
+        {"type": "rate", "every_seconds": 3600, "start_at": "2026-12-01T09:00:00Z"}
+    )
     assert rate_anchor(schedule, utc(2026, 11, 1)) == utc(2026, 12, 1, 9)
 
 
 def test_rate_without_start_at_first_runs_one_period_after_creation() -> None:
     # Given a 5-minute rate created at 09:00:10Z
-    schedule = RateSchedule(every_seconds=300)
+    schedule = RateSchedule(type="rate", every_seconds=300)
     created = utc(2026, 12, 1, 9, 0, 10)
     anchor = rate_anchor(schedule, created)
 
@@ -632,7 +634,9 @@ def test_rate_without_start_at_first_runs_one_period_after_creation() -> None:
 
 def test_rate_runs_stay_on_the_anchor_grid_when_asked_late() -> None:
     # Given an hourly rate anchored at 09:00:00Z, asked at 12:34Z
-    schedule = RateSchedule.model_validate({"every_seconds": 3600, "start_at": "2026-12-01T09:00:00Z"})
+    schedule = RateSchedule.model_validate(
+        {"type": "rate", "every_seconds": 3600, "start_at": "2026-12-01T09:00:00Z"}
+    )
     anchor = rate_anchor(schedule, utc(2026, 11, 1))
 
     # Then the next runs are 13:00Z, 14:00Z (not 13:34Z)
@@ -645,14 +649,21 @@ def test_rate_runs_stay_on_the_anchor_grid_when_asked_late() -> None:
 
 
 def test_rate_with_start_at_in_future_first_runs_at_start_at() -> None:
-    schedule = RateSchedule.model_validate({"every_seconds": 600, "start_at": "2026-12-01T09:00:00+01:00"})
+    schedule = RateSchedule.model_validate(
+        {"type": "rate", "every_seconds": 600, "start_at": "2026-12-01T09:00:00+01:00"}
+    )
     anchor = rate_anchor(schedule, utc(2026, 11, 30))
     assert next_run(schedule, utc(2026, 11, 30), anchor) == utc(2026, 12, 1, 8)
 
 
 def test_rate_stops_after_end_at() -> None:
     schedule = RateSchedule.model_validate(
-        {"every_seconds": 3600, "start_at": "2026-12-01T09:00:00Z", "end_at": "2026-12-01T11:30:00Z"}
+        {
+            "type": "rate",
+            "every_seconds": 3600,
+            "start_at": "2026-12-01T09:00:00Z",
+            "end_at": "2026-12-01T11:30:00Z",
+        }
     )
     anchor = rate_anchor(schedule, utc(2026, 11, 1))
     assert list(occurrences(schedule, utc(2026, 12, 1), anchor)) == [utc(2026, 12, 1, h) for h in (9, 10, 11)]
@@ -667,7 +678,7 @@ def test_rate_stops_after_end_at() -> None:
 )
 def test_rate_runs_are_the_anchor_grid_points_from_after(every: int, anchor: datetime, lag_ms: int) -> None:
     # Given a rate anchored somewhere, asked from any instant before or after the anchor
-    schedule = RateSchedule(every_seconds=every)
+    schedule = RateSchedule(type="rate", every_seconds=every)
     period = timedelta(seconds=every)
     after = anchor + timedelta(milliseconds=lag_ms)
 
@@ -696,5 +707,5 @@ def test_preview_stops_early_when_the_schedule_ends() -> None:
 
 
 def test_preview_of_a_one_time_schedule_is_its_single_instant() -> None:
-    schedule = AtSchedule.model_validate({"at": "2026-12-01T10:00:00Z"})
+    schedule = AtSchedule.model_validate({"type": "at", "at": "2026-12-01T10:00:00Z"})
     assert preview(schedule, utc(2026, 11, 1), 5) == [utc(2026, 12, 1, 10)]

@@ -1,0 +1,201 @@
+"""The local stack's HTTP front end: what API Gateway does in front of the API function.
+
+Each request is authenticated by its bearer token (API.md: `PUNCTUAL_LOCAL_TOKENS`), turned into a
+REST API proxy event with the token's owner where IAM authorization puts the caller, and handed to
+the API handler; its answer becomes the HTTP response.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import json
+import time
+from collections.abc import Callable, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+from punctual.lambda_events import api_gateway_event
+from punctual.observability import logger
+
+DEFAULT_TOKENS = {"local": "local"}
+# Answered without a token, as the contract lets anyone check liveness and read the API's document.
+PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
+MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's payload limit
+_HOP_BY_HOP = frozenset({"connection", "content-length", "transfer-encoding", "keep-alive"})
+
+Invoke = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def parse_tokens(spec: str | None) -> dict[str, str]:
+    """`token=owner,token2=owner2` -> {token: owner}; unset or blank means the single token `local`."""
+    if spec is None or not spec.strip():
+        return dict(DEFAULT_TOKENS)
+    tokens: dict[str, str] = {}
+    for entry in spec.split(","):
+        if not entry.strip():
+            continue
+        token, separator, owner = (part.strip() for part in entry.partition("="))
+        if not separator or not token or not owner:
+            raise ValueError(f"PUNCTUAL_LOCAL_TOKENS: {entry.strip()!r} is not token=owner")
+        if tokens.get(token, owner) != owner:
+            raise ValueError(f"PUNCTUAL_LOCAL_TOKENS: token {token!r} is given to two owners")
+        tokens[token] = owner
+    if not tokens:
+        raise ValueError("PUNCTUAL_LOCAL_TOKENS names no token")
+    return tokens
+
+
+class _BadRequest(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ApiServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(
+        self, address: tuple[str, int], invoke: Invoke, tokens: Mapping[str, str], *, access_log: bool
+    ) -> None:
+        self.invoke = invoke
+        self.tokens = dict(tokens)
+        self.access_log = access_log
+        self.stopping = False
+        super().__init__(address, _Handler)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def owner_for(self, authorization: str | None) -> str | None:
+        """The owner of a `Bearer <token>` header; None when it is missing or unknown."""
+        scheme, _, token = (authorization or "").strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            return None
+        found = None
+        for known, owner in self.tokens.items():  # compare them all, in constant time
+            if hmac.compare_digest(known.encode(), token.encode()):
+                found = owner
+        return found
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ApiServer
+    protocol_version = "HTTP/1.1"
+    server_version = "PunctualLocal/1"
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = do_GET
+
+    def _handle(self) -> None:
+        started = time.monotonic()
+        status = self._answer()
+        if self.server.access_log:
+            logger.info(
+                "request",
+                extra={
+                    "method": self.command,
+                    "path": self.path,
+                    "status": status,
+                    "ms": round((time.monotonic() - started) * 1000),
+                },
+            )
+
+    def _answer(self) -> int:
+        parts = urlsplit(self.path)
+        path = parts.path or "/"  # REST APIs pass the path still percent-encoded
+        try:
+            body = self._read_body()
+        except _BadRequest as exc:
+            self.close_connection = True
+            return self._send_json(exc.status, {"message": str(exc)})
+        if self.server.stopping:
+            return self._send_json(503, {"message": "the local stack is stopping"})
+        owner = self.server.owner_for(self.headers.get("Authorization"))
+        if owner is None and not (self.command in ("GET", "HEAD") and path in PUBLIC_PATHS):
+            message = "unknown bearer token" if self.headers.get("Authorization") else "missing bearer token"
+            return self._send_json(
+                401,
+                {"message": f"{message}: send Authorization: Bearer <token>"},
+                {"WWW-Authenticate": 'Bearer realm="punctual"'},
+            )
+        # Credentials stop here, as API Gateway's IAM authorization keeps them from the function.
+        headers = {k: v for k, v in self.headers.items() if k.lower() != "authorization"}
+        method = "GET" if self.command == "HEAD" else self.command
+        event = api_gateway_event(method, path, owner=owner, query=parts.query, headers=headers, body=body)
+        try:
+            response = self.server.invoke(event)
+        except Exception:
+            logger.exception("API handler failed", extra={"method": self.command, "path": path})
+            return self._send_json(502, {"message": "Internal server error"})
+        return self._send_proxy_response(response)
+
+    def _read_body(self) -> bytes | None:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            return self._read_chunked()
+        length_header = self.headers.get("Content-Length")
+        if length_header is None:
+            return None
+        try:
+            length = int(length_header)
+        except ValueError:
+            raise _BadRequest(400, "Content-Length is not a number") from None
+        if length < 0:
+            raise _BadRequest(400, "Content-Length is negative")
+        if length > MAX_BODY_BYTES:
+            raise _BadRequest(413, f"request body over {MAX_BODY_BYTES} bytes")
+        return self.rfile.read(length) if length else None
+
+    def _read_chunked(self) -> bytes | None:
+        data = bytearray()
+        while True:
+            line = self.rfile.readline(1024).split(b";", 1)[0].strip()
+            try:
+                size = int(line, 16)
+            except ValueError:
+                raise _BadRequest(400, "malformed chunked body") from None
+            if size == 0:
+                while self.rfile.readline(1024).strip():  # trailers
+                    pass
+                return bytes(data) or None
+            if len(data) + size > MAX_BODY_BYTES:
+                raise _BadRequest(413, f"request body over {MAX_BODY_BYTES} bytes")
+            data += self.rfile.read(size)
+            self.rfile.readline(1024)
+
+    def _send_proxy_response(self, response: dict[str, Any]) -> int:
+        status = int(response.get("statusCode") or 502)
+        raw = response.get("body") or ""
+        data = base64.b64decode(raw) if response.get("isBase64Encoded") else str(raw).encode()
+        headers: dict[str, list[str]] = {k: [str(v)] for k, v in (response.get("headers") or {}).items()}
+        for name, values in (response.get("multiValueHeaders") or {}).items():
+            headers[name] = [str(v) for v in values]
+        self._send(status, data, headers)
+        return status
+
+    def _send_json(self, status: int, body: Any, headers: Mapping[str, str] | None = None) -> int:
+        all_headers = {"Content-Type": ["application/json"], **{k: [v] for k, v in (headers or {}).items()}}
+        self._send(status, json.dumps(body).encode(), all_headers)
+        return status
+
+    def _send(self, status: int, data: bytes, headers: Mapping[str, list[str]]) -> None:
+        self.send_response(status)
+        for name, values in headers.items():
+            if name.lower() not in _HOP_BY_HOP:
+                for value in values:
+                    self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Requests are logged by _handle (with --verbose), not on stderr."""

@@ -1,0 +1,352 @@
+"""All of Punctual in one process: moto, the handlers, and what AWS does between them.
+
+    moto server (DynamoDB + SQS, on 127.0.0.1)   <- table and queues from resources.py
+    HTTP front end (API Gateway)                  -> API handler
+    ticker (EventBridge rule)                     -> scanner handler, each minute or --tick-seconds
+    poller pools (SQS event source mappings)      -> worker handler, dead-letter handler
+    snapshots (<data dir>/table.json)             <- the table, whenever it changed
+
+The handlers are the Lambda handlers of functions/, called with the events AWS would send.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from punctual import provision, resources, wiring
+from punctual.config import Settings
+from punctual.esm import Handler
+from punctual.lambda_events import FakeLambdaContext
+from punctual.local.persistence import DataDirLock, TableSnapshots, recover
+from punctual.local.pollers import PollerPool, load_handler
+from punctual.local.server import ApiServer
+from punctual.observability import logger
+
+REGION = "us-east-1"
+ACCOUNT = "000000000000"
+HOST = "127.0.0.1"
+# Fewer shards than on AWS: the scanner queries every shard of every due minute on each tick, and
+# moto scans the whole table per query. Markers keep their shard, so this must not change between runs.
+LOCAL_SHARD_COUNT = 4
+# The webhooks a developer points at locally run on this machine.
+LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
+AUTOSAVE_SECONDS = 2.0
+STOP_GRACE_SECONDS = 3.0
+_CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=64)
+
+
+class StackError(Exception):
+    """The stack cannot start; the message says why and what to do."""
+
+
+@dataclass
+class Options:
+    port: int = 8765
+    data_dir: Path = Path(".punctual")
+    tick_seconds: int = 60
+    moto_port: int = 0
+    concurrency: int = 16
+    tokens: dict[str, str] = field(default_factory=lambda: {"local": "local"})
+    reset: bool = False
+    json_logs: bool = False
+    verbose: bool = False
+
+
+def lookahead_for(tick_seconds: int) -> int:
+    """How far ahead a tick enqueues: past the next tick, with room for SQS's whole-second delays."""
+    if tick_seconds >= 60:
+        return Settings.model_fields["lookahead_seconds"].default
+    return max(5, 2 * tick_seconds)
+
+
+def source_root() -> Path:
+    """The checkout holding functions/ (the handlers), which is not part of the installed package."""
+    import punctual
+
+    for root in (Path(punctual.__file__).resolve().parents[2], Path.cwd()):
+        if (root / "functions" / "__init__.py").is_file():
+            return root
+    raise StackError("the Lambda handlers (functions/) were not found: run from a Punctual source checkout")
+
+
+class LocalStack:
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.stop_requested = threading.Event()
+        self.lingering = 0  # handler invocations still running when the stack stopped
+        self._threads: list[threading.Thread] = []
+        self._lock = DataDirLock(options.data_dir)
+        self._api: ApiServer | None = None
+        self._moto: Any = None
+        self._pools: list[PollerPool] = []
+        self._snapshots: TableSnapshots | None = None
+        self._started = time.monotonic()
+
+    # ------------------------------------------------------------------ start
+    def start(self) -> None:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> None:
+        options = self.options
+        options.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock.acquire()
+        root = str(source_root())
+        if root not in sys.path:
+            sys.path.insert(0, root)
+
+        api_handler = load_handler(resources.FUNCTIONS["api"], fresh=False)
+        scanner = load_handler(resources.FUNCTIONS["scanner"], fresh=False)
+        # Bound before anything starts: a port in use is the likeliest reason not to start.
+        self._api = self._bind_api(api_handler)
+        moto_url = self._start_moto()
+
+        session = boto3.session.Session(
+            aws_access_key_id="local", aws_secret_access_key="local", region_name=REGION
+        )
+        dynamodb_client = session.client("dynamodb", endpoint_url=moto_url, config=_CLIENT_CONFIG)
+        sqs = session.client("sqs", endpoint_url=moto_url, config=_CLIENT_CONFIG)
+        dynamodb = session.resource("dynamodb", endpoint_url=moto_url, config=_CLIENT_CONFIG)
+        provisioned = provision.create_all(dynamodb_client, sqs)
+
+        snapshots = TableSnapshots(options.data_dir, dynamodb_client, provisioned.table_name)
+        snapshots.watch(dynamodb.meta.client)
+        if options.reset:
+            snapshots.clear()
+        restored = snapshots.restore()
+        self._snapshots = snapshots
+
+        settings = Settings(
+            table_name=provisioned.table_name,
+            queue_url=provisioned.queue_url,
+            dlq_url=provisioned.dlq_url,
+            endpoint_url=moto_url,
+            region=REGION,
+            shard_count=LOCAL_SHARD_COUNT,
+            tick_seconds=options.tick_seconds,
+            lookahead_seconds=lookahead_for(options.tick_seconds),
+            webhook_allowed_networks=LOOPBACK_NETWORKS,
+        )
+        punctual = wiring.build(settings, dynamodb=dynamodb, sqs=sqs)
+        wiring.set_default(punctual)
+        requeued = recover(snapshots, punctual.queue, punctual.clock.now()) if restored.items else 0
+
+        self._pools = [
+            PollerPool(
+                "worker",
+                sqs,
+                settings.queue_url,
+                _containers(resources.FUNCTIONS["worker"]),
+                self.stop_requested,
+                minimum=min(2, options.concurrency),
+                maximum=options.concurrency,
+            ),
+            PollerPool(
+                "dead-letter",
+                sqs,
+                settings.dlq_url,
+                _containers(resources.FUNCTIONS["dead_letter"]),
+                self.stop_requested,
+                minimum=1,
+                maximum=1,
+            ),
+        ]
+        for pool in self._pools:
+            pool.start()
+        self._thread("ticker", self._tick_loop, scanner)
+        self._thread("autosave", snapshots.autosave, self.stop_requested, AUTOSAVE_SECONDS)
+        self._thread("api", self._api.serve_forever, 0.2)
+
+        self.banner(moto_url, restored.items, requeued, provisioned.table_name)
+
+    def _bind_api(self, handler: Handler) -> ApiServer:
+        lock = threading.Lock()
+
+        def invoke(event: dict[str, Any]) -> dict[str, Any]:
+            # Powertools' resolver keeps the current event at class level: one request at a time.
+            with lock:
+                return dict(handler(event, FakeLambdaContext(function_name="punctual-api")))
+
+        try:
+            return ApiServer(
+                (HOST, self.options.port), invoke, self.options.tokens, access_log=self.options.verbose
+            )
+        except OSError as exc:
+            raise StackError(
+                f"cannot listen on {HOST}:{self.options.port}: {exc.strerror or exc}. Is another "
+                "`punctual local` running? Pick another port with --port or PUNCTUAL_PORT."
+            ) from exc
+
+    def _start_moto(self) -> str:
+        from moto.moto_server.werkzeug_app import (
+            DomainDispatcherApplication,
+            MotoRequestHandler,
+            create_backend_app,
+        )
+        from werkzeug.serving import make_server
+
+        # Bound here rather than by werkzeug, which exits the process when the port is taken.
+        try:
+            listener = socket.create_server((HOST, self.options.moto_port))
+        except OSError as exc:
+            raise StackError(f"cannot listen on {HOST}:{self.options.moto_port} for moto: {exc}") from exc
+        with listener:
+            self._moto = make_server(
+                HOST,
+                self.options.moto_port,
+                DomainDispatcherApplication(create_backend_app),
+                threaded=True,
+                request_handler=MotoRequestHandler,
+                fd=listener.fileno(),
+            )
+        self._thread("moto", self._moto.serve_forever, 0.2)
+        return f"http://{HOST}:{self._moto.port}"
+
+    def _thread(self, name: str, target: Callable[..., Any], *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    # ------------------------------------------------------------------ ticks
+    def _tick_loop(self, scanner: Handler) -> None:
+        # A tick at once catches up with whatever came due while the stack was stopped.
+        self._tick(scanner)
+        period = self.options.tick_seconds
+        while not self.stop_requested.wait(period - time.time() % period):
+            self._tick(scanner)
+
+    def _tick(self, scanner: Handler) -> None:
+        now = datetime.now(UTC)
+        event = {  # what the EventBridge rule sends
+            "version": "0",
+            "id": str(uuid.uuid4()),
+            "detail-type": "Scheduled Event",
+            "source": "aws.events",
+            "account": ACCOUNT,
+            "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "region": REGION,
+            "resources": [f"arn:aws:events:{REGION}:{ACCOUNT}:rule/punctual-local-tick"],
+            "detail": {},
+        }
+        try:
+            scanner(event, FakeLambdaContext(function_name="punctual-scanner"))
+        except Exception:
+            if not self.stop_requested.is_set():
+                logger.exception("scanner tick failed; the next tick covers the same minutes")
+
+    # ------------------------------------------------------------------- stop
+    def wait(self) -> None:
+        while not self.stop_requested.wait(0.5):
+            pass
+
+    def stop(self) -> None:
+        """Stop taking requests and messages, let running handlers finish briefly, save, stop moto."""
+        self.stop_requested.set()
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        if self._api is not None:
+            self._api.stopping = True
+            if any(t.name == "api" for t in self._threads):
+                self._api.shutdown()
+            self._api.server_close()
+        self.lingering = sum(pool.join(deadline) for pool in self._pools)
+        for thread in self._threads:
+            if thread.name in ("ticker", "autosave"):
+                thread.join(max(0.0, deadline - time.monotonic()))
+        if self._snapshots is not None and self._moto is not None:
+            try:
+                saved = self._snapshots.save()
+                logger.info("data saved", extra={"items": saved, "path": str(self._snapshots.path)})
+            except Exception:
+                logger.exception("could not save the data at shutdown")
+        if self._moto is not None:
+            self._moto.shutdown()
+            self._moto.server_close()
+            self._moto = None
+        self._lock.release()
+
+    # ----------------------------------------------------------------- banner
+    def banner(self, moto_url: str, restored: int, requeued: int, table: str) -> None:
+        options = self.options
+        api_url = self._api.url if self._api else ""
+        token, owner = next(iter(options.tokens.items()))
+        ready = time.monotonic() - self._started
+        tick = "every minute" if options.tick_seconds >= 60 else f"every {options.tick_seconds} s"
+        data = f"{options.data_dir.resolve()}"
+        if restored:
+            data += f"  ({restored} items restored, {requeued} unfinished executions re-queued)"
+        env = ""
+        if options.port != 8765:
+            env += f"PUNCTUAL_PORT={options.port} "
+        if token != "local":
+            env += f"PUNCTUAL_TOKEN={token} "
+        others = (
+            f"  (+{len(options.tokens) - 1} more from PUNCTUAL_LOCAL_TOKENS)"
+            if len(options.tokens) > 1
+            else ""
+        )
+        lines = [
+            f"Punctual local stack ready in {ready:.1f} s",
+            f"  API      {api_url}",
+            f"  token    {token}  (owner {owner}){others}",
+            f"  AWS      {moto_url}  (moto: any credentials, region {REGION})",
+            f"           aws --endpoint-url {moto_url} --region {REGION} dynamodb scan --table-name {table}",
+            f"  data     {data}",
+            f"  scanner  {tick}, lookahead {lookahead_for(options.tick_seconds)} s",
+            "Try:",
+            f"  curl -s -H 'Authorization: Bearer {token}' -H 'Content-Type: application/json' "
+            f'-d \'{{"task": {{"type": "noop"}}, "schedule": {{"type": "now"}}}}\' {api_url}/jobs',
+            f"  {env}{_cli()} jobs create --in 10s --task noop",
+            f"  {env}{_cli()} watch <job id>",
+            "Ctrl-C stops (jobs and history are kept in the data directory).",
+        ]
+        stream = sys.stderr if options.json_logs else sys.stdout
+        print("\n".join(lines), file=stream, flush=True)
+        if options.json_logs:
+            logger.info(
+                "local stack ready",
+                extra={
+                    "api_url": api_url,
+                    "moto_url": moto_url,
+                    "data_dir": data,
+                    "ready_s": round(ready, 2),
+                },
+            )
+
+
+def _cli() -> str:
+    """How to call the CLI from here: `punctual` when it is on PATH, else its path (.venv/bin/...)."""
+    if shutil.which("punctual"):
+        return "punctual"
+    script = Path(sys.executable).parent / "punctual"
+    if not script.exists():
+        return "punctual"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
+
+
+def _containers(dotted_path: str) -> Callable[[], Handler]:
+    """New containers of one function: the imported module first, then fresh copies of it."""
+    first = threading.Lock()  # acquired (for good) by the first call only
+
+    def new_container() -> Handler:
+        return load_handler(dotted_path, fresh=not first.acquire(blocking=False))
+
+    return new_container

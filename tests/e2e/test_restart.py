@@ -1,0 +1,93 @@
+"""Stopping the local stack: Ctrl-C is quick, and a restart loses nothing."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Stack, eventually, executions, in_seconds, parse_time, wait_for_executions
+
+pytestmark = pytest.mark.e2e
+
+QUICK_EXIT_SECONDS = 5.0
+
+
+@pytest.fixture
+def stacks(tmp_path: Path) -> Iterator[list[Stack]]:
+    """Stacks a test starts on one data directory; killed at the end whatever happened."""
+    started: list[Stack] = []
+    yield started
+    for stack in started:
+        stack.kill()
+
+
+def start(stacks: list[Stack], tmp_path: Path) -> Stack:
+    stack = Stack(tmp_path / "data", tmp_path / f"stack-{len(stacks)}.log")
+    stacks.append(stack)
+    return stack.start()
+
+
+def test_a_restart_keeps_jobs_and_history_and_runs_queued_executions_late(
+    stacks: list[Stack], tmp_path: Path
+) -> None:
+    # Given a stack with a finished job, and a job queued for 3 s ahead
+    first = start(stacks, tmp_path)
+    alice = first.client()
+    done = alice.create_job({"name": "done", "task": {"type": "noop"}, "schedule": {"type": "now"}})
+    [finished] = wait_for_executions(first, done["id"])
+    queued = alice.create_job(
+        {"name": "queued", "task": {"type": "noop"}, "schedule": {"type": "at", "at": in_seconds(3)}}
+    )
+    assert [e["status"] for e in executions(alice, queued["id"])] == ["QUEUED"]
+
+    # When the stack is stopped with Ctrl-C before that time, and started again after it
+    assert first.interrupt() < QUICK_EXIT_SECONDS
+    assert first.process is not None and first.process.returncode == 0, first.log()
+    time.sleep(max(0.0, (parse_time(queued["next_run_at"]) - parse_time(in_seconds(0))).total_seconds()) + 1)
+    second = start(stacks, tmp_path)
+    alice = second.client()
+
+    # Then the jobs and the history are there
+    assert alice.get_job(done["id"])["status"] == "COMPLETED"
+    assert executions(alice, done["id"]) == [finished]
+    # And the queued execution ran after the restart, late, with its lateness recorded
+    [late] = wait_for_executions(second, queued["id"])
+    assert late["status"] == "SUCCEEDED"
+    assert late["lateness_ms"] >= 1000
+    assert parse_time(late["started_at"]) > parse_time(late["scheduled_at"])
+    assert alice.get_job(queued["id"])["status"] == "COMPLETED"
+    assert second.interrupt() < QUICK_EXIT_SECONDS
+
+
+def test_ctrl_c_stops_quickly_during_a_long_task_which_runs_again_after_a_restart(
+    stacks: list[Stack], tmp_path: Path
+) -> None:
+    # Given a stack running a task that takes a minute
+    first = start(stacks, tmp_path)
+    alice = first.client()
+    job = alice.create_job(
+        {
+            "task": {"type": "sleep", "params": {"seconds": 60}},
+            "schedule": {"type": "now"},
+            "timeout_seconds": 90,
+        }
+    )
+
+    def running(attempt: int) -> dict[str, Any] | None:
+        found = executions(alice, job["id"])
+        if found and found[0]["status"] == "RUNNING" and found[0]["attempts"] == attempt:
+            return found[0]
+        return None
+
+    eventually(lambda: running(1), timeout=10, what="the task to start", stack=first)
+    # When Ctrl-C is pressed, Then the stack exits within a few seconds, not a minute
+    assert first.interrupt() < QUICK_EXIT_SECONDS, first.log()
+    # And after a restart the interrupted execution is attempted again at once (its worker is gone)
+    second = start(stacks, tmp_path)
+    alice = second.client()
+    eventually(lambda: running(2), timeout=10, what="the second attempt", stack=second)
+    assert second.interrupt() < QUICK_EXIT_SECONDS, second.log()
