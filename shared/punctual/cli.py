@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from punctual import __version__, cli_format
+from punctual import __version__, capacity, cli_format
 from punctual.client import (
     ApiError,
     ConfigurationError,
@@ -400,6 +400,27 @@ def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
         return EXIT_OK  # Ctrl-C is how a person ends a live view
 
 
+def cmd_capacity(client: PunctualClient, args: argparse.Namespace) -> int:
+    """Arithmetic only, nothing is called: the plan of docs/scaling.md for this load."""
+    if not 0 <= args.recurring_share <= 1:
+        raise UsageError("--recurring-share is a fraction between 0 and 1")
+    assumptions = capacity.Assumptions(
+        task_seconds=args.task_seconds,
+        scanner_memory_mb=args.scanner_memory,
+        http_api=args.http_api,
+        keys_only_indexes=args.keys_only_indexes,
+    )
+    result = capacity.plan(
+        args.jobs_per_second,
+        recurring_share=args.recurring_share,
+        burst_minute=args.burst,
+        drain_seconds=args.drain_seconds,
+        assumptions=assumptions,
+    )
+    show(result.as_dict(), args, lambda _: capacity.render(result))
+    return EXIT_OK
+
+
 def run_local(args: Sequence[str]) -> int:
     """`punctual local ...`: the local stack lives in punctual.local, imported only when asked for."""
     try:
@@ -562,6 +583,41 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--limit", type=_positive_int, default=50, help="executions fetched per poll")
 
     command(commands, "tasks", cmd_tasks, "list the task types and their parameters")
+
+    defaults = capacity.Assumptions()
+    plan = command(
+        commands, "capacity", cmd_capacity, "plan shards, scanners, workers and monthly cost for a load"
+    )
+    plan.add_argument(
+        "--jobs-per-second", type=_positive_float, required=True, metavar="N", help="executions a second"
+    )
+    plan.add_argument(
+        "--recurring-share",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="share that are cron/rate occurrences (default 0: all one-time jobs, created by the API)",
+    )
+    plan.add_argument("--burst", type=_positive_int, metavar="N", help="executions due in the busiest minute")
+    plan.add_argument(
+        "--drain-seconds", type=_positive_float, default=30.0, help="scanner time for a minute (default 30)"
+    )
+    plan.add_argument(
+        "--task-seconds",
+        type=_positive_float,
+        default=defaults.task_seconds,
+        help=f"mean task duration (default {defaults.task_seconds})",
+    )
+    plan.add_argument(
+        "--scanner-memory",
+        type=_positive_int,
+        default=defaults.scanner_memory_mb,
+        metavar="MB",
+        help=f"scanner function memory (default {defaults.scanner_memory_mb})",
+    )
+    plan.add_argument("--http-api", action="store_true", help="price an HTTP API instead of a REST API")
+    plan.add_argument("--keys-only-indexes", action="store_true", help="price KEYS_ONLY index projections")
+
     # Listed for --help only: main() hands `punctual local ...` to punctual.local before parsing.
     commands.add_parser(
         "local", help="run all of Punctual on this machine (punctual local --help)", add_help=False

@@ -1,0 +1,493 @@
+"""Benchmark 3: AWS calls and cost per execution, counted from a real run on moto. Prints JSON.
+
+Three workloads of webhook jobs (calling a receiver on loopback: nothing leaves the machine), each
+in its own moto world driven minute by minute as AWS drives Punctual (tests/world.py):
+- one-time jobs created a few minutes ahead (filed as markers, picked up by the scanner);
+- one-time jobs due within the hand-off window (enqueued by the API itself);
+- every-minute cron jobs, per occurrence once in their rhythm.
+Each figure is the difference between a busy stretch and an idle one of the same length, so the
+scanner's fixed cost per tick is left out (and reported on its own). Every AWS call is counted by
+operation; DynamoDB request units are computed from the items' sizes by DynamoDB's rules (old and
+new images read back from moto; bench/units.py), index writes included, for the indexes as deployed
+(projection ALL) and as KEYS_ONLY. SQS ReceiveMessage is the event source mapping's polling, billed
+per poll: reported apart. Dollars use the one price table, `punctual.capacity`.
+
+    .venv/bin/python -m bench.cost                      # 50 one-time and 10 cron jobs (half a minute)
+    .venv/bin/python -m bench.cost --scenarios handed_off,recurring --one-time 3 --cron 2 --minutes 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import sys
+import threading
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, redirect_stdout
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+
+from bench import offline  # noqa: F401  (first: it sets up the environment)
+from bench.common import WEBHOOK, emit, environment, logs_to
+from bench.units import index_write_units, item_size, read_units, write_units
+from punctual import capacity, resources
+from punctual.capacity import Assumptions, ExecutionUsage, Prices
+from punctual.clock import ManualClock
+from punctual.observability import logger
+from punctual.timefmt import to_rfc3339
+from tests.receiver import receiver
+from tests.world import World, mocked_world
+
+START = datetime(2026, 12, 1, 8, 59, 30, tzinfo=UTC)
+# One-time jobs due this far ahead go through the scanner (the API hands off those due within
+# lookahead + tick + 30 s = 180 s); the others are due within the hand-off window.
+SCANNED_LEAD_SECONDS = 200
+HANDED_OFF_LEAD_SECONDS = 20
+POLLING = "sqs.ReceiveMessage"
+TARGET_PER_MILLION = 2.00
+# The stored overhead DynamoDB adds to every item (and index entry) for storage billing.
+STORAGE_OVERHEAD_BYTES = 100
+
+
+@dataclass
+class Tally:
+    """What a stretch of time cost."""
+
+    calls: Counter[str] = field(default_factory=Counter)
+    sqs_billed: Counter[str] = field(default_factory=Counter)
+    write_units: float = 0.0
+    write_units_keys_only: float = 0.0
+    read_units: float = 0.0
+    log_bytes: int = 0
+    emf_bytes: int = 0
+    worker_invocations: int = 0
+    worker_messages: int = 0
+
+    def minus(self, other: Tally) -> Tally:
+        return Tally(
+            calls=self.calls - other.calls,
+            sqs_billed=self.sqs_billed - other.sqs_billed,
+            write_units=self.write_units - other.write_units,
+            write_units_keys_only=self.write_units_keys_only - other.write_units_keys_only,
+            read_units=self.read_units - other.read_units,
+            log_bytes=self.log_bytes - other.log_bytes,
+            emf_bytes=self.emf_bytes - other.emf_bytes,
+            worker_invocations=self.worker_invocations - other.worker_invocations,
+            worker_messages=self.worker_messages - other.worker_messages,
+        )
+
+    def per(self, count: int) -> dict[str, Any]:
+        def each(value: float) -> float:
+            return round(value / count, 3)
+
+        return {
+            "calls": {k: each(v) for k, v in sorted(self.calls.items()) if k != POLLING and v},
+            "sqs_billed_requests": each(sum(self.sqs_billed.values())),
+            "dynamodb_write_units": each(self.write_units),
+            "dynamodb_write_units_if_indexes_keys_only": each(self.write_units_keys_only),
+            "dynamodb_read_units": each(self.read_units),
+            "log_bytes": each(self.log_bytes),
+            "emf_metric_bytes": each(self.emf_bytes),
+            "worker_invocations": each(self.worker_invocations),
+        }
+
+
+class _CountingStream(io.StringIO):
+    """Counts the bytes written to it, and keeps none of them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bytes = 0
+
+    def write(self, text: str) -> int:
+        self.bytes += len(text.encode())
+        return len(text)
+
+
+class Meter:
+    """Counts the world's AWS calls, their request units and its log bytes."""
+
+    def __init__(self, world: World) -> None:
+        self.tally = Tally()
+        self._lock = threading.Lock()
+        self._reader = boto3.client("dynamodb", region_name="us-east-1")  # not counted
+        self._table_keys = (resources.TABLE.partition_key, resources.TABLE.sort_key)
+        self._indexes = [(i.partition_key, i.sort_key) for i in resources.TABLE.indexes]
+        self._logs = _CountingStream()
+        self._emf = _CountingStream()
+        dynamodb = world.punctual.store._dynamodb.meta.client
+        dynamodb.meta.events.register("before-call.dynamodb", self._before_dynamodb)
+        dynamodb.meta.events.register("after-call.dynamodb", self._after_dynamodb)
+        world.sqs.meta.events.register("before-call.sqs", self._before_sqs)
+        handler = world.work._handler
+
+        def counted_handler(event: dict[str, Any], context: Any) -> Any:
+            with self._lock:
+                self.tally.worker_invocations += 1
+                self.tally.worker_messages += len(event.get("Records", []))
+            return handler(event, context)
+
+        world.work._handler = counted_handler
+
+    @contextmanager
+    def logging(self) -> Iterator[None]:
+        """Capture Punctual's logs at the deployed level (INFO) and the EMF metrics it prints."""
+        level = logger.log_level
+        logger.setLevel("INFO")
+        try:
+            with logs_to(self._logs), redirect_stdout(self._emf):
+                yield
+        finally:
+            logger.setLevel(level)
+
+    def snapshot(self) -> Tally:
+        with self._lock:
+            copy = replace(
+                self.tally, calls=Counter(self.tally.calls), sqs_billed=Counter(self.tally.sqs_billed)
+            )
+        copy.log_bytes, copy.emf_bytes = self._logs.bytes, self._emf.bytes
+        return copy
+
+    def during(self, action: Callable[[], Any]) -> Tally:
+        before = self.snapshot()
+        action()
+        return self.snapshot().minus(before)
+
+    # ---------------------------------------------------------------- hooks
+    def _read(self, table: str, key: dict[str, Any]) -> dict[str, Any] | None:
+        item = self._reader.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+        return None if item is None else dict(item)
+
+    def _key(self, item: dict[str, Any]) -> dict[str, Any]:
+        return {k: item[k] for k in self._table_keys}
+
+    def _before_dynamodb(self, model: Any, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        operation, body = model.name, json.loads(params["body"])
+        with self._lock:
+            self.tally.calls[f"dynamodb.{operation}"] += 1
+        writes: list[tuple[str, dict[str, Any], dict[str, Any] | None, str]] = []
+        if operation == "PutItem":
+            writes.append((body["TableName"], self._key(body["Item"]), body["Item"], "put"))
+        elif operation in {"UpdateItem", "DeleteItem"}:
+            writes.append((body["TableName"], body["Key"], None, operation))
+        elif operation == "BatchWriteItem":
+            for table, requests in body["RequestItems"].items():
+                for r in requests:
+                    if "PutRequest" in r:
+                        item = r["PutRequest"]["Item"]
+                        writes.append((table, self._key(item), item, "put"))
+                    else:
+                        writes.append((table, r["DeleteRequest"]["Key"], None, "DeleteItem"))
+        # The images before the write; the ones after are read back once it is done.
+        context["bench_call"] = (
+            operation,
+            body,
+            [(t, k, self._read(t, k), new, kind) for t, k, new, kind in writes],
+        )
+
+    def _after_dynamodb(self, http_response: Any, context: dict[str, Any], **_: Any) -> None:
+        operation, body, writes = context.pop("bench_call")
+        failed = http_response.status_code >= 300
+        write = write_keys_only = 0
+        for table, key, old, new, kind in writes:
+            if failed:  # a failed condition still costs the existing item's size (or one unit)
+                write += write_units(item_size(old))
+                write_keys_only += write_units(item_size(old))
+                continue
+            if kind == "UpdateItem":
+                new = self._read(table, key)
+            table_units = write_units(item_size(old), item_size(new))
+            write += table_units + sum(
+                index_write_units(old, new, ix, self._table_keys, keys_only=False) for ix in self._indexes
+            )
+            write_keys_only += table_units + sum(
+                index_write_units(old, new, ix, self._table_keys, keys_only=True) for ix in self._indexes
+            )
+        reads = 0.0 if failed else self._read_units(operation, body)
+        with self._lock:
+            self.tally.write_units += write
+            self.tally.write_units_keys_only += write_keys_only
+            self.tally.read_units += reads
+
+    def _read_units(self, operation: str, body: dict[str, Any]) -> float:
+        """Reads cost the whole items' sizes, whatever the projection: read them again, whole."""
+        if operation == "GetItem":
+            item = self._read(body["TableName"], body["Key"])
+            return read_units(item_size(item), consistent=bool(body.get("ConsistentRead")))
+        if operation == "BatchGetItem":
+            return sum(
+                read_units(item_size(self._read(table, key)), consistent=bool(spec.get("ConsistentRead")))
+                for table, spec in body["RequestItems"].items()
+                for key in spec["Keys"]
+            )
+        if operation == "Query":
+            if "ProjectionExpression" in body:
+                raise NotImplementedError("a projected Query: count its whole items before relying on this")
+            items = self._reader.query(**body).get("Items", [])
+            # A Query rounds up the total it read, not each item; an index is read eventually consistent.
+            return read_units(sum(item_size(i) for i in items), consistent=bool(body.get("ConsistentRead")))
+        return 0.0
+
+    def _before_sqs(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        operation, body = model.name, json.loads(params["body"] or b"{}")
+        billed = 1
+        if operation == "SendMessageBatch":
+            payload = sum(len(e["MessageBody"].encode()) for e in body["Entries"])
+            billed = max(1, math.ceil(payload / capacity.SQS_BILLING_CHUNK_BYTES))
+        with self._lock:
+            self.tally.calls[f"sqs.{operation}"] += 1
+            if operation != "ReceiveMessage":
+                self.tally.sqs_billed[operation] += billed
+
+
+# ------------------------------------------------------------------------------- workloads
+
+
+@contextmanager
+def _webhook() -> Iterator[dict[str, Any]]:
+    """The representative webhook task, calling a receiver on loopback (nothing leaves the machine)."""
+    with receiver() as hook:
+        yield {"type": "http", "params": {**WEBHOOK["params"], "url": f"{hook.url}/punctual/reminders"}}
+
+
+def _executions(world: World, job_ids: list[str]) -> list[dict[str, Any]]:
+    return [e for job_id in job_ids for e in world.executions(job_id)]
+
+
+def one_time(jobs: int, minutes: int, *, lead_seconds: int) -> dict[str, Any]:
+    """`jobs` one-time jobs due `lead_seconds` ahead and after, in groups of ten at the same second."""
+    clock = ManualClock(START)
+    with _webhook() as task, mocked_world(clock) as world:
+        meter = Meter(world)
+        with meter.logging():
+            world.run_for(30)  # to 09:00:00, the first tick done
+            idle = meter.during(lambda: world.run_for(60 * minutes))
+            now = clock.now()
+            ids: list[str] = []
+
+            def create() -> None:
+                for i in range(jobs):
+                    at = now + timedelta(seconds=lead_seconds + 10 * (i // 10))
+                    job = world.create({"type": "at", "at": to_rfc3339(at)}, task)
+                    ids.append(job["id"])
+
+            created = meter.during(create)
+            busy = meter.during(lambda: world.run_for(60 * minutes))
+        executions = _executions(world, ids)
+        return _result(world, idle, created, busy, jobs, executions, minutes, recurring=False)
+
+
+def recurring(jobs: int, minutes: int) -> dict[str, Any]:
+    """`jobs` every-minute cron jobs, measured per occurrence once they are in their rhythm."""
+    clock = ManualClock(START)
+    with _webhook() as task, mocked_world(clock) as world:
+        meter = Meter(world)
+        with meter.logging():
+            world.run_for(30)
+            idle = meter.during(lambda: world.run_for(60 * minutes))
+            ids = [world.create({"type": "cron", "expression": "* * * * *"}, task)["id"] for _ in range(jobs)]
+            world.run_for(120)  # into the rhythm: a marker filed ahead, an occurrence each minute
+            before = len(_executions(world, ids))
+            busy = meter.during(lambda: world.run_for(60 * minutes))
+        executions = _executions(world, ids)
+        occurrences = len(executions) - before
+        return _result(world, idle, Tally(), busy, occurrences, executions, minutes, recurring=True)
+
+
+def _result(
+    world: World,
+    idle: Tally,
+    created: Tally,
+    busy: Tally,
+    count: int,
+    executions: list[dict[str, Any]],
+    minutes: int,
+    *,
+    recurring: bool,
+) -> dict[str, Any]:
+    statuses = Counter(e["status"] for e in executions)
+    if count <= 0 or set(statuses) != {"SUCCEEDED"}:
+        raise AssertionError(
+            f"the workload did not run cleanly: {count} executions, statuses {dict(statuses)}"
+        )
+    run = busy.minus(idle)
+    scan = world.dynamodb_client.get_paginator("scan").paginate(TableName=world.punctual.settings.table_name)
+    items = [i for page in scan for i in page["Items"]]
+    execution_bytes = _mean(item_size(i) for i in items if i["sk"]["S"].startswith("EXEC#"))
+    job_bytes = _mean(item_size(i) for i in items if i["sk"]["S"] == "JOB")
+    usage = _usage(
+        created if not recurring else Tally(), run, count, execution_bytes, job_bytes, recurring=recurring
+    )
+    return {
+        "executions": count,
+        "per_job_creation": None if recurring else created.per(count),
+        "per_execution_scan_and_run": run.per(count),
+        "worker_batch_fill": round(run.worker_messages / max(run.worker_invocations, 1), 2),
+        "polling_receive_messages_in_emulation": busy.calls[POLLING],
+        "idle_per_minute": {k: round(v / minutes, 2) for k, v in sorted(idle.calls.items()) if k != POLLING},
+        "execution_item_bytes": round(execution_bytes, 1),
+        "job_item_bytes": round(job_bytes, 1),
+        "usage_per_execution": {k: round(v, 3) for k, v in asdict(usage).items()},
+    }
+
+
+def _mean(values: Iterator[int] | list[int]) -> float:
+    found = list(values)
+    return sum(found) / len(found) if found else 0.0
+
+
+def _usage(
+    created: Tally, run: Tally, count: int, execution_bytes: float, job_bytes: float, *, recurring: bool
+) -> ExecutionUsage:
+    """One execution's use of each service, its job's creation included (one-time jobs)."""
+    return ExecutionUsage(
+        api_requests=0.0 if recurring else 1.0,
+        write_units=(created.write_units + run.write_units) / count,
+        read_units=(created.read_units + run.read_units) / count,
+        write_units_keys_only=(created.write_units_keys_only + run.write_units_keys_only) / count,
+        # Under load every batch is full: a send per ten executions, and a receive and a delete per
+        # worker batch of ten. (The run's own batches are reported beside.)
+        sqs_requests=3 / capacity.SQS_BATCH,
+        log_bytes=(created.log_bytes + created.emf_bytes + run.log_bytes + run.emf_bytes) / count,
+        metric_bytes=(created.emf_bytes + run.emf_bytes) / count,
+        item_bytes=execution_bytes + STORAGE_OVERHEAD_BYTES,
+        job_bytes=0.0 if recurring else job_bytes + STORAGE_OVERHEAD_BYTES,
+    )
+
+
+# ----------------------------------------------------------------------------------- dollars
+
+
+def levers(usage: ExecutionUsage, assumptions: Assumptions) -> list[dict[str, Any]]:
+    """What each change would make a million one-time executions cost, alone and together."""
+    prices = capacity.PRICES
+    provisioned = replace(
+        prices,
+        dynamodb_write_units_per_million=capacity.provisioned_write_unit_price(0.7, prices) * 1e6,
+        dynamodb_read_units_per_million=prices.dynamodb_rcu_hour / 3600 / 0.7 * 1e6,
+    )
+    # A batch endpoint taking 100 jobs a request: one API request and one (longer) invocation.
+    batched = replace(usage, api_requests=0.01)
+    batched_assumptions = replace(assumptions, api_seconds=0.05 + 0.005 * 100)
+    quiet = replace(usage, log_bytes=usage.metric_bytes)
+
+    def total(u: ExecutionUsage, a: Assumptions, p: Prices = prices) -> float:
+        return capacity.per_million(capacity.cost_per_execution(u, a, p))["total"]
+
+    rows = [
+        ("as deployed: REST API, indexes projecting ALL, on-demand", usage, assumptions, prices),
+        ("HTTP API instead of REST ($1.00/M requests)", usage, replace(assumptions, http_api=True), prices),
+        ("batch-create endpoint, 100 jobs a request", batched, batched_assumptions, prices),
+        (
+            "indexes projected KEYS_ONLY (job updates stop rewriting both indexes)",
+            usage,
+            replace(assumptions, keys_only_indexes=True),
+            prices,
+        ),
+        ("provisioned capacity at 70 % utilisation (steady load)", usage, assumptions, provisioned),
+        ("log level WARNING: no INFO lines per execution (EMF metrics kept)", quiet, assumptions, prices),
+        (
+            "X-Ray tracing off on the API and worker functions",
+            usage,
+            replace(assumptions, xray_sampled=0.0),
+            prices,
+        ),
+        (
+            "all of the above",
+            replace(batched, log_bytes=quiet.log_bytes),
+            replace(batched_assumptions, http_api=True, keys_only_indexes=True, xray_sampled=0.0),
+            provisioned,
+        ),
+    ]
+    return [{"change": name, "per_million": total(u, a, p)} for name, u, a, p in rows]
+
+
+SCENARIOS = ("one_time", "handed_off", "recurring")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    with logs_to(sys.stderr), warnings.catch_warnings():
+        # Handlers flush their (sometimes empty) EMF metrics each invocation, as on Lambda.
+        warnings.filterwarnings("ignore", "No application metrics to publish")
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> dict[str, Any]:
+    assumptions = Assumptions(task_seconds=args.task_seconds)
+    workloads: dict[str, Callable[[], dict[str, Any]]] = {
+        "one_time": lambda: one_time(args.one_time, args.minutes, lead_seconds=SCANNED_LEAD_SECONDS),
+        "handed_off": lambda: one_time(args.one_time, args.minutes, lead_seconds=HANDED_OFF_LEAD_SECONDS),
+        "recurring": lambda: recurring(args.cron, args.minutes),
+    }
+    scenarios = {name: workloads[name]() for name in args.scenarios}
+    usages = {name: ExecutionUsage(**s["usage_per_execution"]) for name, s in scenarios.items()}
+    costs = {
+        name: {
+            "rest_api": capacity.per_million(capacity.cost_per_execution(u, assumptions)),
+            "http_api": capacity.per_million(
+                capacity.cost_per_execution(u, replace(assumptions, http_api=True))
+            ),
+        }
+        for name, u in usages.items()
+    }
+    one_time_usage = usages.get("one_time") or usages.get("handed_off")
+    result: dict[str, Any] = {
+        "benchmark": "cost",
+        "command": "python -m bench.cost " + " ".join(sys.argv[1:]),
+        "environment": environment(),
+        "workload": {
+            "one_time_jobs": args.one_time,
+            "cron_jobs": args.cron,
+            "minutes_measured": args.minutes,
+            "task": "http webhook (POST, a header, a JSON body) to a receiver on loopback",
+        },
+        "measured": scenarios,
+        "prices": {**asdict(capacity.PRICES), "as_of": "AWS us-east-1 list prices published in 2025"},
+        "assumptions": asdict(assumptions),
+        "cost_per_million_executions": costs,
+        "fixed_monthly": {k: round(v, 2) for k, v in capacity.fixed_monthly(fanout=4).items()},
+        "eventbridge_scheduler_per_million": capacity.eventbridge_scheduler_per_million(assumptions),
+    }
+    if one_time_usage is not None:
+        total = capacity.per_million(capacity.cost_per_execution(one_time_usage, assumptions))["total"]
+        result["levers_one_time_per_million"] = levers(one_time_usage, assumptions)
+        result["target"] = {
+            "one_time_per_million_at_most": TARGET_PER_MILLION,
+            "one_time_per_million": total,
+            "met": total <= TARGET_PER_MILLION,
+            "missed_by": round(max(0.0, total - TARGET_PER_MILLION), 4),
+        }
+    return result
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.cost", description=__doc__.split("\n")[0])
+    p.add_argument("--one-time", type=int, default=50, help="one-time jobs in each one-time workload")
+    p.add_argument("--cron", type=int, default=10, help="every-minute cron jobs")
+    p.add_argument("--minutes", type=int, default=5, help="length of each measured stretch")
+    p.add_argument(
+        "--scenarios",
+        type=lambda text: [name.strip() for name in text.split(",") if name.strip()],
+        default=list(SCENARIOS),
+        help=f"comma-separated, of {', '.join(SCENARIOS)} (default: all)",
+    )
+    p.add_argument(
+        "--task-seconds", type=float, default=Assumptions().task_seconds, help="assumed task duration"
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    emit(run(parser().parse_args(argv)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

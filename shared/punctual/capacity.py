@@ -1,0 +1,467 @@
+"""Capacity plan and cost model: how to deploy Punctual for N executions a second, and what it costs.
+
+Pure arithmetic on three kinds of input, each stated where it is defined:
+- AWS list prices and limits (the price table is here and nowhere else);
+- figures measured by the benchmarks (`bench/scanner_throughput.py`, `bench/cost.py`), pasted as
+  constants with the command that produced them;
+- assumptions (task duration, Lambda memory, batch fill), which the caller can change.
+docs/scaling.md walks through the same arithmetic for 10,000 a second and a 1,000,000 burst minute.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from punctual import resources
+
+# --------------------------------------------------------------------------------------- prices
+
+
+@dataclass(frozen=True)
+class Prices:
+    """us-east-1 list prices in USD, without free tiers.
+
+    As published by AWS in 2025: DynamoDB on-demand after its 1 November 2024 reduction, Lambda arm64
+    at the first duration tier, API Gateway at the first request tier. Re-check before relying on them.
+    """
+
+    api_rest_per_million: float = 3.50  # REST API requests (first 333 M a month)
+    api_http_per_million: float = 1.00  # HTTP API requests (first 300 M a month, 512 KB each)
+    lambda_requests_per_million: float = 0.20
+    lambda_arm64_gb_second: float = 0.0000133334
+    dynamodb_write_units_per_million: float = 0.625  # on-demand write request units
+    dynamodb_read_units_per_million: float = 0.125  # on-demand read request units
+    dynamodb_storage_gb_month: float = 0.25
+    dynamodb_pitr_gb_month: float = 0.20  # point-in-time recovery (on in the stack)
+    dynamodb_wcu_hour: float = 0.00065  # provisioned capacity
+    dynamodb_rcu_hour: float = 0.00013
+    sqs_per_million: float = 0.40  # standard queue requests, each 64 KB of payload a request
+    logs_ingested_gb: float = 0.50  # CloudWatch Logs (function logs and EMF metrics)
+    metric_month: float = 0.30  # CloudWatch custom metric (EMF), first 10,000
+    alarm_month: float = 0.10
+    dashboard_month: float = 3.00
+    xray_traces_per_million: float = 5.00
+    secret_month: float = 0.40  # Secrets Manager: the cursor-signing key
+    eventbridge_scheduler_per_million: float = 1.00  # for comparison; scheduled rules are free
+
+
+PRICES = Prices()
+
+# ------------------------------------------------------------------------------- AWS limits
+# DynamoDB: per partition 1,000 write units and 3,000 read units a second (or a linear combination);
+# adaptive capacity moves hot keys apart but never lifts a partition past this.
+PARTITION_WRITE_UNITS = 1000.0
+PARTITION_READ_UNITS = 3000.0
+# On-demand table throughput quota (per table, adjustable), and what a new on-demand table serves
+# before it has seen a higher peak (it then doubles within 30 minutes of a new peak).
+TABLE_QUOTA_UNITS = 40_000
+NEW_TABLE_WRITE_UNITS = 4_000
+# Lambda: concurrent executions per account and region (adjustable); an SQS event source mapping's
+# maximum concurrency setting goes up to 1,000.
+LAMBDA_ACCOUNT_CONCURRENCY = 1_000
+ESM_MAX_CONCURRENCY = 1_000
+# Lambda gives CPU in proportion to memory: one vCPU at 1,769 MB.
+LAMBDA_MB_PER_VCPU = 1769
+# SQS standard queue: about 120,000 messages in flight (received, not yet deleted); delayed
+# messages are not in flight. API Gateway: 10,000 requests a second per account and region.
+SQS_IN_FLIGHT = 120_000
+API_GATEWAY_RPS = 10_000
+SQS_BATCH = 10
+SQS_BILLING_CHUNK_BYTES = 64 * 1024
+
+SECONDS_PER_MONTH = 730 * 3600  # AWS bills a month as 730 hours
+
+# ------------------------------------------------------------------- measured (benchmark 2)
+# The scanner's own CPU per execution, and one invocation's rate with a whole core, from
+#   .venv/bin/python -m bench.scanner_throughput     (make bench-scanner)
+# on a shared 2-vCPU x86_64 machine: one invocation over 16 shards, 20,000 executions, 10 ms per
+# DynamoDB call, 20 ms per SQS batch (513 ms of CPU per 1,000 executions, 1,092 a second; runs vary
+# by about 15 % with the machine's load). On Lambda the CPU share of the memory caps the rate.
+SCANNER_CPU_MS_PER_1000 = 513.0
+SCANNER_RATE_FULL_CORE = 1092.0
+
+
+def scanner_rate(memory_mb: int) -> float:
+    """Executions a second one scanner invocation enqueues at `memory_mb` (GIL: one core at most)."""
+    share = min(1.0, memory_mb / LAMBDA_MB_PER_VCPU)
+    return min(SCANNER_RATE_FULL_CORE, share * 1e6 / SCANNER_CPU_MS_PER_1000)
+
+
+# ------------------------------------------------------------------- measured (benchmark 3)
+
+
+@dataclass(frozen=True)
+class ExecutionUsage:
+    """What one execution uses of each service, creation (if any) included."""
+
+    api_requests: float  # API Gateway requests, and API function invocations
+    write_units: float  # DynamoDB write request units, index writes included
+    read_units: float  # DynamoDB read request units
+    write_units_keys_only: float  # the same, if both indexes projected KEYS_ONLY
+    sqs_requests: float  # billed SQS requests: sends, receives and deletes, batches of 10
+    log_bytes: float  # CloudWatch Logs ingested: Powertools lines and EMF metrics
+    metric_bytes: float  # of which EMF metrics (kept when INFO lines are turned off)
+    item_bytes: float  # stored bytes of the execution's item (kept for the retention period)
+    job_bytes: float  # stored bytes of a one-time job's item (no TTL: kept for good)
+
+
+# Per execution, from a run on moto of 50 one-time and 10 every-minute cron webhook jobs:
+#   .venv/bin/python -m bench.cost     (make bench-cost)
+# Request units are computed from item sizes by DynamoDB's rules (bench/units.py); SQS requests
+# assume full batches of ten (sends, receives, deletes), as under load.
+ONE_TIME = ExecutionUsage(
+    api_requests=1.0,
+    write_units=15.0,  # creation 4 (marker, job, job in both indexes); scan 2; worker 9
+    read_units=4.0,
+    write_units_keys_only=12.0,
+    sqs_requests=0.3,
+    log_bytes=1312.0,
+    metric_bytes=250.0,
+    item_bytes=536.0,
+    job_bytes=1364.0,
+)
+RECURRING = ExecutionUsage(
+    api_requests=0.0,
+    write_units=17.0,  # scan 9 (execution, next marker, marker delete, job advanced); worker 8
+    read_units=4.0,
+    write_units_keys_only=9.0,
+    sqs_requests=0.3,
+    log_bytes=1104.0,
+    metric_bytes=48.0,
+    item_bytes=536.0,
+    job_bytes=0.0,
+)
+
+# ----------------------------------------------------------------------------- assumptions
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """What the benchmarks cannot measure here (`punctual capacity` has flags for the main ones)."""
+
+    task_seconds: float = 0.2  # mean task duration (a webhook round trip)
+    worker_overhead_seconds: float = 0.05  # a worker batch's own DynamoDB calls
+    batch_fill: float = 10.0  # messages per worker invocation under load (batch size 10)
+    worker_memory_mb: int = 512
+    api_seconds: float = 0.05  # one POST /jobs: validation and two PutItem
+    api_memory_mb: int = 512
+    scanner_memory_mb: int = 512
+    retention_days: int = 30
+    # Share of invocations X-Ray records: its default rule samples the first request each second
+    # and 5 % of the rest; under load, about 5 %.
+    xray_sampled: float = 0.05
+    # Lambda's START/END/REPORT lines per invocation, in bytes.
+    platform_log_bytes: float = 260.0
+    http_api: bool = False  # price API Gateway as an HTTP API instead of REST
+    keys_only_indexes: bool = False  # price the indexes as projected KEYS_ONLY
+
+
+# Stored bytes of one index entry projecting KEYS_ONLY: the table's and the index's keys, and the
+# 100 bytes DynamoDB adds to every stored item.
+KEYS_ONLY_ENTRY_BYTES = 250
+INDEXES = len(resources.TABLE.indexes)  # by_owner and by_owner_status
+
+# Fixed monthly cost, whatever the load: dashboard, 8 alarms, 10 EMF metrics, the cursor secret, the
+# worker event source mapping's idle long polls (about 15 a minute) and a tick a minute plus the
+# fan-out's invocations.
+FIXED_ALARMS = 8
+FIXED_METRICS = 10
+IDLE_POLLS_PER_MINUTE = 15
+
+
+def fixed_monthly(fanout: int, prices: Prices = PRICES) -> dict[str, float]:
+    minutes = SECONDS_PER_MONTH / 60
+    return {
+        "dashboard": prices.dashboard_month,
+        "alarms": FIXED_ALARMS * prices.alarm_month,
+        "custom_metrics": FIXED_METRICS * prices.metric_month,
+        "secret": prices.secret_month,
+        "idle_polling": IDLE_POLLS_PER_MINUTE * minutes * prices.sqs_per_million / 1e6,
+        "scanner_ticks": (1 + fanout) * minutes * prices.lambda_requests_per_million / 1e6,
+    }
+
+
+# ------------------------------------------------------------------------------------ cost
+
+
+def cost_per_execution(
+    usage: ExecutionUsage, assumptions: Assumptions = Assumptions(), prices: Prices = PRICES
+) -> dict[str, float]:
+    """USD per execution, by service, on-demand, at list prices."""
+    a = assumptions
+    worker_invocations = 1 / a.batch_fill
+    scanner_seconds = 1 / scanner_rate(a.scanner_memory_mb)
+    gb_seconds = (
+        usage.api_requests * a.api_memory_mb / 1024 * a.api_seconds
+        + worker_invocations * a.worker_memory_mb / 1024 * (a.worker_overhead_seconds + a.task_seconds)
+        + a.scanner_memory_mb / 1024 * scanner_seconds
+    )
+    invocations = usage.api_requests + worker_invocations
+    write_units = usage.write_units_keys_only if a.keys_only_indexes else usage.write_units
+    # Storage of the execution for its retention and, for a one-time job, of its item (in the table
+    # and both indexes) for one month: it has no TTL, so each month after costs as much again.
+    months = a.retention_days / (SECONDS_PER_MONTH / 86400)
+    table_gb_months = (usage.item_bytes * months + usage.job_bytes) / 2**30
+    entry_bytes = KEYS_ONLY_ENTRY_BYTES if a.keys_only_indexes else usage.job_bytes
+    index_gb_months = INDEXES * entry_bytes * (usage.job_bytes > 0) / 2**30
+    api_price = prices.api_http_per_million if a.http_api else prices.api_rest_per_million
+    return {
+        "api_gateway": usage.api_requests * api_price / 1e6,
+        "lambda_requests": invocations * prices.lambda_requests_per_million / 1e6,
+        "lambda_compute": gb_seconds * prices.lambda_arm64_gb_second,
+        "dynamodb_writes": write_units * prices.dynamodb_write_units_per_million / 1e6,
+        "dynamodb_reads": usage.read_units * prices.dynamodb_read_units_per_million / 1e6,
+        "dynamodb_storage": (table_gb_months + index_gb_months) * prices.dynamodb_storage_gb_month
+        + table_gb_months * prices.dynamodb_pitr_gb_month,
+        "sqs": usage.sqs_requests * prices.sqs_per_million / 1e6,
+        "cloudwatch_logs": (usage.log_bytes + invocations * a.platform_log_bytes)
+        / 2**30
+        * prices.logs_ingested_gb,
+        "xray": invocations * a.xray_sampled * prices.xray_traces_per_million / 1e6,
+    }
+
+
+def per_million(costs: dict[str, float]) -> dict[str, float]:
+    rows = {name: round(value * 1e6, 4) for name, value in costs.items()}
+    rows["total"] = round(sum(costs.values()) * 1e6, 4)
+    return rows
+
+
+def provisioned_write_unit_price(utilisation: float = 0.7, prices: Prices = PRICES) -> float:
+    """USD per write unit on provisioned capacity kept `utilisation` busy (auto scaling's target)."""
+    return prices.dynamodb_wcu_hour / 3600 / utilisation
+
+
+def eventbridge_scheduler_per_million(
+    assumptions: Assumptions = Assumptions(), prices: Prices = PRICES
+) -> dict[str, float]:
+    """EventBridge Scheduler invoking a Lambda function per execution that runs the same task."""
+    a = assumptions
+    rows = {
+        "scheduler": prices.eventbridge_scheduler_per_million,
+        "lambda_requests": prices.lambda_requests_per_million,
+        "lambda_compute": a.worker_memory_mb / 1024 * a.task_seconds * prices.lambda_arm64_gb_second * 1e6,
+    }
+    rows["total"] = round(sum(rows.values()), 4)
+    return {k: round(v, 4) for k, v in rows.items()}
+
+
+# ------------------------------------------------------------------------------------ plan
+
+
+@dataclass(frozen=True)
+class Plan:
+    executions_per_second: float  # sustained: the monthly cost is for this rate
+    recurring_share: float
+    busiest_minute: int  # executions due in the busiest minute
+    peak_per_second: float  # the busiest minute's rate: the load figures below are at this rate
+    drain_target_seconds: float
+    shard_count: int
+    scanner_fanout: int
+    scanner_memory_mb: int
+    scanner_rate_per_invocation: float  # executions a second: CPU share and bucket partition capped
+    scanner_drain_seconds: float  # the busiest minute, every invocation in parallel
+    markers_per_shard: int  # in the busiest minute
+    bucket_drain_write_units: float  # a second, on the bucket being drained (marker deletes)
+    bucket_filing_write_units: float  # a second, markers filed into one bucket partition
+    worker_executions_in_flight: float  # Little's law: rate x (task + batch overhead)
+    worker_concurrency: float  # concurrent worker invocations, on average
+    worker_max_concurrency: int  # the event source mapping setting to deploy, with headroom
+    api_concurrency: float
+    lambda_concurrency: float  # all functions at once, at peak
+    api_requests_per_second: float
+    dynamodb_write_units_per_second: float
+    dynamodb_read_units_per_second: float
+    sqs_requests_per_second: float
+    cost_per_million: dict[str, float]
+    monthly_cost: dict[str, float]
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# Each bucket partition's 1,000 write units a second are shared: draining (the scanner deleting
+# markers) may use half, filing (the API and the scanner writing markers for later) a quarter, so
+# that both at once stay at three quarters of the limit.
+DRAIN_SHARE = 0.5
+FILING_SHARE = 0.25
+# The event source mapping's maximum concurrency is set this much above the average need.
+WORKER_HEADROOM = 1.5
+
+
+def blended(recurring_share: float) -> ExecutionUsage:
+    """Usage of an average execution when `recurring_share` of them are cron/rate occurrences."""
+    one, rec = asdict(ONE_TIME), asdict(RECURRING)
+    return ExecutionUsage(**{k: (1 - recurring_share) * one[k] + recurring_share * rec[k] for k in one})
+
+
+def plan(
+    executions_per_second: float,
+    *,
+    recurring_share: float = 0.0,
+    burst_minute: int | None = None,
+    drain_seconds: float = 30.0,
+    assumptions: Assumptions = Assumptions(),
+    prices: Prices = PRICES,
+) -> Plan:
+    """The deployment for a sustained rate (and an optional busier minute), and what it costs.
+
+    - Scanner: the busiest minute must drain within `drain_seconds`. One invocation scans its shards
+      one after another at its rate — the measured one, capped by the CPU share of its memory and by
+      the drain share of the bucket partition (each marker deleted is a write unit) — so the
+      fan-out is the busiest minute over what one invocation drains in `drain_seconds`.
+    - Shards: at least one per invocation (a multiple of the fan-out, for even groups), and enough
+      that filing a marker for every execution stays within the filing share of each bucket.
+    - Workers: Little's law, executions in flight = rate x (task + batch overhead), ten a batch.
+    Load figures are at the busiest minute's rate; the monthly cost at the sustained rate.
+    """
+    if executions_per_second <= 0:
+        raise ValueError("executions_per_second must be positive")
+    if not 0 <= recurring_share <= 1:
+        raise ValueError("recurring_share is between 0 and 1")
+    a = assumptions
+    n = executions_per_second
+    busiest = max(math.ceil(60 * n), burst_minute or 0)
+    rate = min(scanner_rate(a.scanner_memory_mb), PARTITION_WRITE_UNITS * DRAIN_SHARE)
+    fanout = max(1, math.ceil(busiest / (drain_seconds * rate)))
+    # Every execution files one marker: the API for a new job, the scanner for the next occurrence.
+    shards = max(fanout, math.ceil(n / (PARTITION_WRITE_UNITS * FILING_SHARE)))
+    shards = math.ceil(shards / fanout) * fanout
+
+    peak = busiest / 60
+    in_flight = peak * (a.task_seconds + a.worker_overhead_seconds)
+    worker_concurrency = in_flight / a.batch_fill
+    api_rps = n * (1 - recurring_share)
+    api_concurrency = api_rps * a.api_seconds
+    usage = blended(recurring_share)
+    write_units = usage.write_units_keys_only if a.keys_only_indexes else usage.write_units
+    costs = cost_per_execution(usage, a, prices)
+    monthly = {k: v * n * SECONDS_PER_MONTH for k, v in costs.items()}
+    monthly.update({f"fixed_{k}": v for k, v in fixed_monthly(fanout, prices).items()})
+    monthly = {k: round(v, 2) for k, v in monthly.items()}
+    monthly["total"] = round(sum(monthly.values()), 2)
+
+    result = Plan(
+        executions_per_second=n,
+        recurring_share=recurring_share,
+        busiest_minute=busiest,
+        peak_per_second=round(peak, 1),
+        drain_target_seconds=drain_seconds,
+        shard_count=shards,
+        scanner_fanout=fanout,
+        scanner_memory_mb=a.scanner_memory_mb,
+        scanner_rate_per_invocation=round(rate, 1),
+        scanner_drain_seconds=round(math.ceil(busiest / fanout) / rate, 1),
+        markers_per_shard=math.ceil(busiest / shards),
+        bucket_drain_write_units=round(rate, 1),
+        bucket_filing_write_units=round(n / shards, 1),
+        worker_executions_in_flight=round(in_flight, 1),
+        worker_concurrency=round(worker_concurrency, 1),
+        worker_max_concurrency=max(2, math.ceil(worker_concurrency * WORKER_HEADROOM)),
+        api_concurrency=round(api_concurrency, 1),
+        lambda_concurrency=round(worker_concurrency + api_concurrency + fanout, 1),
+        api_requests_per_second=round(api_rps, 1),
+        dynamodb_write_units_per_second=round(peak * write_units, 1),
+        dynamodb_read_units_per_second=round(peak * usage.read_units, 1),
+        sqs_requests_per_second=round(peak * usage.sqs_requests, 1),
+        cost_per_million=per_million(costs),
+        monthly_cost=monthly,
+    )
+    return replace(result, warnings=_warnings(result))
+
+
+def _near(value: float, quota: float, what: str, advice: str) -> list[str]:
+    """A warning when `value` passes 80 % of `quota`."""
+    if value <= 0.8 * quota:
+        return []
+    return [f"{what} {value:,.0f} is {value / quota:.0%} of {quota:,.0f}: {advice}"]
+
+
+def _warnings(p: Plan) -> list[str]:
+    found = [
+        *_near(
+            p.dynamodb_write_units_per_second,
+            TABLE_QUOTA_UNITS,
+            "DynamoDB write units/s",
+            "the on-demand table quota; request an increase",
+        ),
+        *_near(
+            p.dynamodb_read_units_per_second,
+            TABLE_QUOTA_UNITS,
+            "DynamoDB read units/s",
+            "the on-demand table quota; request an increase",
+        ),
+        *_near(
+            p.dynamodb_write_units_per_second,
+            NEW_TABLE_WRITE_UNITS,
+            "DynamoDB write units/s",
+            "what a new on-demand table serves at first; pre-warm it (warm throughput)",
+        ),
+        *_near(
+            p.worker_max_concurrency,
+            ESM_MAX_CONCURRENCY,
+            "worker max concurrency",
+            "the event source mapping's maximum; shorter tasks, or a second queue",
+        ),
+        *_near(
+            p.lambda_concurrency,
+            LAMBDA_ACCOUNT_CONCURRENCY,
+            "Lambda concurrency",
+            "the default account quota; request an increase",
+        ),
+        *_near(
+            p.worker_executions_in_flight,
+            SQS_IN_FLIGHT,
+            "SQS messages in flight",
+            "a standard queue's limit; a second queue",
+        ),
+        *_near(
+            p.api_requests_per_second,
+            API_GATEWAY_RPS,
+            "API requests/s",
+            "API Gateway's account quota; request an increase, or create jobs in batches",
+        ),
+    ]
+    if p.scanner_drain_seconds > p.drain_target_seconds:
+        found.append(f"the busiest minute drains in {p.scanner_drain_seconds:,.0f} s, over the target")
+    return found
+
+
+def render(p: Plan) -> str:
+    """The plan for people: one line a figure, the reason in brackets."""
+    lines = [
+        f"Punctual capacity plan: {p.executions_per_second:,.0f} executions/s ({p.recurring_share:.0%} "
+        f"recurring), busiest minute {p.busiest_minute:,} executions",
+        "",
+        "deploy (CDK context), at least",
+        f"  shard_count             {p.shard_count:>9,}   {p.markers_per_shard:,} markers a shard in the "
+        f"busiest minute; filing {p.bucket_filing_write_units:,.0f} writes/s a bucket",
+        f"  scanner_fanout          {p.scanner_fanout:>9,}   {p.scanner_rate_per_invocation:,.0f} executions/s "
+        f"an invocation at {p.scanner_memory_mb} MB: drains in {p.scanner_drain_seconds:,.1f} s "
+        f"(target {p.drain_target_seconds:,.0f} s)",
+        f"  worker_max_concurrency  {p.worker_max_concurrency:>9,}   {p.worker_concurrency:,.1f} busy on "
+        f"average, {p.worker_executions_in_flight:,.0f} executions in flight",
+        "",
+        f"load, at {p.peak_per_second:,.0f} executions/s",
+        f"  DynamoDB write units/s  {p.dynamodb_write_units_per_second:>9,.0f}",
+        f"  DynamoDB read units/s   {p.dynamodb_read_units_per_second:>9,.0f}",
+        f"  bucket writes/s         {p.bucket_drain_write_units + p.bucket_filing_write_units:>9,.0f}   "
+        f"draining and filing, of {PARTITION_WRITE_UNITS:,.0f} a partition",
+        f"  SQS requests/s          {p.sqs_requests_per_second:>9,.0f}",
+        f"  API requests/s          {p.api_requests_per_second:>9,.0f}",
+        f"  Lambda concurrency      {p.lambda_concurrency:>9,.0f}   API {p.api_concurrency:,.0f}, workers "
+        f"{p.worker_concurrency:,.0f}, scanners {p.scanner_fanout:,}",
+        "",
+        "cost per month (us-east-1 list prices, on-demand)",
+    ]
+    lines += [f"  {name:<24}${value:>13,.2f}" for name, value in p.monthly_cost.items() if name != "total"]
+    lines += [
+        f"  {'total':<24}${p.monthly_cost['total']:>13,.2f}",
+        f"  {'per million executions':<24}${p.cost_per_million['total']:>13,.2f}",
+    ]
+    if p.warnings:
+        lines += ["", "limits", *(f"  ! {w}" for w in p.warnings)]
+    return "\n".join(lines)

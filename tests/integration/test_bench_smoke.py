@@ -1,0 +1,61 @@
+"""The benchmarks' entry points run, in a tiny configuration, and report what they should.
+
+The real runs (`make bench-scanner`, `make bench-cost`) take minutes and are not part of the suite.
+"""
+
+from __future__ import annotations
+
+import json
+
+from bench import cost, scanner_throughput
+from punctual import capacity
+
+
+def test_scanner_benchmark_enqueues_every_marker() -> None:
+    # Given a few hundred due executions over the 16 shards, and 1 ms calls
+    args = scanner_throughput.parser().parse_args(
+        ["--markers", "300", "--group-markers", "0", "--dynamodb-latency-ms", "1", "--sqs-latency-ms", "1"]
+    )
+    # When the benchmark runs
+    result = scanner_throughput.run(args)
+    json.dumps(result)  # it prints this
+    # Then one invocation enqueued them all, through the real scanner's calls
+    measured = result["measured"]["all_shards"]
+    assert measured["markers"] == measured["enqueued"] == 300
+    assert measured["enqueued_per_second"] > 0
+    assert measured["calls"]["sqs.SendMessageBatch"] >= 30  # at most ten a batch
+    assert measured["calls"]["dynamodb.Query"] >= 16  # each shard's bucket read
+    assert measured["client_cpu_ms_per_1000_executions"] > 0
+    # and it says what is measured and what is extrapolated from it
+    assert {"measured", "projected_at_lambda_memory", "extrapolated", "targets"} <= result.keys()
+    assert result["extrapolated"]["burst_minute"]
+    assert result["targets"]["burst_minute_drained_under_30s_at_default_fanout"] is None  # not run
+
+
+def test_cost_benchmark_counts_units_and_prices_them() -> None:
+    # Given a couple of jobs of each kind, over a minute
+    args = cost.parser().parse_args(
+        ["--scenarios", "handed_off,recurring", "--one-time", "3", "--cron", "2", "--minutes", "1"]
+    )
+    # When the benchmark runs on moto
+    result = cost.run(args)
+    json.dumps(result)
+    # Then every execution ran and was counted
+    one_time, recurring = result["measured"]["handed_off"], result["measured"]["recurring"]
+    assert one_time["executions"] == 3
+    assert recurring["executions"] >= 2
+    assert one_time["per_job_creation"]["calls"]["dynamodb.PutItem"] == 2
+    assert "sqs.ReceiveMessage" not in one_time["per_execution_scan_and_run"]["calls"]  # polling, apart
+    # and priced above zero, with the comparison and the target
+    for rows in result["cost_per_million_executions"].values():
+        assert rows["rest_api"]["total"] > rows["http_api"]["total"] - 1e-9 > 0
+    assert result["eventbridge_scheduler_per_million"]["total"] > 1.0
+    assert result["target"]["one_time_per_million"] > 0
+    assert isinstance(result["target"]["met"], bool)
+    # and the request units match the constants the capacity plan uses: if this fails, the store
+    # writes or reads differently; run `make bench-cost` and update punctual/capacity.py
+    for name, constants in (("handed_off", capacity.ONE_TIME), ("recurring", capacity.RECURRING)):
+        usage = result["measured"][name]["usage_per_execution"]
+        assert usage["write_units"] == constants.write_units, name
+        assert usage["write_units_keys_only"] == constants.write_units_keys_only, name
+        assert usage["read_units"] == constants.read_units, name
