@@ -382,15 +382,9 @@ def levers(usage: ExecutionUsage, assumptions: Assumptions) -> list[dict[str, An
         return capacity.per_million(capacity.cost_per_execution(u, a, p))["total"]
 
     rows = [
-        ("as deployed: REST API, indexes projecting ALL, on-demand", usage, assumptions, prices),
+        ("as deployed: REST API, indexes projecting KEYS_ONLY, on-demand", usage, assumptions, prices),
         ("HTTP API instead of REST ($1.00/M requests)", usage, replace(assumptions, http_api=True), prices),
         ("batch-create endpoint, 100 jobs a request", batched, batched_assumptions, prices),
-        (
-            "indexes projected KEYS_ONLY (job updates stop rewriting both indexes)",
-            usage,
-            replace(assumptions, keys_only_indexes=True),
-            prices,
-        ),
         ("provisioned capacity at 70 % utilisation (steady load)", usage, assumptions, provisioned),
         ("log level WARNING: no INFO lines per execution (EMF metrics kept)", quiet, assumptions, prices),
         (

@@ -33,7 +33,11 @@ class TryLater(Exception):
 
 
 def handle_record(record: SQSRecord) -> None:
-    outcome = wiring.default().worker.handle(WorkItem.from_body(record.body), record.receipt_handle)
+    outcome = wiring.default().worker.handle(
+        WorkItem.from_body(record.body),
+        record.receipt_handle,
+        receive_count=int(record.attributes.approximate_receive_count or 1),
+    )
     if outcome is Outcome.LATER:
         raise TryLater(record.message_id)
 

@@ -39,7 +39,7 @@ class Storage(Construct):
                 index_name=index.name,
                 partition_key=_string(index.partition_key),
                 sort_key=_string(index.sort_key),
-                projection_type=dynamodb.ProjectionType.ALL,
+                projection_type=dynamodb.ProjectionType(index.projection),
             )
 
     def grant_read_write(self, function: lambda_.Function) -> None:

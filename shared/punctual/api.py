@@ -38,7 +38,10 @@ Choices where the contract is silent:
 - DELETE cancels (the job stays readable as CANCELLED); cancelling twice answers the same job.
 - POST /jobs/{id}/run is refused (409) on a PAUSED or CANCELLED job.
 - PATCH of a CANCELLED job answers 409; a new schedule revives a COMPLETED job.
-- `last_execution` is the most recent execution to reach a final status.
+- `last_execution` is the most recent execution to reach a final status (its `result` is only on
+  the execution itself: GET /jobs/{id}/executions).
+- A COMPLETED or CANCELLED job expires with its execution history, `retention_days` (default 30)
+  after it finished; active and paused jobs are kept.
 - Idempotency keys are remembered for 24 hours.
 """
 

@@ -104,7 +104,7 @@ class ExecutionUsage:
     log_bytes: float  # CloudWatch Logs ingested: Powertools lines and EMF metrics
     metric_bytes: float  # of which EMF metrics (kept when INFO lines are turned off)
     item_bytes: float  # stored bytes of the execution's item (kept for the retention period)
-    job_bytes: float  # stored bytes of a one-time job's item (no TTL: kept for good)
+    job_bytes: float  # stored bytes of a one-time job's item (expires with its history)
 
 
 # Per execution, from a run on moto of 50 one-time and 10 every-minute cron webhook jobs:
@@ -113,14 +113,14 @@ class ExecutionUsage:
 # assume full batches of ten (sends, receives, deletes), as under load.
 ONE_TIME = ExecutionUsage(
     api_requests=1.0,
-    write_units=15.0,  # creation 4 (marker, job, job in both indexes); scan 2; worker 9
+    write_units=12.0,  # as if the indexes projected ALL
     read_units=4.0,
-    write_units_keys_only=12.0,
+    write_units_keys_only=11.0,  # creation 4 (marker, job, its two index entries); scan 2; worker 5
     sqs_requests=0.3,
     log_bytes=1312.0,
     metric_bytes=250.0,
     item_bytes=536.0,
-    job_bytes=1364.0,
+    job_bytes=1071.0,
 )
 RECURRING = ExecutionUsage(
     api_requests=0.0,
@@ -155,7 +155,8 @@ class Assumptions:
     # Lambda's START/END/REPORT lines per invocation, in bytes.
     platform_log_bytes: float = 260.0
     http_api: bool = False  # price API Gateway as an HTTP API instead of REST
-    keys_only_indexes: bool = False  # price the indexes as projected KEYS_ONLY
+    # Price the indexes as projected KEYS_ONLY (as resources.py defines them) rather than ALL.
+    keys_only_indexes: bool = all(index.projection == "KEYS_ONLY" for index in resources.TABLE.indexes)
 
 
 # Stored bytes of one index entry projecting KEYS_ONLY: the table's and the index's keys, and the
@@ -200,12 +201,12 @@ def cost_per_execution(
     )
     invocations = usage.api_requests + worker_invocations
     write_units = usage.write_units_keys_only if a.keys_only_indexes else usage.write_units
-    # Storage of the execution for its retention and, for a one-time job, of its item (in the table
-    # and both indexes) for one month: it has no TTL, so each month after costs as much again.
+    # Storage of the execution and, for a one-time job, of its item (in the table and both indexes)
+    # for the retention period: a finished job expires with its history.
     months = a.retention_days / (SECONDS_PER_MONTH / 86400)
-    table_gb_months = (usage.item_bytes * months + usage.job_bytes) / 2**30
+    table_gb_months = (usage.item_bytes + usage.job_bytes) * months / 2**30
     entry_bytes = KEYS_ONLY_ENTRY_BYTES if a.keys_only_indexes else usage.job_bytes
-    index_gb_months = INDEXES * entry_bytes * (usage.job_bytes > 0) / 2**30
+    index_gb_months = INDEXES * entry_bytes * (usage.job_bytes > 0) * months / 2**30
     api_price = prices.api_http_per_million if a.http_api else prices.api_rest_per_million
     return {
         "api_gateway": usage.api_requests * api_price / 1e6,

@@ -34,6 +34,9 @@ from punctual.observability import logger
 from punctual.queue import WorkItem, WorkQueue, delay_seconds
 from punctual.store import Store
 
+# Conditional PutItems in flight at once: the scanner's throughput is bounded by their latency.
+RECORD_WORKERS = 32
+
 
 @dataclass
 class DispatchResult:
@@ -85,36 +88,47 @@ class Dispatcher:
         if not runnable:
             return set()
         now = self._clock.now()
+
+        def create(pair: tuple[DueMarker, Job]) -> bool:
+            marker, job = pair
+            execution = Execution(
+                id=marker.execution_id,
+                job_id=job.id,
+                owner=job.owner,
+                scheduled_at=marker.scheduled_at,
+                status=ExecutionStatus.QUEUED,
+                schedule_version=marker.schedule_version,
+                manual=marker.manual,
+                created_at=now,
+            )
+            try:
+                # Conditional: a repeated dispatch (a crash, an overlapping tick) finds it and leaves it
+                # as it is, so a finished execution is never reset.
+                self._store.create_execution(execution)
+            except Exception:
+                logger.exception("could not record execution", extra={"execution_id": marker.execution_id})
+                return False
+            return True
+
+        recorded = parallel_map(create, runnable, workers=RECORD_WORKERS)
+        chained = [
+            (m, j)
+            for (m, j), ok in zip(runnable, recorded, strict=True)
+            if ok and j.recurring and not m.manual
+        ]
+        following = {m.execution_id: next_after(j, m.scheduled_at) for m, j in chained}
         try:
-            existing = self._store.existing_executions([m for m, _ in runnable])
-            new = [
-                Execution(
-                    id=marker.execution_id,
-                    job_id=job.id,
-                    owner=job.owner,
-                    scheduled_at=marker.scheduled_at,
-                    status=ExecutionStatus.QUEUED,
-                    schedule_version=marker.schedule_version,
-                    manual=marker.manual,
-                    created_at=now,
-                )
-                for marker, job in runnable
-                if marker.execution_id not in existing
-            ]
-            chained = [(m, j) for m, j in runnable if j.recurring and not m.manual]
-            following = {m.execution_id: next_after(j, m.scheduled_at) for m, j in chained}
-            next_markers = [
+            self._store.put_markers(
                 marker_for(j.id, at, m.schedule_version)
                 for m, j in chained
                 if (at := following[m.execution_id]) is not None
-            ]
-            self._store.put_records(new, next_markers)
+            )
         except Exception:
-            logger.exception("could not record executions; the next tick retries them")
+            logger.exception("could not file next occurrences; the next tick retries them")
             return set()
         advanced = parallel_map(lambda pair: self._advance(*pair, following[pair[0].execution_id]), chained)
         failed = {m.execution_id for (m, _), ok in zip(chained, advanced, strict=True) if not ok}
-        return {m.execution_id for m, _ in runnable} - failed
+        return {m.execution_id for (m, _), ok in zip(runnable, recorded, strict=True) if ok} - failed
 
     def _advance(self, marker: DueMarker, job: Job, following: datetime | None) -> bool:
         """Move a recurring job's next_run_at past this occurrence. False on an unexpected error."""

@@ -24,6 +24,9 @@ class Index:
     name: str
     partition_key: str
     sort_key: str
+    # KEYS_ONLY: a job's index entries are written only when their keys change (creation, a status
+    # change), not on every update of the job; a list reads the page's jobs from the table.
+    projection: str = "KEYS_ONLY"
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ class TableDefinition:
                         {"AttributeName": index.partition_key, "KeyType": "HASH"},
                         {"AttributeName": index.sort_key, "KeyType": "RANGE"},
                     ],
-                    "Projection": {"ProjectionType": "ALL"},
+                    "Projection": {"ProjectionType": index.projection},
                 }
                 for index in self.indexes
             ],

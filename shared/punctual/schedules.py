@@ -37,7 +37,7 @@ def _parse_instant(value: object) -> datetime:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             raise ValueError("timestamp needs an offset (Z or +hh:mm)")
-        return value.astimezone(UTC)
+        return parse_rfc3339(value.isoformat())
     if not isinstance(value, str):
         raise ValueError("timestamp must be an RFC 3339 string with an offset")
     return parse_rfc3339(value)
@@ -158,10 +158,13 @@ def occurrences(schedule: _Schedule, after: datetime, anchor: datetime | None = 
         runs = _rate_runs(schedule, after, anchor or after)
     else:  # pragma: no cover - the union is closed
         raise TypeError(f"unknown schedule {schedule!r}")
-    for run in runs:
-        if schedule.end_at is not None and run > schedule.end_at:
-            return
-        yield run
+    try:
+        for run in runs:
+            if schedule.end_at is not None and run > schedule.end_at:
+                return
+            yield run
+    except OverflowError:
+        return  # past the last representable instant: the schedule has no more runs
 
 
 def next_run(schedule: _Schedule, after: datetime, anchor: datetime | None = None) -> datetime | None:

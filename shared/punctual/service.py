@@ -75,6 +75,10 @@ class JobService:
         task = tasks.validate(new.task, self._allowed_networks)
         now = self._clock.now()
         self._check_not_past(new.schedule, now)
+        anchor = anchor_for(new.schedule, now)
+        runs_at = first_run(new.schedule, now, anchor)
+        if runs_at is None:
+            raise InvalidRequest("schedule has no run time in the future", field="schedule")
         job_id = _new_id("job")
         if idempotency_key is not None:
             fingerprint = _fingerprint(new)
@@ -88,10 +92,6 @@ class JobService:
                     return existing, False
                 job_id = seen_job_id  # the first attempt failed before storing its job: finish it now
 
-        anchor = anchor_for(new.schedule, now)
-        runs_at = first_run(new.schedule, now, anchor)
-        if runs_at is None:
-            raise InvalidRequest("schedule has no run time in the future", field="schedule")
         job = Job(
             id=job_id,
             owner=owner,
@@ -171,7 +171,7 @@ class JobService:
             self._check_not_past(changes.schedule, now)
             anchor = anchor_for(changes.schedule, now)
             runs_at = first_run(changes.schedule, now, anchor)
-            version = job.schedule_version + 1
+            version = _new_version()
             status = job.status if job.status is JobStatus.PAUSED else JobStatus.ACTIVE
             fields.update(
                 schedule=changes.schedule,
@@ -185,7 +185,7 @@ class JobService:
             if runs_at is not None and status is JobStatus.ACTIVE:
                 marker = marker_for(job.id, runs_at, version)
                 self._store.put_marker(marker)
-        updated = self._write(job, fields)
+        updated = self._write(job, fields, withdraw=marker)
         if marker is not None:
             self._hand_off(marker)
         return updated
@@ -200,7 +200,7 @@ class JobService:
                 "status": JobStatus.CANCELLED,
                 "next_run_at": None,
                 "queued_run_at": None,
-                "schedule_version": job.schedule_version + 1,
+                "schedule_version": _new_version(),
                 "updated_at": self._clock.now(),
             },
         )
@@ -217,7 +217,7 @@ class JobService:
                 "status": JobStatus.PAUSED,
                 "next_run_at": None,
                 "queued_run_at": None,
-                "schedule_version": job.schedule_version + 1,
+                "schedule_version": _new_version(),
                 "updated_at": self._clock.now(),
             },
         )
@@ -229,7 +229,7 @@ class JobService:
         if job.status is not JobStatus.PAUSED:
             raise Conflict(f"job is {job.status.value}; only a PAUSED job can be resumed")
         now = self._clock.now()
-        version = job.schedule_version + 1
+        version = _new_version()
         # Occurrences missed while paused are not run: the schedule picks up from now. A one-time job
         # whose instant passed while it was paused has nothing left to run.
         runs_at = (
@@ -247,6 +247,7 @@ class JobService:
                 "schedule_version": version,
                 "updated_at": now,
             },
+            withdraw=marker,
         )
         if marker is not None:
             self._hand_off(marker)
@@ -279,12 +280,16 @@ class JobService:
         )
 
     # -------------------------------------------------------------- helpers
-    def _write(self, job: Job, fields: dict[str, Any]) -> Job:
+    def _write(self, job: Job, fields: dict[str, Any], withdraw: DueMarker | None = None) -> Job:
+        """Apply a change if the job is still as read; otherwise 409, withdrawing the marker filed for it
+        (its version is unique, so even if it stayed it would be skipped as superseded)."""
         try:
             return self._store.update_job(
                 job, fields, allowed_statuses=[job.status], schedule_version=job.schedule_version
             )
         except LostRace:
+            if withdraw is not None:
+                self._store.delete_markers([withdraw])
             raise Conflict("the job changed while this request ran; read it again and retry") from None
 
     def _hand_off(self, marker: DueMarker) -> None:
@@ -311,11 +316,17 @@ class JobService:
 
 def _pending_one_time(job: Job, now: datetime) -> datetime | None:
     """When a resumed one-time job runs: never if it already ran or its instant passed while paused."""
-    if job.last_execution is not None:
+    if job.last_execution is not None and not job.last_execution.manual:
         return None
     if isinstance(job.schedule, AtSchedule):
         return job.schedule.at if job.schedule.at >= now else None
     return now  # a "now" job paused before it ran
+
+
+def _new_version() -> int:
+    """A fresh schedule version. Random, not version + 1: a request that loses a race to another
+    change must not share the winner's version, or the marker it filed first would stay valid."""
+    return secrets.randbelow(2**52) + 2
 
 
 def _new_id(prefix: str) -> str:

@@ -173,7 +173,13 @@ class Store:
         if start_key:
             kwargs["ExclusiveStartKey"] = start_key
         response = _call(lambda: self._table.query(**kwargs))
-        return Page([self._job_from(i) for i in response.get("Items", [])], response.get("LastEvaluatedKey"))
+        # The indexes hold keys only: read the page's jobs from the table, in the index's order.
+        ids = [str(item["pk"]).removeprefix("JOB#") for item in response.get("Items", [])]
+        jobs = self.get_jobs(ids)
+        page = [jobs[job_id] for job_id in ids if job_id in jobs]
+        if status is not None:
+            page = [job for job in page if job.status is status]  # the index lags the table slightly
+        return Page(page, response.get("LastEvaluatedKey"))
 
     def update_job(
         self,
@@ -193,7 +199,13 @@ class Store:
         removes: list[str] = []
         attributes = self._job_attributes(changes)
         if "status" in changes:
-            attributes["status_pk"] = self._status_pk(job.owner, changes["status"])
+            status = changes["status"]
+            attributes["status_pk"] = self._status_pk(job.owner, status)
+            # A finished job expires with its history; a revived one is kept again.
+            final = status in (JobStatus.CANCELLED, JobStatus.COMPLETED)
+            attributes["expires_at"] = (
+                self._expiry(changes.get("updated_at") or job.updated_at) if final else None
+            )
         for i, (name, value) in enumerate(attributes.items()):
             names[f"#a{i}"] = name
             if value is None:
@@ -232,48 +244,56 @@ class Store:
     def record_outcome(self, job: Job, execution: Execution, *, complete: bool) -> None:
         """Show a finished execution as the job's last one, and complete the job if this was its last.
 
-        Executions finishing out of order never replace a later one.
+        Executions finishing out of order never replace a later one. A completed job expires with
+        its history, `retention_days` after its last execution.
         """
-        snapshot = json.dumps(self._execution_item(execution))
-        values: dict[str, Any] = {":e": snapshot, ":ms": to_epoch_ms(execution.scheduled_at)}
+        values: dict[str, Any] = {
+            ":e": json.dumps(self._snapshot(execution)),
+            ":ms": to_epoch_ms(execution.scheduled_at),
+        }
         names = {"#pk": "pk"}
         update = "SET last_execution = :e, last_execution_ms = :ms"
-        condition = (
-            "attribute_exists(#pk) AND (attribute_not_exists(last_execution_ms) OR last_execution_ms <= :ms)"
-        )
         if complete:
+            finished = execution.finished_at or execution.scheduled_at
+            completing = partial(
+                self._table.update_item,
+                Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
+                UpdateExpression=update
+                + ", #st = :done, status_pk = :spk, expires_at = :exp REMOVE next_run_at, queued_run_at",
+                # Only if the job still runs the schedule this execution belonged to: a job
+                # rescheduled meanwhile has a new run to come.
+                ConditionExpression="attribute_exists(#pk) AND #st = :active AND schedule_version = :sv",
+                ExpressionAttributeNames={**names, "#st": "status"},
+                ExpressionAttributeValues={
+                    **values,
+                    ":done": JobStatus.COMPLETED.value,
+                    ":active": JobStatus.ACTIVE.value,
+                    ":spk": self._status_pk(job.owner, JobStatus.COMPLETED),
+                    ":exp": self._expiry(finished),
+                    ":sv": execution.schedule_version,
+                },
+            )
             try:
-                _call(
-                    lambda: self._table.update_item(
-                        Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
-                        UpdateExpression=update
-                        + ", #st = :done, status_pk = :spk REMOVE next_run_at, queued_run_at",
-                        ConditionExpression="attribute_exists(#pk) AND #st = :active",
-                        ExpressionAttributeNames={**names, "#st": "status"},
-                        ExpressionAttributeValues={
-                            ":e": snapshot,
-                            ":ms": values[":ms"],
-                            ":done": JobStatus.COMPLETED.value,
-                            ":active": JobStatus.ACTIVE.value,
-                            ":spk": self._status_pk(job.owner, JobStatus.COMPLETED),
-                        },
-                    )
-                )
+                _call(completing)
                 return
             except LostRace:
                 pass  # paused or cancelled meanwhile: keep that status, record the execution only
+        recording = partial(
+            self._table.update_item,
+            Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
+            UpdateExpression=update,
+            ConditionExpression="attribute_exists(#pk) AND "
+            "(attribute_not_exists(last_execution_ms) OR last_execution_ms <= :ms)",
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
         try:
-            _call(
-                lambda: self._table.update_item(
-                    Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
-                    UpdateExpression=update,
-                    ConditionExpression=condition,
-                    ExpressionAttributeNames=names,
-                    ExpressionAttributeValues=values,
-                )
-            )
+            _call(recording)
         except LostRace:
             pass  # a later execution is already shown, or the job is gone
+
+    def _expiry(self, instant: datetime) -> int:
+        return int((instant + self._retention).timestamp())
 
     # ------------------------------------------------------------ executions
     def create_execution(self, execution: Execution) -> bool:
@@ -287,18 +307,6 @@ class Store:
         except LostRace:
             return False
         return True
-
-    def existing_executions(self, markers: Sequence[DueMarker]) -> set[str]:
-        """Which of these markers' executions are already stored."""
-        keys = [{"pk": _job_pk(m.job_id), "sk": _exec_sk(m.scheduled_at, m.execution_id)} for m in markers]
-        return {str(item["id"]) for item in self._batch_get(keys, projection="id")}
-
-    def put_records(self, executions: Sequence[Execution], markers: Sequence[DueMarker]) -> None:
-        """Store new executions and due markers in batches (unconditional: callers check existence)."""
-        self._batch_write(
-            [{"PutRequest": {"Item": self._execution_item(e)}} for e in executions]
-            + [{"PutRequest": {"Item": self._marker_item(m)}} for m in markers]
-        )
 
     def get_execution(self, job_id: str, scheduled_at: datetime, execution_id: str) -> Execution | None:
         key = {"pk": _job_pk(job_id), "sk": _exec_sk(scheduled_at, execution_id)}
@@ -446,6 +454,7 @@ class Store:
         self._batch_write(requests)
 
     def put_markers(self, markers: Iterable[DueMarker]) -> None:
+        """File markers in batches (idempotent: a marker's key derives from its execution)."""
         self._batch_write([{"PutRequest": {"Item": self._marker_item(m)}} for m in markers])
 
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
@@ -526,7 +535,7 @@ class Store:
             elif name in {"next_run_at", "anchor_at", "created_at", "updated_at", "queued_run_at"}:
                 stored[name] = _iso(value)
             elif name == "last_execution":
-                stored[name] = None if value is None else json.dumps(self._execution_item(value), default=str)
+                stored[name] = None if value is None else json.dumps(self._snapshot(value))
             elif name == "status":
                 stored[name] = value.value
             else:
@@ -581,7 +590,40 @@ class Store:
             anchor_at=_dt(item.get("anchor_at")),
             final_execution_id=item.get("final_execution_id"),
             queued_run_at=_dt(item.get("queued_run_at")),
-            last_execution=None if not last else self._execution_from(json.loads(last)),
+            last_execution=None if not last else self._snapshot_from(json.loads(last), item),
+        )
+
+    @staticmethod
+    def _snapshot(execution: Execution) -> dict[str, Any]:
+        """The small copy of an execution kept on its job (the result stays on the execution)."""
+        snapshot = {
+            "id": execution.id,
+            "scheduled_at": to_rfc3339(execution.scheduled_at),
+            "status": execution.status.value,
+            "attempts": execution.attempts,
+            "manual": execution.manual,
+            "started_at": _iso(execution.started_at),
+            "finished_at": _iso(execution.finished_at),
+            "lateness_ms": execution.lateness_ms,
+            "error": None if execution.error is None else execution.error[:200],
+        }
+        return {k: v for k, v in snapshot.items() if v is not None}
+
+    @staticmethod
+    def _snapshot_from(data: dict[str, Any], job_item: dict[str, Any]) -> Execution:
+        return Execution(
+            id=str(data["id"]),
+            job_id=str(job_item["id"]),
+            owner=str(job_item["owner"]),
+            scheduled_at=parse_rfc3339(data["scheduled_at"]),
+            status=ExecutionStatus(data["status"]),
+            schedule_version=0,
+            manual=bool(data.get("manual", False)),
+            attempts=int(data.get("attempts", 0)),
+            started_at=_dt(data.get("started_at")),
+            finished_at=_dt(data.get("finished_at")),
+            lateness_ms=_int(data.get("lateness_ms")),
+            error=data.get("error"),
         )
 
     def _execution_item(self, execution: Execution) -> dict[str, Any]:

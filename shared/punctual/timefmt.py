@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+# Instants Punctual accepts: far enough from datetime's limits that schedule arithmetic never overflows.
+MIN_YEAR = 1970
+MAX_YEAR = 9000
+
 
 def to_rfc3339(instant: datetime) -> str:
     """`2026-12-01T09:00:00.000Z`: UTC, milliseconds, Z."""
@@ -22,6 +26,8 @@ def parse_rfc3339(text: str) -> datetime:
         raise ValueError(f"not an RFC 3339 timestamp: {text!r}") from exc
     if parsed.tzinfo is None or "T" not in value.upper():
         raise ValueError(f"timestamp needs a date, a time and an offset (Z or +hh:mm): {text!r}")
+    if not MIN_YEAR <= parsed.year <= MAX_YEAR:
+        raise ValueError(f"timestamp out of range (years {MIN_YEAR} to {MAX_YEAR}): {text!r}")
     return parsed.astimezone(UTC)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 from punctual import tasks
 from punctual.clock import Clock
@@ -22,6 +22,7 @@ from punctual.models import (
     Execution,
     ExecutionStatus,
     Job,
+    JobStatus,
     completes_job,
     skip_reason,
 )
@@ -46,8 +47,12 @@ MAX_EARLY_WAIT = timedelta(seconds=5)
 # Time a running execution's lease outlasts its timeout, before another worker may take it over.
 LEASE_MARGIN = timedelta(seconds=30)
 THROTTLE_BACKOFF_SECONDS = 5
+MAX_THROTTLE_BACKOFF_SECONDS = 900
 PERSIST_ATTEMPTS = 4
 MAX_ERROR_CHARS = 1000
+
+
+_T = TypeVar("_T")
 
 
 class Outcome(Enum):
@@ -79,13 +84,19 @@ class Worker:
         self._resolver = resolver
         self._rng = rng or random.Random()
 
-    def handle(self, item: WorkItem, receipt_handle: str) -> Outcome:
+    def handle(self, item: WorkItem, receipt_handle: str, receive_count: int = 1) -> Outcome:
         try:
             return self._handle(item, receipt_handle)
         except RetryableStoreError as exc:
-            # Throttled: try again in a few seconds rather than after the full visibility timeout.
-            logger.warning("store busy; message returns shortly", extra={"error": str(exc)})
-            return self._later(receipt_handle, THROTTLE_BACKOFF_SECONDS + self._rng.random() * 5)
+            # Throttled: come back sooner than the visibility timeout, backing off with each receive
+            # so that a long throttle does not use up the receives and dead-letter the execution.
+            delay = min(
+                MAX_THROTTLE_BACKOFF_SECONDS, THROTTLE_BACKOFF_SECONDS * 2 ** max(0, receive_count - 1)
+            )
+            logger.warning(
+                "store busy; message returns later", extra={"error": str(exc), "delay_seconds": delay}
+            )
+            return self._later(receipt_handle, delay * (1 + self._rng.random() / 2))
 
     def _handle(self, item: WorkItem, receipt_handle: str) -> Outcome:
         wait = (item.scheduled_at - self._clock.now()).total_seconds()
@@ -99,7 +110,10 @@ class Worker:
             logger.warning("no such execution; dropping message", extra={"execution_id": item.execution_id})
             return Outcome.DONE
         if execution.status.is_final:
-            return Outcome.DONE  # a duplicate or redelivered message
+            # A duplicate or redelivered message. If the worker that finished it died before updating
+            # the job, do that now.
+            self._ensure_outcome_recorded(execution)
+            return Outcome.DONE
         job = self._store.get_job(item.job_id)
         reason = skip_reason(job, execution)
         if reason is not None:
@@ -132,6 +146,14 @@ class Worker:
             )
         except LostRace:
             return self._after_lost_claim(item, receipt_handle)
+        # Read the job again now that the execution is claimed: a cancel or pause that landed between
+        # the first read and the claim still stops it, and one after this read came after its start.
+        job = self._store.get_job(item.job_id)
+        reason = skip_reason(job, running)
+        if reason is not None:
+            self._skip(running, reason)
+            return Outcome.DONE
+        assert job is not None
         return self._run(job, running, receipt_handle)
 
     def _run(self, job: Job, execution: Execution, receipt_handle: str) -> Outcome:
@@ -175,7 +197,7 @@ class Worker:
             return Outcome.DONE  # our lease ran out and another worker took over: its outcome stands
         metrics.add_metric(name=EXECUTIONS_SUCCEEDED, unit="Count", value=1)
         logger.info("execution succeeded", extra=log)
-        self._store.record_outcome(job, finished, complete=completes_job(job, finished))
+        self._record_outcome(job, finished)
         return Outcome.DONE
 
     def _failed(
@@ -210,10 +232,24 @@ class Worker:
             return Outcome.DONE
         metrics.add_metric(name=EXECUTIONS_FAILED, unit="Count", value=1)
         logger.info("execution failed", extra=log)
-        self._store.record_outcome(job, finished, complete=completes_job(job, finished))
+        self._record_outcome(job, finished)
         return Outcome.DONE
 
-    def _persist(self, write: Callable[[], Execution]) -> Execution:
+    def _record_outcome(self, job: Job, finished: Execution) -> None:
+        self._persist(
+            lambda: self._store.record_outcome(job, finished, complete=completes_job(job, finished))
+        )
+
+    def _ensure_outcome_recorded(self, execution: Execution) -> None:
+        job = self._store.get_job(execution.job_id)
+        if job is None:
+            return
+        shown = job.last_execution
+        behind = shown is None or shown.scheduled_at < execution.scheduled_at
+        if behind or (completes_job(job, execution) and job.status is JobStatus.ACTIVE):
+            self._record_outcome(job, execution)
+
+    def _persist(self, write: Callable[[], _T]) -> _T:
         """Record a task's outcome, riding out throttling: losing it would mean running the task again."""
         for attempt in range(PERSIST_ATTEMPTS):
             try:

@@ -163,16 +163,17 @@ def _body_of_first_message(world: World) -> str:
 
 
 def test_a_message_that_exhausts_its_receives_is_dead_lettered_and_fails(world: World) -> None:
-    # Given a store that is throttled for good: every delivery comes back a few seconds later
+    # Given a worker that dies on this execution at every delivery
     job = world.create({"type": "now"})
     real_claim = world.store.claim_execution
 
-    def always_throttled(*args: Any, **kwargs: Any) -> Any:
-        raise RetryableStoreError("ThrottlingException")
+    def dies(*args: Any, **kwargs: Any) -> Any:
+        raise Crash("worker died")
 
-    world.store.claim_execution = always_throttled
-    # When it has been received as often as the redrive policy allows
-    world.run_for(400, step=5)
+    world.store.claim_execution = dies
+    # When it has been received as often as the redrive policy allows (each time after the
+    # visibility timeout)
+    world.run_for(30 * 420, step=30)
     world.store.claim_execution = real_claim
     world.run_for(10)
     # Then SQS moved it to the dead-letter queue, whose handler failed the execution
@@ -180,3 +181,22 @@ def test_a_message_that_exhausts_its_receives_is_dead_lettered_and_fails(world: 
     assert execution["status"] == "FAILED"
     assert "dead-letter" in execution["error"]
     assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_a_long_throttle_backs_off_instead_of_using_up_the_receives(world: World) -> None:
+    # Given a store that throttles this worker for 20 minutes
+    job = world.create({"type": "now"})
+    real_claim = world.store.claim_execution
+
+    def throttled(*args: Any, **kwargs: Any) -> Any:
+        raise RetryableStoreError("ThrottlingException")
+
+    world.store.claim_execution = throttled
+    world.run_for(20 * 60, step=5)
+    world.store.claim_execution = real_claim
+    # When it ends
+    world.run_for(20 * 60, step=5)
+    # Then the execution still ran: it was never dead-lettered
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "SUCCEEDED"
+    assert execution["attempts"] == 1

@@ -38,7 +38,9 @@ def test_ten_thousand_a_second_sustained() -> None:
     assert p.api_requests_per_second == 10_000
     assert p.lambda_concurrency == 790
     # and the table and queue load per execution, times 10,000
-    assert p.dynamodb_write_units_per_second == pytest.approx(10_000 * capacity.ONE_TIME.write_units)
+    assert p.dynamodb_write_units_per_second == pytest.approx(
+        10_000 * capacity.ONE_TIME.write_units_keys_only
+    )
     assert p.dynamodb_read_units_per_second == pytest.approx(10_000 * capacity.ONE_TIME.read_units)
     assert p.sqs_requests_per_second == pytest.approx(3_000)  # send, receive, delete: each 1 per 10
 
@@ -95,6 +97,7 @@ SIMPLE = Assumptions(
     worker_overhead_seconds=0.05,
     batch_fill=10,
     platform_log_bytes=0.0,
+    keys_only_indexes=False,
 )
 
 
@@ -128,19 +131,20 @@ def test_levers_change_only_their_service() -> None:
     assert capacity.provisioned_write_unit_price(0.7) * 1e6 == pytest.approx(0.2579, abs=1e-4)
 
 
-def test_storage_counts_the_retention_and_a_month_of_the_job() -> None:
-    # An execution item of 1 GiB per million kept 30 days, and a job item of 1 GiB per million
+def test_storage_counts_the_retention_of_the_execution_and_its_job() -> None:
+    # An execution item of 1 GiB per million and a job item of 1 GiB per million, both kept 30 days
+    # (a finished job expires with its history)
     usage = replace(USAGE, item_bytes=2**30 / 1e6, job_bytes=2**30 / 1e6)
     rows = capacity.per_million(capacity.cost_per_execution(usage, SIMPLE))
     months = 30 / (730 / 24)
-    table = months + 1  # GiB-months in the table (PITR backs these up)
-    indexes = 2  # the job in both indexes (projection ALL), one month
+    table = 2 * months  # GiB-months in the table (PITR backs these up)
+    indexes = 2 * months  # the job in both indexes (priced as projection ALL here)
     assert rows["dynamodb_storage"] == pytest.approx((table + indexes) * 0.25 + table * 0.20, abs=1e-4)
 
 
 def test_monthly_cost_is_a_month_of_the_rate() -> None:
     p = capacity.plan(1, assumptions=FULL_VCPU)
-    expected = capacity.ONE_TIME.write_units * 0.625 / 1e6 * 730 * 3600
+    expected = capacity.ONE_TIME.write_units_keys_only * 0.625 / 1e6 * 730 * 3600
     assert p.monthly_cost["dynamodb_writes"] == pytest.approx(expected, abs=0.01)
     assert p.monthly_cost["fixed_dashboard"] == 3.00
     parts = sum(v for k, v in p.monthly_cost.items() if k != "total")
