@@ -45,7 +45,7 @@ def test_function_environment_configures_punctual_settings(synthesized, name: st
     # When the function reads them as it does at cold start
     settings = Settings.from_env({k: v for k, v in variables.items() if isinstance(v, str)})
     # Then it has the deployment's configuration from cdk.json, not its local defaults
-    assert settings.shard_count == 16
+    assert settings.shard_count == 64
     assert settings.lookahead_seconds == 90
     assert settings.tick_seconds == 60
     assert settings.retention_days == 30
@@ -140,8 +140,8 @@ def _scanner_fanout(synthesized) -> int:
 
 
 def test_scanner_fans_out_as_the_context_says(synthesized, unprotected):
-    # cdk.json deploys four shard groups; -c scanner_fanout=1 (the fixture) turns the fan-out off
-    assert _scanner_fanout(synthesized) == 4
+    # cdk.json deploys one scanner invocation per shard (64); -c scanner_fanout=1 (the fixture) turns it off
+    assert _scanner_fanout(synthesized) == 64
     assert _scanner_fanout(unprotected) == 1
     # and only the scanner reads it
     for name in NAMES:
@@ -247,3 +247,9 @@ def test_function_roles_have_no_managed_policies(synthesized):
     for name in NAMES:
         role = synthesized.function(name)[1]["Role"]["Fn::GetAtt"][0]
         assert "ManagedPolicyArns" not in synthesized.resources[role]["Properties"]
+
+
+def test_the_scanner_gets_a_full_vcpu_and_the_others_the_default(synthesized):
+    # The scanner is CPU-bound (bench/scanner_throughput.py); Lambda gives a full vCPU at 1,769 MB
+    assert synthesized.function("scanner")[1]["MemorySize"] == 1769
+    assert synthesized.function("worker")[1]["MemorySize"] == 512

@@ -26,8 +26,8 @@ def test_cli_strings_are_parsed():
 def test_defaults_protect_the_data_send_no_email_and_fan_the_scanner_out():
     empty: dict[str, str] = {}
     settings = DeploySettings.from_context(empty.get)
-    assert settings.scanner_fanout == 4
-    assert settings.function_settings().scanner_fanout == 4
+    assert settings.scanner_fanout == 64
+    assert settings.function_settings().scanner_fanout == 64
     assert settings.deletion_protection is True
     assert settings.alarm_email is None
     assert settings.webhook_allowed_networks == ()
