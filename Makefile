@@ -58,3 +58,24 @@ deploy: $(STAMP) $(NODE_STAMP)
 
 destroy: $(STAMP) $(NODE_STAMP)
 	$(CDK) destroy $(CDK_ARGS)
+
+# Benchmarks (issue 5): each prints JSON; not part of `make test`. docs/scaling.md uses their figures.
+# Options through BENCH_ARGS, e.g. make bench-scanner BENCH_ARGS="--markers 5000 --group-markers 0"
+.PHONY: bench-scanner bench-cost
+bench-scanner: $(STAMP)
+	$(BIN)/python -m bench.scanner_throughput $(BENCH_ARGS)
+
+bench-cost: $(STAMP)
+	$(BIN)/python -m bench.cost $(BENCH_ARGS)
+
+# Benchmark 1: precision end to end on the local stack (6 minutes or more at the defaults: 20 jobs/s
+# for 2 minutes, then the last due times); draws docs/lateness.png. Options through BENCH_ARGS.
+BENCH_STAMP := $(VENV)/.bench-installed
+
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+.PHONY: bench-precision
+bench-precision: $(BENCH_STAMP)
+	$(BIN)/python -m bench.precision --png docs/lateness.png $(BENCH_ARGS)
