@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install run demo test unit lint format typecheck synth deploy destroy bench clean
+.PHONY: install run test unit lint format synth deploy destroy clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,9 +17,6 @@ install: $(STAMP)
 # The local stack; options through LOCAL_ARGS, e.g. make run LOCAL_ARGS="--tick-seconds 5 --reset"
 run: $(STAMP)
 	$(BIN)/punctual local $(LOCAL_ARGS)
-
-demo: $(STAMP)
-	$(BIN)/python scripts/demo.py
 
 test: $(STAMP)
 	$(BIN)/ruff check .
