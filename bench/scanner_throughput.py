@@ -32,6 +32,7 @@ from bench import offline  # noqa: F401  (first: it sets up the environment)
 from bench.common import emit, environment, logs_to, webhook_job
 from bench.fake_aws import FakeAws, Latency, clients
 from bench.fake_dynamodb import Table
+from infra.settings import DeploySettings
 from punctual import capacity, resources, wiring
 from punctual.clock import ManualClock
 from punctual.config import Settings
@@ -44,8 +45,8 @@ from punctual.wiring import Punctual
 NOW = datetime(2026, 12, 1, 9, 0, 30, tzinfo=UTC)
 DUE_MINUTE = datetime(2026, 12, 1, 9, 1, tzinfo=UTC)
 # The deployment's defaults (infra/settings.py, cdk.json).
-DEPLOYED_SHARDS = 16
-DEPLOYED_FANOUT = 4
+DEPLOYED_SHARDS = DeploySettings.shard_count
+DEPLOYED_FANOUT = DeploySettings.scanner_fanout
 BURST = 1_000_000
 TARGET_RATE = 2_000  # executions a second, one invocation (issue 5)
 TARGET_DRAIN_SECONDS = 30.0
@@ -261,7 +262,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--page-items", type=int, default=1000, help="items per Query page (1 MB holds ~7,000 markers)"
     )
-    p.add_argument("--memory-mb", type=int, default=512, help="the scanner function's memory (CDK default)")
+    p.add_argument(
+        "--memory-mb",
+        type=int,
+        default=resources.SCANNER_MEMORY_MB,
+        help="the scanner function's memory (CDK default)",
+    )
     p.add_argument(
         "--no-partition-limits",
         dest="partition_limits",

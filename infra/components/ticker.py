@@ -11,9 +11,9 @@ from constructs import Construct
 from infra.components.functions import FunctionFactory
 from infra.components.queues import Queues
 from infra.components.storage import Storage
+from punctual import resources
 
 TICK = Duration.minutes(1)
-SCANNER_MEMORY_MB = 1769
 
 
 class SchedulerTick(Construct):
@@ -37,7 +37,7 @@ class SchedulerTick(Construct):
             timeout=TICK.minus(Duration.seconds(5)),
             # A full vCPU: the scanner is CPU-bound in boto3 (bench/scanner_throughput.py), and an
             # idle tick is short, so the larger size costs little.
-            memory_size=SCANNER_MEMORY_MB,
+            memory_size=resources.SCANNER_MEMORY_MB,
             environment={"PUNCTUAL_SCANNER_FANOUT": str(fanout)},
         )
         storage.grant_read_write(self.function)

@@ -77,10 +77,11 @@ SECONDS_PER_MONTH = 730 * 3600  # AWS bills a month as 730 hours
 # The scanner's own CPU per execution, and one invocation's rate with a whole core, from
 #   .venv/bin/python -m bench.scanner_throughput     (make bench-scanner)
 # on a shared 2-vCPU x86_64 machine: one invocation over 16 shards, 20,000 executions, 10 ms per
-# DynamoDB call, 20 ms per SQS batch (513 ms of CPU per 1,000 executions, 1,092 a second; runs vary
-# by about 15 % with the machine's load). On Lambda the CPU share of the memory caps the rate.
-SCANNER_CPU_MS_PER_1000 = 513.0
-SCANNER_RATE_FULL_CORE = 1092.0
+# DynamoDB call, 20 ms per SQS batch (785 ms of CPU per 1,000 executions, 939 a second, with one
+# conditional PutItem per execution; runs vary by about 15 % with the machine's load). On Lambda the
+# CPU share of the memory caps the rate.
+SCANNER_CPU_MS_PER_1000 = 785.0
+SCANNER_RATE_FULL_CORE = 939.0
 
 
 def scanner_rate(memory_mb: int) -> float:
@@ -147,7 +148,7 @@ class Assumptions:
     worker_memory_mb: int = 512
     api_seconds: float = 0.05  # one POST /jobs: validation and two PutItem
     api_memory_mb: int = 512
-    scanner_memory_mb: int = 512
+    scanner_memory_mb: int = 1769  # one vCPU, as deployed (infra/components/ticker.py)
     retention_days: int = 30
     # Share of invocations X-Ray records: its default rule samples the first request each second
     # and 5 % of the rest; under load, about 5 %.

@@ -408,7 +408,7 @@ def cmd_capacity(client: PunctualClient, args: argparse.Namespace) -> int:
         task_seconds=args.task_seconds,
         scanner_memory_mb=args.scanner_memory,
         http_api=args.http_api,
-        keys_only_indexes=args.keys_only_indexes,
+        keys_only_indexes=not args.all_indexes,
     )
     result = capacity.plan(
         args.jobs_per_second,
@@ -616,7 +616,9 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"scanner function memory (default {defaults.scanner_memory_mb})",
     )
     plan.add_argument("--http-api", action="store_true", help="price an HTTP API instead of a REST API")
-    plan.add_argument("--keys-only-indexes", action="store_true", help="price KEYS_ONLY index projections")
+    plan.add_argument(
+        "--all-indexes", action="store_true", help="price the indexes as projecting ALL (deployed: KEYS_ONLY)"
+    )
 
     # Listed for --help only: main() hands `punctual local ...` to punctual.local before parsing.
     commands.add_parser(

@@ -87,6 +87,9 @@ TABLE = TableDefinition(
     indexes=(BY_OWNER_INDEX, BY_OWNER_STATUS_INDEX),
 )
 
+# The scanner's Lambda memory: a full vCPU (the scanner is CPU-bound; bench/scanner_throughput.py).
+SCANNER_MEMORY_MB = 1769
+
 # The worker's Lambda timeout; the work queue's visibility timeout must cover it.
 WORKER_TIMEOUT_SECONDS = 360
 MAX_TASK_TIMEOUT_SECONDS = 300

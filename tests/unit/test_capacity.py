@@ -112,8 +112,10 @@ def test_cost_per_million_by_service() -> None:
     assert rows["sqs"] == pytest.approx(0.3 * 0.40)
     assert rows["cloudwatch_logs"] == pytest.approx(0.50)  # a GiB
     assert rows["xray"] == pytest.approx(1.1 * 0.05 * 5.00)
-    # API: 1 GB x 0.1 s; worker: 1 GB x 0.25 s a batch of ten; scanner: 0.5 GB for 1/rate s
-    gb_seconds = 0.1 + 0.025 + 0.5 / capacity.scanner_rate(512)
+    # API: 1 GB x 0.1 s; worker: 1 GB x 0.25 s a batch of ten; scanner: 1,769 MB (the deployed
+    # full vCPU, the default) for 1/rate s
+    assert SIMPLE.scanner_memory_mb == 1769
+    gb_seconds = 0.1 + 0.025 + 1769 / 1024 / capacity.scanner_rate(1769)
     assert rows["lambda_compute"] == pytest.approx(gb_seconds * 0.0000133334 * 1e6, abs=1e-4)
     assert rows["total"] == pytest.approx(sum(v for k, v in rows.items() if k != "total"), abs=1e-3)
 
