@@ -434,7 +434,7 @@ def run_local(args: Sequence[str]) -> int:
 # -- parser ------------------------------------------------------------------------------------------
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -508,7 +508,7 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
 def add_job_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("job")
     group.add_argument("--name", help="a name for people")
-    group.add_argument("--max-attempts", type=_positive_int, metavar="N", help="attempts before FAILED")
+    group.add_argument("--max-attempts", type=positive_int, metavar="N", help="attempts before FAILED")
     group.add_argument("--backoff", metavar="DURATION", help="first retry delay (doubles each retry)")
     group.add_argument("--max-backoff", metavar="DURATION", help="longest retry delay")
     group.add_argument("--timeout", metavar="DURATION", help="time limit of one attempt")
@@ -536,7 +536,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("job", metavar="JOB", help="the job id")
 
     def paging(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--limit", type=_positive_int, help="page size (1-100)")
+        sub.add_argument("--limit", type=positive_int, help="page size (1-100)")
         sub.add_argument("--cursor", help="continue from this next_cursor")
         sub.add_argument("--all", action="store_true", help="follow next_cursor to the end")
 
@@ -563,7 +563,7 @@ def build_parser() -> argparse.ArgumentParser:
     paging(executions)
 
     preview = command(commands, "preview", cmd_preview, "show a schedule's next run times", schedule)
-    preview.add_argument("--count", type=_positive_int, default=5, help="how many (1-50, default 5)")
+    preview.add_argument("--count", type=positive_int, default=5, help="how many (1-50, default 5)")
 
     watch = command(commands, "watch", cmd_watch, "follow a job's executions live until Ctrl-C")
     job_argument(watch)
@@ -573,14 +573,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     watch.add_argument(
         "--count",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="stop once N executions have finished (earlier ones count)",
     )
     watch.add_argument(
         "--timeout", type=_positive_float, metavar="SECONDS", help="give up (exit 1) after this"
     )
-    watch.add_argument("--limit", type=_positive_int, default=50, help="executions fetched per poll")
+    watch.add_argument("--limit", type=positive_int, default=50, help="executions fetched per poll")
 
     command(commands, "tasks", cmd_tasks, "list the task types and their parameters")
 
@@ -598,7 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="F",
         help="share that are cron/rate occurrences (default 0: all one-time jobs, created by the API)",
     )
-    plan.add_argument("--burst", type=_positive_int, metavar="N", help="executions due in the busiest minute")
+    plan.add_argument("--burst", type=positive_int, metavar="N", help="executions due in the busiest minute")
     plan.add_argument(
         "--drain-seconds", type=_positive_float, default=30.0, help="scanner time for a minute (default 30)"
     )
@@ -610,7 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument(
         "--scanner-memory",
-        type=_positive_int,
+        type=positive_int,
         default=defaults.scanner_memory_mb,
         metavar="MB",
         help=f"scanner function memory (default {defaults.scanner_memory_mb})",

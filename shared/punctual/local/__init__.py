@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+from punctual.cli import positive_int
+
 DEFAULT_PORT = 8765
 DEFAULT_DATA_DIR = ".punctual"
 
@@ -63,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--concurrency",
-        type=_positive,
+        type=positive_int,
         default=16,
         metavar="N",
         help="most worker invocations (batches of up to 10 messages) at once: pollers are added while "
@@ -166,17 +168,7 @@ def _port(text: str) -> int:
 
 
 def _tick(text: str) -> int:
-    value = _positive(text)
+    value = positive_int(text)
     if value > 60:
         raise argparse.ArgumentTypeError("at most 60 (the default: each minute)")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
     return value
