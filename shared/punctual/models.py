@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -36,7 +36,6 @@ class ExecutionStatus(StrEnum):
 
 
 FINAL_STATUSES = frozenset({ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED, ExecutionStatus.CANCELLED})
-RUNNABLE_STATUSES = frozenset({ExecutionStatus.QUEUED, ExecutionStatus.RETRYING})
 
 SCHEDULE_ADAPTER: TypeAdapter[_Schedule] = TypeAdapter(Schedule)
 
@@ -195,7 +194,3 @@ def completes_job(job: Job, execution: Execution) -> bool:
     if not job.recurring:
         return True
     return job.final_execution_id == execution.id
-
-
-def with_updates(job: Job, **changes: Any) -> Job:
-    return replace(job, **changes)

@@ -210,16 +210,3 @@ def _rate_runs(schedule: RateSchedule, after: datetime, anchor: datetime) -> Ite
     while True:
         yield run
         run += period
-
-
-def describe(schedule: _Schedule) -> str:
-    """A one-line summary for people (CLI tables, logs)."""
-    if isinstance(schedule, NowSchedule):
-        return "now"
-    if isinstance(schedule, AtSchedule):
-        return f"at {to_rfc3339(schedule.at)}"
-    if isinstance(schedule, CronSchedule):
-        return f"cron {schedule.expression} ({schedule.timezone})"
-    if isinstance(schedule, RateSchedule):
-        return f"every {schedule.every_seconds}s"
-    return str(schedule)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -29,8 +29,6 @@ class Punctual:
     service: JobService
     cursors: Cursors
     worker: Worker
-    dead_letter_queue: WorkQueue
-    extras: dict[str, Any] = field(default_factory=dict)
 
     def scanner(self, shards: list[int] | None = None) -> Scanner:
         return Scanner(
@@ -86,7 +84,6 @@ def build(
         service=service,
         cursors=Cursors(settings.cursor_secret),
         worker=worker,
-        dead_letter_queue=WorkQueue(sqs, settings.dlq_url),
     )
 
 
