@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from punctual.clock import Clock
 from punctual.concurrency import parallel_map
@@ -46,10 +46,13 @@ class DispatchResult:
 
 
 class Dispatcher:
-    def __init__(self, store: Store, queue: WorkQueue, clock: Clock) -> None:
+    def __init__(
+        self, store: Store, queue: WorkQueue, clock: Clock, *, early_visibility_seconds: int = 0
+    ) -> None:
         self._store = store
         self._queue = queue
         self._clock = clock
+        self._early = timedelta(seconds=early_visibility_seconds)
 
     def dispatch(self, markers: Sequence[DueMarker]) -> DispatchResult:
         result = DispatchResult()
@@ -72,7 +75,10 @@ class Dispatcher:
         now = self._clock.now()
         sendable = [m for m, _ in runnable if m.execution_id in ready]
         items = [
-            (WorkItem(m.job_id, m.execution_id, m.scheduled_at), delay_seconds(m.scheduled_at, now))
+            (
+                WorkItem(m.job_id, m.execution_id, m.scheduled_at),
+                delay_seconds(m.scheduled_at - self._early, now),
+            )
             for m in sendable
         ]
         unsent = {item.execution_id for item in self._queue.send(items)}

@@ -58,7 +58,7 @@ def build(
         retention_days=settings.retention_days,
     )
     queue = WorkQueue(sqs, settings.queue_url)
-    dispatcher = Dispatcher(store, queue, clock)
+    dispatcher = Dispatcher(store, queue, clock, early_visibility_seconds=settings.early_visibility_seconds)
     service = JobService(
         store,
         dispatcher,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from punctual.clock import ManualClock
 from punctual.timefmt import parse_rfc3339, to_rfc3339
 from tests.receiver import receiver
-from tests.world import World
+from tests.world import World, mocked_world
 
 
 def at(world: World, seconds: float) -> str:
@@ -210,3 +211,19 @@ def test_execution_history_expires_after_the_retention(world: World) -> None:
     assert int(item["expires_at"]["N"]) == int((scheduled + retention).timestamp())
     described = world.dynamodb_client.describe_time_to_live(TableName=world.punctual.settings.table_name)
     assert described["TimeToLiveDescription"]["AttributeName"] == "expires_at"
+
+
+def test_early_visibility_never_starts_early(clock: ManualClock) -> None:
+    # Given a deployment that makes messages visible 2 s ahead (the local stack's setting)
+    with mocked_world(clock, early_visibility_seconds=2) as world:
+        job = world.create({"type": "at", "at": at(world, 30.5)})
+        # When time passes in small steps
+        world.clock.advance(28.2)  # 2.3 s before its instant
+        queue = world.punctual.settings.queue_url
+        visible = world.sqs.receive_message(QueueUrl=queue, VisibilityTimeout=0).get("Messages", [])
+        world.run_for(10, step=0.25)
+        # Then the message was there ahead of time, and the run still started at its instant
+        assert len(visible) == 1
+        [execution] = world.executions(job["id"])
+        assert execution["status"] == "SUCCEEDED"
+        assert 0 <= execution["lateness_ms"] < 250

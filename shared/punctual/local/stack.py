@@ -44,6 +44,9 @@ LOCAL_SHARD_COUNT = 4
 # The webhooks a developer points at locally run on this machine.
 LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
 AUTOSAVE_SECONDS = 2.0
+# Messages become visible this early and the worker waits out the rest: moto's long poll does not
+# wake when a delayed message comes due, which otherwise adds up to a poll's second of lateness.
+LOCAL_EARLY_VISIBILITY_SECONDS = 2
 STOP_GRACE_SECONDS = 3.0
 _CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=64)
 
@@ -142,6 +145,7 @@ class LocalStack:
             tick_seconds=options.tick_seconds,
             lookahead_seconds=lookahead_for(options.tick_seconds),
             webhook_allowed_networks=LOOPBACK_NETWORKS,
+            early_visibility_seconds=LOCAL_EARLY_VISIBILITY_SECONDS,
         )
         punctual = wiring.build(settings, dynamodb=dynamodb, sqs=sqs)
         wiring.set_default(punctual)
