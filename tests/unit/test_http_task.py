@@ -21,6 +21,7 @@ from punctual.clock import ManualClock
 from punctual.errors import InvalidRequest
 from punctual.models import TaskSpec
 from punctual.tasks import TaskContext, TaskFailed
+from tests.stubs import StubResolver, no_lookups
 
 LOOPBACK = ("127.0.0.0/8",)
 SCHEDULED_AT = datetime(2026, 12, 1, 9, 0, 0, 123456, tzinfo=UTC)
@@ -103,20 +104,6 @@ def webhook(webhook_server: Webhook) -> Iterator[Webhook]:
     webhook_server.release.clear()
     yield webhook_server
     webhook_server.release.set()  # let a hanging handler finish
-
-
-class StubResolver:
-    def __init__(self, answers: dict[str, list[str]]) -> None:
-        self.answers = answers
-        self.asked: list[tuple[str, int]] = []
-
-    def __call__(self, host: str, port: int) -> list[str]:
-        self.asked.append((host, port))
-        return self.answers[host]
-
-
-def no_lookups(host: str, port: int) -> list[str]:
-    raise AssertionError(f"unexpected lookup of {host!r}")
 
 
 def context(**changes: Any) -> TaskContext:

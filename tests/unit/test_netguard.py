@@ -7,6 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from punctual.netguard import AddressRefused, is_allowed, resolve_checked
+from tests.stubs import StubResolver
+from tests.stubs import no_lookups as never_called
 
 PRIVATE = [
     "10.0.0.1",
@@ -43,22 +45,6 @@ PUBLIC = [
     "2606:4700::1111",
     "2001:4860:4860::8888",
 ]
-
-
-class StubResolver:
-    """Answers from a table, and records what it was asked."""
-
-    def __init__(self, answers: dict[str, list[str]]) -> None:
-        self.answers = answers
-        self.asked: list[tuple[str, int]] = []
-
-    def __call__(self, host: str, port: int) -> list[str]:
-        self.asked.append((host, port))
-        return self.answers[host]
-
-
-def never_called(host: str, port: int) -> list[str]:
-    raise AssertionError(f"resolver called for {host!r}")
 
 
 @pytest.mark.parametrize("address", PRIVATE)
