@@ -20,6 +20,7 @@ from punctual.models import Execution, ExecutionStatus, Job, JobStatus, RetryPol
 from punctual.observability import logger
 from punctual.schedules import Schedule
 from punctual.service import JobChanges, NewJob
+from punctual.store import LIST_READ_BUDGET
 from punctual.timefmt import to_rfc3339
 
 API_DESCRIPTION = """\
@@ -43,7 +44,16 @@ Choices where the contract is silent:
 - A COMPLETED or CANCELLED job expires with its execution history, `retention_days` (default 30)
   after it finished; active and paused jobs are kept.
 - Idempotency keys are remembered for 24 hours.
-"""
+- POST /jobs/batch creates 1 to 100 jobs in one request (cheaper than one request a job): all are
+  validated first, and one invalid job refuses the whole batch (422 naming `jobs[i].<field>`) with
+  nothing created. An Idempotency-Key covers the whole batch (body and order); reusing a key of
+  POST /jobs on a batch, or the reverse, answers 409. A batch that fails part way (503) may have
+  created some of its jobs: retry it with the same Idempotency-Key to get all of them, once.
+""" + (
+    f"- GET /jobs?status= reads at most {LIST_READ_BUDGET} jobs per request: a page can then be short,\n"
+    "  even empty, while `next_cursor` is not null. Follow `next_cursor` until it is null to see every\n"
+    "  match.\n"
+)
 
 app = APIGatewayRestResolver(enable_validation=True)
 app.configure_openapi(
@@ -108,6 +118,21 @@ class JobIn(BaseModel):
     schedule: Schedule
     retry: RetryPolicy | None = None
     timeout_seconds: int | None = Field(default=None, ge=1, le=300)
+
+
+MAX_BATCH_JOBS = 100
+
+
+class JobBatchIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    jobs: list[JobIn] = Field(
+        min_length=1, max_length=MAX_BATCH_JOBS, description="1 to 100 jobs, each as for POST /jobs."
+    )
+
+
+class JobBatchOut(BaseModel):
+    items: list[JobOut] = Field(description="The jobs, in the order of the request.")
 
 
 class JobPatch(BaseModel):
@@ -192,6 +217,16 @@ def _owner() -> str:
     return owner
 
 
+def _new_job(body: JobIn) -> NewJob:
+    return NewJob(
+        task=body.task,
+        schedule=body.schedule,
+        name=body.name,
+        retry=body.retry,
+        timeout_seconds=body.timeout_seconds,
+    )
+
+
 def _json(model: BaseModel, status: int = 200) -> Response[Any]:
     # The resolver validates the model against the route's declared response and serializes it.
     return Response(status_code=status, content_type="application/json", body=model)
@@ -220,6 +255,10 @@ _ERRORS = {
     },
     422: {
         "description": "Invalid request, naming the field.",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
+    503: {
+        "description": "The store is throttled; retry shortly (with the same Idempotency-Key).",
         "content": {"application/json": {"model": ErrorOut}},
     },
 }
@@ -258,20 +297,40 @@ def create_job(
         ),
     ] = None,
 ) -> Response[JobOut]:
-    new = NewJob(
-        task=body.task,
-        schedule=body.schedule,
-        name=body.name,
-        retry=body.retry,
-        timeout_seconds=body.timeout_seconds,
-    )
-    job, _created = wiring.default().service.create(_owner(), new, idempotency_key)
+    job, _created = wiring.default().service.create(_owner(), _new_job(body), idempotency_key)
     return _json(job_out(job), 201)
+
+
+@app.post(
+    "/jobs/batch",
+    summary="Create 1 to 100 jobs in one request",
+    description="Each job as for POST /jobs. All are validated before any is created: an invalid job "
+    "answers 422 naming `jobs[i].<field>` and nothing is created. Answers the jobs in request order. "
+    "On 503 some jobs may have been created: retry with the same Idempotency-Key.",
+    responses=_responses(201, JobBatchOut, "The jobs, in request order.", 409, 503),
+)
+def create_jobs(
+    body: Annotated[JobBatchIn, Body()],
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="idempotency-key",
+            max_length=200,
+            description="Idempotency-Key: a retry with the same key and the same batch returns the same "
+            "jobs (creating those a failed attempt left out); the same key with another body answers 409.",
+        ),
+    ] = None,
+) -> Response[JobBatchOut]:
+    news = [_new_job(job) for job in body.jobs]
+    jobs, _created = wiring.default().service.create_many(_owner(), news, idempotency_key)
+    return _json(JobBatchOut(items=[job_out(job) for job in jobs]), 201)
 
 
 @app.get(
     "/jobs",
     summary="List the caller's jobs, newest first",
+    description=f"With `status`, one request reads at most {LIST_READ_BUDGET} jobs: the page may be "
+    "short, even empty, with a `next_cursor` to continue from. Only a null `next_cursor` means the end.",
     responses=_responses(200, JobPage, "A page.", 400),
 )
 def list_jobs(
@@ -448,15 +507,20 @@ _LOCATIONS: dict[str, str] = {"body": "", "query": "", "header": "header ", "pat
 
 
 def _plain_error(error: dict[str, Any]) -> dict[str, Any]:
-    """A pydantic error as {field, message}, with the field as a dotted path into the request."""
-    loc = [str(part) for part in error.get("loc", ())]
+    """A pydantic error as {field, message}, with the field as a path into the request:
+    `schedule.expression`, `jobs[3].task.type`."""
+    loc = list(error.get("loc", ()))
     prefix = ""
     if loc and loc[0] in _LOCATIONS:
-        prefix = _LOCATIONS[loc[0]]
+        prefix = _LOCATIONS[str(loc[0])]
         loc = loc[1:]
     # Drop pydantic's names for union members: "schedule.cron.expression" -> "schedule.expression".
     path: list[str] = []
     for i, part in enumerate(loc):
+        if isinstance(part, int) and path:
+            path[-1] += f"[{part}]"
+            continue
+        part = str(part)
         if part.startswith("function-") or (i > 0 and loc[i - 1] == "schedule" and part in _UNION_TAGS):
             continue
         path.append(part)

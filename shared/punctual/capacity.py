@@ -100,7 +100,7 @@ class ExecutionUsage:
     api_requests: float  # API Gateway requests, and API function invocations
     write_units: float  # DynamoDB write request units, index writes included
     read_units: float  # DynamoDB read request units
-    write_units_keys_only: float  # the same, if both indexes projected KEYS_ONLY
+    write_units_keys_only: float  # the same, if the indexes projected KEYS_ONLY
     sqs_requests: float  # billed SQS requests: sends, receives and deletes, batches of 10
     log_bytes: float  # CloudWatch Logs ingested: Powertools lines and EMF metrics
     metric_bytes: float  # of which EMF metrics (kept when INFO lines are turned off)
@@ -163,7 +163,7 @@ class Assumptions:
 # Stored bytes of one index entry projecting KEYS_ONLY: the table's and the index's keys, and the
 # 100 bytes DynamoDB adds to every stored item.
 KEYS_ONLY_ENTRY_BYTES = 250
-INDEXES = len(resources.TABLE.indexes)  # by_owner and by_owner_status
+INDEXES = len(resources.TABLE.indexes)  # by_owner
 
 # Fixed monthly cost, whatever the load: dashboard, 8 alarms, 10 EMF metrics, the cursor secret, the
 # worker event source mapping's idle long polls (about 15 a minute) and a tick a minute plus the
@@ -202,7 +202,7 @@ def cost_per_execution(
     )
     invocations = usage.api_requests + worker_invocations
     write_units = usage.write_units_keys_only if a.keys_only_indexes else usage.write_units
-    # Storage of the execution and, for a one-time job, of its item (in the table and both indexes)
+    # Storage of the execution and, for a one-time job, of its item (in the table and its indexes)
     # for the retention period: a finished job expires with its history.
     months = a.retention_days / (SECONDS_PER_MONTH / 86400)
     table_gb_months = (usage.item_bytes + usage.job_bytes) * months / 2**30

@@ -35,6 +35,7 @@ EXIT_INTERRUPTED = 130
 
 JOB_STATUSES = ("ACTIVE", "PAUSED", "CANCELLED", "COMPLETED")
 FINAL_EXECUTION_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+MAX_BATCH_JOBS = 100  # POST /jobs/batch
 
 # Every read of the time (for `--in`, `watch`) goes through this; tests swap in a ManualClock.
 clock: Clock = SystemClock()
@@ -234,6 +235,34 @@ def cmd_jobs_create(client: PunctualClient, args: argparse.Namespace) -> int:
         body["timeout_seconds"] = parse_duration(args.timeout)
     job = client.create_job(body, idempotency_key=args.idempotency_key)
     show(job, args, cli_format.job_details)
+    return EXIT_OK
+
+
+def read_batch(path: str) -> list[JsonObject]:
+    """The jobs of a batch file (`-`: standard input): `{"jobs": [...]}` or a bare list of jobs."""
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    data = parse_json(text, path)
+    jobs = data.get("jobs") if isinstance(data, dict) else data
+    if not isinstance(jobs, list) or not all(isinstance(job, dict) for job in jobs):
+        raise UsageError(f'{path}: expected {{"jobs": [<job>, ...]}} or a list of jobs (JSON objects)')
+    if not 1 <= len(jobs) <= MAX_BATCH_JOBS:
+        raise UsageError(f"{path}: a batch holds 1 to {MAX_BATCH_JOBS} jobs, this one {len(jobs)}")
+    return jobs
+
+
+def cmd_jobs_create_batch(client: PunctualClient, args: argparse.Namespace) -> int:
+    jobs = client.create_jobs(read_batch(args.file), idempotency_key=args.idempotency_key)
+    if args.json:
+        emit_json({"items": jobs})
+    else:
+        print(cli_format.jobs_table(jobs))
     return EXIT_OK
 
 
@@ -547,6 +576,20 @@ def build_parser() -> argparse.ArgumentParser:
     create = command(job_commands, "create", cmd_jobs_create, "create a job", schedule, task, job)
     create.add_argument(
         "--idempotency-key", metavar="KEY", help="a retry with the same key returns the same job"
+    )
+    batch = command(
+        job_commands,
+        "create-batch",
+        cmd_jobs_create_batch,
+        f"create 1 to {MAX_BATCH_JOBS} jobs in one request, all or none (POST /jobs/batch)",
+    )
+    batch.add_argument(
+        "file",
+        metavar="FILE",
+        help='a JSON file (- for standard input): {"jobs": [...]} or a list, each job as POST /jobs takes',
+    )
+    batch.add_argument(
+        "--idempotency-key", metavar="KEY", help="a retry with the same key returns the same jobs"
     )
     listing = command(job_commands, "list", cmd_jobs_list, "list your jobs, newest first")
     listing.add_argument("--status", type=str.upper, choices=JOB_STATUSES, help="only jobs in this status")

@@ -18,7 +18,7 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -274,6 +274,15 @@ class PunctualClient:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         result: JsonObject = self._call("POST", "/jobs", body=dict(job), headers=headers)
         return result
+
+    def create_jobs(
+        self, jobs: Sequence[Mapping[str, Any]], *, idempotency_key: str | None = None
+    ) -> list[JsonObject]:
+        """POST /jobs/batch: 1 to 100 jobs in one request, all or none; returns them in order."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        body = {"jobs": [dict(job) for job in jobs]}
+        result: JsonObject = self._call("POST", "/jobs/batch", body=body, headers=headers)
+        return list(result["items"])
 
     def list_jobs(
         self, *, status: str | None = None, limit: int | None = None, cursor: str | None = None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -72,27 +73,89 @@ class JobService:
     # --------------------------------------------------------------- create
     def create(self, owner: str, new: NewJob, idempotency_key: str | None = None) -> tuple[Job, bool]:
         """Create a job; returns it and whether it is new (False: an idempotent repeat)."""
-        task = tasks.validate(new.task, self._allowed_networks)
         now = self._clock.now()
+        job = self._new_job(owner, new, now, _new_id("job"))
+        if idempotency_key is not None:
+            fingerprint = _fingerprint(new)
+            seen = self._store.claim_idempotency_key(owner, idempotency_key, fingerprint, [job.id], now)
+            if seen is not None:
+                seen_fingerprint, seen_job_ids = seen
+                if seen_fingerprint != fingerprint or len(seen_job_ids) != 1:
+                    raise Conflict("Idempotency-Key was already used with a different request body")
+                existing = self._store.get_job(seen_job_ids[0])
+                if existing is not None:
+                    return existing, False
+                # The first attempt failed before storing its job: finish it now, under the id it
+                # claimed and a new schedule version, so that a marker it filed is dropped as superseded.
+                job = replace(job, id=seen_job_ids[0], schedule_version=_new_version())
+        stored, created = self._store_one(job)
+        if created:
+            metrics.add_metric(name=JOBS_CREATED, unit="Count", value=1)
+            self._hand_off(_first_marker(stored))
+        return stored, created
+
+    def create_many(
+        self, owner: str, news: Sequence[NewJob], idempotency_key: str | None = None
+    ) -> tuple[list[Job], bool]:
+        """Create jobs in one go, all or none validated; returns them in order and whether they are new.
+
+        Every job is validated before anything is written: an invalid one is refused (its field named
+        `jobs[i].<field>`) and nothing is stored. Then all markers are filed, then all jobs stored
+        (BatchWriteItem both): a failure part way leaves markers without jobs, which the scanner drops,
+        never a job without its marker. With an Idempotency-Key, a retry of a batch that failed part way
+        returns the jobs that were stored and creates the others.
+        """
+        now = self._clock.now()
+        jobs: list[Job] = []
+        for i, new in enumerate(news):
+            try:
+                jobs.append(self._new_job(owner, new, now, _new_id("job")))
+            except InvalidRequest as exc:
+                field = f"jobs[{i}].{exc.field}" if exc.field else f"jobs[{i}]"
+                message = str(exc).removeprefix(f"{exc.field}: ") if exc.field else str(exc)
+                raise InvalidRequest(f"{field}: {message}", field=field) from None
+        if idempotency_key is not None:
+            fingerprint = _batch_fingerprint(news)
+            ids = [job.id for job in jobs]
+            seen = self._store.claim_idempotency_key(owner, idempotency_key, fingerprint, ids, now)
+            if seen is not None:
+                seen_fingerprint, seen_ids = seen
+                if seen_fingerprint != fingerprint or len(seen_ids) != len(jobs):
+                    raise Conflict("Idempotency-Key was already used with a different request body")
+                return self._finish_batch(owner, jobs, seen_ids), False
+        markers = [_first_marker(job) for job in jobs]
+        self._store.put_markers(markers)
+        self._store.put_new_jobs(jobs)
+        metrics.add_metric(name=JOBS_CREATED, unit="Count", value=len(jobs))
+        self._hand_off(*markers)
+        return jobs, True
+
+    def _finish_batch(self, owner: str, drafts: list[Job], ids: list[str]) -> list[Job]:
+        """A repeated batch: the jobs the first attempt stored, and the others created now under the ids
+        it claimed (one by one: this only follows a failure)."""
+        existing = self._store.get_jobs(ids)
+        if any(job.owner != owner for job in existing.values()):
+            raise Conflict("Idempotency-Key was already used with a different request body")
+        jobs: list[Job] = []
+        for draft, job_id in zip(drafts, ids, strict=True):
+            job = existing.get(job_id)
+            if job is None:
+                job, created = self._store_one(replace(draft, id=job_id, schedule_version=_new_version()))
+                if created:
+                    metrics.add_metric(name=JOBS_CREATED, unit="Count", value=1)
+                    self._hand_off(_first_marker(job))
+            jobs.append(job)
+        return jobs
+
+    def _new_job(self, owner: str, new: NewJob, now: datetime, job_id: str) -> Job:
+        """A validated new job (not stored). Raises InvalidRequest naming the field."""
+        task = tasks.validate(new.task, self._allowed_networks)
         self._check_not_past(new.schedule, now)
         anchor = anchor_for(new.schedule, now)
         runs_at = first_run(new.schedule, now, anchor)
         if runs_at is None:
             raise InvalidRequest("schedule has no run time in the future", field="schedule")
-        job_id = _new_id("job")
-        if idempotency_key is not None:
-            fingerprint = _fingerprint(new)
-            seen = self._store.claim_idempotency_key(owner, idempotency_key, fingerprint, job_id, now)
-            if seen is not None:
-                seen_fingerprint, seen_job_id = seen
-                if seen_fingerprint != fingerprint:
-                    raise Conflict("Idempotency-Key was already used with a different request body")
-                existing = self._store.get_job(seen_job_id)
-                if existing is not None:
-                    return existing, False
-                job_id = seen_job_id  # the first attempt failed before storing its job: finish it now
-
-        job = Job(
+        return Job(
             id=job_id,
             owner=owner,
             name=new.name or job_id,
@@ -106,9 +169,12 @@ class JobService:
             next_run_at=runs_at,
             anchor_at=anchor,
         )
+
+    def _store_one(self, job: Job) -> tuple[Job, bool]:
+        """Store a new job with its marker; returns the stored job and whether this call stored it."""
         # The marker goes first: a job stored without its marker would never run, while a marker
         # without its job is dropped harmlessly by the scanner.
-        marker = marker_for(job.id, runs_at, job.schedule_version)
+        marker = _first_marker(job)
         self._store.put_marker(marker)
         try:
             self._store.put_new_job(job)
@@ -116,12 +182,10 @@ class JobService:
             # A concurrent retry with the same idempotency key stored the job first, with its own
             # marker: withdraw ours so the job runs once.
             self._store.delete_markers([marker])
-            existing = self._store.get_job(job_id)
-            if existing is None or existing.owner != owner:
+            existing = self._store.get_job(job.id)
+            if existing is None or existing.owner != job.owner:
                 raise
             return existing, False
-        metrics.add_metric(name=JOBS_CREATED, unit="Count", value=1)
-        self._hand_off(marker)
         return job, True
 
     # ----------------------------------------------------------------- read
@@ -292,18 +356,21 @@ class JobService:
                 self._store.delete_markers([withdraw])
             raise Conflict("the job changed while this request ran; read it again and retry") from None
 
-    def _hand_off(self, marker: DueMarker) -> None:
-        """Enqueue an execution that is due too soon for the scanner's next tick.
+    def _hand_off(self, *markers: DueMarker) -> None:
+        """Enqueue executions that are due too soon for the scanner's next tick.
 
-        If this fails, the marker stays and the scanner enqueues it (late); the request still succeeds.
+        If this fails, the markers stay and the scanner enqueues them (late); the request still succeeds.
         """
-        if marker.scheduled_at - self._clock.now() >= self._handoff:
+        now = self._clock.now()
+        due = [m for m in markers if m.scheduled_at - now < self._handoff]
+        if not due:
             return
         try:
-            self._dispatcher.dispatch([marker])
+            self._dispatcher.dispatch(due)
         except Exception:
             logger.exception(
-                "hand-off failed; the scanner will enqueue it", extra={"execution_id": marker.execution_id}
+                "hand-off failed; the scanner will enqueue it",
+                extra={"execution_ids": [m.execution_id for m in due]},
             )
 
     def _check_not_past(self, schedule: _Schedule, now: datetime) -> None:
@@ -333,12 +400,26 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(10)}"
 
 
-def _fingerprint(new: NewJob) -> str:
-    body = {
+def _first_marker(job: Job) -> DueMarker:
+    assert job.next_run_at is not None, "a new job has a first run"
+    return marker_for(job.id, job.next_run_at, job.schedule_version)
+
+
+def _body(new: NewJob) -> dict[str, Any]:
+    return {
         "task": new.task.model_dump(mode="json"),
         "schedule": new.schedule.model_dump(mode="json"),
         "name": new.name,
         "retry": None if new.retry is None else new.retry.model_dump(mode="json"),
         "timeout_seconds": new.timeout_seconds,
     }
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def _fingerprint(new: NewJob) -> str:
+    return hashlib.sha256(json.dumps(_body(new), sort_keys=True).encode()).hexdigest()
+
+
+def _batch_fingerprint(news: Sequence[NewJob]) -> str:
+    """Of the whole batch, in order; never equal to a single job's (the same key on both is a 409)."""
+    body = {"jobs": [_body(new) for new in news]}
+    return "batch:" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()

@@ -5,8 +5,9 @@ One table holds four kinds of item:
 - an execution: pk JOB#<job id>                    sk EXEC#<scheduled ms>#<execution id>
 - a due marker: pk DUE#<yyyymmddHHMM>#<shard>      sk <scheduled ms>#<execution id>
 - bookkeeping:  idempotency keys (pk IDEM#...) and the scanner's checkpoint (pk SCANNER).
-Jobs carry owner_pk/owner_sk (and status_pk) so that an owner's jobs list newest first, by status,
-from the by_owner and by_owner_status indexes without a scan.
+Jobs carry owner_pk/owner_sk so that an owner's jobs list newest first from the by_owner index
+without a scan. A list by status reads that index too and filters the jobs it reads: an index keyed by
+status would cost two more index writes on every status change (a one-time job's completion).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ _THROTTLING = {
     "ServiceUnavailable",
 }
 _JOB_SK = "JOB"
+# The most jobs one filtered list request reads before it answers (a short page and a cursor).
+LIST_READ_BUDGET = 500
 _T = TypeVar("_T")
 
 
@@ -110,6 +113,7 @@ class Store:
         self._table_name = table_name
         self.shard_count = shard_count
         self._retention = timedelta(days=retention_days)
+        self.list_read_budget = LIST_READ_BUDGET
 
     # ----------------------------------------------------------------- jobs
     def put_new_job(self, job: Job) -> None:
@@ -154,32 +158,77 @@ class Store:
 
         return [item for items in parallel_map(read, chunks(keys, 100)) for item in items]
 
+    def put_new_jobs(self, jobs: Sequence[Job]) -> None:
+        """Store new jobs with BatchWriteItem, retrying unprocessed ones. Unconditional: only for jobs
+        whose ids were just drawn (an idempotent retry of a batch uses put_new_job for the rest)."""
+        self._batch_write([{"PutRequest": {"Item": self._job_item(job)}} for job in jobs])
+
     def list_jobs(
-        self, owner: str, status: JobStatus | None, limit: int, start_key: dict[str, Any] | None
+        self,
+        owner: str,
+        status: JobStatus | None,
+        limit: int,
+        start_key: dict[str, Any] | None,
     ) -> Page:
+        """A page of the owner's jobs, newest first, from the by_owner index.
+
+        With a status, the index (which does not know statuses) is read on, its jobs filtered, until
+        the page is full or the index ends, but at most `list_read_budget` jobs are read: past that the
+        page may be short, even empty, and its `last_key` says where to continue.
+        """
+        read_budget = self.list_read_budget
         if status is None:
-            index, key_name, key_value = resources.BY_OWNER_INDEX.name, "owner_pk", self._owner_pk(owner)
-        else:
-            index, key_name = resources.BY_OWNER_STATUS_INDEX.name, "status_pk"
-            key_value = self._status_pk(owner, status)
+            response = self._query_owner(owner, limit, start_key)
+            page = list(self._jobs_of(response.get("Items", [])).values())
+            return Page(page, response.get("LastEvaluatedKey"))
+        found: list[Job] = []
+        read = 0
+        chunk = limit
+        while True:
+            response = self._query_owner(owner, min(chunk, read_budget - read), start_key)
+            keys = response.get("Items", [])
+            jobs = self._jobs_of(keys)
+            read += len(keys)
+            for i, key in enumerate(keys):
+                job = jobs.get(str(key["pk"]).removeprefix("JOB#"))
+                if job is not None and job.status is status:
+                    found.append(job)
+                    if len(found) == limit:
+                        # Continue after this job; at the index's end only if it was its last entry.
+                        last = i == len(keys) - 1 and "LastEvaluatedKey" not in response
+                        return Page(found, None if last else self._index_key(key))
+            start_key = response.get("LastEvaluatedKey")
+            if start_key is None or read >= read_budget:
+                return Page(found, start_key)
+            chunk = min(chunk * 2, 100)
+
+    def _query_owner(self, owner: str, limit: int, start_key: dict[str, Any] | None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
-            "IndexName": index,
+            "IndexName": resources.BY_OWNER_INDEX.name,
             "KeyConditionExpression": "#k = :k",
-            "ExpressionAttributeNames": {"#k": key_name},
-            "ExpressionAttributeValues": {":k": key_value},
+            "ExpressionAttributeNames": {"#k": resources.BY_OWNER_INDEX.partition_key},
+            "ExpressionAttributeValues": {":k": self._owner_pk(owner)},
             "ScanIndexForward": False,
             "Limit": limit,
         }
         if start_key:
             kwargs["ExclusiveStartKey"] = start_key
-        response = _call(lambda: self._table.query(**kwargs))
-        # The indexes hold keys only: read the page's jobs from the table, in the index's order.
-        ids = [str(item["pk"]).removeprefix("JOB#") for item in response.get("Items", [])]
+        response: dict[str, Any] = _call(lambda: self._table.query(**kwargs))
+        return response
+
+    def _jobs_of(self, index_items: Sequence[dict[str, Any]]) -> dict[str, Job]:
+        """The jobs of index entries, in the index's order. The index holds keys only, so the jobs are
+        read from the table; an entry whose job has just expired is left out."""
+        ids = [str(item["pk"]).removeprefix("JOB#") for item in index_items]
         jobs = self.get_jobs(ids)
-        page = [jobs[job_id] for job_id in ids if job_id in jobs]
-        if status is not None:
-            page = [job for job in page if job.status is status]  # the index lags the table slightly
-        return Page(page, response.get("LastEvaluatedKey"))
+        return {job_id: jobs[job_id] for job_id in ids if job_id in jobs}
+
+    @staticmethod
+    def _index_key(item: dict[str, Any]) -> dict[str, Any]:
+        """An index entry's key, as the ExclusiveStartKey to continue after it."""
+        index = resources.BY_OWNER_INDEX
+        names = (resources.TABLE.partition_key, resources.TABLE.sort_key, index.partition_key, index.sort_key)
+        return {name: item[name] for name in names}
 
     def update_job(
         self,
@@ -200,7 +249,6 @@ class Store:
         attributes = self._job_attributes(changes)
         if "status" in changes:
             status = changes["status"]
-            attributes["status_pk"] = self._status_pk(job.owner, status)
             # A finished job expires with its history; a revived one is kept again.
             final = status in (JobStatus.CANCELLED, JobStatus.COMPLETED)
             attributes["expires_at"] = (
@@ -259,7 +307,7 @@ class Store:
                 self._table.update_item,
                 Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
                 UpdateExpression=update
-                + ", #st = :done, status_pk = :spk, expires_at = :exp REMOVE next_run_at, queued_run_at",
+                + ", #st = :done, expires_at = :exp REMOVE next_run_at, queued_run_at",
                 # Only if the job still runs the schedule this execution belonged to: a job
                 # rescheduled meanwhile has a new run to come.
                 ConditionExpression="attribute_exists(#pk) AND #st = :active AND schedule_version = :sv",
@@ -268,7 +316,6 @@ class Store:
                     **values,
                     ":done": JobStatus.COMPLETED.value,
                     ":active": JobStatus.ACTIVE.value,
-                    ":spk": self._status_pk(job.owner, JobStatus.COMPLETED),
                     ":exp": self._expiry(finished),
                     ":sv": execution.schedule_version,
                 },
@@ -472,15 +519,17 @@ class Store:
 
     # ------------------------------------------------------------ bookkeeping
     def claim_idempotency_key(
-        self, owner: str, key: str, fingerprint: str, job_id: str, now: datetime
-    ) -> tuple[str, str] | None:
-        """Record that `key` creates `job_id`; if the key was seen, return its (fingerprint, job id)."""
+        self, owner: str, key: str, fingerprint: str, job_ids: Sequence[str], now: datetime
+    ) -> tuple[str, list[str]] | None:
+        """Record that `key` creates `job_ids`; if the key was seen, return its (fingerprint, job ids)."""
         digest = hashlib.sha256(f"{owner}\0{key}".encode()).hexdigest()
+        # One job (POST /jobs) as `job_id`, as before batches; a batch's jobs as the list `job_ids`.
+        ids: dict[str, Any] = {"job_id": job_ids[0]} if len(job_ids) == 1 else {"job_ids": list(job_ids)}
         item = {
             "pk": f"IDEM#{digest}",
             "sk": "IDEM",
             "fingerprint": fingerprint,
-            "job_id": job_id,
+            **ids,
             "expires_at": int((now + timedelta(hours=24)).timestamp()),
         }
         try:
@@ -489,7 +538,8 @@ class Store:
             existing = _call(
                 lambda: self._table.get_item(Key={"pk": item["pk"], "sk": "IDEM"}, ConsistentRead=True)
             )["Item"]
-            return str(existing["fingerprint"]), str(existing["job_id"])
+            seen = existing["job_ids"] if "job_ids" in existing else [existing["job_id"]]
+            return str(existing["fingerprint"]), [str(job_id) for job_id in seen]
         return None
 
     def get_checkpoints(self, shards: Iterable[int]) -> dict[int, datetime | None]:
@@ -520,10 +570,6 @@ class Store:
     def _owner_pk(owner: str) -> str:
         return f"OWNER#{owner}"
 
-    @staticmethod
-    def _status_pk(owner: str, status: JobStatus) -> str:
-        return f"OWNER#{owner}#{status.value}"
-
     def _job_attributes(self, changes: dict[str, Any]) -> dict[str, Any]:
         """Domain field values -> stored attributes (None removes the attribute)."""
         stored: dict[str, Any] = {}
@@ -550,7 +596,6 @@ class Store:
             "owner": job.owner,
             "owner_pk": self._owner_pk(job.owner),
             "owner_sk": f"{to_epoch_ms(job.created_at):013d}#{job.id}",
-            "status_pk": self._status_pk(job.owner, job.status),
             "name": job.name,
             "status": job.status.value,
             "timeout_seconds": job.timeout_seconds,

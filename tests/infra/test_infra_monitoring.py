@@ -9,6 +9,7 @@ import pytest
 from aws_cdk.assertions import Match, Template
 
 from punctual import observability as obs
+from punctual import resources
 
 POWERTOOLS_DIMENSIONS = [{"Name": "service", "Value": obs.SERVICE}]
 
@@ -110,7 +111,7 @@ def test_throttling_alarms_cover_every_function_and_the_table_with_its_indexes(s
         for d in m["Metric"]["Dimensions"]
         if d["Name"] == "GlobalSecondaryIndexName"
     }
-    assert indexes == {"by_owner", "by_owner_status"}
+    assert indexes == {index.name for index in resources.TABLE.indexes} == {"by_owner"}
     for alarm in (lambda_alarm, table_alarm):
         assert alarm["Threshold"] == 1
 

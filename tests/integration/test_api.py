@@ -149,6 +149,89 @@ def test_list_pages_newest_first_and_filters_by_status(world: World) -> None:
     assert [j["id"] for j in active] == [i for i in reversed(ids) if i != ids[1]]
 
 
+def pages(world: World, query: str, owner: str = "alice") -> list[list[str]]:
+    """Every page of a list, following next_cursor: the ids on each."""
+    found: list[list[str]] = []
+    cursor = None
+    while True:
+        answer = world.api("GET", "/jobs", owner=owner, query=query + (f"&cursor={cursor}" if cursor else ""))
+        assert answer.status == 200, answer.body
+        found.append([j["id"] for j in answer.body["items"]])
+        cursor = answer.body["next_cursor"]
+        if cursor is None:
+            return found
+
+
+def test_a_status_filter_pages_through_every_match_once_newest_first(world: World) -> None:
+    # Given nine jobs a second apart, every third one paused
+    ids = []
+    for _ in range(9):
+        ids.append(world.create(CRON)["id"])
+        world.clock.advance(1)
+    paused = ids[::3]
+    for job_id in paused:
+        assert world.api("POST", f"/jobs/{job_id}/pause").status == 200
+    newest_first = list(reversed(ids))
+    for status, expected in [("PAUSED", [i for i in newest_first if i in paused]), ("ACTIVE", None)]:
+        expected = expected or [i for i in newest_first if i not in paused]
+        for limit in (1, 2, 4, 100):
+            # When alice pages through the jobs in that status
+            seen = pages(world, f"status={status}&limit={limit}")
+            # Then she sees each match once, newest first, in full pages but the last
+            assert [i for page in seen for i in page] == expected, (status, limit)
+            assert all(len(page) == limit for page in seen[:-1]), (status, limit)
+    assert pages(world, "status=COMPLETED") == [[]]
+    # and bob, whose jobs are none of these, sees none of them
+    assert pages(world, "status=PAUSED", owner="bob") == [[]]
+
+
+def test_a_status_filter_answers_short_pages_with_a_cursor_past_its_read_budget(world: World) -> None:
+    # Given six jobs, the two oldest paused, and a list that reads at most two jobs a request
+    ids = []
+    for _ in range(6):
+        ids.append(world.create(CRON)["id"])
+        world.clock.advance(1)
+    for job_id in ids[:2]:
+        world.api("POST", f"/jobs/{job_id}/pause")
+    world.store.list_read_budget = 2
+    # When alice lists her paused jobs
+    seen = pages(world, "status=PAUSED&limit=10")
+    # Then the first pages are empty but carry a cursor, and following it finds both, newest first
+    assert seen[0] == [] and seen[1] == []
+    assert [i for page in seen for i in page] == [ids[1], ids[0]]
+
+
+def test_a_status_cursor_is_bound_to_its_owner_and_status(world: World) -> None:
+    for _ in range(3):
+        world.create(CRON)
+        world.clock.advance(1)
+    cursor = world.api("GET", "/jobs", query="status=ACTIVE&limit=1").body["next_cursor"]
+    assert cursor
+    for owner, query in [
+        ("bob", f"status=ACTIVE&cursor={cursor}"),
+        ("alice", f"status=PAUSED&cursor={cursor}"),
+        ("alice", f"cursor={cursor}"),
+    ]:
+        answer = world.api("GET", "/jobs", owner=owner, query=query)
+        assert answer.status == 400, (owner, query)
+        assert "items" not in answer.body
+
+
+def test_jobs_are_stored_without_a_status_key(world: World) -> None:
+    # Given a one-time job that ran to COMPLETED and a paused one (the status index is gone)
+    done = world.create({"type": "now"})
+    paused = world.create(CRON)
+    world.api("POST", f"/jobs/{paused['id']}/pause")
+    world.drain()
+    assert world.job(done["id"])["status"] == "COMPLETED"
+    # Then no job item carries the old index's key, and the table has only the by_owner index
+    jobs = [i for i in table_items(world) if i["sk"]["S"] == "JOB"]
+    assert len(jobs) == 2
+    assert all("status_pk" not in job for job in jobs)
+    table = world.dynamodb_client.describe_table(TableName=world.punctual.settings.table_name)["Table"]
+    assert [i["IndexName"] for i in table["GlobalSecondaryIndexes"]] == ["by_owner"]
+
+
 @pytest.mark.parametrize("query", ["limit=0", "limit=101", "limit=x", "status=SLEEPING"])
 def test_bad_list_parameters_are_refused(world: World, query: str) -> None:
     answer = world.api("GET", "/jobs", query=query)
@@ -258,6 +341,7 @@ def test_tasks_health_and_openapi(world: World) -> None:
     paths = spec["paths"]
     for path in [
         "/jobs",
+        "/jobs/batch",
         "/jobs/{job_id}",
         "/jobs/{job_id}/run",
         "/jobs/{job_id}/executions",
@@ -265,6 +349,8 @@ def test_tasks_health_and_openapi(world: World) -> None:
     ]:
         assert path in paths, path
     assert "201" in paths["/jobs"]["post"]["responses"]
+    assert {"201", "409", "422", "503"} <= set(paths["/jobs/batch"]["post"]["responses"])
+    assert "next_cursor" in paths["/jobs"]["get"]["description"]  # short filtered pages documented
     assert "404" in paths["/jobs/{job_id}"]["get"]["responses"]
 
 

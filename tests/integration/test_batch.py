@@ -1,0 +1,246 @@
+"""POST /jobs/batch: 1 to 100 jobs in one request, all validated before any is written."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from punctual.errors import RetryableStoreError
+from punctual.timefmt import to_rfc3339
+from tests.world import World
+
+CRON = {"type": "cron", "expression": "0 10 * * *", "timezone": "Europe/Paris"}
+NOOP = {"type": "noop"}
+
+
+def items(world: World, kind: str = "") -> list[dict[str, Any]]:
+    """The table's items of a kind: "JOB" (jobs), "EXEC" (executions), "DUE" (markers), "" (all)."""
+    scan = world.dynamodb_client.scan(TableName=world.punctual.settings.table_name)["Items"]
+    kinds = {
+        "JOB": lambda i: i["sk"]["S"] == "JOB",
+        "EXEC": lambda i: i["sk"]["S"].startswith("EXEC#"),
+        "DUE": lambda i: i["pk"]["S"].startswith("DUE#"),
+        "": lambda i: True,
+    }
+    return [i for i in scan if kinds[kind](i)]
+
+
+def in_minutes(world: World, minutes: float) -> dict[str, str]:
+    return {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(minutes=minutes))}
+
+
+def batch(world: World, jobs: list[dict[str, Any]], **kwargs: Any) -> Any:
+    return world.api("POST", "/jobs/batch", {"jobs": jobs}, **kwargs)
+
+
+def test_a_batch_creates_every_job_in_request_order(world: World) -> None:
+    # Given three different jobs
+    jobs = [
+        {"name": "first", "task": NOOP, "schedule": CRON},
+        {"name": "second", "task": NOOP, "schedule": in_minutes(world, 10), "timeout_seconds": 5},
+        {
+            "task": {"type": "sleep", "params": {"seconds": 1}},
+            "schedule": {"type": "rate", "every_seconds": 600},
+        },
+    ]
+    # When they are posted as one batch
+    answer = batch(world, jobs)
+    # Then all are created, answered in request order in the Job shape, and readable one by one
+    assert answer.status == 201, answer.body
+    created = answer.body["items"]
+    assert [j["name"] for j in created[:2]] == ["first", "second"]
+    assert created[2]["name"] == created[2]["id"]
+    assert created[1]["timeout_seconds"] == 5
+    assert created[0]["next_run_at"] == "2026-12-01T09:00:00.000Z"
+    assert all(j["status"] == "ACTIVE" for j in created)
+    for job in created:
+        assert world.job(job["id"]) == job
+    # and each job has its one marker
+    assert len(items(world, "JOB")) == 3
+    markers = items(world, "DUE")
+    assert Counter(m["job_id"]["S"] for m in markers) == Counter(j["id"] for j in created)
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        ({"task": NOOP, "schedule": {"type": "cron", "expression": "* * *"}}, "jobs[3].schedule.expression"),
+        ({"task": NOOP}, "jobs[3].schedule"),
+        ({"task": {"type": "nope"}, "schedule": {"type": "now"}}, "jobs[3].task.type"),
+        (
+            {"task": {"type": "http", "params": {"url": "http://10.0.0.1/"}}, "schedule": {"type": "now"}},
+            "jobs[3].task.params.url",
+        ),
+        ({"task": NOOP, "schedule": {"type": "at", "at": "2026-11-30T10:00:00Z"}}, "jobs[3].schedule.at"),
+        ({"task": NOOP, "schedule": {"type": "now"}, "colour": "red"}, "jobs[3].colour"),
+    ],
+)
+def test_one_invalid_job_refuses_the_batch_naming_it_and_nothing_is_written(
+    world: World, bad: dict[str, Any], field: str
+) -> None:
+    # Given a batch whose fourth job is invalid (by the body's schema, or by the domain's checks)
+    good = {"task": NOOP, "schedule": {"type": "now"}}
+    # When it is posted
+    answer = batch(world, [good, good, good, bad, good], headers={"Idempotency-Key": "k"})
+    # Then it is refused naming the job's index and field, and nothing at all is written
+    assert answer.status == 422, answer.body
+    assert answer.body["field"] == field
+    assert field in answer.body["message"]
+    assert items(world) == []
+    assert world.drain() == 0
+
+
+@pytest.mark.parametrize(("count", "status"), [(0, 422), (101, 422), (100, 201)])
+def test_a_batch_holds_1_to_100_jobs(world: World, count: int, status: int) -> None:
+    answer = batch(world, [{"task": NOOP, "schedule": CRON}] * count)
+    assert answer.status == status, answer.body
+    if status == 422:
+        assert answer.body["field"] == "jobs"
+        assert items(world) == []
+    else:
+        assert len(answer.body["items"]) == count == len(items(world, "JOB"))
+
+
+@pytest.mark.parametrize(
+    "body", [{}, {"jobs": "x"}, [{"task": NOOP, "schedule": CRON}], {"jobs": [], "x": 1}]
+)
+def test_a_malformed_batch_is_a_422(world: World, body: Any) -> None:
+    answer = world.api("POST", "/jobs/batch", body)
+    assert answer.status == 422, answer.body
+    assert items(world) == []
+
+
+def test_batch_jobs_belong_to_their_owner(world: World) -> None:
+    # Given alice's batch
+    created = batch(world, [{"task": NOOP, "schedule": CRON}] * 2).body["items"]
+    # Then bob sees none of it, alice sees all of it
+    for job in created:
+        assert world.api("GET", f"/jobs/{job['id']}", owner="bob").status == 404
+    assert world.api("GET", "/jobs", owner="bob").body["items"] == []
+    listed = world.api("GET", "/jobs").body["items"]
+    assert {j["id"] for j in listed} == {j["id"] for j in created}
+    # and a request without a caller creates nothing
+    assert batch(world, [{"task": NOOP, "schedule": CRON}], owner=None).status == 401
+    assert len(items(world, "JOB")) == 2
+
+
+def test_jobs_due_within_the_hand_off_window_run_without_waiting_for_a_tick(world: World) -> None:
+    # Given a batch of jobs due now and one due in ten minutes
+    jobs = [{"task": NOOP, "schedule": {"type": "now"}}] * 3 + [
+        {"task": NOOP, "schedule": in_minutes(world, 10)}
+    ]
+    created = batch(world, jobs).body["items"]
+    # When the workers drain the queue, with no scanner tick
+    world.drain()
+    # Then the jobs due now ran and completed; the later one waits for the scanner, its marker filed
+    for job in created[:3]:
+        [execution] = world.executions(job["id"])
+        assert execution["status"] == "SUCCEEDED"
+        assert world.job(job["id"])["status"] == "COMPLETED"
+    assert world.executions(created[3]["id"]) == []
+    assert [m["job_id"]["S"] for m in items(world, "DUE")] == [created[3]["id"]]
+    # and it runs once when its time comes
+    world.run_for(11 * 60)
+    assert [e["status"] for e in world.executions(created[3]["id"])] == ["SUCCEEDED"]
+
+
+def test_idempotency_key_covers_the_whole_batch(world: World) -> None:
+    jobs = [{"task": NOOP, "schedule": CRON}, {"task": NOOP, "schedule": in_minutes(world, 10)}]
+    first = batch(world, jobs, headers={"Idempotency-Key": "b1"})
+    again = batch(world, jobs, headers={"Idempotency-Key": "b1"})
+    reordered = batch(world, list(reversed(jobs)), headers={"Idempotency-Key": "b1"})
+    fewer = batch(world, jobs[:1], headers={"Idempotency-Key": "b1"})
+    single = world.api("POST", "/jobs", jobs[0], headers={"Idempotency-Key": "b1"})
+    bobs = batch(world, jobs, headers={"Idempotency-Key": "b1"}, owner="bob")
+    # The same key and body answers the same jobs; another body (even reordered, or a single
+    # create) answers 409; another owner's key is another key
+    assert first.status == again.status == 201
+    assert again.body == first.body
+    assert reordered.status == fewer.status == single.status == 409
+    assert bobs.status == 201
+    assert {j["id"] for j in bobs.body["items"]}.isdisjoint(j["id"] for j in first.body["items"])
+    assert len(items(world, "JOB")) == 4
+
+
+def test_a_single_creates_key_is_a_conflict_for_a_batch(world: World) -> None:
+    body = {"task": NOOP, "schedule": CRON}
+    assert world.api("POST", "/jobs", body, headers={"Idempotency-Key": "s1"}).status == 201
+    assert batch(world, [body], headers={"Idempotency-Key": "s1"}).status == 409
+    assert len(items(world, "JOB")) == 1
+
+
+def test_a_batch_that_fails_after_its_markers_leaves_no_job_behind(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the table throttles the jobs' writes past every retry
+    def throttled(jobs: Any) -> None:
+        raise RetryableStoreError("BatchWriteItem left items unprocessed")
+
+    monkeypatch.setattr(world.store, "put_new_jobs", throttled)
+    jobs = [{"task": NOOP, "schedule": {"type": "now"}}, {"task": NOOP, "schedule": in_minutes(world, 2)}]
+    # When a batch is posted
+    answer = batch(world, jobs)
+    # Then it answers 503, no job exists, and the markers filed first come to nothing
+    assert answer.status == 503
+    assert items(world, "JOB") == []
+    assert len(items(world, "DUE")) == 2
+    world.run_for(4 * 60)
+    assert items(world, "DUE") == []
+    assert items(world, "EXEC") == []
+
+
+def test_a_retry_with_the_key_finishes_a_batch_that_failed_part_way(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a batch whose write stored only its first job, after all markers, then failed
+    store = world.store
+    real = store.put_new_jobs
+
+    def partly(jobs: Any) -> None:
+        real(jobs[:1])
+        raise RetryableStoreError("BatchWriteItem left items unprocessed")
+
+    monkeypatch.setattr(store, "put_new_jobs", partly)
+    jobs = [{"name": f"j{i}", "task": NOOP, "schedule": in_minutes(world, 2)} for i in range(3)]
+    failed = batch(world, jobs, headers={"Idempotency-Key": "retry-me"})
+    assert failed.status == 503
+    assert len(items(world, "JOB")) == 1
+    monkeypatch.setattr(store, "put_new_jobs", real)
+    # When the client retries with the same key
+    retried = batch(world, jobs, headers={"Idempotency-Key": "retry-me"})
+    # Then it gets all three, the stored one unchanged, and each job runs exactly once
+    assert retried.status == 201, retried.body
+    created = retried.body["items"]
+    assert [j["name"] for j in created] == ["j0", "j1", "j2"]
+    assert len(items(world, "JOB")) == 3
+    assert batch(world, jobs, headers={"Idempotency-Key": "retry-me"}).body == retried.body
+    world.run_for(4 * 60)
+    for job in created:
+        assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"], job["name"]
+
+
+def test_a_batch_of_30_costs_four_batch_writes(world: World) -> None:
+    # Given 30 jobs due in four minutes (filed for the scanner, not handed off)
+    jobs = [{"task": NOOP, "schedule": in_minutes(world, 4)}] * 30
+    # When they are created in one batch, with and without an idempotency key
+    with world.counting_calls() as plain:
+        assert batch(world, jobs).status == 201
+    with world.counting_calls() as keyed:
+        assert batch(world, jobs, headers={"Idempotency-Key": "k"}).status == 201
+    # Then the markers, then the jobs, go in BatchWriteItems of 25; the key is one PutItem
+    assert plain == Counter({"dynamodb.BatchWriteItem": 4})
+    assert keyed == Counter({"dynamodb.BatchWriteItem": 4, "dynamodb.PutItem": 1})
+
+
+def test_a_handed_off_batch_is_dispatched_together(world: World) -> None:
+    # Given ten jobs due now
+    jobs = [{"task": NOOP, "schedule": {"type": "now"}}] * 10
+    # When they are created in one batch
+    with world.counting_calls() as calls:
+        assert batch(world, jobs).status == 201
+    # Then they are read back once and sent in one SendMessageBatch, not a dispatch each
+    assert calls["dynamodb.BatchGetItem"] == 1
+    assert calls["sqs.SendMessageBatch"] == 1
