@@ -245,6 +245,74 @@ def test_create_with_json_prints_the_raw_api_answer(api: FakeApi, capsys: pytest
     assert api.sent()[0].body["schedule"] == {"type": "rate", "every_seconds": 300}
 
 
+# -- jobs create-batch ---------------------------------------------------------------------------------
+
+
+def test_create_batch_posts_the_files_jobs_with_the_key_and_prints_them(
+    api: FakeApi, capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    # Given a batch file and an API that creates the jobs
+    jobs = [
+        {"name": "a", "task": {"type": "noop"}, "schedule": {"type": "now"}},
+        {"name": "b", "task": {"type": "noop"}, "schedule": {"type": "rate", "every_seconds": 300}},
+    ]
+    path = tmp_path / "batch.json"
+    path.write_text(json.dumps({"jobs": jobs}))
+    api.answer("POST", "/jobs/batch", {"items": [job("job-1"), job("job-2", name="b")]}, status=201)
+
+    # When it is created with an idempotency key
+    code, out, _ = run(api, capsys, "jobs", "create-batch", str(path), "--idempotency-key", "b-1")
+
+    # Then one POST /jobs/batch carries the jobs and the key, and a row per job is printed
+    assert code == 0
+    [request] = api.sent()
+    assert (request.method, request.path) == ("POST", "/jobs/batch")
+    assert request.body == {"jobs": jobs}
+    assert request.headers["Idempotency-Key"] == "b-1"
+    assert "job-1" in out and "job-2" in out
+
+
+def test_create_batch_reads_a_bare_list_from_stdin_and_prints_json(
+    api: FakeApi, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs = [{"task": {"type": "noop"}, "schedule": {"type": "now"}}]
+    monkeypatch.setattr(sys, "stdin", types.SimpleNamespace(read=lambda: json.dumps(jobs)))
+    api.answer("POST", "/jobs/batch", {"items": [job()]}, status=201)
+
+    code, out, _ = run(api, capsys, "jobs", "create-batch", "-", "--json")
+
+    assert code == 0
+    assert api.sent()[0].body == {"jobs": jobs}
+    assert json.loads(out) == {"items": [job()]}
+
+
+@pytest.mark.parametrize(
+    "content", ["{not json", '{"jobs": {}}', '{"jobs": []}', "[1, 2]", json.dumps([{}] * 101), None]
+)
+def test_create_batch_refuses_a_bad_file_without_calling_the_api(
+    api: FakeApi, capsys: pytest.CaptureFixture[str], tmp_path: Any, content: str | None
+) -> None:
+    path = tmp_path / "batch.json"
+    if content is not None:
+        path.write_text(content)
+    code, _, err = run(api, capsys, "jobs", "create-batch", str(path))
+    assert code == 2
+    assert "batch.json" in err
+    assert api.requests == []
+
+
+def test_create_batch_shows_the_field_of_the_invalid_job(
+    api: FakeApi, capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    path = tmp_path / "batch.json"
+    path.write_text(json.dumps([{"task": {"type": "noop"}, "schedule": {"type": "now"}}]))
+    message = "jobs[0].task.type: unknown task type 'nope'"
+    api.answer("POST", "/jobs/batch", {"message": message, "field": "jobs[0].task.type"}, status=422)
+    code, _, err = run(api, capsys, "jobs", "create-batch", str(path))
+    assert code == 1
+    assert f"punctual: error: {message} (HTTP 422)" in err
+
+
 def test_api_validation_error_prints_message_and_fields_and_exits_1(
     api: FakeApi, capsys: pytest.CaptureFixture[str]
 ) -> None:
