@@ -108,26 +108,41 @@ class ExecutionUsage:
     job_bytes: float  # stored bytes of a one-time job's item (expires with its history)
 
 
-# Per execution, from a run on moto of 50 one-time and 10 every-minute cron webhook jobs:
+# Per execution, from a run on moto of 50 one-time (one a request), 100 one-time (a batch of 100)
+# and 10 every-minute cron webhook jobs:
 #   .venv/bin/python -m bench.cost     (make bench-cost)
 # Request units are computed from item sizes by DynamoDB's rules (bench/units.py); SQS requests
 # assume full batches of ten (sends, receives, deletes), as under load.
 ONE_TIME = ExecutionUsage(
     api_requests=1.0,
-    write_units=12.0,  # as if the indexes projected ALL
+    write_units=9.0,  # as if the index projected ALL
     read_units=4.0,
-    write_units_keys_only=11.0,  # creation 4 (marker, job, its two index entries); scan 2; worker 5
+    write_units_keys_only=8.0,  # creation 3 (marker, job, its by_owner entry); scan 2; worker 3
     sqs_requests=0.3,
     log_bytes=1312.0,
     metric_bytes=250.0,
     item_bytes=536.0,
-    job_bytes=1071.0,
+    job_bytes=1041.0,
+)
+# One-time jobs created through POST /jobs/batch, BATCH_JOBS a request: the same DynamoDB and SQS
+# use (the writes are BatchWriteItems), a hundredth of the API requests and of their log lines.
+BATCH_JOBS = 100
+ONE_TIME_BATCHED = ExecutionUsage(
+    api_requests=0.01,
+    write_units=9.0,
+    read_units=4.0,
+    write_units_keys_only=8.0,
+    sqs_requests=0.3,
+    log_bytes=1106.0,
+    metric_bytes=50.0,
+    item_bytes=536.0,
+    job_bytes=1041.0,
 )
 RECURRING = ExecutionUsage(
     api_requests=0.0,
-    write_units=17.0,  # scan 9 (execution, next marker, marker delete, job advanced); worker 8
+    write_units=13.0,  # with ALL, each of the occurrence's two job updates rewrites the index entry
     read_units=4.0,
-    write_units_keys_only=9.0,
+    write_units_keys_only=9.0,  # scan 5 (execution, next marker, marker delete, job advanced); worker 4
     sqs_requests=0.3,
     log_bytes=1104.0,
     metric_bytes=48.0,
@@ -146,7 +161,7 @@ class Assumptions:
     worker_overhead_seconds: float = 0.05  # a worker batch's own DynamoDB calls
     batch_fill: float = 10.0  # messages per worker invocation under load (batch size 10)
     worker_memory_mb: int = 512
-    api_seconds: float = 0.05  # one POST /jobs: validation and two PutItem
+    api_seconds: float = 0.05  # one POST /jobs: validation and two PutItem (a batch: batch_api_seconds)
     api_memory_mb: int = 512
     scanner_memory_mb: int = 1769  # one vCPU, as deployed (infra/components/ticker.py)
     retention_days: int = 30
@@ -158,6 +173,12 @@ class Assumptions:
     http_api: bool = False  # price API Gateway as an HTTP API instead of REST
     # Price the indexes as projected KEYS_ONLY (as resources.py defines them) rather than ALL.
     keys_only_indexes: bool = all(index.projection == "KEYS_ONLY" for index in resources.TABLE.indexes)
+
+
+def batch_api_seconds(jobs: int) -> float:
+    """Assumed duration of one POST /jobs/batch of `jobs` jobs: a single create's, plus validating each
+    job (a cron or time zone parse, a task check) and its share of the parallel BatchWriteItems."""
+    return 0.05 + 0.005 * jobs
 
 
 # Stored bytes of one index entry projecting KEYS_ONLY: the table's and the index's keys, and the
@@ -294,9 +315,10 @@ FILING_SHARE = 0.25
 WORKER_HEADROOM = 1.5
 
 
-def blended(recurring_share: float) -> ExecutionUsage:
-    """Usage of an average execution when `recurring_share` of them are cron/rate occurrences."""
-    one, rec = asdict(ONE_TIME), asdict(RECURRING)
+def blended(recurring_share: float, *, batched: bool = False) -> ExecutionUsage:
+    """Usage of an average execution when `recurring_share` of them are cron/rate occurrences (and the
+    one-time jobs are created through POST /jobs/batch, when `batched`)."""
+    one, rec = asdict(ONE_TIME_BATCHED if batched else ONE_TIME), asdict(RECURRING)
     return ExecutionUsage(**{k: (1 - recurring_share) * one[k] + recurring_share * rec[k] for k in one})
 
 
@@ -306,6 +328,7 @@ def plan(
     recurring_share: float = 0.0,
     burst_minute: int | None = None,
     drain_seconds: float = 30.0,
+    batched: bool = False,
     assumptions: Assumptions = Assumptions(),
     prices: Prices = PRICES,
 ) -> Plan:
@@ -318,13 +341,14 @@ def plan(
     - Shards: at least one per invocation (a multiple of the fan-out, for even groups), and enough
       that filing a marker for every execution stays within the filing share of each bucket.
     - Workers: Little's law, executions in flight = rate x (task + batch overhead), ten a batch.
+    - API: one request a one-time job, or one a BATCH_JOBS of them when `batched` (longer each).
     Load figures are at the busiest minute's rate; the monthly cost at the sustained rate.
     """
     if executions_per_second <= 0:
         raise ValueError("executions_per_second must be positive")
     if not 0 <= recurring_share <= 1:
         raise ValueError("recurring_share is between 0 and 1")
-    a = assumptions
+    a = replace(assumptions, api_seconds=batch_api_seconds(BATCH_JOBS)) if batched else assumptions
     n = executions_per_second
     busiest = max(math.ceil(60 * n), burst_minute or 0)
     rate = min(scanner_rate(a.scanner_memory_mb), PARTITION_WRITE_UNITS * DRAIN_SHARE)
@@ -336,9 +360,9 @@ def plan(
     peak = busiest / 60
     in_flight = peak * (a.task_seconds + a.worker_overhead_seconds)
     worker_concurrency = in_flight / a.batch_fill
-    api_rps = n * (1 - recurring_share)
+    usage = blended(recurring_share, batched=batched)
+    api_rps = n * usage.api_requests
     api_concurrency = api_rps * a.api_seconds
-    usage = blended(recurring_share)
     write_units = usage.write_units_keys_only if a.keys_only_indexes else usage.write_units
     costs = cost_per_execution(usage, a, prices)
     monthly = {k: v * n * SECONDS_PER_MONTH for k, v in costs.items()}

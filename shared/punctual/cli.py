@@ -444,6 +444,7 @@ def cmd_capacity(client: PunctualClient, args: argparse.Namespace) -> int:
         recurring_share=args.recurring_share,
         burst_minute=args.burst,
         drain_seconds=args.drain_seconds,
+        batched=args.batched,
         assumptions=assumptions,
     )
     show(result.as_dict(), args, lambda _: capacity.render(result))
@@ -659,6 +660,11 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"scanner function memory (default {defaults.scanner_memory_mb})",
     )
     plan.add_argument("--http-api", action="store_true", help="price an HTTP API instead of a REST API")
+    plan.add_argument(
+        "--batched",
+        action="store_true",
+        help=f"one-time jobs created {capacity.BATCH_JOBS} a request (POST /jobs/batch)",
+    )
     plan.add_argument(
         "--all-indexes", action="store_true", help="price the indexes as projecting ALL (deployed: KEYS_ONLY)"
     )

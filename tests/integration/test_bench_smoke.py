@@ -35,7 +35,22 @@ def test_scanner_benchmark_enqueues_every_marker() -> None:
 def test_cost_benchmark_counts_units_and_prices_them() -> None:
     # Given a couple of jobs of each kind, over a minute
     args = cost.parser().parse_args(
-        ["--scenarios", "handed_off,recurring", "--one-time", "3", "--cron", "2", "--minutes", "1"]
+        [
+            "--scenarios",
+            "handed_off,batched,recurring",
+            "--one-time",
+            "3",
+            "--batch-jobs",
+            "4",
+            "--batch-size",
+            "2",
+            "--batch-lead-seconds",
+            "20",
+            "--cron",
+            "2",
+            "--minutes",
+            "1",
+        ]
     )
     # When the benchmark runs on moto
     result = cost.run(args)
@@ -47,15 +62,26 @@ def test_cost_benchmark_counts_units_and_prices_them() -> None:
     # (marker, job, and the execution: due soon enough for the API to hand it off)
     assert one_time["per_job_creation"]["calls"]["dynamodb.PutItem"] == 3
     assert "sqs.ReceiveMessage" not in one_time["per_execution_scan_and_run"]["calls"]  # polling, apart
+    # (a batch of two: the markers in one BatchWriteItem, then the jobs in another; handed off)
+    batched = result["measured"]["batched"]
+    assert batched["executions"] == 4
+    assert batched["jobs_per_request"] == 2
+    assert batched["per_job_creation"]["calls"]["dynamodb.BatchWriteItem"] >= 1.0
+    assert batched["usage_per_execution"]["api_requests"] == 0.5
     # and priced above zero, with the comparison and the target
     for rows in result["cost_per_million_executions"].values():
         assert rows["rest_api"]["total"] > rows["http_api"]["total"] - 1e-9 > 0
     assert result["eventbridge_scheduler_per_million"]["total"] > 1.0
-    assert result["target"]["one_time_per_million"] > 0
+    assert result["target"]["one_time_per_million"] > result["target"]["batched_per_million"] > 0
+    assert any("(measured)" in lever["change"] for lever in result["levers_one_time_per_million"])
     assert isinstance(result["target"]["met"], bool)
     # and the request units match the constants the capacity plan uses: if this fails, the store
     # writes or reads differently; run `make bench-cost` and update punctual/capacity.py
-    for name, constants in (("handed_off", capacity.ONE_TIME), ("recurring", capacity.RECURRING)):
+    for name, constants in (
+        ("handed_off", capacity.ONE_TIME),
+        ("batched", capacity.ONE_TIME_BATCHED),
+        ("recurring", capacity.RECURRING),
+    ):
         usage = result["measured"][name]["usage_per_execution"]
         assert usage["write_units"] == constants.write_units, name
         assert usage["write_units_keys_only"] == constants.write_units_keys_only, name

@@ -189,3 +189,18 @@ def test_cli_prints_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
 def test_cli_refuses_a_share_over_one(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["capacity", "--jobs-per-second", "10", "--recurring-share", "2"]) == cli.EXIT_USAGE
     assert "--recurring-share" in capsys.readouterr().err
+
+
+def test_batched_creation_divides_the_api_requests_and_keeps_the_rest() -> None:
+    # Given the same load with one-time jobs created one a request, and a hundred a request
+    single = capacity.plan(1_000, assumptions=FULL_VCPU)
+    batched = capacity.plan(1_000, batched=True, assumptions=FULL_VCPU)
+    # Then the API sees a hundredth of the requests, each longer, and DynamoDB the same writes
+    assert capacity.BATCH_JOBS == 100
+    assert batched.api_requests_per_second == pytest.approx(single.api_requests_per_second / 100)
+    assert batched.api_concurrency == pytest.approx(10 * capacity.batch_api_seconds(100), abs=0.1)
+    assert batched.cost_per_million["api_gateway"] == pytest.approx(
+        single.cost_per_million["api_gateway"] / 100
+    )
+    assert batched.dynamodb_write_units_per_second == single.dynamodb_write_units_per_second
+    assert batched.cost_per_million["total"] < single.cost_per_million["total"]
