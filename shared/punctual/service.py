@@ -85,9 +85,7 @@ class JobService:
                 existing = self._store.get_job(seen_job_ids[0])
                 if existing is not None:
                     return existing, False
-                # The first attempt failed before storing its job: finish it now, under the id it
-                # claimed and a new schedule version, so that a marker it filed is dropped as superseded.
-                job = replace(job, id=seen_job_ids[0], schedule_version=_new_version())
+                job = _reissued(job, seen_job_ids[0])  # the first attempt failed before storing it
         stored, created = self._store_one(job)
         if created:
             metrics.add_metric(name=JOBS_CREATED, unit="Count", value=1)
@@ -140,7 +138,7 @@ class JobService:
         for draft, job_id in zip(drafts, ids, strict=True):
             job = existing.get(job_id)
             if job is None:
-                job, created = self._store_one(replace(draft, id=job_id, schedule_version=_new_version()))
+                job, created = self._store_one(_reissued(draft, job_id))
                 if created:
                     metrics.add_metric(name=JOBS_CREATED, unit="Count", value=1)
                     self._hand_off(_first_marker(job))
@@ -398,6 +396,14 @@ def _new_version() -> int:
 
 def _new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(10)}"
+
+
+def _reissued(draft: Job, job_id: str) -> Job:
+    """A new job under the id a failed first attempt claimed, to finish that attempt. Its schedule
+    version is new, so that a marker the first attempt filed is dropped as superseded: the job runs once.
+    """
+    name = job_id if draft.name == draft.id else draft.name  # the default name is the id
+    return replace(draft, id=job_id, name=name, schedule_version=_new_version())
 
 
 def _first_marker(job: Job) -> DueMarker:

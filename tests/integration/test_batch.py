@@ -205,17 +205,20 @@ def test_a_retry_with_the_key_finishes_a_batch_that_failed_part_way(
 
     monkeypatch.setattr(store, "put_new_jobs", partly)
     jobs = [{"name": f"j{i}", "task": NOOP, "schedule": in_minutes(world, 2)} for i in range(3)]
+    jobs.append({"task": NOOP, "schedule": {"type": "now"}})  # unnamed, and handed off
     failed = batch(world, jobs, headers={"Idempotency-Key": "retry-me"})
     assert failed.status == 503
     assert len(items(world, "JOB")) == 1
     monkeypatch.setattr(store, "put_new_jobs", real)
-    # When the client retries with the same key
+    # When the client retries with the same key, a little later (the "now" job's first marker, filed
+    # for the earlier instant, must not run it a second time)
+    world.clock.advance(5)
     retried = batch(world, jobs, headers={"Idempotency-Key": "retry-me"})
-    # Then it gets all three, the stored one unchanged, and each job runs exactly once
+    # Then it gets all four, the stored one unchanged, and each job runs exactly once
     assert retried.status == 201, retried.body
     created = retried.body["items"]
-    assert [j["name"] for j in created] == ["j0", "j1", "j2"]
-    assert len(items(world, "JOB")) == 3
+    assert [j["name"] for j in created] == ["j0", "j1", "j2", created[3]["id"]]
+    assert len(items(world, "JOB")) == 4
     assert batch(world, jobs, headers={"Idempotency-Key": "retry-me"}).body == retried.body
     world.run_for(4 * 60)
     for job in created:
