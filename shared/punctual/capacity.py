@@ -115,7 +115,7 @@ class ExecutionUsage:
 ONE_TIME = ExecutionUsage(
     api_requests=1.0,
     write_units=12.0,  # as if the indexes projected ALL
-    read_units=4.0,
+    read_units=5.0,
     write_units_keys_only=11.0,  # creation 4 (marker, job, its two index entries); scan 2; worker 5
     sqs_requests=0.3,
     log_bytes=1312.0,
@@ -126,7 +126,7 @@ ONE_TIME = ExecutionUsage(
 RECURRING = ExecutionUsage(
     api_requests=0.0,
     write_units=17.0,  # scan 9 (execution, next marker, marker delete, job advanced); worker 8
-    read_units=4.0,
+    read_units=5.0,
     write_units_keys_only=9.0,
     sqs_requests=0.3,
     log_bytes=1104.0,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,6 +31,9 @@ from punctual.schedules import PAST_TOLERANCE, AtSchedule, _Schedule, is_recurri
 from punctual.store import Page, Store
 
 DEFAULT_TIMEOUT_SECONDS = 60
+# How long a marker filed by a request stays that request's to enqueue: API Gateway gives up on a
+# request after 29 s. Past it (a request that crashed), the scanner enqueues it.
+HANDOFF_CLAIM = timedelta(seconds=30)
 
 
 @dataclass(frozen=True)
@@ -108,8 +111,7 @@ class JobService:
         )
         # The marker goes first: a job stored without its marker would never run, while a marker
         # without its job is dropped harmlessly by the scanner.
-        marker = marker_for(job.id, runs_at, job.schedule_version)
-        self._store.put_marker(marker)
+        marker = self._file(marker_for(job.id, runs_at, job.schedule_version))
         try:
             self._store.put_new_job(job)
         except LostRace:
@@ -183,8 +185,7 @@ class JobService:
                 status=status if runs_at is not None else JobStatus.COMPLETED,
             )
             if runs_at is not None and status is JobStatus.ACTIVE:
-                marker = marker_for(job.id, runs_at, version)
-                self._store.put_marker(marker)
+                marker = self._file(marker_for(job.id, runs_at, version))
         updated = self._write(job, fields, withdraw=marker)
         if marker is not None:
             self._hand_off(marker)
@@ -237,8 +238,7 @@ class JobService:
         )
         marker = None
         if runs_at is not None:
-            marker = marker_for(job.id, runs_at, version)
-            self._store.put_marker(marker)
+            marker = self._file(marker_for(job.id, runs_at, version))
         updated = self._write(
             job,
             {
@@ -258,14 +258,15 @@ class JobService:
         if job.status in (JobStatus.PAUSED, JobStatus.CANCELLED):
             raise Conflict(f"job is {job.status.value}; resume it (or create a new one) to run it")
         now = self._clock.now()
-        marker = DueMarker(
-            job_id=job.id,
-            execution_id=manual_execution_id(job.id, now, secrets.token_hex(4)),
-            scheduled_at=now,
-            schedule_version=job.schedule_version,
-            manual=True,
+        marker = self._file(
+            DueMarker(
+                job_id=job.id,
+                execution_id=manual_execution_id(job.id, now, secrets.token_hex(4)),
+                scheduled_at=now,
+                schedule_version=job.schedule_version,
+                manual=True,
+            )
         )
-        self._store.put_marker(marker)
         self._hand_off(marker)
         execution = self._store.get_execution(job.id, now, marker.execution_id)
         return execution or Execution(
@@ -292,12 +293,22 @@ class JobService:
                 self._store.delete_markers([withdraw])
             raise Conflict("the job changed while this request ran; read it again and retry") from None
 
+    def _file(self, marker: DueMarker) -> DueMarker:
+        """Store a marker. One due before the scanner's next tick is this request's to enqueue: it is
+        filed with a hand-off claim, which keeps a scanner tick running meanwhile from sending it too."""
+        now = self._clock.now()
+        if marker.scheduled_at - now < self._handoff:
+            marker = replace(marker, handoff_until=now + HANDOFF_CLAIM)
+        self._store.put_marker(marker)
+        return marker
+
     def _hand_off(self, marker: DueMarker) -> None:
         """Enqueue an execution that is due too soon for the scanner's next tick.
 
-        If this fails, the marker stays and the scanner enqueues it (late); the request still succeeds.
+        If this fails, the marker stays, its claim withdrawn, and the scanner enqueues it (late); the
+        request still succeeds. Should the withdrawal fail too, the claim runs out on its own.
         """
-        if marker.scheduled_at - self._clock.now() >= self._handoff:
+        if marker.handoff_until is None:
             return
         try:
             self._dispatcher.dispatch([marker])
@@ -305,6 +316,12 @@ class JobService:
             logger.exception(
                 "hand-off failed; the scanner will enqueue it", extra={"execution_id": marker.execution_id}
             )
+            try:
+                self._store.put_marker(replace(marker, handoff_until=None))
+            except Exception:
+                logger.exception(
+                    "could not withdraw the hand-off claim", extra={"execution_id": marker.execution_id}
+                )
 
     def _check_not_past(self, schedule: _Schedule, now: datetime) -> None:
         if isinstance(schedule, AtSchedule) and schedule.at < now - PAST_TOLERANCE:
