@@ -165,10 +165,10 @@ class Assumptions:
 KEYS_ONLY_ENTRY_BYTES = 250
 INDEXES = len(resources.TABLE.indexes)  # by_owner and by_owner_status
 
-# Fixed monthly cost, whatever the load: dashboard, 8 alarms, 10 EMF metrics, the cursor secret, the
+# Fixed monthly cost, whatever the load: dashboard, 9 alarms, 10 EMF metrics, the cursor secret, the
 # worker event source mapping's idle long polls (about 15 a minute) and a tick a minute plus the
 # fan-out's invocations.
-FIXED_ALARMS = 8
+FIXED_ALARMS = 9
 FIXED_METRICS = 10
 IDLE_POLLS_PER_MINUTE = 15
 

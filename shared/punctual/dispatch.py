@@ -34,7 +34,7 @@ from punctual.models import (
     next_after,
     skip_reason,
 )
-from punctual.observability import logger
+from punctual.observability import EXECUTIONS_QUARANTINED, logger, metrics
 from punctual.queue import WorkItem, WorkQueue, delay_seconds
 from punctual.store import Store
 
@@ -48,6 +48,7 @@ class DispatchResult:
     enqueued: list[DueMarker] = field(default_factory=list)
     skipped: list[DueMarker] = field(default_factory=list)
     failed: list[DueMarker] = field(default_factory=list)
+    quarantined: list[DueMarker] = field(default_factory=list)
 
 
 class Dispatcher:
@@ -64,12 +65,15 @@ class Dispatcher:
         if not markers:
             return result
         reads: list[Callable[[], Any]] = [
-            lambda: self._store.get_jobs(m.job_id for m in markers),
+            lambda: self._store.read_jobs(m.job_id for m in markers),
             lambda: self._store.execution_statuses(markers),
         ]
-        jobs, existing = parallel_map(lambda read: read(), reads)
+        (jobs, unreadable), existing = parallel_map(lambda read: read(), reads)
         runnable: list[tuple[DueMarker, Job]] = []
         for marker in markers:
+            if marker.job_id in unreadable:
+                result.quarantined.append(marker)
+                continue
             job = jobs.get(marker.job_id)
             reason = skip_reason(job, marker)
             if reason is None and job is not None:
@@ -102,9 +106,27 @@ class Dispatcher:
         for marker in sendable:
             (result.failed if marker.execution_id in unsent else result.enqueued).append(marker)
 
-        # Markers that were sent, or that must not run, are done with; failures stay for the next tick.
-        self._store.delete_markers(result.enqueued + result.skipped)
+        if result.quarantined:
+            self._quarantine(result.quarantined, unreadable)
+        # Markers that were sent, set aside or that must not run are done with; failures stay for the
+        # next tick.
+        self._store.delete_markers(result.enqueued + result.skipped + result.quarantined)
         return result
+
+    def _quarantine(self, markers: list[DueMarker], reasons: dict[str, str]) -> None:
+        """A job that cannot be read would hold its bucket (and the scanner's checkpoint) up forever:
+        its markers are set aside, loudly, until an operator fixes the job and releases them."""
+        self._store.quarantine_markers(markers, reasons, self._clock.now())
+        metrics.add_metric(name=EXECUTIONS_QUARANTINED, unit="Count", value=len(markers))
+        for marker in markers:
+            logger.error(
+                "job cannot be read; its execution is quarantined",
+                extra={
+                    "job_id": marker.job_id,
+                    "execution_id": marker.execution_id,
+                    "reason": reasons.get(marker.job_id),
+                },
+            )
 
     def _record(
         self, runnable: list[tuple[DueMarker, Job]], existing: dict[str, ExecutionStatus]
@@ -167,3 +189,12 @@ class Dispatcher:
             logger.exception("could not advance job", extra={"job_id": job.id})
             return False
         return True
+
+
+def release_quarantined(store: Store, dispatcher: Dispatcher, job_id: str) -> DispatchResult:
+    """Send a fixed job's quarantined executions now (late, with their lateness recorded). Markers
+    whose job still cannot be read are quarantined again."""
+    markers = [marker for marker, _ in store.quarantined(job_id)]
+    result = dispatcher.dispatch(markers)
+    store.drop_quarantined(result.enqueued + result.skipped)
+    return result

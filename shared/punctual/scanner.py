@@ -57,6 +57,7 @@ class ScanReport:
     skipped: int = 0
     failed: int = 0
     deferred: int = 0  # markers an API request is enqueueing itself (hand-off claim still running)
+    quarantined: int = 0  # markers set aside because their job cannot be read
     buckets_read: int = 0
     first_minute: datetime | None = None
     last_minute: datetime | None = None
@@ -70,6 +71,7 @@ class _Counts:
     skipped: int = 0
     failed: int = 0
     deferred: int = 0
+    quarantined: int = 0
 
 
 class Scanner:
@@ -148,6 +150,7 @@ class Scanner:
                 report.skipped += counts.skipped
                 report.failed += counts.failed
                 report.deferred += counts.deferred
+                report.quarantined += counts.quarantined
                 clean = clean and not (counts.failed or counts.deferred)
             if minute == drained_until and clean:
                 drained_until = minute + MINUTE
@@ -163,6 +166,7 @@ class Scanner:
                 "skipped": report.skipped,
                 "failed": report.failed,
                 "deferred": report.deferred,
+                "quarantined": report.quarantined,
                 "buckets": report.buckets_read,
                 "from": str(first),
                 "duration_ms": round(elapsed_ms, 1),
@@ -183,4 +187,5 @@ class Scanner:
         counts.enqueued = len(result.enqueued)
         counts.skipped = len(result.skipped)
         counts.failed = len(result.failed)
+        counts.quarantined = len(result.quarantined)
         return counts

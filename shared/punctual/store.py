@@ -38,6 +38,7 @@ from punctual.models import (
     RetryPolicy,
     TaskSpec,
 )
+from punctual.observability import logger
 from punctual.timefmt import from_epoch_ms, parse_rfc3339, to_epoch_ms, to_rfc3339
 
 _THROTTLING = {
@@ -48,6 +49,7 @@ _THROTTLING = {
     "ServiceUnavailable",
 }
 _JOB_SK = "JOB"
+_QUARANTINE_PK = "QUARANTINE"
 _T = TypeVar("_T")
 
 
@@ -184,10 +186,25 @@ class Store:
         return None if item is None else self._job_from(item)
 
     def get_jobs(self, job_ids: Iterable[str]) -> dict[str, Job]:
-        """Jobs by id (those that exist), read consistently."""
+        """Jobs by id (those that exist and can be read), read consistently."""
+        jobs, unreadable = self.read_jobs(job_ids)
+        for job_id, error in unreadable.items():
+            logger.error("job item cannot be read", extra={"job_id": job_id, "error": error})
+        return jobs
+
+    def read_jobs(self, job_ids: Iterable[str]) -> tuple[dict[str, Job], dict[str, str]]:
+        """Jobs by id, read consistently, and apart the ids of items that exist but cannot be read
+        (e.g. a time zone this runtime's tzdata no longer has), with the reason."""
         keys = [{"pk": _job_pk(job_id), "sk": _JOB_SK} for job_id in dict.fromkeys(job_ids)]
-        jobs = (self._job_from(item) for item in self._batch_get(keys))
-        return {job.id: job for job in jobs}
+        jobs: dict[str, Job] = {}
+        unreadable: dict[str, str] = {}
+        for item in self._batch_get(keys):
+            job_id = str(item["pk"]).removeprefix("JOB#")
+            try:
+                jobs[job_id] = self._job_from(item)
+            except Exception as exc:
+                unreadable[job_id] = f"{type(exc).__name__}: {exc}"[:500]
+        return jobs, unreadable
 
     def _batch_get(
         self,
@@ -539,6 +556,70 @@ class Store:
     def delete_markers(self, markers: Iterable[DueMarker]) -> None:
         requests = [{"DeleteRequest": {"Key": self._marker_key(m)}} for m in markers]
         self._batch_write(requests)
+
+    def quarantine_markers(
+        self, markers: Iterable[DueMarker], reasons: dict[str, str], now: datetime
+    ) -> None:
+        """Set markers whose job cannot be read aside (pk QUARANTINE), with the reason, so that they
+        stop holding up their bucket (`punctual.dispatch.release_quarantined` sends them once the job
+        is fixed)."""
+        self._batch_write(
+            [
+                {
+                    "PutRequest": {
+                        "Item": {
+                            **self._marker_item(m),
+                            "pk": _QUARANTINE_PK,
+                            "sk": f"{m.job_id}#{to_epoch_ms(m.scheduled_at):013d}#{m.execution_id}",
+                            "reason": reasons.get(m.job_id, "unknown"),
+                            "quarantined_at": to_rfc3339(now),
+                        }
+                    }
+                }
+                for m in markers
+            ]
+        )
+
+    def quarantined(self, job_id: str | None = None) -> list[tuple[DueMarker, str]]:
+        """Quarantined markers (all, or one job's), with why each was set aside."""
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": _QUARANTINE_PK},
+            "ConsistentRead": True,
+        }
+        if job_id is not None:
+            kwargs["KeyConditionExpression"] += " AND begins_with(sk, :prefix)"
+            kwargs["ExpressionAttributeValues"][":prefix"] = f"{job_id}#"
+        found: list[tuple[DueMarker, str]] = []
+        while True:
+            response = _call(lambda: self._table.query(**kwargs))
+            for item in response.get("Items", []):
+                marker = DueMarker(
+                    job_id=str(item["job_id"]),
+                    execution_id=str(item["execution_id"]),
+                    scheduled_at=from_epoch_ms(int(item["scheduled_ms"])),
+                    schedule_version=int(item["schedule_version"]),
+                    manual=bool(item.get("manual", False)),
+                )
+                found.append((marker, str(item.get("reason", ""))))
+            if "LastEvaluatedKey" not in response:
+                return found
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def drop_quarantined(self, markers: Iterable[DueMarker]) -> None:
+        self._batch_write(
+            [
+                {
+                    "DeleteRequest": {
+                        "Key": {
+                            "pk": _QUARANTINE_PK,
+                            "sk": f"{m.job_id}#{to_epoch_ms(m.scheduled_at):013d}#{m.execution_id}",
+                        }
+                    }
+                }
+                for m in markers
+            ]
+        )
 
     def put_markers(self, markers: Iterable[DueMarker]) -> None:
         """File markers in batches (idempotent: a marker's key derives from its execution)."""

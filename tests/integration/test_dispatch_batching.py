@@ -120,3 +120,67 @@ def test_a_failed_hand_off_withdraws_its_claim_so_the_next_tick_enqueues_it(
     [execution] = world.executions(job["id"])
     assert execution["status"] == "SUCCEEDED"
     assert execution["lateness_ms"] <= world.punctual.settings.tick_seconds * 1000
+
+
+def corrupt_job(world: World, job_id: str) -> None:
+    """Make a job's item unreadable, as a time zone dropped from tzdata would."""
+    world.dynamodb_client.update_item(
+        TableName=world.punctual.settings.table_name,
+        Key={"pk": {"S": f"JOB#{job_id}"}, "sk": {"S": "JOB"}},
+        UpdateExpression="SET schedule = :s",
+        ExpressionAttributeValues={
+            ":s": {"S": '{"type": "cron", "expression": "0 * * * *", "timezone": "Mars/Olympus_Mons"}'}
+        },
+    )
+
+
+def test_a_job_that_cannot_be_read_is_quarantined_and_holds_nothing_up(world: World) -> None:
+    # Given two jobs due in the same minute, one of whose items can no longer be read
+    world.tick()
+    broken = world.create({"type": "at", "at": at(world, 240)})
+    fine = world.create({"type": "at", "at": at(world, 240)})
+    corrupt_job(world, broken["id"])
+    # When the scanner comes to them, and their minute settles
+    world.run_for(600)
+    # Then the readable one ran, the other's execution is set aside with the reason, and its bucket
+    # no longer holds the scanner's checkpoint back
+    assert world.executions(fine["id"])[0]["status"] == "SUCCEEDED"
+    [(marker, reason)] = world.store.quarantined()
+    assert marker.job_id == broken["id"]
+    assert "Mars/Olympus_Mons" in reason or "timezone" in reason
+    assert markers(world) == []
+    checkpoints = world.store.get_checkpoints(range(world.punctual.settings.shard_count))
+    assert all(c is not None and c > parse_rfc3339(broken["next_run_at"]) for c in checkpoints.values())
+
+
+def test_a_released_quarantined_execution_runs_once_its_job_is_fixed(world: World) -> None:
+    # Given a quarantined execution
+    world.tick()
+    job = world.create({"type": "at", "at": at(world, 240)})
+    schedule = world.dynamodb_client.get_item(
+        TableName=world.punctual.settings.table_name,
+        Key={"pk": {"S": f"JOB#{job['id']}"}, "sk": {"S": "JOB"}},
+    )["Item"]["schedule"]
+    corrupt_job(world, job["id"])
+    world.run_for(300)
+    assert len(world.store.quarantined()) == 1
+    # When releasing it before the job is fixed / Then it stays quarantined
+    from punctual.dispatch import release_quarantined
+
+    result = release_quarantined(world.store, world.punctual.dispatcher, job["id"])
+    assert len(result.quarantined) == 1 and len(world.store.quarantined(job["id"])) == 1
+    # When the job is fixed and the execution released
+    world.dynamodb_client.update_item(
+        TableName=world.punctual.settings.table_name,
+        Key={"pk": {"S": f"JOB#{job['id']}"}, "sk": {"S": "JOB"}},
+        UpdateExpression="SET schedule = :s",
+        ExpressionAttributeValues={":s": schedule},
+    )
+    result = release_quarantined(world.store, world.punctual.dispatcher, job["id"])
+    world.run_for(5)
+    # Then it ran, late, and nothing is left in quarantine
+    assert len(result.enqueued) == 1
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "SUCCEEDED"
+    assert execution["lateness_ms"] > 0
+    assert world.store.quarantined() == []
