@@ -124,9 +124,9 @@ class Meter:
         self._indexes = [(i.partition_key, i.sort_key) for i in resources.TABLE.indexes]
         self._logs = _CountingStream()
         self._emf = _CountingStream()
-        dynamodb = world.punctual.store._dynamodb.meta.client
-        dynamodb.meta.events.register("before-call.dynamodb", self._before_dynamodb)
-        dynamodb.meta.events.register("after-call.dynamodb", self._after_dynamodb)
+        for dynamodb in world.punctual.store.clients:
+            dynamodb.meta.events.register("before-call.dynamodb", self._before_dynamodb)
+            dynamodb.meta.events.register("after-call.dynamodb", self._after_dynamodb)
         world.sqs.meta.events.register("before-call.sqs", self._before_sqs)
         handler = world.work._handler
 

@@ -98,14 +98,19 @@ class Latency:
     sqs: float = 0.020
 
 
-def clients(settings: Settings) -> tuple[Any, Any]:
-    """A DynamoDB resource and an SQS client built as the functions build theirs (`punctual.aws`: same
-    retry mode and connection pool), signing with dummy credentials. Attach them before use."""
+def clients(settings: Settings) -> tuple[Any, Any, Any]:
+    """A DynamoDB resource, a plain DynamoDB client and an SQS client built as the functions build
+    theirs (`punctual.aws`: same retry mode and connection pool), signing with dummy credentials.
+    Attach them before use."""
     session = boto3.session.Session(
         aws_access_key_id="benchmark", aws_secret_access_key="benchmark", region_name=settings.region
     )
     config = aws._CONFIG
-    return session.resource("dynamodb", config=config), session.client("sqs", config=config)
+    return (
+        session.resource("dynamodb", config=config),
+        session.client("dynamodb", config=config),
+        session.client("sqs", config=config),
+    )
 
 
 class FakeAws:

@@ -78,10 +78,12 @@ def build_stack(latency: Latency, *, shard_count: int, partition_limits: bool, p
     settings = Settings(
         table_name=definition.name, queue_url=queue_url, dlq_url=dlq_url, shard_count=shard_count
     )
-    dynamodb, sqs = clients(settings)
-    fake.attach(dynamodb.meta.client)
-    fake.attach(sqs)
-    punctual = wiring.build(settings, clock=ManualClock(NOW), dynamodb=dynamodb, sqs=sqs)
+    dynamodb, dynamodb_client, sqs = clients(settings)
+    for client in (dynamodb.meta.client, dynamodb_client, sqs):
+        fake.attach(client)
+    punctual = wiring.build(
+        settings, clock=ManualClock(NOW), dynamodb=dynamodb, dynamodb_client=dynamodb_client, sqs=sqs
+    )
     return Stack(fake, punctual, table, queue_url)
 
 

@@ -62,7 +62,7 @@ class World:
             _, service, operation = event_name.split(".", 2)
             calls[f"{service}.{operation}"] += 1
 
-        clients = [self.punctual.store._dynamodb.meta.client, self.sqs]
+        clients = [*self.punctual.store.clients, self.sqs]
         for client in clients:
             client.meta.events.register("before-call.*.*", count)
         try:

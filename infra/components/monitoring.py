@@ -118,6 +118,14 @@ class Monitoring(Construct):
                 description="An execution's message exhausted its receives and reached the dead-letter queue.",
             ),
             self._alarm(
+                "ExecutionsQuarantined",
+                punctual_metric(obs.EXECUTIONS_QUARANTINED, period=FIVE_MINUTES),
+                threshold=1,
+                comparison=gte,
+                description="A job's item cannot be read, so its executions were set aside: fix the job, "
+                "then run scripts/quarantine.py release JOB_ID.",
+            ),
+            self._alarm(
                 "LatenessP99",
                 punctual_metric(obs.LATENESS_MS, statistic="p99"),
                 threshold=2000,

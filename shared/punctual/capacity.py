@@ -116,7 +116,7 @@ class ExecutionUsage:
 ONE_TIME = ExecutionUsage(
     api_requests=1.0,
     write_units=9.0,  # as if the index projected ALL
-    read_units=4.0,
+    read_units=5.0,
     write_units_keys_only=8.0,  # creation 3 (marker, job, its by_owner entry); scan 2; worker 3
     sqs_requests=0.3,
     log_bytes=1312.0,
@@ -130,7 +130,7 @@ BATCH_JOBS = 100
 ONE_TIME_BATCHED = ExecutionUsage(
     api_requests=0.01,
     write_units=9.0,
-    read_units=4.0,
+    read_units=5.0,
     write_units_keys_only=8.0,
     sqs_requests=0.3,
     log_bytes=1106.0,
@@ -141,7 +141,7 @@ ONE_TIME_BATCHED = ExecutionUsage(
 RECURRING = ExecutionUsage(
     api_requests=0.0,
     write_units=13.0,  # with ALL, each of the occurrence's two job updates rewrites the index entry
-    read_units=4.0,
+    read_units=5.0,
     write_units_keys_only=9.0,  # scan 5 (execution, next marker, marker delete, job advanced); worker 4
     sqs_requests=0.3,
     log_bytes=1104.0,
@@ -186,10 +186,10 @@ def batch_api_seconds(jobs: int) -> float:
 KEYS_ONLY_ENTRY_BYTES = 250
 INDEXES = len(resources.TABLE.indexes)  # by_owner
 
-# Fixed monthly cost, whatever the load: dashboard, 8 alarms, 10 EMF metrics, the cursor secret, the
+# Fixed monthly cost, whatever the load: dashboard, 9 alarms, 10 EMF metrics, the cursor secret, the
 # worker event source mapping's idle long polls (about 15 a minute) and a tick a minute plus the
 # fan-out's invocations.
-FIXED_ALARMS = 8
+FIXED_ALARMS = 9
 FIXED_METRICS = 10
 IDLE_POLLS_PER_MINUTE = 15
 

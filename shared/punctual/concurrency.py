@@ -1,7 +1,13 @@
-"""Run independent AWS calls side by side: the scanner's throughput is bounded by call latency."""
+"""Run independent AWS calls side by side: the scanner's throughput is bounded by call latency.
+
+One pool of threads lives as long as the process (a Lambda container reuses it across invocations):
+starting threads for every batch of calls cost the scanner more CPU than the calls themselves.
+A call made from one of the pool's own threads runs inline, so nested use can never wait on itself.
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -9,15 +15,32 @@ from typing import TypeVar
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 
-DEFAULT_WORKERS = 16
+POOL_THREADS = 32
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_inside = threading.local()
 
 
-def parallel_map(fn: Callable[[_T], _R], items: Sequence[_T], workers: int = DEFAULT_WORKERS) -> list[_R]:
-    """`[fn(x) for x in items]`, in threads when there is more than one item; order is kept."""
-    if len(items) <= 1 or workers <= 1:
+def _shared_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(
+                max_workers=POOL_THREADS, thread_name_prefix="punctual-io", initializer=_mark_inside
+            )
+        return _pool
+
+
+def _mark_inside() -> None:
+    _inside.active = True
+
+
+def parallel_map(fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
+    """`[fn(x) for x in items]`, on the shared pool when there is more than one item; order is kept."""
+    if len(items) <= 1 or getattr(_inside, "active", False):
         return [fn(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
-        return list(pool.map(fn, items))
+    return list(_shared_pool().map(fn, items))
 
 
 def chunks(items: Sequence[_T], size: int) -> list[Sequence[_T]]:

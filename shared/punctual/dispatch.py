@@ -2,21 +2,25 @@
 
 For a batch of markers, in an order that survives a crash at any step:
 1. read the markers' jobs, and drop markers whose job is gone, cancelled, paused or rescheduled;
-2. store each execution as QUEUED (unless it exists: a repeat of an interrupted dispatch) and, for a
-   recurring job, file the next occurrence's marker and move the job's next_run_at, so the chain
-   continues whatever happens to this execution;
-3. send the messages, held by DelaySeconds until their instant;
+   read whether their executions exist already (a repeat of an interrupted dispatch);
+2. store the executions that do not exist as QUEUED (never overwriting one that does, so a finished
+   execution is never reset) and, for a recurring job, file the next occurrence's marker and move the
+   job's next_run_at, so the chain continues whatever happens to this execution;
+3. send the messages, held by DelaySeconds until their instant — for executions still QUEUED: one
+   that is running, retrying or finished was sent before;
 4. delete the markers.
 A crash before 4 leaves the markers, so the next tick repeats the steps: 2 changes nothing the second
 time, and 3 sends duplicates that the worker recognises by the execution's status.
-Calls are batched (BatchGetItem, BatchWriteItem, SendMessageBatch) and run side by side.
+Every call is batched (BatchGetItem, BatchWriteItem, SendMessageBatch) and they run side by side: a
+few calls per hundred executions, so one scanner invocation is bounded by CPU, not by round trips.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from punctual.clock import Clock
 from punctual.concurrency import parallel_map
@@ -30,12 +34,13 @@ from punctual.models import (
     next_after,
     skip_reason,
 )
-from punctual.observability import logger
+from punctual.observability import EXECUTIONS_QUARANTINED, logger, metrics
 from punctual.queue import WorkItem, WorkQueue, delay_seconds
 from punctual.store import Store
 
-# Conditional PutItems in flight at once: the scanner's throughput is bounded by their latency.
-RECORD_WORKERS = 32
+QUEUED = ExecutionStatus.QUEUED
+# Statuses of an execution whose message may not have been sent yet.
+UNSENT = frozenset({ExecutionStatus.PENDING, ExecutionStatus.QUEUED})
 
 
 @dataclass
@@ -43,6 +48,7 @@ class DispatchResult:
     enqueued: list[DueMarker] = field(default_factory=list)
     skipped: list[DueMarker] = field(default_factory=list)
     failed: list[DueMarker] = field(default_factory=list)
+    quarantined: list[DueMarker] = field(default_factory=list)
 
 
 class Dispatcher:
@@ -58,9 +64,16 @@ class Dispatcher:
         result = DispatchResult()
         if not markers:
             return result
-        jobs = self._store.get_jobs(m.job_id for m in markers)
+        reads: list[Callable[[], Any]] = [
+            lambda: self._store.read_jobs(m.job_id for m in markers),
+            lambda: self._store.execution_statuses(markers),
+        ]
+        (jobs, unreadable), existing = parallel_map(lambda read: read(), reads)
         runnable: list[tuple[DueMarker, Job]] = []
         for marker in markers:
+            if marker.job_id in unreadable:
+                result.quarantined.append(marker)
+                continue
             job = jobs.get(marker.job_id)
             reason = skip_reason(job, marker)
             if reason is None and job is not None:
@@ -69,11 +82,19 @@ class Dispatcher:
                 logger.debug("dropping marker", extra={"execution_id": marker.execution_id, "reason": reason})
                 result.skipped.append(marker)
 
-        ready = self._record(runnable)
+        ready = self._record(runnable, existing)
         result.failed.extend(m for m, _ in runnable if m.execution_id not in ready)
 
+        # An execution past QUEUED was sent by an earlier dispatch and has been received since.
+        sent_before = [
+            m
+            for m, _ in runnable
+            if m.execution_id in ready and existing.get(m.execution_id, QUEUED) not in UNSENT
+        ]
+        result.skipped.extend(sent_before)
+        already = {m.execution_id for m in sent_before}
+        sendable = [m for m, _ in runnable if m.execution_id in ready and m.execution_id not in already]
         now = self._clock.now()
-        sendable = [m for m, _ in runnable if m.execution_id in ready]
         items = [
             (
                 WorkItem(m.job_id, m.execution_id, m.scheduled_at),
@@ -85,19 +106,37 @@ class Dispatcher:
         for marker in sendable:
             (result.failed if marker.execution_id in unsent else result.enqueued).append(marker)
 
-        # Markers that were sent, or that must not run, are done with; failures stay for the next tick.
-        self._store.delete_markers(result.enqueued + result.skipped)
+        if result.quarantined:
+            self._quarantine(result.quarantined, unreadable)
+        # Markers that were sent, set aside or that must not run are done with; failures stay for the
+        # next tick.
+        self._store.delete_markers(result.enqueued + result.skipped + result.quarantined)
         return result
 
-    def _record(self, runnable: list[tuple[DueMarker, Job]]) -> set[str]:
-        """Step 2. Returns the execution ids that are recorded and may be sent."""
+    def _quarantine(self, markers: list[DueMarker], reasons: dict[str, str]) -> None:
+        """A job that cannot be read would hold its bucket (and the scanner's checkpoint) up forever:
+        its markers are set aside, loudly, until an operator fixes the job and releases them."""
+        self._store.quarantine_markers(markers, reasons, self._clock.now())
+        metrics.add_metric(name=EXECUTIONS_QUARANTINED, unit="Count", value=len(markers))
+        for marker in markers:
+            logger.error(
+                "job cannot be read; its execution is quarantined",
+                extra={
+                    "job_id": marker.job_id,
+                    "execution_id": marker.execution_id,
+                    "reason": reasons.get(marker.job_id),
+                },
+            )
+
+    def _record(
+        self, runnable: list[tuple[DueMarker, Job]], existing: dict[str, ExecutionStatus]
+    ) -> set[str]:
+        """Step 2. Returns the execution ids that are recorded (now or before) and may be sent."""
         if not runnable:
             return set()
         now = self._clock.now()
-
-        def create(pair: tuple[DueMarker, Job]) -> bool:
-            marker, job = pair
-            execution = Execution(
+        new = [
+            Execution(
                 id=marker.execution_id,
                 job_id=job.id,
                 owner=job.owner,
@@ -107,34 +146,29 @@ class Dispatcher:
                 manual=marker.manual,
                 created_at=now,
             )
-            try:
-                # Conditional: a repeated dispatch (a crash, an overlapping tick) finds it and leaves it
-                # as it is, so a finished execution is never reset.
-                self._store.create_execution(execution)
-            except Exception:
-                logger.exception("could not record execution", extra={"execution_id": marker.execution_id})
-                return False
-            return True
-
-        recorded = parallel_map(create, runnable, workers=RECORD_WORKERS)
-        chained = [
-            (m, j)
-            for (m, j), ok in zip(runnable, recorded, strict=True)
-            if ok and j.recurring and not m.manual
+            for marker, job in runnable
+            if marker.execution_id not in existing
         ]
+        chained = [(m, j) for m, j in runnable if j.recurring and not m.manual]
         following = {m.execution_id: next_after(j, m.scheduled_at) for m, j in chained}
         try:
-            self._store.put_markers(
-                marker_for(j.id, at, m.schedule_version)
-                for m, j in chained
-                if (at := following[m.execution_id]) is not None
+            self._store.put_new_executions(
+                new,
+                markers=[
+                    marker_for(j.id, at, m.schedule_version)
+                    for m, j in chained
+                    if (at := following[m.execution_id]) is not None
+                ],
             )
         except Exception:
-            logger.exception("could not file next occurrences; the next tick retries them")
+            logger.exception(
+                "could not record executions and next occurrences; the next tick retries them",
+                extra={"count": len(new)},
+            )
             return set()
         advanced = parallel_map(lambda pair: self._advance(*pair, following[pair[0].execution_id]), chained)
         failed = {m.execution_id for (m, _), ok in zip(chained, advanced, strict=True) if not ok}
-        return {m.execution_id for (m, _), ok in zip(runnable, recorded, strict=True) if ok} - failed
+        return {m.execution_id for m, _ in runnable} - failed
 
     def _advance(self, marker: DueMarker, job: Job, following: datetime | None) -> bool:
         """Move a recurring job's next_run_at past this occurrence. False on an unexpected error."""
@@ -155,3 +189,12 @@ class Dispatcher:
             logger.exception("could not advance job", extra={"job_id": job.id})
             return False
         return True
+
+
+def release_quarantined(store: Store, dispatcher: Dispatcher, job_id: str) -> DispatchResult:
+    """Send a fixed job's quarantined executions now (late, with their lateness recorded). Markers
+    whose job still cannot be read are quarantined again."""
+    markers = [marker for marker, _ in store.quarantined(job_id)]
+    result = dispatcher.dispatch(markers)
+    store.drop_quarantined(result.enqueued + result.skipped)
+    return result

@@ -132,6 +132,9 @@ class DueMarker:
     manual: bool = False
     # The shard it is filed under, once read back from the store.
     shard: int | None = None
+    # Filed by an API request that enqueues it itself (due before the next tick): until this instant
+    # the scanner leaves it alone, so the two do not both send it.
+    handoff_until: datetime | None = None
 
 
 def execution_id_for(job_id: str, scheduled_at: datetime, schedule_version: int) -> str:

@@ -21,6 +21,7 @@ EXECUTIONS_SKIPPED = "ExecutionsSkipped"
 LATENESS_MS = "LatenessMs"
 SCANNER_DURATION_MS = "ScannerDurationMs"
 DEAD_LETTERED = "ExecutionsDeadLettered"
+EXECUTIONS_QUARANTINED = "ExecutionsQuarantined"
 
 logger = Logger(service=SERVICE)
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)

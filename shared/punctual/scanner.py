@@ -7,13 +7,17 @@ the checkpoint only moves past minutes that were drained and can no longer recei
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from punctual.clock import Clock
+from punctual.concurrency import chunks, parallel_map
 from punctual.dispatch import Dispatcher
 from punctual.models import DueMarker
 from punctual.observability import EXECUTIONS_ENQUEUED, SCANNER_DURATION_MS, logger, metrics
@@ -24,7 +28,9 @@ from punctual.store import Store, bucket_minute
 # than this are read again on every tick; the checkpoint never passes them.
 SETTLE = timedelta(minutes=2)
 MINUTE = timedelta(minutes=1)
-DISPATCH_CHUNK = 500
+# Markers dispatched together (a few batched calls per hundred), and chunks dispatched at once.
+DISPATCH_CHUNK = 250
+DISPATCH_LANES = 8
 
 
 def shard_groups(shard_count: int, fanout: int) -> list[list[int]]:
@@ -50,6 +56,8 @@ class ScanReport:
     enqueued: int = 0
     skipped: int = 0
     failed: int = 0
+    deferred: int = 0  # markers an API request is enqueueing itself (hand-off claim still running)
+    quarantined: int = 0  # markers set aside because their job cannot be read
     buckets_read: int = 0
     first_minute: datetime | None = None
     last_minute: datetime | None = None
@@ -57,7 +65,19 @@ class ScanReport:
     errors: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _Counts:
+    enqueued: int = 0
+    skipped: int = 0
+    failed: int = 0
+    deferred: int = 0
+    quarantined: int = 0
+
+
 class Scanner:
+    """Reads buckets one after another and dispatches their markers in chunks on `lanes` threads, so
+    that reading the next page overlaps sending the last one and a tick is bounded by CPU."""
+
     def __init__(
         self,
         store: Store,
@@ -66,12 +86,14 @@ class Scanner:
         *,
         lookahead: timedelta,
         shards: Sequence[int],
+        lanes: int = DISPATCH_LANES,
     ) -> None:
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
         self._lookahead = lookahead
         self._shards = list(shards)
+        self._lanes = lanes
 
     def tick(self, budget: timedelta = timedelta(seconds=50)) -> ScanReport:
         started = time.monotonic()
@@ -84,20 +106,54 @@ class Scanner:
         first = min([settled, *(c for c in checkpoints if c is not None)])
         report = ScanReport(first_minute=first)
 
-        minute = first
+        by_minute: dict[datetime, list[Future[_Counts]]] = {}
+        in_flight = threading.BoundedSemaphore(self._lanes)
+        with ThreadPoolExecutor(max_workers=self._lanes, thread_name_prefix="scanner") as lanes:
+
+            def submit(minute: datetime, chunk: list[DueMarker]) -> None:
+                in_flight.acquire()
+                future = lanes.submit(self._dispatch, chunk, now)
+                future.add_done_callback(lambda _: in_flight.release())
+                by_minute[minute].append(future)
+
+            minute = first
+            while minute <= floor_minute(horizon):
+                if time.monotonic() - started > budget.total_seconds():
+                    report.complete = False
+                    logger.warning(
+                        "scanner out of time; the next tick continues", extra={"minute": str(minute)}
+                    )
+                    break
+                by_minute[minute] = []
+                # The minute's buckets are read side by side (most are empty, or one page).
+                buckets = parallel_map(partial(self._read_bucket, minute, horizon), self._shards)
+                report.buckets_read += len(buckets)
+                for markers in buckets:
+                    for chunk in chunks(markers, DISPATCH_CHUNK):
+                        submit(minute, list(chunk))
+                report.last_minute = minute
+                minute += MINUTE
+
         drained_until = first  # every minute before this one is empty
-        while minute <= floor_minute(horizon):
-            if time.monotonic() - started > budget.total_seconds():
-                report.complete = False
-                logger.warning("scanner out of time; the next tick continues", extra={"minute": str(minute)})
-                break
-            failed_before = report.failed
-            for shard in self._shards:
-                self._scan_bucket(minute, shard, horizon, report)
-            report.last_minute = minute
-            if report.failed == failed_before and minute == drained_until:
+        error: BaseException | None = None
+        for minute, futures in by_minute.items():
+            clean = True
+            for future in futures:
+                try:
+                    counts = future.result()
+                except Exception as exc:
+                    # The other chunks still count; the tick fails once its checkpoint is safe.
+                    error = error or exc
+                    clean = False
+                    continue
+                report.enqueued += counts.enqueued
+                report.skipped += counts.skipped
+                report.failed += counts.failed
+                report.deferred += counts.deferred
+                report.quarantined += counts.quarantined
+                clean = clean and not (counts.failed or counts.deferred)
+            if minute == drained_until and clean:
                 drained_until = minute + MINUTE
-            minute += MINUTE
 
         self._store.advance_checkpoints(self._shards, min(drained_until, settled))
         elapsed_ms = (time.monotonic() - started) * 1000
@@ -109,27 +165,27 @@ class Scanner:
                 "enqueued": report.enqueued,
                 "skipped": report.skipped,
                 "failed": report.failed,
+                "deferred": report.deferred,
+                "quarantined": report.quarantined,
                 "buckets": report.buckets_read,
                 "from": str(first),
                 "duration_ms": round(elapsed_ms, 1),
             },
         )
+        if error is not None:
+            raise error
         return report
 
-    def _scan_bucket(self, minute: datetime, shard: int, horizon: datetime, report: ScanReport) -> None:
-        report.buckets_read += 1
-        chunk: list[DueMarker] = []
-        for marker in self._store.due_markers(bucket_minute(minute), shard, horizon):
-            chunk.append(marker)
-            if len(chunk) >= DISPATCH_CHUNK:
-                self._dispatch(chunk, report)
-                chunk = []
-        self._dispatch(chunk, report)
+    def _read_bucket(self, minute: datetime, horizon: datetime, shard: int) -> list[DueMarker]:
+        return list(self._store.due_markers(bucket_minute(minute), shard, horizon))
 
-    def _dispatch(self, markers: list[DueMarker], report: ScanReport) -> None:
-        if not markers:
-            return
-        result = self._dispatcher.dispatch(markers)
-        report.enqueued += len(result.enqueued)
-        report.skipped += len(result.skipped)
-        report.failed += len(result.failed)
+    def _dispatch(self, markers: list[DueMarker], now: datetime) -> _Counts:
+        # A marker an API request is still enqueueing stays (and its minute undrained) for a later tick.
+        mine = [m for m in markers if m.handoff_until is None or m.handoff_until <= now]
+        counts = _Counts(deferred=len(markers) - len(mine))
+        result = self._dispatcher.dispatch(mine)
+        counts.enqueued = len(result.enqueued)
+        counts.skipped = len(result.skipped)
+        counts.failed = len(result.failed)
+        counts.quarantined = len(result.quarantined)
+        return counts

@@ -32,6 +32,9 @@ from punctual.schedules import PAST_TOLERANCE, AtSchedule, _Schedule, is_recurri
 from punctual.store import Page, Store
 
 DEFAULT_TIMEOUT_SECONDS = 60
+# How long a marker filed by a request stays that request's to enqueue: API Gateway gives up on a
+# request after 29 s. Past it (a request that crashed), the scanner enqueues it.
+HANDOFF_CLAIM = timedelta(seconds=30)
 
 
 @dataclass(frozen=True)
@@ -86,11 +89,11 @@ class JobService:
                 if existing is not None:
                     return existing, False
                 job = _reissued(job, seen_job_ids[0])  # the first attempt failed before storing it
-        stored, created = self._store_one(job)
-        if created:
+        stored, marker = self._store_one(job)
+        if marker is not None:
             metrics.add_metric(name=JOBS_CREATED, unit="Count", value=1)
-            self._hand_off(_first_marker(stored))
-        return stored, created
+            self._hand_off(marker)
+        return stored, marker is not None
 
     def create_many(
         self, owner: str, news: Sequence[NewJob], idempotency_key: str | None = None
@@ -121,8 +124,7 @@ class JobService:
                 if seen_fingerprint != fingerprint or len(seen_ids) != len(jobs):
                     raise Conflict("Idempotency-Key was already used with a different request body")
                 return self._finish_batch(owner, jobs, seen_ids), False
-        markers = [_first_marker(job) for job in jobs]
-        self._store.put_markers(markers)
+        markers = self._file_many([_first_marker(job) for job in jobs])
         self._store.put_new_jobs(jobs)
         metrics.add_metric(name=JOBS_CREATED, unit="Count", value=len(jobs))
         self._hand_off(*markers)
@@ -138,10 +140,10 @@ class JobService:
         for draft, job_id in zip(drafts, ids, strict=True):
             job = existing.get(job_id)
             if job is None:
-                job, created = self._store_one(_reissued(draft, job_id))
-                if created:
+                job, marker = self._store_one(_reissued(draft, job_id))
+                if marker is not None:
                     metrics.add_metric(name=JOBS_CREATED, unit="Count", value=1)
-                    self._hand_off(_first_marker(job))
+                    self._hand_off(marker)
             jobs.append(job)
         return jobs
 
@@ -168,12 +170,12 @@ class JobService:
             anchor_at=anchor,
         )
 
-    def _store_one(self, job: Job) -> tuple[Job, bool]:
-        """Store a new job with its marker; returns the stored job and whether this call stored it."""
+    def _store_one(self, job: Job) -> tuple[Job, DueMarker | None]:
+        """Store a new job with its marker; returns the stored job and, if this call stored it, the
+        marker it filed (None: a concurrent retry stored it first)."""
         # The marker goes first: a job stored without its marker would never run, while a marker
         # without its job is dropped harmlessly by the scanner.
-        marker = _first_marker(job)
-        self._store.put_marker(marker)
+        marker = self._file(_first_marker(job))
         try:
             self._store.put_new_job(job)
         except LostRace:
@@ -183,8 +185,8 @@ class JobService:
             existing = self._store.get_job(job.id)
             if existing is None or existing.owner != job.owner:
                 raise
-            return existing, False
-        return job, True
+            return existing, None
+        return job, marker
 
     # ----------------------------------------------------------------- read
     def get(self, owner: str, job_id: str) -> Job:
@@ -245,8 +247,7 @@ class JobService:
                 status=status if runs_at is not None else JobStatus.COMPLETED,
             )
             if runs_at is not None and status is JobStatus.ACTIVE:
-                marker = marker_for(job.id, runs_at, version)
-                self._store.put_marker(marker)
+                marker = self._file(marker_for(job.id, runs_at, version))
         updated = self._write(job, fields, withdraw=marker)
         if marker is not None:
             self._hand_off(marker)
@@ -299,8 +300,7 @@ class JobService:
         )
         marker = None
         if runs_at is not None:
-            marker = marker_for(job.id, runs_at, version)
-            self._store.put_marker(marker)
+            marker = self._file(marker_for(job.id, runs_at, version))
         updated = self._write(
             job,
             {
@@ -320,14 +320,15 @@ class JobService:
         if job.status in (JobStatus.PAUSED, JobStatus.CANCELLED):
             raise Conflict(f"job is {job.status.value}; resume it (or create a new one) to run it")
         now = self._clock.now()
-        marker = DueMarker(
-            job_id=job.id,
-            execution_id=manual_execution_id(job.id, now, secrets.token_hex(4)),
-            scheduled_at=now,
-            schedule_version=job.schedule_version,
-            manual=True,
+        marker = self._file(
+            DueMarker(
+                job_id=job.id,
+                execution_id=manual_execution_id(job.id, now, secrets.token_hex(4)),
+                scheduled_at=now,
+                schedule_version=job.schedule_version,
+                manual=True,
+            )
         )
-        self._store.put_marker(marker)
         self._hand_off(marker)
         execution = self._store.get_execution(job.id, now, marker.execution_id)
         return execution or Execution(
@@ -354,22 +355,47 @@ class JobService:
                 self._store.delete_markers([withdraw])
             raise Conflict("the job changed while this request ran; read it again and retry") from None
 
-    def _hand_off(self, *markers: DueMarker) -> None:
-        """Enqueue executions that are due too soon for the scanner's next tick.
+    def _file(self, marker: DueMarker) -> DueMarker:
+        """Store a marker. One due before the scanner's next tick is this request's to enqueue: it is
+        filed with a hand-off claim, which keeps a scanner tick running meanwhile from sending it too."""
+        [filed] = self._file_many([marker])
+        return filed
 
-        If this fails, the markers stay and the scanner enqueues them (late); the request still succeeds.
-        """
+    def _file_many(self, markers: Sequence[DueMarker]) -> list[DueMarker]:
+        """`_file` for several markers: one PutItem for one, BatchWriteItems for more."""
         now = self._clock.now()
-        due = [m for m in markers if m.scheduled_at - now < self._handoff]
-        if not due:
+        claimed = [
+            replace(m, handoff_until=now + HANDOFF_CLAIM) if m.scheduled_at - now < self._handoff else m
+            for m in markers
+        ]
+        self._put_markers(claimed)
+        return claimed
+
+    def _put_markers(self, markers: list[DueMarker]) -> None:
+        if len(markers) == 1:
+            self._store.put_marker(markers[0])
+        else:
+            self._store.put_markers(markers)
+
+    def _hand_off(self, *markers: DueMarker) -> None:
+        """Enqueue the executions of the markers filed with a hand-off claim (due too soon for the
+        scanner's next tick), all in one dispatch.
+
+        If this fails, the markers stay, their claims withdrawn, and the scanner enqueues them (late);
+        the request still succeeds. Should the withdrawal fail too, the claims run out on their own.
+        """
+        claimed = [m for m in markers if m.handoff_until is not None]
+        if not claimed:
             return
         try:
-            self._dispatcher.dispatch(due)
+            self._dispatcher.dispatch(claimed)
         except Exception:
-            logger.exception(
-                "hand-off failed; the scanner will enqueue it",
-                extra={"execution_ids": [m.execution_id for m in due]},
-            )
+            ids = [m.execution_id for m in claimed]
+            logger.exception("hand-off failed; the scanner will enqueue it", extra={"execution_ids": ids})
+            try:
+                self._put_markers([replace(m, handoff_until=None) for m in claimed])
+            except Exception:
+                logger.exception("could not withdraw the hand-off claim", extra={"execution_ids": ids})
 
     def _check_not_past(self, schedule: _Schedule, now: datetime) -> None:
         if isinstance(schedule, AtSchedule) and schedule.at < now - PAST_TOLERANCE:

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
 from punctual import resources
@@ -38,6 +39,7 @@ from punctual.models import (
     RetryPolicy,
     TaskSpec,
 )
+from punctual.observability import logger
 from punctual.timefmt import from_epoch_ms, parse_rfc3339, to_epoch_ms, to_rfc3339
 
 _THROTTLING = {
@@ -48,6 +50,7 @@ _THROTTLING = {
     "ServiceUnavailable",
 }
 _JOB_SK = "JOB"
+_QUARANTINE_PK = "QUARANTINE"
 # The most jobs one filtered list request reads before it answers (a short page and a cursor).
 LIST_READ_BUDGET = 500
 _T = TypeVar("_T")
@@ -98,6 +101,54 @@ def _int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+_SERIALIZER = TypeSerializer()
+_DESERIALIZER = TypeDeserializer()
+
+
+def _wire(value: Any) -> dict[str, Any]:
+    """A Python value as a DynamoDB attribute value (the common types inline, the rest by boto3)."""
+    if isinstance(value, str):
+        return {"S": value}
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, int | Decimal):
+        return {"N": str(value)}
+    if isinstance(value, dict):
+        return {"M": {k: _wire(v) for k, v in value.items()}}
+    if isinstance(value, list):
+        return {"L": [_wire(v) for v in value]}
+    return dict(_SERIALIZER.serialize(value))
+
+
+def _unwire(value: dict[str, Any]) -> Any:
+    kind, data = next(iter(value.items()))
+    if kind == "S":
+        return data
+    if kind == "N":
+        return Decimal(data)
+    if kind == "BOOL":
+        return data
+    if kind == "M":
+        return {k: _unwire(v) for k, v in data.items()}
+    if kind == "L":
+        return [_unwire(v) for v in data]
+    return _DESERIALIZER.deserialize(cast(Any, value))
+
+
+def _to_wire(item: dict[str, Any]) -> dict[str, Any]:
+    return {name: _wire(value) for name, value in item.items()}
+
+
+def _from_wire(item: dict[str, Any]) -> dict[str, Any]:
+    return {name: _unwire(value) for name, value in item.items()}
+
+
+def _wire_request(request: dict[str, Any]) -> dict[str, Any]:
+    if "PutRequest" in request:
+        return {"PutRequest": {"Item": _to_wire(request["PutRequest"]["Item"])}}
+    return {"DeleteRequest": {"Key": _to_wire(request["DeleteRequest"]["Key"])}}
+
+
 @dataclass(frozen=True)
 class Page:
     items: list[Any]
@@ -107,9 +158,17 @@ class Page:
 class Store:
     """Jobs, executions and due markers in the one Punctual table."""
 
-    def __init__(self, dynamodb: Any, table_name: str, *, shard_count: int, retention_days: int) -> None:
+    def __init__(
+        self, dynamodb: Any, client: Any, table_name: str, *, shard_count: int, retention_days: int
+    ) -> None:
+        """`dynamodb` is a boto3 resource; `client` a plain DynamoDB client, for the scanner's hot path:
+        the resource's client converts every value through boto3's type layer, which cost the scanner a
+        third of its CPU (bench/scanner_throughput), so batch calls and marker queries go through the
+        plain client with the small converters below."""
         self._dynamodb = dynamodb
+        self._client = client
         self._table = dynamodb.Table(table_name)
+        self.clients = (dynamodb.meta.client, client)  # every client it calls (to watch or count calls)
         self._table_name = table_name
         self.shard_count = shard_count
         self._retention = timedelta(days=retention_days)
@@ -131,25 +190,48 @@ class Store:
         return None if item is None else self._job_from(item)
 
     def get_jobs(self, job_ids: Iterable[str]) -> dict[str, Job]:
-        """Jobs by id (those that exist), read consistently."""
+        """Jobs by id (those that exist and can be read), read consistently."""
+        jobs, unreadable = self.read_jobs(job_ids)
+        for job_id, error in unreadable.items():
+            logger.error("job item cannot be read", extra={"job_id": job_id, "error": error})
+        return jobs
+
+    def read_jobs(self, job_ids: Iterable[str]) -> tuple[dict[str, Job], dict[str, str]]:
+        """Jobs by id, read consistently, and apart the ids of items that exist but cannot be read
+        (e.g. a time zone this runtime's tzdata no longer has), with the reason."""
         keys = [{"pk": _job_pk(job_id), "sk": _JOB_SK} for job_id in dict.fromkeys(job_ids)]
-        jobs = (self._job_from(item) for item in self._batch_get(keys))
-        return {job.id: job for job in jobs}
+        jobs: dict[str, Job] = {}
+        unreadable: dict[str, str] = {}
+        for item in self._batch_get(keys):
+            job_id = str(item["pk"]).removeprefix("JOB#")
+            try:
+                jobs[job_id] = self._job_from(item)
+            except Exception as exc:
+                unreadable[job_id] = f"{type(exc).__name__}: {exc}"[:500]
+        return jobs, unreadable
 
     def _batch_get(
-        self, keys: Sequence[dict[str, str]], projection: str | None = None
+        self,
+        keys: Sequence[dict[str, str]],
+        projection: str | None = None,
+        names: dict[str, str] | None = None,
     ) -> list[dict[str, Any]]:
         """Read items by key, consistently, 100 a call side by side, retrying unprocessed keys."""
 
         def read(batch: Sequence[dict[str, str]]) -> list[dict[str, Any]]:
             found: list[dict[str, Any]] = []
-            spec: dict[str, Any] = {"Keys": list(batch), "ConsistentRead": True}
+            spec: dict[str, Any] = {"ConsistentRead": True}
             if projection:
                 spec["ProjectionExpression"] = projection
+            if names:
+                spec["ExpressionAttributeNames"] = names
+            spec["Keys"] = [_to_wire(key) for key in batch]
             request: dict[str, Any] = {self._table_name: spec}
             for attempt in range(8):
-                response = _call(partial(self._dynamodb.batch_get_item, RequestItems=request))
-                found.extend(response.get("Responses", {}).get(self._table_name, []))
+                response = _call(partial(self._client.batch_get_item, RequestItems=request))
+                found.extend(
+                    _from_wire(item) for item in response.get("Responses", {}).get(self._table_name, [])
+                )
                 request = response.get("UnprocessedKeys") or {}
                 if not request:
                     return found
@@ -355,6 +437,27 @@ class Store:
             return False
         return True
 
+    def execution_statuses(self, executions: Iterable[DueMarker]) -> dict[str, ExecutionStatus]:
+        """The status of each of these markers' executions that exists, by execution id (consistent)."""
+        keys = [
+            {"pk": _job_pk(m.job_id), "sk": _exec_sk(m.scheduled_at, m.execution_id)}
+            for m in {m.execution_id: m for m in executions}.values()
+        ]
+        items = self._batch_get(keys, projection="id, #st", names={"#st": "status"})
+        return {str(item["id"]): ExecutionStatus(item["status"]) for item in items}
+
+    def put_new_executions(self, executions: Iterable[Execution], markers: Iterable[DueMarker] = ()) -> None:
+        """Store executions read as absent a moment ago, and markers, 25 a call side by side.
+
+        BatchWriteItem has no conditions, hence "read as absent": only a dispatch of the same marker
+        running at the same moment could have written the execution meanwhile, and the scanner leaves
+        markers an API request is dispatching alone (`DueMarker.handoff_until`) for that reason.
+        """
+        self._batch_write(
+            [{"PutRequest": {"Item": self._execution_item(e)}} for e in executions]
+            + [{"PutRequest": {"Item": self._marker_item(m)}} for m in markers]
+        )
+
     def get_execution(self, job_id: str, scheduled_at: datetime, execution_id: str) -> Execution | None:
         key = {"pk": _job_pk(job_id), "sk": _exec_sk(scheduled_at, execution_id)}
         item = _call(lambda: self._table.get_item(Key=key, ConsistentRead=True)).get("Item")
@@ -481,17 +584,18 @@ class Store:
     def due_markers(self, minute: str, shard: int, before: datetime) -> Iterator[DueMarker]:
         """Markers in one bucket due before `before`, oldest first (strongly consistent)."""
         kwargs: dict[str, Any] = {
+            "TableName": self._table_name,
             "KeyConditionExpression": "pk = :pk AND sk < :before",
             "ExpressionAttributeValues": {
-                ":pk": _marker_pk(minute, shard),
-                ":before": f"{to_epoch_ms(before):013d}",
+                ":pk": {"S": _marker_pk(minute, shard)},
+                ":before": {"S": f"{to_epoch_ms(before):013d}"},
             },
             "ConsistentRead": True,
         }
         while True:
-            response = _call(lambda: self._table.query(**kwargs))
+            response = _call(lambda: self._client.query(**kwargs))
             for item in response.get("Items", []):
-                yield self._marker_from(item)
+                yield self._marker_from(_from_wire(item))
             if "LastEvaluatedKey" not in response:
                 return
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
@@ -500,15 +604,79 @@ class Store:
         requests = [{"DeleteRequest": {"Key": self._marker_key(m)}} for m in markers]
         self._batch_write(requests)
 
+    def quarantine_markers(
+        self, markers: Iterable[DueMarker], reasons: dict[str, str], now: datetime
+    ) -> None:
+        """Set markers whose job cannot be read aside (pk QUARANTINE), with the reason, so that they
+        stop holding up their bucket (`punctual.dispatch.release_quarantined` sends them once the job
+        is fixed)."""
+        self._batch_write(
+            [
+                {
+                    "PutRequest": {
+                        "Item": {
+                            **self._marker_item(m),
+                            "pk": _QUARANTINE_PK,
+                            "sk": f"{m.job_id}#{to_epoch_ms(m.scheduled_at):013d}#{m.execution_id}",
+                            "reason": reasons.get(m.job_id, "unknown"),
+                            "quarantined_at": to_rfc3339(now),
+                        }
+                    }
+                }
+                for m in markers
+            ]
+        )
+
+    def quarantined(self, job_id: str | None = None) -> list[tuple[DueMarker, str]]:
+        """Quarantined markers (all, or one job's), with why each was set aside."""
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": _QUARANTINE_PK},
+            "ConsistentRead": True,
+        }
+        if job_id is not None:
+            kwargs["KeyConditionExpression"] += " AND begins_with(sk, :prefix)"
+            kwargs["ExpressionAttributeValues"][":prefix"] = f"{job_id}#"
+        found: list[tuple[DueMarker, str]] = []
+        while True:
+            response = _call(lambda: self._table.query(**kwargs))
+            for item in response.get("Items", []):
+                marker = DueMarker(
+                    job_id=str(item["job_id"]),
+                    execution_id=str(item["execution_id"]),
+                    scheduled_at=from_epoch_ms(int(item["scheduled_ms"])),
+                    schedule_version=int(item["schedule_version"]),
+                    manual=bool(item.get("manual", False)),
+                )
+                found.append((marker, str(item.get("reason", ""))))
+            if "LastEvaluatedKey" not in response:
+                return found
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def drop_quarantined(self, markers: Iterable[DueMarker]) -> None:
+        self._batch_write(
+            [
+                {
+                    "DeleteRequest": {
+                        "Key": {
+                            "pk": _QUARANTINE_PK,
+                            "sk": f"{m.job_id}#{to_epoch_ms(m.scheduled_at):013d}#{m.execution_id}",
+                        }
+                    }
+                }
+                for m in markers
+            ]
+        )
+
     def put_markers(self, markers: Iterable[DueMarker]) -> None:
         """File markers in batches (idempotent: a marker's key derives from its execution)."""
         self._batch_write([{"PutRequest": {"Item": self._marker_item(m)}} for m in markers])
 
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
         def write(batch: Sequence[dict[str, Any]]) -> None:
-            pending: dict[str, Any] = {self._table_name: list(batch)}
+            pending: dict[str, Any] = {self._table_name: [_wire_request(r) for r in batch]}
             for attempt in range(8):
-                response = _call(partial(self._dynamodb.batch_write_item, RequestItems=pending))
+                response = _call(partial(self._client.batch_write_item, RequestItems=pending))
                 pending = response.get("UnprocessedItems") or {}
                 if not pending:
                     return
@@ -735,10 +903,16 @@ class Store:
             "scheduled_ms": to_epoch_ms(marker.scheduled_at),
             "schedule_version": marker.schedule_version,
             "manual": marker.manual,
+            **(
+                {"handoff_until_ms": to_epoch_ms(marker.handoff_until)}
+                if marker.handoff_until is not None
+                else {}
+            ),
         }
 
     @staticmethod
     def _marker_from(item: dict[str, Any]) -> DueMarker:
+        handoff = item.get("handoff_until_ms")
         return DueMarker(
             job_id=str(item["job_id"]),
             execution_id=str(item["execution_id"]),
@@ -746,4 +920,5 @@ class Store:
             schedule_version=int(item["schedule_version"]),
             manual=bool(item.get("manual", False)),
             shard=int(str(item["pk"]).rsplit("#", 1)[1]),
+            handoff_until=None if handoff is None else from_epoch_ms(int(handoff)),
         )

@@ -45,6 +45,7 @@ def build(
     *,
     clock: Clock | None = None,
     dynamodb: Any = None,
+    dynamodb_client: Any = None,
     sqs: Any = None,
     resolver: Resolver = system_resolver,
 ) -> Punctual:
@@ -53,6 +54,7 @@ def build(
     sqs = sqs if sqs is not None else aws.sqs_client(settings)
     store = Store(
         dynamodb,
+        dynamodb_client if dynamodb_client is not None else aws.dynamodb_client(settings),
         settings.table_name,
         shard_count=settings.shard_count,
         retention_days=settings.retention_days,

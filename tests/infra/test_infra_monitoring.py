@@ -116,10 +116,20 @@ def test_throttling_alarms_cover_every_function_and_the_table_with_its_indexes(s
         assert alarm["Threshold"] == 1
 
 
+def test_a_quarantined_execution_alarms(synthesized):
+    alarm = _alarm(synthesized, "ExecutionsQuarantined")
+    assert alarm["Namespace"] == obs.NAMESPACE
+    assert alarm["MetricName"] == obs.EXECUTIONS_QUARANTINED
+    assert alarm["Dimensions"] == POWERTOOLS_DIMENSIONS
+    assert alarm["Threshold"] == 1
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert "scripts/quarantine.py" in alarm["AlarmDescription"]
+
+
 def test_every_alarm_notifies_the_topic_and_ignores_missing_data(synthesized):
     topic = synthesized.logical_id("AWS::SNS::Topic", "MonitoringAlarmTopic")
     alarms = synthesized.of_type("AWS::CloudWatch::Alarm")
-    assert len(alarms) == 8
+    assert len(alarms) == 9
     for alarm in alarms.values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic}]
         assert alarm["Properties"]["OKActions"] == [{"Ref": topic}]

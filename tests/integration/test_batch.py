@@ -239,11 +239,61 @@ def test_a_batch_of_30_costs_four_batch_writes(world: World) -> None:
 
 
 def test_a_handed_off_batch_is_dispatched_together(world: World) -> None:
-    # Given ten jobs due now
-    jobs = [{"task": NOOP, "schedule": {"type": "now"}}] * 10
-    # When they are created in one batch
-    with world.counting_calls() as calls:
-        assert batch(world, jobs).status == 201
-    # Then they are read back once and sent in one SendMessageBatch, not a dispatch each
-    assert calls["dynamodb.BatchGetItem"] == 1
-    assert calls["sqs.SendMessageBatch"] == 1
+    # Given the calls a batch of one job due now costs
+    now = {"task": NOOP, "schedule": {"type": "now"}}
+    with world.counting_calls() as one:
+        assert batch(world, [now]).status == 201
+    # When ten jobs due now are created in one batch
+    with world.counting_calls() as ten:
+        assert batch(world, [now] * 10).status == 201
+    # Then they are dispatched together: the same reads and one SendMessageBatch, not a dispatch each
+    assert ten["sqs.SendMessageBatch"] == one["sqs.SendMessageBatch"] == 1
+    assert ten["dynamodb.BatchGetItem"] == one["dynamodb.BatchGetItem"] >= 1
+
+
+def test_a_batch_claims_the_markers_it_hands_off_and_withdraws_the_claims_if_the_hand_off_fails(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the queue is down while a batch of two jobs due in 20 s and one due in 10 minutes is posted
+    world.tick()
+
+    def down(markers: Any) -> Any:
+        raise RuntimeError("SQS unavailable")
+
+    monkeypatch.setattr(world.punctual.dispatcher, "dispatch", down)
+    soon = {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=20))}
+    jobs = [{"task": NOOP, "schedule": soon}] * 2 + [{"task": NOOP, "schedule": in_minutes(world, 10)}]
+    answer = batch(world, jobs)
+    monkeypatch.undo()
+    # Then the request still succeeded, and no marker carries a claim any more
+    assert answer.status == 201
+    assert len(items(world, "DUE")) == 3
+    assert all("handoff_until_ms" not in m for m in items(world, "DUE"))
+    # and the scanner's next tick enqueues the two due soon: they run, late by at most a tick
+    world.run_for(90)
+    for job in answer.body["items"][:2]:
+        [execution] = world.executions(job["id"])
+        assert execution["status"] == "SUCCEEDED"
+        assert execution["lateness_ms"] <= world.punctual.settings.tick_seconds * 1000
+
+
+def test_a_batch_files_the_markers_it_hands_off_with_a_claim(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a batch request that dies while enqueueing its jobs due in 20 s (after filing them)
+    world.tick()
+    monkeypatch.setattr(
+        world.punctual.dispatcher, "dispatch", lambda markers: (_ for _ in ()).throw(SystemExit)
+    )
+    soon = {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=20))}
+    later = in_minutes(world, 10)
+    with pytest.raises(SystemExit):
+        batch(world, [{"task": NOOP, "schedule": soon}, {"task": NOOP, "schedule": later}])
+    monkeypatch.undo()
+    # Then the marker due soon carries the request's claim, the later one none
+    claims = {m["job_id"]["S"]: "handoff_until_ms" in m for m in items(world, "DUE")}
+    assert sorted(claims.values()) == [False, True]
+    # and the job still runs once the claim has run out
+    world.run_for(120)
+    [soon_job] = [job_id for job_id, claimed in claims.items() if claimed]
+    assert [e["status"] for e in world.executions(soon_job)] == ["SUCCEEDED"]

@@ -37,15 +37,15 @@ def test_calls_for_one_one_time_job(world: World) -> None:
     assert world.executions(job["id"])[0]["status"] == "SUCCEEDED"
     # Then creating it is one marker and one job item
     assert create == Counter({"dynamodb.PutItem": 2})
-    # and the scanner reads its job (BatchGetItem), records the execution (a conditional PutItem),
-    # sends it, deletes the marker (BatchWriteItem); the worker reads the execution and the job, claims
+    # and the scanner reads its job and whether its execution exists (BatchGetItem x2, side by side),
+    # records the execution and, separately, deletes the marker (BatchWriteItem x2), and sends it;
+    # the worker reads the execution and the job, claims
     # it, reads the job again (a cancel between read and claim still counts), finishes the execution
     # and completes the job
     assert per_job == Counter(
         {
-            "dynamodb.BatchGetItem": 1,
-            "dynamodb.PutItem": 1,
-            "dynamodb.BatchWriteItem": 1,
+            "dynamodb.BatchGetItem": 2,
+            "dynamodb.BatchWriteItem": 2,
             "sqs.SendMessageBatch": 1,
             "dynamodb.GetItem": 3,
             "dynamodb.UpdateItem": 3,
@@ -67,13 +67,13 @@ def test_calls_for_one_cron_occurrence(world: World) -> None:
     assert len(world.executions(job["id"])) - before == 1
     per_occurrence = busy - idle
     print("cron occurrence:", json.dumps(dict(per_occurrence)))
-    # Then the scanner reads the job, records the execution, files the next marker and deletes this
-    # one (BatchWriteItem x2), moves next_run_at and sends; the worker reads, claims, reads the job
+    # Then the scanner reads the job and whether the execution exists (BatchGetItem x2), records the
+    # execution with the next marker (one BatchWriteItem), moves next_run_at, sends, and deletes this
+    # marker (a second BatchWriteItem); the worker reads, claims, reads the job
     # again, finishes and updates the job
     assert per_occurrence == Counter(
         {
-            "dynamodb.BatchGetItem": 1,
-            "dynamodb.PutItem": 1,
+            "dynamodb.BatchGetItem": 2,
             "dynamodb.BatchWriteItem": 2,
             "dynamodb.UpdateItem": 4,
             "sqs.SendMessageBatch": 1,

@@ -174,8 +174,12 @@ def test_send_retries_a_throttled_call(sleeps: list[float]) -> None:
     assert sorted(sqs.delivered_ids()) == ["job0.e", "job1.e", "job2.e"]
 
 
-def test_send_gives_up_per_batch_and_carries_on_with_the_next(sleeps: list[float]) -> None:
-    # Given SQS throttling the first batch's every attempt
+def test_send_gives_up_per_batch_and_carries_on_with_the_next(
+    sleeps: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given SQS throttling the first batch's every attempt (batches sent one after another, so that
+    # "first" is well defined)
+    monkeypatch.setattr(queue_module, "parallel_map", lambda fn, items: [fn(i) for i in items])
     sqs = FakeSqs(throttle_calls=2)
     items = [(item(n), 0) for n in range(15)]
 

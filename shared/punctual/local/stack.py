@@ -147,7 +147,7 @@ class LocalStack:
             webhook_allowed_networks=LOOPBACK_NETWORKS,
             early_visibility_seconds=LOCAL_EARLY_VISIBILITY_SECONDS,
         )
-        punctual = wiring.build(settings, dynamodb=dynamodb, sqs=sqs)
+        punctual = wiring.build(settings, dynamodb=dynamodb, dynamodb_client=dynamodb_client, sqs=sqs)
         wiring.set_default(punctual)
         requeued = recover(snapshots, punctual.queue, punctual.clock.now()) if restored.items else 0
 

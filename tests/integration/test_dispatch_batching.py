@@ -1,0 +1,186 @@
+"""Dispatch in batches: no execution is overwritten, nothing is sent twice without need, and a
+marker an API request is enqueueing is left to it until its claim runs out."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from punctual.models import DueMarker, ExecutionStatus, execution_id_for
+from punctual.service import HANDOFF_CLAIM
+from punctual.timefmt import parse_rfc3339, to_rfc3339
+from tests.world import World
+
+
+def at(world: World, seconds: float) -> str:
+    return to_rfc3339(world.clock.now() + timedelta(seconds=seconds))
+
+
+def markers(world: World) -> list[dict[str, Any]]:
+    items = world.dynamodb_client.scan(TableName=world.punctual.settings.table_name)["Items"]
+    return [i for i in items if i["pk"]["S"].startswith("DUE#")]
+
+
+def marker_of(world: World, job: dict[str, Any]) -> DueMarker:
+    scheduled = parse_rfc3339(job["next_run_at"])
+    stored = world.store.get_job(job["id"])
+    return DueMarker(
+        job["id"],
+        execution_id_for(job["id"], scheduled, stored.schedule_version),
+        scheduled,
+        stored.schedule_version,
+    )
+
+
+def test_a_repeated_dispatch_leaves_a_finished_execution_as_it_is_and_sends_nothing(world: World) -> None:
+    # Given a job that ran to SUCCEEDED, and its marker filed again (an interrupted dispatch's leftover)
+    world.tick()
+    job = world.create({"type": "at", "at": at(world, 240)})
+    marker = marker_of(world, job)
+    world.run_for(300)
+    assert world.executions(job["id"])[0]["status"] == "SUCCEEDED"
+    world.store.put_marker(marker)
+    # When it is dispatched again
+    with world.counting_calls() as calls:
+        result = world.punctual.dispatcher.dispatch([marker])
+    # Then nothing is written over it or sent, and the marker is gone
+    assert [m.execution_id for m in result.skipped] == [marker.execution_id]
+    assert calls["sqs.SendMessageBatch"] == 0
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "SUCCEEDED"
+    assert execution["attempts"] == 1
+    assert markers(world) == []
+
+
+def test_a_queued_execution_whose_send_was_lost_is_sent_again(world: World) -> None:
+    # Given a dispatch that recorded the execution but could not send it (SQS refused every attempt)
+    world.tick()
+    job = world.create({"type": "at", "at": at(world, 240)})
+    marker = marker_of(world, job)
+    real = world.punctual.dispatcher._queue.send
+    world.punctual.dispatcher._queue.send = lambda items, attempts=4: [item for item, _ in items]  # type: ignore[method-assign]
+    result = world.punctual.dispatcher.dispatch([marker])
+    world.punctual.dispatcher._queue.send = real  # type: ignore[method-assign]
+    assert [m.execution_id for m in result.failed] == [marker.execution_id]
+    assert world.executions(job["id"])[0]["status"] == ExecutionStatus.QUEUED.value
+    # When the scanner comes to the marker, which stayed
+    world.run_for(300)
+    # Then the execution is sent and runs, once
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "SUCCEEDED"
+    assert execution["attempts"] == 1
+
+
+def test_the_scanner_leaves_a_marker_to_the_request_enqueueing_it_until_its_claim_runs_out(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a request that filed a marker for a job due in 20 s and died before enqueueing it
+    world.tick()
+    monkeypatch.setattr(
+        world.punctual.dispatcher, "dispatch", lambda markers: (_ for _ in ()).throw(SystemExit)
+    )
+    with pytest.raises(SystemExit):
+        world.create({"type": "at", "at": at(world, 20)})
+    monkeypatch.undo()
+    [stored] = markers(world)
+    assert "handoff_until_ms" in stored
+    job_id = stored["job_id"]["S"]
+    # When the scanner ticks while the claim runs
+    report = world.tick()
+    # Then it leaves the marker alone
+    assert report["deferred"] == 1 and report["enqueued"] == 0
+    assert len(markers(world)) == 1
+    # and once the claim has run out, the next tick enqueues it, and it runs
+    world.clock.advance(HANDOFF_CLAIM.total_seconds())
+    world.run_for(60)
+    assert world.executions(job_id)[0]["status"] == "SUCCEEDED"
+    assert markers(world) == []
+
+
+def test_a_failed_hand_off_withdraws_its_claim_so_the_next_tick_enqueues_it(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a request whose hand-off fails (SQS down), for a job due in 20 s
+    world.tick()
+
+    def down(markers: Any) -> Any:
+        raise RuntimeError("SQS unavailable")
+
+    monkeypatch.setattr(world.punctual.dispatcher, "dispatch", down)
+    job = world.create({"type": "at", "at": at(world, 20)})
+    monkeypatch.undo()
+    # Then the request still succeeded, and its marker no longer carries a claim
+    [stored] = markers(world)
+    assert "handoff_until_ms" not in stored
+    # When the scanner's next tick comes
+    world.run_for(90)
+    # Then the job ran, late by no more than the wait for that tick
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "SUCCEEDED"
+    assert execution["lateness_ms"] <= world.punctual.settings.tick_seconds * 1000
+
+
+def corrupt_job(world: World, job_id: str) -> None:
+    """Make a job's item unreadable, as a time zone dropped from tzdata would."""
+    world.dynamodb_client.update_item(
+        TableName=world.punctual.settings.table_name,
+        Key={"pk": {"S": f"JOB#{job_id}"}, "sk": {"S": "JOB"}},
+        UpdateExpression="SET schedule = :s",
+        ExpressionAttributeValues={
+            ":s": {"S": '{"type": "cron", "expression": "0 * * * *", "timezone": "Mars/Olympus_Mons"}'}
+        },
+    )
+
+
+def test_a_job_that_cannot_be_read_is_quarantined_and_holds_nothing_up(world: World) -> None:
+    # Given two jobs due in the same minute, one of whose items can no longer be read
+    world.tick()
+    broken = world.create({"type": "at", "at": at(world, 240)})
+    fine = world.create({"type": "at", "at": at(world, 240)})
+    corrupt_job(world, broken["id"])
+    # When the scanner comes to them, and their minute settles
+    world.run_for(600)
+    # Then the readable one ran, the other's execution is set aside with the reason, and its bucket
+    # no longer holds the scanner's checkpoint back
+    assert world.executions(fine["id"])[0]["status"] == "SUCCEEDED"
+    [(marker, reason)] = world.store.quarantined()
+    assert marker.job_id == broken["id"]
+    assert "Mars/Olympus_Mons" in reason or "timezone" in reason
+    assert markers(world) == []
+    checkpoints = world.store.get_checkpoints(range(world.punctual.settings.shard_count))
+    assert all(c is not None and c > parse_rfc3339(broken["next_run_at"]) for c in checkpoints.values())
+
+
+def test_a_released_quarantined_execution_runs_once_its_job_is_fixed(world: World) -> None:
+    # Given a quarantined execution
+    world.tick()
+    job = world.create({"type": "at", "at": at(world, 240)})
+    schedule = world.dynamodb_client.get_item(
+        TableName=world.punctual.settings.table_name,
+        Key={"pk": {"S": f"JOB#{job['id']}"}, "sk": {"S": "JOB"}},
+    )["Item"]["schedule"]
+    corrupt_job(world, job["id"])
+    world.run_for(300)
+    assert len(world.store.quarantined()) == 1
+    # When releasing it before the job is fixed / Then it stays quarantined
+    from punctual.dispatch import release_quarantined
+
+    result = release_quarantined(world.store, world.punctual.dispatcher, job["id"])
+    assert len(result.quarantined) == 1 and len(world.store.quarantined(job["id"])) == 1
+    # When the job is fixed and the execution released
+    world.dynamodb_client.update_item(
+        TableName=world.punctual.settings.table_name,
+        Key={"pk": {"S": f"JOB#{job['id']}"}, "sk": {"S": "JOB"}},
+        UpdateExpression="SET schedule = :s",
+        ExpressionAttributeValues={":s": schedule},
+    )
+    result = release_quarantined(world.store, world.punctual.dispatcher, job["id"])
+    world.run_for(5)
+    # Then it ran, late, and nothing is left in quarantine
+    assert len(result.enqueued) == 1
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "SUCCEEDED"
+    assert execution["lateness_ms"] > 0
+    assert world.store.quarantined() == []
