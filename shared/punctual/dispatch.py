@@ -24,7 +24,7 @@ from typing import Any
 
 from punctual.clock import Clock
 from punctual.concurrency import parallel_map
-from punctual.errors import LostRace
+from punctual.errors import LostRace, RetryableStoreError
 from punctual.models import (
     DueMarker,
     Execution,
@@ -109,8 +109,14 @@ class Dispatcher:
         if result.quarantined:
             self._quarantine(result.quarantined, unreadable)
         # Markers that were sent, set aside or that must not run are done with; failures stay for the
-        # next tick.
-        self._store.delete_markers(result.enqueued + result.skipped + result.quarantined)
+        # next tick. A marker whose deletion fails stays too: the next tick finds its execution
+        # recorded, and sends it again only if it is still QUEUED (the worker drops the duplicate).
+        try:
+            self._store.delete_markers(result.enqueued + result.skipped + result.quarantined)
+        except RetryableStoreError:
+            logger.warning(
+                "could not delete markers; the next tick reads them again", extra={"count": len(markers)}
+            )
         return result
 
     def _quarantine(self, markers: list[DueMarker], reasons: dict[str, str]) -> None:

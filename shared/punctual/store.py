@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -99,6 +100,15 @@ def _dt(value: Any) -> datetime | None:
 
 def _int(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+# Unprocessed items are DynamoDB's throttling signal for batches (a hot bucket partition takes 1,000
+# writes a second): back off with jitter, for about ten seconds in all, before giving up.
+BATCH_ATTEMPTS = 14
+
+
+def _backoff(attempt: int) -> float:
+    return min(0.05 * 2**attempt, 1.0) * (0.5 + random.random())
 
 
 _SERIALIZER = TypeSerializer()
@@ -227,7 +237,7 @@ class Store:
                 spec["ExpressionAttributeNames"] = names
             spec["Keys"] = [_to_wire(key) for key in batch]
             request: dict[str, Any] = {self._table_name: spec}
-            for attempt in range(8):
+            for attempt in range(BATCH_ATTEMPTS):
                 response = _call(partial(self._client.batch_get_item, RequestItems=request))
                 found.extend(
                     _from_wire(item) for item in response.get("Responses", {}).get(self._table_name, [])
@@ -235,7 +245,7 @@ class Store:
                 request = response.get("UnprocessedKeys") or {}
                 if not request:
                     return found
-                time.sleep(min(0.05 * 2**attempt, 1.0))
+                time.sleep(_backoff(attempt))
             raise RetryableStoreError("BatchGetItem left keys unprocessed")
 
         return [item for items in parallel_map(read, chunks(keys, 100)) for item in items]
@@ -675,12 +685,12 @@ class Store:
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
         def write(batch: Sequence[dict[str, Any]]) -> None:
             pending: dict[str, Any] = {self._table_name: [_wire_request(r) for r in batch]}
-            for attempt in range(8):
+            for attempt in range(BATCH_ATTEMPTS):
                 response = _call(partial(self._client.batch_write_item, RequestItems=pending))
                 pending = response.get("UnprocessedItems") or {}
                 if not pending:
                     return
-                time.sleep(min(0.05 * 2**attempt, 1.0))
+                time.sleep(_backoff(attempt))
             raise RetryableStoreError("BatchWriteItem left items unprocessed")
 
         parallel_map(write, chunks(requests, 25))
