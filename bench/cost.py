@@ -39,6 +39,7 @@ import boto3
 from bench import offline  # noqa: F401  (first: it sets up the environment)
 from bench.common import WEBHOOK, emit, environment, logs_to
 from bench.units import index_write_units, item_size, read_units, write_units
+from infra.settings import DeploySettings
 from punctual import capacity, resources
 from punctual.capacity import Assumptions, ExecutionUsage, Prices
 from punctual.clock import ManualClock
@@ -506,7 +507,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "assumptions": asdict(assumptions),
         "assumed_api_seconds_per_batch_request": capacity.batch_api_seconds(args.batch_size),
         "cost_per_million_executions": costs,
-        "fixed_monthly": {k: round(v, 2) for k, v in capacity.fixed_monthly(fanout=4).items()},
+        "fixed_monthly": {k: round(v, 2) for k, v in capacity.fixed_monthly(fanout=DeploySettings.scanner_fanout).items()},
         "eventbridge_scheduler_per_million": capacity.eventbridge_scheduler_per_million(assumptions),
     }
     if one_time_usage is not None:

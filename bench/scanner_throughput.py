@@ -7,8 +7,8 @@ second per partition key), as AWS does, unless --no-partition-limits.
 
 Two measurements, then arithmetic:
 1. one invocation scanning every shard, N one-time executions due in the next minute (default 20,000);
-2. one shard group of the deployment's layout (fan-out 4 over 16 shards) at its share of a
-   1,000,000-execution minute (250,000 markers on 4 shards) — what each of the fan-out's invocations
+2. one shard group of the deployment's layout (fan-out 64 over 64 shards) at its share of a
+   1,000,000-execution minute (15,625 markers on one shard) — what each of the fan-out's invocations
    does in parallel on AWS, so its time is the burst minute's drain time, measured;
 3. extrapolated drain times for other fan-outs, at 512 MB and at a full vCPU, from the measured rates.
 
@@ -173,7 +173,7 @@ def cpu_ceiling(cpu_ms_per_1000: float, memory_mb: int) -> float:
 def drain_table(rate: float, cpu_ms_per_1000: float) -> list[dict[str, Any]]:
     """Extrapolated: the 1M minute's drain time by fan-out, at the default and at a full vCPU.
 
-    The scanner reads its shards one after another, so one invocation's rate does not grow with its
+    The scanner is CPU-bound once its calls overlap, so one invocation's rate does not grow with its
     shard count. It is the rate measured here, capped by the CPU share of the function's memory and
     by DynamoDB's 1,000 write units a second on the bucket it is deleting markers from.
     """

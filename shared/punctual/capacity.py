@@ -186,11 +186,11 @@ def batch_api_seconds(jobs: int) -> float:
 KEYS_ONLY_ENTRY_BYTES = 250
 INDEXES = len(resources.TABLE.indexes)  # by_owner
 
-# Fixed monthly cost, whatever the load: dashboard, 9 alarms, 10 EMF metrics, the cursor secret, the
+# Fixed monthly cost, whatever the load: dashboard, 9 alarms, 11 EMF metrics, the cursor secret, the
 # worker event source mapping's idle long polls (about 15 a minute) and a tick a minute plus the
 # fan-out's invocations.
 FIXED_ALARMS = 9
-FIXED_METRICS = 10
+FIXED_METRICS = 11
 IDLE_POLLS_PER_MINUTE = 15
 
 

@@ -75,7 +75,7 @@ class _Counts:
 
 
 class Scanner:
-    """Reads buckets one after another and dispatches their markers in chunks on `lanes` threads, so
+    """Reads a minute's buckets side by side and dispatches their markers in chunks on `lanes` threads, so
     that reading the next page overlaps sending the last one and a tick is bounded by CPU."""
 
     def __init__(
