@@ -507,7 +507,9 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "assumptions": asdict(assumptions),
         "assumed_api_seconds_per_batch_request": capacity.batch_api_seconds(args.batch_size),
         "cost_per_million_executions": costs,
-        "fixed_monthly": {k: round(v, 2) for k, v in capacity.fixed_monthly(fanout=DeploySettings.scanner_fanout).items()},
+        "fixed_monthly": {
+            k: round(v, 2) for k, v in capacity.fixed_monthly(fanout=DeploySettings.scanner_fanout).items()
+        },
         "eventbridge_scheduler_per_million": capacity.eventbridge_scheduler_per_million(assumptions),
     }
     if one_time_usage is not None:
