@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         print(json.dumps(rows, indent=2))
         return 0
-    result = release_quarantined(punctual.store, punctual.dispatcher, args.job_id)
+    result = release_quarantined(punctual.store, punctual.dispatcher, punctual.clock, args.job_id)
     print(
         json.dumps(
             {

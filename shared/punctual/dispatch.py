@@ -30,12 +30,14 @@ from punctual.models import (
     Execution,
     ExecutionStatus,
     Job,
+    JobStatus,
     marker_for,
     next_after,
     skip_reason,
 )
-from punctual.observability import EXECUTIONS_QUARANTINED, logger, metrics
+from punctual.observability import logger
 from punctual.queue import WorkItem, WorkQueue, delay_seconds
+from punctual.schedules import next_run
 from punctual.store import Store
 
 QUEUED = ExecutionStatus.QUEUED
@@ -49,6 +51,8 @@ class DispatchResult:
     skipped: list[DueMarker] = field(default_factory=list)
     failed: list[DueMarker] = field(default_factory=list)
     quarantined: list[DueMarker] = field(default_factory=list)
+    # Done with, but their deletion failed: they stay, and their minute is not drained.
+    undeleted: list[DueMarker] = field(default_factory=list)
 
 
 class Dispatcher:
@@ -111,19 +115,21 @@ class Dispatcher:
         # Markers that were sent, set aside or that must not run are done with; failures stay for the
         # next tick. A marker whose deletion fails stays too: the next tick finds its execution
         # recorded, and sends it again only if it is still QUEUED (the worker drops the duplicate).
+        done = result.enqueued + result.skipped + result.quarantined
         try:
-            self._store.delete_markers(result.enqueued + result.skipped + result.quarantined)
+            self._store.delete_markers(done)
         except RetryableStoreError:
             logger.warning(
-                "could not delete markers; the next tick reads them again", extra={"count": len(markers)}
+                "could not delete markers; the next tick reads them again", extra={"count": len(done)}
             )
+            result.undeleted = done
         return result
 
     def _quarantine(self, markers: list[DueMarker], reasons: dict[str, str]) -> None:
         """A job that cannot be read would hold its bucket (and the scanner's checkpoint) up forever:
         its markers are set aside, loudly, until an operator fixes the job and releases them."""
+        # (The scanner counts them in its metrics: Powertools' metric set is not for many threads.)
         self._store.quarantine_markers(markers, reasons, self._clock.now())
-        metrics.add_metric(name=EXECUTIONS_QUARANTINED, unit="Count", value=len(markers))
         for marker in markers:
             logger.error(
                 "job cannot be read; its execution is quarantined",
@@ -185,11 +191,16 @@ class Dispatcher:
             changes["final_execution_id"] = marker.execution_id
         try:
             self._store.update_job(
-                job, changes, allowed_statuses=[job.status], schedule_version=marker.schedule_version
+                job,
+                changes,
+                allowed_statuses=[job.status],
+                schedule_version=marker.schedule_version,
+                next_run_before=following,
             )
         except LostRace:
-            # The job was paused, cancelled or rescheduled meanwhile: that change filed its own marker
-            # and the worker will skip this execution; the marker just filed is dropped as superseded.
+            # The job was paused, cancelled or rescheduled meanwhile (that change filed its own marker
+            # and the worker will skip this execution; the marker just filed is dropped as superseded),
+            # or another dispatch already moved it past this occurrence.
             pass
         except Exception:
             logger.exception("could not advance job", extra={"job_id": job.id})
@@ -197,10 +208,30 @@ class Dispatcher:
         return True
 
 
-def release_quarantined(store: Store, dispatcher: Dispatcher, job_id: str) -> DispatchResult:
+def release_quarantined(store: Store, dispatcher: Dispatcher, clock: Clock, job_id: str) -> DispatchResult:
     """Send a fixed job's quarantined executions now (late, with their lateness recorded). Markers
-    whose job still cannot be read are quarantined again."""
+    whose job still cannot be read are quarantined again.
+
+    A recurring job's chain stopped at its quarantined occurrence; dispatching it files the next one,
+    which is by now in a minute the scanner has passed. So the schedule picks up from now instead, as
+    on resume: the occurrences missed meanwhile are not run, the quarantined one is."""
     markers = [marker for marker, _ in store.quarantined(job_id)]
     result = dispatcher.dispatch(markers)
     store.drop_quarantined(result.enqueued + result.skipped)
+    job = store.read_jobs([job_id])[0].get(job_id)  # None too while it still cannot be read
+    now = clock.now()
+    if job is None or not job.recurring or job.status is not JobStatus.ACTIVE:
+        return result
+    if job.next_run_at is None or job.next_run_at > now:
+        return result
+    runs_at = next_run(job.schedule, now, job.anchor_at)
+    if runs_at is not None:
+        store.put_marker(marker_for(job.id, runs_at, job.schedule_version))
+    store.delete_markers([marker_for(job.id, job.next_run_at, job.schedule_version)])
+    store.update_job(
+        job,
+        {"next_run_at": runs_at},
+        allowed_statuses=[JobStatus.ACTIVE],
+        schedule_version=job.schedule_version,
+    )
     return result

@@ -7,6 +7,7 @@ the checkpoint only moves past minutes that were drained and can no longer recei
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -20,7 +21,13 @@ from punctual.clock import Clock
 from punctual.concurrency import chunks, parallel_map
 from punctual.dispatch import Dispatcher
 from punctual.models import DueMarker
-from punctual.observability import EXECUTIONS_ENQUEUED, SCANNER_DURATION_MS, logger, metrics
+from punctual.observability import (
+    EXECUTIONS_ENQUEUED,
+    EXECUTIONS_QUARANTINED,
+    SCANNER_DURATION_MS,
+    logger,
+    metrics,
+)
 from punctual.store import Store, bucket_minute
 
 # Markers may still arrive in a past minute for this long: an API request that files a marker for
@@ -31,6 +38,9 @@ MINUTE = timedelta(minutes=1)
 # Markers dispatched together (a few batched calls per hundred), and chunks dispatched at once.
 DISPATCH_CHUNK = 250
 DISPATCH_LANES = 8
+# A tick's hold on its shards: longer than the scanner function may run (55 s), shorter than the tick
+# period, so that a tick that died without letting go delays the next one by a minute at most.
+LEASE = timedelta(seconds=58)
 
 
 def shard_groups(shard_count: int, fanout: int) -> list[list[int]]:
@@ -62,6 +72,7 @@ class ScanReport:
     first_minute: datetime | None = None
     last_minute: datetime | None = None
     complete: bool = True
+    busy: bool = False  # another tick held the shards: nothing was done
     errors: list[str] = field(default_factory=list)
 
 
@@ -72,11 +83,12 @@ class _Counts:
     failed: int = 0
     deferred: int = 0
     quarantined: int = 0
+    undeleted: int = 0
 
 
 class Scanner:
-    """Reads a minute's buckets side by side and dispatches their markers in chunks on `lanes` threads, so
-    that reading the next page overlaps sending the last one and a tick is bounded by CPU."""
+    """Reads a minute's buckets side by side and dispatches their markers in chunks on `lanes` threads,
+    so that a tick is bounded by CPU rather than by round trips."""
 
     def __init__(
         self,
@@ -96,6 +108,21 @@ class Scanner:
         self._lanes = lanes
 
     def tick(self, budget: timedelta = timedelta(seconds=50)) -> ScanReport:
+        """Dispatch what is due on this scanner's shards, unless another tick still works on them (a
+        retried or slow invocation): two ticks at once could both record an execution as new."""
+        holder = secrets.token_hex(8)
+        now = self._clock.now()
+        if not self._store.acquire_scan_lease(self._shards, holder, now, now + LEASE):
+            logger.warning(
+                "another scanner tick holds these shards; leaving them to it", extra={"shards": self._shards}
+            )
+            return ScanReport(complete=False, busy=True)
+        try:
+            return self._tick(budget)
+        finally:
+            self._store.release_scan_lease(self._shards, holder)
+
+    def _tick(self, budget: timedelta) -> ScanReport:
         started = time.monotonic()
         now = self._clock.now()
         horizon = now + self._lookahead
@@ -106,15 +133,16 @@ class Scanner:
         first = min([settled, *(c for c in checkpoints if c is not None)])
         report = ScanReport(first_minute=first)
 
-        by_minute: dict[datetime, list[Future[_Counts]]] = {}
+        drained_until = first  # every minute before this one is empty
+        error: BaseException | None = None
         in_flight = threading.BoundedSemaphore(self._lanes)
         with ThreadPoolExecutor(max_workers=self._lanes, thread_name_prefix="scanner") as lanes:
 
-            def submit(minute: datetime, chunk: list[DueMarker]) -> None:
+            def submit(chunk: list[DueMarker]) -> Future[_Counts]:
                 in_flight.acquire()
                 future = lanes.submit(self._dispatch, chunk, now)
                 future.add_done_callback(lambda _: in_flight.release())
-                by_minute[minute].append(future)
+                return future
 
             minute = first
             while minute <= floor_minute(horizon):
@@ -124,40 +152,37 @@ class Scanner:
                         "scanner out of time; the next tick continues", extra={"minute": str(minute)}
                     )
                     break
-                by_minute[minute] = []
-                # The minute's buckets are read side by side (most are empty, or one page).
+                # A minute's buckets are read side by side and their chunks dispatched on the lanes;
+                # the next minute is read only once this one is done, because dispatching files
+                # recurring jobs' next occurrences into later minutes, which must be read after.
                 buckets = parallel_map(partial(self._read_bucket, minute, horizon), self._shards)
                 report.buckets_read += len(buckets)
-                for markers in buckets:
-                    for chunk in chunks(markers, DISPATCH_CHUNK):
-                        submit(minute, list(chunk))
+                futures = [submit(list(c)) for markers in buckets for c in chunks(markers, DISPATCH_CHUNK)]
+                clean = True
+                for future in futures:
+                    try:
+                        counts = future.result()
+                    except Exception as exc:
+                        # The other chunks still count; the tick fails once its checkpoint is safe.
+                        error = error or exc
+                        clean = False
+                        continue
+                    report.enqueued += counts.enqueued
+                    report.skipped += counts.skipped
+                    report.failed += counts.failed
+                    report.deferred += counts.deferred
+                    report.quarantined += counts.quarantined
+                    clean = clean and not (counts.failed or counts.deferred or counts.undeleted)
+                if minute == drained_until and clean:
+                    drained_until = minute + MINUTE
                 report.last_minute = minute
                 minute += MINUTE
-
-        drained_until = first  # every minute before this one is empty
-        error: BaseException | None = None
-        for minute, futures in by_minute.items():
-            clean = True
-            for future in futures:
-                try:
-                    counts = future.result()
-                except Exception as exc:
-                    # The other chunks still count; the tick fails once its checkpoint is safe.
-                    error = error or exc
-                    clean = False
-                    continue
-                report.enqueued += counts.enqueued
-                report.skipped += counts.skipped
-                report.failed += counts.failed
-                report.deferred += counts.deferred
-                report.quarantined += counts.quarantined
-                clean = clean and not (counts.failed or counts.deferred)
-            if minute == drained_until and clean:
-                drained_until = minute + MINUTE
 
         self._store.advance_checkpoints(self._shards, min(drained_until, settled))
         elapsed_ms = (time.monotonic() - started) * 1000
         metrics.add_metric(name=EXECUTIONS_ENQUEUED, unit="Count", value=report.enqueued)
+        if report.quarantined:
+            metrics.add_metric(name=EXECUTIONS_QUARANTINED, unit="Count", value=report.quarantined)
         metrics.add_metric(name=SCANNER_DURATION_MS, unit="Milliseconds", value=elapsed_ms)
         logger.info(
             "scanner tick",
@@ -188,4 +213,5 @@ class Scanner:
         counts.skipped = len(result.skipped)
         counts.failed = len(result.failed)
         counts.quarantined = len(result.quarantined)
+        counts.undeleted = len(result.undeleted)
         return counts

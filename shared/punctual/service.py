@@ -381,21 +381,26 @@ class JobService:
         """Enqueue the executions of the markers filed with a hand-off claim (due too soon for the
         scanner's next tick), all in one dispatch.
 
-        If this fails, the markers stay, their claims withdrawn, and the scanner enqueues them (late);
-        the request still succeeds. Should the withdrawal fail too, the claims run out on their own.
+        What fails to be enqueued (all of it, or some) stays, its claims withdrawn, and the scanner
+        enqueues it (late); the request still succeeds. Should the withdrawal fail too, the claims run
+        out on their own.
         """
         claimed = [m for m in markers if m.handoff_until is not None]
         if not claimed:
             return
         try:
-            self._dispatcher.dispatch(claimed)
+            unsent = self._dispatcher.dispatch(claimed).failed
         except Exception:
-            ids = [m.execution_id for m in claimed]
-            logger.exception("hand-off failed; the scanner will enqueue it", extra={"execution_ids": ids})
-            try:
-                self._put_markers([replace(m, handoff_until=None) for m in claimed])
-            except Exception:
-                logger.exception("could not withdraw the hand-off claim", extra={"execution_ids": ids})
+            logger.exception("hand-off failed", extra={"execution_ids": [m.execution_id for m in claimed]})
+            unsent = claimed
+        if not unsent:
+            return
+        ids = [m.execution_id for m in unsent]
+        logger.warning("hand-off incomplete; the scanner will enqueue the rest", extra={"execution_ids": ids})
+        try:
+            self._put_markers([replace(m, handoff_until=None) for m in unsent])
+        except Exception:
+            logger.exception("could not withdraw the hand-off claim", extra={"execution_ids": ids})
 
     def _check_not_past(self, schedule: _Schedule, now: datetime) -> None:
         if isinstance(schedule, AtSchedule) and schedule.at < now - PAST_TOLERANCE:

@@ -29,7 +29,7 @@ from botocore.exceptions import ClientError
 
 from punctual import resources
 from punctual.concurrency import chunks, parallel_map
-from punctual.errors import LostRace, RetryableStoreError
+from punctual.errors import InvalidRequest, LostRace, RetryableStoreError
 from punctual.models import (
     SCHEDULE_ADAPTER,
     DueMarker,
@@ -304,6 +304,14 @@ class Store:
             "Limit": limit,
         }
         if start_key:
+            # A cursor signed before the index changed (the by_owner_status index's keys) would make
+            # DynamoDB refuse the query: a stale cursor is bad input, not a server error.
+            index = resources.BY_OWNER_INDEX
+            expected = {"pk", "sk", index.partition_key, index.sort_key}
+            if set(start_key) != expected or start_key[index.partition_key] != self._owner_pk(owner):
+                raise InvalidRequest(
+                    "cursor is not valid for this list; start again without it", field="cursor"
+                )
             kwargs["ExclusiveStartKey"] = start_key
         response: dict[str, Any] = _call(lambda: self._table.query(**kwargs))
         return response
@@ -329,8 +337,10 @@ class Store:
         *,
         allowed_statuses: Iterable[JobStatus] | None = None,
         schedule_version: int | None = None,
+        next_run_before: datetime | None = None,
     ) -> Job:
-        """Set some of a job's fields if it is in one of `allowed_statuses` (and at `schedule_version`).
+        """Set some of a job's fields if it is in one of `allowed_statuses` (and at `schedule_version`,
+        and, with `next_run_before`, if its next_run_at is missing or earlier: never moved back).
 
         Raises LostRace when the job is missing or its state no longer matches.
         """
@@ -369,6 +379,10 @@ class Store:
             names["#sv"] = "schedule_version"
             values[":sv"] = schedule_version
             conditions.append("#sv = :sv")
+        if next_run_before is not None:
+            names["#next"] = "next_run_at"
+            values[":next"] = to_rfc3339(next_run_before)
+            conditions.append("(attribute_not_exists(#next) OR #next < :next)")
         response = _call(
             lambda: self._table.update_item(
                 Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
@@ -460,8 +474,9 @@ class Store:
         """Store executions read as absent a moment ago, and markers, 25 a call side by side.
 
         BatchWriteItem has no conditions, hence "read as absent": only a dispatch of the same marker
-        running at the same moment could have written the execution meanwhile, and the scanner leaves
-        markers an API request is dispatching alone (`DueMarker.handoff_until`) for that reason.
+        running at the same moment could have written the execution meanwhile, which is why a scanner
+        tick holds a lease on its shards (`acquire_scan_lease`) and leaves markers an API request is
+        dispatching alone (`DueMarker.handoff_until`).
         """
         self._batch_write(
             [{"PutRequest": {"Item": self._execution_item(e)}} for e in executions]
@@ -719,6 +734,61 @@ class Store:
             seen = existing["job_ids"] if "job_ids" in existing else [existing["job_id"]]
             return str(existing["fingerprint"]), [str(job_id) for job_id in seen]
         return None
+
+    def acquire_scan_lease(self, shards: Sequence[int], holder: str, now: datetime, until: datetime) -> bool:
+        """Take the shards for one scanner tick, unless another tick holds any of them (its lease not
+        yet run out). All or nothing, by transactions of up to 100 shards."""
+        taken: list[int] = []
+        for group in chunks(list(shards), 100):
+            items = [
+                {
+                    "Put": {
+                        "TableName": self._table_name,
+                        "Item": _to_wire(
+                            {
+                                "pk": "SCANNER",
+                                "sk": f"LEASE#{shard:03d}",
+                                "holder": holder,
+                                "until_ms": to_epoch_ms(until),
+                            }
+                        ),
+                        "ConditionExpression": "attribute_not_exists(pk) OR until_ms < :now",
+                        "ExpressionAttributeValues": {":now": {"N": str(to_epoch_ms(now))}},
+                    }
+                }
+                for shard in group
+            ]
+            try:
+                _call(partial(self._client.transact_write_items, TransactItems=items))
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+                    self.release_scan_lease(taken, holder)
+                    raise
+                self.release_scan_lease(taken, holder)
+                return False
+            taken.extend(group)
+        return True
+
+    def release_scan_lease(self, shards: Sequence[int], holder: str) -> None:
+        """Give the shards back (those this holder still holds); a lease left behind runs out anyway."""
+        for group in chunks(list(shards), 100):
+            items = [
+                {
+                    "Delete": {
+                        "TableName": self._table_name,
+                        "Key": _to_wire({"pk": "SCANNER", "sk": f"LEASE#{shard:03d}"}),
+                        "ConditionExpression": "holder = :me",
+                        "ExpressionAttributeValues": {":me": {"S": holder}},
+                    }
+                }
+                for shard in group
+            ]
+            try:
+                _call(partial(self._client.transact_write_items, TransactItems=items))
+            except (ClientError, RetryableStoreError):
+                logger.warning(
+                    "scanner lease not released; it runs out on its own", extra={"shards": list(group)}
+                )
 
     def get_checkpoints(self, shards: Iterable[int]) -> dict[int, datetime | None]:
         """Per shard, the first minute the scanner must still read (None: never scanned)."""

@@ -358,3 +358,23 @@ def test_unknown_route_is_404_json(world: World) -> None:
     answer = world.api("GET", "/nope")
     assert answer.status == 404
     assert "message" in answer.body
+
+
+def test_a_status_cursor_signed_before_the_status_index_was_dropped_answers_400(world: World) -> None:
+    # Given a cursor a client kept from before the by_owner_status index was dropped (its key names
+    # that index's attributes)
+    world.create({"type": "cron", "expression": "0 * * * *"})
+    stale = world.punctual.cursors.encode(
+        {
+            "pk": "JOB#job_x",
+            "sk": "JOB",
+            "status_pk": "OWNER#alice#ACTIVE",
+            "owner_sk": "0000000000000#job_x",
+        },
+        owner="alice",
+        scope="jobs:ACTIVE",
+    )
+    # When it is used / Then it is refused as bad input, not a server error
+    answer = world.api("GET", "/jobs", query=f"status=ACTIVE&cursor={stale}")
+    assert answer.status == 400
+    assert "cursor" in answer.body["message"]

@@ -167,7 +167,7 @@ def test_a_released_quarantined_execution_runs_once_its_job_is_fixed(world: Worl
     # When releasing it before the job is fixed / Then it stays quarantined
     from punctual.dispatch import release_quarantined
 
-    result = release_quarantined(world.store, world.punctual.dispatcher, job["id"])
+    result = release_quarantined(world.store, world.punctual.dispatcher, world.clock, job["id"])
     assert len(result.quarantined) == 1 and len(world.store.quarantined(job["id"])) == 1
     # When the job is fixed and the execution released
     world.dynamodb_client.update_item(
@@ -176,7 +176,7 @@ def test_a_released_quarantined_execution_runs_once_its_job_is_fixed(world: Worl
         UpdateExpression="SET schedule = :s",
         ExpressionAttributeValues={":s": schedule},
     )
-    result = release_quarantined(world.store, world.punctual.dispatcher, job["id"])
+    result = release_quarantined(world.store, world.punctual.dispatcher, world.clock, job["id"])
     world.run_for(5)
     # Then it ran, late, and nothing is left in quarantine
     assert len(result.enqueued) == 1
@@ -184,3 +184,87 @@ def test_a_released_quarantined_execution_runs_once_its_job_is_fixed(world: Worl
     assert execution["status"] == "SUCCEEDED"
     assert execution["lateness_ms"] > 0
     assert world.store.quarantined() == []
+
+
+def test_recurring_chains_survive_a_scanner_outage_of_several_minutes(world: World) -> None:
+    # Given three every-minute jobs running in their rhythm
+    jobs = [world.create({"type": "cron", "expression": "* * * * *"}) for _ in range(3)]
+    world.run_for(120)
+    # When the scanner does not tick for 10 minutes, then ticks again for 10
+    world.clock.advance(600)
+    world.run_for(600)
+    # Then every chain goes on: each job ran in the last minutes, and its next run is ahead
+    for job in jobs:
+        latest = world.executions(job["id"])[0]
+        assert parse_rfc3339(latest["scheduled_at"]) >= world.clock.now() - timedelta(minutes=2)
+        assert parse_rfc3339(world.job(job["id"])["next_run_at"]) > world.clock.now()
+
+
+def test_a_released_recurring_job_picks_its_schedule_up_from_now(world: World) -> None:
+    # Given a job every five minutes, quarantined for half an hour
+    world.tick()
+    job = world.create({"type": "cron", "expression": "*/5 * * * *"})
+    corrupt_job(world, job["id"])
+    world.run_for(1800)
+    stored = world.dynamodb_client.get_item(
+        TableName=world.punctual.settings.table_name,
+        Key={"pk": {"S": f"JOB#{job['id']}"}, "sk": {"S": "JOB"}},
+    )["Item"]
+    assert stored and world.store.quarantined(job["id"])
+    # When it is fixed and released
+    world.dynamodb_client.update_item(
+        TableName=world.punctual.settings.table_name,
+        Key={"pk": {"S": f"JOB#{job['id']}"}, "sk": {"S": "JOB"}},
+        UpdateExpression="SET schedule = :s",
+        ExpressionAttributeValues={
+            ":s": {"S": '{"type": "cron", "expression": "*/5 * * * *", "timezone": "UTC"}'}
+        },
+    )
+    from punctual.dispatch import release_quarantined
+
+    release_quarantined(world.store, world.punctual.dispatcher, world.clock, job["id"])
+    world.run_for(1200)
+    # Then the quarantined occurrence ran, and the schedule goes on every five minutes from now
+    statuses = [e["status"] for e in world.executions(job["id"])]
+    assert statuses.count("SUCCEEDED") >= 4
+    assert parse_rfc3339(world.job(job["id"])["next_run_at"]) > world.clock.now()
+
+
+def test_a_second_tick_on_the_same_shards_leaves_them_to_the_first(world: World) -> None:
+    # Given a job soon due, and a tick in progress on every shard (its lease taken)
+    world.create({"type": "at", "at": at(world, 240)})
+    world.clock.advance(200)
+    shards = list(range(world.punctual.settings.shard_count))
+    now = world.clock.now()
+    assert world.store.acquire_scan_lease(shards, "first", now, now + timedelta(seconds=58))
+    # When another tick starts / Then it does nothing
+    report = world.tick()
+    assert report["busy"] is True and report["enqueued"] == 0
+    # and once the first lets go, the next tick does the work
+    world.store.release_scan_lease(shards, "first")
+    assert world.tick()["enqueued"] == 1
+
+
+def test_a_lease_left_by_a_tick_that_died_runs_out(world: World) -> None:
+    # Given a tick that died holding its shards
+    shards = list(range(world.punctual.settings.shard_count))
+    now = world.clock.now()
+    assert world.store.acquire_scan_lease(shards, "dead", now, now + timedelta(seconds=58))
+    # When the next minute's tick comes / Then the lease has run out and it proceeds
+    world.clock.advance(60)
+    assert world.tick()["busy"] is False
+
+
+def test_a_hand_off_that_could_not_send_withdraws_its_claim(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given SQS refusing every message (no exception: the send reports them failed)
+    world.tick()
+    monkeypatch.setattr(world.punctual.queue, "send", lambda items, attempts=4: [item for item, _ in items])
+    job = world.create({"type": "at", "at": at(world, 20)})
+    monkeypatch.undo()
+    # Then the marker no longer carries a claim, and the next tick enqueues it
+    [stored] = markers(world)
+    assert "handoff_until_ms" not in stored
+    world.run_for(90)
+    assert world.executions(job["id"])[0]["status"] == "SUCCEEDED"
