@@ -3,6 +3,7 @@
     moto server (DynamoDB + SQS, on 127.0.0.1)   <- table and queues from resources.py
     HTTP front end (API Gateway)                  -> API handler
     ticker (EventBridge rule)                     -> scanner handler, each minute or --tick-seconds
+    delayed sends (SQS DelaySeconds)              -> held here until due, then sent to moto
     poller pools (SQS event source mappings)      -> worker handler, dead-letter handler
     snapshots (<data dir>/table.json)             <- the table, whenever it changed
 
@@ -27,9 +28,11 @@ import boto3
 from botocore.config import Config
 
 from punctual import provision, resources, wiring
+from punctual.clock import SystemClock
 from punctual.config import Settings
 from punctual.esm import Handler
 from punctual.lambda_events import FakeLambdaContext
+from punctual.local.holding import HoldingSqs
 from punctual.local.persistence import DataDirLock, TableSnapshots, recover
 from punctual.local.pollers import PollerPool, load_handler
 from punctual.local.server import ApiServer
@@ -96,6 +99,7 @@ class LocalStack:
         self._moto: Any = None
         self._pools: list[PollerPool] = []
         self._snapshots: TableSnapshots | None = None
+        self._delays: HoldingSqs | None = None
         self._started = time.monotonic()
 
     # ------------------------------------------------------------------ start
@@ -147,7 +151,10 @@ class LocalStack:
             webhook_allowed_networks=LOOPBACK_NETWORKS,
             early_visibility_seconds=LOCAL_EARLY_VISIBILITY_SECONDS,
         )
-        punctual = wiring.build(settings, dynamodb=dynamodb, sqs=sqs)
+        clock = SystemClock()
+        self._delays = HoldingSqs(sqs, clock)
+        self._delays.start()
+        punctual = wiring.build(settings, clock=clock, dynamodb=dynamodb, sqs=self._delays)
         wiring.set_default(punctual)
         requeued = recover(snapshots, punctual.queue, punctual.clock.now()) if restored.items else 0
 
@@ -269,6 +276,8 @@ class LocalStack:
                 self._api.shutdown()
             self._api.server_close()
         self.lingering = sum(pool.join(deadline) for pool in self._pools)
+        if self._delays is not None:
+            self._delays.stop()
         for thread in self._threads:
             if thread.name in ("ticker", "autosave"):
                 thread.join(max(0.0, deadline - time.monotonic()))
