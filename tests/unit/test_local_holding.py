@@ -19,14 +19,14 @@ class RecordingSqs:
         self.sent: list[list[dict[str, Any]]] = []
         self.failures = failures
 
-    def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803
+    def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         if self.failures:
             self.failures -= 1
             return {"Successful": [], "Failed": [{"Id": e["Id"], "SenderFault": False} for e in Entries]}
         self.sent.append(Entries)
         return {"Successful": [{"Id": e["Id"], "MessageId": e["Id"]} for e in Entries], "Failed": []}
 
-    def get_queue_url(self, QueueName: str) -> dict[str, str]:  # noqa: N803
+    def get_queue_url(self, QueueName: str) -> dict[str, str]:
         return {"QueueUrl": QueueName}
 
 
@@ -85,7 +85,9 @@ def test_messages_are_released_in_due_order_in_batches_of_ten() -> None:
     holding = HoldingSqs(sqs, clock)
     entries = [{"Id": str(i), "MessageBody": f"m{i}", "DelaySeconds": 5} for i in range(25)]
     holding.send_message_batch(QueueUrl=QUEUE, Entries=entries)
-    holding.send_message_batch(QueueUrl=QUEUE, Entries=[{"Id": "0", "MessageBody": "first", "DelaySeconds": 3}])
+    holding.send_message_batch(
+        QueueUrl=QUEUE, Entries=[{"Id": "0", "MessageBody": "first", "DelaySeconds": 3}]
+    )
 
     # When 3 s have passed, and then 5
     clock.advance(3)

@@ -64,7 +64,7 @@ class HoldingSqs:
         with self._changed:
             return len(self._held)
 
-    def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803
+    def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
         now = self._clock.now().timestamp()
         direct = [e for e in Entries if not e.get("DelaySeconds")]
         delayed = [e for e in Entries if e.get("DelaySeconds")]
@@ -83,7 +83,7 @@ class HoldingSqs:
             {
                 "Id": entry["Id"],
                 "MessageId": str(uuid.uuid4()),
-                "MD5OfMessageBody": hashlib.md5(entry["MessageBody"].encode()).hexdigest(),  # noqa: S324
+                "MD5OfMessageBody": hashlib.md5(entry["MessageBody"].encode()).hexdigest(),
             }
             for entry in delayed
         ]
