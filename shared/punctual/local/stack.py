@@ -1,6 +1,6 @@
-"""All of Punctual in one process: moto, the handlers, and what AWS does between them.
+"""All of Punctual in one process, and moto in a second: the handlers, and what AWS does between them.
 
-    moto server (DynamoDB + SQS, on 127.0.0.1)   <- table and queues from resources.py
+    moto server (DynamoDB + SQS, on 127.0.0.1)   <- table and queues from resources.py; own process
     HTTP front end (API Gateway)                  -> API handler
     ticker (EventBridge rule)                     -> scanner handler, each minute or --tick-seconds
     delayed sends (SQS DelaySeconds)              -> held here until due, then sent to moto
@@ -13,7 +13,7 @@ The handlers are the Lambda handlers of functions/, called with the events AWS w
 from __future__ import annotations
 
 import shutil
-import socket
+import subprocess
 import sys
 import threading
 import time
@@ -51,6 +51,7 @@ AUTOSAVE_SECONDS = 2.0
 # wake when a delayed message comes due, which otherwise adds up to a poll's second of lateness.
 LOCAL_EARLY_VISIBILITY_SECONDS = 2
 STOP_GRACE_SECONDS = 3.0
+MOTO_STOP_SECONDS = 5.0
 _CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=64)
 
 
@@ -96,7 +97,7 @@ class LocalStack:
         self._threads: list[threading.Thread] = []
         self._lock = DataDirLock(options.data_dir)
         self._api: ApiServer | None = None
-        self._moto: Any = None
+        self._moto: subprocess.Popen[str] | None = None
         self._pools: list[PollerPool] = []
         self._snapshots: TableSnapshots | None = None
         self._delays: HoldingSqs | None = None
@@ -205,29 +206,30 @@ class LocalStack:
             ) from exc
 
     def _start_moto(self) -> str:
-        from moto.moto_server.werkzeug_app import (
-            DomainDispatcherApplication,
-            MotoRequestHandler,
-            create_backend_app,
-        )
-        from werkzeug.serving import make_server
-
-        # Bound here rather than by werkzeug, which exits the process when the port is taken.
-        try:
-            listener = socket.create_server((HOST, self.options.moto_port))
-        except OSError as exc:
-            raise StackError(f"cannot listen on {HOST}:{self.options.moto_port} for moto: {exc}") from exc
-        with listener:
-            self._moto = make_server(
-                HOST,
-                self.options.moto_port,
-                DomainDispatcherApplication(create_backend_app),
-                threaded=True,
-                request_handler=MotoRequestHandler,
-                fd=listener.fileno(),
+        """moto's server in a process of its own (moto_process.py says why); returns its URL."""
+        command = [sys.executable, "-m", "punctual.local.moto_process", "--port", str(self.options.moto_port)]
+        self._moto = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self._moto.stdout is not None
+        word, _, value = self._moto.stdout.readline().strip().partition(" ")
+        if word != "port":
+            self._moto.wait(MOTO_STOP_SECONDS)
+            raise StackError(
+                f"cannot listen on {HOST}:{self.options.moto_port} for moto: {value or 'it did not start'}"
             )
-        self._thread("moto", self._moto.serve_forever, 0.2)
-        return f"http://{HOST}:{self._moto.port}"
+        return f"http://{HOST}:{value}"
+
+    def _stop_moto(self) -> None:
+        moto, self._moto = self._moto, None
+        if moto is None:
+            return
+        assert moto.stdin is not None and moto.stdout is not None
+        moto.stdin.close()  # its signal to exit
+        try:
+            moto.wait(MOTO_STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            moto.kill()
+            moto.wait()
+        moto.stdout.close()
 
     def _thread(self, name: str, target: Callable[..., Any], *args: Any) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -287,10 +289,7 @@ class LocalStack:
                 logger.info("data saved", extra={"items": saved, "path": str(self._snapshots.path)})
             except Exception:
                 logger.exception("could not save the data at shutdown")
-        if self._moto is not None:
-            self._moto.shutdown()
-            self._moto.server_close()
-            self._moto = None
+        self._stop_moto()
         self._lock.release()
 
     # ----------------------------------------------------------------- banner
