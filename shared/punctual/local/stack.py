@@ -47,8 +47,9 @@ LOCAL_SHARD_COUNT = 4
 # The webhooks a developer points at locally run on this machine.
 LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
 AUTOSAVE_SECONDS = 2.0
-# Messages become visible this early and the worker waits out the rest: moto's long poll does not
-# wake when a delayed message comes due, which otherwise adds up to a poll's second of lateness.
+# Messages become visible this early and the worker waits out the rest: a head start for receiving
+# the message while moto is busy. (Delayed messages are held by HoldingSqs and sent to moto when due,
+# which wakes a waiting long poll; moto's own delays would not.)
 LOCAL_EARLY_VISIBILITY_SECONDS = 2
 STOP_GRACE_SECONDS = 3.0
 MOTO_STOP_SECONDS = 5.0
