@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from punctual.clock import ManualClock
 from punctual.local.holding import HoldingSqs
+from punctual.local.moto_process import query_only_the_partition
 from punctual.local.persistence import AUTOSAVE_PAGE_ITEMS, TableSnapshots
 from punctual.queue import WorkItem, WorkQueue
 from tests.world import World, mocked_world
@@ -60,3 +62,36 @@ def test_a_paced_autosave_keeps_every_item_across_pages(clock: ManualClock, tmp_
         back = fresh.dynamodb_client.scan(TableName=table)["Items"]
     assert saved == restored.items == count
     assert sorted(int(i["n"]["N"]) for i in back) == list(range(count))
+
+
+def test_moto_queries_on_the_table_key_answer_as_before_from_their_partition(clock: ManualClock) -> None:
+    # Given moto patched as the local stack's moto process patches it, and items in three partitions
+    query_only_the_partition()
+    with mocked_world(clock) as world:
+        table = world.punctual.settings.table_name
+        snapshots = TableSnapshots(Path("."), world.dynamodb_client, table)
+        snapshots._batch_put(
+            [
+                {"pk": {"S": f"P#{p}"}, "sk": {"S": f"{(i * 37) % 100:03d}"}, "p": {"N": str(p)}}
+                for p in range(3)
+                for i in range(100)
+            ]
+        )
+
+        # When one partition is queried by a key condition, a page of 7 at a time
+        found: list[tuple[str, str]] = []
+        kwargs: dict[str, Any] = {
+            "TableName": table,
+            "KeyConditionExpression": "pk = :pk AND sk < :before",
+            "ExpressionAttributeValues": {":pk": {"S": "P#1"}, ":before": {"S": "050"}},
+            "Limit": 7,
+        }
+        while True:
+            page = world.dynamodb_client.query(**kwargs)
+            found += [(item["pk"]["S"], item["sk"]["S"]) for item in page["Items"]]
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    # Then it returns that partition's matching items, in key order, and nothing else
+    assert found == [("P#1", f"{n:03d}") for n in range(50)]
