@@ -272,11 +272,14 @@ class CpuMeter:
 
 
 def _process_cpu_seconds(pid: int) -> float | None:
+    """The process's CPU time and its children's (the local stack runs moto in a child process)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    return own + sum(_process_cpu_seconds(int(child)) or 0.0 for child in children)
 
 
 def _machine_busy_seconds() -> float | None:

@@ -36,6 +36,11 @@ VERSION = 1
 # EXEC#, with their status, job_id, id, scheduled_at and, while RUNNING, lease_until (epoch ms).
 # The pause between autosaves is at least this many times the last save's duration.
 SAVE_PAUSE_FACTOR = 20
+# An autosave reads the table in pages this small and pauses after each for this many times the
+# page's duration: moto answers the handlers' requests between pages (one long scan held moto's
+# interpreter for seconds, and the executions waiting on moto then were seconds late).
+AUTOSAVE_PAGE_ITEMS = 200
+AUTOSAVE_PAGE_PAUSE_FACTOR = 2
 _EXECUTION_SK_PREFIX = "EXEC#"
 _UNFINISHED = frozenset(
     {ExecutionStatus.QUEUED.value, ExecutionStatus.RETRYING.value, ExecutionStatus.RUNNING.value}
@@ -135,21 +140,22 @@ class TableSnapshots:
                 raise DataDirError("the restore could not write all items")
 
     # ------------------------------------------------------------------ save
-    def save_if_changed(self) -> bool:
+    def save_if_changed(self, *, paced: bool = False) -> bool:
         if not self._dirty.is_set():
             return False
         self._dirty.clear()
         try:
-            self.save()
+            self.save(paced=paced)
         except Exception:
             self._dirty.set()  # try again next time
             raise
         return True
 
-    def save(self) -> int:
+    def save(self, *, paced: bool = False) -> int:
+        """Write the table's items to the snapshot; paced, a page at a time with pauses between."""
         with self._save_lock:
             saved_at = datetime.now(UTC)
-            items = list(self.scan())
+            items = list(self.scan(paced=paced))
             payload = {
                 "format": FORMAT,
                 "version": VERSION,
@@ -165,30 +171,41 @@ class TableSnapshots:
             os.replace(temporary, self.path)
             return len(items)
 
-    def scan(self) -> Iterator[dict[str, Any]]:
+    def scan(self, *, paced: bool = False) -> Iterator[dict[str, Any]]:
         kwargs: dict[str, Any] = {"TableName": self._table_name, "ConsistentRead": True}
+        if paced:
+            kwargs["Limit"] = AUTOSAVE_PAGE_ITEMS
         while True:
+            started = time.monotonic()
             page = self._client.scan(**kwargs)
             yield from page.get("Items", [])
             if "LastEvaluatedKey" not in page:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            if paced:
+                time.sleep(AUTOSAVE_PAGE_PAUSE_FACTOR * (time.monotonic() - started))
 
     def autosave(self, stop: threading.Event, every_seconds: float) -> None:
         """Run until stop is set: save whenever something was written since the last save.
 
         A save scans the whole table through moto, which grows with it: the pause between saves is
         at least SAVE_PAUSE_FACTOR times the last save's duration, so saving never takes more than a
-        small share of the stack's one core (bench/precision.py measured 40 % at a fixed 2 s).
+        small share of moto's core (bench/precision.py measured 40 % at a fixed 2 s), and the save
+        itself is paced (AUTOSAVE_PAGE_ITEMS).
         """
         pause = every_seconds
         while not stop.wait(pause):
             started = time.monotonic()
             try:
-                self.save_if_changed()
+                saved = self.save_if_changed(paced=True)
             except Exception as exc:
                 logger.warning("could not save the data; will retry", extra={"error": str(exc)})
-            pause = max(every_seconds, SAVE_PAUSE_FACTOR * (time.monotonic() - started))
+                saved = False
+            took = time.monotonic() - started
+            if saved:
+                logger.debug("data saved", extra={"seconds": round(took, 2), "path": str(self.path)})
+            # A paced save's pauses left moto free: the pause counts only its pages.
+            pause = max(every_seconds, SAVE_PAUSE_FACTOR * took / (1 + AUTOSAVE_PAGE_PAUSE_FACTOR))
 
     def clear(self) -> None:
         with contextlib.suppress(FileNotFoundError):

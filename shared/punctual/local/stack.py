@@ -1,8 +1,9 @@
-"""All of Punctual in one process: moto, the handlers, and what AWS does between them.
+"""All of Punctual in one process, and moto in a second: the handlers, and what AWS does between them.
 
-    moto server (DynamoDB + SQS, on 127.0.0.1)   <- table and queues from resources.py
+    moto server (DynamoDB + SQS, on 127.0.0.1)   <- table and queues from resources.py; own process
     HTTP front end (API Gateway)                  -> API handler
     ticker (EventBridge rule)                     -> scanner handler, each minute or --tick-seconds
+    delayed sends (SQS DelaySeconds)              -> held here until due, then sent to moto
     poller pools (SQS event source mappings)      -> worker handler, dead-letter handler
     snapshots (<data dir>/table.json)             <- the table, whenever it changed
 
@@ -12,7 +13,7 @@ The handlers are the Lambda handlers of functions/, called with the events AWS w
 from __future__ import annotations
 
 import shutil
-import socket
+import subprocess
 import sys
 import threading
 import time
@@ -27,9 +28,11 @@ import boto3
 from botocore.config import Config
 
 from punctual import provision, resources, wiring
+from punctual.clock import SystemClock
 from punctual.config import Settings
 from punctual.esm import Handler
 from punctual.lambda_events import FakeLambdaContext
+from punctual.local.holding import HoldingSqs
 from punctual.local.persistence import DataDirLock, TableSnapshots, recover
 from punctual.local.pollers import PollerPool, load_handler
 from punctual.local.server import ApiServer
@@ -44,10 +47,12 @@ LOCAL_SHARD_COUNT = 4
 # The webhooks a developer points at locally run on this machine.
 LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
 AUTOSAVE_SECONDS = 2.0
-# Messages become visible this early and the worker waits out the rest: moto's long poll does not
-# wake when a delayed message comes due, which otherwise adds up to a poll's second of lateness.
+# Messages become visible this early and the worker waits out the rest: a head start for receiving
+# the message while moto is busy. (Delayed messages are held by HoldingSqs and sent to moto when due,
+# which wakes a waiting long poll; moto's own delays would not.)
 LOCAL_EARLY_VISIBILITY_SECONDS = 2
 STOP_GRACE_SECONDS = 3.0
+MOTO_STOP_SECONDS = 5.0
 _CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=64)
 
 
@@ -93,9 +98,10 @@ class LocalStack:
         self._threads: list[threading.Thread] = []
         self._lock = DataDirLock(options.data_dir)
         self._api: ApiServer | None = None
-        self._moto: Any = None
+        self._moto: subprocess.Popen[str] | None = None
         self._pools: list[PollerPool] = []
         self._snapshots: TableSnapshots | None = None
+        self._delays: HoldingSqs | None = None
         self._started = time.monotonic()
 
     # ------------------------------------------------------------------ start
@@ -147,7 +153,12 @@ class LocalStack:
             webhook_allowed_networks=LOOPBACK_NETWORKS,
             early_visibility_seconds=LOCAL_EARLY_VISIBILITY_SECONDS,
         )
-        punctual = wiring.build(settings, dynamodb=dynamodb, dynamodb_client=dynamodb_client, sqs=sqs)
+        clock = SystemClock()
+        self._delays = HoldingSqs(sqs, clock)
+        self._delays.start()
+        punctual = wiring.build(
+            settings, clock=clock, dynamodb=dynamodb, dynamodb_client=dynamodb_client, sqs=self._delays
+        )
         wiring.set_default(punctual)
         requeued = recover(snapshots, punctual.queue, punctual.clock.now()) if restored.items else 0
 
@@ -198,29 +209,30 @@ class LocalStack:
             ) from exc
 
     def _start_moto(self) -> str:
-        from moto.moto_server.werkzeug_app import (
-            DomainDispatcherApplication,
-            MotoRequestHandler,
-            create_backend_app,
-        )
-        from werkzeug.serving import make_server
-
-        # Bound here rather than by werkzeug, which exits the process when the port is taken.
-        try:
-            listener = socket.create_server((HOST, self.options.moto_port))
-        except OSError as exc:
-            raise StackError(f"cannot listen on {HOST}:{self.options.moto_port} for moto: {exc}") from exc
-        with listener:
-            self._moto = make_server(
-                HOST,
-                self.options.moto_port,
-                DomainDispatcherApplication(create_backend_app),
-                threaded=True,
-                request_handler=MotoRequestHandler,
-                fd=listener.fileno(),
+        """moto's server in a process of its own (moto_process.py says why); returns its URL."""
+        command = [sys.executable, "-m", "punctual.local.moto_process", "--port", str(self.options.moto_port)]
+        self._moto = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self._moto.stdout is not None
+        word, _, value = self._moto.stdout.readline().strip().partition(" ")
+        if word != "port":
+            self._moto.wait(MOTO_STOP_SECONDS)
+            raise StackError(
+                f"cannot listen on {HOST}:{self.options.moto_port} for moto: {value or 'it did not start'}"
             )
-        self._thread("moto", self._moto.serve_forever, 0.2)
-        return f"http://{HOST}:{self._moto.port}"
+        return f"http://{HOST}:{value}"
+
+    def _stop_moto(self) -> None:
+        moto, self._moto = self._moto, None
+        if moto is None:
+            return
+        assert moto.stdin is not None and moto.stdout is not None
+        moto.stdin.close()  # its signal to exit
+        try:
+            moto.wait(MOTO_STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            moto.kill()
+            moto.wait()
+        moto.stdout.close()
 
     def _thread(self, name: str, target: Callable[..., Any], *args: Any) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -269,6 +281,8 @@ class LocalStack:
                 self._api.shutdown()
             self._api.server_close()
         self.lingering = sum(pool.join(deadline) for pool in self._pools)
+        if self._delays is not None:
+            self._delays.stop()
         for thread in self._threads:
             if thread.name in ("ticker", "autosave"):
                 thread.join(max(0.0, deadline - time.monotonic()))
@@ -278,10 +292,7 @@ class LocalStack:
                 logger.info("data saved", extra={"items": saved, "path": str(self._snapshots.path)})
             except Exception:
                 logger.exception("could not save the data at shutdown")
-        if self._moto is not None:
-            self._moto.shutdown()
-            self._moto.server_close()
-            self._moto = None
+        self._stop_moto()
         self._lock.release()
 
     # ----------------------------------------------------------------- banner

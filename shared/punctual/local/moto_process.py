@@ -1,0 +1,114 @@
+"""moto's server for the local stack, in a process of its own.
+
+moto did most of the local stack's work (bench/precision.py at 20 jobs/s: 71 % of the CPU time was
+moto's request handling) and shared one interpreter, so one core, with the handlers that wait on it.
+In its own process it has a core and a GIL of its own.
+
+    python -m punctual.local.moto_process --port 0
+
+prints `port <N>` once it listens on 127.0.0.1, or `error <why>` and exits 1. It exits when its
+standard input closes: the stack closes it to stop moto, and the system closes it when the stack dies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+from typing import Any
+
+HOST = "127.0.0.1"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m punctual.local.moto_process")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    # Ctrl-C reaches the terminal's whole process group: the stack still needs moto to save its data.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    from punctual.moto_atomic import make_writes_atomic
+
+    for noisy in ("werkzeug", "moto"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    make_writes_atomic()
+    query_only_the_partition()
+    # Bound here rather than by werkzeug, which exits the process when the port is taken.
+    try:
+        listener = socket.create_server((HOST, args.port))
+    except OSError as exc:
+        print(f"error {exc}", flush=True)
+        return 1
+    with listener:
+        server = make_server(
+            HOST,
+            args.port,
+            DomainDispatcherApplication(create_backend_app),
+            threaded=True,
+            request_handler=MotoRequestHandler,
+            fd=listener.fileno(),
+        )
+    threading.Thread(target=_exit_when_stdin_closes, name="stdin", daemon=True).start()
+    print(f"port {server.port}", flush=True)
+    server.serve_forever(0.2)
+    return 0
+
+
+_partition = threading.local()
+_QUERY_INDEX_NAME_ARG = 6  # Table.query(hash_key, range_comparison, ..., index_name, ...): its place
+
+
+def query_only_the_partition() -> None:
+    """Answer a query on the table's own key from that partition's items, as DynamoDB does.
+
+    moto 5's Table.query sorts every item of the table (all_items) and then keeps the partition's,
+    so each of the scanner's queries (shards x minutes, every tick) cost more as the table grew:
+    a tick took seconds at the precision benchmark's 7,000 items, and moto was busy for the handlers
+    meanwhile. While a thread runs such a query, all_items returns only the partition's items, in
+    the order all_items would. Queries on an index, and everything else, are left as they are.
+    """
+    from moto.dynamodb.models.table import Table
+
+    if getattr(Table, "_punctual_partition_queries", False):
+        return
+    original_query, original_all_items = Table.query, Table.all_items
+
+    def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        index_name = args[_QUERY_INDEX_NAME_ARG] if len(args) > _QUERY_INDEX_NAME_ARG else None
+        if index_name is not None or kwargs.get("index_name") is not None or hash_key is None:
+            return original_query(self, hash_key, *args, **kwargs)
+        _partition.key = hash_key
+        try:
+            return original_query(self, hash_key, *args, **kwargs)
+        finally:
+            _partition.key = None
+
+    def all_items(self: Any) -> Any:
+        key = getattr(_partition, "key", None)
+        if key is None or not self.range_key_attr:
+            return original_all_items(self)
+        return sorted(self.items.get(key, {}).values(), key=lambda item: item.range_key)
+
+    Table.query = query  # type: ignore[method-assign]
+    Table.all_items = all_items  # type: ignore[method-assign]
+    Table._punctual_partition_queries = True  # type: ignore[attr-defined]
+
+
+def _exit_when_stdin_closes() -> None:
+    sys.stdin.buffer.read()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
