@@ -270,3 +270,10 @@ def api_error(call: Callable[[], Any]) -> ApiError:
     with pytest.raises(ApiError) as raised:
         call()
     return raised.value
+
+
+def wait_for_job_status(client: Any, job_id: str, status: str, stack: Stack, timeout: float = 10) -> None:
+    """The job reaches `status` (a job's completion is written just after its execution's outcome)."""
+    eventually(
+        lambda: client.get_job(job_id)["status"] == status, timeout=timeout, what=f"job {status}", stack=stack
+    )

@@ -20,6 +20,7 @@ from tests.e2e.conftest import (
     in_seconds,
     parse_time,
     wait_for_executions,
+    wait_for_job_status,
 )
 
 pytestmark = pytest.mark.e2e
@@ -34,7 +35,7 @@ def test_a_job_for_now_runs_at_once_and_completes(stack: Stack, alice: PunctualC
     assert execution["status"] == "SUCCEEDED"
     assert execution["attempts"] == 1
     assert_on_time(execution)
-    assert alice.get_job(job["id"])["status"] == "COMPLETED"
+    wait_for_job_status(alice, job["id"], "COMPLETED", stack)
 
 
 def test_a_job_at_an_instant_runs_within_two_seconds_of_it(stack: Stack, alice: PunctualClient) -> None:
@@ -94,7 +95,7 @@ def test_a_webhook_failing_twice_succeeds_on_the_third_attempt(
         assert call.headers["X-Punctual-Execution-Id"] == execution["id"]
         assert call.headers["X-Punctual-Scheduled-At"] == execution["scheduled_at"]
         assert call.body == {"hello": "world"}
-    assert alice.get_job(job["id"])["status"] == "COMPLETED"
+    wait_for_job_status(alice, job["id"], "COMPLETED", stack)
 
 
 def test_a_webhook_that_always_fails_ends_failed_after_max_attempts(

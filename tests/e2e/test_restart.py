@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Stack, eventually, executions, in_seconds, parse_time, wait_for_executions
+from tests.e2e.conftest import (
+    Stack,
+    eventually,
+    executions,
+    in_seconds,
+    parse_time,
+    wait_for_executions,
+    wait_for_job_status,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -60,7 +68,7 @@ def test_a_restart_keeps_jobs_and_history_and_runs_queued_executions_late(
     assert late["status"] == "SUCCEEDED"
     assert late["lateness_ms"] >= 1000
     assert parse_time(late["started_at"]) > parse_time(late["scheduled_at"])
-    assert alice.get_job(queued["id"])["status"] == "COMPLETED"
+    wait_for_job_status(alice, queued["id"], "COMPLETED", second)
     assert second.interrupt() < QUICK_EXIT_SECONDS
 
 
