@@ -143,7 +143,6 @@ class FakeDynamoDB:
             "DeleteItem": self._delete_item,
             "BatchGetItem": self._batch_get_item,
             "BatchWriteItem": self._batch_write_item,
-            "TransactWriteItems": self._transact_write_items,
         }
 
     def create_table(self, name: str, partition_key: str, sort_key: str) -> Table:
@@ -294,30 +293,6 @@ class FakeDynamoDB:
         self._throttle(pk, write=write_units(current_size))
         self._conditional(request, current)
         table.delete(request["Key"])
-        return {}
-
-    def _transact_write_items(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Puts and Deletes, all or none: every condition is checked before anything is written."""
-        actions = request["TransactItems"]
-        for action in actions:
-            (kind, spec), *_ = action.items()
-            if kind not in ("Put", "Delete"):
-                raise Unsupported(f"TransactWriteItems {kind}")
-            table = self._table(spec)
-            key = _key_dict(table, spec["Item"]) if kind == "Put" else spec["Key"]
-            current, _size = table.get_sized(key)
-            try:
-                self._conditional(spec, current)
-            except AwsError as exc:
-                raise AwsError("TransactionCanceledException", "Transaction cancelled") from exc
-        for action in actions:
-            (kind, spec), *_ = action.items()
-            table = self._table(spec)
-            if kind == "Put":
-                self._throttle(table.key_of(spec["Item"])[0], write=2 * write_units(item_size(spec["Item"])))
-                table.put(spec["Item"], item_size(spec["Item"]))
-            else:
-                table.delete(spec["Key"])
         return {}
 
     def _batch_get_item(self, request: dict[str, Any]) -> dict[str, Any]:
