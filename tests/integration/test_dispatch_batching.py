@@ -3,11 +3,13 @@ marker an API request is enqueueing is left to it until its claim runs out."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from punctual.dispatch import release_quarantined
 from punctual.models import DueMarker, ExecutionStatus, execution_id_for
 from punctual.service import HANDOFF_CLAIM
 from punctual.timefmt import parse_rfc3339, to_rfc3339
@@ -122,15 +124,20 @@ def test_a_failed_hand_off_withdraws_its_claim_so_the_next_tick_enqueues_it(
     assert execution["lateness_ms"] <= world.punctual.settings.tick_seconds * 1000
 
 
-def corrupt_job(world: World, job_id: str) -> None:
-    """Make a job's item unreadable, as a time zone dropped from tzdata would."""
+def set_stored_schedule(world: World, job_id: str, schedule: dict[str, Any]) -> None:
+    """Write a job item's schedule attribute directly, as the store keeps it (JSON)."""
     world.dynamodb_client.update_item(
         TableName=world.punctual.settings.table_name,
         Key={"pk": {"S": f"JOB#{job_id}"}, "sk": {"S": "JOB"}},
         UpdateExpression="SET schedule = :s",
-        ExpressionAttributeValues={
-            ":s": {"S": '{"type": "cron", "expression": "0 * * * *", "timezone": "Mars/Olympus_Mons"}'}
-        },
+        ExpressionAttributeValues={":s": {"S": json.dumps(schedule)}},
+    )
+
+
+def corrupt_job(world: World, job_id: str) -> None:
+    """Make a job's item unreadable, as a time zone dropped from tzdata would."""
+    set_stored_schedule(
+        world, job_id, {"type": "cron", "expression": "0 * * * *", "timezone": "Mars/Olympus_Mons"}
     )
 
 
@@ -157,25 +164,15 @@ def test_a_released_quarantined_execution_runs_once_its_job_is_fixed(world: Worl
     # Given a quarantined execution
     world.tick()
     job = world.create({"type": "at", "at": at(world, 240)})
-    schedule = world.dynamodb_client.get_item(
-        TableName=world.punctual.settings.table_name,
-        Key={"pk": {"S": f"JOB#{job['id']}"}, "sk": {"S": "JOB"}},
-    )["Item"]["schedule"]
+    schedule = world.store.get_job(job["id"]).schedule.model_dump(mode="json")
     corrupt_job(world, job["id"])
     world.run_for(300)
     assert len(world.store.quarantined()) == 1
     # When releasing it before the job is fixed / Then it stays quarantined
-    from punctual.dispatch import release_quarantined
-
     result = release_quarantined(world.store, world.punctual.dispatcher, world.clock, job["id"])
     assert len(result.quarantined) == 1 and len(world.store.quarantined(job["id"])) == 1
     # When the job is fixed and the execution released
-    world.dynamodb_client.update_item(
-        TableName=world.punctual.settings.table_name,
-        Key={"pk": {"S": f"JOB#{job['id']}"}, "sk": {"S": "JOB"}},
-        UpdateExpression="SET schedule = :s",
-        ExpressionAttributeValues={":s": schedule},
-    )
+    set_stored_schedule(world, job["id"], schedule)
     result = release_quarantined(world.store, world.punctual.dispatcher, world.clock, job["id"])
     world.run_for(5)
     # Then it ran, late, and nothing is left in quarantine
@@ -206,22 +203,9 @@ def test_a_released_recurring_job_picks_its_schedule_up_from_now(world: World) -
     job = world.create({"type": "cron", "expression": "*/5 * * * *"})
     corrupt_job(world, job["id"])
     world.run_for(1800)
-    stored = world.dynamodb_client.get_item(
-        TableName=world.punctual.settings.table_name,
-        Key={"pk": {"S": f"JOB#{job['id']}"}, "sk": {"S": "JOB"}},
-    )["Item"]
-    assert stored and world.store.quarantined(job["id"])
+    assert world.store.quarantined(job["id"])
     # When it is fixed and released
-    world.dynamodb_client.update_item(
-        TableName=world.punctual.settings.table_name,
-        Key={"pk": {"S": f"JOB#{job['id']}"}, "sk": {"S": "JOB"}},
-        UpdateExpression="SET schedule = :s",
-        ExpressionAttributeValues={
-            ":s": {"S": '{"type": "cron", "expression": "*/5 * * * *", "timezone": "UTC"}'}
-        },
-    )
-    from punctual.dispatch import release_quarantined
-
+    set_stored_schedule(world, job["id"], {"type": "cron", "expression": "*/5 * * * *", "timezone": "UTC"})
     release_quarantined(world.store, world.punctual.dispatcher, world.clock, job["id"])
     world.run_for(1200)
     # Then the quarantined occurrence ran, and the schedule goes on every five minutes from now
