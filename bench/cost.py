@@ -508,7 +508,10 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "assumed_api_seconds_per_batch_request": capacity.batch_api_seconds(args.batch_size),
         "cost_per_million_executions": costs,
         "fixed_monthly": {
-            k: round(v, 2) for k, v in capacity.fixed_monthly(fanout=DeploySettings.scanner_fanout).items()
+            k: round(v, 2)
+            for k, v in capacity.fixed_monthly(
+                fanout=DeploySettings.scanner_fanout, shard_count=DeploySettings.shard_count
+            ).items()
         },
         "eventbridge_scheduler_per_million": capacity.eventbridge_scheduler_per_million(assumptions),
     }

@@ -187,14 +187,15 @@ KEYS_ONLY_ENTRY_BYTES = 250
 INDEXES = len(resources.TABLE.indexes)  # by_owner
 
 # Fixed monthly cost, whatever the load: dashboard, 9 alarms, 11 EMF metrics, the cursor secret, the
-# worker event source mapping's idle long polls (about 15 a minute) and a tick a minute plus the
-# fan-out's invocations.
+# worker event source mapping's idle long polls (about 15 a minute), a tick a minute plus the
+# fan-out's invocations, and each tick's lease on its shards (a put and a delete a shard, 1 write unit
+# each, and a checkpoint put).
 FIXED_ALARMS = 9
 FIXED_METRICS = 11
 IDLE_POLLS_PER_MINUTE = 15
 
 
-def fixed_monthly(fanout: int, prices: Prices = PRICES) -> dict[str, float]:
+def fixed_monthly(fanout: int, shard_count: int, prices: Prices = PRICES) -> dict[str, float]:
     minutes = SECONDS_PER_MONTH / 60
     return {
         "dashboard": prices.dashboard_month,
@@ -203,6 +204,7 @@ def fixed_monthly(fanout: int, prices: Prices = PRICES) -> dict[str, float]:
         "secret": prices.secret_month,
         "idle_polling": IDLE_POLLS_PER_MINUTE * minutes * prices.sqs_per_million / 1e6,
         "scanner_ticks": (1 + fanout) * minutes * prices.lambda_requests_per_million / 1e6,
+        "scanner_bookkeeping": 3 * shard_count * minutes * prices.dynamodb_write_units_per_million / 1e6,
     }
 
 
@@ -366,7 +368,7 @@ def plan(
     write_units = usage.write_units_keys_only if a.keys_only_indexes else usage.write_units
     costs = cost_per_execution(usage, a, prices)
     monthly = {k: v * n * SECONDS_PER_MONTH for k, v in costs.items()}
-    monthly.update({f"fixed_{k}": v for k, v in fixed_monthly(fanout, prices).items()})
+    monthly.update({f"fixed_{k}": v for k, v in fixed_monthly(fanout, shards, prices).items()})
     monthly = {k: round(v, 2) for k, v in monthly.items()}
     monthly["total"] = round(sum(monthly.values()), 2)
 
