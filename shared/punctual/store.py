@@ -4,7 +4,8 @@ One table holds four kinds of item:
 - a job:        pk JOB#<job id>                    sk JOB
 - an execution: pk JOB#<job id>                    sk EXEC#<scheduled ms>#<execution id>
 - a due marker: pk DUE#<yyyymmddHHMM>#<shard>      sk <scheduled ms>#<execution id>
-- bookkeeping:  idempotency keys (pk IDEM#...) and the scanner's checkpoint (pk SCANNER).
+- bookkeeping:  idempotency keys (pk IDEM#...), the scanner's checkpoints and leases (pk SCANNER),
+                and quarantined markers (pk QUARANTINE).
 Jobs carry owner_pk/owner_sk so that an owner's jobs list newest first from the by_owner index
 without a scan. A list by status reads that index too and filters the jobs it reads: an index keyed by
 status would cost two more index writes on every status change (a one-time job's completion).
