@@ -141,7 +141,7 @@ class Dispatcher:
             )
 
     def _record(
-        self, runnable: list[tuple[DueMarker, Job]], existing: dict[str, ExecutionStatus]
+        self, runnable: list[tuple[DueMarker, Job]], existing: dict[str, ExecutionStatus | None]
     ) -> set[str]:
         """Step 2. Returns the execution ids that are recorded (now or before) and may be sent."""
         if not runnable:

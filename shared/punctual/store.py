@@ -466,14 +466,17 @@ class Store:
             return False
         return True
 
-    def execution_statuses(self, executions: Iterable[DueMarker]) -> dict[str, ExecutionStatus]:
-        """The status of each of these markers' executions that exists, by execution id (consistent)."""
+    def execution_statuses(self, executions: Iterable[DueMarker]) -> dict[str, ExecutionStatus | None]:
+        """The status of each of these markers' executions that exists, by execution id (consistent);
+        None for a status this code does not know (one written by a newer version, say): it exists,
+        and is left as it is."""
         keys = [
             {"pk": _job_pk(m.job_id), "sk": _exec_sk(m.scheduled_at, m.execution_id)}
             for m in {m.execution_id: m for m in executions}.values()
         ]
         items = self._batch_get(keys, projection="id, #st", names={"#st": "status"})
-        return {str(item["id"]): ExecutionStatus(item["status"]) for item in items}
+        known = {status.value: status for status in ExecutionStatus}
+        return {str(item["id"]): known.get(str(item.get("status"))) for item in items}
 
     def put_new_executions(self, executions: Iterable[Execution], markers: Iterable[DueMarker] = ()) -> None:
         """Store executions read as absent a moment ago, and markers, 25 a call side by side.

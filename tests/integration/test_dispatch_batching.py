@@ -12,7 +12,7 @@ import pytest
 from punctual.dispatch import release_quarantined
 from punctual.models import DueMarker, ExecutionStatus, execution_id_for
 from punctual.service import HANDOFF_CLAIM
-from punctual.timefmt import parse_rfc3339, to_rfc3339
+from punctual.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
 from tests.world import World
 
 
@@ -252,3 +252,32 @@ def test_a_hand_off_that_could_not_send_withdraws_its_claim(
     assert "handoff_until_ms" not in stored
     world.run_for(90)
     assert world.executions(job["id"])[0]["status"] == "SUCCEEDED"
+
+
+def test_an_execution_with_a_status_this_version_does_not_know_is_left_as_it_is(world: World) -> None:
+    # Given an execution recorded by a newer version of Punctual, with a status this one does not know,
+    # and its marker still filed
+    world.tick()
+    job = world.create({"type": "at", "at": at(world, 240)})
+    marker = marker_of(world, job)
+    world.punctual.dispatcher.dispatch([marker])
+    key = {
+        "pk": {"S": f"JOB#{job['id']}"},
+        "sk": {"S": f"EXEC#{to_epoch_ms(marker.scheduled_at):013d}#{marker.execution_id}"},
+    }
+    world.dynamodb_client.update_item(
+        TableName=world.punctual.settings.table_name,
+        Key=key,
+        UpdateExpression="SET #st = :s",
+        ExpressionAttributeNames={"#st": "status"},
+        ExpressionAttributeValues={":s": {"S": "PAUSED_BY_FUTURE"}},
+    )
+    world.store.put_marker(marker)
+    # When it is dispatched again / Then it is neither overwritten nor sent, and the marker is done with
+    with world.counting_calls() as calls:
+        result = world.punctual.dispatcher.dispatch([marker])
+    assert [m.execution_id for m in result.skipped] == [marker.execution_id]
+    assert calls["sqs.SendMessageBatch"] == 0
+    assert markers(world) == []
+    stored = world.dynamodb_client.get_item(TableName=world.punctual.settings.table_name, Key=key)["Item"]
+    assert stored["status"]["S"] == "PAUSED_BY_FUTURE"
