@@ -454,18 +454,6 @@ class Store:
         return int((instant + self._retention).timestamp())
 
     # ------------------------------------------------------------ executions
-    def create_execution(self, execution: Execution) -> bool:
-        """Store a new execution; False when it already exists (a repeated materialisation)."""
-        try:
-            _call(
-                lambda: self._table.put_item(
-                    Item=self._execution_item(execution), ConditionExpression="attribute_not_exists(pk)"
-                )
-            )
-        except LostRace:
-            return False
-        return True
-
     def execution_statuses(self, executions: Iterable[DueMarker]) -> dict[str, ExecutionStatus | None]:
         """The status of each of these markers' executions that exists, by execution id (consistent);
         None for a status this code does not know (one written by a newer version, say): it exists,
