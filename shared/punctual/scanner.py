@@ -8,11 +8,10 @@ the checkpoint only moves past minutes that were drained and can no longer recei
 from __future__ import annotations
 
 import secrets
-import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -73,7 +72,6 @@ class ScanReport:
     last_minute: datetime | None = None
     complete: bool = True
     busy: bool = False  # another tick held the shards: nothing was done
-    errors: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -135,15 +133,7 @@ class Scanner:
 
         drained_until = first  # every minute before this one is empty
         error: BaseException | None = None
-        in_flight = threading.BoundedSemaphore(self._lanes)
         with ThreadPoolExecutor(max_workers=self._lanes, thread_name_prefix="scanner") as lanes:
-
-            def submit(chunk: list[DueMarker]) -> Future[_Counts]:
-                in_flight.acquire()
-                future = lanes.submit(self._dispatch, chunk, now)
-                future.add_done_callback(lambda _: in_flight.release())
-                return future
-
             minute = first
             while minute <= floor_minute(horizon):
                 if time.monotonic() - started > budget.total_seconds():
@@ -157,7 +147,11 @@ class Scanner:
                 # recurring jobs' next occurrences into later minutes, which must be read after.
                 buckets = parallel_map(partial(self._read_bucket, minute, horizon), self._shards)
                 report.buckets_read += len(buckets)
-                futures = [submit(list(c)) for markers in buckets for c in chunks(markers, DISPATCH_CHUNK)]
+                futures = [
+                    lanes.submit(self._dispatch, list(chunk), now)
+                    for markers in buckets
+                    for chunk in chunks(markers, DISPATCH_CHUNK)
+                ]
                 clean = True
                 for future in futures:
                     try:
