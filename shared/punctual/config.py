@@ -36,6 +36,11 @@ class Settings(BaseModel):
     webhook_allowed_networks: tuple[str, ...] = ()
     cursor_secret: str = "punctual-local-cursor-secret"
     result_max_bytes: int = Field(default=4096, ge=0, le=65536)
+    # Store each scheduled execution as QUEUED when it is enqueued: one more write per execution.
+    # Off on AWS, where SQS keeps the message and the worker records the execution when it starts; on
+    # in the local stack, whose queue lives in memory and is rebuilt from the QUEUED executions after
+    # a restart (punctual.local.persistence).
+    record_queued: bool = False
 
     @field_validator("webhook_allowed_networks")
     @classmethod

@@ -2,15 +2,20 @@
 
 For a batch of markers, in an order that survives a crash at any step:
 1. read the markers' jobs, and drop markers whose job is gone, cancelled, paused or rescheduled;
-   read whether their executions exist already (a repeat of an interrupted dispatch);
-2. store the executions that do not exist as QUEUED (never overwriting one that does, so a finished
-   execution is never reset) and, for a recurring job, file the next occurrence's marker and move the
-   job's next_run_at, so the chain continues whatever happens to this execution;
-3. send the messages, held by DelaySeconds until their instant — for executions still QUEUED: one
-   that is running, retrying or finished was sent before;
+2. for a recurring job, file the next occurrence's marker and move the job's next_run_at, so the
+   chain continues whatever happens to this execution;
+3. send the messages, held by DelaySeconds until their instant;
 4. delete the markers.
 A crash before 4 leaves the markers, so the next tick repeats the steps: 2 changes nothing the second
-time, and 3 sends duplicates that the worker recognises by the execution's status.
+time, and 3 sends duplicates that the worker recognises by the execution's stored status.
+
+The execution itself is stored by the worker when it starts (the message carries what it needs): on
+AWS the queue keeps the message, so a record written here would be one more write per execution for
+nothing but showing it as QUEUED for the minute before it runs. Two kinds of execution are still
+stored as QUEUED here, before their message is sent: extra runs (POST /jobs/{id}/run answers with
+the execution), and every execution when `record_queued` is on (the local stack, whose queue lives
+in memory and is rebuilt from QUEUED executions after a restart). Those are read first, so that a
+repeated dispatch never overwrites an execution that has started, and not sent again once started.
 Every call is batched (BatchGetItem, BatchWriteItem, SendMessageBatch) and they run side by side: a
 few calls per hundred executions, so one scanner invocation is bounded by CPU, not by round trips.
 """
@@ -57,22 +62,35 @@ class DispatchResult:
 
 class Dispatcher:
     def __init__(
-        self, store: Store, queue: WorkQueue, clock: Clock, *, early_visibility_seconds: int = 0
+        self,
+        store: Store,
+        queue: WorkQueue,
+        clock: Clock,
+        *,
+        early_visibility_seconds: int = 0,
+        record_queued: bool = False,
     ) -> None:
         self._store = store
         self._queue = queue
         self._clock = clock
         self._early = timedelta(seconds=early_visibility_seconds)
+        self._record_queued = record_queued
+
+    def _recorded(self, marker: DueMarker) -> bool:
+        """Whether this marker's execution is stored as QUEUED before its message is sent."""
+        return marker.manual or self._record_queued
 
     def dispatch(self, markers: Sequence[DueMarker]) -> DispatchResult:
         result = DispatchResult()
         if not markers:
             return result
-        reads: list[Callable[[], Any]] = [
-            lambda: self._store.read_jobs(m.job_id for m in markers),
-            lambda: self._store.execution_statuses(markers),
-        ]
-        (jobs, unreadable), existing = parallel_map(lambda read: read(), reads)
+        recorded = [m for m in markers if self._recorded(m)]
+        reads: list[Callable[[], Any]] = [lambda: self._store.read_jobs(m.job_id for m in markers)]
+        if recorded:
+            reads.append(lambda: self._store.execution_statuses(recorded))
+        answers = parallel_map(lambda read: read(), reads)
+        jobs, unreadable = answers[0]
+        existing: dict[str, ExecutionStatus | None] = answers[1] if recorded else {}
         runnable: list[tuple[DueMarker, Job]] = []
         for marker in markers:
             if marker.job_id in unreadable:
@@ -89,7 +107,7 @@ class Dispatcher:
         ready = self._record(runnable, existing)
         result.failed.extend(m for m, _ in runnable if m.execution_id not in ready)
 
-        # An execution past QUEUED was sent by an earlier dispatch and has been received since.
+        # A stored execution past QUEUED was sent by an earlier dispatch and has been received since.
         sent_before = [
             m
             for m, _ in runnable
@@ -101,7 +119,7 @@ class Dispatcher:
         now = self._clock.now()
         items = [
             (
-                WorkItem(m.job_id, m.execution_id, m.scheduled_at),
+                WorkItem(m.job_id, m.execution_id, m.scheduled_at, m.schedule_version, m.manual),
                 delay_seconds(m.scheduled_at - self._early, now),
             )
             for m in sendable
@@ -113,8 +131,8 @@ class Dispatcher:
         if result.quarantined:
             self._quarantine(result.quarantined, unreadable)
         # Markers that were sent, set aside or that must not run are done with; failures stay for the
-        # next tick. A marker whose deletion fails stays too: the next tick finds its execution
-        # recorded, and sends it again only if it is still QUEUED (the worker drops the duplicate).
+        # next tick. A marker whose deletion fails stays too: the next tick sends it again (unless its
+        # stored execution has started), and the worker drops the duplicate.
         done = result.enqueued + result.skipped + result.quarantined
         try:
             self._store.delete_markers(done)
@@ -143,7 +161,7 @@ class Dispatcher:
     def _record(
         self, runnable: list[tuple[DueMarker, Job]], existing: dict[str, ExecutionStatus | None]
     ) -> set[str]:
-        """Step 2. Returns the execution ids that are recorded (now or before) and may be sent."""
+        """Step 2 (with the QUEUED executions stored here). Returns the execution ids that may be sent."""
         if not runnable:
             return set()
         now = self._clock.now()
@@ -159,7 +177,7 @@ class Dispatcher:
                 created_at=now,
             )
             for marker, job in runnable
-            if marker.execution_id not in existing
+            if self._recorded(marker) and marker.execution_id not in existing
         ]
         chained = [(m, j) for m, j in runnable if j.recurring and not m.manual]
         following = {m.execution_id: next_after(j, m.scheduled_at) for m, j in chained}

@@ -29,3 +29,7 @@ class LostRace(PunctualError):
 
 class RetryableStoreError(PunctualError):
     """A throttled or transiently failing call to a store: try again later."""
+
+
+class UnreadableItem(PunctualError):
+    """A stored item this version cannot read (a newer version's status, say): left as it is."""

@@ -22,28 +22,42 @@ MAX_VISIBILITY_SECONDS = 12 * 3600 - 1
 
 @dataclass(frozen=True)
 class WorkItem:
-    """What a message on the work queue names: one execution of one job."""
+    """What a message on the work queue names: one execution of one job.
+
+    The execution may not be stored yet (the scanner stores none on AWS: the worker records it when it
+    starts), so the message carries what the worker needs to record it: the schedule version it was
+    materialised under and whether it is an extra run. Messages of older versions lack both; their
+    executions were always stored before they were sent.
+    """
 
     job_id: str
     execution_id: str
     scheduled_at: datetime
+    schedule_version: int | None = None
+    manual: bool = False
 
     def to_body(self) -> str:
-        return json.dumps(
-            {
-                "job_id": self.job_id,
-                "execution_id": self.execution_id,
-                "scheduled_ms": to_epoch_ms(self.scheduled_at),
-            }
-        )
+        body: dict[str, object] = {
+            "job_id": self.job_id,
+            "execution_id": self.execution_id,
+            "scheduled_ms": to_epoch_ms(self.scheduled_at),
+        }
+        if self.schedule_version is not None:
+            body["schedule_version"] = self.schedule_version
+        if self.manual:
+            body["manual"] = True
+        return json.dumps(body)
 
     @classmethod
     def from_body(cls, body: str) -> WorkItem:
         data = json.loads(body)
+        version = data.get("schedule_version")
         return cls(
             job_id=str(data["job_id"]),
             execution_id=str(data["execution_id"]),
             scheduled_at=from_epoch_ms(int(data["scheduled_ms"])),
+            schedule_version=None if version is None else int(version),
+            manual=bool(data.get("manual", False)),
         )
 
 

@@ -30,7 +30,7 @@ from botocore.exceptions import ClientError
 
 from punctual import resources
 from punctual.concurrency import chunks, parallel_map
-from punctual.errors import InvalidRequest, LostRace, RetryableStoreError
+from punctual.errors import InvalidRequest, LostRace, RetryableStoreError, UnreadableItem
 from punctual.models import (
     SCHEDULE_ADAPTER,
     DueMarker,
@@ -52,6 +52,17 @@ _THROTTLING = {
     "ServiceUnavailable",
 }
 _JOB_SK = "JOB"
+# An execution's attributes that never change once stored (set by whichever update stores it first).
+_EXECUTION_FIXED = (
+    "id",
+    "job_id",
+    "owner",
+    "scheduled_at",
+    "schedule_version",
+    "manual",
+    "created_at",
+    "expires_at",
+)
 _QUARANTINE_PK = "QUARANTINE"
 # The most jobs one filtered list request reads before it answers (a short page and a cursor).
 LIST_READ_BUDGET = 500
@@ -482,7 +493,12 @@ class Store:
     def get_execution(self, job_id: str, scheduled_at: datetime, execution_id: str) -> Execution | None:
         key = {"pk": _job_pk(job_id), "sk": _exec_sk(scheduled_at, execution_id)}
         item = _call(lambda: self._table.get_item(Key=key, ConsistentRead=True)).get("Item")
-        return None if item is None else self._execution_from(item)
+        if item is None:
+            return None
+        try:
+            return self._execution_from(item)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise UnreadableItem(f"execution {execution_id}: {type(exc).__name__}: {exc}") from exc
 
     def list_executions(self, job_id: str, limit: int, start_key: dict[str, Any] | None) -> Page:
         kwargs: dict[str, Any] = {
@@ -500,13 +516,15 @@ class Store:
     def claim_execution(
         self, execution: Execution, *, now: datetime, lease_until: datetime, lateness_ms: int
     ) -> Execution:
-        """QUEUED/RETRYING (or RUNNING with an expired lease) -> RUNNING, counting one more attempt."""
+        """(not stored)/QUEUED/RETRYING (or RUNNING with an expired lease) -> RUNNING, counting one more
+        attempt. An execution not stored yet (the scanner stores none) is stored by its first claim."""
         return self._update_execution(
             execution,
             "SET #st = :running, attempts = if_not_exists(attempts, :zero) + :one, lease_until = :lease, "
             "started_at = if_not_exists(started_at, :now), lateness_ms = if_not_exists(lateness_ms, :late) "
             "REMOVE next_attempt_at",
-            "#st IN (:queued, :retrying) OR (#st = :running AND lease_until < :now_ms)",
+            "attribute_not_exists(pk) OR #st IN (:queued, :retrying) "
+            "OR (#st = :running AND lease_until < :now_ms)",
             {
                 ":running": ExecutionStatus.RUNNING.value,
                 ":queued": ExecutionStatus.QUEUED.value,
@@ -562,11 +580,12 @@ class Store:
     def end_execution(
         self, execution: Execution, *, status: ExecutionStatus, finished_at: datetime, error: str
     ) -> Execution:
-        """Any status that is not final -> `status` (CANCELLED when skipped, FAILED when dead-lettered)."""
+        """(not stored)/any status that is not final -> `status` (CANCELLED when skipped, FAILED when
+        dead-lettered)."""
         return self._update_execution(
             execution,
             "SET #st = :final, finished_at = :at, #err = :err REMOVE lease_until, next_attempt_at",
-            "attribute_exists(pk) AND NOT (#st IN (:s, :f, :c))",
+            "attribute_not_exists(pk) OR NOT (#st IN (:s, :f, :c))",
             {
                 ":final": status.value,
                 ":at": to_rfc3339(finished_at),
@@ -580,11 +599,23 @@ class Store:
     def _update_execution(
         self, execution: Execution, update: str, condition: str, values: dict[str, Any]
     ) -> Execution:
+        """Apply an update to an execution's item. Where the condition lets an absent item through, the
+        update stores it: the execution's fixed fields are set if not there yet."""
         names = {"#st": "status"}
         if "#err" in update:
             names["#err"] = "error"
         if "#res" in update:
             names["#res"] = "result"
+        if "attribute_not_exists(pk)" in condition:
+            item = self._execution_item(execution)
+            fixed = {name: item[name] for name in _EXECUTION_FIXED if name in item}
+            sets = []
+            for i, (name, value) in enumerate(fixed.items()):
+                names[f"#f{i}"] = name
+                values = {**values, f":f{i}": value}
+                sets.append(f"#f{i} = if_not_exists(#f{i}, :f{i})")
+            head, _, tail = update.partition(" REMOVE ")
+            update = head + ", " + ", ".join(sets) + (f" REMOVE {tail}" if tail else "")
         response = _call(
             lambda: self._table.update_item(
                 Key={"pk": _job_pk(execution.job_id), "sk": _exec_sk(execution.scheduled_at, execution.id)},

@@ -60,7 +60,13 @@ def build(
         retention_days=settings.retention_days,
     )
     queue = WorkQueue(sqs, settings.queue_url)
-    dispatcher = Dispatcher(store, queue, clock, early_visibility_seconds=settings.early_visibility_seconds)
+    dispatcher = Dispatcher(
+        store,
+        queue,
+        clock,
+        early_visibility_seconds=settings.early_visibility_seconds,
+        record_queued=settings.record_queued,
+    )
     service = JobService(
         store,
         dispatcher,

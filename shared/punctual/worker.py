@@ -11,13 +11,13 @@ import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar
 
 from punctual import tasks
 from punctual.clock import Clock
-from punctual.errors import LostRace, RetryableStoreError
+from punctual.errors import LostRace, RetryableStoreError, UnreadableItem
 from punctual.models import (
     Execution,
     ExecutionStatus,
@@ -49,6 +49,7 @@ LEASE_MARGIN = timedelta(seconds=30)
 THROTTLE_BACKOFF_SECONDS = 5
 MAX_THROTTLE_BACKOFF_SECONDS = 900
 PERSIST_ATTEMPTS = 4
+UNREADABLE_RETRY_SECONDS = 300
 MAX_ERROR_CHARS = 1000
 
 
@@ -87,6 +88,11 @@ class Worker:
     def handle(self, item: WorkItem, receipt_handle: str, receive_count: int = 1) -> Outcome:
         try:
             return self._handle(item, receipt_handle)
+        except UnreadableItem as exc:
+            # Written by a newer version (a deployment under way, say): leave it as it is, and the
+            # message for a worker that can read it; after its receives it goes to the dead-letter queue.
+            logger.error("execution cannot be read; message returns later", extra={"error": str(exc)})
+            return self._later(receipt_handle, UNREADABLE_RETRY_SECONDS)
         except RetryableStoreError as exc:
             # Throttled: come back sooner than the visibility timeout, backing off with each receive
             # so that a long throttle does not use up the receives and dead-letter the execution.
@@ -105,16 +111,16 @@ class Worker:
         if wait > 0:
             self._clock.sleep(wait)
 
-        execution = self._store.get_execution(item.job_id, item.scheduled_at, item.execution_id)
-        if execution is None:
-            logger.warning("no such execution; dropping message", extra={"execution_id": item.execution_id})
-            return Outcome.DONE
-        if execution.status.is_final:
+        stored = self._store.get_execution(item.job_id, item.scheduled_at, item.execution_id)
+        if stored is not None and stored.status.is_final:
             # A duplicate or redelivered message. If the worker that finished it died before updating
             # the job, do that now.
-            self._ensure_outcome_recorded(execution)
+            self._ensure_outcome_recorded(stored)
             return Outcome.DONE
         job = self._store.get_job(item.job_id)
+        execution = stored or unstored_execution(item, job, self._clock.now())
+        if execution is None:
+            return Outcome.DONE
         reason = skip_reason(job, execution)
         if reason is not None:
             self._skip(execution, reason)
@@ -157,15 +163,21 @@ class Worker:
         return self._run(job, running, receipt_handle)
 
     def _run(self, job: Job, execution: Execution, receipt_handle: str) -> Outcome:
-        log = {"job_id": job.id, "execution_id": execution.id, "attempt": execution.attempts}
+        # One INFO line per attempt, at its end (CloudWatch Logs bills every byte: a start line too cost
+        # as much as all of an execution's DynamoDB reads); the start is at DEBUG.
+        log = {
+            "job_id": job.id,
+            "execution_id": execution.id,
+            "attempt": execution.attempts,
+            "lateness_ms": execution.lateness_ms,
+            "task": job.task.type,
+        }
         if execution.attempts == 1:
             metrics.add_metric(name=EXECUTIONS_STARTED, unit="Count", value=1)
             metrics.add_metric(
                 name=LATENESS_MS, unit="Milliseconds", value=execution.lateness_ms or 0, resolution=1
             )
-        logger.info(
-            "execution started", extra={**log, "lateness_ms": execution.lateness_ms, "task": job.task.type}
-        )
+        logger.debug("execution started", extra=log)
         context = TaskContext(
             job_id=job.id,
             execution_id=execution.id,
@@ -204,7 +216,14 @@ class Worker:
         self, job: Job, execution: Execution, receipt_handle: str, error: str, retryable: bool, result: Any
     ) -> Outcome:
         error = error[:MAX_ERROR_CHARS]
-        log = {"job_id": job.id, "execution_id": execution.id, "attempt": execution.attempts, "error": error}
+        log = {
+            "job_id": job.id,
+            "execution_id": execution.id,
+            "attempt": execution.attempts,
+            "lateness_ms": execution.lateness_ms,
+            "task": job.task.type,
+            "error": error,
+        }
         if retryable and execution.attempts < job.retry.max_attempts:
             delay = job.retry.delay_after(execution.attempts, self._rng)
             try:
@@ -281,10 +300,38 @@ class Worker:
         return Outcome.LATER
 
 
+def unstored_execution(item: WorkItem, job: Job | None, now: datetime) -> Execution | None:
+    """The execution a message names that is not stored yet (the scanner stores none: its first claim
+    does), as QUEUED; None if it cannot be: its job is gone, or the message predates the fields."""
+    if item.schedule_version is None or job is None:
+        logger.warning(
+            "no such execution; dropping message",
+            extra={"execution_id": item.execution_id, "job_exists": job is not None},
+        )
+        return None
+    return Execution(
+        id=item.execution_id,
+        job_id=item.job_id,
+        owner=job.owner,
+        scheduled_at=item.scheduled_at,
+        status=ExecutionStatus.QUEUED,
+        schedule_version=item.schedule_version,
+        manual=item.manual,
+        created_at=now,
+    )
+
+
 def dead_letter(store: Store, clock: Clock, item: WorkItem) -> None:
     """A message that exhausted its receives: its execution fails, and a one-time job completes."""
-    execution = store.get_execution(item.job_id, item.scheduled_at, item.execution_id)
-    if execution is None or execution.status.is_final:
+    try:
+        stored = store.get_execution(item.job_id, item.scheduled_at, item.execution_id)
+    except UnreadableItem as exc:
+        logger.error("dead-lettered execution cannot be read; left as it is", extra={"error": str(exc)})
+        return
+    if stored is not None and stored.status.is_final:
+        return
+    execution = stored or unstored_execution(item, store.get_job(item.job_id), clock.now())
+    if execution is None:
         return
     try:
         failed = store.end_execution(

@@ -59,10 +59,10 @@ def test_cost_benchmark_counts_units_and_prices_them() -> None:
     one_time, recurring = result["measured"]["handed_off"], result["measured"]["recurring"]
     assert one_time["executions"] == 3
     assert recurring["executions"] >= 2
-    # (marker and job, then the execution in a batch: due soon enough for the API to hand it off)
+    # (marker and job, then the hand-off: due soon enough for the API to enqueue it itself)
     creation = one_time["per_job_creation"]["calls"]
     assert creation["dynamodb.PutItem"] == 2
-    assert creation["dynamodb.BatchWriteItem"] == 2  # the execution; the marker's deletion
+    assert creation["dynamodb.BatchWriteItem"] == 1  # the marker's deletion (no execution is stored)
     assert "sqs.ReceiveMessage" not in one_time["per_execution_scan_and_run"]["calls"]  # polling, apart
     # (a batch of two: the markers in one BatchWriteItem, then the jobs in another; handed off)
     batched = result["measured"]["batched"]

@@ -37,15 +37,14 @@ def test_calls_for_one_one_time_job(world: World) -> None:
     assert world.executions(job["id"])[0]["status"] == "SUCCEEDED"
     # Then creating it is one marker and one job item
     assert create == Counter({"dynamodb.PutItem": 2})
-    # and the scanner reads its job and whether its execution exists (BatchGetItem x2, side by side),
-    # records the execution and, separately, deletes the marker (BatchWriteItem x2), and sends it;
-    # the worker reads the execution and the job, claims
-    # it, reads the job again (a cancel between read and claim still counts), finishes the execution
-    # and completes the job
+    # and the scanner reads its job (BatchGetItem), sends it and deletes the marker (BatchWriteItem):
+    # it stores no execution; the worker reads the execution (absent) and the job, claims it (which
+    # stores it), reads the job again (a cancel between read and claim still counts), finishes the
+    # execution and completes the job
     assert per_job == Counter(
         {
-            "dynamodb.BatchGetItem": 2,
-            "dynamodb.BatchWriteItem": 2,
+            "dynamodb.BatchGetItem": 1,
+            "dynamodb.BatchWriteItem": 1,
             "sqs.SendMessageBatch": 1,
             "dynamodb.GetItem": 3,
             "dynamodb.UpdateItem": 3,
@@ -67,13 +66,12 @@ def test_calls_for_one_cron_occurrence(world: World) -> None:
     assert len(world.executions(job["id"])) - before == 1
     per_occurrence = busy - idle
     print("cron occurrence:", json.dumps(dict(per_occurrence)))
-    # Then the scanner reads the job and whether the execution exists (BatchGetItem x2), records the
-    # execution with the next marker (one BatchWriteItem), moves next_run_at, sends, and deletes this
-    # marker (a second BatchWriteItem); the worker reads, claims, reads the job
-    # again, finishes and updates the job
+    # Then the scanner reads the job (BatchGetItem), files the next marker (one BatchWriteItem), moves
+    # next_run_at, sends, and deletes this marker (a second BatchWriteItem); the worker reads, claims
+    # (storing the execution), reads the job again, finishes and updates the job
     assert per_occurrence == Counter(
         {
-            "dynamodb.BatchGetItem": 2,
+            "dynamodb.BatchGetItem": 1,
             "dynamodb.BatchWriteItem": 2,
             "dynamodb.UpdateItem": 4,
             "sqs.SendMessageBatch": 1,

@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 
-from punctual.dispatch import release_quarantined
+from punctual.dispatch import Dispatcher, release_quarantined
 from punctual.models import DueMarker, ExecutionStatus, execution_id_for
+from punctual.queue import WorkItem
 from punctual.service import HANDOFF_CLAIM
 from punctual.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
+from punctual.worker import UNREADABLE_RETRY_SECONDS, dead_letter
+from tests.receiver import receiver
 from tests.world import World
 
 
@@ -36,6 +39,11 @@ def marker_of(world: World, job: dict[str, Any]) -> DueMarker:
     )
 
 
+def recording(world: World) -> Dispatcher:
+    """A dispatcher that stores executions as QUEUED before sending them (the local stack's)."""
+    return Dispatcher(world.store, world.punctual.queue, world.clock, record_queued=True)
+
+
 def test_a_repeated_dispatch_leaves_a_finished_execution_as_it_is_and_sends_nothing(world: World) -> None:
     # Given a job that ran to SUCCEEDED, and its marker filed again (an interrupted dispatch's leftover)
     world.tick()
@@ -44,9 +52,9 @@ def test_a_repeated_dispatch_leaves_a_finished_execution_as_it_is_and_sends_noth
     world.run_for(300)
     assert world.executions(job["id"])[0]["status"] == "SUCCEEDED"
     world.store.put_marker(marker)
-    # When it is dispatched again
+    # When a dispatcher that stores executions dispatches it again
     with world.counting_calls() as calls:
-        result = world.punctual.dispatcher.dispatch([marker])
+        result = recording(world).dispatch([marker])
     # Then nothing is written over it or sent, and the marker is gone
     assert [m.execution_id for m in result.skipped] == [marker.execution_id]
     assert calls["sqs.SendMessageBatch"] == 0
@@ -56,17 +64,46 @@ def test_a_repeated_dispatch_leaves_a_finished_execution_as_it_is_and_sends_noth
     assert markers(world) == []
 
 
-def test_a_queued_execution_whose_send_was_lost_is_sent_again(world: World) -> None:
-    # Given a dispatch that recorded the execution but could not send it (SQS refused every attempt)
+def test_a_repeated_dispatch_of_a_finished_execution_sends_a_duplicate_the_worker_drops(
+    world: World,
+) -> None:
+    # Given a job that ran to SUCCEEDED, and its marker filed again (an interrupted dispatch's leftover)
+    with receiver() as hook:
+        world.tick()
+        job = world.create(
+            {"type": "at", "at": at(world, 240)}, task={"type": "http", "params": {"url": hook.url}}
+        )
+        marker = marker_of(world, job)
+        world.run_for(300)
+        assert len(hook.deliveries) == 1
+        world.store.put_marker(marker)
+        # When the scanner's dispatcher (which stores no executions, so reads none) dispatches it again
+        with world.counting_calls() as calls:
+            result = world.punctual.dispatcher.dispatch([marker])
+        world.drain()
+        # Then it sent the message again, and the worker dropped it: nothing ran twice or changed
+        assert [m.execution_id for m in result.enqueued] == [marker.execution_id]
+        assert calls["sqs.SendMessageBatch"] == 1
+        assert len(hook.deliveries) == 1
+        [execution] = world.executions(job["id"])
+        assert (execution["status"], execution["attempts"]) == ("SUCCEEDED", 1)
+        assert markers(world) == []
+
+
+@pytest.mark.parametrize("records", [False, True], ids=["scanner", "recording"])
+def test_an_execution_whose_send_was_lost_is_sent_again(world: World, records: bool) -> None:
+    # Given a dispatch that could not send the execution (SQS refused every attempt)
     world.tick()
     job = world.create({"type": "at", "at": at(world, 240)})
     marker = marker_of(world, job)
-    real = world.punctual.dispatcher._queue.send
-    world.punctual.dispatcher._queue.send = lambda items, attempts=4: [item for item, _ in items]  # type: ignore[method-assign]
-    result = world.punctual.dispatcher.dispatch([marker])
-    world.punctual.dispatcher._queue.send = real  # type: ignore[method-assign]
+    dispatcher = recording(world) if records else world.punctual.dispatcher
+    real = world.punctual.queue.send
+    world.punctual.queue.send = lambda items, attempts=4: [item for item, _ in items]  # type: ignore[method-assign]
+    result = dispatcher.dispatch([marker])
+    world.punctual.queue.send = real  # type: ignore[method-assign]
     assert [m.execution_id for m in result.failed] == [marker.execution_id]
-    assert world.executions(job["id"])[0]["status"] == ExecutionStatus.QUEUED.value
+    stored = [e["status"] for e in world.executions(job["id"])]
+    assert stored == ([ExecutionStatus.QUEUED.value] if records else [])
     # When the scanner comes to the marker, which stayed
     world.run_for(300)
     # Then the execution is sent and runs, once
@@ -260,7 +297,7 @@ def test_an_execution_with_a_status_this_version_does_not_know_is_left_as_it_is(
     world.tick()
     job = world.create({"type": "at", "at": at(world, 240)})
     marker = marker_of(world, job)
-    world.punctual.dispatcher.dispatch([marker])
+    recording(world).dispatch([marker])
     key = {
         "pk": {"S": f"JOB#{job['id']}"},
         "sk": {"S": f"EXEC#{to_epoch_ms(marker.scheduled_at):013d}#{marker.execution_id}"},
@@ -275,9 +312,45 @@ def test_an_execution_with_a_status_this_version_does_not_know_is_left_as_it_is(
     world.store.put_marker(marker)
     # When it is dispatched again / Then it is neither overwritten nor sent, and the marker is done with
     with world.counting_calls() as calls:
-        result = world.punctual.dispatcher.dispatch([marker])
+        result = recording(world).dispatch([marker])
     assert [m.execution_id for m in result.skipped] == [marker.execution_id]
     assert calls["sqs.SendMessageBatch"] == 0
     assert markers(world) == []
+    stored = world.dynamodb_client.get_item(TableName=world.punctual.settings.table_name, Key=key)["Item"]
+    assert stored["status"]["S"] == "PAUSED_BY_FUTURE"
+
+
+def test_the_worker_leaves_an_execution_it_cannot_read_as_it_is_and_its_message_for_later(
+    world: World,
+) -> None:
+    # Given an execution stored with a status a newer version wrote, and its message coming due
+    world.tick()
+    job = world.create({"type": "at", "at": at(world, 240)})
+    marker = marker_of(world, job)
+    recording(world).dispatch([marker])
+    key = {
+        "pk": {"S": f"JOB#{job['id']}"},
+        "sk": {"S": f"EXEC#{to_epoch_ms(marker.scheduled_at):013d}#{marker.execution_id}"},
+    }
+    world.dynamodb_client.update_item(
+        TableName=world.punctual.settings.table_name,
+        Key=key,
+        UpdateExpression="SET #st = :s",
+        ExpressionAttributeNames={"#st": "status"},
+        ExpressionAttributeValues={":s": {"S": "PAUSED_BY_FUTURE"}},
+    )
+    world.clock.advance(241)
+    # When a worker receives it
+    assert world.work.drain() == 1
+    # Then the execution is left as it is, and the message comes back only after UNREADABLE_RETRY_SECONDS
+    # (not after the queue's visibility timeout, as for a failure)
+    stored = world.dynamodb_client.get_item(TableName=world.punctual.settings.table_name, Key=key)["Item"]
+    assert stored["status"]["S"] == "PAUSED_BY_FUTURE"
+    world.clock.advance(UNREADABLE_RETRY_SECONDS - 10)
+    assert world.work.drain() == 0
+    world.clock.advance(20)
+    assert world.work.drain() == 1
+    # and the dead-letter handler leaves it as it is too
+    dead_letter(world.store, world.clock, WorkItem(job["id"], marker.execution_id, marker.scheduled_at, 1))
     stored = world.dynamodb_client.get_item(TableName=world.punctual.settings.table_name, Key=key)["Item"]
     assert stored["status"]["S"] == "PAUSED_BY_FUTURE"

@@ -59,15 +59,17 @@ def test_missed_ticks_skip_nothing(world: World) -> None:
 def test_the_next_occurrence_is_filed_when_the_current_one_is_enqueued(world: World) -> None:
     # Given an hourly job
     job = world.create({"type": "cron", "expression": "0 * * * *"})
-    # When its 09:00 occurrence is enqueued (by the API's hand-off, 30 s ahead)
-    [execution] = world.executions(job["id"])
-    assert execution["status"] == "QUEUED"
+    # When its 09:00 occurrence is enqueued (by the API's hand-off, 30 s ahead; stored when it starts)
+    assert world.executions(job["id"]) == []
     # Then the 10:00 occurrence already has its marker, and the job shows 09:00 until then
     [marker] = markers(world)
     assert marker["pk"]["S"].startswith("DUE#202612011000#")
     assert world.job(job["id"])["next_run_at"] == "2026-12-01T09:00:00.000Z"
     world.clock.advance(31)
     assert world.job(job["id"])["next_run_at"] == "2026-12-01T10:00:00.000Z"
+    world.drain()
+    [execution] = world.executions(job["id"])
+    assert (execution["scheduled_at"], execution["status"]) == ("2026-12-01T09:00:00.000Z", "SUCCEEDED")
 
 
 def test_partial_send_failures_are_retried(world: World, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -4,8 +4,9 @@ The table's items are written to `<data dir>/table.json` (DynamoDB JSON, written
 and renamed, so a crash leaves the previous snapshot whole) whenever they changed, checked every few
 seconds, and once more at shutdown. On start they are written back into the fresh table.
 
-SQS messages are not saved. They need not be: every message names an execution stored as QUEUED,
-RETRYING or RUNNING before the message was sent, so `recover` sends each unfinished execution's
+SQS messages are not saved. They need not be: the local stack stores every execution as QUEUED before
+its message is sent (`Settings.record_queued`), so every message names an execution stored as QUEUED,
+RETRYING or RUNNING, so `recover` sends each unfinished execution's
 message again (the worker's conditional transitions make a duplicate harmless), and due markers come
 back with the table for the scanner.
 """

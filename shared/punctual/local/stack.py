@@ -152,6 +152,8 @@ class LocalStack:
             lookahead_seconds=lookahead_for(options.tick_seconds),
             webhook_allowed_networks=LOOPBACK_NETWORKS,
             early_visibility_seconds=LOCAL_EARLY_VISIBILITY_SECONDS,
+            # Its queue is in memory: recovery after a restart re-sends the executions stored QUEUED.
+            record_queued=True,
         )
         clock = SystemClock()
         self._delays = HoldingSqs(sqs, clock)
