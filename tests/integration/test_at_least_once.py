@@ -8,8 +8,11 @@ from typing import Any
 
 import pytest
 
-from punctual.errors import RetryableStoreError
+from punctual.errors import LostRace, RetryableStoreError
+from punctual.models import execution_id_for
+from punctual.queue import WorkItem
 from punctual.timefmt import to_rfc3339
+from punctual.worker import unstored_execution
 from tests.receiver import Receiver, receiver
 from tests.world import World
 
@@ -200,3 +203,44 @@ def test_a_long_throttle_backs_off_instead_of_using_up_the_receives(world: World
     [execution] = world.executions(job["id"])
     assert execution["status"] == "SUCCEEDED"
     assert execution["attempts"] == 1
+
+
+def test_two_workers_claiming_an_unstored_execution_at_once_store_it_once(world: World) -> None:
+    # Given an execution the scanner enqueued (stored by nobody yet), read as absent by two workers
+    job = world.create({"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=240))})
+    stored_job = world.store.get_job(job["id"])
+    assert stored_job is not None and stored_job.next_run_at is not None
+    item = WorkItem(
+        job["id"],
+        execution_id_for(job["id"], stored_job.next_run_at, stored_job.schedule_version),
+        stored_job.next_run_at,
+        stored_job.schedule_version,
+    )
+    now = world.clock.now()
+    first, second = (unstored_execution(item, stored_job, now) for _ in range(2))
+    assert first is not None and second is not None
+    lease = now + timedelta(minutes=5)
+    # When both claim it
+    running = world.store.claim_execution(first, now=now, lease_until=lease, lateness_ms=0)
+    # Then the first stores it as RUNNING, attempt 1, and the second loses the race
+    assert (running.status.value, running.attempts, running.owner) == ("RUNNING", 1, "alice")
+    with pytest.raises(LostRace):
+        world.store.claim_execution(second, now=now, lease_until=lease, lateness_ms=0)
+    [execution] = world.executions(job["id"])
+    assert (execution["status"], execution["attempts"]) == ("RUNNING", 1)
+
+
+def test_a_message_from_before_the_unstored_executions_is_dropped_if_its_execution_is_gone(
+    world: World,
+) -> None:
+    # Given a message without a schedule version (sent by an older version, which stored every
+    # execution first) whose execution no longer exists
+    job = world.create({"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=240))})
+    old = WorkItem(job["id"], f"{job['id']}.gone.1", world.clock.now())
+    world.sqs.send_message(QueueUrl=world.punctual.settings.queue_url, MessageBody=old.to_body())
+    # When a worker receives it
+    assert world.work.drain() == 1
+    # Then it is dropped: nothing is stored, and it does not come back
+    assert world.executions(job["id"]) == []
+    world.clock.advance(600)
+    assert world.work.drain() == 0

@@ -72,10 +72,20 @@ def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     job_id=st.text(min_size=1, max_size=40),
     execution_id=st.text(min_size=1, max_size=60),
     ms=st.integers(0, 7_258_118_400_000),
+    version=st.none() | st.integers(1, 2**53),
+    manual=st.booleans(),
 )
-def test_work_item_round_trips_through_the_message_body(job_id: str, execution_id: str, ms: int) -> None:
-    original = WorkItem(job_id, execution_id, datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms))
+def test_work_item_round_trips_through_the_message_body(
+    job_id: str, execution_id: str, ms: int, version: int | None, manual: bool
+) -> None:
+    at = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+    original = WorkItem(job_id, execution_id, at, version, manual)
     assert WorkItem.from_body(original.to_body()) == original
+
+
+def test_a_message_of_an_older_version_reads_without_version_or_manual() -> None:
+    body = '{"job_id": "job_1", "execution_id": "job_1.e", "scheduled_ms": 1000}'
+    assert WorkItem.from_body(body) == WorkItem("job_1", "job_1.e", datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC))
 
 
 def test_work_item_body_carries_epoch_milliseconds() -> None:
