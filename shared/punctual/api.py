@@ -41,6 +41,11 @@ Choices where the contract is silent:
 - PATCH of a CANCELLED job answers 409; a new schedule revives a COMPLETED job.
 - `last_execution` is the most recent execution to reach a final status (its `result` is only on
   the execution itself: GET /jobs/{id}/executions).
+- A scheduled execution joins GET /jobs/{id}/executions when it starts (RUNNING), or when it is
+  skipped (CANCELLED); while it waits in the queue, the job's `next_run_at` shows it. (Storing it
+  as QUEUED first would cost one more write per execution.) An extra run (POST /jobs/{id}/run) is
+  listed at once, as QUEUED. (The local stack lists every execution as QUEUED once enqueued: its
+  queue lives in memory, and is rebuilt from those after a restart.)
 - A COMPLETED or CANCELLED job expires with its execution history, `retention_days` (default 30)
   after it finished; active and paused jobs are kept.
 - Idempotency keys are remembered for 24 hours.
