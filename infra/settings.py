@@ -66,7 +66,9 @@ class DeploySettings:
     # The minimums are paid for all month, busy or idle: 100 write and 100 read units are ~$57 a month
     # for the table and as much for each index (list prices, punctual.capacity.Prices). Kept 70 % busy
     # they hold ~8 one-time executions a second (8 write and 5 read units each) and easily the idle
-    # scanner's bookkeeping (3 writes a shard a tick). Set them to the steady load's need.
+    # scanner's bookkeeping (3 writes a shard a tick). Above them auto scaling brings the table and
+    # each index to its own load (the by_owner index takes about one write in eight). Raise them to
+    # what must be served at once, without waiting for auto scaling: every index pays them too.
     # The maximums cap the bill. 40,000 is DynamoDB's default quota for a provisioned table (and for
     # an on-demand table: the default stack tops out there too), 5,000 one-time executions a second.
     # The 10,000 a second of docs/scaling.md (`punctual capacity --jobs-per-second 10000`) consume
