@@ -13,6 +13,23 @@ from punctual.config import Settings
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
+ON_DEMAND = "on_demand"
+PROVISIONED = "provisioned"
+TABLE_CAPACITY_MODES = (ON_DEMAND, PROVISIONED)
+
+
+@dataclass(frozen=True)
+class ProvisionedCapacity:
+    """The table's provisioned capacity, in units a second, kept `target_utilisation` percent busy by
+    auto scaling between the bounds. Each index gets the same bounds: an index short of write capacity
+    throttles the writes to the table itself."""
+
+    min_write_units: int
+    max_write_units: int
+    min_read_units: int
+    max_read_units: int
+    target_utilisation: int
+
 
 @dataclass(frozen=True)
 class DeploySettings:
@@ -36,6 +53,34 @@ class DeploySettings:
     log_retention_days: int = 30
     api_throttle_rate: int = 50
     api_throttle_burst: int = 100
+    # The table's capacity mode: "on_demand" follows any load at once and is right for bursts;
+    # "provisioned" is for a steady load. Kept 70 % busy, provisioned capacity costs 41 % of on-demand
+    # a unit (bench/cost.py, `levers`), but auto scaling raises it only after consumption has stayed
+    # over the target for two minutes, CloudWatch adds minutes, and throttled requests do not count as
+    # consumed: a jump far above what is provisioned is followed in steps, minutes to tens of minutes
+    # of throttled and retried requests (executions late). A burst minute of 1,000,000 executions
+    # (~120,000 write units/s while the scanner drains it, docs/scaling.md section 4) needs on-demand,
+    # or minimums that high all month.
+    table_capacity: str = ON_DEMAND
+    # Provisioned only: the bounds, units a second, for the table and for each index alike.
+    # The minimums are paid for all month, busy or idle: 100 write and 100 read units are ~$57 a month
+    # for the table and as much for each index (list prices, punctual.capacity.Prices). Kept 70 % busy
+    # they hold ~8 one-time executions a second (8 write and 5 read units each) and easily the idle
+    # scanner's bookkeeping (3 writes a shard a tick). Above them auto scaling brings the table and
+    # each index to its own load (the by_owner index takes about one write in eight). Raise them to
+    # what must be served at once, without waiting for auto scaling: every index pays them too.
+    # The maximums cap the bill. 40,000 is DynamoDB's default quota for a provisioned table (and for
+    # an on-demand table: the default stack tops out there too), 5,000 one-time executions a second.
+    # The 10,000 a second of docs/scaling.md (`punctual capacity --jobs-per-second 10000`) consume
+    # 10,000 x 8 = 80,000 write and 10,000 x 5 = 50,000 read units a second: at 70 % busy, ~115,000
+    # write and ~72,000 read units provisioned. Raise the table and account quotas, then these.
+    table_min_write_units: int = 100
+    table_max_write_units: int = 40_000
+    table_min_read_units: int = 100
+    table_max_read_units: int = 40_000
+    # Percent of the provisioned capacity auto scaling keeps consumed. The rest is headroom for a rise
+    # until auto scaling catches up: lower is safer and dearer. The cost model prices 70.
+    table_target_utilisation: int = 70
 
     def __post_init__(self) -> None:
         # The functions validate their configuration at cold start; fail at synth instead.
@@ -44,6 +89,37 @@ class DeploySettings:
             raise ValueError("worker_max_concurrency must be between 2 and 1000 (SQS event source limit)")
         if self.log_level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
             raise ValueError(f"log_level {self.log_level!r} is not a Python logging level")
+        self._check_table_capacity()
+
+    def _check_table_capacity(self) -> None:
+        if self.table_capacity not in TABLE_CAPACITY_MODES:
+            raise ValueError(
+                f"table_capacity {self.table_capacity!r} is not one of {', '.join(TABLE_CAPACITY_MODES)}"
+            )
+        for kind in ("write", "read"):
+            low = getattr(self, f"table_min_{kind}_units")
+            high = getattr(self, f"table_max_{kind}_units")
+            if low < 1:
+                raise ValueError(f"table_min_{kind}_units must be at least 1 (DynamoDB's minimum), not {low}")
+            if low > high:
+                raise ValueError(f"table_min_{kind}_units ({low}) is above table_max_{kind}_units ({high})")
+        if not 20 <= self.table_target_utilisation <= 90:
+            raise ValueError(
+                "table_target_utilisation must be between 20 and 90 percent (DynamoDB auto scaling's range), "
+                f"not {self.table_target_utilisation}"
+            )
+
+    def provisioned_capacity(self) -> ProvisionedCapacity | None:
+        """The table's provisioned capacity, or None for on-demand."""
+        if self.table_capacity != PROVISIONED:
+            return None
+        return ProvisionedCapacity(
+            min_write_units=self.table_min_write_units,
+            max_write_units=self.table_max_write_units,
+            min_read_units=self.table_min_read_units,
+            max_read_units=self.table_max_read_units,
+            target_utilisation=self.table_target_utilisation,
+        )
 
     def function_settings(self) -> Settings:
         """The functions' own settings model, filled from this deployment's values."""
@@ -71,9 +147,20 @@ class DeploySettings:
             ("log_retention_days", int),
             ("api_throttle_rate", int),
             ("api_throttle_burst", int),
+            ("table_capacity", str),
+            ("table_min_write_units", int),
+            ("table_max_write_units", int),
+            ("table_min_read_units", int),
+            ("table_max_read_units", int),
+            ("table_target_utilisation", int),
         ):
-            if value(key) not in (None, ""):
-                values[key] = kind(value(key))
+            raw = value(key)
+            if raw in (None, ""):
+                continue
+            try:
+                values[key] = kind(raw)
+            except ValueError as exc:
+                raise ValueError(f"context {key}={raw!r} is not an integer") from exc
         if value("deletion_protection") is not None:
             values["deletion_protection"] = _as_bool("deletion_protection", value("deletion_protection"))
         values["alarm_email"] = str(value("alarm_email") or "").strip() or None

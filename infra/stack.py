@@ -26,7 +26,12 @@ class PunctualStack(Stack):
         super().__init__(scope, id, description="Punctual: serverless job scheduler", **kwargs)
         removal_policy = RemovalPolicy.RETAIN if settings.deletion_protection else RemovalPolicy.DESTROY
 
-        storage = Storage(self, "Storage", deletion_protection=settings.deletion_protection)
+        storage = Storage(
+            self,
+            "Storage",
+            deletion_protection=settings.deletion_protection,
+            provisioned=settings.provisioned_capacity(),
+        )
         queues = Queues(self, "Queues")
         factory = FunctionFactory(
             self,

@@ -1,14 +1,18 @@
-"""The DynamoDB table, built from `punctual.resources.TABLE`."""
+"""The DynamoDB table, built from `punctual.resources.TABLE`: on-demand, or provisioned with auto scaling.
+
+The trade-off between the two (steady load against bursts) is told at `DeploySettings.table_capacity`.
+"""
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
-from aws_cdk import Acknowledgment, CfnElement, RemovalPolicy, Stack, Validations
+from aws_cdk import Acknowledgment, Annotations, CfnElement, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from infra.settings import ProvisionedCapacity
 from punctual import resources
 
 
@@ -17,15 +21,35 @@ def _string(name: str) -> dynamodb.Attribute:
 
 
 class Storage(Construct):
-    def __init__(self, scope: Construct, id: str, *, deletion_protection: bool) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        deletion_protection: bool,
+        provisioned: ProvisionedCapacity | None = None,
+    ) -> None:
+        """`provisioned`: the capacity and its auto scaling bounds; None (the default) for on-demand."""
         super().__init__(scope, id)
         definition = resources.TABLE
+        billing_mode = dynamodb.BillingMode.PAY_PER_REQUEST
+        capacity: dict[str, Any] = {}
+        if provisioned is not None:
+            # The table and its indexes start at the minimums. CloudFormation sets the capacity again
+            # only when the template's value changes: a deployment that changes a minimum resets the
+            # live capacity to it, until auto scaling catches up.
+            billing_mode = dynamodb.BillingMode.PROVISIONED
+            capacity = {
+                "read_capacity": provisioned.min_read_units,
+                "write_capacity": provisioned.min_write_units,
+            }
         self.table = dynamodb.Table(
             self,
             "Table",
             partition_key=_string(definition.partition_key),
             sort_key=_string(definition.sort_key),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            billing_mode=billing_mode,
+            **capacity,
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
@@ -40,7 +64,46 @@ class Storage(Construct):
                 partition_key=_string(index.partition_key),
                 sort_key=_string(index.sort_key),
                 projection_type=dynamodb.ProjectionType(index.projection),
+                **capacity,
             )
+        if provisioned is not None:
+            # The CDK leaves PROVISIONED, CloudFormation's default, out of the template; written out,
+            # the template says what it deploys.
+            cast(dynamodb.CfnTable, self.table.node.default_child).billing_mode = "PROVISIONED"
+            self._auto_scale(provisioned)
+
+    def _auto_scale(self, capacity: ProvisionedCapacity) -> None:
+        """Target tracking on the table's and each index's write and read capacity.
+
+        The scaling targets use Application Auto Scaling's service-linked role for DynamoDB, which
+        the CDK refers to by its ARN: no IAM role or policy is created here.
+        """
+        scaled: list[dynamodb.IScalableTableAttribute] = [
+            self.table.auto_scale_write_capacity(
+                min_capacity=capacity.min_write_units, max_capacity=capacity.max_write_units
+            ),
+            self.table.auto_scale_read_capacity(
+                min_capacity=capacity.min_read_units, max_capacity=capacity.max_read_units
+            ),
+        ]
+        for index in resources.TABLE.indexes:
+            scaled += [
+                self.table.auto_scale_global_secondary_index_write_capacity(
+                    index.name, min_capacity=capacity.min_write_units, max_capacity=capacity.max_write_units
+                ),
+                self.table.auto_scale_global_secondary_index_read_capacity(
+                    index.name, min_capacity=capacity.min_read_units, max_capacity=capacity.max_read_units
+                ),
+            ]
+        for attribute in scaled:
+            attribute.scale_on_utilization(target_utilization_percent=capacity.target_utilisation)
+        # Printed by `cdk synth` and `cdk deploy`, where the choice is made.
+        Annotations.of(self.table).add_info(
+            "Provisioned capacity suits a steady load: auto scaling takes minutes to follow a rise, and "
+            "requests over the provisioned capacity are throttled meanwhile (executions late). For bursts, "
+            "such as a million executions due in one minute, deploy on-demand (table_capacity=on_demand) "
+            "or raise table_min_write_units and table_min_read_units to cover them."
+        )
 
     def grant_read_write(self, function: lambda_.Function) -> None:
         if function.role is None:

@@ -136,6 +136,25 @@ def unprotected(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     )
 
 
+# The provisioned stack's capacity settings, as `-c key=value` gives them.
+PROVISIONED_CONTEXT = {
+    "table_capacity": "provisioned",
+    "table_min_write_units": "200",
+    "table_max_write_units": "9000",
+    "table_min_read_units": "150",
+    "table_max_read_units": "6000",
+    "table_target_utilisation": "60",
+}
+
+
+@pytest.fixture(scope="session")
+def provisioned(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The `synthesized` stack with a provisioned, auto-scaled table: nothing else differs."""
+    return synthesize(
+        tmp_path_factory.mktemp("cdk.out.provisioned"), {"alarm_email": ALARM_EMAIL, **PROVISIONED_CONTEXT}
+    )
+
+
 @pytest.fixture(scope="session")
 def template(synthesized: Synthesized) -> Template:
     return synthesized.assertions

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_sqs as sqs
 from cfnlint.api import lint
@@ -20,7 +21,13 @@ def _violations(report: dict) -> list[str]:
     ]
 
 
-def test_cdk_nag_aws_solutions_has_no_unacknowledged_finding(synthesized):
+# The default stack, and the one with a provisioned, auto-scaled table.
+STACKS = ["synthesized", "provisioned"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_cdk_nag_aws_solutions_has_no_unacknowledged_finding(request, stack):
+    synthesized = request.getfixturevalue(stack)
     assert synthesized.validation_error is None, _violations(synthesized.validation_report())
     assert _violations(synthesized.validation_report()) == []
 
@@ -41,7 +48,9 @@ def test_cdk_nag_checks_are_really_applied(tmp_path):
     assert {"AwsSolutions-SQS3", "AwsSolutions-SQS4"} <= rules
 
 
-def test_cfn_lint_finds_no_error(synthesized):
+@pytest.mark.parametrize("stack", STACKS)
+def test_cfn_lint_finds_no_error(request, stack):
+    synthesized = request.getfixturevalue(stack)
     matches = lint(json.dumps(synthesized.template), regions=["us-east-1", "eu-west-1"])
     errors = [
         f"{m.rule.id} {m.message} ({'/'.join(map(str, m.path))})" for m in matches if m.rule.id[0] == "E"

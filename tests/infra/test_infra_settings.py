@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra.settings import DeploySettings
+from infra.settings import DeploySettings, ProvisionedCapacity
 
 
 def test_cli_strings_are_parsed():
@@ -31,6 +31,77 @@ def test_defaults_protect_the_data_send_no_email_and_fan_the_scanner_out():
     assert settings.deletion_protection is True
     assert settings.alarm_email is None
     assert settings.webhook_allowed_networks == ()
+
+
+def test_the_table_is_on_demand_unless_provisioned_is_asked_for():
+    empty: dict[str, str] = {}
+    settings = DeploySettings.from_context(empty.get)
+    assert settings.table_capacity == "on_demand"
+    assert settings.provisioned_capacity() is None
+
+
+def test_provisioned_capacity_comes_from_cli_strings():
+    context = {
+        "table_capacity": "provisioned",
+        "table_min_write_units": "200",
+        "table_max_write_units": "9000",
+        "table_min_read_units": "150",
+        "table_max_read_units": "6000",
+        "table_target_utilisation": "60",
+    }
+    settings = DeploySettings.from_context(context.get)
+    assert settings.provisioned_capacity() == ProvisionedCapacity(
+        min_write_units=200,
+        max_write_units=9000,
+        min_read_units=150,
+        max_read_units=6000,
+        target_utilisation=60,
+    )
+
+
+def test_provisioned_defaults_are_a_small_floor_the_default_quota_as_ceiling_and_70_percent():
+    context = {"table_capacity": "provisioned"}
+    assert DeploySettings.from_context(context.get).provisioned_capacity() == ProvisionedCapacity(
+        min_write_units=100,
+        max_write_units=40_000,
+        min_read_units=100,
+        max_read_units=40_000,
+        target_utilisation=70,
+    )
+
+
+@pytest.mark.parametrize("utilisation", ["20", "90"])
+def test_target_utilisation_bounds_are_inclusive(utilisation):
+    context = {"table_capacity": "provisioned", "table_target_utilisation": utilisation}
+    capacity = DeploySettings.from_context(context.get).provisioned_capacity()
+    assert capacity is not None and capacity.target_utilisation == int(utilisation)
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"table_capacity": "reserved"}, "table_capacity 'reserved' is not one of on_demand, provisioned"),
+        ({"table_capacity": "PAY_PER_REQUEST"}, "is not one of on_demand, provisioned"),
+        (
+            {"table_min_write_units": "500", "table_max_write_units": "499"},
+            r"table_min_write_units \(500\) is above table_max_write_units \(499\)",
+        ),
+        (
+            {"table_min_read_units": "7", "table_max_read_units": "6"},
+            r"table_min_read_units \(7\) is above table_max_read_units \(6\)",
+        ),
+        ({"table_min_write_units": "0"}, "table_min_write_units must be at least 1"),
+        ({"table_min_read_units": "-5"}, "table_min_read_units must be at least 1"),
+        ({"table_target_utilisation": "19"}, "table_target_utilisation must be between 20 and 90 percent"),
+        ({"table_target_utilisation": "91"}, "table_target_utilisation must be between 20 and 90 percent"),
+        ({"table_max_write_units": "lots"}, "context table_max_write_units='lots' is not an integer"),
+    ],
+)
+def test_bad_table_capacity_fails_with_a_message_naming_the_setting(context, message):
+    # Checked in either mode: a bad bound in cdk.json is a mistake before anyone switches to it
+    for mode in ("on_demand", "provisioned"):
+        with pytest.raises(ValueError, match=message):
+            DeploySettings.from_context({"table_capacity": mode, **context}.get)
 
 
 @pytest.mark.parametrize(
