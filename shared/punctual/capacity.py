@@ -77,11 +77,12 @@ SECONDS_PER_MONTH = 730 * 3600  # AWS bills a month as 730 hours
 # The scanner's own CPU per execution, and one invocation's rate with a whole core, from
 #   .venv/bin/python -m bench.scanner_throughput     (make bench-scanner)
 # on a shared 2-vCPU x86_64 machine: one invocation over 64 shards, 20,000 executions, 10 ms per
-# DynamoDB call, 20 ms per SQS batch (343 ms of CPU per 1,000 executions, 2,099 a second measured
-# with the benchmark's in-process fake AWS taking its share of the GIL; every call batched; runs vary
-# by about 15 % with the machine's load). On Lambda the CPU share of the memory caps the rate.
-SCANNER_CPU_MS_PER_1000 = 343.0
-SCANNER_RATE_FULL_CORE = 2099.0
+# DynamoDB call, 20 ms per SQS batch (314 ms of CPU per 1,000 executions, 2,554 a second measured
+# with the benchmark's in-process fake AWS taking its share of the GIL; every call batched, no
+# execution stored; 2,506-2,833 a second over six runs). On Lambda the CPU share of the memory caps
+# the rate.
+SCANNER_CPU_MS_PER_1000 = 314.0
+SCANNER_RATE_FULL_CORE = 2554.0
 
 
 def scanner_rate(memory_mb: int) -> float:
