@@ -38,6 +38,7 @@ from punctual.clock import ManualClock
 from punctual.config import Settings
 from punctual.models import DueMarker, execution_id_for
 from punctual.scanner import shard_groups
+from punctual.store import MARKER_PARTITION_WRITES_PER_SECOND
 from punctual.timefmt import to_rfc3339
 from punctual.wiring import Punctual
 
@@ -175,7 +176,8 @@ def drain_table(rate: float, cpu_ms_per_1000: float) -> list[dict[str, Any]]:
 
     The scanner is CPU-bound once its calls overlap, so one invocation's rate does not grow with its
     shard count. It is the rate measured here, capped by the CPU share of the function's memory and
-    by DynamoDB's 1,000 write units a second on the bucket it is deleting markers from.
+    by the store's pacing of its deletes on a bucket (MARKER_PARTITION_WRITES_PER_SECOND, 90 % of
+    DynamoDB's 1,000 write units a second on a partition).
     """
     rows = []
     for fanout in (4, 8, 16, 32, 64, 128):
@@ -185,7 +187,9 @@ def drain_table(rate: float, cpu_ms_per_1000: float) -> list[dict[str, Any]]:
             "markers_per_invocation": math.ceil(BURST / fanout),
         }
         for memory in (512, capacity.LAMBDA_MB_PER_VCPU):
-            per_invocation = min(rate, cpu_ceiling(cpu_ms_per_1000, memory), capacity.PARTITION_WRITE_UNITS)
+            per_invocation = min(
+                rate, cpu_ceiling(cpu_ms_per_1000, memory), MARKER_PARTITION_WRITES_PER_SECOND
+            )
             seconds = INVOCATION_START_SECONDS + row["markers_per_invocation"] / per_invocation
             row[f"seconds_at_{memory}_mb"] = round(seconds, 1)
             row[f"under_30s_at_{memory}_mb"] = seconds < TARGET_DRAIN_SECONDS
@@ -233,7 +237,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
             "note": "drain time of a 1,000,000-execution minute = invocation start (assumed "
             f"{INVOCATION_START_SECONDS} s) + markers per invocation / per-invocation rate, that rate being "
             "the one measured here (all_shards), capped by the CPU share of the function's memory and by "
-            "1,000 write units a second on the bucket being drained",
+            f"the store's pacing of a bucket's writes ({MARKER_PARTITION_WRITES_PER_SECOND:,.0f} a second, "
+            "under the partition's 1,000)",
             "burst_minute": drain_table(rate, cpu_ms),
         },
         "targets": {

@@ -8,6 +8,7 @@ A call made from one of the pool's own threads runs inline, so nested use can ne
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -45,3 +46,43 @@ def parallel_map(fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
 
 def chunks(items: Sequence[_T], size: int) -> list[Sequence[_T]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+class PartitionPacer:
+    """Keeps this process's writes to each DynamoDB partition key under a rate, so that draining one
+    busy bucket never runs into the partition's limit (1,000 write units a second) and relies on
+    throttling and retries instead.
+
+    A token bucket per key (the generic cell rate algorithm): a request of `units` waits until the key's
+    budget has room for it; up to `burst_seconds` of the rate may go at once. Waits happen outside the
+    lock, so writes to other keys (and the same key's, once their turn comes) proceed meanwhile.
+    """
+
+    def __init__(
+        self,
+        units_per_second: float,
+        *,
+        burst_seconds: float = 0.1,
+        monotonic: Callable[[], float] | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
+        self.units_per_second = units_per_second
+        self._burst = burst_seconds
+        self._monotonic = monotonic or time.monotonic
+        self._sleep = sleep or time.sleep
+        self._lock = threading.Lock()
+        self._due: dict[str, float] = {}  # per key: when its budget is spent (theoretical arrival time)
+
+    def wait(self, key: str, units: float) -> float:
+        """Block until `units` more may be written to `key`; returns the seconds waited."""
+        with self._lock:
+            now = self._monotonic()
+            due = max(self._due.get(key, now), now) + units / self.units_per_second
+            self._due[key] = due
+            if len(self._due) > 4096:  # keys of past minutes: forget those whose budget is back
+                self._due = {k: t for k, t in self._due.items() if t > now}
+        delay = due - now - self._burst
+        if delay > 1e-9:
+            self._sleep(delay)
+            return delay
+        return 0.0

@@ -354,3 +354,32 @@ def test_the_worker_leaves_an_execution_it_cannot_read_as_it_is_and_its_message_
     dead_letter(world.store, world.clock, WorkItem(job["id"], marker.execution_id, marker.scheduled_at, 1))
     stored = world.dynamodb_client.get_item(TableName=world.punctual.settings.table_name, Key=key)["Item"]
     assert stored["status"]["S"] == "PAUSED_BY_FUTURE"
+
+
+def test_marker_writes_are_paced_per_bucket_partition(world: World) -> None:
+    # Given a pacer that records what it is asked for
+    asked: list[tuple[str, float]] = []
+
+    class Spy:
+        def wait(self, key: str, units: float) -> float:
+            asked.append((key, units))
+            return 0.0
+
+    world.store.marker_pacer = Spy()  # type: ignore[assignment]
+    due = world.clock.now() + timedelta(minutes=5)
+    markers_ = [DueMarker(f"job_{i}", f"job_{i}.e", due, 1, shard=i % 2) for i in range(60)]
+    # When 60 markers are filed into two buckets, then deleted
+    world.store.put_markers(markers_)
+    world.store.delete_markers(markers_)
+    # Then every one of them was paced against its own bucket's partition, and nothing else was
+    per_key: dict[str, float] = {}
+    for key, units in asked:
+        per_key[key] = per_key.get(key, 0) + units
+    minute = due.strftime("%Y%m%d%H%M")
+    assert per_key == {f"DUE#{minute}#000": 60, f"DUE#{minute}#001": 60}
+    # and in a batch creation (markers, then jobs, both by BatchWriteItem) only the markers are paced
+    asked.clear()
+    job = {"task": {"type": "noop"}, "schedule": {"type": "at", "at": at(world, 600)}}
+    assert world.api("POST", "/jobs/batch", {"jobs": [job, job, job]}).status == 201
+    assert sum(units for _, units in asked) == 3
+    assert all(key.startswith("DUE#") for key, _ in asked)
