@@ -271,7 +271,7 @@ def one_time(jobs: int, minutes: int, *, lead_seconds: int, batch_size: int = 1)
     with _webhook() as task, mocked_world(clock) as world:
         meter = Meter(world)
         with meter.logging():
-            world.run_for(30)  # to 09:00:00, the first tick done
+            world.run_for(90)  # to 09:01:00: the scanner's positions in their rhythm
             idle = meter.during(lambda: world.run_for(60 * minutes))
             now = clock.now()
             bodies = [
@@ -308,7 +308,7 @@ def recurring(jobs: int, minutes: int) -> dict[str, Any]:
     with _webhook() as task, mocked_world(clock) as world:
         meter = Meter(world)
         with meter.logging():
-            world.run_for(30)
+            world.run_for(90)  # the scanner's positions in their rhythm
             idle = meter.during(lambda: world.run_for(60 * minutes))
             ids = [world.create({"type": "cron", "expression": "* * * * *"}, task)["id"] for _ in range(jobs)]
             world.run_for(120)  # into the rhythm: a marker filed ahead, an occurrence each minute

@@ -105,6 +105,27 @@ class World:
         assert answer.status == 200, answer.body
         return dict(answer.body)
 
+    def unread_markers(self) -> list[dict[str, Any]]:
+        """Due markers the scanner has still to read: every soon marker (it deletes those it sends),
+        and those in a minute's bucket at or past their shard's position (it leaves the rest to
+        expire)."""
+        items = self.dynamodb_client.scan(TableName=self.punctual.settings.table_name)["Items"]
+        positions = self.store.get_positions(range(self.punctual.settings.shard_count))
+        unread = []
+        for item in items:
+            pk, sk = item["pk"]["S"], item["sk"]["S"]
+            if not pk.startswith("DUE#"):
+                continue
+            _, minute, shard = pk.split("#")
+            position = positions.get(int(shard))
+            if minute == "SOON" or position is None:
+                unread.append(item)
+                continue
+            at, after = position
+            if minute > at.strftime("%Y%m%d%H%M") or (minute == at.strftime("%Y%m%d%H%M") and sk >= after):
+                unread.append(item)
+        return unread
+
     def executions(self, job_id: str, owner: str = "alice") -> list[dict[str, Any]]:
         answer = self.api("GET", f"/jobs/{job_id}/executions", owner=owner, query="limit=100")
         assert answer.status == 200, answer.body

@@ -5,9 +5,16 @@ For a batch of markers, in an order that survives a crash at any step:
 2. for a recurring job, file the next occurrence's marker and move the job's next_run_at, so the
    chain continues whatever happens to this execution;
 3. send the messages, held by DelaySeconds until their instant;
-4. delete the markers.
-A crash before 4 leaves the markers, so the next tick repeats the steps: 2 changes nothing the second
-time, and 3 sends duplicates that the worker recognises by the execution's stored status.
+4. delete the markers filed as due soon (`DueMarker.soon`); a minute bucket's markers stay, read
+   once by the scanner (which keeps its position in each bucket) and left to expire.
+A crash before the scanner records its position (or, for a soon marker, before 4) leaves the markers
+to be read again, so the next tick repeats the steps: 2 changes nothing the second time, and 3 sends
+duplicates that the worker recognises by the execution's stored status.
+
+Where a marker is filed: one due before now + `soon` (the API's hand-off window: the scanner's
+lookahead, a tick and a margin) goes to its shard's soon partition, which every tick reads whole,
+since a tick may already have read past that instant in the minute's bucket; anything later goes to
+its minute's bucket, which no tick has reached yet.
 
 The execution itself is stored by the worker when it starts (the message carries what it needs): on
 AWS the queue keeps the message, so a record written here would be one more write per execution for
@@ -23,7 +30,7 @@ few calls per hundred executions, so one scanner invocation is bounded by CPU, n
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -56,8 +63,10 @@ class DispatchResult:
     skipped: list[DueMarker] = field(default_factory=list)
     failed: list[DueMarker] = field(default_factory=list)
     quarantined: list[DueMarker] = field(default_factory=list)
-    # Done with, but their deletion failed: they stay, and their minute is not drained.
+    # Done with, but their deletion failed (soon markers): they stay, and are read again.
     undeleted: list[DueMarker] = field(default_factory=list)
+    # Recurring jobs' next occurrences filed meanwhile.
+    filed: list[DueMarker] = field(default_factory=list)
 
 
 class Dispatcher:
@@ -67,14 +76,20 @@ class Dispatcher:
         queue: WorkQueue,
         clock: Clock,
         *,
+        soon: timedelta,
         early_visibility_seconds: int = 0,
         record_queued: bool = False,
     ) -> None:
         self._store = store
         self._queue = queue
         self._clock = clock
+        self.soon = soon
         self._early = timedelta(seconds=early_visibility_seconds)
         self._record_queued = record_queued
+
+    def route(self, marker: DueMarker, now: datetime) -> DueMarker:
+        """The marker as it must be filed: under the soon partition if due before now + `soon`."""
+        return replace(marker, soon=marker.scheduled_at - now < self.soon)
 
     def _recorded(self, marker: DueMarker) -> bool:
         """Whether this marker's execution is stored as QUEUED before its message is sent."""
@@ -104,7 +119,7 @@ class Dispatcher:
                 logger.debug("dropping marker", extra={"execution_id": marker.execution_id, "reason": reason})
                 result.skipped.append(marker)
 
-        ready = self._record(runnable, existing)
+        ready = self._record(runnable, existing, result)
         result.failed.extend(m for m, _ in runnable if m.execution_id not in ready)
 
         # A stored execution past QUEUED was sent by an earlier dispatch and has been received since.
@@ -130,10 +145,13 @@ class Dispatcher:
 
         if result.quarantined:
             self._quarantine(result.quarantined, unreadable)
-        # Markers that were sent, set aside or that must not run are done with; failures stay for the
-        # next tick. A marker whose deletion fails stays too: the next tick sends it again (unless its
-        # stored execution has started), and the worker drops the duplicate.
-        done = result.enqueued + result.skipped + result.quarantined
+        # Soon markers that were sent, set aside or that must not run are done with; failures stay for
+        # the next tick. A marker whose deletion fails stays too: the next tick sends it again (unless
+        # its stored execution has started), and the worker drops the duplicate. (A minute bucket's
+        # markers are not deleted: the scanner's position moves past them.)
+        done = [m for m in result.enqueued + result.skipped + result.quarantined if m.soon]
+        if not done:
+            return result
         try:
             self._store.delete_markers(done)
         except RetryableStoreError:
@@ -159,7 +177,10 @@ class Dispatcher:
             )
 
     def _record(
-        self, runnable: list[tuple[DueMarker, Job]], existing: dict[str, ExecutionStatus | None]
+        self,
+        runnable: list[tuple[DueMarker, Job]],
+        existing: dict[str, ExecutionStatus | None],
+        result: DispatchResult,
     ) -> set[str]:
         """Step 2 (with the QUEUED executions stored here). Returns the execution ids that may be sent."""
         if not runnable:
@@ -181,21 +202,20 @@ class Dispatcher:
         ]
         chained = [(m, j) for m, j in runnable if j.recurring and not m.manual]
         following = {m.execution_id: next_after(j, m.scheduled_at) for m, j in chained}
+        filed = [
+            self.route(marker_for(j.id, at, m.schedule_version), now)
+            for m, j in chained
+            if (at := following[m.execution_id]) is not None
+        ]
         try:
-            self._store.put_new_executions(
-                new,
-                markers=[
-                    marker_for(j.id, at, m.schedule_version)
-                    for m, j in chained
-                    if (at := following[m.execution_id]) is not None
-                ],
-            )
+            self._store.put_new_executions(new, markers=filed)
         except Exception:
             logger.exception(
                 "could not record executions and next occurrences; the next tick retries them",
                 extra={"count": len(new)},
             )
             return set()
+        result.filed.extend(filed)
         advanced = parallel_map(lambda pair: self._advance(*pair, following[pair[0].execution_id]), chained)
         failed = {m.execution_id for (m, _), ok in zip(chained, advanced, strict=True) if not ok}
         return {m.execution_id for m, _ in runnable} - failed
@@ -244,8 +264,10 @@ def release_quarantined(store: Store, dispatcher: Dispatcher, clock: Clock, job_
         return result
     runs_at = next_run(job.schedule, now, job.anchor_at)
     if runs_at is not None:
-        store.put_marker(marker_for(job.id, runs_at, job.schedule_version))
-    store.delete_markers([marker_for(job.id, job.next_run_at, job.schedule_version)])
+        store.put_marker(dispatcher.route(marker_for(job.id, runs_at, job.schedule_version), now))
+    # The occurrence the chain stopped at, wherever it was filed (it is in the past: not run).
+    stale = marker_for(job.id, job.next_run_at, job.schedule_version)
+    store.delete_markers([stale, replace(stale, soon=True)])
     store.update_job(
         job,
         {"next_run_at": runs_at},

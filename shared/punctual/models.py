@@ -135,6 +135,11 @@ class DueMarker:
     # Filed by an API request that enqueues it itself (due before the next tick): until this instant
     # the scanner leaves it alone, so the two do not both send it.
     handoff_until: datetime | None = None
+    # Filed under its shard's "soon" partition rather than its minute's bucket: a marker due before a
+    # scanner tick could have read its bucket (the API's hand-offs, and anything filed that close to
+    # its instant). The scanner reads those partitions whole and deletes what it sends; it reads each
+    # minute's buckets once, up to its position, and never deletes from them (they expire).
+    soon: bool = False
 
 
 def execution_id_for(job_id: str, scheduled_at: datetime, schedule_version: int) -> str:

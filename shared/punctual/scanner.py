@@ -1,8 +1,15 @@
 """The scanner: once a tick, dispatch every marker due before now + lookahead.
 
-It reads only due buckets: from its checkpoint (the first minute that may still hold markers) up to
-the lookahead horizon, one query per bucket and shard. A late, missed or crashed tick skips nothing:
-the checkpoint only moves past minutes that were drained and can no longer receive markers.
+It reads two kinds of partition per shard:
+- its soon partition, whole (markers filed due sooner than a tick could have read their bucket: the
+  API's hand-offs and their failures, close follow-ups); what it sends from there it deletes;
+- the minute buckets, each once: a shard's position (a minute and a place in its bucket, stored per
+  shard) says where it reads on, and moves past what was sent. Markers there are not deleted; they
+  expire. A bucket never receives a marker behind a position: anything due that soon is filed under
+  the soon partition instead (`Dispatcher.route`).
+A late, missed or crashed tick skips nothing: the position moves only past markers that were sent
+(or dropped, or set aside); a failure keeps it at the first marker that failed, so the next tick reads
+from there (sending again what followed it, which the worker recognises).
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -27,12 +34,10 @@ from punctual.observability import (
     logger,
     metrics,
 )
-from punctual.store import Store, bucket_minute
+from punctual.store import START_OF_BUCKET, Store, bucket_minute
 
-# Markers may still arrive in a past minute for this long: an API request that files a marker for
-# "now" takes up to API Gateway's 29 s, and a dispatch filing a follow-up is quicker. Buckets younger
-# than this are read again on every tick; the checkpoint never passes them.
-SETTLE = timedelta(minutes=2)
+# A shard never scanned starts this far back (markers older than that were filed by no one).
+FIRST_SCAN_BACK = timedelta(minutes=2)
 MINUTE = timedelta(minutes=1)
 # Markers dispatched together (a few batched calls per hundred), and chunks dispatched at once.
 DISPATCH_CHUNK = 250
@@ -78,10 +83,10 @@ class ScanReport:
 class _Counts:
     enqueued: int = 0
     skipped: int = 0
-    failed: int = 0
-    deferred: int = 0
+    failed: list[DueMarker] = field(default_factory=list)
+    deferred: list[DueMarker] = field(default_factory=list)
     quarantined: int = 0
-    undeleted: int = 0
+    filed: list[DueMarker] = field(default_factory=list)
 
 
 class Scanner:
@@ -124,18 +129,48 @@ class Scanner:
         started = time.monotonic()
         now = self._clock.now()
         horizon = now + self._lookahead
-        settled = floor_minute(now - SETTLE)
-        # Checkpoints are per shard, so that changing how shards are grouped across scanner
-        # invocations never skips a bucket.
-        checkpoints = self._store.get_checkpoints(self._shards).values()
-        first = min([settled, *(c for c in checkpoints if c is not None)])
+        last_minute = floor_minute(horizon)
+        # Positions are per shard, so that changing how shards are grouped across scanner invocations
+        # never skips a bucket.
+        stored = self._store.get_positions(self._shards)
+        fresh = (floor_minute(now - FIRST_SCAN_BACK), START_OF_BUCKET)
+        positions = {shard: stored[shard] or fresh for shard in self._shards}
+        first = min(minute for minute, _ in positions.values())
         report = ScanReport(first_minute=first)
-
-        drained_until = first  # every minute before this one is empty
+        held: dict[int, str] = {}  # shards stopped at a marker this tick (it failed, or is claimed)
+        due_soon: list[DueMarker] = []  # follow-ups filed under a soon partition, due within this tick
         error: BaseException | None = None
         with ThreadPoolExecutor(max_workers=self._lanes, thread_name_prefix="scanner") as lanes:
+
+            def run(batches: list[tuple[int, list[DueMarker]]]) -> None:
+                """Dispatch the markers of some shards on the lanes; note where each shard must stop."""
+                nonlocal error
+                futures = [
+                    (shard, list(chunk), lanes.submit(self._dispatch, list(chunk), now))
+                    for shard, markers in batches
+                    for chunk in chunks(markers, DISPATCH_CHUNK)
+                ]
+                for shard, chunk, future in futures:
+                    try:
+                        counts = future.result()
+                    except Exception as exc:
+                        # The other chunks still count; the tick fails once its positions are safe.
+                        error = error or exc
+                        stuck = chunk
+                    else:
+                        report.enqueued += counts.enqueued
+                        report.skipped += counts.skipped
+                        report.failed += len(counts.failed)
+                        report.deferred += len(counts.deferred)
+                        report.quarantined += counts.quarantined
+                        stuck = counts.failed + counts.deferred
+                        due_soon.extend(m for m in counts.filed if m.soon and m.scheduled_at < horizon)
+                    in_bucket = [Store.marker_position(m) for m in stuck if not m.soon]
+                    if in_bucket:
+                        held[shard] = min([*in_bucket, *([held[shard]] if shard in held else [])])
+
             minute = first
-            while minute <= floor_minute(horizon):
+            while minute <= last_minute:
                 if time.monotonic() - started > budget.total_seconds():
                     report.complete = False
                     logger.warning(
@@ -145,34 +180,42 @@ class Scanner:
                 # A minute's buckets are read side by side and their chunks dispatched on the lanes;
                 # the next minute is read only once this one is done, because dispatching files
                 # recurring jobs' next occurrences into later minutes, which must be read after.
-                buckets = parallel_map(partial(self._read_bucket, minute, horizon), self._shards)
-                report.buckets_read += len(buckets)
-                futures = [
-                    lanes.submit(self._dispatch, list(chunk), now)
-                    for markers in buckets
-                    for chunk in chunks(markers, DISPATCH_CHUNK)
-                ]
-                clean = True
-                for future in futures:
-                    try:
-                        counts = future.result()
-                    except Exception as exc:
-                        # The other chunks still count; the tick fails once its checkpoint is safe.
-                        error = error or exc
-                        clean = False
-                        continue
-                    report.enqueued += counts.enqueued
-                    report.skipped += counts.skipped
-                    report.failed += counts.failed
-                    report.deferred += counts.deferred
-                    report.quarantined += counts.quarantined
-                    clean = clean and not (counts.failed or counts.deferred or counts.undeleted)
-                if minute == drained_until and clean:
-                    drained_until = minute + MINUTE
+                reading = [s for s in self._shards if s not in held and positions[s][0] <= minute]
+                batches = parallel_map(partial(self._read_bucket, minute, horizon, positions), reading)
+                report.buckets_read += len(batches)
+                run(batches)
+                for shard in reading:
+                    if shard in held:
+                        positions[shard] = (minute, held[shard])
+                    elif minute < last_minute:
+                        positions[shard] = (minute + MINUTE, START_OF_BUCKET)
+                    else:
+                        positions[shard] = (minute, Store.bound_position(horizon))
                 report.last_minute = minute
                 minute += MINUTE
 
-        self._store.advance_checkpoints(self._shards, min(drained_until, settled))
+            # Then the soon partitions, read again as long as dispatching them files more that are due:
+            # a recurring job caught up after an outage files each next occurrence there (it is due
+            # soon), and its chain goes on within this tick, as it does through the buckets.
+            # Each marker once a tick: one whose deletion failed is read again, and waits for the next.
+            # After the first reading, again only while follow-ups due within the tick were filed.
+            seen: set[str] = set()
+            while time.monotonic() - started <= budget.total_seconds():
+                due_soon.clear()
+                read = parallel_map(partial(self._read_soon, horizon), self._shards)
+                report.buckets_read += len(read)
+                unseen = [
+                    (shard, [m for m in markers if m.execution_id not in seen]) for shard, markers in read
+                ]
+                if not any(markers for _, markers in unseen):
+                    break
+                seen.update(m.execution_id for _, markers in unseen for m in markers)
+                run(unseen)
+                if not due_soon:
+                    break
+
+        report.complete = report.complete and not held and error is None
+        self._store.advance_positions(positions)
         elapsed_ms = (time.monotonic() - started) * 1000
         metrics.add_metric(name=EXECUTIONS_ENQUEUED, unit="Count", value=report.enqueued)
         if report.quarantined:
@@ -195,17 +238,27 @@ class Scanner:
             raise error
         return report
 
-    def _read_bucket(self, minute: datetime, horizon: datetime, shard: int) -> list[DueMarker]:
-        return list(self._store.due_markers(bucket_minute(minute), shard, horizon))
+    def _read_soon(self, horizon: datetime, shard: int) -> tuple[int, list[DueMarker]]:
+        return shard, list(self._store.soon_markers(shard, horizon))
+
+    def _read_bucket(
+        self, minute: datetime, horizon: datetime, positions: dict[int, tuple[datetime, str]], shard: int
+    ) -> tuple[int, list[DueMarker]]:
+        at, after = positions[shard]
+        start = after if at == minute else START_OF_BUCKET
+        return shard, list(self._store.due_markers(bucket_minute(minute), shard, horizon, start))
 
     def _dispatch(self, markers: list[DueMarker], now: datetime) -> _Counts:
-        # A marker an API request is still enqueueing stays (and its minute undrained) for a later tick.
+        # A marker an API request is still enqueueing stays for a later tick (in a minute bucket, the
+        # shard's position stops at it).
         mine = [m for m in markers if m.handoff_until is None or m.handoff_until <= now]
-        counts = _Counts(deferred=len(markers) - len(mine))
+        counts = _Counts(
+            deferred=[m for m in markers if m.handoff_until is not None and m.handoff_until > now]
+        )
         result = self._dispatcher.dispatch(mine)
         counts.enqueued = len(result.enqueued)
         counts.skipped = len(result.skipped)
-        counts.failed = len(result.failed)
+        counts.failed = list(result.failed)
         counts.quarantined = len(result.quarantined)
-        counts.undeleted = len(result.undeleted)
+        counts.filed = result.filed
         return counts

@@ -64,13 +64,11 @@ class JobService:
         dispatcher: Dispatcher,
         clock: Clock,
         *,
-        handoff: timedelta,
         allowed_networks: tuple[str, ...] = (),
     ) -> None:
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
-        self._handoff = handoff
         self._allowed_networks = allowed_networks
 
     # --------------------------------------------------------------- create
@@ -357,17 +355,17 @@ class JobService:
 
     def _file(self, marker: DueMarker) -> DueMarker:
         """Store a marker. One due before the scanner's next tick is this request's to enqueue: it is
-        filed with a hand-off claim, which keeps a scanner tick running meanwhile from sending it too."""
+        filed in its shard's soon partition with a hand-off claim, which keeps a scanner tick running
+        meanwhile from sending it too."""
         [filed] = self._file_many([marker])
         return filed
 
     def _file_many(self, markers: Sequence[DueMarker]) -> list[DueMarker]:
         """`_file` for several markers: one PutItem for one, BatchWriteItems for more."""
         now = self._clock.now()
-        claimed = [
-            replace(m, handoff_until=now + HANDOFF_CLAIM) if m.scheduled_at - now < self._handoff else m
-            for m in markers
-        ]
+        # Due before the scanner's next tick could read it (`Dispatcher.soon`): this request's to send.
+        routed = [self._dispatcher.route(m, now) for m in markers]
+        claimed = [replace(m, handoff_until=now + HANDOFF_CLAIM) if m.soon else m for m in routed]
         self._put_markers(claimed)
         return claimed
 

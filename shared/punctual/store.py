@@ -4,6 +4,7 @@ One table holds four kinds of item:
 - a job:        pk JOB#<job id>                    sk JOB
 - an execution: pk JOB#<job id>                    sk EXEC#<scheduled ms>#<execution id>
 - a due marker: pk DUE#<yyyymmddHHMM>#<shard>      sk <scheduled ms>#<execution id>
+                (or, due soon, pk DUE#SOON#<shard>: see `DueMarker.soon`)
 - bookkeeping:  idempotency keys (pk IDEM#...), the scanner's checkpoints and leases (pk SCANNER),
                 and quarantined markers (pk QUARANTINE).
 Jobs carry owner_pk/owner_sk so that an owner's jobs list newest first from the by_owner index
@@ -106,6 +107,22 @@ def _marker_pk(minute: str, shard: int) -> str:
     return f"DUE#{minute}#{shard:03d}"
 
 
+def _soon_pk(shard: int) -> str:
+    return f"{_SOON_PK_PREFIX}{shard:03d}"
+
+
+def _sk_bound(instant: datetime) -> str:
+    """A sort key bound between the markers due before `instant` and those due at or after it."""
+    return f"{to_epoch_ms(instant):013d}"
+
+
+# The lowest position in a bucket: every marker's sort key (scheduled ms, 13 digits) is above it.
+START_OF_BUCKET = "0"
+# Markers in minute buckets are read once and never deleted by the scanner: they expire, this long
+# after their instant (a scanner stopped for longer would find them gone; its alarms fire long before).
+MARKER_TTL = timedelta(days=7)
+
+
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else to_rfc3339(value)
 
@@ -124,6 +141,7 @@ def _int(value: Any) -> int | None:
 # a bucket at the deployed 64 shards) keeps under the limit instead of being throttled into retries.
 MARKER_PARTITION_WRITES_PER_SECOND = 900.0
 _MARKER_PK_PREFIX = "DUE#"
+_SOON_PK_PREFIX = "DUE#SOON#"
 
 # Unprocessed items are DynamoDB's throttling signal for batches (a hot bucket partition takes 1,000
 # writes a second): back off with jitter, for about ten seconds in all, before giving up.
@@ -641,15 +659,31 @@ class Store:
         """File the intent to enqueue an execution. Idempotent: the key is derived from the execution."""
         _call(lambda: self._table.put_item(Item=self._marker_item(marker)))
 
-    def due_markers(self, minute: str, shard: int, before: datetime) -> Iterator[DueMarker]:
-        """Markers in one bucket due before `before`, oldest first (strongly consistent)."""
+    def due_markers(
+        self, minute: str, shard: int, before: datetime, after: str = START_OF_BUCKET
+    ) -> Iterator[DueMarker]:
+        """Markers in one minute's bucket from position `after` (inclusive: a sort key, or a bound from
+        `_sk_bound`) to those due before `before`, oldest first (strongly consistent)."""
+        upper = _sk_bound(before)
+        if after >= upper:
+            return iter(())
+        return self._query_markers(
+            "pk = :pk AND sk BETWEEN :after AND :before",
+            {":pk": {"S": _marker_pk(minute, shard)}, ":after": {"S": after}, ":before": {"S": upper}},
+        )
+
+    def soon_markers(self, shard: int, before: datetime) -> Iterator[DueMarker]:
+        """The shard's markers filed as due soon, those due before `before`, oldest first."""
+        return self._query_markers(
+            "pk = :pk AND sk < :before",
+            {":pk": {"S": _soon_pk(shard)}, ":before": {"S": _sk_bound(before)}},
+        )
+
+    def _query_markers(self, condition: str, values: dict[str, Any]) -> Iterator[DueMarker]:
         kwargs: dict[str, Any] = {
             "TableName": self._table_name,
-            "KeyConditionExpression": "pk = :pk AND sk < :before",
-            "ExpressionAttributeValues": {
-                ":pk": {"S": _marker_pk(minute, shard)},
-                ":before": {"S": f"{to_epoch_ms(before):013d}"},
-            },
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeValues": values,
             "ConsistentRead": True,
         }
         while True:
@@ -660,6 +694,16 @@ class Store:
                 return
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
+    @staticmethod
+    def marker_position(marker: DueMarker) -> str:
+        """A marker's place in its bucket, as a position for `due_markers`."""
+        return f"{to_epoch_ms(marker.scheduled_at):013d}#{marker.execution_id}"
+
+    @staticmethod
+    def bound_position(instant: datetime) -> str:
+        """The position in a bucket after every marker due before `instant`."""
+        return _sk_bound(instant)
+
     def delete_markers(self, markers: Iterable[DueMarker]) -> None:
         requests = [{"DeleteRequest": {"Key": self._marker_key(m)}} for m in markers]
         self._batch_write(requests)
@@ -669,13 +713,13 @@ class Store:
     ) -> None:
         """Set markers whose job cannot be read aside (pk QUARANTINE), with the reason, so that they
         stop holding up their bucket (`punctual.dispatch.release_quarantined` sends them once the job
-        is fixed)."""
+        is fixed). They are kept until released: no expiry."""
         self._batch_write(
             [
                 {
                     "PutRequest": {
                         "Item": {
-                            **self._marker_item(m),
+                            **{k: v for k, v in self._marker_item(m).items() if k != "expires_at"},
                             "pk": _QUARANTINE_PK,
                             "sk": f"{m.job_id}#{to_epoch_ms(m.scheduled_at):013d}#{m.execution_id}",
                             "reason": reasons.get(m.job_id, "unknown"),
@@ -820,28 +864,41 @@ class Store:
 
         parallel_map(give_back, list(shards))
 
-    def get_checkpoints(self, shards: Iterable[int]) -> dict[int, datetime | None]:
-        """Per shard, the first minute the scanner must still read (None: never scanned)."""
+    def get_positions(self, shards: Iterable[int]) -> dict[int, tuple[datetime, str] | None]:
+        """Per shard, where the scanner reads on: the minute and the position in its bucket (None: never
+        scanned). A checkpoint of an older version (a minute only) reads as that minute's start."""
         wanted = list(shards)
-        found: dict[int, datetime | None] = dict.fromkeys(wanted)
+        found: dict[int, tuple[datetime, str] | None] = dict.fromkeys(wanted)
         keys = [{"pk": "SCANNER", "sk": f"CHECKPOINT#{shard:03d}"} for shard in wanted]
         for item in self._batch_get(keys):
-            found[int(str(item["sk"]).split("#")[1])] = from_epoch_ms(int(item["minute_ms"]))
+            minute = from_epoch_ms(int(item["minute_ms"]))
+            found[int(str(item["sk"]).split("#")[1])] = (minute, str(item.get("after", START_OF_BUCKET)))
         return found
 
-    def advance_checkpoints(self, shards: Iterable[int], minute: datetime) -> None:
-        """Move the shards' checkpoints forward (never back, whatever runs concurrently)."""
-        for shard in shards:
+    def advance_positions(self, positions: dict[int, tuple[datetime, str]]) -> None:
+        """Move the shards' positions forward (never back, whatever runs concurrently)."""
+
+        def advance(entry: tuple[int, tuple[datetime, str]]) -> None:
+            shard, (minute, after) = entry
             put = partial(
                 self._table.put_item,
-                Item={"pk": "SCANNER", "sk": f"CHECKPOINT#{shard:03d}", "minute_ms": to_epoch_ms(minute)},
-                ConditionExpression="attribute_not_exists(pk) OR minute_ms < :m",
-                ExpressionAttributeValues={":m": to_epoch_ms(minute)},
+                Item={
+                    "pk": "SCANNER",
+                    "sk": f"CHECKPOINT#{shard:03d}",
+                    "minute_ms": to_epoch_ms(minute),
+                    "after": after,
+                },
+                ConditionExpression="attribute_not_exists(pk) OR minute_ms < :m "
+                "OR (minute_ms = :m AND (attribute_not_exists(#after) OR #after <= :a))",
+                ExpressionAttributeNames={"#after": "after"},
+                ExpressionAttributeValues={":m": to_epoch_ms(minute), ":a": after},
             )
             try:
                 _call(put)
             except LostRace:
                 pass
+
+        parallel_map(advance, list(positions.items()))
 
     # ------------------------------------------------------------- mapping
     @staticmethod
@@ -1014,7 +1071,7 @@ class Store:
         # A marker read back keeps the shard it was filed under, even if the shard count changed since.
         shard = marker.shard if marker.shard is not None else shard_of(marker.execution_id, self.shard_count)
         return {
-            "pk": _marker_pk(bucket_minute(marker.scheduled_at), shard),
+            "pk": _soon_pk(shard) if marker.soon else _marker_pk(bucket_minute(marker.scheduled_at), shard),
             "sk": f"{to_epoch_ms(marker.scheduled_at):013d}#{marker.execution_id}",
         }
 
@@ -1026,6 +1083,7 @@ class Store:
             "scheduled_ms": to_epoch_ms(marker.scheduled_at),
             "schedule_version": marker.schedule_version,
             "manual": marker.manual,
+            "expires_at": int((marker.scheduled_at + MARKER_TTL).timestamp()),
             **(
                 {"handoff_until_ms": to_epoch_ms(marker.handoff_until)}
                 if marker.handoff_until is not None
@@ -1044,4 +1102,5 @@ class Store:
             manual=bool(item.get("manual", False)),
             shard=int(str(item["pk"]).rsplit("#", 1)[1]),
             handoff_until=None if handoff is None else from_epoch_ms(int(handoff)),
+            soon=str(item["pk"]).startswith(_SOON_PK_PREFIX),
         )

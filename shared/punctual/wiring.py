@@ -64,6 +64,7 @@ def build(
         store,
         queue,
         clock,
+        soon=timedelta(seconds=settings.handoff_seconds),
         early_visibility_seconds=settings.early_visibility_seconds,
         record_queued=settings.record_queued,
     )
@@ -71,7 +72,6 @@ def build(
         store,
         dispatcher,
         clock,
-        handoff=timedelta(seconds=settings.handoff_seconds),
         allowed_networks=settings.webhook_allowed_networks,
     )
     worker = Worker(

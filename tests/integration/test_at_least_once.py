@@ -49,13 +49,14 @@ def only_final_record(world: World, job_id: str) -> dict[str, Any]:
     return execution
 
 
-def test_scanner_crash_after_sending_before_recording(world: World) -> None:
+def test_scanner_crash_after_sending_before_recording_its_position(world: World) -> None:
     with receiver() as hook:
-        # Given a job the scanner will enqueue, and a scanner that dies after sending, before deleting markers
+        # Given a job the scanner will enqueue, and a scanner that dies after sending, before recording
+        # how far it read (its position)
         world.tick()
         job = http_job(world, hook, 240)
         world.clock.advance(200)
-        once(world, world.store, "delete_markers", Crash("after send"))
+        once(world, world.store, "advance_positions", Crash("after send"))
         with pytest.raises(Crash):
             world.tick()
         # When the next tick runs (and sends the message again)

@@ -45,11 +45,11 @@ def test_cost_benchmark_counts_units_and_prices_them() -> None:
             "--batch-size",
             "2",
             "--batch-lead-seconds",
-            "20",
+            "200",
             "--cron",
             "2",
             "--minutes",
-            "1",
+            "4",
         ]
     )
     # When the benchmark runs on moto
@@ -79,12 +79,15 @@ def test_cost_benchmark_counts_units_and_prices_them() -> None:
     assert isinstance(result["target"]["met"], bool)
     # and the request units match the constants the capacity plan uses: if this fails, the store
     # writes or reads differently; run `make bench-cost` and update punctual/capacity.py
-    for name, constants in (
-        ("handed_off", capacity.ONE_TIME),
-        ("batched", capacity.ONE_TIME_BATCHED),
-        ("recurring", capacity.RECURRING),
+    # (a job handed off by the API writes one unit more than one the scanner sends: its soon marker is
+    # deleted, where a minute bucket's marker is left to expire)
+    extra = capacity.HANDED_OFF_EXTRA_WRITE_UNITS
+    for name, constants, more in (
+        ("handed_off", capacity.ONE_TIME, extra),
+        ("batched", capacity.ONE_TIME_BATCHED, 0.0),
+        ("recurring", capacity.RECURRING, 0.0),
     ):
         usage = result["measured"][name]["usage_per_execution"]
-        assert usage["write_units"] == constants.write_units, name
-        assert usage["write_units_keys_only"] == constants.write_units_keys_only, name
+        assert usage["write_units"] == constants.write_units + more, name
+        assert usage["write_units_keys_only"] == constants.write_units_keys_only + more, name
         assert usage["read_units"] == constants.read_units, name

@@ -25,8 +25,8 @@ def counted(world: World, seconds: float) -> Counter[str]:
 
 
 def test_calls_for_one_one_time_job(world: World) -> None:
-    # Given the cost of five idle minutes
-    world.run_for(30)  # to 09:00:00
+    # Given the cost of five idle minutes (once the scanner's positions are in their rhythm)
+    world.run_for(90)  # to 09:01:00
     idle = counted(world, 300)
     # When one job is created for 4 minutes ahead and five minutes pass
     with world.counting_calls() as create:
@@ -37,14 +37,13 @@ def test_calls_for_one_one_time_job(world: World) -> None:
     assert world.executions(job["id"])[0]["status"] == "SUCCEEDED"
     # Then creating it is one marker and one job item
     assert create == Counter({"dynamodb.PutItem": 2})
-    # and the scanner reads its job (BatchGetItem), sends it and deletes the marker (BatchWriteItem):
-    # it stores no execution; the worker reads the execution (absent) and the job, claims it (which
-    # stores it), reads the job again (a cancel between read and claim still counts), finishes the
-    # execution and completes the job
+    # and the scanner reads its job (BatchGetItem) and sends it: it stores no execution and deletes
+    # no marker (its position moves past it; the marker expires); the worker reads the execution
+    # (absent) and the job, claims it (which stores it), reads the job again (a cancel between read
+    # and claim still counts), finishes the execution and completes the job
     assert per_job == Counter(
         {
             "dynamodb.BatchGetItem": 1,
-            "dynamodb.BatchWriteItem": 1,
             "sqs.SendMessageBatch": 1,
             "dynamodb.GetItem": 3,
             "dynamodb.UpdateItem": 3,
@@ -56,7 +55,7 @@ def test_calls_for_one_one_time_job(world: World) -> None:
 
 def test_calls_for_one_cron_occurrence(world: World) -> None:
     # Given an idle minute's cost, then an every-minute job in its rhythm
-    world.run_for(30)  # to 09:00:00
+    world.run_for(90)  # to 09:01:00
     idle = counted(world, 60)
     job = world.create({"type": "cron", "expression": "* * * * *"})
     world.run_for(120)
@@ -66,8 +65,9 @@ def test_calls_for_one_cron_occurrence(world: World) -> None:
     assert len(world.executions(job["id"])) - before == 1
     per_occurrence = busy - idle
     print("cron occurrence:", json.dumps(dict(per_occurrence)))
-    # Then the scanner reads the job (BatchGetItem), files the next marker (one BatchWriteItem), moves
-    # next_run_at, sends, and deletes this marker (a second BatchWriteItem); the worker reads, claims
+    # Then the scanner reads the job (BatchGetItem), files the next marker (one BatchWriteItem: due
+    # within the next ticks' reach, under its shard's soon partition), moves next_run_at, sends, and
+    # deletes this marker from its soon partition (a second BatchWriteItem); the worker reads, claims
     # (storing the execution), reads the job again, finishes and updates the job
     assert per_occurrence == Counter(
         {

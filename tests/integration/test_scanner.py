@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from punctual.scanner import SETTLE
-from punctual.timefmt import to_rfc3339
+from punctual.models import marker_for
+from punctual.store import MARKER_TTL
+from punctual.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
 from tests.world import World
 
 
@@ -34,12 +36,12 @@ def test_a_tick_reads_only_due_buckets_whatever_the_number_of_future_jobs(world:
             world.tick()
         costs.append(calls["dynamodb.Query"])
         world.clock.advance(60)
-    # Then a tick costs the same: one query per shard for each minute from the last tick's settled
-    # minute to the horizon
+    # Then a tick costs the same: one query per shard for its soon partition, and one for each minute
+    # from its position (where the last tick stopped reading) to the horizon
     settings = world.punctual.settings
-    minutes = int((SETTLE.total_seconds() + settings.tick_seconds + settings.lookahead_seconds) // 60) + 2
+    minutes = (settings.tick_seconds + settings.lookahead_seconds) // 60 + 2
     assert costs[0] == costs[1]
-    assert costs[0] <= minutes * settings.shard_count
+    assert costs[0] <= (1 + minutes) * settings.shard_count
 
 
 def test_missed_ticks_skip_nothing(world: World) -> None:
@@ -53,7 +55,7 @@ def test_missed_ticks_skip_nothing(world: World) -> None:
     [execution] = world.executions(job["id"])
     assert execution["status"] == "SUCCEEDED"
     assert execution["lateness_ms"] >= 15 * 60 * 1000
-    assert markers(world) == []
+    assert world.unread_markers() == []
 
 
 def test_the_next_occurrence_is_filed_when_the_current_one_is_enqueued(world: World) -> None:
@@ -118,8 +120,8 @@ def test_no_execution_falls_between_the_api_and_the_scanner(world: World, tick_p
     real = world.store.due_markers
     late: list[dict[str, Any]] = []
 
-    def interleaved(minute: str, shard: int, before: Any) -> Iterator[Any]:
-        yield from real(minute, shard, before)
+    def interleaved(minute: str, shard: int, before: Any, after: str) -> Iterator[Any]:
+        yield from real(minute, shard, before, after)
         if not late:
             late.append(world.create({"type": "at", "at": at(world, 181)}))
 
@@ -135,4 +137,96 @@ def test_no_execution_falls_between_the_api_and_the_scanner(world: World, tick_p
         assert execution["status"] == "SUCCEEDED", job
         assert execution["attempts"] == 1
         assert execution["started_at"] >= execution["scheduled_at"]
-    assert markers(world) == []
+    assert world.unread_markers() == []
+
+
+def positions_of(world: World) -> dict[int, Any]:
+    return world.store.get_positions(range(world.punctual.settings.shard_count))
+
+
+def test_a_failed_send_holds_its_shard_at_that_marker_and_the_next_tick_sends_it(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given four jobs due in the same minute on one shard, and SQS refusing every send for one tick
+    world.tick()
+    jobs = [world.create({"type": "at", "at": at(world, 240 + i)}) for i in range(4)]
+    world.clock.advance(200)
+    monkeypatch.setattr(world.punctual.queue, "send", lambda items, attempts=4: [item for item, _ in items])
+    report = world.tick()
+    monkeypatch.undo()
+    # Then the tick reports them failed and the shards holding them stop at them
+    assert report["failed"] == 4 and not report["complete"]
+    due_minute = parse_rfc3339(jobs[0]["next_run_at"]).replace(second=0, microsecond=0)
+    held = [p for p in positions_of(world).values() if p is not None and p[0] == due_minute and p[1] != "0"]
+    assert held  # at least one shard stopped inside the jobs' minute
+    # When the next tick runs
+    world.clock.advance(60)
+    world.run_for(60)
+    # Then every job ran, once, and nothing is left to read
+    for job in jobs:
+        [execution] = world.executions(job["id"])
+        assert (execution["status"], execution["attempts"]) == ("SUCCEEDED", 1)
+    assert world.unread_markers() == []
+
+
+def test_a_claimed_marker_in_a_minute_bucket_holds_the_position_until_its_claim_runs_out(
+    world: World,
+) -> None:
+    # Given a marker filed by an older version: in its minute's bucket, with a hand-off claim whose
+    # request died
+    world.tick()
+    job = world.create({"type": "at", "at": at(world, 240)})
+    stored = world.store.get_job(job["id"])
+    assert stored is not None and stored.next_run_at is not None
+    marker = marker_for(job["id"], stored.next_run_at, stored.schedule_version)
+    world.clock.advance(200)
+    world.store.put_marker(replace(marker, handoff_until=world.clock.now() + timedelta(seconds=45)))
+    # When a tick reads it while the claim runs
+    report = world.tick()
+    # Then it is left alone and the shard's position stays at it
+    assert report["deferred"] == 1 and report["enqueued"] == 0
+    assert world.executions(job["id"]) == []
+    # and once the claim has run out, a tick sends it
+    world.clock.advance(60)
+    world.run_for(30)
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "SUCCEEDED"
+    assert world.unread_markers() == []
+
+
+def test_minute_markers_expire_and_quarantined_ones_do_not(world: World) -> None:
+    # Given a marker in a minute's bucket, and one set aside
+    world.tick()
+    job = world.create({"type": "at", "at": at(world, 240)})
+    [item] = markers(world)
+    due = parse_rfc3339(job["next_run_at"])
+    # Then the bucket's marker expires a week after its instant (the scanner never deletes it)
+    assert int(item["expires_at"]["N"]) == int((due + MARKER_TTL).timestamp())
+    stored = world.store.get_job(job["id"])
+    assert stored is not None
+    marker = marker_for(job["id"], due, stored.schedule_version)
+    world.store.quarantine_markers([marker], {job["id"]: "test"}, world.clock.now())
+    quarantined = [
+        i
+        for i in world.dynamodb_client.scan(TableName=world.punctual.settings.table_name)["Items"]
+        if i["pk"]["S"] == "QUARANTINE"
+    ]
+    assert len(quarantined) == 1 and "expires_at" not in quarantined[0]
+
+
+def test_a_checkpoint_of_the_previous_version_reads_as_the_start_of_its_minute(world: World) -> None:
+    # Given a checkpoint written by the previous version (a minute only)
+    minute = world.clock.now().replace(second=0, microsecond=0)
+    world.dynamodb_client.put_item(
+        TableName=world.punctual.settings.table_name,
+        Item={
+            "pk": {"S": "SCANNER"},
+            "sk": {"S": "CHECKPOINT#000"},
+            "minute_ms": {"N": str(to_epoch_ms(minute))},
+        },
+    )
+    # Then it reads as that minute's start, and a position never moves back
+    assert positions_of(world)[0] == (minute, "0")
+    world.store.advance_positions({0: (minute + timedelta(minutes=1), "0")})
+    world.store.advance_positions({0: (minute, "9")})
+    assert positions_of(world)[0] == (minute + timedelta(minutes=1), "0")
