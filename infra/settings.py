@@ -46,6 +46,11 @@ class DeploySettings:
     alarm_email: str | None = None
     # Off only for throwaway test stacks: the table and the logs are then deleted with the stack.
     deletion_protection: bool = True
+    # Store every execution as QUEUED before its message is sent (one more write unit an execution).
+    # Needed for one deployment when upgrading from a version whose workers drop a message naming an
+    # execution that is not stored (before 2026-11-30): deploy with it on, then off once every
+    # function runs this version (README, "Upgrading").
+    record_queued: bool = False
     worker_max_concurrency: int = 20
     # AWS's public Powertools layer (account 017000801446); 32 carries Powertools 3.28.0.
     powertools_layer_version: int = 32
@@ -129,6 +134,7 @@ class DeploySettings:
             lookahead_seconds=self.lookahead_seconds,
             retention_days=self.retention_days,
             webhook_allowed_networks=self.webhook_allowed_networks,
+            record_queued=self.record_queued,
         )
 
     @classmethod
@@ -161,8 +167,9 @@ class DeploySettings:
                 values[key] = kind(raw)
             except ValueError as exc:
                 raise ValueError(f"context {key}={raw!r} is not an integer") from exc
-        if value("deletion_protection") is not None:
-            values["deletion_protection"] = _as_bool("deletion_protection", value("deletion_protection"))
+        for flag in ("deletion_protection", "record_queued"):
+            if value(flag) is not None:
+                values[flag] = _as_bool(flag, value(flag))
         values["alarm_email"] = str(value("alarm_email") or "").strip() or None
         values["webhook_allowed_networks"] = _as_list(value("webhook_allowed_networks"))
         return cls(**values)

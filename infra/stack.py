@@ -108,4 +108,6 @@ def function_environment(settings: DeploySettings) -> dict[str, str]:
     }
     if settings.webhook_allowed_networks:
         environment["PUNCTUAL_WEBHOOK_ALLOWED_NETWORKS"] = ",".join(settings.webhook_allowed_networks)
+    if settings.record_queued:
+        environment["PUNCTUAL_RECORD_QUEUED"] = "true"
     return environment

@@ -82,6 +82,13 @@ class Settings(BaseModel):
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
         if region:
             values["region"] = region
+        if env.get("PUNCTUAL_RECORD_QUEUED"):
+            values["record_queued"] = env["PUNCTUAL_RECORD_QUEUED"].strip().lower() in {
+                "1",
+                "true",
+                "yes",
+                "on",
+            }
         networks = env.get("PUNCTUAL_WEBHOOK_ALLOWED_NETWORKS", "")
         values["webhook_allowed_networks"] = tuple(n.strip() for n in networks.split(",") if n.strip())
         return cls.model_validate(values)

@@ -223,6 +223,7 @@ class Store:
         self._table_name = table_name
         self.shard_count = shard_count
         self._retention = timedelta(days=retention_days)
+        self.retention = self._retention
         self.list_read_budget = LIST_READ_BUDGET
         self.marker_pacer = PartitionPacer(MARKER_PARTITION_WRITES_PER_SECOND)
 
@@ -576,11 +577,13 @@ class Store:
         """RUNNING (this attempt) -> SUCCEEDED or FAILED."""
         return self._update_execution(
             execution,
-            "SET #st = :final, finished_at = :at, #err = :err, #res = :res REMOVE lease_until",
+            "SET #st = :final, finished_at = :at, #err = :err, #res = :res, expires_at = :exp "
+            "REMOVE lease_until",
             "#st = :running AND attempts = :attempts",
             {
                 ":final": status.value,
                 ":at": to_rfc3339(finished_at),
+                ":exp": self._expiry(finished_at),
                 ":err": error,
                 ":res": None if result is None else json.dumps(result),
                 ":running": ExecutionStatus.RUNNING.value,
@@ -592,10 +595,11 @@ class Store:
         """RUNNING (this attempt) -> RETRYING, to be picked up again at `next_attempt_at`."""
         return self._update_execution(
             execution,
-            "SET #st = :retrying, next_attempt_at = :next, #err = :err REMOVE lease_until",
+            "SET #st = :retrying, next_attempt_at = :next, #err = :err, expires_at = :exp REMOVE lease_until",
             "#st = :running AND attempts = :attempts",
             {
                 ":retrying": ExecutionStatus.RETRYING.value,
+                ":exp": self._expiry(next_attempt_at),
                 ":next": to_rfc3339(next_attempt_at),
                 ":err": error,
                 ":running": ExecutionStatus.RUNNING.value,
@@ -610,11 +614,13 @@ class Store:
         dead-lettered)."""
         return self._update_execution(
             execution,
-            "SET #st = :final, finished_at = :at, #err = :err REMOVE lease_until, next_attempt_at",
+            "SET #st = :final, finished_at = :at, #err = :err, expires_at = :exp "
+            "REMOVE lease_until, next_attempt_at",
             "attribute_not_exists(pk) OR NOT (#st IN (:s, :f, :c))",
             {
                 ":final": status.value,
                 ":at": to_rfc3339(finished_at),
+                ":exp": self._expiry(finished_at),
                 ":err": error,
                 ":s": ExecutionStatus.SUCCEEDED.value,
                 ":f": ExecutionStatus.FAILED.value,
@@ -634,7 +640,10 @@ class Store:
             names["#res"] = "result"
         if "attribute_not_exists(pk)" in condition:
             item = self._execution_item(execution)
-            fixed = {name: item[name] for name in _EXECUTION_FIXED if name in item}
+            # (less what this update sets itself: two paths to one attribute are refused)
+            fixed = {
+                name: item[name] for name in _EXECUTION_FIXED if name in item and f"{name} = " not in update
+            }
             sets = []
             for i, (name, value) in enumerate(fixed.items()):
                 names[f"#f{i}"] = name

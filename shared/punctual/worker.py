@@ -118,7 +118,7 @@ class Worker:
             self._ensure_outcome_recorded(stored)
             return Outcome.DONE
         job = self._store.get_job(item.job_id)
-        execution = stored or unstored_execution(item, job, self._clock.now())
+        execution = stored or unstored_execution(item, job, self._clock.now(), self._store.retention)
         if execution is None:
             return Outcome.DONE
         reason = skip_reason(job, execution)
@@ -188,13 +188,19 @@ class Worker:
             allowed_networks=self._config.allowed_networks,
             resolver=self._resolver,
         )
+        began = self._clock.now()
         try:
             result = tasks.run(job.task, context)
         except TaskFailed as exc:
-            return self._failed(job, execution, receipt_handle, str(exc), exc.retryable, exc.result)
+            took = _ms(self._clock.now() - began)
+            return self._failed(job, execution, receipt_handle, str(exc), exc.retryable, exc.result, took)
         except Exception as exc:
             logger.exception("task raised", extra=log)
-            return self._failed(job, execution, receipt_handle, f"{type(exc).__name__}: {exc}", True, None)
+            error = f"{type(exc).__name__}: {exc}"
+            return self._failed(
+                job, execution, receipt_handle, error, True, None, _ms(self._clock.now() - began)
+            )
+        log["took_ms"] = _ms(self._clock.now() - began)
         try:
             finished = self._persist(
                 lambda: self._store.finish_execution(
@@ -213,7 +219,14 @@ class Worker:
         return Outcome.DONE
 
     def _failed(
-        self, job: Job, execution: Execution, receipt_handle: str, error: str, retryable: bool, result: Any
+        self,
+        job: Job,
+        execution: Execution,
+        receipt_handle: str,
+        error: str,
+        retryable: bool,
+        result: Any,
+        took_ms: int,
     ) -> Outcome:
         error = error[:MAX_ERROR_CHARS]
         log = {
@@ -222,6 +235,7 @@ class Worker:
             "attempt": execution.attempts,
             "lateness_ms": execution.lateness_ms,
             "task": job.task.type,
+            "took_ms": took_ms,
             "error": error,
         }
         if retryable and execution.attempts < job.retry.max_attempts:
@@ -300,10 +314,14 @@ class Worker:
         return Outcome.LATER
 
 
-def unstored_execution(item: WorkItem, job: Job | None, now: datetime) -> Execution | None:
+def unstored_execution(
+    item: WorkItem, job: Job | None, now: datetime, retention: timedelta
+) -> Execution | None:
     """The execution a message names that is not stored yet (the scanner stores none: its first claim
-    does), as QUEUED; None if it cannot be: its job is gone, or the message predates the fields."""
-    if item.schedule_version is None or job is None:
+    does), as QUEUED; None if it cannot be: its job is gone, the message predates the fields, or it is
+    older than the history's retention (its record may have expired after it ran: running it anew
+    would repeat it)."""
+    if item.schedule_version is None or job is None or now - item.scheduled_at >= retention:
         logger.warning(
             "no such execution; dropping message",
             extra={"execution_id": item.execution_id, "job_exists": job is not None},
@@ -325,12 +343,14 @@ def dead_letter(store: Store, clock: Clock, item: WorkItem) -> None:
     """A message that exhausted its receives: its execution fails, and a one-time job completes."""
     try:
         stored = store.get_execution(item.job_id, item.scheduled_at, item.execution_id)
-    except UnreadableItem as exc:
-        logger.error("dead-lettered execution cannot be read; left as it is", extra={"error": str(exc)})
-        return
+    except UnreadableItem:
+        # Leave the message on the dead-letter queue (its retention, 14 days) for a version that can
+        # read the execution: failing here keeps it there.
+        logger.error("dead-lettered execution cannot be read; the message stays on the dead-letter queue")
+        raise
     if stored is not None and stored.status.is_final:
         return
-    execution = stored or unstored_execution(item, store.get_job(item.job_id), clock.now())
+    execution = stored or unstored_execution(item, store.get_job(item.job_id), clock.now(), store.retention)
     if execution is None:
         return
     try:
@@ -348,6 +368,10 @@ def dead_letter(store: Store, clock: Clock, item: WorkItem) -> None:
     job = store.get_job(item.job_id)
     if job is not None:
         store.record_outcome(job, failed, complete=completes_job(job, failed))
+
+
+def _ms(duration: timedelta) -> int:
+    return round(duration / timedelta(milliseconds=1))
 
 
 def truncate(result: Any, max_bytes: int) -> Any:

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from punctual.errors import LostRace, RetryableStoreError
-from punctual.models import execution_id_for
+from punctual.models import Execution, ExecutionStatus, execution_id_for
 from punctual.queue import WorkItem
-from punctual.timefmt import to_rfc3339
+from punctual.timefmt import parse_rfc3339, to_rfc3339
 from punctual.worker import unstored_execution
 from tests.receiver import Receiver, receiver
 from tests.world import World
@@ -218,7 +218,7 @@ def test_two_workers_claiming_an_unstored_execution_at_once_store_it_once(world:
         stored_job.schedule_version,
     )
     now = world.clock.now()
-    first, second = (unstored_execution(item, stored_job, now) for _ in range(2))
+    first, second = (unstored_execution(item, stored_job, now, world.store.retention) for _ in range(2))
     assert first is not None and second is not None
     lease = now + timedelta(minutes=5)
     # When both claim it
@@ -245,3 +245,63 @@ def test_a_message_from_before_the_unstored_executions_is_dropped_if_its_executi
     assert world.executions(job["id"]) == []
     world.clock.advance(600)
     assert world.work.drain() == 0
+
+
+def test_a_message_older_than_the_retention_does_not_bring_back_an_expired_execution(world: World) -> None:
+    with receiver() as hook:
+        # Given an execution that ran, whose record the table's expiry has since removed, and a late
+        # duplicate of its message
+        job = http_job(world, hook, 5)
+        world.run_for(30)
+        [execution] = world.executions(job["id"])
+        stored = world.store.get_job(job["id"])
+        assert stored is not None
+        key = {"pk": {"S": f"JOB#{job['id']}"}, "sk": {"S": ""}}
+        items = world.dynamodb_client.query(
+            TableName=world.punctual.settings.table_name,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :e)",
+            ExpressionAttributeValues={":pk": key["pk"], ":e": {"S": "EXEC#"}},
+        )["Items"]
+        for item in items:
+            world.dynamodb_client.delete_item(
+                TableName=world.punctual.settings.table_name, Key={"pk": item["pk"], "sk": item["sk"]}
+            )
+        late = WorkItem(
+            job["id"],
+            execution["id"],
+            parse_rfc3339(execution["scheduled_at"]),
+            stored.schedule_version,
+        )
+        world.clock.advance(world.store.retention.total_seconds())
+        world.sqs.send_message(QueueUrl=world.punctual.settings.queue_url, MessageBody=late.to_body())
+        # When a worker receives it
+        world.drain()
+        # Then it is dropped: the task did not run again
+        assert len(hook.deliveries) == 1
+        assert world.executions(job["id"]) == []
+
+
+def test_an_old_message_of_an_execution_stored_as_queued_runs_it(world: World) -> None:
+    # Given an execution stored as QUEUED and its message without a schedule version (the previous
+    # version's scanner)
+    job = world.create({"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=240))})
+    stored = world.store.get_job(job["id"])
+    assert stored is not None and stored.next_run_at is not None
+    execution = Execution(
+        id=execution_id_for(job["id"], stored.next_run_at, stored.schedule_version),
+        job_id=job["id"],
+        owner="alice",
+        scheduled_at=stored.next_run_at,
+        status=ExecutionStatus.QUEUED,
+        schedule_version=stored.schedule_version,
+        created_at=world.clock.now(),
+    )
+    world.store.put_new_executions([execution])
+    old = WorkItem(job["id"], execution.id, stored.next_run_at)
+    world.clock.advance(241)
+    world.sqs.send_message(QueueUrl=world.punctual.settings.queue_url, MessageBody=old.to_body())
+    # When a worker receives it
+    world.drain()
+    # Then it runs, as the execution it names
+    [ran] = world.executions(job["id"])
+    assert (ran["id"], ran["status"], ran["attempts"]) == (execution.id, "SUCCEEDED", 1)

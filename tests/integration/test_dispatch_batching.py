@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from punctual.dispatch import Dispatcher, release_quarantined
+from punctual.errors import UnreadableItem
 from punctual.models import DueMarker, ExecutionStatus, execution_id_for
 from punctual.queue import WorkItem
 from punctual.service import HANDOFF_CLAIM
@@ -360,8 +361,12 @@ def test_the_worker_leaves_an_execution_it_cannot_read_as_it_is_and_its_message_
     assert world.work.drain() == 0
     world.clock.advance(20)
     assert world.work.drain() == 1
-    # and the dead-letter handler leaves it as it is too
-    dead_letter(world.store, world.clock, WorkItem(job["id"], marker.execution_id, marker.scheduled_at, 1))
+    # and the dead-letter handler leaves it as it is too, failing so that the message stays on the
+    # dead-letter queue for a version that can read it
+    with pytest.raises(UnreadableItem):
+        dead_letter(
+            world.store, world.clock, WorkItem(job["id"], marker.execution_id, marker.scheduled_at, 1)
+        )
     stored = world.dynamodb_client.get_item(TableName=world.punctual.settings.table_name, Key=key)["Item"]
     assert stored["status"]["S"] == "PAUSED_BY_FUTURE"
 

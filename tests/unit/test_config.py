@@ -99,3 +99,9 @@ def test_handoff_covers_lookahead_plus_a_tick_plus_margin() -> None:
     # The API enqueues anything due before the scanner's next reach; shrinking it would drop runs.
     settings = Settings.from_env({"PUNCTUAL_LOOKAHEAD_SECONDS": "90", "PUNCTUAL_TICK_SECONDS": "60"})
     assert settings.handoff_seconds > settings.lookahead_seconds + settings.tick_seconds
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("true", True), ("1", True), ("false", False), ("0", False)])
+def test_recording_queued_executions_is_off_unless_asked_for(raw: str, expected: bool) -> None:
+    assert Settings.from_env({}).record_queued is False
+    assert Settings.from_env({"PUNCTUAL_RECORD_QUEUED": raw}).record_queued is expected

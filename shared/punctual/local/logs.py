@@ -70,7 +70,7 @@ class ReadableFormatter(LambdaPowertoolsFormatter):
             elif message in _FINISHED and execution_id in self._running:
                 lateness, started = self._running.pop(execution_id)
                 extras.setdefault("lateness_ms", lateness)
-                extras["took_ms"] = round((record.created - started) * 1000)
+                extras.setdefault("took_ms", round((record.created - started) * 1000))
 
 
 class QuietScannerTicks(logging.Filter):
