@@ -67,6 +67,7 @@ class Tally:
     sqs_billed: Counter[str] = field(default_factory=Counter)
     write_units: float = 0.0
     write_units_keys_only: float = 0.0
+    index_write_units_keys_only: float = 0.0  # of write_units_keys_only, the indexes'
     read_units: float = 0.0
     log_bytes: int = 0
     emf_bytes: int = 0
@@ -79,6 +80,7 @@ class Tally:
             sqs_billed=self.sqs_billed - other.sqs_billed,
             write_units=self.write_units - other.write_units,
             write_units_keys_only=self.write_units_keys_only - other.write_units_keys_only,
+            index_write_units_keys_only=self.index_write_units_keys_only - other.index_write_units_keys_only,
             read_units=self.read_units - other.read_units,
             log_bytes=self.log_bytes - other.log_bytes,
             emf_bytes=self.emf_bytes - other.emf_bytes,
@@ -198,7 +200,7 @@ class Meter:
     def _after_dynamodb(self, http_response: Any, context: dict[str, Any], **_: Any) -> None:
         operation, body, writes = context.pop("bench_call")
         failed = http_response.status_code >= 300
-        write = write_keys_only = 0
+        write = write_keys_only = index_keys_only = 0
         for table, key, old, new, kind in writes:
             if failed:  # a failed condition still costs the existing item's size (or one unit)
                 write += write_units(item_size(old))
@@ -210,13 +212,16 @@ class Meter:
             write += table_units + sum(
                 index_write_units(old, new, ix, self._table_keys, keys_only=False) for ix in self._indexes
             )
-            write_keys_only += table_units + sum(
+            index_units = sum(
                 index_write_units(old, new, ix, self._table_keys, keys_only=True) for ix in self._indexes
             )
+            write_keys_only += table_units + index_units
+            index_keys_only += index_units
         reads = 0.0 if failed else self._read_units(operation, body)
         with self._lock:
             self.tally.write_units += write
             self.tally.write_units_keys_only += write_keys_only
+            self.tally.index_write_units_keys_only += index_keys_only
             self.tally.read_units += reads
 
     def _read_units(self, operation: str, body: dict[str, Any]) -> float:
@@ -384,6 +389,8 @@ def _usage(
         write_units=(created.write_units + run.write_units) / count,
         read_units=(created.read_units + run.read_units) / count,
         write_units_keys_only=(created.write_units_keys_only + run.write_units_keys_only) / count,
+        index_write_units_keys_only=(created.index_write_units_keys_only + run.index_write_units_keys_only)
+        / count,
         # Under load every batch is full: a send per ten executions, and a receive and a delete per
         # worker batch of ten. (The run's own batches are reported beside.)
         sqs_requests=3 / capacity.SQS_BATCH,

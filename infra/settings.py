@@ -21,14 +21,18 @@ TABLE_CAPACITY_MODES = (ON_DEMAND, PROVISIONED)
 @dataclass(frozen=True)
 class ProvisionedCapacity:
     """The table's provisioned capacity, in units a second, kept `target_utilisation` percent busy by
-    auto scaling between the bounds. Each index gets the same bounds: an index short of write capacity
-    throttles the writes to the table itself."""
+    auto scaling between the bounds; each index has its own bounds (`index_*`), scaled to the same
+    target. An index short of write capacity throttles the writes to the table itself."""
 
     min_write_units: int
     max_write_units: int
     min_read_units: int
     max_read_units: int
     target_utilisation: int
+    index_min_write_units: int
+    index_max_write_units: int
+    index_min_read_units: int
+    index_max_read_units: int
 
 
 @dataclass(frozen=True)
@@ -67,24 +71,36 @@ class DeploySettings:
     # (~120,000 write units/s while the scanner drains it, docs/scaling.md section 4) needs on-demand,
     # or minimums that high all month.
     table_capacity: str = ON_DEMAND
-    # Provisioned only: the bounds, units a second, for the table and for each index alike.
+    # Provisioned only: the table's bounds, units a second (each index has its own, below).
     # The minimums are paid for all month, busy or idle: 100 write and 100 read units are ~$57 a month
-    # for the table and as much for each index (list prices, punctual.capacity.Prices). Kept 70 % busy
-    # they hold ~8 one-time executions a second (8 write and 5 read units each) and easily the idle
-    # scanner's bookkeeping (3 writes a shard a tick). Above them auto scaling brings the table and
-    # each index to its own load (the by_owner index takes about one write in eight). Raise them to
-    # what must be served at once, without waiting for auto scaling: every index pays them too.
+    # (list prices, punctual.capacity.Prices). Kept 70 % busy they hold ~10 one-time executions a
+    # second (6 write units each on the table, 1 on the index; 4 read units) and easily the idle
+    # scanner's bookkeeping (3 writes a shard a tick). Above them auto scaling brings the table to its
+    # load. Raise them to what must be served at once, without waiting for auto scaling (`punctual
+    # capacity --jobs-per-second N --provisioned` prints them for a load).
     # The maximums cap the bill. 40,000 is DynamoDB's default quota for a provisioned table (and for
-    # an on-demand table: the default stack tops out there too), 5,000 one-time executions a second.
-    # The 10,000 a second of docs/scaling.md (`punctual capacity --jobs-per-second 10000`) consume
-    # 10,000 x 8 = 80,000 write and 10,000 x 5 = 50,000 read units a second: at 70 % busy, ~115,000
-    # write and ~72,000 read units provisioned. Raise the table and account quotas, then these.
+    # an on-demand table: the default stack tops out there too), ~4,700 one-time executions a second
+    # at 70 %. The 10,000 a second of docs/scaling.md consume 60,000 table write, 10,000 index write
+    # and 40,000 read units a second: at 70 % busy, ~86,000, ~14,300 and ~57,000 units provisioned.
+    # Raise the table and account quotas, then these.
     table_min_write_units: int = 100
     table_max_write_units: int = 40_000
     table_min_read_units: int = 100
     table_max_read_units: int = 40_000
-    # Percent of the provisioned capacity auto scaling keeps consumed. The rest is headroom for a rise
-    # until auto scaling catches up: lower is safer and dearer. The cost model prices 70.
+    # Provisioned only: the bounds of each global secondary index (by_owner), units a second. The
+    # index takes 1 of a one-time execution's 7 write units (its entry, put when the job is created;
+    # KEYS_ONLY, so later job updates do not touch it), none of a recurring occurrence's, and is read
+    # only by list requests: the table's minimums would be paid a second time for little use. The
+    # index's write minimum must still take job creations as they come, since an index short of write
+    # capacity throttles the table's writes: 15 take ~10 creations a second at 70 % (the table's 100
+    # cover ~10 executions a second), ~$8 a month with the read minimum. Maximums as for the table.
+    index_min_write_units: int = 15
+    index_max_write_units: int = 40_000
+    index_min_read_units: int = 10
+    index_max_read_units: int = 40_000
+    # Percent of the provisioned capacity auto scaling keeps consumed, on the table and each index.
+    # The rest is headroom for a rise until auto scaling catches up: lower is safer and dearer.
+    # The cost model prices 70 (`punctual capacity --provisioned --utilisation PERCENT` for others).
     table_target_utilisation: int = 70
 
     def __post_init__(self) -> None:
@@ -101,13 +117,18 @@ class DeploySettings:
             raise ValueError(
                 f"table_capacity {self.table_capacity!r} is not one of {', '.join(TABLE_CAPACITY_MODES)}"
             )
-        for kind in ("write", "read"):
-            low = getattr(self, f"table_min_{kind}_units")
-            high = getattr(self, f"table_max_{kind}_units")
-            if low < 1:
-                raise ValueError(f"table_min_{kind}_units must be at least 1 (DynamoDB's minimum), not {low}")
-            if low > high:
-                raise ValueError(f"table_min_{kind}_units ({low}) is above table_max_{kind}_units ({high})")
+        for scope in ("table", "index"):
+            for kind in ("write", "read"):
+                low = getattr(self, f"{scope}_min_{kind}_units")
+                high = getattr(self, f"{scope}_max_{kind}_units")
+                if low < 1:
+                    raise ValueError(
+                        f"{scope}_min_{kind}_units must be at least 1 (DynamoDB's minimum), not {low}"
+                    )
+                if low > high:
+                    raise ValueError(
+                        f"{scope}_min_{kind}_units ({low}) is above {scope}_max_{kind}_units ({high})"
+                    )
         if not 20 <= self.table_target_utilisation <= 90:
             raise ValueError(
                 "table_target_utilisation must be between 20 and 90 percent (DynamoDB auto scaling's range), "
@@ -124,6 +145,10 @@ class DeploySettings:
             min_read_units=self.table_min_read_units,
             max_read_units=self.table_max_read_units,
             target_utilisation=self.table_target_utilisation,
+            index_min_write_units=self.index_min_write_units,
+            index_max_write_units=self.index_max_write_units,
+            index_min_read_units=self.index_min_read_units,
+            index_max_read_units=self.index_max_read_units,
         )
 
     def function_settings(self) -> Settings:
@@ -159,6 +184,10 @@ class DeploySettings:
             ("table_min_read_units", int),
             ("table_max_read_units", int),
             ("table_target_utilisation", int),
+            ("index_min_write_units", int),
+            ("index_max_write_units", int),
+            ("index_min_read_units", int),
+            ("index_max_read_units", int),
         ):
             raw = value(key)
             if raw in (None, ""):

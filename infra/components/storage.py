@@ -34,14 +34,19 @@ class Storage(Construct):
         definition = resources.TABLE
         billing_mode = dynamodb.BillingMode.PAY_PER_REQUEST
         capacity: dict[str, Any] = {}
+        index_capacity: dict[str, Any] = {}
         if provisioned is not None:
-            # The table and its indexes start at the minimums. CloudFormation sets the capacity again
+            # The table and its indexes start at their minimums. CloudFormation sets the capacity again
             # only when the template's value changes: a deployment that changes a minimum resets the
             # live capacity to it, until auto scaling catches up.
             billing_mode = dynamodb.BillingMode.PROVISIONED
             capacity = {
                 "read_capacity": provisioned.min_read_units,
                 "write_capacity": provisioned.min_write_units,
+            }
+            index_capacity = {
+                "read_capacity": provisioned.index_min_read_units,
+                "write_capacity": provisioned.index_min_write_units,
             }
         self.table = dynamodb.Table(
             self,
@@ -64,7 +69,7 @@ class Storage(Construct):
                 partition_key=_string(index.partition_key),
                 sort_key=_string(index.sort_key),
                 projection_type=dynamodb.ProjectionType(index.projection),
-                **capacity,
+                **index_capacity,
             )
         if provisioned is not None:
             # The CDK leaves PROVISIONED, CloudFormation's default, out of the template; written out,
@@ -73,7 +78,8 @@ class Storage(Construct):
             self._auto_scale(provisioned)
 
     def _auto_scale(self, capacity: ProvisionedCapacity) -> None:
-        """Target tracking on the table's and each index's write and read capacity.
+        """Target tracking on the table's and each index's write and read capacity, each index
+        within the index bounds.
 
         The scaling targets use Application Auto Scaling's service-linked role for DynamoDB, which
         the CDK refers to by its ARN: no IAM role or policy is created here.
@@ -89,10 +95,14 @@ class Storage(Construct):
         for index in resources.TABLE.indexes:
             scaled += [
                 self.table.auto_scale_global_secondary_index_write_capacity(
-                    index.name, min_capacity=capacity.min_write_units, max_capacity=capacity.max_write_units
+                    index.name,
+                    min_capacity=capacity.index_min_write_units,
+                    max_capacity=capacity.index_max_write_units,
                 ),
                 self.table.auto_scale_global_secondary_index_read_capacity(
-                    index.name, min_capacity=capacity.min_read_units, max_capacity=capacity.max_read_units
+                    index.name,
+                    min_capacity=capacity.index_min_read_units,
+                    max_capacity=capacity.index_max_read_units,
                 ),
             ]
         for attribute in scaled:
@@ -102,7 +112,8 @@ class Storage(Construct):
             "Provisioned capacity suits a steady load: auto scaling takes minutes to follow a rise, and "
             "requests over the provisioned capacity are throttled meanwhile (executions late). For bursts, "
             "such as a million executions due in one minute, deploy on-demand (table_capacity=on_demand) "
-            "or raise table_min_write_units and table_min_read_units to cover them."
+            "or raise table_min_write_units and table_min_read_units to cover them (index_min_write_units "
+            "for bursts of job creations); `punctual capacity --provisioned` prints the bounds for a load."
         )
 
     def grant_read_write(self, function: lambda_.Function) -> None:

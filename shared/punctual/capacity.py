@@ -6,6 +6,7 @@ Pure arithmetic on three kinds of input, each stated where it is defined:
   constants with the command that produced them;
 - assumptions (task duration, Lambda memory, batch fill), which the caller can change.
 docs/scaling.md walks through the same arithmetic for 10,000 a second and a 1,000,000 burst minute.
+The table is priced on-demand, or provisioned and auto scaled (`plan(..., utilisation_percent=70)`).
 """
 
 from __future__ import annotations
@@ -55,9 +56,12 @@ PRICES = Prices()
 PARTITION_WRITE_UNITS = 1000.0
 PARTITION_READ_UNITS = 3000.0
 # On-demand table throughput quota (per table, adjustable), and what a new on-demand table serves
-# before it has seen a higher peak (it then doubles within 30 minutes of a new peak).
+# before it has seen a higher peak (it then doubles within 30 minutes of a new peak). Provisioned,
+# the same 40,000 caps the table and each of its indexes, and the account's tables and indexes
+# together may provision 80,000 write and 80,000 read units (all adjustable).
 TABLE_QUOTA_UNITS = 40_000
 NEW_TABLE_WRITE_UNITS = 4_000
+ACCOUNT_PROVISIONED_UNITS = 80_000
 # Lambda: concurrent executions per account and region (adjustable); an SQS event source mapping's
 # maximum concurrency setting goes up to 1,000.
 LAMBDA_ACCOUNT_CONCURRENCY = 1_000
@@ -102,6 +106,7 @@ class ExecutionUsage:
     write_units: float  # DynamoDB write request units, index writes included
     read_units: float  # DynamoDB read request units
     write_units_keys_only: float  # the same, if the indexes projected KEYS_ONLY
+    index_write_units_keys_only: float  # of write_units_keys_only, those of the indexes' entries
     sqs_requests: float  # billed SQS requests: sends, receives and deletes, batches of 10
     log_bytes: float  # CloudWatch Logs ingested: Powertools lines and EMF metrics
     metric_bytes: float  # of which EMF metrics (kept when INFO lines are turned off)
@@ -123,6 +128,7 @@ ONE_TIME = ExecutionUsage(
     write_units=7.0,  # as if the index projected ALL
     read_units=4.0,
     write_units_keys_only=6.0,  # creation 3 (marker, job, its by_owner entry); scan 0; worker 3
+    index_write_units_keys_only=1.0,  # the by_owner entry, put at creation
     sqs_requests=0.3,
     log_bytes=800.0,
     metric_bytes=250.0,
@@ -137,6 +143,7 @@ ONE_TIME_BATCHED = ExecutionUsage(
     write_units=7.0,
     read_units=4.0,
     write_units_keys_only=6.0,
+    index_write_units_keys_only=1.0,
     sqs_requests=0.3,
     log_bytes=594.0,
     metric_bytes=50.0,
@@ -151,6 +158,7 @@ RECURRING = ExecutionUsage(
     # the hand-off window, that marker's delete, the job advanced: 2); worker 4. A job with a period
     # of three minutes or more files into a minute bucket and deletes nothing: 7.
     write_units_keys_only=8.0,
+    index_write_units_keys_only=0.0,  # the job's entry was put once, at its creation
     sqs_requests=0.3,
     log_bytes=592.0,
     metric_bytes=48.0,
@@ -201,6 +209,7 @@ INDEXES = len(resources.TABLE.indexes)  # by_owner
 FIXED_ALARMS = 9
 FIXED_METRICS = 11
 IDLE_POLLS_PER_MINUTE = 15
+BOOKKEEPING_WRITES_PER_SHARD = 3  # write units a shard a tick
 
 
 def fixed_monthly(fanout: int, shard_count: int, prices: Prices = PRICES) -> dict[str, float]:
@@ -212,17 +221,36 @@ def fixed_monthly(fanout: int, shard_count: int, prices: Prices = PRICES) -> dic
         "secret": prices.secret_month,
         "idle_polling": IDLE_POLLS_PER_MINUTE * minutes * prices.sqs_per_million / 1e6,
         "scanner_ticks": (1 + fanout) * minutes * prices.lambda_requests_per_million / 1e6,
-        "scanner_bookkeeping": 3 * shard_count * minutes * prices.dynamodb_write_units_per_million / 1e6,
+        "scanner_bookkeeping": BOOKKEEPING_WRITES_PER_SHARD
+        * shard_count
+        * minutes
+        * prices.dynamodb_write_units_per_million
+        / 1e6,
     }
 
 
 # ------------------------------------------------------------------------------------ cost
 
 
+def index_write_units(usage: ExecutionUsage, keys_only: bool = True) -> float:
+    """Of `usage`'s write units, those that fall on the indexes. KEYS_ONLY, an entry is written only
+    when it is put (a one-time job's, at creation); projecting ALL, every rewrite of a job rewrites
+    its entry too, which is all that ALL adds to the measured units."""
+    rewrites = 0.0 if keys_only else usage.write_units - usage.write_units_keys_only
+    return usage.index_write_units_keys_only + rewrites
+
+
 def cost_per_execution(
-    usage: ExecutionUsage, assumptions: Assumptions = Assumptions(), prices: Prices = PRICES
+    usage: ExecutionUsage,
+    assumptions: Assumptions = Assumptions(),
+    prices: Prices = PRICES,
+    *,
+    utilisation: float | None = None,
 ) -> dict[str, float]:
-    """USD per execution, by service, on-demand, at list prices."""
+    """USD per execution, by service, at list prices: DynamoDB on-demand, or, given a `utilisation`
+    (a fraction), provisioned capacity kept that busy — its request units at provisioned rates
+    (`provisioned_write_unit_price`), the indexes' writes then a row of their own
+    (`dynamodb_index_writes`, out of `dynamodb_writes`)."""
     a = assumptions
     worker_invocations = 1 / a.batch_fill
     scanner_seconds = 1 / scanner_rate(a.scanner_memory_mb)
@@ -240,12 +268,24 @@ def cost_per_execution(
     entry_bytes = KEYS_ONLY_ENTRY_BYTES if a.keys_only_indexes else usage.job_bytes
     index_gb_months = INDEXES * entry_bytes * (usage.job_bytes > 0) * months / 2**30
     api_price = prices.api_http_per_million if a.http_api else prices.api_rest_per_million
+    if utilisation is None:
+        dynamodb = {
+            "dynamodb_writes": write_units * prices.dynamodb_write_units_per_million / 1e6,
+            "dynamodb_reads": usage.read_units * prices.dynamodb_read_units_per_million / 1e6,
+        }
+    else:
+        write_price = provisioned_write_unit_price(utilisation, prices)
+        index_writes = index_write_units(usage, a.keys_only_indexes)
+        dynamodb = {
+            "dynamodb_writes": (write_units - index_writes) * write_price,
+            "dynamodb_index_writes": index_writes * write_price,
+            "dynamodb_reads": usage.read_units * provisioned_read_unit_price(utilisation, prices),
+        }
     return {
         "api_gateway": usage.api_requests * api_price / 1e6,
         "lambda_requests": invocations * prices.lambda_requests_per_million / 1e6,
         "lambda_compute": gb_seconds * prices.lambda_arm64_gb_second,
-        "dynamodb_writes": write_units * prices.dynamodb_write_units_per_million / 1e6,
-        "dynamodb_reads": usage.read_units * prices.dynamodb_read_units_per_million / 1e6,
+        **dynamodb,
         "dynamodb_storage": (table_gb_months + index_gb_months) * prices.dynamodb_storage_gb_month
         + table_gb_months * prices.dynamodb_pitr_gb_month,
         "sqs": usage.sqs_requests * prices.sqs_per_million / 1e6,
@@ -267,6 +307,20 @@ def provisioned_write_unit_price(utilisation: float = 0.7, prices: Prices = PRIC
     return prices.dynamodb_wcu_hour / 3600 / utilisation
 
 
+def provisioned_read_unit_price(utilisation: float = 0.7, prices: Prices = PRICES) -> float:
+    """USD per read unit on provisioned capacity kept `utilisation` busy (auto scaling's target)."""
+    return prices.dynamodb_rcu_hour / 3600 / utilisation
+
+
+def provisioned_prices(utilisation: float, prices: Prices = PRICES) -> Prices:
+    """`prices` with DynamoDB's request units at the provisioned rates for `utilisation`."""
+    return replace(
+        prices,
+        dynamodb_write_units_per_million=provisioned_write_unit_price(utilisation, prices) * 1e6,
+        dynamodb_read_units_per_million=provisioned_read_unit_price(utilisation, prices) * 1e6,
+    )
+
+
 def eventbridge_scheduler_per_million(
     assumptions: Assumptions = Assumptions(), prices: Prices = PRICES
 ) -> dict[str, float]:
@@ -282,6 +336,34 @@ def eventbridge_scheduler_per_million(
 
 
 # ------------------------------------------------------------------------------------ plan
+
+
+@dataclass(frozen=True)
+class ProvisionedPlan:
+    """The table provisioned and auto scaled to keep `target_utilisation` percent of it busy, and the
+    CDK context that deploys it (`context`, the keys of infra/settings.py).
+
+    Request units are priced as if the load were steady at the target: auto scaling then keeps the
+    capacity at the load over the utilisation, so a unit consumed costs the capacity-hour price /
+    3,600 / utilisation, and the minimums (sized to the sustained load) are paid by the executions.
+    Units a second are sustained (the plan's rate) or peak (its busiest minute, every unit at its
+    rate, job creation included, as the plan's load figures); the table's include the scanner's
+    bookkeeping, the index's are the by_owner entries (`index_write_units`). A busiest minute above
+    the minimums is throttled until auto scaling catches up, minutes later: the plan warns.
+    """
+
+    target_utilisation: int  # percent
+    write_unit_price: float  # USD a write unit consumed, at the target
+    read_unit_price: float  # USD a read unit consumed, at the target
+    table_write_units: float
+    table_write_units_peak: float
+    table_read_units: float
+    table_read_units_peak: float
+    index_write_units: float
+    index_write_units_peak: float
+    index_read_units: float  # list requests only, which the model leaves out: none assumed
+    context: dict[str, Any]  # `-c key=value` to deploy with
+    minimums_monthly: float  # USD a month for the minimums alone, busy or idle
 
 
 @dataclass(frozen=True)
@@ -311,9 +393,13 @@ class Plan:
     cost_per_million: dict[str, float]
     monthly_cost: dict[str, float]
     warnings: list[str] = field(default_factory=list)
+    provisioned: ProvisionedPlan | None = None  # None: the table on-demand
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        found = asdict(self)
+        if self.provisioned is None:
+            del found["provisioned"]  # on-demand: the plan's fields as they always were
+        return found
 
 
 # Each bucket partition's 1,000 write units a second are shared: draining (the scanner deleting
@@ -323,6 +409,15 @@ DRAIN_SHARE = 0.5
 FILING_SHARE = 0.25
 # The event source mapping's maximum concurrency is set this much above the average need.
 WORKER_HEADROOM = 1.5
+# Provisioned: auto scaling's range of target utilisation, in percent.
+UTILISATION_RANGE = (20, 90)
+# Provisioned: no minimum below this, for what the model leaves out (reading and listing jobs,
+# updating them, creating recurring ones). The index's reads are only list requests, none per
+# execution: it gets this floor, and room to grow with them (a page of 50 KEYS_ONLY entries reads
+# about one unit, so some 700 pages a second at 70 %).
+MIN_PROVISIONED_UNITS = 10
+INDEX_MAX_READ_UNITS = 1_000
+HOURS_PER_MONTH = SECONDS_PER_MONTH / 3600
 
 
 def blended(recurring_share: float, *, batched: bool = False) -> ExecutionUsage:
@@ -339,6 +434,7 @@ def plan(
     burst_minute: int | None = None,
     drain_seconds: float = 30.0,
     batched: bool = False,
+    utilisation_percent: int | None = None,
     assumptions: Assumptions = Assumptions(),
     prices: Prices = PRICES,
 ) -> Plan:
@@ -352,12 +448,21 @@ def plan(
       that filing a marker for every execution stays within the filing share of each bucket.
     - Workers: Little's law, executions in flight = rate x (task + batch overhead), ten a batch.
     - API: one request a one-time job, or one a BATCH_JOBS of them when `batched` (longer each).
+    - DynamoDB: on-demand, or with `utilisation_percent`, provisioned and auto scaled to keep that
+      percent busy: see `ProvisionedPlan` (priced for a steady load at the target) and `_provisioned`
+      (its bounds).
     Load figures are at the busiest minute's rate; the monthly cost at the sustained rate.
     """
     if executions_per_second <= 0:
         raise ValueError("executions_per_second must be positive")
     if not 0 <= recurring_share <= 1:
         raise ValueError("recurring_share is between 0 and 1")
+    low, high = UTILISATION_RANGE
+    if utilisation_percent is not None and not low <= utilisation_percent <= high:
+        raise ValueError(
+            f"utilisation_percent is between {low} and {high} (DynamoDB auto scaling's target range), "
+            f"not {utilisation_percent}"
+        )
     a = replace(assumptions, api_seconds=batch_api_seconds(BATCH_JOBS)) if batched else assumptions
     n = executions_per_second
     busiest = max(math.ceil(60 * n), burst_minute or 0)
@@ -374,9 +479,16 @@ def plan(
     api_rps = n * usage.api_requests
     api_concurrency = api_rps * a.api_seconds
     write_units = usage.write_units_keys_only if a.keys_only_indexes else usage.write_units
-    costs = cost_per_execution(usage, a, prices)
+    utilisation = None if utilisation_percent is None else utilisation_percent / 100
+    costs = cost_per_execution(usage, a, prices, utilisation=utilisation)
     monthly = {k: v * n * SECONDS_PER_MONTH for k, v in costs.items()}
-    monthly.update({f"fixed_{k}": v for k, v in fixed_monthly(fanout, shards, prices).items()})
+    fixed_prices = prices if utilisation is None else provisioned_prices(utilisation, prices)
+    monthly.update({f"fixed_{k}": v for k, v in fixed_monthly(fanout, shards, fixed_prices).items()})
+    provisioned = None
+    if utilisation_percent is not None:
+        provisioned, monthly["fixed_capacity_floor"] = _provisioned(
+            n, peak, usage, a, shards, utilisation_percent, prices
+        )
     monthly = {k: round(v, 2) for k, v in monthly.items()}
     monthly["total"] = round(sum(monthly.values()), 2)
 
@@ -405,8 +517,78 @@ def plan(
         sqs_requests_per_second=round(peak * usage.sqs_requests, 1),
         cost_per_million=per_million(costs),
         monthly_cost=monthly,
+        provisioned=provisioned,
     )
-    return replace(result, warnings=_warnings(result))
+    return replace(result, warnings=_warnings(result, prices))
+
+
+def _capacity(units: float, utilisation: float) -> int:
+    """Whole capacity units that `units` a second consumed keep `utilisation` busy."""
+    return math.ceil(round(units / utilisation, 6))  # 21 / 0.7 is 30, not 31
+
+
+def _provisioned(
+    n: float,
+    peak: float,
+    usage: ExecutionUsage,
+    a: Assumptions,
+    shards: int,
+    utilisation_percent: int,
+    prices: Prices,
+) -> tuple[ProvisionedPlan, float]:
+    """Bounds for the table and the index: the minimum what the sustained rate keeps at the target,
+    the maximum what the busiest minute does (never below the minimum, nor MIN_PROVISIONED_UNITS).
+    With them, USD a month for the minimums' capacity that the sustained load does not keep busy
+    (the floors, and rounding up): the request unit prices pay for the rest."""
+    u = utilisation_percent / 100
+    writes = usage.write_units_keys_only if a.keys_only_indexes else usage.write_units
+    index_writes = index_write_units(usage, a.keys_only_indexes)
+    bookkeeping = BOOKKEEPING_WRITES_PER_SHARD * shards / 60
+    table_writes = (n * (writes - index_writes) + bookkeeping, peak * (writes - index_writes) + bookkeeping)
+    table_reads = (n * usage.read_units, peak * usage.read_units)
+    index = (n * index_writes, peak * index_writes)
+
+    def bounds(sustained: float, busiest: float) -> tuple[int, int]:
+        low = max(MIN_PROVISIONED_UNITS, _capacity(sustained, u))
+        return low, max(low, _capacity(busiest, u))
+
+    (tw_min, tw_max), (tr_min, tr_max), (iw_min, iw_max) = (
+        bounds(*table_writes),
+        bounds(*table_reads),
+        bounds(*index),
+    )
+    ir_min, ir_max = MIN_PROVISIONED_UNITS, INDEX_MAX_READ_UNITS
+    idle_writes = tw_min - table_writes[0] / u + iw_min - index[0] / u
+    idle_reads = tr_min - table_reads[0] / u + ir_min
+    floor = (idle_writes * prices.dynamodb_wcu_hour + idle_reads * prices.dynamodb_rcu_hour) * HOURS_PER_MONTH
+    context: dict[str, Any] = {
+        "table_capacity": "provisioned",
+        "table_min_write_units": tw_min,
+        "table_max_write_units": tw_max,
+        "table_min_read_units": tr_min,
+        "table_max_read_units": tr_max,
+        "index_min_write_units": iw_min,
+        "index_max_write_units": iw_max,
+        "index_min_read_units": ir_min,
+        "index_max_read_units": ir_max,
+        "table_target_utilisation": utilisation_percent,
+    }
+    minimums = (tw_min + iw_min) * prices.dynamodb_wcu_hour + (tr_min + ir_min) * prices.dynamodb_rcu_hour
+    plan = ProvisionedPlan(
+        target_utilisation=utilisation_percent,
+        write_unit_price=provisioned_write_unit_price(u, prices),
+        read_unit_price=provisioned_read_unit_price(u, prices),
+        table_write_units=round(table_writes[0], 1),
+        table_write_units_peak=round(table_writes[1], 1),
+        table_read_units=round(table_reads[0], 1),
+        table_read_units_peak=round(table_reads[1], 1),
+        index_write_units=round(index[0], 1),
+        index_write_units_peak=round(index[1], 1),
+        index_read_units=0.0,
+        context=context,
+        minimums_monthly=round(minimums * HOURS_PER_MONTH, 2),
+    )
+    return plan, floor
 
 
 def _near(value: float, quota: float, what: str, advice: str) -> list[str]:
@@ -416,8 +598,8 @@ def _near(value: float, quota: float, what: str, advice: str) -> list[str]:
     return [f"{what} {value:,.0f} is {value / quota:.0%} of {quota:,.0f}: {advice}"]
 
 
-def _warnings(p: Plan) -> list[str]:
-    found = [
+def _on_demand_warnings(p: Plan) -> list[str]:
+    return [
         *_near(
             p.dynamodb_write_units_per_second,
             TABLE_QUOTA_UNITS,
@@ -436,6 +618,61 @@ def _warnings(p: Plan) -> list[str]:
             "DynamoDB write units/s",
             "what a new on-demand table serves at first; pre-warm it (warm throughput)",
         ),
+    ]
+
+
+def _provisioned_warnings(p: ProvisionedPlan, prices: Prices) -> list[str]:
+    c = p.context
+    quota = "DynamoDB's quota a table or index for provisioned capacity; request an increase"
+    account = "the account's quota for provisioned capacity in the region (all tables); request an increase"
+    found = [
+        *_near(c["table_max_write_units"], TABLE_QUOTA_UNITS, "table_max_write_units", quota),
+        *_near(c["table_max_read_units"], TABLE_QUOTA_UNITS, "table_max_read_units", quota),
+        *_near(c["index_max_write_units"], TABLE_QUOTA_UNITS, "index_max_write_units", quota),
+        *_near(
+            c["table_max_write_units"] + c["index_max_write_units"],
+            ACCOUNT_PROVISIONED_UNITS,
+            "write units provisioned at peak, table and index,",
+            account,
+        ),
+        *_near(
+            c["table_max_read_units"] + c["index_max_read_units"],
+            ACCOUNT_PROVISIONED_UNITS,
+            "read units provisioned at peak, table and index,",
+            account,
+        ),
+    ]
+    # A burst beyond the minimum: auto scaling raises capacity only after about two minutes of
+    # consumption over the target, in steps, and does not see throttled requests.
+    # The index's writes are job creations: a burst of executions loads it only if their jobs are
+    # created in that minute too, which the plan assumes, as its load figures do.
+    for what, busiest, setting, hourly, note in (
+        ("table write", p.table_write_units_peak, "table_min_write_units", prices.dynamodb_wcu_hour, ""),
+        ("table read", p.table_read_units_peak, "table_min_read_units", prices.dynamodb_rcu_hour, ""),
+        (
+            "index write",
+            p.index_write_units_peak,
+            "index_min_write_units",
+            prices.dynamodb_wcu_hour,
+            " (if the burst's jobs are created in that minute too)",
+        ),
+    ):
+        minimum = c[setting]
+        if busiest <= minimum:
+            continue
+        needed = math.ceil(busiest)
+        found.append(
+            f"the busiest minute needs {busiest:,.0f} {what} units/s{note}, over the {minimum:,} of "
+            f"{setting}: auto scaling adds capacity only after about two minutes over the target, so "
+            f"the burst is throttled and runs late. Deploy on-demand, or raise {setting} to {needed:,} "
+            f"(${(needed - minimum) * hourly * HOURS_PER_MONTH:,.0f} a month more, busy or idle)"
+        )
+    return found
+
+
+def _warnings(p: Plan, prices: Prices = PRICES) -> list[str]:
+    found = [
+        *(_on_demand_warnings(p) if p.provisioned is None else _provisioned_warnings(p.provisioned, prices)),
         *_near(
             p.worker_max_concurrency,
             ESM_MAX_CONCURRENCY,
@@ -491,13 +728,50 @@ def render(p: Plan) -> str:
         f"  Lambda concurrency      {p.lambda_concurrency:>9,.0f}   API {p.api_concurrency:,.0f}, workers "
         f"{p.worker_concurrency:,.0f}, scanners {p.scanner_fanout:,}",
         "",
-        "cost per month (us-east-1 list prices, on-demand)",
     ]
+    if p.provisioned is None:
+        lines += ["cost per month (us-east-1 list prices, on-demand)"]
+    else:
+        lines += [
+            *_render_provisioned(p.provisioned),
+            "",
+            f"cost per month (us-east-1 list prices, provisioned {p.provisioned.target_utilisation}% busy: "
+            "a steady load assumed)",
+        ]
     lines += [f"  {name:<24}${value:>13,.2f}" for name, value in p.monthly_cost.items() if name != "total"]
     lines += [
         f"  {'total':<24}${p.monthly_cost['total']:>13,.2f}",
         f"  {'per million executions':<24}${p.cost_per_million['total']:>13,.2f}",
     ]
+    if p.provisioned is not None:
+        lines += [
+            f"  {'minimums, busy or idle':<24}${p.provisioned.minimums_monthly:>13,.2f}   the floor "
+            "if the load stops",
+        ]
     if p.warnings:
         lines += ["", "limits", *(f"  ! {w}" for w in p.warnings)]
     return "\n".join(lines)
+
+
+def _render_provisioned(p: ProvisionedPlan) -> list[str]:
+    """The provisioned settings, each with the load it is sized from."""
+    c = p.context
+    share = f"/ {p.target_utilisation}%"
+    reasons = {
+        "table_capacity": "auto scaled between the bounds below",
+        "table_min_write_units": f"sustained {p.table_write_units:,.0f} write units/s {share}",
+        "table_max_write_units": f"busiest minute {p.table_write_units_peak:,.0f} write units/s {share}",
+        "table_min_read_units": f"sustained {p.table_read_units:,.0f} read units/s {share}",
+        "table_max_read_units": f"busiest minute {p.table_read_units_peak:,.0f} read units/s {share}",
+        "index_min_write_units": f"by_owner: sustained {p.index_write_units:,.0f} write units/s {share}",
+        "index_max_write_units": f"busiest minute {p.index_write_units_peak:,.0f} write units/s {share}",
+        "index_min_read_units": "list requests only, not modelled: none assumed, a floor",
+        "index_max_read_units": "room for list requests, about one unit a page",
+        "table_target_utilisation": f"write unit ${p.write_unit_price * 1e6:,.4f}/M, "
+        f"read unit ${p.read_unit_price * 1e6:,.4f}/M",
+    }
+    lines = [f"deploy provisioned (CDK context), kept {p.target_utilisation}% busy"]
+    for key, value in c.items():
+        shown = f"{value:>11,}" if isinstance(value, int) else f"{value:>11}"
+        lines.append(f"  {key:<25}{shown}   {reasons[key]}")
+    return lines

@@ -36,6 +36,7 @@ EXIT_INTERRUPTED = 130
 JOB_STATUSES = ("ACTIVE", "PAUSED", "CANCELLED", "COMPLETED")
 FINAL_EXECUTION_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
 MAX_BATCH_JOBS = 100  # POST /jobs/batch
+DEFAULT_UTILISATION = 70  # `capacity --provisioned`: as infra/settings.py deploys
 
 # Every read of the time (for `--in`, `watch`) goes through this; tests swap in a ManualClock.
 clock: Clock = SystemClock()
@@ -433,6 +434,17 @@ def cmd_capacity(client: PunctualClient, args: argparse.Namespace) -> int:
     """Arithmetic only, nothing is called: the plan of docs/scaling.md for this load."""
     if not 0 <= args.recurring_share <= 1:
         raise UsageError("--recurring-share is a fraction between 0 and 1")
+    utilisation = None
+    if args.provisioned:
+        utilisation = DEFAULT_UTILISATION if args.utilisation is None else args.utilisation
+        low, high = capacity.UTILISATION_RANGE
+        if not low <= utilisation <= high:
+            raise UsageError(
+                f"--utilisation is a percent between {low} and {high} (DynamoDB auto scaling's target), "
+                f"not {utilisation}"
+            )
+    elif args.utilisation is not None:
+        raise UsageError("--utilisation is the provisioned table's target: add --provisioned")
     assumptions = capacity.Assumptions(
         task_seconds=args.task_seconds,
         scanner_memory_mb=args.scanner_memory,
@@ -445,6 +457,7 @@ def cmd_capacity(client: PunctualClient, args: argparse.Namespace) -> int:
         burst_minute=args.burst,
         drain_seconds=args.drain_seconds,
         batched=args.batched,
+        utilisation_percent=utilisation,
         assumptions=assumptions,
     )
     show(result.as_dict(), args, lambda _: capacity.render(result))
@@ -667,6 +680,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument(
         "--all-indexes", action="store_true", help="price the indexes as projecting ALL (deployed: KEYS_ONLY)"
+    )
+    plan.add_argument(
+        "--provisioned",
+        action="store_true",
+        help="price the table provisioned and auto scaled (a steady load) and print its CDK context",
+    )
+    plan.add_argument(
+        "--utilisation",
+        type=int,
+        metavar="PERCENT",
+        help=f"with --provisioned: auto scaling's target, {capacity.UTILISATION_RANGE[0]}-"
+        f"{capacity.UTILISATION_RANGE[1]} (default {DEFAULT_UTILISATION})",
     )
 
     # Listed for --help only: main() hands `punctual local ...` to punctual.local before parsing.

@@ -144,6 +144,10 @@ PROVISIONED_CONTEXT = {
     "table_min_read_units": "150",
     "table_max_read_units": "6000",
     "table_target_utilisation": "60",
+    "index_min_write_units": "20",
+    "index_max_write_units": "3000",
+    "index_min_read_units": "5",
+    "index_max_read_units": "500",
 }
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from infra.settings import DeploySettings, ProvisionedCapacity
@@ -48,6 +51,10 @@ def test_provisioned_capacity_comes_from_cli_strings():
         "table_min_read_units": "150",
         "table_max_read_units": "6000",
         "table_target_utilisation": "60",
+        "index_min_write_units": "20",
+        "index_max_write_units": "3000",
+        "index_min_read_units": "5",
+        "index_max_read_units": "500",
     }
     settings = DeploySettings.from_context(context.get)
     assert settings.provisioned_capacity() == ProvisionedCapacity(
@@ -56,7 +63,19 @@ def test_provisioned_capacity_comes_from_cli_strings():
         min_read_units=150,
         max_read_units=6000,
         target_utilisation=60,
+        index_min_write_units=20,
+        index_max_write_units=3000,
+        index_min_read_units=5,
+        index_max_read_units=500,
     )
+
+
+def test_cdk_json_types_are_taken_as_they_are():
+    # cdk.json gives numbers, not strings
+    context = {"table_capacity": "provisioned", "index_min_write_units": 30, "index_max_read_units": 700}
+    capacity = DeploySettings.from_context(context.get).provisioned_capacity()
+    assert capacity is not None
+    assert (capacity.index_min_write_units, capacity.index_max_read_units) == (30, 700)
 
 
 def test_provisioned_defaults_are_a_small_floor_the_default_quota_as_ceiling_and_70_percent():
@@ -67,7 +86,28 @@ def test_provisioned_defaults_are_a_small_floor_the_default_quota_as_ceiling_and
         min_read_units=100,
         max_read_units=40_000,
         target_utilisation=70,
+        index_min_write_units=15,
+        index_max_write_units=40_000,
+        index_min_read_units=10,
+        index_max_read_units=40_000,
     )
+
+
+def test_the_index_minimums_default_below_the_tables():
+    # The by_owner index takes 1 of a one-time execution's 7 write units and only list requests read
+    # it: by default it does not pay the table's floor a second time
+    settings = DeploySettings()
+    assert settings.index_min_write_units < settings.table_min_write_units
+    assert settings.index_min_read_units < settings.table_min_read_units
+
+
+def test_cdk_json_lists_every_capacity_setting_at_its_default():
+    # The context `cdk synth` reads is the documented default, key by key
+    context = json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())["context"]
+    defaults = DeploySettings()
+    names = [n for n in vars(defaults) if n.startswith(("table_", "index_"))]
+    assert len(names) == 10
+    assert {n: context[n] for n in names} == {n: getattr(defaults, n) for n in names}
 
 
 @pytest.mark.parametrize("utilisation", ["20", "90"])
@@ -92,12 +132,23 @@ def test_target_utilisation_bounds_are_inclusive(utilisation):
         ),
         ({"table_min_write_units": "0"}, "table_min_write_units must be at least 1"),
         ({"table_min_read_units": "-5"}, "table_min_read_units must be at least 1"),
+        (
+            {"index_min_write_units": "41", "index_max_write_units": "40"},
+            r"index_min_write_units \(41\) is above index_max_write_units \(40\)",
+        ),
+        (
+            {"index_min_read_units": "11", "index_max_read_units": "10"},
+            r"index_min_read_units \(11\) is above index_max_read_units \(10\)",
+        ),
+        ({"index_min_write_units": "0"}, "index_min_write_units must be at least 1"),
+        ({"index_min_read_units": "0"}, "index_min_read_units must be at least 1"),
+        ({"index_max_read_units": "few"}, "context index_max_read_units='few' is not an integer"),
         ({"table_target_utilisation": "19"}, "table_target_utilisation must be between 20 and 90 percent"),
         ({"table_target_utilisation": "91"}, "table_target_utilisation must be between 20 and 90 percent"),
         ({"table_max_write_units": "lots"}, "context table_max_write_units='lots' is not an integer"),
     ],
 )
-def test_bad_table_capacity_fails_with_a_message_naming_the_setting(context, message):
+def test_bad_capacity_bounds_fail_with_a_message_naming_the_setting(context, message):
     # Checked in either mode: a bad bound in cdk.json is a mistake before anyone switches to it
     for mode in ("on_demand", "provisioned"):
         with pytest.raises(ValueError, match=message):

@@ -1,4 +1,5 @@
-"""The table is on-demand by default; deployed provisioned, it and each index are auto scaled."""
+"""The table is on-demand by default; deployed provisioned, it and each index are auto scaled, the
+indexes within their own bounds."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ POLICY = "AWS::ApplicationAutoScaling::ScalingPolicy"
 # The provisioned fixture's bounds (conftest.PROVISIONED_CONTEXT).
 WRITES = (200, 9000)
 READS = (150, 6000)
+INDEX_WRITES = (20, 3000)
+INDEX_READS = (5, 500)
 TARGET_UTILISATION = 60
 
 
@@ -47,30 +50,31 @@ def test_default_table_is_on_demand_with_no_auto_scaling(synthesized):
     assert synthesized.of_type(POLICY) == {}
 
 
-def test_provisioned_table_and_indexes_start_at_the_minimums(provisioned):
+def test_provisioned_table_and_indexes_start_at_their_own_minimums(provisioned):
     _, props = _table(provisioned)
     assert props["BillingMode"] == "PROVISIONED"
-    starting = {"ReadCapacityUnits": READS[0], "WriteCapacityUnits": WRITES[0]}
-    assert props["ProvisionedThroughput"] == starting
+    assert props["ProvisionedThroughput"] == {"ReadCapacityUnits": READS[0], "WriteCapacityUnits": WRITES[0]}
     indexes = {i["IndexName"]: i["ProvisionedThroughput"] for i in props["GlobalSecondaryIndexes"]}
-    assert indexes == {index.name: starting for index in resources.TABLE.indexes}
+    index_starting = {"ReadCapacityUnits": INDEX_READS[0], "WriteCapacityUnits": INDEX_WRITES[0]}
+    assert indexes == {index.name: index_starting for index in resources.TABLE.indexes}
 
 
-def test_provisioned_capacity_scales_between_the_bounds_on_the_table_and_each_index(provisioned):
-    # Given the bounds of the provisioned fixture, when its scalable targets are read
+def test_provisioned_capacity_scales_the_table_and_each_index_within_their_own_bounds(provisioned):
+    # Given the table and index bounds of the provisioned fixture, when its scalable targets are read
     targets = _scalable_targets(provisioned)
     bounds = {
         targets[k]: (v["Properties"]["MinCapacity"], v["Properties"]["MaxCapacity"])
         for k, v in provisioned.of_type(TARGET).items()
     }
-    # Then the table's and every index's writes and reads are each scaled within their bounds
+    # Then the table's writes and reads are scaled within the table bounds, and every index's within
+    # the index bounds
     expected = {
         ("table", "dynamodb:table:WriteCapacityUnits"): WRITES,
         ("table", "dynamodb:table:ReadCapacityUnits"): READS,
     }
     for index in resources.TABLE.indexes:
-        expected[(index.name, "dynamodb:index:WriteCapacityUnits")] = WRITES
-        expected[(index.name, "dynamodb:index:ReadCapacityUnits")] = READS
+        expected[(index.name, "dynamodb:index:WriteCapacityUnits")] = INDEX_WRITES
+        expected[(index.name, "dynamodb:index:ReadCapacityUnits")] = INDEX_READS
     assert bounds == expected
     # by Application Auto Scaling's service-linked role for DynamoDB, not a role of the stack's
     for target in provisioned.of_type(TARGET).values():
@@ -146,6 +150,10 @@ def test_synth_tells_whoever_deploys_provisioned_about_bursts(provisioned):
         (
             {"table_capacity": "provisioned", "table_target_utilisation": "95"},
             "table_target_utilisation must be between 20 and 90 percent",
+        ),
+        (
+            {"table_capacity": "provisioned", "index_min_read_units": "50", "index_max_read_units": "40"},
+            r"index_min_read_units \(50\) is above index_max_read_units \(40\)",
         ),
     ],
 )

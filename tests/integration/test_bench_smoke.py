@@ -90,4 +90,5 @@ def test_cost_benchmark_counts_units_and_prices_them() -> None:
         usage = result["measured"][name]["usage_per_execution"]
         assert usage["write_units"] == constants.write_units + more, name
         assert usage["write_units_keys_only"] == constants.write_units_keys_only + more, name
+        assert usage["index_write_units_keys_only"] == constants.index_write_units_keys_only, name
         assert usage["read_units"] == constants.read_units, name
