@@ -18,7 +18,7 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -131,44 +131,73 @@ class Scanner:
         horizon = now + self._lookahead
         last_minute = floor_minute(horizon)
         # Positions are per shard, so that changing how shards are grouped across scanner invocations
-        # never skips a bucket.
+        # never skips a bucket. None is past the horizon: one that is (a shorter lookahead since, or a
+        # clock that ran ahead) comes back to it, so that what is filed before the horizon is read.
         stored = self._store.get_positions(self._shards)
         fresh = (floor_minute(now - FIRST_SCAN_BACK), START_OF_BUCKET)
-        positions = {shard: stored[shard] or fresh for shard in self._shards}
+        cap = (last_minute, Store.bound_position(horizon))
+        positions = {shard: min(stored[shard] or fresh, cap) for shard in self._shards}
+        saved = dict(stored)
         first = min(minute for minute, _ in positions.values())
         report = ScanReport(first_minute=first)
-        held: dict[int, str] = {}  # shards stopped at a marker this tick (it failed, or is claimed)
+        held: dict[int, str] = {}  # shards stopped at a marker this tick (could not be set aside)
         due_soon: list[DueMarker] = []  # follow-ups filed under a soon partition, due within this tick
+        seen: set[str] = set()  # soon markers dispatched (or set there) this tick: once a tick each
         error: BaseException | None = None
         with ThreadPoolExecutor(max_workers=self._lanes, thread_name_prefix="scanner") as lanes:
 
             def run(batches: list[tuple[int, list[DueMarker]]]) -> None:
-                """Dispatch the markers of some shards on the lanes; note where each shard must stop."""
+                """Dispatch the markers of some shards on the lanes. A minute bucket's markers that could
+                not be sent (a failure, or a hand-off claim still running) are moved to their shard's
+                soon partition, which every tick reads, so that one marker failing again and again never
+                holds up the rest of its shard; only if that fails too does the shard stop at it."""
                 nonlocal error
                 futures = [
                     (shard, list(chunk), lanes.submit(self._dispatch, list(chunk), now))
                     for shard, markers in batches
                     for chunk in chunks(markers, DISPATCH_CHUNK)
                 ]
+                stuck: dict[int, list[DueMarker]] = {}
                 for shard, chunk, future in futures:
                     try:
                         counts = future.result()
                     except Exception as exc:
                         # The other chunks still count; the tick fails once its positions are safe.
                         error = error or exc
-                        stuck = chunk
+                        failed = chunk
                     else:
                         report.enqueued += counts.enqueued
                         report.skipped += counts.skipped
                         report.failed += len(counts.failed)
                         report.deferred += len(counts.deferred)
                         report.quarantined += counts.quarantined
-                        stuck = counts.failed + counts.deferred
+                        failed = counts.failed + counts.deferred
                         due_soon.extend(m for m in counts.filed if m.soon and m.scheduled_at < horizon)
-                    in_bucket = [Store.marker_position(m) for m in stuck if not m.soon]
-                    if in_bucket:
-                        held[shard] = min([*in_bucket, *([held[shard]] if shard in held else [])])
+                    stuck.setdefault(shard, []).extend(m for m in failed if not m.soon)
+                for shard, markers in stuck.items():
+                    if not markers:
+                        continue
+                    try:
+                        self._store.put_markers([replace(m, soon=True) for m in markers])
+                        seen.update(m.execution_id for m in markers)  # retried from there next tick
+                    except Exception:
+                        logger.exception("could not set markers aside; the shard waits at them")
+                        held[shard] = min(Store.marker_position(m) for m in markers)
 
+            def read_soon() -> None:
+                """The soon partitions: what is due, each marker once a tick."""
+                read = parallel_map(partial(self._read_soon, horizon), self._shards)
+                report.buckets_read += len(read)
+                unseen = [
+                    (shard, [m for m in markers if m.execution_id not in seen]) for shard, markers in read
+                ]
+                seen.update(m.execution_id for _, markers in unseen for m in markers)
+                due_soon.clear()
+                run(unseen)
+
+            # The soon partitions first (failed hand-offs, short-period chains: never left behind a
+            # backlog of buckets), then the buckets minute by minute.
+            read_soon()
             minute = first
             while minute <= last_minute:
                 if time.monotonic() - started > budget.total_seconds():
@@ -191,31 +220,24 @@ class Scanner:
                         positions[shard] = (minute + MINUTE, START_OF_BUCKET)
                     else:
                         positions[shard] = (minute, Store.bound_position(horizon))
+                # Saved minute by minute: a tick stopped part way (its function timed out) keeps what
+                # it did, and the next one goes on from there.
+                self._store.set_positions({shard: positions[shard] for shard in reading})
+                saved.update({shard: positions[shard] for shard in reading})
                 report.last_minute = minute
                 minute += MINUTE
 
-            # Then the soon partitions, read again as long as dispatching them files more that are due:
-            # a recurring job caught up after an outage files each next occurrence there (it is due
+            # Then the soon partitions again, as long as dispatching files more that are due: a
+            # recurring job caught up after an outage files each next occurrence there (it is due
             # soon), and its chain goes on within this tick, as it does through the buckets.
-            # Each marker once a tick: one whose deletion failed is read again, and waits for the next.
-            # After the first reading, again only while follow-ups due within the tick were filed.
-            seen: set[str] = set()
-            while time.monotonic() - started <= budget.total_seconds():
-                due_soon.clear()
-                read = parallel_map(partial(self._read_soon, horizon), self._shards)
-                report.buckets_read += len(read)
-                unseen = [
-                    (shard, [m for m in markers if m.execution_id not in seen]) for shard, markers in read
-                ]
-                if not any(markers for _, markers in unseen):
-                    break
-                seen.update(m.execution_id for _, markers in unseen for m in markers)
-                run(unseen)
-                if not due_soon:
-                    break
+            while due_soon and time.monotonic() - started <= budget.total_seconds():
+                read_soon()
 
-        report.complete = report.complete and not held and error is None
-        self._store.advance_positions(positions)
+        report.complete = report.complete and not held and error is None and not report.failed
+        # What the loop did not save: a position brought back to the horizon on a shard it did not read.
+        unsaved = {shard: p for shard, p in positions.items() if saved.get(shard) != p}
+        if unsaved:
+            self._store.set_positions(unsaved)
         elapsed_ms = (time.monotonic() - started) * 1000
         metrics.add_metric(name=EXECUTIONS_ENQUEUED, unit="Count", value=report.enqueued)
         if report.quarantined:

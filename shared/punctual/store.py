@@ -120,7 +120,8 @@ def _sk_bound(instant: datetime) -> str:
 START_OF_BUCKET = "0"
 # Markers in minute buckets are read once and never deleted by the scanner: they expire, this long
 # after their instant (a scanner stopped for longer would find them gone; its alarms fire long before).
-MARKER_TTL = timedelta(days=7)
+# Soon markers do not expire: the scanner deletes each once it is sent.
+MARKER_TTL = timedelta(days=30)
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -884,30 +885,26 @@ class Store:
             found[int(str(item["sk"]).split("#")[1])] = (minute, str(item.get("after", START_OF_BUCKET)))
         return found
 
-    def advance_positions(self, positions: dict[int, tuple[datetime, str]]) -> None:
-        """Move the shards' positions forward (never back, whatever runs concurrently)."""
+    def set_positions(self, positions: dict[int, tuple[datetime, str]]) -> None:
+        """Record where the scanner reads on, per shard. Unconditional: a tick holds a lease on its
+        shards, and a position set back only makes a tick read (and send) some markers again, which
+        the worker recognises; one set too far would skip markers, which nothing here does."""
 
-        def advance(entry: tuple[int, tuple[datetime, str]]) -> None:
+        def put(entry: tuple[int, tuple[datetime, str]]) -> None:
             shard, (minute, after) = entry
-            put = partial(
-                self._table.put_item,
-                Item={
-                    "pk": "SCANNER",
-                    "sk": f"CHECKPOINT#{shard:03d}",
-                    "minute_ms": to_epoch_ms(minute),
-                    "after": after,
-                },
-                ConditionExpression="attribute_not_exists(pk) OR minute_ms < :m "
-                "OR (minute_ms = :m AND (attribute_not_exists(#after) OR #after <= :a))",
-                ExpressionAttributeNames={"#after": "after"},
-                ExpressionAttributeValues={":m": to_epoch_ms(minute), ":a": after},
+            _call(
+                partial(
+                    self._table.put_item,
+                    Item={
+                        "pk": "SCANNER",
+                        "sk": f"CHECKPOINT#{shard:03d}",
+                        "minute_ms": to_epoch_ms(minute),
+                        "after": after,
+                    },
+                )
             )
-            try:
-                _call(put)
-            except LostRace:
-                pass
 
-        parallel_map(advance, list(positions.items()))
+        parallel_map(put, list(positions.items()))
 
     # ------------------------------------------------------------- mapping
     @staticmethod
@@ -1092,7 +1089,7 @@ class Store:
             "scheduled_ms": to_epoch_ms(marker.scheduled_at),
             "schedule_version": marker.schedule_version,
             "manual": marker.manual,
-            "expires_at": int((marker.scheduled_at + MARKER_TTL).timestamp()),
+            **({} if marker.soon else {"expires_at": int((marker.scheduled_at + MARKER_TTL).timestamp())}),
             **(
                 {"handoff_until_ms": to_epoch_ms(marker.handoff_until)}
                 if marker.handoff_until is not None

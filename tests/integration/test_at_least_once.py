@@ -56,7 +56,7 @@ def test_scanner_crash_after_sending_before_recording_its_position(world: World)
         world.tick()
         job = http_job(world, hook, 240)
         world.clock.advance(200)
-        once(world, world.store, "advance_positions", Crash("after send"))
+        once(world, world.store, "set_positions", Crash("after send"))
         with pytest.raises(Crash):
             world.tick()
         # When the next tick runs (and sends the message again)

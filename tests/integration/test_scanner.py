@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from punctual.models import marker_for
-from punctual.store import MARKER_TTL
+from punctual.models import execution_id_for, marker_for
+from punctual.scanner import Scanner
+from punctual.store import MARKER_TTL, shard_of
 from punctual.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
 from tests.world import World
 
@@ -144,21 +145,20 @@ def positions_of(world: World) -> dict[int, Any]:
     return world.store.get_positions(range(world.punctual.settings.shard_count))
 
 
-def test_a_failed_send_holds_its_shard_at_that_marker_and_the_next_tick_sends_it(
+def test_a_failed_send_moves_its_markers_to_the_soon_partition_and_the_next_tick_sends_them(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given four jobs due in the same minute on one shard, and SQS refusing every send for one tick
+    # Given four jobs due in the same minute, and SQS refusing every send for one tick
     world.tick()
     jobs = [world.create({"type": "at", "at": at(world, 240 + i)}) for i in range(4)]
     world.clock.advance(200)
     monkeypatch.setattr(world.punctual.queue, "send", lambda items, attempts=4: [item for item, _ in items])
     report = world.tick()
     monkeypatch.undo()
-    # Then the tick reports them failed and the shards holding them stop at them
+    # Then the tick reports them failed, and they wait in their shards' soon partitions
     assert report["failed"] == 4 and not report["complete"]
-    due_minute = parse_rfc3339(jobs[0]["next_run_at"]).replace(second=0, microsecond=0)
-    held = [p for p in positions_of(world).values() if p is not None and p[0] == due_minute and p[1] != "0"]
-    assert held  # at least one shard stopped inside the jobs' minute
+    waiting = world.unread_markers()
+    assert len(waiting) == 4 and all("#SOON#" in m["pk"]["S"] for m in waiting)
     # When the next tick runs
     world.clock.advance(60)
     world.run_for(60)
@@ -169,7 +169,7 @@ def test_a_failed_send_holds_its_shard_at_that_marker_and_the_next_tick_sends_it
     assert world.unread_markers() == []
 
 
-def test_a_claimed_marker_in_a_minute_bucket_holds_the_position_until_its_claim_runs_out(
+def test_a_claimed_marker_in_a_minute_bucket_waits_for_its_claim_to_run_out(
     world: World,
 ) -> None:
     # Given a marker filed by an older version: in its minute's bucket, with a hand-off claim whose
@@ -183,9 +183,11 @@ def test_a_claimed_marker_in_a_minute_bucket_holds_the_position_until_its_claim_
     world.store.put_marker(replace(marker, handoff_until=world.clock.now() + timedelta(seconds=45)))
     # When a tick reads it while the claim runs
     report = world.tick()
-    # Then it is left alone and the shard's position stays at it
+    # Then it is left alone, set aside under its shard's soon partition with its claim
     assert report["deferred"] == 1 and report["enqueued"] == 0
     assert world.executions(job["id"]) == []
+    [waiting] = world.unread_markers()
+    assert "#SOON#" in waiting["pk"]["S"] and "handoff_until_ms" in waiting
     # and once the claim has run out, a tick sends it
     world.clock.advance(60)
     world.run_for(30)
@@ -225,8 +227,94 @@ def test_a_checkpoint_of_the_previous_version_reads_as_the_start_of_its_minute(w
             "minute_ms": {"N": str(to_epoch_ms(minute))},
         },
     )
-    # Then it reads as that minute's start, and a position never moves back
+    # Then it reads as that minute's start
     assert positions_of(world)[0] == (minute, "0")
-    world.store.advance_positions({0: (minute + timedelta(minutes=1), "0")})
-    world.store.advance_positions({0: (minute, "9")})
-    assert positions_of(world)[0] == (minute + timedelta(minutes=1), "0")
+
+
+def test_a_shorter_lookahead_loses_nothing(world: World) -> None:
+    # Given a scanner that ticked with a lookahead of 10 minutes (its positions 10 minutes ahead)
+    shards = list(range(world.punctual.settings.shard_count))
+    Scanner(
+        world.store, world.punctual.dispatcher, world.clock, lookahead=timedelta(minutes=10), shards=shards
+    ).tick()
+    assert all(
+        p is not None and p[0] > world.clock.now() + timedelta(minutes=9)
+        for p in positions_of(world).values()
+    )
+    # When the lookahead is back to 90 s and a job is created for 5 minutes ahead (filed in its
+    # minute's bucket, which those positions had passed)
+    job = world.create({"type": "at", "at": at(world, 300)})
+    world.run_for(400)
+    # Then it ran
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "SUCCEEDED"
+
+
+def test_a_marker_that_keeps_failing_holds_up_nothing_else_on_its_shard(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job whose message SQS refuses every time, and others on the same shard, a minute later
+    world.tick()
+    bad = world.create({"type": "at", "at": at(world, 240)})
+    shard_of_bad = marker_shard(world, bad)
+    good = []
+    while len(good) < 3:
+        job = world.create({"type": "at", "at": at(world, 300)})
+        if marker_shard(world, job) == shard_of_bad:
+            good.append(job)
+    real = world.punctual.queue.send
+
+    def refusing(items: Any, attempts: int = 4) -> Any:
+        failed = [item for item, _ in items if item.job_id == bad["id"]]
+        return failed + real([(item, delay) for item, delay in items if item.job_id != bad["id"]], attempts)
+
+    monkeypatch.setattr(world.punctual.queue, "send", refusing)
+    # When time runs on
+    world.run_for(400)
+    # Then the others ran, and the failing one waits in its shard's soon partition, retried each tick
+    for job in good:
+        assert world.executions(job["id"])[0]["status"] == "SUCCEEDED"
+    assert world.executions(bad["id"]) == []
+    [waiting] = [m for m in world.unread_markers() if m["job_id"]["S"] == bad["id"]]
+    assert "#SOON#" in waiting["pk"]["S"]
+    # and once SQS takes it, it runs
+    monkeypatch.undo()
+    world.run_for(70)
+    assert world.executions(bad["id"])[0]["status"] == "SUCCEEDED"
+    assert world.unread_markers() == []
+
+
+def marker_shard(world: World, job: dict[str, Any]) -> int:
+    stored = world.store.get_job(job["id"])
+    assert stored is not None and stored.next_run_at is not None
+    execution_id = execution_id_for(job["id"], stored.next_run_at, stored.schedule_version)
+    return shard_of(execution_id, world.punctual.settings.shard_count)
+
+
+def test_a_tick_stopped_part_way_keeps_the_minutes_it_finished(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given jobs due in four successive minutes, all overdue after an outage, and a tick that is
+    # killed (its function timed out) while it dispatches the third minute
+    world.tick()
+    jobs = [world.create({"type": "at", "at": at(world, 240 + 60 * i)}) for i in range(4)]
+    world.clock.advance(20 * 60)
+    real = world.punctual.dispatcher.dispatch
+
+    def killed_at_the_third(markers: Any) -> Any:
+        if any(m.job_id == jobs[2]["id"] for m in markers):
+            raise SystemExit("timed out")
+        return real(markers)
+
+    monkeypatch.setattr(world.punctual.dispatcher, "dispatch", killed_at_the_third)
+    with pytest.raises(SystemExit):
+        world.tick()
+    monkeypatch.undo()
+    # Then the minutes it finished are recorded: every shard reads on from the third minute
+    third = parse_rfc3339(jobs[2]["next_run_at"]).replace(second=0, microsecond=0)
+    assert all(p is not None and p >= (third, "0") for p in positions_of(world).values())
+    # and the next tick sends the rest: each job runs once
+    world.run_for(60)
+    for job in jobs:
+        [execution] = world.executions(job["id"])
+        assert (execution["status"], execution["attempts"]) == ("SUCCEEDED", 1)
