@@ -205,11 +205,12 @@ INDEXES = len(resources.TABLE.indexes)  # by_owner
 # Fixed monthly cost, whatever the load: dashboard, 9 alarms, 11 EMF metrics, the cursor secret, the
 # worker event source mapping's idle long polls (about 15 a minute), a tick a minute plus the
 # fan-out's invocations, and each tick's lease on its shards (a put and a delete a shard, 1 write unit
-# each, and a checkpoint put).
+# each) and its positions (a put a shard for each minute it reads: two a tick, the horizon's minute
+# and the one before).
 FIXED_ALARMS = 9
 FIXED_METRICS = 11
 IDLE_POLLS_PER_MINUTE = 15
-BOOKKEEPING_WRITES_PER_SHARD = 3  # write units a shard a tick
+BOOKKEEPING_WRITES_PER_SHARD = 4  # write units a shard a tick
 
 
 def fixed_monthly(fanout: int, shard_count: int, prices: Prices = PRICES) -> dict[str, float]:

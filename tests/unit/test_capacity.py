@@ -17,6 +17,7 @@ from punctual.capacity import Assumptions, ExecutionUsage, Prices
 FULL_VCPU = Assumptions(scanner_memory_mb=1769)
 # Write units of a one-time execution on the table (the rest is the by_owner index's entry)
 TABLE_WRITES = capacity.ONE_TIME.write_units_keys_only - capacity.ONE_TIME.index_write_units_keys_only
+BOOKKEEPING = capacity.BOOKKEEPING_WRITES_PER_SHARD  # the scanner's writes a shard a tick
 
 
 def test_ten_thousand_a_second_sustained() -> None:
@@ -311,7 +312,7 @@ def test_ten_thousand_a_second_provisioned_bounds() -> None:
     assert p.provisioned is not None
     c = p.provisioned.context
     # Then the table takes all but the index's write unit, plus the scanner's 3 a shard a minute
-    table = 10_000 * TABLE_WRITES + 3 * 40 / 60
+    table = 10_000 * TABLE_WRITES + BOOKKEEPING * 40 / 60
     assert p.provisioned.table_write_units == pytest.approx(table)
     assert c["table_min_write_units"] == math.ceil(table / 0.7)
     assert c["table_min_read_units"] == math.ceil(40_000 / 0.7) == 57_143
@@ -337,7 +338,7 @@ def test_a_hundred_a_second_half_busy_bounds() -> None:
     # Then each figure is the load over a half: (100 x table units + 3/60) / 0.5, 400 / 0.5, 100 / 0.5
     assert p.shard_count == 1
     assert (c["table_min_write_units"], c["table_min_read_units"], c["index_min_write_units"]) == (
-        math.ceil((100 * TABLE_WRITES + 3 / 60) / 0.5),
+        math.ceil((100 * TABLE_WRITES + BOOKKEEPING / 60) / 0.5),
         800,
         200,
     )
@@ -350,10 +351,10 @@ def test_a_busier_minute_sets_the_maximums() -> None:
     assert p.provisioned is not None
     c = p.provisioned.context
     peak = 1_000_000 / 60
-    bookkeeping = 3 * p.shard_count / 60
+    bookkeeping = BOOKKEEPING * p.shard_count / 60
     # Then the minimums follow the sustained rate, the maximums the busiest minute's
-    assert c["table_min_write_units"] == math.ceil((10_000 * TABLE_WRITES + bookkeeping) / 0.7)
-    assert c["table_max_write_units"] == math.ceil((peak * TABLE_WRITES + bookkeeping) / 0.7)
+    assert c["table_min_write_units"] == capacity._capacity(10_000 * TABLE_WRITES + bookkeeping, 0.7)
+    assert c["table_max_write_units"] == capacity._capacity(peak * TABLE_WRITES + bookkeeping, 0.7)
     assert c["table_max_read_units"] == math.ceil(peak * 4 / 0.7)
     assert c["index_max_write_units"] == math.ceil(peak / 0.7) == 23_810
 
@@ -400,7 +401,7 @@ def test_provisioned_monthly_cost_is_the_capacity_the_load_keeps_busy() -> None:
     assert p.monthly_cost["dynamodb_index_writes"] == pytest.approx(1_000 / 0.7 * wcu_hour * HOURS, abs=0.01)
     assert p.monthly_cost["dynamodb_reads"] == pytest.approx(1_000 * 4 / 0.7 * rcu_hour * HOURS, abs=0.01)
     # and the scanner's bookkeeping is priced provisioned too
-    bookkeeping = 3 * p.shard_count * month / 60
+    bookkeeping = BOOKKEEPING * p.shard_count * month / 60
     assert p.monthly_cost["fixed_scanner_bookkeeping"] == pytest.approx(
         bookkeeping * capacity.provisioned_write_unit_price(0.7), abs=0.01
     )
@@ -423,7 +424,7 @@ def test_a_burst_over_the_minimums_is_warned_of() -> None:
         assert "two minutes" in warning and "throttled" in warning and "on-demand" in warning
     # naming the minimum that covers the burst: its peak rate of units
     assert any(
-        f"raise table_min_write_units to {math.ceil(1_000_000 / 60 * TABLE_WRITES + 3 * 67 / 60):,}" in w
+        f"raise table_min_write_units to {math.ceil(1_000_000 / 60 * TABLE_WRITES + BOOKKEEPING * 67 / 60):,}" in w
         for w in found
     )
     # and none without a burst, nor on-demand
@@ -437,7 +438,7 @@ def test_provisioned_quotas_replace_the_on_demand_ones() -> None:
     p = capacity.plan(10_000, utilisation_percent=70, assumptions=FULL_VCPU)
     # the write units provisioned for the table: over the 40,000 a table, and with the index's 14,286
     # over the account's 80,000
-    table = math.ceil((10_000 * TABLE_WRITES + 3 * 40 / 60) / 0.7)
+    table = math.ceil((10_000 * TABLE_WRITES + BOOKKEEPING * 40 / 60) / 0.7)
     assert any(w.startswith(f"table_max_write_units {table:,}") for w in p.warnings)
     assert any(
         "account's quota for provisioned capacity" in w and f"{table + 14_286:,}" in w for w in p.warnings
