@@ -38,7 +38,6 @@ from punctual.clock import ManualClock
 from punctual.config import Settings
 from punctual.models import DueMarker, execution_id_for
 from punctual.scanner import shard_groups
-from punctual.store import MARKER_PARTITION_WRITES_PER_SECOND
 from punctual.timefmt import to_rfc3339
 from punctual.wiring import Punctual
 
@@ -177,9 +176,10 @@ def drain_table(rate: float, cpu_ms_per_1000: float) -> list[dict[str, Any]]:
     """Extrapolated: the 1M minute's drain time by fan-out, at the default and at a full vCPU.
 
     The scanner is CPU-bound once its calls overlap, so one invocation's rate does not grow with its
-    shard count. It is the rate measured here, capped by the CPU share of the function's memory and
-    by the store's pacing of its deletes on a bucket (MARKER_PARTITION_WRITES_PER_SECOND, 90 % of
-    DynamoDB's 1,000 write units a second on a partition).
+    shard count. It is the rate measured here, capped by the CPU share of the function's memory. The
+    bucket's partition does not bind: the scanner only reads it (a 1,000,000 minute's 15,625 markers a
+    shard are ~900 strongly consistent read units, of the partition's 3,000 a second) and deletes
+    nothing from it.
     """
     rows = []
     for fanout in (4, 8, 16, 32, 64, 128):
@@ -189,9 +189,7 @@ def drain_table(rate: float, cpu_ms_per_1000: float) -> list[dict[str, Any]]:
             "markers_per_invocation": math.ceil(BURST / fanout),
         }
         for memory in (512, capacity.LAMBDA_MB_PER_VCPU):
-            per_invocation = min(
-                rate, cpu_ceiling(cpu_ms_per_1000, memory), MARKER_PARTITION_WRITES_PER_SECOND
-            )
+            per_invocation = min(rate, cpu_ceiling(cpu_ms_per_1000, memory))
             seconds = INVOCATION_START_SECONDS + row["markers_per_invocation"] / per_invocation
             row[f"seconds_at_{memory}_mb"] = round(seconds, 1)
             row[f"under_30s_at_{memory}_mb"] = seconds < TARGET_DRAIN_SECONDS
@@ -238,9 +236,8 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "extrapolated": {
             "note": "drain time of a 1,000,000-execution minute = invocation start (assumed "
             f"{INVOCATION_START_SECONDS} s) + markers per invocation / per-invocation rate, that rate being "
-            "the one measured here (all_shards), capped by the CPU share of the function's memory and by "
-            f"the store's pacing of a bucket's writes ({MARKER_PARTITION_WRITES_PER_SECOND:,.0f} a second, "
-            "under the partition's 1,000)",
+            "the one measured here (all_shards), capped by the CPU share of the function's memory (the "
+            "scanner only reads a minute's bucket: its partition does not bind)",
             "burst_minute": drain_table(rate, cpu_ms),
         },
         "targets": {

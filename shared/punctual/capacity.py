@@ -81,12 +81,12 @@ SECONDS_PER_MONTH = 730 * 3600  # AWS bills a month as 730 hours
 # The scanner's own CPU per execution, and one invocation's rate with a whole core, from
 #   .venv/bin/python -m bench.scanner_throughput     (make bench-scanner)
 # on a shared 2-vCPU x86_64 machine: one invocation over 64 shards, 20,000 executions, 10 ms per
-# DynamoDB call, 20 ms per SQS batch (314 ms of CPU per 1,000 executions, 2,554 a second measured
+# DynamoDB call, 20 ms per SQS batch (201 ms of CPU per 1,000 executions, 4,098 a second measured
 # with the benchmark's in-process fake AWS taking its share of the GIL; every call batched, no
-# execution stored; 2,506-2,833 a second over six runs). On Lambda the CPU share of the memory caps
-# the rate.
-SCANNER_CPU_MS_PER_1000 = 314.0
-SCANNER_RATE_FULL_CORE = 2554.0
+# execution stored, no marker deleted from a minute's bucket; 3,970-4,278 a second over seven runs).
+# On Lambda the CPU share of the memory caps the rate.
+SCANNER_CPU_MS_PER_1000 = 201.0
+SCANNER_RATE_FULL_CORE = 4098.0
 
 
 def scanner_rate(memory_mb: int) -> float:
@@ -403,9 +403,10 @@ class Plan:
         return found
 
 
-# Each bucket partition's 1,000 write units a second are shared: draining (the scanner deleting
-# markers) may use half, filing (the API and the scanner writing markers for later) a quarter, so
-# that both at once stay at three quarters of the limit.
+# Each marker partition's 1,000 write units a second are shared: draining (the scanner deleting the
+# markers of a soon partition: hand-offs and short-period recurring jobs; it deletes nothing from a
+# minute's bucket) may use half, filing (the API and the scanner writing markers) a quarter, so that
+# both at once stay at three quarters of the limit.
 DRAIN_SHARE = 0.5
 FILING_SHARE = 0.25
 # The event source mapping's maximum concurrency is set this much above the average need.
@@ -442,9 +443,11 @@ def plan(
     """The deployment for a sustained rate (and an optional busier minute), and what it costs.
 
     - Scanner: the busiest minute must drain within `drain_seconds`. One invocation scans its shards
-      one after another at its rate — the measured one, capped by the CPU share of its memory and by
-      the drain share of the bucket partition (each marker deleted is a write unit) — so the
-      fan-out is the busiest minute over what one invocation drains in `drain_seconds`.
+      one after another at its rate — the measured one, capped by the CPU share of its memory and,
+      for recurring occurrences (taken as short-period: their markers sit in a soon partition and are
+      deleted once sent), by the drain share of that partition — so the fan-out is the busiest minute
+      over what one invocation drains in `drain_seconds`. One-time jobs filed ahead are read from
+      their minute's bucket and not deleted: no partition limit applies to them.
     - Shards: at least one per invocation (a multiple of the fan-out, for even groups), and enough
       that filing a marker for every execution stays within the filing share of each bucket.
     - Workers: Little's law, executions in flight = rate x (task + batch overhead), ten a batch.
@@ -467,7 +470,11 @@ def plan(
     a = replace(assumptions, api_seconds=batch_api_seconds(BATCH_JOBS)) if batched else assumptions
     n = executions_per_second
     busiest = max(math.ceil(60 * n), burst_minute or 0)
-    rate = min(scanner_rate(a.scanner_memory_mb), PARTITION_WRITE_UNITS * DRAIN_SHARE)
+    deletes_per_execution = recurring_share  # a soon marker deleted per recurring occurrence
+    drain_cap = (
+        PARTITION_WRITE_UNITS * DRAIN_SHARE / deletes_per_execution if deletes_per_execution else math.inf
+    )
+    rate = min(scanner_rate(a.scanner_memory_mb), drain_cap)
     fanout = max(1, math.ceil(busiest / (drain_seconds * rate)))
     # Every execution files one marker: the API for a new job, the scanner for the next occurrence.
     shards = max(fanout, math.ceil(n / (PARTITION_WRITE_UNITS * FILING_SHARE)))

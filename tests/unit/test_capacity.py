@@ -24,23 +24,26 @@ def test_ten_thousand_a_second_sustained() -> None:
     # Given 10,000 one-time executions a second, tasks of 0.2 s
     # When planning
     p = capacity.plan(10_000, assumptions=FULL_VCPU)
-    # Then a minute holds 600,000; one scanner drains 500/s, so 30 s needs 600,000 / (30 x 500) = 40
+    # Then a minute holds 600,000; one scanner drains at its measured rate (it reads one-time jobs'
+    # buckets and deletes nothing there, so no partition caps it), so 30 s needs
+    # 600,000 / (30 x rate) invocations
+    rate = capacity.SCANNER_RATE_FULL_CORE
     assert p.busiest_minute == 600_000
-    assert p.scanner_rate_per_invocation == 500
-    assert p.scanner_fanout == 40
-    assert p.scanner_drain_seconds == 30.0  # 15,000 markers an invocation / 500 a second
-    # and 40 shards: one per invocation, and filing 10,000 markers/s is 250 writes/s a bucket
+    assert p.scanner_rate_per_invocation == rate
+    assert p.scanner_fanout == math.ceil(600_000 / (30 * rate)) == 5
+    assert p.scanner_drain_seconds == round(120_000 / rate, 1)
+    assert p.scanner_drain_seconds <= 30
+    # and 40 shards for filing: 10,000 markers/s is 250 writes/s a bucket; a multiple of the fan-out
     assert p.shard_count == 40
     assert p.markers_per_shard == 15_000
     assert p.bucket_filing_write_units == 250
-    assert p.bucket_drain_write_units + p.bucket_filing_write_units <= 0.75 * capacity.PARTITION_WRITE_UNITS
     # and Little's law: 10,000/s x (0.2 s task + 0.05 s batch overhead) = 2,500 in flight, 250 batches
     assert p.worker_executions_in_flight == 2_500
     assert p.worker_concurrency == 250
     assert p.worker_max_concurrency == 375
-    # and the API: 10,000 requests/s x 0.05 s = 500 busy functions; 500 + 250 + 40 in all
+    # and the API: 10,000 requests/s x 0.05 s = 500 busy functions; 500 + 250 + 5 in all
     assert p.api_requests_per_second == 10_000
-    assert p.lambda_concurrency == 790
+    assert p.lambda_concurrency == 755
     # and the table and queue load per execution, times 10,000
     assert p.dynamodb_write_units_per_second == pytest.approx(
         10_000 * capacity.ONE_TIME.write_units_keys_only
@@ -52,10 +55,12 @@ def test_ten_thousand_a_second_sustained() -> None:
 def test_a_million_execution_minute() -> None:
     # Given a burst of 1,000,000 executions due in one minute
     p = capacity.plan(10_000, burst_minute=1_000_000, assumptions=FULL_VCPU)
-    # Then 1,000,000 / (30 s x 500/s) = 66.7, so 67 scanners, each draining 14,926 in 29.9 s
-    assert p.scanner_fanout == 67
-    assert p.shard_count == 67
-    assert p.scanner_drain_seconds == pytest.approx(math.ceil(1_000_000 / 67) / 500, abs=0.05)
+    # Then 1,000,000 / (30 s x the measured rate) = 8.1, so 9 scanners, over 45 shards (40 for
+    # filing, rounded up to whole groups)
+    rate = capacity.SCANNER_RATE_FULL_CORE
+    assert p.scanner_fanout == math.ceil(1_000_000 / (30 * rate)) == 9
+    assert p.shard_count == 45
+    assert p.scanner_drain_seconds == pytest.approx(math.ceil(1_000_000 / 9) / rate, abs=0.05)
     assert p.scanner_drain_seconds <= 30
     assert not any("drains" in w for w in p.warnings)
     # and the load is that minute's: 1,000,000 / 60 s x 0.25 s / 10 a batch = 417 workers busy
@@ -65,10 +70,13 @@ def test_a_million_execution_minute() -> None:
 
 
 def test_shards_come_in_whole_groups() -> None:
-    # Given a load whose filing needs more shards than there are scanners
-    p = capacity.plan(600, drain_seconds=55, assumptions=FULL_VCPU)
+    # Given a load of short-period recurring jobs (each occurrence's marker deleted from a soon
+    # partition: draining takes at most 500 of its 1,000 writes a second), whose filing needs more
+    # shards than there are scanners
+    p = capacity.plan(600, recurring_share=1.0, drain_seconds=55, assumptions=FULL_VCPU)
     # Then 36,000 a minute / (55 x 500) = 1.3 -> 2 scanners; filing 600/s needs 600 / 250 = 3 shards,
     # rounded up to a multiple of 2
+    assert p.scanner_rate_per_invocation == 500
     assert p.scanner_fanout == 2
     assert p.shard_count == 4
 
@@ -184,7 +192,7 @@ def test_cli_prints_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
     # Then it prints the plan, calling nothing
     assert code == cli.EXIT_OK
     plan = json.loads(capsys.readouterr().out)
-    assert (plan["shard_count"], plan["scanner_fanout"], plan["worker_max_concurrency"]) == (40, 40, 375)
+    assert (plan["shard_count"], plan["scanner_fanout"], plan["worker_max_concurrency"]) == (40, 5, 375)
     # and for people, a table naming the CDK settings
     assert cli.main(["capacity", "--jobs-per-second", "10000"]) == cli.EXIT_OK
     text = capsys.readouterr().out
@@ -424,7 +432,8 @@ def test_a_burst_over_the_minimums_is_warned_of() -> None:
         assert "two minutes" in warning and "throttled" in warning and "on-demand" in warning
     # naming the minimum that covers the burst: its peak rate of units
     assert any(
-        f"raise table_min_write_units to {math.ceil(1_000_000 / 60 * TABLE_WRITES + BOOKKEEPING * 67 / 60):,}" in w
+        f"raise table_min_write_units to {math.ceil(1_000_000 / 60 * TABLE_WRITES + BOOKKEEPING * burst.shard_count / 60):,}"
+        in w
         for w in found
     )
     # and none without a burst, nor on-demand
