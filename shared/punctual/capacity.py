@@ -380,7 +380,7 @@ class Plan:
     scanner_rate_per_invocation: float  # executions a second: CPU share and bucket partition capped
     scanner_drain_seconds: float  # the busiest minute, every invocation in parallel
     markers_per_shard: int  # in the busiest minute
-    bucket_drain_write_units: float  # a second, on the bucket being drained (marker deletes)
+    bucket_drain_write_units: float  # a second, on the partition being drained (soon markers deleted)
     bucket_filing_write_units: float  # a second, markers filed into one bucket partition
     worker_executions_in_flight: float  # Little's law: rate x (task + batch overhead)
     worker_concurrency: float  # concurrent worker invocations, on average
@@ -512,7 +512,7 @@ def plan(
         scanner_rate_per_invocation=round(rate, 1),
         scanner_drain_seconds=round(math.ceil(busiest / fanout) / rate, 1),
         markers_per_shard=math.ceil(busiest / shards),
-        bucket_drain_write_units=round(rate, 1),
+        bucket_drain_write_units=round(rate * deletes_per_execution, 1),
         bucket_filing_write_units=round(n / shards, 1),
         worker_executions_in_flight=round(in_flight, 1),
         worker_concurrency=round(worker_concurrency, 1),
