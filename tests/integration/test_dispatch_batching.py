@@ -302,11 +302,9 @@ def test_a_hand_off_that_could_not_send_withdraws_its_claim(
     assert world.executions(job["id"])[0]["status"] == "SUCCEEDED"
 
 
-def test_an_execution_with_a_status_this_version_does_not_know_is_left_as_it_is(world: World) -> None:
-    # Given an execution recorded by a newer version of Punctual, with a status this one does not know,
-    # and its marker still filed
-    world.tick()
-    job = world.create({"type": "at", "at": at(world, 240)})
+def stored_with_a_future_status(world: World, job: dict[str, Any]) -> tuple[DueMarker, dict[str, Any]]:
+    """The job's execution, stored (and sent) as QUEUED, then given a status a newer version wrote;
+    its marker (filed as soon) and the execution's key."""
     marker = replace(marker_of(world, job), soon=True)
     recording(world).dispatch([marker])
     key = {
@@ -320,6 +318,15 @@ def test_an_execution_with_a_status_this_version_does_not_know_is_left_as_it_is(
         ExpressionAttributeNames={"#st": "status"},
         ExpressionAttributeValues={":s": {"S": "PAUSED_BY_FUTURE"}},
     )
+    return marker, key
+
+
+def test_an_execution_with_a_status_this_version_does_not_know_is_left_as_it_is(world: World) -> None:
+    # Given an execution recorded by a newer version of Punctual, with a status this one does not know,
+    # and its marker still filed
+    world.tick()
+    job = world.create({"type": "at", "at": at(world, 240)})
+    marker, key = stored_with_a_future_status(world, job)
     world.store.put_marker(marker)
     # When it is dispatched again / Then it is neither overwritten nor sent, and the marker is done with
     with world.counting_calls() as calls:
@@ -337,19 +344,7 @@ def test_the_worker_leaves_an_execution_it_cannot_read_as_it_is_and_its_message_
     # Given an execution stored with a status a newer version wrote, and its message coming due
     world.tick()
     job = world.create({"type": "at", "at": at(world, 240)})
-    marker = replace(marker_of(world, job), soon=True)
-    recording(world).dispatch([marker])
-    key = {
-        "pk": {"S": f"JOB#{job['id']}"},
-        "sk": {"S": f"EXEC#{to_epoch_ms(marker.scheduled_at):013d}#{marker.execution_id}"},
-    }
-    world.dynamodb_client.update_item(
-        TableName=world.punctual.settings.table_name,
-        Key=key,
-        UpdateExpression="SET #st = :s",
-        ExpressionAttributeNames={"#st": "status"},
-        ExpressionAttributeValues={":s": {"S": "PAUSED_BY_FUTURE"}},
-    )
+    marker, key = stored_with_a_future_status(world, job)
     world.clock.advance(241)
     # When a worker receives it
     assert world.work.drain() == 1
