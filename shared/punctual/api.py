@@ -49,6 +49,7 @@ Choices where the contract is silent:
 - A COMPLETED or CANCELLED job expires with its execution history, `retention_days` (default 30)
   after it finished; active and paused jobs are kept.
 - Idempotency keys are remembered for 24 hours.
+- A task's parameters take at most 256 KiB as JSON (422 beyond): a job is stored as one item.
 - POST /jobs/batch creates 1 to 100 jobs in one request (cheaper than one request a job): all are
   validated first, and one invalid job refuses the whole batch (422 naming `jobs[i].<field>`) with
   nothing created. An Idempotency-Key covers the whole batch (body and order); reusing a key of

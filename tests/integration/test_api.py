@@ -78,6 +78,13 @@ def test_create_returns_the_job_in_the_contract_shape(world: World) -> None:
             {"task": {"type": "noop"}, "schedule": {"type": "at", "at": "2026-11-30T10:00:00Z"}},
             "schedule.at",
         ),
+        (
+            {
+                "task": {"type": "http", "params": {"url": "http://127.0.0.1:9/", "body": "x" * 262_144}},
+                "schedule": {"type": "now"},
+            },
+            "task.params",
+        ),
     ],
 )
 def test_bad_input_answers_4xx_naming_the_field_and_stores_nothing(
@@ -378,3 +385,19 @@ def test_a_status_cursor_signed_before_the_status_index_was_dropped_answers_400(
     answer = world.api("GET", "/jobs", query=f"status=ACTIVE&cursor={stale}")
     assert answer.status == 400
     assert "cursor" in answer.body["message"]
+
+
+def test_a_task_up_to_the_size_limit_is_taken_and_its_job_can_still_change(world: World) -> None:
+    # Given a webhook whose body takes the task to just under the 256 KiB limit
+    body = "x" * 261_000
+    task = {"type": "http", "params": {"url": "http://127.0.0.1:9/", "body": body}}
+    answer = world.api(
+        "POST", "/jobs", {"task": task, "schedule": {"type": "cron", "expression": "* * * * *"}}
+    )
+    assert answer.status == 201, answer.body
+    # When it is paused and resumed (its item rewritten with its schedule's state)
+    job_id = answer.body["id"]
+    assert world.api("POST", f"/jobs/{job_id}/pause").status == 200
+    assert world.api("POST", f"/jobs/{job_id}/resume").status == 200
+    # Then it is stored whole
+    assert world.job(job_id)["task"]["params"]["body"] == body

@@ -73,6 +73,12 @@ def all_types() -> list[TaskType]:
     return [_REGISTRY[name] for name in sorted(_REGISTRY)]
 
 
+# A task is stored on its job's item, which DynamoDB caps at 400 KB with everything else a job keeps
+# (its schedule, its last execution): a task up to this size leaves the item room to change. (As much
+# as EventBridge Scheduler takes for a target's input.)
+MAX_TASK_BYTES = 256 * 1024
+
+
 def validate(spec: TaskSpec, allowed_networks: tuple[str, ...]) -> TaskSpec:
     """Check a task's type and parameters; returns the spec with defaults filled in."""
     task_type = get(spec.type)
@@ -84,7 +90,13 @@ def validate(spec: TaskSpec, allowed_networks: tuple[str, ...]) -> TaskSpec:
         path = f"task.params.{where}" if where else "task.params"
         raise InvalidRequest(f"{path}: {first['msg']}", field=path) from None
     task_type.check(params, allowed_networks)
-    return TaskSpec(type=spec.type, params=params.model_dump(mode="json", exclude_none=True))
+    checked = TaskSpec(type=spec.type, params=params.model_dump(mode="json", exclude_none=True))
+    size = len(checked.model_dump_json().encode())
+    if size > MAX_TASK_BYTES:
+        raise InvalidRequest(
+            f"task.params: {size:,} bytes as JSON; at most {MAX_TASK_BYTES:,}", field="task.params"
+        )
+    return checked
 
 
 def run(spec: TaskSpec, context: TaskContext) -> Any:
