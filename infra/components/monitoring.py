@@ -152,6 +152,16 @@ class Monitoring(Construct):
                 description="A scanner run took longer than 45 s; runs must end within the 1-minute tick.",
             ),
             self._alarm(
+                "ScannerBehind",
+                punctual_metric(obs.SCANNER_BEHIND_SECONDS, statistic="Maximum"),
+                threshold=120,
+                comparison=gt,
+                evaluation_periods=3,
+                description="A scanner shard has been more than 2 minutes behind for 3 ticks: due "
+                "executions wait (a backlog after an outage that does not shrink, or markers it cannot "
+                "set aside). Check the scanner's logs.",
+            ),
+            self._alarm(
                 "WorkQueueOldestMessageAge",
                 work_queue.metric_approximate_age_of_oldest_message(statistic="Maximum", period=MINUTE),
                 threshold=self.oldest_message_threshold,
@@ -291,6 +301,11 @@ class Monitoring(Construct):
                     scanner.metric_duration(statistic="Maximum", period=MINUTE),
                 ],
                 line=45_000,
+            ),
+            graph(
+                "Scanner behind now (s)",
+                [punctual_metric(obs.SCANNER_BEHIND_SECONDS, statistic="Maximum")],
+                line=120,
             ),
             graph(
                 "Oldest message age (s)",

@@ -202,13 +202,13 @@ def batch_api_seconds(jobs: int) -> float:
 KEYS_ONLY_ENTRY_BYTES = 250
 INDEXES = len(resources.TABLE.indexes)  # by_owner
 
-# Fixed monthly cost, whatever the load: dashboard, 9 alarms, 11 EMF metrics, the cursor secret, the
+# Fixed monthly cost, whatever the load: dashboard, 10 alarms, 12 EMF metrics, the cursor secret, the
 # worker event source mapping's idle long polls (about 15 a minute), a tick a minute plus the
 # fan-out's invocations, and each tick's lease on its shards (a put and a delete a shard, 1 write unit
 # each) and its positions (a put a shard for each minute it reads: two a tick, the horizon's minute
 # and the one before).
-FIXED_ALARMS = 9
-FIXED_METRICS = 11
+FIXED_ALARMS = 10
+FIXED_METRICS = 12
 IDLE_POLLS_PER_MINUTE = 15
 BOOKKEEPING_WRITES_PER_SHARD = 4  # write units a shard a tick
 

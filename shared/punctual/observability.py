@@ -20,6 +20,8 @@ EXECUTIONS_RETRIED = "ExecutionsRetried"
 EXECUTIONS_SKIPPED = "ExecutionsSkipped"
 LATENESS_MS = "LatenessMs"
 SCANNER_DURATION_MS = "ScannerDurationMs"
+# How far the scanner's furthest-behind shard is behind now (0 when every shard has read up to now).
+SCANNER_BEHIND_SECONDS = "ScannerBehindSeconds"
 DEAD_LETTERED = "ExecutionsDeadLettered"
 EXECUTIONS_QUARANTINED = "ExecutionsQuarantined"
 

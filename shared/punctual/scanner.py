@@ -30,11 +30,13 @@ from punctual.models import DueMarker
 from punctual.observability import (
     EXECUTIONS_ENQUEUED,
     EXECUTIONS_QUARANTINED,
+    SCANNER_BEHIND_SECONDS,
     SCANNER_DURATION_MS,
     logger,
     metrics,
 )
 from punctual.store import START_OF_BUCKET, Store, bucket_minute
+from punctual.timefmt import from_epoch_ms
 
 # A shard never scanned starts this far back (markers older than that were filed by no one).
 FIRST_SCAN_BACK = timedelta(minutes=2)
@@ -65,6 +67,12 @@ def floor_minute(instant: datetime) -> datetime:
     return instant.replace(second=0, microsecond=0)
 
 
+def position_instant(position: tuple[datetime, str]) -> datetime:
+    """The instant up to which a shard has been read: its minute, or the markers' time it stopped at."""
+    minute, after = position
+    return minute if after == START_OF_BUCKET else from_epoch_ms(int(after[:13]))
+
+
 @dataclass
 class ScanReport:
     enqueued: int = 0
@@ -77,6 +85,7 @@ class ScanReport:
     last_minute: datetime | None = None
     complete: bool = True
     busy: bool = False  # another tick held the shards: nothing was done
+    behind_seconds: float = 0.0  # how far the furthest-behind shard's position is behind now
 
 
 @dataclass
@@ -243,6 +252,9 @@ class Scanner:
         if report.quarantined:
             metrics.add_metric(name=EXECUTIONS_QUARANTINED, unit="Count", value=report.quarantined)
         metrics.add_metric(name=SCANNER_DURATION_MS, unit="Milliseconds", value=elapsed_ms)
+        behind = max(0.0, max((now - position_instant(p)).total_seconds() for p in positions.values()))
+        report.behind_seconds = behind
+        metrics.add_metric(name=SCANNER_BEHIND_SECONDS, unit="Seconds", value=behind)
         logger.info(
             "scanner tick",
             extra={

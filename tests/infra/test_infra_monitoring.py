@@ -126,10 +126,18 @@ def test_a_quarantined_execution_alarms(synthesized):
     assert "scripts/quarantine.py" in alarm["AlarmDescription"]
 
 
+def test_a_scanner_shard_behind_for_three_ticks_alarms(synthesized):
+    alarm = _alarm(synthesized, "ScannerBehind")
+    assert (alarm["Namespace"], alarm["MetricName"]) == (obs.NAMESPACE, obs.SCANNER_BEHIND_SECONDS)
+    assert alarm["Dimensions"] == POWERTOOLS_DIMENSIONS
+    assert (alarm["Threshold"], alarm["EvaluationPeriods"], alarm["Statistic"]) == (120, 3, "Maximum")
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+
+
 def test_every_alarm_notifies_the_topic_and_ignores_missing_data(synthesized):
     topic = synthesized.logical_id("AWS::SNS::Topic", "MonitoringAlarmTopic")
     alarms = synthesized.of_type("AWS::CloudWatch::Alarm")
-    assert len(alarms) == 9
+    assert len(alarms) == 10
     for alarm in alarms.values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic}]
         assert alarm["Properties"]["OKActions"] == [{"Ref": topic}]

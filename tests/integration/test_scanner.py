@@ -318,3 +318,17 @@ def test_a_tick_stopped_part_way_keeps_the_minutes_it_finished(
     for job in jobs:
         [execution] = world.executions(job["id"])
         assert (execution["status"], execution["attempts"]) == ("SUCCEEDED", 1)
+
+
+def test_the_scanner_reports_how_far_behind_its_furthest_shard_is(world: World) -> None:
+    # Given a scanner that ticked, then did not run for 20 minutes
+    world.tick()
+    world.clock.advance(20 * 60)
+    shards = list(range(world.punctual.settings.shard_count))
+    scanner = Scanner(
+        world.store, world.punctual.dispatcher, world.clock, lookahead=timedelta(seconds=90), shards=shards
+    )
+    # When a tick has no time to read anything / Then it reports its shards over 18 minutes behind
+    assert scanner.tick(budget=timedelta(0)).behind_seconds >= 18 * 60  # its positions were 90 s ahead
+    # and once a tick has caught up, none
+    assert scanner.tick().behind_seconds == 0
