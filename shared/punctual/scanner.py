@@ -26,6 +26,7 @@ from typing import Any
 from punctual.clock import Clock
 from punctual.concurrency import chunks, parallel_map
 from punctual.dispatch import Dispatcher
+from punctual.errors import RetryableStoreError
 from punctual.models import DueMarker
 from punctual.observability import (
     EXECUTIONS_ENQUEUED,
@@ -35,9 +36,11 @@ from punctual.observability import (
     logger,
     metrics,
 )
-from punctual.store import START_OF_BUCKET, Store, bucket_minute
+from punctual.store import START_OF_BUCKET, Store, bucket_minute, shard_of
 from punctual.timefmt import from_epoch_ms
 
+# Soon markers read from a shard at a time (a backlog is worked through in several readings).
+SOON_READ = 2000
 # A shard never scanned starts this far back (markers older than that were filed by no one).
 FIRST_SCAN_BACK = timedelta(minutes=2)
 MINUTE = timedelta(minutes=1)
@@ -193,9 +196,11 @@ class Scanner:
                         logger.exception("could not set markers aside; the shard waits at them")
                         held[shard] = min(Store.marker_position(m) for m in markers)
 
-            def read_soon() -> None:
-                """The soon partitions: what is due, each marker once a tick."""
-                read = parallel_map(partial(self._read_soon, horizon), self._shards)
+            def read_soon(shards: Sequence[int]) -> list[int]:
+                """The soon partitions: what is due, each marker once a tick, at most SOON_READ a
+                shard at a time (a backlog, after an outage, never takes a whole tick). Returns the
+                shards that had more."""
+                read = parallel_map(partial(self._read_soon, horizon), list(shards))
                 report.buckets_read += len(read)
                 unseen = [
                     (shard, [m for m in markers if m.execution_id not in seen]) for shard, markers in read
@@ -203,10 +208,15 @@ class Scanner:
                 seen.update(m.execution_id for _, markers in unseen for m in markers)
                 due_soon.clear()
                 run(unseen)
+                return [
+                    shard
+                    for (shard, markers), (_, fresh) in zip(read, unseen, strict=True)
+                    if len(markers) >= SOON_READ and fresh
+                ]
 
             # The soon partitions first (failed hand-offs, short-period chains: never left behind a
             # backlog of buckets), then the buckets minute by minute.
-            read_soon()
+            more = read_soon(self._shards)
             minute = first
             while minute <= last_minute:
                 if time.monotonic() - started > budget.total_seconds():
@@ -229,18 +239,22 @@ class Scanner:
                         positions[shard] = (minute + MINUTE, START_OF_BUCKET)
                     else:
                         positions[shard] = (minute, Store.bound_position(horizon))
-                # Saved minute by minute: a tick stopped part way (its function timed out) keeps what
-                # it did, and the next one goes on from there.
-                self._store.set_positions({shard: positions[shard] for shard in reading})
-                saved.update({shard: positions[shard] for shard in reading})
+                # Saved after each minute that held markers: a tick stopped part way (its function
+                # timed out) keeps what it did, and the next one goes on from there. (Minutes without
+                # any are saved once, at the end: a catch-up writes little to the positions' partition.)
+                if any(markers for _, markers in batches):
+                    self._save(positions, reading, saved)
                 report.last_minute = minute
                 minute += MINUTE
 
-            # Then the soon partitions again, as long as dispatching files more that are due: a
-            # recurring job caught up after an outage files each next occurrence there (it is due
-            # soon), and its chain goes on within this tick, as it does through the buckets.
-            while due_soon and time.monotonic() - started <= budget.total_seconds():
-                read_soon()
+            # Then the soon partitions again, as long as there is more there (a backlog) or
+            # dispatching files more that are due: a recurring job caught up after an outage files
+            # each next occurrence there (it is due soon), and its chain goes on within this tick, as
+            # it does through the buckets.
+            while (more or due_soon) and time.monotonic() - started <= budget.total_seconds():
+                chased = {shard_of(m.execution_id, self._store.shard_count) for m in due_soon}
+                wanted = [s for s in self._shards if s in more or s in chased]
+                more = read_soon(wanted)
 
         report.complete = report.complete and not held and error is None and not report.failed
         # What the loop did not save: a position brought back to the horizon on a shard it did not read.
@@ -273,7 +287,24 @@ class Scanner:
         return report
 
     def _read_soon(self, horizon: datetime, shard: int) -> tuple[int, list[DueMarker]]:
-        return shard, list(self._store.soon_markers(shard, horizon))
+        return shard, list(self._store.soon_markers(shard, horizon, SOON_READ))
+
+    def _save(
+        self,
+        positions: dict[int, tuple[datetime, str]],
+        shards: Sequence[int],
+        saved: dict[int, tuple[datetime, str] | None],
+    ) -> None:
+        """Record the shards' positions now; if the store is busy, at the end of the tick instead."""
+        wanted = {shard: positions[shard] for shard in shards}
+        try:
+            self._store.set_positions(wanted)
+        except RetryableStoreError:
+            logger.warning(
+                "positions not saved; the tick saves them at its end", extra={"shards": list(shards)}
+            )
+            return
+        saved.update(wanted)
 
     def _read_bucket(
         self, minute: datetime, horizon: datetime, positions: dict[int, tuple[datetime, str]], shard: int

@@ -682,25 +682,35 @@ class Store:
             {":pk": {"S": _marker_pk(minute, shard)}, ":after": {"S": after}, ":before": {"S": upper}},
         )
 
-    def soon_markers(self, shard: int, before: datetime) -> Iterator[DueMarker]:
-        """The shard's markers filed as due soon, those due before `before`, oldest first."""
+    def soon_markers(self, shard: int, before: datetime, limit: int | None = None) -> Iterator[DueMarker]:
+        """The shard's markers filed as due soon, those due before `before`, oldest first (at most
+        `limit` of them)."""
         return self._query_markers(
             "pk = :pk AND sk < :before",
             {":pk": {"S": _soon_pk(shard)}, ":before": {"S": _sk_bound(before)}},
+            limit,
         )
 
-    def _query_markers(self, condition: str, values: dict[str, Any]) -> Iterator[DueMarker]:
+    def _query_markers(
+        self, condition: str, values: dict[str, Any], limit: int | None = None
+    ) -> Iterator[DueMarker]:
         kwargs: dict[str, Any] = {
             "TableName": self._table_name,
             "KeyConditionExpression": condition,
             "ExpressionAttributeValues": values,
             "ConsistentRead": True,
         }
+        left = limit
         while True:
+            if left is not None:
+                kwargs["Limit"] = left
             response = _call(lambda: self._client.query(**kwargs))
-            for item in response.get("Items", []):
+            items = response.get("Items", [])
+            for item in items:
                 yield self._marker_from(_from_wire(item))
-            if "LastEvaluatedKey" not in response:
+            if left is not None:
+                left -= len(items)
+            if "LastEvaluatedKey" not in response or (left is not None and left <= 0):
                 return
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 

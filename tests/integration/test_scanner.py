@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from punctual import scanner as scanner_module
 from punctual.models import execution_id_for, marker_for
 from punctual.scanner import Scanner
 from punctual.store import MARKER_TTL, shard_of
@@ -332,3 +333,26 @@ def test_the_scanner_reports_how_far_behind_its_furthest_shard_is(world: World) 
     assert scanner.tick(budget=timedelta(0)).behind_seconds >= 18 * 60  # its positions were 90 s ahead
     # and once a tick has caught up, none
     assert scanner.tick().behind_seconds == 0
+
+
+def test_a_soon_backlog_is_read_a_page_at_a_time_and_all_sent_in_one_tick(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given seven executions waiting in the soon partitions (hand-offs whose sends failed), and
+    # readings of at most two markers a shard
+    monkeypatch.setattr(scanner_module, "SOON_READ", 2)
+    world.tick()
+    monkeypatch.setattr(world.punctual.queue, "send", lambda items, attempts=4: [item for item, _ in items])
+    jobs = [world.create({"type": "at", "at": at(world, 20)}) for _ in range(7)]
+    monkeypatch.setattr(
+        world.punctual.queue, "send", type(world.punctual.queue).send.__get__(world.punctual.queue)
+    )
+    assert len(world.unread_markers()) == 7
+    # When one tick runs (the hand-off claims run out first)
+    world.clock.advance(31)
+    report = world.tick()
+    # Then it sent them all
+    assert report["enqueued"] == 7
+    assert world.unread_markers() == []
+    world.run_for(30)
+    assert all(world.executions(job["id"])[0]["status"] == "SUCCEEDED" for job in jobs)
