@@ -342,11 +342,9 @@ def test_a_soon_backlog_is_read_a_page_at_a_time_and_all_sent_in_one_tick(
     # readings of at most two markers a shard
     monkeypatch.setattr(scanner_module, "SOON_READ", 2)
     world.tick()
-    monkeypatch.setattr(world.punctual.queue, "send", lambda items, attempts=4: [item for item, _ in items])
-    jobs = [world.create({"type": "at", "at": at(world, 20)}) for _ in range(7)]
-    monkeypatch.setattr(
-        world.punctual.queue, "send", type(world.punctual.queue).send.__get__(world.punctual.queue)
-    )
+    with monkeypatch.context() as down:
+        down.setattr(world.punctual.queue, "send", lambda items, attempts=4: [item for item, _ in items])
+        jobs = [world.create({"type": "at", "at": at(world, 20)}) for _ in range(7)]
     assert len(world.unread_markers()) == 7
     # When one tick runs (the hand-off claims run out first)
     world.clock.advance(31)
