@@ -83,7 +83,7 @@ SECONDS_PER_MONTH = 730 * 3600  # AWS bills a month as 730 hours
 # on a shared 2-vCPU x86_64 machine: one invocation over 64 shards, 20,000 executions, 10 ms per
 # DynamoDB call, 20 ms per SQS batch (201 ms of CPU per 1,000 executions, 4,098 a second measured
 # with the benchmark's in-process fake AWS taking its share of the GIL; every call batched, no
-# execution stored, no marker deleted from a minute's bucket; 3,970-4,278 a second over seven runs).
+# execution stored, no marker deleted from a minute's bucket; 3,902-4,310 a second over eleven runs).
 # On Lambda the CPU share of the memory caps the rate.
 SCANNER_CPU_MS_PER_1000 = 201.0
 SCANNER_RATE_FULL_CORE = 4098.0
