@@ -165,13 +165,7 @@ class Worker:
     def _run(self, job: Job, execution: Execution, receipt_handle: str) -> Outcome:
         # One INFO line per attempt, at its end (CloudWatch Logs bills every byte: a start line too cost
         # as much as all of an execution's DynamoDB reads); the start is at DEBUG.
-        log = {
-            "job_id": job.id,
-            "execution_id": execution.id,
-            "attempt": execution.attempts,
-            "lateness_ms": execution.lateness_ms,
-            "task": job.task.type,
-        }
+        log = _attempt_log(job, execution)
         if execution.attempts == 1:
             metrics.add_metric(name=EXECUTIONS_STARTED, unit="Count", value=1)
             metrics.add_metric(
@@ -229,15 +223,7 @@ class Worker:
         took_ms: int,
     ) -> Outcome:
         error = error[:MAX_ERROR_CHARS]
-        log = {
-            "job_id": job.id,
-            "execution_id": execution.id,
-            "attempt": execution.attempts,
-            "lateness_ms": execution.lateness_ms,
-            "task": job.task.type,
-            "took_ms": took_ms,
-            "error": error,
-        }
+        log = {**_attempt_log(job, execution), "took_ms": took_ms, "error": error}
         if retryable and execution.attempts < job.retry.max_attempts:
             delay = job.retry.delay_after(execution.attempts, self._rng)
             try:
@@ -368,6 +354,17 @@ def dead_letter(store: Store, clock: Clock, item: WorkItem) -> None:
     job = store.get_job(item.job_id)
     if job is not None:
         store.record_outcome(job, failed, complete=completes_job(job, failed))
+
+
+def _attempt_log(job: Job, execution: Execution) -> dict[str, Any]:
+    """The fields of an attempt's log line."""
+    return {
+        "job_id": job.id,
+        "execution_id": execution.id,
+        "attempt": execution.attempts,
+        "lateness_ms": execution.lateness_ms,
+        "task": job.task.type,
+    }
 
 
 def _ms(duration: timedelta) -> int:
