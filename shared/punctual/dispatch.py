@@ -63,8 +63,6 @@ class DispatchResult:
     skipped: list[DueMarker] = field(default_factory=list)
     failed: list[DueMarker] = field(default_factory=list)
     quarantined: list[DueMarker] = field(default_factory=list)
-    # Done with, but their deletion failed (soon markers): they stay, and are read again.
-    undeleted: list[DueMarker] = field(default_factory=list)
     # Recurring jobs' next occurrences filed meanwhile.
     filed: list[DueMarker] = field(default_factory=list)
 
@@ -158,7 +156,6 @@ class Dispatcher:
             logger.warning(
                 "could not delete markers; the next tick reads them again", extra={"count": len(done)}
             )
-            result.undeleted = done
         return result
 
     def _quarantine(self, markers: list[DueMarker], reasons: dict[str, str]) -> None:

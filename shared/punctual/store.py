@@ -223,8 +223,7 @@ class Store:
         self.clients = (dynamodb.meta.client, client)  # every client it calls (to watch or count calls)
         self._table_name = table_name
         self.shard_count = shard_count
-        self._retention = timedelta(days=retention_days)
-        self.retention = self._retention
+        self.retention = timedelta(days=retention_days)
         self.list_read_budget = LIST_READ_BUDGET
         self.marker_pacer = PartitionPacer(MARKER_PARTITION_WRITES_PER_SECOND)
 
@@ -490,7 +489,7 @@ class Store:
             pass  # a later execution is already shown, or the job is gone
 
     def _expiry(self, instant: datetime) -> int:
-        return int((instant + self._retention).timestamp())
+        return int((instant + self.retention).timestamp())
 
     # ------------------------------------------------------------ executions
     def execution_statuses(self, executions: Iterable[DueMarker]) -> dict[str, ExecutionStatus | None]:
@@ -1043,7 +1042,7 @@ class Store:
             "lease_until": None if execution.lease_until is None else to_epoch_ms(execution.lease_until),
             "next_attempt_at": _iso(execution.next_attempt_at),
             "created_at": to_rfc3339(created),
-            "expires_at": int((max(created, execution.scheduled_at) + self._retention).timestamp()),
+            "expires_at": int((max(created, execution.scheduled_at) + self.retention).timestamp()),
         }
         return {k: v for k, v in item.items() if v is not None}
 
