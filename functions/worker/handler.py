@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from punctual import wiring
-from punctual.observability import logger, metrics, tracer
+from punctual.observability import log_request_id, metrics, tracer
 from punctual.queue import WorkItem
 from punctual.worker import Outcome
 
@@ -46,7 +46,7 @@ async def record_handler(record: SQSRecord) -> None:
     await asyncio.get_running_loop().run_in_executor(_THREADS, handle_record, record)
 
 
-@logger.inject_lambda_context
+@log_request_id
 @metrics.log_metrics
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

@@ -1,3 +1,8 @@
+import io
+import json
+
+from bench.common import logs_to
+from punctual.observability import logger
 from tests.world import World
 
 
@@ -11,3 +16,28 @@ def test_a_now_job_runs_and_completes(world: World) -> None:
     assert execution["status"] == "SUCCEEDED"
     assert execution["attempts"] == 1
     assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_an_attempts_log_line_names_its_invocation_but_not_the_function(world: World) -> None:
+    # Given a job handed to the queue (a "now" job: the API sends it)
+    job = world.create({"type": "now"})
+    # and the worker's log lines as Powertools writes them in the worker's own process, at the
+    # deployed level (the tests run at WARNING; the API's handler left its keys on the shared logger)
+    stream, level = io.StringIO(), logger.log_level
+    logger.clear_state()
+    logger.setLevel("INFO")
+    try:
+        with logs_to(stream):
+            # When the worker runs it
+            world.drain()
+    finally:
+        logger.setLevel(level)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines() if line.startswith("{")]
+    [line] = [line for line in lines if line["message"] == "execution succeeded"]
+    # Then its attempt's line carries the execution and the invocation's request id
+    assert line["job_id"] == job["id"]
+    assert line["function_request_id"]
+    # and not what the log group and the platform's lines already say (billed per execution)
+    assert not {"function_arn", "function_name", "function_memory_size", "cold_start"} & set(line)
+    # nor, once the invocation is over, its request id
+    assert "function_request_id" not in logger.get_current_keys()
