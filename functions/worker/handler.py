@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.batch import (
     EventType,
     async_process_partial_response,
 )
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -49,7 +50,7 @@ async def record_handler(record: SQSRecord) -> None:
 @log_request_id
 @metrics.log_metrics
 @tracer.capture_lambda_handler
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     return async_process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
