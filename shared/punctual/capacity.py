@@ -186,7 +186,9 @@ class Assumptions:
     xray_sampled: float = 0.05
     # Lambda's START/END/REPORT lines per invocation, in bytes.
     platform_log_bytes: float = 260.0
-    http_api: bool = False  # price API Gateway as an HTTP API instead of REST
+    # API Gateway as deployed by default: an HTTP API ($1.00 a million requests); False prices the REST
+    # API that `-c api_type=rest` deploys ($3.50).
+    http_api: bool = True
     # Price the indexes as projected KEYS_ONLY (as resources.py defines them) rather than ALL.
     keys_only_indexes: bool = all(index.projection == "KEYS_ONLY" for index in resources.TABLE.indexes)
 
@@ -395,6 +397,7 @@ class Plan:
     monthly_cost: dict[str, float]
     warnings: list[str] = field(default_factory=list)
     provisioned: ProvisionedPlan | None = None  # None: the table on-demand
+    api_type: str = "http"  # the API Gateway type priced: "http" or "rest" (CDK context api_type)
 
     def as_dict(self) -> dict[str, Any]:
         found = asdict(self)
@@ -501,6 +504,7 @@ def plan(
     monthly["total"] = round(sum(monthly.values()), 2)
 
     result = Plan(
+        api_type="http" if assumptions.http_api else "rest",
         executions_per_second=n,
         recurring_share=recurring_share,
         busiest_minute=busiest,
@@ -711,6 +715,9 @@ def _warnings(p: Plan, prices: Prices = PRICES) -> list[str]:
     return found
 
 
+_API_NAMES = {"http": "HTTP API", "rest": "REST API"}
+
+
 def render(p: Plan) -> str:
     """The plan for people: one line a figure, the reason in brackets."""
     lines = [
@@ -738,13 +745,13 @@ def render(p: Plan) -> str:
         "",
     ]
     if p.provisioned is None:
-        lines += ["cost per month (us-east-1 list prices, on-demand)"]
+        lines += [f"cost per month (us-east-1 list prices, {_API_NAMES[p.api_type]}, on-demand)"]
     else:
         lines += [
             *_render_provisioned(p.provisioned),
             "",
-            f"cost per month (us-east-1 list prices, provisioned {p.provisioned.target_utilisation}% busy: "
-            "a steady load assumed)",
+            f"cost per month (us-east-1 list prices, {_API_NAMES[p.api_type]}, provisioned "
+            f"{p.provisioned.target_utilisation}% busy: a steady load assumed)",
         ]
     lines += [f"  {name:<24}${value:>13,.2f}" for name, value in p.monthly_cost.items() if name != "total"]
     lines += [

@@ -448,7 +448,7 @@ def cmd_capacity(client: PunctualClient, args: argparse.Namespace) -> int:
     assumptions = capacity.Assumptions(
         task_seconds=args.task_seconds,
         scanner_memory_mb=args.scanner_memory,
-        http_api=args.http_api,
+        http_api=args.api == "http",
         keys_only_indexes=not args.all_indexes,
     )
     result = capacity.plan(
@@ -672,7 +672,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MB",
         help=f"scanner function memory (default {defaults.scanner_memory_mb})",
     )
-    plan.add_argument("--http-api", action="store_true", help="price an HTTP API instead of a REST API")
+    plan.add_argument(
+        "--api",
+        choices=("http", "rest"),
+        default="http" if defaults.http_api else "rest",
+        help="the API Gateway type deployed (-c api_type; default http: $1.00 a million requests, rest: $3.50)",
+    )
     plan.add_argument(
         "--batched",
         action="store_true",

@@ -103,6 +103,7 @@ USAGE = ExecutionUsage(
     job_bytes=0.0,
 )
 SIMPLE = Assumptions(
+    http_api=False,
     api_memory_mb=1024,
     api_seconds=0.1,
     worker_memory_mb=1024,
@@ -199,6 +200,20 @@ def test_cli_prints_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
     assert "shard_count" in text and "scanner_fanout" in text and "per million executions" in text
 
 
+def test_cli_prices_the_api_type_deployed(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given the plan priced as deployed by default (an HTTP API) and with -c api_type=rest
+    def per_million(*extra: str) -> tuple[str, float]:
+        assert cli.main(["capacity", "--jobs-per-second", "100", "--json", *extra]) == cli.EXIT_OK
+        plan = json.loads(capsys.readouterr().out)
+        return plan["api_type"], plan["cost_per_million"]["api_gateway"]
+
+    # Then each request is priced at its type's list price
+    assert per_million() == ("http", pytest.approx(1.00))
+    assert per_million("--api", "rest") == ("rest", pytest.approx(3.50))
+    assert cli.main(["capacity", "--jobs-per-second", "100", "--api", "rest"]) == cli.EXIT_OK
+    assert "REST API" in capsys.readouterr().out
+
+
 def test_cli_refuses_a_share_over_one(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["capacity", "--jobs-per-second", "10", "--recurring-share", "2"]) == cli.EXIT_USAGE
     assert "--recurring-share" in capsys.readouterr().err
@@ -224,6 +239,7 @@ def test_batched_creation_divides_the_api_requests_and_keeps_the_rest() -> None:
 # What `capacity --jobs-per-second N --json` printed before the provisioned mode: its fields must not
 # change for the on-demand plan.
 ON_DEMAND_FIELDS = {
+    "api_type",
     "executions_per_second",
     "recurring_share",
     "busiest_minute",
