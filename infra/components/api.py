@@ -1,5 +1,5 @@
 """The public API: API Gateway (an HTTP API by default, or a REST API; IAM authorization either way)
-in front of the API function, which answers both's events."""
+in front of the API function, which answers the events of either."""
 
 from __future__ import annotations
 
