@@ -52,6 +52,7 @@ class PunctualStack(Stack):
             factory=factory,
             storage=storage,
             queues=queues,
+            api_type=settings.api_type,
             throttle_rate=settings.api_throttle_rate,
             throttle_burst=settings.api_throttle_burst,
             log_retention_days=settings.log_retention_days,
@@ -80,12 +81,12 @@ class PunctualStack(Stack):
             table=storage.table,
             work_queue=queues.work_queue,
             dead_letter_queue=queues.dead_letter_queue,
-            rest_api=api.rest_api,
+            api_metrics=api.metrics,
             alarm_email=settings.alarm_email,
             lookahead_seconds=settings.lookahead_seconds,
         )
 
-        CfnOutput(self, API_URL_OUTPUT, value=api.rest_api.url, description="Base URL of the Punctual API")
+        CfnOutput(self, API_URL_OUTPUT, value=api.url, description="Base URL of the Punctual API")
         CfnOutput(self, "TableName", value=storage.table.table_name)
         CfnOutput(self, "WorkQueueUrl", value=queues.work_queue.queue_url)
         CfnOutput(self, "DeadLetterQueueUrl", value=queues.dead_letter_queue.queue_url)

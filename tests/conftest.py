@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 import pytest
 
 from punctual.clock import ManualClock
-from tests.world import World, mocked_world
+from tests.world import API_EVENTS, World, mocked_world
 
 START = datetime(2026, 12, 1, 8, 59, 30, tzinfo=UTC)
 
@@ -38,3 +38,11 @@ def clock() -> ManualClock:
 def world(clock: ManualClock) -> Iterator[World]:
     with mocked_world(clock) as w:
         yield w
+
+
+@pytest.fixture(params=sorted(API_EVENTS))
+def api_format(request: pytest.FixtureRequest, world: World) -> str:
+    """The world's API driven through each of API Gateway's event formats in turn (HTTP API's
+    payload 2.0, REST API's payload 1.0): `@pytest.mark.usefixtures("api_format")`."""
+    world.api_format = request.param
+    return str(request.param)

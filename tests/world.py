@@ -6,6 +6,7 @@ so that delayed messages and retries behave as they would, without waiting.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -27,9 +28,13 @@ from punctual import provision, wiring
 from punctual.clock import ManualClock
 from punctual.config import Settings
 from punctual.esm import EventSourceMapping
-from punctual.lambda_events import FakeLambdaContext, api_gateway_event
+from punctual.lambda_events import FakeLambdaContext, api_gateway_event, http_api_event
 from punctual.moto_atomic import make_writes_atomic
 from punctual.wiring import Punctual
+
+# API Gateway's proxy events: an HTTP API's (payload format 2.0, the deployed default) and a REST
+# API's (payload format 1.0). The API function answers both.
+API_EVENTS = {"http": http_api_event, "rest": api_gateway_event}
 
 
 @dataclass
@@ -48,6 +53,7 @@ class World:
         self.work = EventSourceMapping(sqs, punctual.settings.queue_url, worker_handler)
         self.dead_letters = EventSourceMapping(sqs, punctual.settings.dlq_url, dead_letter_handler)
         self.last_tick_minute: datetime | None = None
+        self.api_format = "http"
 
     @property
     def store(self) -> Any:
@@ -81,10 +87,16 @@ class World:
         headers: dict[str, str] | None = None,
         query: str = "",
         raw: bytes | None = None,
+        base64_body: bool = False,
     ) -> Answer:
+        """Call the API function with an event in `api_format`; `base64_body` sends the body
+        base64-encoded, as API Gateway does with binary media types."""
         data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
         all_headers = {"Content-Type": "application/json", **(headers or {})}
-        event = api_gateway_event(method, path, owner=owner, query=query, headers=all_headers, body=data)
+        build = API_EVENTS[self.api_format]
+        event = build(method, path, owner=owner, query=query, headers=all_headers, body=data)
+        if base64_body and data:
+            event.update(body=base64.b64encode(data).decode(), isBase64Encoded=True)
         response = api_handler(event, FakeLambdaContext())
         text = response.get("body") or ""
         return Answer(

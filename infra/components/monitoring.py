@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from aws_cdk import Aws, Duration, Stack
-from aws_cdk import aws_apigateway as apigateway
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_dynamodb as dynamodb
@@ -16,6 +15,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra.components.api import ApiMetrics
 from punctual import observability as obs
 from punctual import resources
 
@@ -52,7 +52,7 @@ class Monitoring(Construct):
         table: dynamodb.Table,
         work_queue: sqs.Queue,
         dead_letter_queue: sqs.Queue,
-        rest_api: apigateway.RestApi,
+        api_metrics: ApiMetrics,
         alarm_email: str | None,
         lookahead_seconds: int,
     ) -> None:
@@ -187,7 +187,7 @@ class Monitoring(Construct):
             ),
         ]
         self.dashboard = self._dashboard(
-            functions, table, work_queue, dead_letter_queue, rest_api, throttles, table_throttles
+            functions, table, work_queue, dead_letter_queue, api_metrics, throttles, table_throttles
         )
 
     def _alarm(
@@ -246,7 +246,7 @@ class Monitoring(Construct):
         table: dynamodb.Table,
         work_queue: sqs.Queue,
         dead_letter_queue: sqs.Queue,
-        rest_api: apigateway.RestApi,
+        api_metrics: ApiMetrics,
         throttles: cloudwatch.IMetric,
         table_throttles: cloudwatch.IMetric,
     ) -> cloudwatch.Dashboard:
@@ -378,11 +378,11 @@ class Monitoring(Construct):
             graph(
                 "API requests and errors",
                 [
-                    rest_api.metric_count(statistic="Sum", period=MINUTE),
-                    rest_api.metric_client_error(statistic="Sum", period=MINUTE),
-                    rest_api.metric_server_error(statistic="Sum", period=MINUTE),
+                    api_metrics.metric_count(statistic="Sum", period=MINUTE),
+                    api_metrics.metric_client_error(statistic="Sum", period=MINUTE),
+                    api_metrics.metric_server_error(statistic="Sum", period=MINUTE),
                 ],
-                right=[rest_api.metric_latency(statistic="p99", period=MINUTE)],
+                right=[api_metrics.metric_latency(statistic="p99", period=MINUTE)],
                 width=12,
             ),
         )

@@ -1,17 +1,23 @@
-"""The HTTP API (API.md), on Powertools' REST resolver with validation and OpenAPI.
+"""The HTTP API (API.md), on Powertools' API Gateway resolvers with validation and OpenAPI.
 
-Routes parse, call the JobService once and shape the answer. Domain errors map to HTTP here and
-nowhere else.
+The routes are registered once, on a Router that both resolvers include: API Gateway HTTP APIs (the
+deployed default) send payload format 2.0 events, REST APIs payload 1.0; `resolve` answers either,
+with no configuration. Routes parse, call the JobService once and shape the answer. Domain errors map
+to HTTP here and nowhere else.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.exceptions import ServiceError
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, Router
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent, APIGatewayProxyEventV2
+from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
 from punctual import tasks, wiring
@@ -61,13 +67,8 @@ Choices where the contract is silent:
     "  match.\n"
 )
 
-app = APIGatewayRestResolver(enable_validation=True)
-app.configure_openapi(
-    title="Punctual",
-    version="1.0.0",
-    summary="A serverless job scheduler: on time, at least once.",
-    description=API_DESCRIPTION,
-)
+# Every route and error handler; the resolvers at the end of the module include them.
+router = Router()
 
 
 # ----------------------------------------------------------------- shapes
@@ -216,8 +217,14 @@ class Unauthorized(Exception):
 
 
 def _owner() -> str:
-    identity = app.current_event.request_context.identity
-    owner = identity.user_arn or identity.caller
+    """The caller's IAM principal ARN, where API Gateway's IAM authorization puts it."""
+    event = router.current_event
+    owner = ""
+    if isinstance(event, APIGatewayProxyEventV2):  # HTTP API: the IAM authorizer's caller
+        owner = event.request_context.authorizer.iam.user_arn
+    elif isinstance(event, APIGatewayProxyEvent):  # REST API
+        identity = event.request_context.identity
+        owner = identity.user_arn or identity.caller or ""
     if not owner:
         raise Unauthorized("no authenticated caller")
     return owner
@@ -280,17 +287,18 @@ def _responses(status: int, model: type[BaseModel], description: str, *errors: i
 
 
 # ----------------------------------------------------------------- routes
-@app.get("/health", include_in_schema=True, summary="Liveness", responses={200: {"description": "OK"}})
+@router.get("/health", include_in_schema=True, summary="Liveness", responses={200: {"description": "OK"}})
 def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@app.get("/openapi.json", include_in_schema=False)
+@router.get("/openapi.json", include_in_schema=False)
 def openapi() -> Response[Any]:
-    return Response(status_code=200, content_type="application/json", body=app.get_openapi_json_schema())
+    document = resolver_for(router.current_event.raw_event).get_openapi_json_schema()
+    return Response(status_code=200, content_type="application/json", body=document)
 
 
-@app.post("/jobs", summary="Create a job", responses=_responses(201, JobOut, "The job.", 409))
+@router.post("/jobs", summary="Create a job", responses=_responses(201, JobOut, "The job.", 409))
 def create_job(
     body: Annotated[JobIn, Body()],
     idempotency_key: Annotated[
@@ -307,7 +315,7 @@ def create_job(
     return _json(job_out(job), 201)
 
 
-@app.post(
+@router.post(
     "/jobs/batch",
     summary="Create 1 to 100 jobs in one request",
     description="Each job as for POST /jobs. All are validated before any is created: an invalid job "
@@ -332,7 +340,7 @@ def create_jobs(
     return _json(JobBatchOut(items=[job_out(job) for job in jobs]), 201)
 
 
-@app.get(
+@router.get(
     "/jobs",
     summary="List the caller's jobs, newest first",
     description=f"With `status`, one request reads at most {LIST_READ_BUDGET} jobs: the page may be "
@@ -357,12 +365,12 @@ def list_jobs(
     )
 
 
-@app.get("/jobs/<job_id>", summary="Get a job", responses=_responses(200, JobOut, "The job.", 404))
+@router.get("/jobs/<job_id>", summary="Get a job", responses=_responses(200, JobOut, "The job.", 404))
 def get_job(job_id: str) -> Response[JobOut]:
     return _json(job_out(wiring.default().service.get(_owner(), job_id)))
 
 
-@app.patch(
+@router.patch(
     "/jobs/<job_id>",
     summary="Change a job (rename, new task, reschedule, retry policy, timeout)",
     responses=_responses(200, JobOut, "The job.", 404, 409),
@@ -378,7 +386,7 @@ def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOu
     return _json(job_out(wiring.default().service.update(_owner(), job_id, changes)))
 
 
-@app.delete(
+@router.delete(
     "/jobs/<job_id>",
     summary="Cancel a job: no execution of it that has not started will run",
     responses=_responses(200, JobOut, "The cancelled job.", 404),
@@ -387,14 +395,14 @@ def cancel_job(job_id: str) -> Response[JobOut]:
     return _json(job_out(wiring.default().service.cancel(_owner(), job_id)))
 
 
-@app.post(
+@router.post(
     "/jobs/<job_id>/pause", summary="Pause a job", responses=_responses(200, JobOut, "The job.", 404, 409)
 )
 def pause_job(job_id: str) -> Response[JobOut]:
     return _json(job_out(wiring.default().service.pause(_owner(), job_id)))
 
 
-@app.post(
+@router.post(
     "/jobs/<job_id>/resume",
     summary="Resume a job; occurrences missed while paused are not run",
     responses=_responses(200, JobOut, "The job.", 404, 409),
@@ -403,7 +411,7 @@ def resume_job(job_id: str) -> Response[JobOut]:
     return _json(job_out(wiring.default().service.resume(_owner(), job_id)))
 
 
-@app.post(
+@router.post(
     "/jobs/<job_id>/run",
     summary="One extra execution now",
     responses=_responses(202, ExecutionOut, "The execution, queued.", 404, 409),
@@ -412,7 +420,7 @@ def run_job(job_id: str) -> Response[ExecutionOut]:
     return _json(execution_out(wiring.default().service.run_now(_owner(), job_id)), 202)
 
 
-@app.get(
+@router.get(
     "/jobs/<job_id>/executions",
     summary="A job's executions, newest first",
     responses=_responses(200, ExecutionPage, "A page.", 400, 404),
@@ -434,7 +442,7 @@ def list_executions(
     )
 
 
-@app.post(
+@router.post(
     "/schedules/preview",
     summary="The next run times of a schedule, without creating anything",
     responses=_responses(200, PreviewOut, "Run times, UTC."),
@@ -445,7 +453,7 @@ def preview_schedule(body: Annotated[PreviewIn, Body()]) -> Response[PreviewOut]
     return _json(PreviewOut(next_runs=[to_rfc3339(r) for r in runs]))
 
 
-@app.get(
+@router.get(
     "/tasks", summary="The task types and their parameters", responses=_responses(200, TaskTypesOut, "Types.")
 )
 def list_task_types() -> Response[TaskTypesOut]:
@@ -458,7 +466,7 @@ def list_task_types() -> Response[TaskTypesOut]:
 
 
 # ----------------------------------------------------------------- errors
-@app.exception_handler(RequestValidationError)
+@router.exception_handler(RequestValidationError)
 def _invalid(exc: RequestValidationError) -> Response[Any]:
     errors = [_plain_error(e) for e in exc.errors()]
     first = errors[0] if errors else {"field": None, "message": "invalid request"}
@@ -466,47 +474,48 @@ def _invalid(exc: RequestValidationError) -> Response[Any]:
     return _error(422, message, field=first["field"], errors=errors)
 
 
-@app.exception_handler(UnicodeDecodeError)
+@router.exception_handler(UnicodeDecodeError)
 def _not_utf8(exc: UnicodeDecodeError) -> Response[Any]:
     # Powertools decodes a base64 body as UTF-8 before parsing it as JSON; other bytes raise here.
     return _error(422, "body: request body is not valid JSON (not UTF-8)", field="body")
 
 
-@app.exception_handler(InvalidRequest)
+@router.exception_handler(InvalidRequest)
 def _invalid_domain(exc: InvalidRequest) -> Response[Any]:
     status = 400 if exc.field == "cursor" else 422
     return _error(status, str(exc), field=exc.field)
 
 
-@app.exception_handler(NotFound)
+@router.exception_handler(NotFound)
 def _not_found(exc: NotFound) -> Response[Any]:
     return _error(404, str(exc))
 
 
-@app.exception_handler(Conflict)
+@router.exception_handler(Conflict)
 def _conflict(exc: Conflict) -> Response[Any]:
     return _error(409, str(exc))
 
 
-@app.exception_handler(Unauthorized)
+@router.exception_handler(Unauthorized)
 def _unauthorized(exc: Unauthorized) -> Response[Any]:
     return _error(401, str(exc))
 
 
-@app.exception_handler(RetryableStoreError)
+@router.exception_handler(RetryableStoreError)
 def _busy(exc: RetryableStoreError) -> Response[Any]:
     logger.warning("store throttled", extra={"error": str(exc)})
     return _error(503, "busy; retry shortly")
 
 
-@app.exception_handler(ServiceError)
+@router.exception_handler(ServiceError)
 def _service_error(exc: ServiceError) -> Response[Any]:
     return _error(exc.status_code, str(exc.msg))
 
 
-@app.not_found
+@router.exception_handler(NotFoundError)  # what a resolver's `not_found` registers
 def _no_route(exc: Exception) -> Response[Any]:
-    return _error(404, f"no such endpoint: {app.current_event.http_method} {app.current_event.path}")
+    event = router.current_event
+    return _error(404, f"no such endpoint: {event.http_method} {event.path}")
 
 
 _LOCATIONS: dict[str, str] = {"body": "", "query": "", "header": "header ", "path": ""}
@@ -540,3 +549,30 @@ def _plain_error(error: dict[str, Any]) -> dict[str, Any]:
 
 
 _UNION_TAGS: frozenset[str] = frozenset({"now", "at", "cron", "rate"})
+
+
+# ---------------------------------------------------------------- resolvers
+def _resolver(resolver: ApiGatewayResolver) -> ApiGatewayResolver:
+    resolver.configure_openapi(
+        title="Punctual",
+        version="1.0.0",
+        summary="A serverless job scheduler: on time, at least once.",
+        description=API_DESCRIPTION,
+    )
+    resolver.include_router(router)
+    return resolver
+
+
+rest_app = _resolver(APIGatewayRestResolver(enable_validation=True))
+http_app = _resolver(APIGatewayHttpResolver(enable_validation=True))
+
+
+def resolver_for(event: Mapping[str, Any]) -> ApiGatewayResolver:
+    """The resolver of an event's payload format: 2.0 from an HTTP API, 1.0 from a REST API (which
+    carries no version) or an HTTP API configured for 1.0."""
+    return http_app if event.get("version") == "2.0" else rest_app
+
+
+def resolve(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Answer an API Gateway proxy event of either payload format."""
+    return resolver_for(event).resolve(event, context)

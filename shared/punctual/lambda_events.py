@@ -1,4 +1,5 @@
-"""Lambda events as AWS delivers them: API Gateway proxy requests and SQS batches.
+"""Lambda events as AWS delivers them: API Gateway proxy requests (REST API, payload format 1.0;
+HTTP API, payload format 2.0) and SQS batches.
 
 The local stack and the tests drive the real handlers through these, as API Gateway and the SQS
 event source mapping would.
@@ -9,8 +10,9 @@ from __future__ import annotations
 import base64
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote
 
 
 @dataclass
@@ -44,13 +46,7 @@ def api_gateway_event(
         single[key] = value
         multi.setdefault(key, []).append(value)
     header_map = dict(headers or {})
-    text: str | None = None
-    is_base64 = False
-    if body:
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError:
-            text, is_base64 = base64.b64encode(body).decode(), True
+    text, is_base64 = _body(body)
     return {
         "resource": "/{proxy+}",
         "path": path,
@@ -72,6 +68,89 @@ def api_gateway_event(
         "body": text,
         "isBase64Encoded": is_base64,
     }
+
+
+def http_api_event(
+    method: str,
+    path: str,
+    *,
+    owner: str | None,
+    query: str = "",
+    headers: dict[str, str] | None = None,
+    body: bytes | None = None,
+    stage: str = "$default",
+) -> dict[str, Any]:
+    """An HTTP API (payload format 2.0) event, as an `ANY /{proxy+}` (or `ANY /`) route delivers it;
+    the owner stands where the IAM authorizer puts the caller's ARN.
+
+    `path` (below the stage) and `query` are taken as requested, percent-encoded; like an HTTP API,
+    the event carries the path decoded, prefixed with the stage's name unless it is `$default`, and
+    the query string raw. Header names come lowercased, repeated query keys comma-joined, and cookies
+    apart from the headers.
+    """
+    now = datetime.now(UTC)
+    header_map: dict[str, str] = {}
+    cookies: list[str] = []
+    for name, value in (headers or {}).items():
+        if name.lower() == "cookie":
+            cookies += [c.strip() for c in value.split(";") if c.strip()]
+        elif name.lower() in header_map:
+            header_map[name.lower()] += f",{value}"
+        else:
+            header_map[name.lower()] = value
+    params: dict[str, str] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        params[key] = f"{params[key]},{value}" if key in params else value
+    route = "/" if path in ("", "/") else "/{proxy+}"
+    raw_path = unquote(path if stage == "$default" else f"/{stage}{path}")
+    text, is_base64 = _body(body)
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": f"ANY {route}",
+        "rawPath": raw_path,
+        "rawQueryString": query,
+        "headers": header_map,
+        "requestContext": {
+            "accountId": "000000000000",
+            "apiId": "local",
+            "domainName": "localhost",
+            "domainPrefix": "localhost",
+            "http": {
+                "method": method.upper(),
+                "path": raw_path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": header_map.get("user-agent", ""),
+            },
+            "requestId": str(uuid.uuid4()),
+            "routeKey": f"ANY {route}",
+            "stage": stage,
+            "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+            "timeEpoch": int(now.timestamp() * 1000),
+        },
+        "isBase64Encoded": is_base64,
+    }
+    if cookies:
+        event["cookies"] = cookies
+    if params:
+        event["queryStringParameters"] = params
+    if route != "/":
+        event["pathParameters"] = {"proxy": unquote(path).lstrip("/")}
+    if owner:
+        event["requestContext"]["authorizer"] = {"iam": {"accountId": "000000000000", "userArn": owner}}
+    if text is not None:
+        event["body"] = text
+    return event
+
+
+def _body(body: bytes | None) -> tuple[str | None, bool]:
+    """A request body as API Gateway passes it on: text when it is UTF-8, base64 otherwise."""
+    if not body:
+        return None, False
+    try:
+        return body.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return base64.b64encode(body).decode(), True
 
 
 def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:

@@ -132,6 +132,8 @@ def unprotected(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
             "webhook_allowed_networks": "10.0.0.0/8, 192.168.1.0/24",
             "worker_max_concurrency": "5",
             "log_level": "debug",
+            "api_throttle_rate": "20",
+            "api_throttle_burst": "40",
         },
     )
 
@@ -156,6 +158,14 @@ def provisioned(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     """The `synthesized` stack with a provisioned, auto-scaled table: nothing else differs."""
     return synthesize(
         tmp_path_factory.mktemp("cdk.out.provisioned"), {"alarm_email": ALARM_EMAIL, **PROVISIONED_CONTEXT}
+    )
+
+
+@pytest.fixture(scope="session")
+def rest(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The `synthesized` stack with a REST API (`-c api_type=rest`) instead of an HTTP API."""
+    return synthesize(
+        tmp_path_factory.mktemp("cdk.out.rest"), {"alarm_email": ALARM_EMAIL, "api_type": "rest"}
     )
 
 

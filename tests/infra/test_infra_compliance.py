@@ -21,8 +21,9 @@ def _violations(report: dict) -> list[str]:
     ]
 
 
-# The default stack, and the one with a provisioned, auto-scaled table.
-STACKS = ["synthesized", "provisioned"]
+# The default stack (an HTTP API), the one with a provisioned, auto-scaled table, and the one with a
+# REST API.
+STACKS = ["synthesized", "provisioned", "rest"]
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -230,3 +230,37 @@ def test_dashboard_shows_queues_lambda_and_dynamodb_health(dashboard):
         assert metric in names, metric
     titles = {w["properties"].get("title") for w in dashboard["widgets"]}
     assert {"Lateness (ms)", "Dead-letter queue depth", "Lambda errors", "Alarms"} <= titles
+
+
+def _api_widget(synthesized) -> dict[str, Any]:
+    """The dashboard's API widget, each reference spliced in as `REF:<logical id>`."""
+    (resource,) = synthesized.of_type("AWS::CloudWatch::Dashboard").values()
+    parts = resource["Properties"]["DashboardBody"]["Fn::Join"][1]
+    body = json.loads(
+        "".join(p if isinstance(p, str) else f"REF:{p['Ref']}" if "Ref" in p else "REF" for p in parts)
+    )
+    (widget,) = [w for w in body["widgets"] if w["properties"].get("title") == "API requests and errors"]
+    return dict(widget["properties"])
+
+
+def test_dashboard_shows_the_http_apis_stage_metrics(synthesized):
+    # Given the default stack (an HTTP API), then its widget reads the HTTP API's metrics by ApiId
+    # and Stage: requests, 4xx, 5xx and p99 latency
+    api = synthesized.logical_id("AWS::ApiGatewayV2::Api", "ApiHttpApi")
+    metrics = _api_widget(synthesized)["metrics"]
+    assert [m[:6] for m in metrics] == [
+        ["AWS/ApiGateway", name, "ApiId", f"REF:{api}", "Stage", "v1"]
+        for name in ("Count", "4xx", "5xx", "Latency")
+    ]
+    assert [m[6]["stat"] for m in metrics] == ["Sum", "Sum", "Sum", "p99"]
+    assert metrics[3][6]["yAxis"] == "right"
+
+
+def test_dashboard_shows_the_rest_apis_metrics(rest):
+    # Given a REST API, then its widget reads the REST API's metrics by ApiName
+    metrics = _api_widget(rest)["metrics"]
+    assert [m[:4] for m in metrics] == [
+        ["AWS/ApiGateway", name, "ApiName", f"{rest.stack_name}-api"]
+        for name in ("Count", "4XXError", "5XXError", "Latency")
+    ]
+    assert [m[4]["stat"] for m in metrics] == ["Sum", "Sum", "Sum", "p99"]

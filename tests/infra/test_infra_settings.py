@@ -182,3 +182,22 @@ def test_recording_queued_executions_is_an_upgrade_switch_off_by_default():
     on = DeploySettings.from_context({"record_queued": "true"}.get)
     assert on.record_queued is True and on.function_settings().record_queued is True
     assert function_environment(on)["PUNCTUAL_RECORD_QUEUED"] == "true"
+
+
+def test_the_api_is_an_http_api_unless_rest_is_asked_for():
+    # Given no api_type, then an HTTP API; given `-c api_type=rest`, a REST API
+    empty: dict[str, str] = {}
+    assert DeploySettings.from_context(empty.get).api_type == "http"
+    assert DeploySettings.from_context({"api_type": "rest"}.get).api_type == "rest"
+    assert DeploySettings.from_context({"api_type": "http"}.get).api_type == "http"
+
+
+def test_cdk_json_gives_the_default_api_type():
+    context = json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())["context"]
+    assert context["api_type"] == DeploySettings().api_type == "http"
+
+
+@pytest.mark.parametrize("api_type", ["websocket", "REST", "v2", "http "])
+def test_an_unknown_api_type_fails_with_a_message_naming_the_choices(api_type):
+    with pytest.raises(ValueError, match=rf"api_type {api_type!r} is not one of http, rest"):
+        DeploySettings.from_context({"api_type": api_type}.get)

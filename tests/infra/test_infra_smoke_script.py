@@ -147,3 +147,15 @@ def test_api_url_comes_from_the_stack_outputs(session: boto3.Session, monkeypatc
         assert smoke.api_url(session, "Punctual") == "https://abc.execute-api.eu-west-1.amazonaws.com/v1/"
         with pytest.raises(SystemExit):
             smoke.api_url(session, "Other")
+
+
+@pytest.mark.parametrize("suffix", ["/", ""])
+def test_paths_join_onto_the_stage_url_with_or_without_its_trailing_slash(
+    fake_api: str, session: boto3.Session, suffix: str
+):
+    # Given the stage URL as the ApiUrl output gives it (trailing slash), or as an HTTP API stage
+    # names itself (none)
+    base = fake_api.rstrip("/") + suffix
+    # When the smoke script calls a path, then it reaches that path under the stage
+    assert smoke.SignedApi(base, session).call("GET", "/health") == (200, {"status": "ok"})
+    assert FakeApi.requests[-1]["path"] == "/v1/health"

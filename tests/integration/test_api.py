@@ -1,21 +1,30 @@
-"""The HTTP API of API.md, through the real API handler on moto."""
+"""The HTTP API of API.md, through the real API handler on moto.
+
+Tests marked BOTH_FORMATS run once with each of API Gateway's events: an HTTP API's (payload format
+2.0, the deployed default) and a REST API's (payload format 1.0); the others with the HTTP API's.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from functions.api.handler import lambda_handler as api_handler
+from punctual.lambda_events import FakeLambdaContext, http_api_event
 from tests.world import World
 
 HTTP_TASK = {"type": "http", "params": {"url": "https://hooks.example.com/run", "body": {"a": 1}}}
 CRON = {"type": "cron", "expression": "0 10 * * *", "timezone": "Europe/Paris"}
+BOTH_FORMATS = pytest.mark.usefixtures("api_format")
 
 
 def table_items(world: World) -> list[dict[str, Any]]:
     return world.dynamodb_client.scan(TableName=world.punctual.settings.table_name)["Items"]
 
 
+@BOTH_FORMATS
 def test_create_returns_the_job_in_the_contract_shape(world: World) -> None:
     # Given a cron job in Paris time
     answer = world.api("POST", "/jobs", {"name": "nightly", "task": HTTP_TASK, "schedule": CRON})
@@ -98,6 +107,7 @@ def test_bad_input_answers_4xx_naming_the_field_and_stores_nothing(
     assert table_items(world) == []
 
 
+@BOTH_FORMATS
 def test_malformed_json_is_a_422_not_a_500(world: World) -> None:
     answer = world.api("POST", "/jobs", raw=b"{not json")
     assert answer.status == 422
@@ -105,6 +115,38 @@ def test_malformed_json_is_a_422_not_a_500(world: World) -> None:
     assert table_items(world) == []
 
 
+@BOTH_FORMATS
+def test_an_invalid_field_is_a_422_naming_it(world: World) -> None:
+    # When a job with a bad time zone is posted
+    body = {"task": {"type": "noop"}, "schedule": {**CRON, "timezone": "Mars/Base"}}
+    answer = world.api("POST", "/jobs", body)
+    # Then it is refused naming the field, and nothing is stored
+    assert answer.status == 422
+    assert answer.body["field"] == "schedule.timezone"
+    assert table_items(world) == []
+
+
+@BOTH_FORMATS
+def test_a_base64_encoded_body_is_decoded(world: World) -> None:
+    # Given a job sent base64-encoded, as API Gateway passes binary media types on
+    body = {"name": "encoded", "task": {"type": "noop"}, "schedule": CRON}
+    # When it is posted, then it is created as sent
+    answer = world.api("POST", "/jobs", body, base64_body=True)
+    assert answer.status == 201, answer.body
+    assert world.job(answer.body["id"])["name"] == "encoded"
+
+
+@BOTH_FORMATS
+def test_a_body_that_is_not_utf8_is_a_422(world: World) -> None:
+    # Given bytes that are not UTF-8 (API Gateway passes them base64-encoded)
+    answer = world.api("POST", "/jobs", raw=b"\xff\xfe{}")
+    # Then they are refused as bad input naming the body, and nothing is stored
+    assert answer.status == 422
+    assert answer.body["field"] == "body"
+    assert table_items(world) == []
+
+
+@BOTH_FORMATS
 def test_another_owners_job_answers_404_like_a_missing_one(world: World) -> None:
     # Given alice's job
     job = world.create(CRON)
@@ -127,10 +169,12 @@ def test_another_owners_job_answers_404_like_a_missing_one(world: World) -> None
     assert world.job(job["id"])["name"] == job["name"]
 
 
+@BOTH_FORMATS
 def test_a_request_without_a_caller_is_401(world: World) -> None:
     assert world.api("GET", "/jobs", owner=None).status == 401
 
 
+@BOTH_FORMATS
 def test_list_pages_newest_first_and_filters_by_status(world: World) -> None:
     # Given five jobs created a second apart, one paused
     ids = []
@@ -268,6 +312,7 @@ def test_altered_or_foreign_cursors_answer_400_and_reveal_nothing(world: World) 
         assert "items" not in answer.body
 
 
+@BOTH_FORMATS
 def test_idempotency_key_returns_the_same_job_and_conflicts_on_another_body(world: World) -> None:
     body = {"task": {"type": "noop"}, "schedule": CRON}
     first = world.api("POST", "/jobs", body, headers={"Idempotency-Key": "k1"})
@@ -326,6 +371,7 @@ def test_run_now_answers_202_with_a_queued_execution(world: World) -> None:
     assert world.job(job["id"])["status"] == "ACTIVE"  # an extra run does not complete a recurring job
 
 
+@BOTH_FORMATS
 def test_preview_lists_next_runs_without_creating_anything(world: World) -> None:
     answer = world.api("POST", "/schedules/preview", {"schedule": CRON, "count": 3})
     assert answer.status == 200
@@ -338,6 +384,7 @@ def test_preview_lists_next_runs_without_creating_anything(world: World) -> None
     assert table_items(world) == []
 
 
+@BOTH_FORMATS
 def test_tasks_health_and_openapi(world: World) -> None:
     types = {t["type"]: t for t in world.api("GET", "/tasks").body["items"]}
     assert set(types) == {"http", "noop", "sleep", "fail"}
@@ -361,6 +408,7 @@ def test_tasks_health_and_openapi(world: World) -> None:
     assert "404" in paths["/jobs/{job_id}"]["get"]["responses"]
 
 
+@BOTH_FORMATS
 def test_unknown_route_is_404_json(world: World) -> None:
     answer = world.api("GET", "/nope")
     assert answer.status == 404
@@ -401,3 +449,45 @@ def test_a_task_up_to_the_size_limit_is_taken_and_its_job_can_still_change(world
     assert world.api("POST", f"/jobs/{job_id}/resume").status == 200
     # Then it is stored whole
     assert world.job(job_id)["task"]["params"]["body"] == body
+
+
+def test_an_http_api_stage_name_in_the_path_is_not_part_of_the_route(world: World) -> None:
+    # Given an HTTP API event from a named stage, whose rawPath starts with the stage's name
+    job = world.create(CRON)
+    event = http_api_event("GET", f"/jobs/{job['id']}", owner="alice", stage="v1")
+    assert event["rawPath"] == f"/v1/jobs/{job['id']}"
+    # When the API function answers it, then it routes on the path below the stage
+    answer = api_handler(event, FakeLambdaContext())
+    assert answer["statusCode"] == 200, answer
+    assert json.loads(answer["body"])["id"] == job["id"]
+
+
+def test_both_formats_serve_the_same_openapi_document(world: World) -> None:
+    # Given the document as each resolver serves it
+    documents = {}
+    for api_format in ("http", "rest"):
+        world.api_format = api_format
+        documents[api_format] = world.api("GET", "/openapi.json").body
+    # Then they are one document, listing every route with its models
+    assert documents["http"] == documents["rest"]
+    operations = {
+        f"{method.upper()} {path}" for path, item in documents["http"]["paths"].items() for method in item
+    }
+    assert operations == {
+        "GET /health",
+        "POST /jobs",
+        "GET /jobs",
+        "POST /jobs/batch",
+        "GET /jobs/{job_id}",
+        "PATCH /jobs/{job_id}",
+        "DELETE /jobs/{job_id}",
+        "POST /jobs/{job_id}/pause",
+        "POST /jobs/{job_id}/resume",
+        "POST /jobs/{job_id}/run",
+        "GET /jobs/{job_id}/executions",
+        "POST /schedules/preview",
+        "GET /tasks",
+    }
+    assert {"JobIn", "JobOut", "JobPage", "ExecutionOut", "ErrorOut"} <= set(
+        documents["http"]["components"]["schemas"]
+    )

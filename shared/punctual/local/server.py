@@ -1,8 +1,9 @@
 """The local stack's HTTP front end: what API Gateway does in front of the API function.
 
 Each request is authenticated by its bearer token (API.md: `PUNCTUAL_LOCAL_TOKENS`), turned into a
-REST API proxy event with the token's owner where IAM authorization puts the caller, and handed to
-the API handler; its answer becomes the HTTP response.
+proxy event with the token's owner where IAM authorization puts the caller, and handed to the API
+handler; its answer becomes the HTTP response. The events are those of an HTTP API (payload format
+2.0), the deployed default; `api_event` chooses.
 """
 
 from __future__ import annotations
@@ -16,8 +17,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from punctual.lambda_events import api_gateway_event
+from punctual import lambda_events
 from punctual.observability import logger
+
+# The event format the API function is driven with: http_api_event (HTTP API, payload format 2.0, as
+# deployed by default) or api_gateway_event (REST API, payload format 1.0; `-c api_type=rest`).
+api_event = lambda_events.http_api_event
 
 DEFAULT_TOKENS = {"local": "local"}
 # Answered without a token, as the contract lets anyone check liveness and read the API's document.
@@ -109,7 +114,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self) -> int:
         parts = urlsplit(self.path)
-        path = parts.path or "/"  # REST APIs pass the path still percent-encoded
+        path = parts.path or "/"  # as requested, percent-encoded: the event builder decodes it if need be
         try:
             body = self._read_body()
         except _BadRequest as exc:
@@ -128,7 +133,7 @@ class _Handler(BaseHTTPRequestHandler):
         # Credentials stop here, as API Gateway's IAM authorization keeps them from the function.
         headers = {k: v for k, v in self.headers.items() if k.lower() != "authorization"}
         method = "GET" if self.command == "HEAD" else self.command
-        event = api_gateway_event(method, path, owner=owner, query=parts.query, headers=headers, body=body)
+        event = api_event(method, path, owner=owner, query=parts.query, headers=headers, body=body)
         try:
             response = self.server.invoke(event)
         except Exception:
@@ -174,8 +179,10 @@ class _Handler(BaseHTTPRequestHandler):
         raw = response.get("body") or ""
         data = base64.b64decode(raw) if response.get("isBase64Encoded") else str(raw).encode()
         headers: dict[str, list[str]] = {k: [str(v)] for k, v in (response.get("headers") or {}).items()}
-        for name, values in (response.get("multiValueHeaders") or {}).items():
+        for name, values in (response.get("multiValueHeaders") or {}).items():  # payload 1.0
             headers[name] = [str(v) for v in values]
+        if response.get("cookies"):  # payload 2.0
+            headers["Set-Cookie"] = [str(c) for c in response["cookies"]]
         self._send(status, data, headers)
         return status
 
