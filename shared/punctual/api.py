@@ -124,7 +124,7 @@ class JobIn(BaseModel):
     task: TaskSpec
     schedule: Schedule
     retry: RetryPolicy | None = None
-    timeout_seconds: int | None = Field(default=None, ge=1, le=300)
+    timeout_seconds: int | None = Field(default=None, ge=1, le=300, strict=True)
 
 
 MAX_BATCH_JOBS = 100
@@ -149,14 +149,14 @@ class JobPatch(BaseModel):
     task: TaskSpec | None = None
     schedule: Schedule | None = None
     retry: RetryPolicy | None = None
-    timeout_seconds: int | None = Field(default=None, ge=1, le=300)
+    timeout_seconds: int | None = Field(default=None, ge=1, le=300, strict=True)
 
 
 class PreviewIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schedule: Schedule
-    count: int = Field(default=10, ge=1, le=50)
+    count: int = Field(default=10, ge=1, le=50, strict=True)
 
 
 class PreviewOut(BaseModel):

@@ -45,9 +45,9 @@ class RetryPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_attempts: int = Field(default=3, ge=1, le=10)
-    backoff_seconds: float = Field(default=2, ge=0, le=3600)
-    max_backoff_seconds: float = Field(default=300, ge=0, le=12 * 3600)
+    max_attempts: int = Field(default=3, ge=1, le=10, strict=True)
+    backoff_seconds: float = Field(default=2, ge=0, le=3600, strict=True)
+    max_backoff_seconds: float = Field(default=300, ge=0, le=12 * 3600, strict=True)
 
     def delay_after(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after failed attempt number `attempt` (1-based): half fixed, half jitter."""

@@ -111,7 +111,7 @@ class RateSchedule(_Windowed):
     """Every N seconds (N >= 60), from start_at or, without it, from one period after creation."""
 
     type: Literal["rate"]
-    every_seconds: int = Field(ge=MIN_RATE_SECONDS, le=MAX_RATE_SECONDS)
+    every_seconds: int = Field(ge=MIN_RATE_SECONDS, le=MAX_RATE_SECONDS, strict=True)
 
 
 Schedule = Annotated[

@@ -82,6 +82,20 @@ def test_create_returns_the_job_in_the_contract_shape(world: World) -> None:
             "retry.max_attempts",
         ),
         ({"task": {"type": "noop"}, "schedule": {"type": "now"}, "timeout_seconds": 0}, "timeout_seconds"),
+        # a boolean is not a number (JSON true would otherwise count as 1)
+        (
+            {"task": {"type": "noop"}, "schedule": {"type": "now"}, "retry": {"max_attempts": True}},
+            "retry.max_attempts",
+        ),
+        ({"task": {"type": "noop"}, "schedule": {"type": "now"}, "timeout_seconds": True}, "timeout_seconds"),
+        (
+            {"task": {"type": "noop"}, "schedule": {"type": "rate", "every_seconds": True}},
+            "schedule.every_seconds",
+        ),
+        (
+            {"task": {"type": "sleep", "params": {"seconds": False}}, "schedule": {"type": "now"}},
+            "task.params.seconds",
+        ),
         ({"task": {"type": "noop"}, "schedule": {"type": "now"}, "colour": "red"}, "colour"),
         (
             {"task": {"type": "noop"}, "schedule": {"type": "at", "at": "2026-11-30T10:00:00Z"}},
@@ -381,6 +395,7 @@ def test_preview_lists_next_runs_without_creating_anything(world: World) -> None
         "2026-12-03T09:00:00.000Z",
     ]
     assert world.api("POST", "/schedules/preview", {"schedule": CRON, "count": 51}).status == 422
+    assert world.api("POST", "/schedules/preview", {"schedule": CRON, "count": True}).status == 422
     assert table_items(world) == []
 
 

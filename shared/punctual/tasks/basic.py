@@ -15,7 +15,7 @@ class _NoParams(BaseModel):
 
 class _SleepParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    seconds: float = Field(ge=0, le=900, description="How long to sleep.")
+    seconds: float = Field(ge=0, le=900, strict=True, description="How long to sleep.")
 
 
 class _FailParams(BaseModel):

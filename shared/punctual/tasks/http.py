@@ -30,7 +30,9 @@ class HttpParams(BaseModel):
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "POST"
     headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers.")
     body: Any = Field(default=None, description="JSON body, sent with Content-Type application/json.")
-    timeout_seconds: float | None = Field(default=None, gt=0, le=300, description="Per-request timeout.")
+    timeout_seconds: float | None = Field(
+        default=None, gt=0, le=300, strict=True, description="Per-request timeout."
+    )
 
     @field_validator("method", mode="before")
     @classmethod
