@@ -137,6 +137,9 @@ class Meter:
             with self._lock:
                 self.tally.worker_invocations += 1
                 self.tally.worker_messages += len(event.get("Records", []))
+            # On Lambda the worker has its own process: no keys another function's handler appended
+            # to the shared logger (the API's and scanner's Lambda context) reach its lines.
+            logger.clear_state()
             return handler(event, context)
 
         world.work._handler = counted_handler
@@ -493,7 +496,9 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     }
     costs = {
         name: {
-            "rest_api": capacity.per_million(capacity.cost_per_execution(u, per_scenario[name])),
+            "rest_api": capacity.per_million(
+                capacity.cost_per_execution(u, replace(per_scenario[name], http_api=False))
+            ),
             "http_api": capacity.per_million(
                 capacity.cost_per_execution(u, replace(per_scenario[name], http_api=True))
             ),

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bench import cost, scanner_throughput
 from punctual import capacity
 
@@ -71,8 +73,12 @@ def test_cost_benchmark_counts_units_and_prices_them() -> None:
     assert batched["per_job_creation"]["calls"]["dynamodb.BatchWriteItem"] >= 1.0
     assert batched["usage_per_execution"]["api_requests"] == 0.5
     # and priced above zero, with the comparison and the target
-    for rows in result["cost_per_million_executions"].values():
+    for name, rows in result["cost_per_million_executions"].items():
         assert rows["rest_api"]["total"] > rows["http_api"]["total"] - 1e-9 > 0
+        if name != "recurring":  # created through the API: $3.50 and $1.00 a million requests
+            assert rows["rest_api"]["api_gateway"] == pytest.approx(3.5 * rows["http_api"]["api_gateway"])
+    # (as deployed: the HTTP API)
+    assert result["target"]["one_time_per_million"] < result["target"]["one_time_per_million_rest_api"]
     assert result["eventbridge_scheduler_per_million"]["total"] > 1.0
     assert result["target"]["one_time_per_million"] > result["target"]["batched_per_million"] > 0
     assert any("(measured)" in lever["change"] for lever in result["levers_one_time_per_million"])
