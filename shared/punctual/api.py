@@ -28,6 +28,7 @@ from punctual.schedules import Schedule
 from punctual.service import JobChanges, NewJob
 from punctual.store import LIST_READ_BUDGET
 from punctual.timefmt import to_rfc3339
+from punctual.validation import NOT_BOOLEAN
 
 API_DESCRIPTION = """\
 Punctual schedules jobs: a task (call a webhook, …) with a schedule (now, at an instant, cron in a
@@ -45,8 +46,8 @@ Choices where the contract is silent:
 - DELETE cancels (the job stays readable as CANCELLED); cancelling twice answers the same job.
 - POST /jobs/{id}/run is refused (409) on a PAUSED or CANCELLED job.
 - PATCH of a CANCELLED job answers 409; a new schedule revives a COMPLETED job.
-- `last_execution` is the most recent execution to reach a final status (its `result` is only on
-  the execution itself: GET /jobs/{id}/executions).
+- `last_execution` is the most recent execution to run to its end (SUCCEEDED or FAILED; not one
+  skipped); its `result` is only on the execution itself: GET /jobs/{id}/executions.
 - A scheduled execution joins GET /jobs/{id}/executions when it starts (RUNNING), or when it is
   skipped (CANCELLED); while it waits in the queue, the job's `next_run_at` shows it. (Storing it
   as QUEUED first would cost one more write per execution.) An extra run (POST /jobs/{id}/run) is
@@ -124,7 +125,7 @@ class JobIn(BaseModel):
     task: TaskSpec
     schedule: Schedule
     retry: RetryPolicy | None = None
-    timeout_seconds: int | None = Field(default=None, ge=1, le=300, strict=True)
+    timeout_seconds: Annotated[int | None, NOT_BOOLEAN] = Field(default=None, ge=1, le=300)
 
 
 MAX_BATCH_JOBS = 100
@@ -149,14 +150,14 @@ class JobPatch(BaseModel):
     task: TaskSpec | None = None
     schedule: Schedule | None = None
     retry: RetryPolicy | None = None
-    timeout_seconds: int | None = Field(default=None, ge=1, le=300, strict=True)
+    timeout_seconds: Annotated[int | None, NOT_BOOLEAN] = Field(default=None, ge=1, le=300)
 
 
 class PreviewIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schedule: Schedule
-    count: int = Field(default=10, ge=1, le=50, strict=True)
+    count: Annotated[int, NOT_BOOLEAN] = Field(default=10, ge=1, le=50)
 
 
 class PreviewOut(BaseModel):

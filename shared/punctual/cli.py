@@ -678,6 +678,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="http" if defaults.http_api else "rest",
         help="the API Gateway type deployed (-c api_type; default http: $1.00 a million requests, rest: $3.50)",
     )
+    # (before the HTTP API was the default: kept so that scripts using it still run)
+    plan.add_argument("--http-api", dest="api", action="store_const", const="http", help=argparse.SUPPRESS)
     plan.add_argument(
         "--batched",
         action="store_true",

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from punctual.timefmt import parse_rfc3339, to_rfc3339
+from punctual.validation import NOT_BOOLEAN
 
 # An `at` this far in the past is a mistake, not clock skew: it is refused rather than run at once.
 PAST_TOLERANCE = timedelta(minutes=5)
@@ -111,7 +112,7 @@ class RateSchedule(_Windowed):
     """Every N seconds (N >= 60), from start_at or, without it, from one period after creation."""
 
     type: Literal["rate"]
-    every_seconds: int = Field(ge=MIN_RATE_SECONDS, le=MAX_RATE_SECONDS, strict=True)
+    every_seconds: Annotated[int, NOT_BOOLEAN] = Field(ge=MIN_RATE_SECONDS, le=MAX_RATE_SECONDS)
 
 
 Schedule = Annotated[

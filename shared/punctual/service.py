@@ -83,7 +83,7 @@ class JobService:
                 seen_fingerprint, seen_job_ids = seen
                 if seen_fingerprint != fingerprint or len(seen_job_ids) != 1:
                     raise Conflict("Idempotency-Key was already used with a different request body")
-                existing = self._store.get_job(seen_job_ids[0])
+                existing = self._store.get_job_shown(seen_job_ids[0])
                 if existing is not None:
                     return existing, False
                 job = _reissued(job, seen_job_ids[0])  # the first attempt failed before storing it
@@ -143,7 +143,7 @@ class JobService:
                     metrics.add_metric(name=JOBS_CREATED, unit="Count", value=1)
                     self._hand_off(marker)
             jobs.append(job)
-        return jobs
+        return self._store.with_last_executions(jobs)
 
     def _new_job(self, owner: str, new: NewJob, now: datetime, job_id: str) -> Job:
         """A validated new job (not stored). Raises InvalidRequest naming the field."""
@@ -188,7 +188,8 @@ class JobService:
 
     # ----------------------------------------------------------------- read
     def get(self, owner: str, job_id: str) -> Job:
-        job = self._store.get_job(job_id)
+        """The caller's job, with its last execution (read with it)."""
+        job = self._store.get_job_shown(job_id)
         if job is None or job.owner != owner:
             raise NotFound(f"job {job_id!r} not found")
         return job
@@ -196,7 +197,8 @@ class JobService:
     def list_jobs(
         self, owner: str, status: JobStatus | None, limit: int, start_key: dict[str, Any] | None
     ) -> Page:
-        return self._store.list_jobs(owner, status, limit, start_key)
+        page = self._store.list_jobs(owner, status, limit, start_key)
+        return replace(page, items=self._store.with_last_executions(page.items))
 
     def executions(self, owner: str, job_id: str, limit: int, start_key: dict[str, Any] | None) -> Page:
         self.get(owner, job_id)
@@ -345,9 +347,11 @@ class JobService:
         """Apply a change if the job is still as read; otherwise 409, withdrawing the marker filed for it
         (its version is unique, so even if it stayed it would be skipped as superseded)."""
         try:
-            return self._store.update_job(
+            updated = self._store.update_job(
                 job, fields, allowed_statuses=[job.status], schedule_version=job.schedule_version
             )
+            # (no execution ended meanwhile that changes the job's last: it would have changed the job)
+            return replace(updated, last_execution=job.last_execution)
         except LostRace:
             if withdraw is not None:
                 self._store.delete_markers([withdraw])

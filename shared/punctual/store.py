@@ -20,7 +20,7 @@ import random
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import partial
@@ -67,6 +67,13 @@ _EXECUTION_FIXED = (
 _QUARANTINE_PK = "QUARANTINE"
 # The most jobs one filtered list request reads before it answers (a short page and a cursor).
 LIST_READ_BUDGET = 500
+# A job's last execution is the newest of its executions to have finished: read this many at a
+# time, newest first, for at most this many pages (executions still under way are passed over).
+LAST_EXECUTION_READ = 4
+LAST_EXECUTION_PAGES = 5
+# The statuses of an execution that ran to its end; one skipped (CANCELLED: its job paused, cancelled
+# or rescheduled first) is not a job's last execution.
+_SHOWN_LAST = frozenset({ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED})
 _T = TypeVar("_T")
 
 
@@ -409,7 +416,9 @@ class Store:
         sets.append("#rev = if_not_exists(#rev, :zero) + :one")
         names["#rev"] = "revision"
         values.update({":zero": 0, ":one": 1})
-        expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        # The copy of the last execution earlier versions kept on the job goes with any write to it.
+        removes += ["last_execution", "last_execution_ms"]
+        expression = "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes)
         conditions = ["attribute_exists(#pk)"]
         if allowed_statuses is not None:
             names["#st"] = "status"
@@ -438,55 +447,97 @@ class Store:
         )
         return self._job_from(response["Attributes"])
 
-    def record_outcome(self, job: Job, execution: Execution, *, complete: bool) -> None:
-        """Show a finished execution as the job's last one, and complete the job if this was its last.
+    def complete_job(self, job: Job, execution: Execution) -> None:
+        """Complete a job whose last execution this was (a one-time job's, or a recurring job's last
+        occurrence). A completed job expires with its history, `retention_days` after it.
 
-        Executions finishing out of order never replace a later one. A completed job expires with
-        its history, `retention_days` after its last execution.
+        The job keeps no copy of its last execution: readers take it from the execution items of
+        the job's partition (`get_job_shown`, `with_last_executions`), so an execution that does not
+        end its job writes nothing to it. (A copy cost a write per occurrence, and its bytes
+        pushed job items over 1 KB, where every write of them costs two units.)
         """
-        values: dict[str, Any] = {
-            ":e": json.dumps(self._snapshot(execution)),
-            ":ms": to_epoch_ms(execution.scheduled_at),
-        }
-        names = {"#pk": "pk"}
-        update = "SET last_execution = :e, last_execution_ms = :ms"
-        if complete:
-            finished = execution.finished_at or execution.scheduled_at
-            completing = partial(
-                self._table.update_item,
-                Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
-                UpdateExpression=update
-                + ", #st = :done, expires_at = :exp REMOVE next_run_at, queued_run_at",
-                # Only if the job still runs the schedule this execution belonged to: a job
-                # rescheduled meanwhile has a new run to come.
-                ConditionExpression="attribute_exists(#pk) AND #st = :active AND schedule_version = :sv",
-                ExpressionAttributeNames={**names, "#st": "status"},
-                ExpressionAttributeValues={
-                    **values,
-                    ":done": JobStatus.COMPLETED.value,
-                    ":active": JobStatus.ACTIVE.value,
-                    ":exp": self._expiry(finished),
-                    ":sv": execution.schedule_version,
-                },
-            )
-            try:
-                _call(completing)
-                return
-            except LostRace:
-                pass  # paused or cancelled meanwhile: keep that status, record the execution only
-        recording = partial(
+        finished = execution.finished_at or execution.scheduled_at
+        completing = partial(
             self._table.update_item,
             Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
-            UpdateExpression=update,
-            ConditionExpression="attribute_exists(#pk) AND "
-            "(attribute_not_exists(last_execution_ms) OR last_execution_ms <= :ms)",
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
+            UpdateExpression="SET #st = :done, expires_at = :exp "
+            # (and the copy earlier versions kept, gone with their last write to the item)
+            "REMOVE next_run_at, queued_run_at, last_execution, last_execution_ms",
+            # Only if the job still runs the schedule this execution belonged to: a job
+            # rescheduled meanwhile has a new run to come, one paused or cancelled keeps that status.
+            ConditionExpression="attribute_exists(#pk) AND #st = :active AND schedule_version = :sv",
+            ExpressionAttributeNames={"#pk": "pk", "#st": "status"},
+            ExpressionAttributeValues={
+                ":done": JobStatus.COMPLETED.value,
+                ":active": JobStatus.ACTIVE.value,
+                ":exp": self._expiry(finished),
+                ":sv": execution.schedule_version,
+            },
         )
         try:
-            _call(recording)
+            _call(completing)
         except LostRace:
-            pass  # a later execution is already shown, or the job is gone
+            pass  # paused, cancelled or rescheduled meanwhile, or gone
+
+    def get_job_shown(self, job_id: str) -> Job | None:
+        """A job as users see it: with its last execution, read from the same partition in the same
+        consistent Query (the job item sorts after its executions: newest first, it comes first)."""
+        response = _call(
+            lambda: self._table.query(
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": _job_pk(job_id)},
+                ScanIndexForward=False,
+                ConsistentRead=True,
+                Limit=1 + LAST_EXECUTION_READ,
+            )
+        )
+        items = response.get("Items", [])
+        if not items or items[0]["sk"] != _JOB_SK:
+            return None
+        job = self._job_from(items[0])
+        last = self._last_final(items[1:])
+        if last is None and "LastEvaluatedKey" in response:
+            last = self._last_execution(job_id, start_key=response["LastEvaluatedKey"], consistent=True)
+        return replace(job, last_execution=last)
+
+    def with_last_executions(self, jobs: Sequence[Job]) -> list[Job]:
+        """These jobs with their last executions (one Query each, side by side)."""
+        lasts = parallel_map(lambda job: self._last_execution(job.id, consistent=False), list(jobs))
+        return [replace(job, last_execution=last) for job, last in zip(jobs, lasts, strict=True)]
+
+    def _last_execution(
+        self, job_id: str, *, consistent: bool, start_key: dict[str, Any] | None = None
+    ) -> Execution | None:
+        """The job's most recent execution to have run to its end (SUCCEEDED or FAILED): newest first,
+        past those under way or skipped (a page at a time, at most LAST_EXECUTION_PAGES pages)."""
+        for _ in range(LAST_EXECUTION_PAGES):
+            kwargs: dict[str, Any] = {
+                "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+                "ExpressionAttributeValues": {":pk": _job_pk(job_id), ":prefix": "EXEC#"},
+                "ScanIndexForward": False,
+                "ConsistentRead": consistent,
+                "Limit": LAST_EXECUTION_READ,
+            }
+            if start_key:
+                kwargs["ExclusiveStartKey"] = start_key
+            response: dict[str, Any] = _call(partial(self._table.query, **kwargs))
+            last = self._last_final(response.get("Items", []))
+            start_key = response.get("LastEvaluatedKey")
+            if last is not None or start_key is None:
+                return last
+        return None
+
+    def _last_final(self, items: Iterable[dict[str, Any]]) -> Execution | None:
+        for item in items:
+            if not str(item["sk"]).startswith("EXEC#"):
+                continue
+            try:
+                execution = self._execution_from(item)
+            except (KeyError, ValueError, TypeError):
+                continue  # a status this version does not know: not one it can show
+            if execution.status in _SHOWN_LAST:
+                return execution
+        return None
 
     def _expiry(self, instant: datetime) -> int:
         return int((instant + self.retention).timestamp())
@@ -930,8 +981,6 @@ class Store:
                 stored[name] = SCHEDULE_ADAPTER.dump_json(value).decode()
             elif name in {"next_run_at", "anchor_at", "created_at", "updated_at", "queued_run_at"}:
                 stored[name] = _iso(value)
-            elif name == "last_execution":
-                stored[name] = None if value is None else json.dumps(self._snapshot(value))
             elif name == "status":
                 stored[name] = value.value
             else:
@@ -961,14 +1010,12 @@ class Store:
                     "updated_at": job.updated_at,
                     "next_run_at": job.next_run_at,
                     "anchor_at": job.anchor_at,
-                    "last_execution": job.last_execution,
                 }
             ),
         }
         return {k: v for k, v in item.items() if v is not None}
 
     def _job_from(self, item: dict[str, Any]) -> Job:
-        last = item.get("last_execution")
         return Job(
             id=str(item["id"]),
             owner=str(item["owner"]),
@@ -985,40 +1032,6 @@ class Store:
             anchor_at=_dt(item.get("anchor_at")),
             final_execution_id=item.get("final_execution_id"),
             queued_run_at=_dt(item.get("queued_run_at")),
-            last_execution=None if not last else self._snapshot_from(json.loads(last), item),
-        )
-
-    @staticmethod
-    def _snapshot(execution: Execution) -> dict[str, Any]:
-        """The small copy of an execution kept on its job (the result stays on the execution)."""
-        snapshot = {
-            "id": execution.id,
-            "scheduled_at": to_rfc3339(execution.scheduled_at),
-            "status": execution.status.value,
-            "attempts": execution.attempts,
-            "manual": execution.manual,
-            "started_at": _iso(execution.started_at),
-            "finished_at": _iso(execution.finished_at),
-            "lateness_ms": execution.lateness_ms,
-            "error": None if execution.error is None else execution.error[:200],
-        }
-        return {k: v for k, v in snapshot.items() if v is not None}
-
-    @staticmethod
-    def _snapshot_from(data: dict[str, Any], job_item: dict[str, Any]) -> Execution:
-        return Execution(
-            id=str(data["id"]),
-            job_id=str(job_item["id"]),
-            owner=str(job_item["owner"]),
-            scheduled_at=parse_rfc3339(data["scheduled_at"]),
-            status=ExecutionStatus(data["status"]),
-            schedule_version=0,
-            manual=bool(data.get("manual", False)),
-            attempts=int(data.get("attempts", 0)),
-            started_at=_dt(data.get("started_at")),
-            finished_at=_dt(data.get("finished_at")),
-            lateness_ms=_int(data.get("lateness_ms")),
-            error=data.get("error"),
         )
 
     def _execution_item(self, execution: Execution) -> dict[str, Any]:

@@ -255,17 +255,14 @@ class Worker:
         return Outcome.DONE
 
     def _record_outcome(self, job: Job, finished: Execution) -> None:
-        self._persist(
-            lambda: self._store.record_outcome(job, finished, complete=completes_job(job, finished))
-        )
+        """Complete the job if this was its last execution. (Nothing else on the job changes: its last
+        execution is read from the execution items.)"""
+        if completes_job(job, finished):
+            self._persist(lambda: self._store.complete_job(job, finished))
 
     def _ensure_outcome_recorded(self, execution: Execution) -> None:
         job = self._store.get_job(execution.job_id)
-        if job is None:
-            return
-        shown = job.last_execution
-        behind = shown is None or shown.scheduled_at < execution.scheduled_at
-        if behind or (completes_job(job, execution) and job.status is JobStatus.ACTIVE):
+        if job is not None and job.status is JobStatus.ACTIVE:
             self._record_outcome(job, execution)
 
     def _persist(self, write: Callable[[], _T]) -> _T:
@@ -352,8 +349,8 @@ def dead_letter(store: Store, clock: Clock, item: WorkItem) -> None:
     metrics.add_metric(name=EXECUTIONS_FAILED, unit="Count", value=1)
     logger.warning("execution dead-lettered", extra={"execution_id": execution.id})
     job = store.get_job(item.job_id)
-    if job is not None:
-        store.record_outcome(job, failed, complete=completes_job(job, failed))
+    if job is not None and completes_job(job, failed):
+        store.complete_job(job, failed)
 
 
 def _attempt_log(job: Job, execution: Execution) -> dict[str, Any]:

@@ -75,7 +75,7 @@ def test_dispatching_a_marker_twice_never_resets_a_finished_execution(world: Wor
 
 def test_a_throttled_outcome_write_still_completes_the_job(world: World) -> None:
     job = world.create({"type": "now"})
-    real = world.store.record_outcome
+    real = world.store.complete_job
     calls = {"n": 0}
 
     def throttled_once(*args: Any, **kwargs: Any) -> Any:
@@ -84,7 +84,7 @@ def test_a_throttled_outcome_write_still_completes_the_job(world: World) -> None
             raise RetryableStoreError("ThrottlingException")
         return real(*args, **kwargs)
 
-    world.store.record_outcome = throttled_once
+    world.store.complete_job = throttled_once
     world.run_for(5)
     current = world.job(job["id"])
     assert current["status"] == "COMPLETED"
@@ -94,13 +94,13 @@ def test_a_throttled_outcome_write_still_completes_the_job(world: World) -> None
 def test_a_worker_dying_before_updating_the_job_is_made_good_on_redelivery(world: World) -> None:
     # Given a worker that dies after finishing the execution, before completing the job
     job = world.create({"type": "now"})
-    real = world.store.record_outcome
+    real = world.store.complete_job
 
     def dies_once(*args: Any, **kwargs: Any) -> Any:
-        world.store.record_outcome = real
+        world.store.complete_job = real
         raise RuntimeError("worker died")
 
-    world.store.record_outcome = dies_once
+    world.store.complete_job = dies_once
     # When the message comes back after its visibility timeout
     world.run_for(420, step=10)
     # Then the duplicate completes the job without running the task again

@@ -299,8 +299,8 @@ def test_the_index_takes_one_write_of_a_one_time_execution_and_none_of_an_occurr
     assert capacity.index_write_units(capacity.RECURRING) == 0
     assert capacity.index_write_units(capacity.blended(0.25)) == pytest.approx(0.75)
     # Projecting ALL, every rewrite of the job rewrites its entry: what ALL adds is the index's
-    assert capacity.index_write_units(capacity.ONE_TIME, keys_only=False) == 1 + (8 - 7)
-    assert capacity.index_write_units(capacity.RECURRING, keys_only=False) == 0 + (12 - 8)
+    assert capacity.index_write_units(capacity.ONE_TIME, keys_only=False) == 1 + (7 - 6)
+    assert capacity.index_write_units(capacity.RECURRING, keys_only=False) == 0 + (6 - 5)
 
 
 def test_provisioned_units_are_priced_from_the_capacity_hour_prices() -> None:
@@ -398,9 +398,10 @@ def test_small_loads_get_the_floor_and_pay_for_it() -> None:
     assert min(v for k, v in c.items() if k.endswith("_units")) == 10
     assert c["index_min_write_units"] == c["index_min_read_units"] == 10
     # and the floor's capacity the load does not keep busy is a fixed cost: the index's 10 and 10,
-    # the table's reads 10 - 4 / 0.7, its writes ceil(8.05 / 0.7) - 8.05 / 0.7
+    # the table's reads 10 - 4 / 0.7, its writes 10 - (5 + 4 / 60) / 0.7 (5 an occurrence, and the
+    # scanner's bookkeeping: 4 writes a shard a tick)
     prices = capacity.PRICES
-    idle_writes = 10 + (math.ceil(8.05 / 0.7) - 8.05 / 0.7)
+    idle_writes = 10 + (10 - (5 + capacity.BOOKKEEPING_WRITES_PER_SHARD / 60) / 0.7)
     idle_reads = 10 + (10 - 4 / 0.7)
     expected = (idle_writes * prices.dynamodb_wcu_hour + idle_reads * prices.dynamodb_rcu_hour) * HOURS
     assert p.monthly_cost["fixed_capacity_floor"] == pytest.approx(expected, abs=0.01)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from punctual.tasks import TaskContext, TaskFailed, register
+from punctual.validation import NOT_BOOLEAN
 
 
 class _NoParams(BaseModel):
@@ -15,7 +16,7 @@ class _NoParams(BaseModel):
 
 class _SleepParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    seconds: float = Field(ge=0, le=900, strict=True, description="How long to sleep.")
+    seconds: Annotated[float, NOT_BOOLEAN] = Field(ge=0, le=900, description="How long to sleep.")
 
 
 class _FailParams(BaseModel):

@@ -7,7 +7,7 @@ import json
 import re
 import socket
 import ssl
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
@@ -16,6 +16,7 @@ from punctual.errors import InvalidRequest
 from punctual.netguard import AddressRefused, is_allowed, literal_address, resolve_checked
 from punctual.tasks import TaskContext, TaskFailed, register
 from punctual.timefmt import to_rfc3339
+from punctual.validation import NOT_BOOLEAN
 
 RESPONSE_PREVIEW_BYTES = 64 * 1024
 _RETRYABLE_STATUS = {408, 429}
@@ -30,8 +31,8 @@ class HttpParams(BaseModel):
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "POST"
     headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers.")
     body: Any = Field(default=None, description="JSON body, sent with Content-Type application/json.")
-    timeout_seconds: float | None = Field(
-        default=None, gt=0, le=300, strict=True, description="Per-request timeout."
+    timeout_seconds: Annotated[float | None, NOT_BOOLEAN] = Field(
+        default=None, gt=0, le=300, description="Per-request timeout."
     )
 
     @field_validator("method", mode="before")

@@ -1,0 +1,109 @@
+"""A job's last execution is read from its executions: the job item keeps no copy of it.
+
+An occurrence of a recurring job therefore writes nothing to the job, and a one-time job's item
+stays small enough (under 1 KB) for its completion to cost one write unit.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import boto3
+
+from punctual import resources
+from punctual.models import Execution, ExecutionStatus, manual_execution_id
+from punctual.timefmt import to_rfc3339
+from tests.world import World
+
+
+def at(world: World, seconds: float) -> str:
+    return to_rfc3339(world.clock.now() + timedelta(seconds=seconds))
+
+
+def job_item(job_id: str) -> dict[str, Any]:
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    key = {"pk": {"S": f"JOB#{job_id}"}, "sk": {"S": "JOB"}}
+    return dict(client.get_item(TableName=resources.TABLE.name, Key=key, ConsistentRead=True)["Item"])
+
+
+def test_the_last_execution_is_the_newest_that_ran_to_its_end(world: World) -> None:
+    # Given an every-minute job that has run a few times, the last of them failing
+    job = world.create(
+        {"type": "cron", "expression": "* * * * *"}, task={"type": "noop"}, retry={"max_attempts": 1}
+    )
+    world.run_for(150)
+    world.api("PATCH", f"/jobs/{job['id']}", {"task": {"type": "fail"}})
+    world.run_for(60)
+    executions = world.executions(job["id"])
+    newest = executions[0]
+    assert newest["status"] == "FAILED", executions
+    # When the job is read, alone and in a list
+    read = world.job(job["id"])
+    [listed] = [j for j in world.api("GET", "/jobs").body["items"] if j["id"] == job["id"]]
+    # Then both show the newest execution, as GET /jobs/{id}/executions has it (less its result)
+    for shown in (read["last_execution"], listed["last_execution"]):
+        assert (shown["id"], shown["status"], shown["attempts"]) == (newest["id"], "FAILED", 1)
+        assert shown["scheduled_at"] == newest["scheduled_at"]
+    # and the job item holds no copy of it
+    assert "last_execution" not in job_item(job["id"])
+
+
+def test_a_running_execution_is_not_the_last(world: World) -> None:
+    # Given a job that ran once by hand, then has a newer execution that a worker is running
+    job = world.create({"type": "at", "at": at(world, 600)})
+    first = world.api("POST", f"/jobs/{job['id']}/run").body
+    world.run_for(5)
+    now = world.clock.now()
+    running = Execution(
+        id=manual_execution_id(job["id"], now, "beef"),
+        job_id=job["id"],
+        owner="alice",
+        scheduled_at=now,
+        status=ExecutionStatus.QUEUED,
+        schedule_version=0,
+        manual=True,
+    )
+    world.store.claim_execution(running, now=now, lease_until=now + timedelta(minutes=1), lateness_ms=0)
+    statuses = [e["status"] for e in world.executions(job["id"])]
+    assert statuses == ["RUNNING", "SUCCEEDED"], statuses
+    # Then the last execution is the one that finished
+    assert world.job(job["id"])["last_execution"]["id"] == first["id"]
+
+
+def test_a_now_job_paused_before_it_ran_runs_when_resumed(world: World) -> None:
+    # Given a job to run now, paused before its message reached a worker
+    job = world.create({"type": "at", "at": at(world, 5)})
+    world.api("POST", f"/jobs/{job['id']}/pause")
+    # When its message arrives (the execution is skipped: CANCELLED) and the job is resumed
+    world.run_for(10)
+    assert [e["status"] for e in world.executions(job["id"])] == ["CANCELLED"]
+    assert world.job(job["id"])["last_execution"] is None  # skipped is not run
+    world.api("PATCH", f"/jobs/{job['id']}", {"schedule": {"type": "now"}})
+    world.api("POST", f"/jobs/{job['id']}/resume")
+    world.run_for(10)
+    # Then it runs, and completes
+    done = world.job(job["id"])
+    assert done["status"] == "COMPLETED"
+    assert done["last_execution"]["status"] == "SUCCEEDED"
+
+
+def test_a_job_item_written_by_an_earlier_version_sheds_its_copy(world: World) -> None:
+    # Given a job item as earlier versions left it: with a (stale) copy of a last execution
+    job = world.create({"type": "cron", "expression": "* * * * *"})
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    key = {"pk": {"S": f"JOB#{job['id']}"}, "sk": {"S": "JOB"}}
+    stale = '{"id":"old","scheduled_at":"2026-01-01T00:00:00.000Z","status":"SUCCEEDED","attempts":1}'
+    client.update_item(
+        TableName=resources.TABLE.name,
+        Key=key,
+        UpdateExpression="SET last_execution = :e, last_execution_ms = :ms",
+        ExpressionAttributeValues={":e": {"S": stale}, ":ms": {"N": "1767225600000"}},
+    )
+    # Then it reads as before, the copy ignored (no execution has run yet)
+    assert world.job(job["id"])["last_execution"] is None
+    # and once the scanner moves the job on, the copy is gone
+    world.run_for(120)
+    item = job_item(job["id"])
+    assert "last_execution" not in item and "last_execution_ms" not in item
+    assert world.job(job["id"])["last_execution"]["status"] == "SUCCEEDED"
