@@ -47,7 +47,8 @@ Choices where the contract is silent:
 - POST /jobs/{id}/run is refused (409) on a PAUSED or CANCELLED job.
 - PATCH of a CANCELLED job answers 409; a new schedule revives a COMPLETED job.
 - `last_execution` is the most recent execution to run to its end (SUCCEEDED or FAILED; not one
-  skipped); its `result` is only on the execution itself: GET /jobs/{id}/executions.
+  skipped) still in the job's history (executions expire `retention_days` after they finish); its
+  `result` is only on the execution itself: GET /jobs/{id}/executions.
 - A scheduled execution joins GET /jobs/{id}/executions when it starts (RUNNING), or when it is
   skipped (CANCELLED); while it waits in the queue, the job's `next_run_at` shows it. (Storing it
   as QUEUED first would cost one more write per execution.) An extra run (POST /jobs/{id}/run) is

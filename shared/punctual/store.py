@@ -536,7 +536,9 @@ class Store:
             except (KeyError, ValueError, TypeError):
                 continue  # a status this version does not know: not one it can show
             if execution.status in _SHOWN_LAST:
-                return execution
+                # As shown on its job: no result (it stays on the execution), a short error.
+                error = None if execution.error is None else execution.error[:200]
+                return replace(execution, result=None, error=error)
         return None
 
     def _expiry(self, instant: datetime) -> int:
