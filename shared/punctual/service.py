@@ -201,7 +201,9 @@ class JobService:
         return replace(page, items=self._store.with_last_executions(page.items))
 
     def executions(self, owner: str, job_id: str, limit: int, start_key: dict[str, Any] | None) -> Page:
-        self.get(owner, job_id)
+        job = self._store.get_job(job_id)  # ownership only: the page reads the executions itself
+        if job is None or job.owner != owner:
+            raise NotFound(f"job {job_id!r} not found")
         return self._store.list_executions(job_id, limit, start_key)
 
     def preview(self, schedule: _Schedule, count: int) -> list[datetime]:
