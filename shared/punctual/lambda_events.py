@@ -39,12 +39,8 @@ def api_gateway_event(
     body: bytes | None = None,
 ) -> dict[str, Any]:
     """A REST API (v1) proxy event; the owner stands where IAM authorization puts the caller's ARN."""
-    pairs = parse_qsl(query, keep_blank_values=True)
-    single: dict[str, str] = {}
-    multi: dict[str, list[str]] = {}
-    for key, value in pairs:
-        single[key] = value
-        multi.setdefault(key, []).append(value)
+    multi = _query_values(query)
+    single = {key: values[-1] for key, values in multi.items()}  # the last of a repeated key
     header_map = dict(headers or {})
     text, is_base64 = _body(body)
     return {
@@ -98,9 +94,7 @@ def http_api_event(
             header_map[name.lower()] += f",{value}"
         else:
             header_map[name.lower()] = value
-    params: dict[str, str] = {}
-    for key, value in parse_qsl(query, keep_blank_values=True):
-        params[key] = f"{params[key]},{value}" if key in params else value
+    params = {key: ",".join(values) for key, values in _query_values(query).items()}
     route = "/" if path in ("", "/") else "/{proxy+}"
     raw_path = unquote(path if stage == "$default" else f"/{stage}{path}")
     text, is_base64 = _body(body)
@@ -141,6 +135,14 @@ def http_api_event(
     if text is not None:
         event["body"] = text
     return event
+
+
+def _query_values(query: str) -> dict[str, list[str]]:
+    """A query string's values by key, in order (a key may repeat)."""
+    values: dict[str, list[str]] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        values.setdefault(key, []).append(value)
+    return values
 
 
 def _body(body: bytes | None) -> tuple[str | None, bool]:

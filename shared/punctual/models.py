@@ -106,6 +106,12 @@ class Job:
     final_execution_id: str | None = None
     # A recurring job's most recently enqueued occurrence: next_run_at already points past it.
     queued_run_at: datetime | None = None
+    # A paused one-time job: the version it ran under before the pause, whose execution, if one is
+    # under way, may still end while the job is paused.
+    paused_version: int | None = None
+    # When that execution ended (the job paused): it ran, so resuming completes the job rather than
+    # running it again, even once the execution has expired from the history.
+    ran_at: datetime | None = None
     last_execution: Execution | None = None
     tags: dict[str, str] = field(default_factory=dict)
 
@@ -197,8 +203,9 @@ def skip_reason(job: Job | None, marker_or_execution: DueMarker | Execution) -> 
 
 
 def completes_job(job: Job, execution: Execution) -> bool:
-    """Whether this execution reaching a final status completes its job."""
-    if execution.manual:
+    """Whether this execution reaching a final status completes its job: one that ran (a skipped one,
+    CANCELLED, did not) and was not run by hand."""
+    if execution.manual or execution.status is ExecutionStatus.CANCELLED:
         return False
     if not job.recurring:
         return True

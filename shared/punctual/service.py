@@ -245,6 +245,9 @@ class JobService:
                 schedule_version=version,
                 final_execution_id=None,
                 queued_run_at=None,
+                # A new schedule is a new run to come, whatever ran before it: no version's run counts.
+                paused_version=NO_VERSION if status is JobStatus.PAUSED else None,
+                ran_at=None,
                 next_run_at=runs_at if status is JobStatus.ACTIVE else None,
                 status=status if runs_at is not None else JobStatus.COMPLETED,
             )
@@ -283,6 +286,8 @@ class JobService:
                 "next_run_at": None,
                 "queued_run_at": None,
                 "schedule_version": _new_version(),
+                # A one-time job's run under way may end while it is paused: it notes so on the job.
+                "paused_version": None if job.recurring else job.schedule_version,
                 "updated_at": self._clock.now(),
             },
         )
@@ -309,6 +314,8 @@ class JobService:
                 "status": JobStatus.ACTIVE if runs_at is not None else JobStatus.COMPLETED,
                 "next_run_at": runs_at,
                 "schedule_version": version,
+                "paused_version": None,
+                "ran_at": None,
                 "updated_at": now,
             },
             withdraw=marker,
@@ -352,7 +359,7 @@ class JobService:
             updated = self._store.update_job(
                 job, fields, allowed_statuses=[job.status], schedule_version=job.schedule_version
             )
-            # (no execution ended meanwhile that changes the job's last: it would have changed the job)
+            # Its last execution as read before the change: one ending meanwhile shows on the next read.
             return replace(updated, last_execution=job.last_execution)
         except LostRace:
             if withdraw is not None:
@@ -416,11 +423,19 @@ class JobService:
 
 def _pending_one_time(job: Job, now: datetime) -> datetime | None:
     """When a resumed one-time job runs: never if it already ran or its instant passed while paused."""
-    if job.last_execution is not None and not job.last_execution.manual:
+    if job.ran_at is not None:
+        return None  # its run ended while it was paused (noted on the job: the history expires)
+    ran = job.last_execution
+    # (A job paused by an earlier version has no paused_version: its last execution counts.)
+    if ran is not None and not ran.manual and job.paused_version in (None, ran.schedule_version):
         return None
     if isinstance(job.schedule, AtSchedule):
         return job.schedule.at if job.schedule.at >= now else None
     return now  # a "now" job paused before it ran
+
+
+# No schedule version is 0 (`_new_version`, and 1 for jobs of the first versions).
+NO_VERSION = 0
 
 
 def _new_version() -> int:

@@ -67,10 +67,11 @@ _EXECUTION_FIXED = (
 _QUARANTINE_PK = "QUARANTINE"
 # The most jobs one filtered list request reads before it answers (a short page and a cursor).
 LIST_READ_BUDGET = 500
-# A job's last execution is the newest of its executions to have finished: read this many at a
-# time, newest first, for at most this many pages (executions still under way are passed over).
+# A job's last execution is the newest of its executions to have finished: the newest alone first
+# (usually it: a read unit even when executions carry large results), then this many at a time,
+# newest first, for at most this many pages in all (executions still under way are passed over).
 LAST_EXECUTION_READ = 4
-LAST_EXECUTION_PAGES = 5
+LAST_EXECUTION_PAGES = 6
 # The statuses of an execution that ran to its end; one skipped (CANCELLED: its job paused, cancelled
 # or rescheduled first) is not a job's last execution.
 _SHOWN_LAST = frozenset({ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED})
@@ -477,7 +478,30 @@ class Store:
         try:
             _call(completing)
         except LostRace:
-            pass  # paused, cancelled or rescheduled meanwhile, or gone
+            # Paused, cancelled or rescheduled meanwhile, or gone. A one-time job paused while this,
+            # its run, was under way keeps a note that it ran: resuming it must not run it again.
+            if not job.recurring and not execution.manual:
+                self._note_ran_while_paused(job, execution, finished)
+
+    def _note_ran_while_paused(self, job: Job, execution: Execution, finished: datetime) -> None:
+        noting = partial(
+            self._table.update_item,
+            Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
+            UpdateExpression="SET ran_at = :at",
+            # The pause replaced this execution's version: a job rescheduled before it was paused has
+            # a new run to come, which this one does not stand for.
+            ConditionExpression="attribute_exists(#pk) AND #st = :paused AND paused_version = :sv",
+            ExpressionAttributeNames={"#pk": "pk", "#st": "status"},
+            ExpressionAttributeValues={
+                ":paused": JobStatus.PAUSED.value,
+                ":sv": execution.schedule_version,
+                ":at": to_rfc3339(finished),
+            },
+        )
+        try:
+            _call(noting)
+        except LostRace:
+            pass  # not paused from this execution's version: nothing to note
 
     def get_job_shown(self, job_id: str) -> Job | None:
         """A job as users see it: with its last execution, read from the same partition in the same
@@ -488,7 +512,7 @@ class Store:
                 ExpressionAttributeValues={":pk": _job_pk(job_id)},
                 ScanIndexForward=False,
                 ConsistentRead=True,
-                Limit=1 + LAST_EXECUTION_READ,
+                Limit=2,  # the job and its newest execution
             )
         )
         items = response.get("Items", [])
@@ -509,14 +533,16 @@ class Store:
         self, job_id: str, *, consistent: bool, start_key: dict[str, Any] | None = None
     ) -> Execution | None:
         """The job's most recent execution to have run to its end (SUCCEEDED or FAILED): newest first,
-        past those under way or skipped (a page at a time, at most LAST_EXECUTION_PAGES pages)."""
-        for _ in range(LAST_EXECUTION_PAGES):
+        past those under way or skipped (a page at a time, at most LAST_EXECUTION_PAGES pages: 21
+        executions when the first reads the newest alone)."""
+        for page in range(LAST_EXECUTION_PAGES):
             kwargs: dict[str, Any] = {
                 "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
                 "ExpressionAttributeValues": {":pk": _job_pk(job_id), ":prefix": "EXEC#"},
                 "ScanIndexForward": False,
                 "ConsistentRead": consistent,
-                "Limit": LAST_EXECUTION_READ,
+                # (the newest alone first, unless the job's Query has read it)
+                "Limit": 1 if page == 0 and start_key is None else LAST_EXECUTION_READ,
             }
             if start_key:
                 kwargs["ExclusiveStartKey"] = start_key
@@ -981,7 +1007,7 @@ class Store:
                 stored[name] = value.model_dump_json()
             elif name == "schedule":
                 stored[name] = SCHEDULE_ADAPTER.dump_json(value).decode()
-            elif name in {"next_run_at", "anchor_at", "created_at", "updated_at", "queued_run_at"}:
+            elif name in {"next_run_at", "anchor_at", "created_at", "updated_at", "queued_run_at", "ran_at"}:
                 stored[name] = _iso(value)
             elif name == "status":
                 stored[name] = value.value
@@ -1034,6 +1060,8 @@ class Store:
             anchor_at=_dt(item.get("anchor_at")),
             final_execution_id=item.get("final_execution_id"),
             queued_run_at=_dt(item.get("queued_run_at")),
+            paused_version=None if item.get("paused_version") is None else int(item["paused_version"]),
+            ran_at=_dt(item.get("ran_at")),
         )
 
     def _execution_item(self, execution: Execution) -> dict[str, Any]:

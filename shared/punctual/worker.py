@@ -262,7 +262,8 @@ class Worker:
 
     def _ensure_outcome_recorded(self, execution: Execution) -> None:
         job = self._store.get_job(execution.job_id)
-        if job is not None and job.status is JobStatus.ACTIVE:
+        # (a paused job too: a one-time job notes that its run ended, so that resuming does not repeat it)
+        if job is not None and job.status in (JobStatus.ACTIVE, JobStatus.PAUSED):
             self._record_outcome(job, execution)
 
     def _persist(self, write: Callable[[], _T]) -> _T:
@@ -332,25 +333,30 @@ def dead_letter(store: Store, clock: Clock, item: WorkItem) -> None:
         logger.error("dead-lettered execution cannot be read; the message stays on the dead-letter queue")
         raise
     if stored is not None and stored.status.is_final:
-        return
-    execution = stored or unstored_execution(item, store.get_job(item.job_id), clock.now(), store.retention)
-    if execution is None:
-        return
-    try:
-        failed = store.end_execution(
-            execution,
-            status=ExecutionStatus.FAILED,
-            finished_at=clock.now(),
-            error="gave up: the message exhausted its deliveries (dead-letter queue)",
+        # Ended already (the last delivery's worker died after recording it, say): its job may not
+        # have been completed yet.
+        ended: Execution = stored
+    else:
+        execution = stored or unstored_execution(
+            item, store.get_job(item.job_id), clock.now(), store.retention
         )
-    except LostRace:
-        return
-    metrics.add_metric(name=DEAD_LETTERED, unit="Count", value=1)
-    metrics.add_metric(name=EXECUTIONS_FAILED, unit="Count", value=1)
-    logger.warning("execution dead-lettered", extra={"execution_id": execution.id})
+        if execution is None:
+            return
+        try:
+            ended = store.end_execution(
+                execution,
+                status=ExecutionStatus.FAILED,
+                finished_at=clock.now(),
+                error="gave up: the message exhausted its deliveries (dead-letter queue)",
+            )
+        except LostRace:
+            return
+        metrics.add_metric(name=DEAD_LETTERED, unit="Count", value=1)
+        metrics.add_metric(name=EXECUTIONS_FAILED, unit="Count", value=1)
+        logger.warning("execution dead-lettered", extra={"execution_id": execution.id})
     job = store.get_job(item.job_id)
-    if job is not None and completes_job(job, failed):
-        store.complete_job(job, failed)
+    if job is not None and completes_job(job, ended):
+        store.complete_job(job, ended)
 
 
 def _attempt_log(job: Job, execution: Execution) -> dict[str, Any]:

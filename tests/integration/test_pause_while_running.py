@@ -1,0 +1,211 @@
+"""A one-time job paused while its run is under way: the run ends while the job is paused, and resuming
+the job completes it instead of running it again — also once that execution has expired from the
+history (DynamoDB's TTL, `retention_days` after it), when no execution is left to say it ran."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+from unittest import mock
+
+import boto3
+
+from punctual import resources, tasks
+from punctual.queue import WorkItem
+from punctual.timefmt import parse_rfc3339, to_rfc3339
+from punctual.worker import dead_letter
+from tests.world import World
+
+
+def at(world: World, seconds: float) -> dict[str, str]:
+    return {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=seconds))}
+
+
+@contextmanager
+def during_the_run(world: World, action: Callable[[], Any]) -> Iterator[list[str]]:
+    """Do `action` while the task runs (a user pausing the job meanwhile); yields the runs' job ids."""
+    ran: list[str] = []
+    real = tasks.run
+
+    def run(spec: Any, context: Any) -> Any:
+        ran.append(context.job_id)
+        if len(ran) == 1:
+            action()
+        return real(spec, context)
+
+    with mock.patch("punctual.worker.tasks.run", side_effect=run):
+        yield ran
+
+
+def expire_executions(job_id: str) -> None:
+    """What DynamoDB's TTL does to a job's history `retention_days` after it (moto never does)."""
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    items = client.query(
+        TableName=resources.TABLE.name,
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :exec)",
+        ExpressionAttributeValues={":pk": {"S": f"JOB#{job_id}"}, ":exec": {"S": "EXEC#"}},
+    )["Items"]
+    for item in items:
+        client.delete_item(TableName=resources.TABLE.name, Key={"pk": item["pk"], "sk": item["sk"]})
+
+
+def pause(world: World, job_id: str) -> None:
+    answer = world.api("POST", f"/jobs/{job_id}/pause")
+    assert answer.status == 200, answer.body
+
+
+def resume(world: World, job_id: str) -> dict[str, Any]:
+    answer = world.api("POST", f"/jobs/{job_id}/resume")
+    assert answer.status == 200, answer.body
+    return dict(answer.body)
+
+
+def test_a_run_that_ended_while_paused_is_not_repeated_once_its_history_expired(world: World) -> None:
+    # Given a job to run now, paused while its task runs
+    job = world.create({"type": "now"})
+    with during_the_run(world, lambda: pause(world, job["id"])) as ran:
+        world.run_for(10)
+    assert ran == [job["id"]]
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "SUCCEEDED"
+    assert world.job(job["id"])["status"] == "PAUSED"
+    # When it stays paused past the history's retention (its execution expires) and is resumed
+    world.clock.advance(timedelta(days=31).total_seconds())
+    expire_executions(job["id"])
+    assert world.executions(job["id"]) == []
+    with during_the_run(world, lambda: None) as ran_again:
+        resumed = resume(world, job["id"])
+        world.drain()  # (no scanner tick: its position would catch up on a month of minutes)
+    # Then it completes without running again, and files nothing to run later
+    assert resumed["status"] == "COMPLETED"
+    assert resumed["next_run_at"] is None
+    assert ran_again == []
+    assert world.executions(job["id"]) == []
+    assert world.unread_markers() == []
+
+
+def test_a_run_that_ended_while_paused_completes_the_job_on_resume(world: World) -> None:
+    # Given a job due in a minute, paused while its task runs (history kept)
+    job = world.create(at(world, 60))
+    with during_the_run(world, lambda: pause(world, job["id"])):
+        world.run_for(90)
+    # When it is resumed before its instant would have passed anyway... (a "now" job: it never passes)
+    resumed = resume(world, job["id"])
+    world.run_for(60)
+    # Then it is complete, with the one run it had
+    assert resumed["status"] == "COMPLETED"
+    assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
+
+
+def test_a_paused_job_given_a_new_instant_runs_then_even_though_an_earlier_run_ended(world: World) -> None:
+    # Given a job that ran once while being paused, then rescheduled (still paused) to a later instant
+    job = world.create({"type": "now"})
+    with during_the_run(world, lambda: pause(world, job["id"])):
+        world.run_for(10)
+    later = at(world, 300)
+    answer = world.api("PATCH", f"/jobs/{job['id']}", {"schedule": later})
+    assert answer.status == 200 and answer.body["status"] == "PAUSED", answer.body
+    # When it is resumed
+    resumed = resume(world, job["id"])
+    # Then the new instant stands: it runs then
+    assert resumed["status"] == "ACTIVE"
+    assert resumed["next_run_at"] == later["at"]
+    world.run_for(400, step=5)
+    executions = world.executions(job["id"])
+    assert [e["status"] for e in executions] == ["SUCCEEDED", "SUCCEEDED"], executions
+    assert executions[0]["scheduled_at"] == later["at"]
+    assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_a_run_superseded_before_the_pause_does_not_count_as_the_run(world: World) -> None:
+    # Given a job whose run is under way when it is given a later instant, then paused
+    job = world.create({"type": "now"})
+    later = at(world, 600)
+
+    def reschedule_then_pause() -> None:
+        answer = world.api("PATCH", f"/jobs/{job['id']}", {"schedule": later})
+        assert answer.status == 200, answer.body
+        pause(world, job["id"])
+
+    with during_the_run(world, reschedule_then_pause):
+        world.run_for(10)
+    assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
+    # When it is resumed before the later instant
+    resumed = resume(world, job["id"])
+    # Then the later run is still to come: the run that ended was the superseded instant's
+    assert resumed["status"] == "ACTIVE"
+    assert resumed["next_run_at"] == later["at"]
+
+
+def test_a_redelivered_message_notes_the_run_on_a_job_paused_since(world: World) -> None:
+    # Given a worker that recorded the outcome and died before completing the job
+    job = world.create({"type": "now"})
+    real = world.store.complete_job
+    calls = {"n": 0}
+
+    def dies_once(*args: Any, **kwargs: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("worker died")
+        real(*args, **kwargs)
+
+    world.store.complete_job = dies_once
+    world.run_for(5)
+    assert world.job(job["id"])["status"] == "ACTIVE"
+    # and the job paused before the message came back
+    pause(world, job["id"])
+    world.run_for(400, step=5)
+    # When its history expires and it is resumed
+    expire_executions(job["id"])
+    resumed = resume(world, job["id"])
+    # Then the redelivery had noted the run: nothing runs again
+    assert calls["n"] >= 2
+    assert resumed["status"] == "COMPLETED"
+
+
+def test_the_dead_letter_handler_completes_the_job_of_an_execution_that_already_ended(world: World) -> None:
+    # Given a job whose execution succeeded, the worker dying before it completed the job
+    job = world.create({"type": "now"})
+    real = world.store.complete_job
+    world.store.complete_job = mock.Mock(side_effect=RuntimeError("worker died"))
+    world.run_for(5)
+    world.store.complete_job = real
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "SUCCEEDED"
+    assert world.job(job["id"])["status"] == "ACTIVE"
+    # When its message reaches the dead-letter queue
+    item = WorkItem(
+        job_id=job["id"],
+        execution_id=execution["id"],
+        scheduled_at=parse_rfc3339(execution["scheduled_at"]),
+        schedule_version=None,
+    )
+    dead_letter(world.store, world.clock, item)
+    # Then the execution stands as it ended, and the job completes
+    [after] = world.executions(job["id"])
+    assert after["status"] == "SUCCEEDED"
+    assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_a_skipped_execution_does_not_count_as_a_run(world: World) -> None:
+    # Given a job paused before its message reached a worker (the execution is skipped: CANCELLED)
+    job = world.create(at(world, 5))
+    pause(world, job["id"])
+    world.run_for(10)
+    [skipped] = world.executions(job["id"])
+    assert skipped["status"] == "CANCELLED"
+    # When that message comes back (a duplicate) while the job is still paused
+    item = WorkItem(
+        job_id=job["id"],
+        execution_id=skipped["id"],
+        scheduled_at=parse_rfc3339(skipped["scheduled_at"]),
+        schedule_version=None,
+    )
+    dead_letter(world.store, world.clock, item)
+    # Then the job is not taken for one that ran: resumed with a new instant, it runs
+    world.api("PATCH", f"/jobs/{job['id']}", {"schedule": at(world, 5)})
+    assert resume(world, job["id"])["status"] == "ACTIVE"
+    world.run_for(20)
+    assert world.job(job["id"])["status"] == "COMPLETED"
