@@ -42,7 +42,9 @@ Choices where the contract is silent:
 - A rate schedule runs first at `start_at`, or one period after creation without it.
 - A schedule with no run time in the future is refused (422).
 - Pausing skips executions that come due while paused; resuming continues from now (missed runs are
-  not made up). A one-time job whose instant passed while it was paused completes without running.
+  not made up). A one-time job whose instant passed while it was paused completes without running;
+  one paused while its run was under way completes on resume if that run ended (however long ago),
+  and runs again only if given a new schedule.
 - DELETE cancels (the job stays readable as CANCELLED); cancelling twice answers the same job.
 - POST /jobs/{id}/run is refused (409) on a PAUSED or CANCELLED job.
 - PATCH of a CANCELLED job answers 409; a new schedule revives a COMPLETED job.

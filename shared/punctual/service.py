@@ -299,6 +299,23 @@ class JobService:
         if job.status is not JobStatus.PAUSED:
             raise Conflict(f"job is {job.status.value}; only a PAUSED job can be resumed")
         now = self._clock.now()
+        if (
+            not job.recurring
+            and job.paused_version
+            and job.ran_at is None
+            and self._store.run_under_way(job.id, job.paused_version)
+        ):
+            # Its run, begun before the pause, is still under way: the job takes back that run's
+            # version, so that the run goes on (its retries too) and completes the job when it ends.
+            return self._write(
+                job,
+                {
+                    "status": JobStatus.ACTIVE,
+                    "schedule_version": job.paused_version,
+                    "paused_version": None,
+                    "updated_at": now,
+                },
+            )
         version = _new_version()
         # Occurrences missed while paused are not run: the schedule picks up from now. A one-time job
         # whose instant passed while it was paused has nothing left to run.

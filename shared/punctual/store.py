@@ -619,6 +619,30 @@ class Store:
         items = [self._execution_from(i) for i in response.get("Items", [])]
         return Page(items, response.get("LastEvaluatedKey"))
 
+    def run_under_way(self, job_id: str, schedule_version: int) -> bool:
+        """Whether a scheduled (not extra) execution of this schedule version has started and not
+        ended: RUNNING, or RETRYING between attempts (a consistent read of the job's executions)."""
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "FilterExpression": "schedule_version = :sv AND #st IN (:running, :retrying)",
+            "ExpressionAttributeNames": {"#st": "status"},
+            "ExpressionAttributeValues": {
+                ":pk": _job_pk(job_id),
+                ":prefix": "EXEC#",
+                ":sv": schedule_version,
+                ":running": ExecutionStatus.RUNNING.value,
+                ":retrying": ExecutionStatus.RETRYING.value,
+            },
+            "ConsistentRead": True,
+        }
+        while True:
+            response: dict[str, Any] = _call(partial(self._table.query, **kwargs))
+            if any(not item.get("manual", False) for item in response.get("Items", [])):
+                return True
+            if "LastEvaluatedKey" not in response:
+                return False
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
     def claim_execution(
         self, execution: Execution, *, now: datetime, lease_until: datetime, lateness_ms: int
     ) -> Execution:

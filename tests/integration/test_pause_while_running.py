@@ -209,3 +209,44 @@ def test_a_skipped_execution_does_not_count_as_a_run(world: World) -> None:
     assert resume(world, job["id"])["status"] == "ACTIVE"
     world.run_for(20)
     assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_a_job_resumed_while_its_run_is_still_under_way_runs_once(world: World) -> None:
+    # Given a job to run now, paused and resumed while its task runs
+    job = world.create({"type": "now"})
+    resumed: list[dict[str, Any]] = []
+
+    def pause_and_resume() -> None:
+        pause(world, job["id"])
+        resumed.append(resume(world, job["id"]))
+
+    with during_the_run(world, pause_and_resume) as ran:
+        world.run_for(120)
+    # Then the run under way stands for the job's run: it is not run again, and completes the job
+    assert resumed[0]["status"] == "ACTIVE"
+    assert ran == [job["id"]]
+    assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
+    assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_a_retrying_run_goes_on_once_its_job_is_resumed(world: World) -> None:
+    # Given a job whose first attempt fails (to be retried) while the job is paused and resumed
+    job = world.create({"type": "now"}, retry={"max_attempts": 3})
+    real = tasks.run
+    attempts: list[int] = []
+
+    def run(spec: Any, context: Any) -> Any:
+        attempts.append(context.attempt)
+        if len(attempts) == 1:
+            pause(world, job["id"])
+            resume(world, job["id"])
+            raise tasks.TaskFailed("try again", retryable=True)
+        return real(spec, context)
+
+    with mock.patch("punctual.worker.tasks.run", side_effect=run):
+        world.run_for(300, step=5)
+    # Then its retry runs, and completes the job: one execution, two attempts
+    assert attempts == [1, 2]
+    [execution] = world.executions(job["id"])
+    assert (execution["status"], execution["attempts"]) == ("SUCCEEDED", 2)
+    assert world.job(job["id"])["status"] == "COMPLETED"
