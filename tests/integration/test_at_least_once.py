@@ -13,27 +13,9 @@ from punctual.models import Execution, ExecutionStatus, execution_id_for
 from punctual.queue import WorkItem
 from punctual.timefmt import parse_rfc3339, to_rfc3339
 from punctual.worker import unstored_execution
+from tests.faults import Crash, once
 from tests.receiver import Receiver, receiver
 from tests.world import World
-
-
-class Crash(Exception):
-    """The process died here."""
-
-
-def once(world: World, target: Any, name: str, error: Exception) -> dict[str, int]:
-    """Make target.name raise `error` the first time it is called; count the calls."""
-    real = getattr(target, name)
-    calls = {"n": 0}
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 1:
-            raise error
-        return real(*args, **kwargs)
-
-    setattr(target, name, wrapper)
-    return calls
 
 
 def http_job(world: World, hook: Receiver, seconds_ahead: float) -> dict[str, Any]:
@@ -56,7 +38,7 @@ def test_scanner_crash_after_sending_before_recording_its_position(world: World)
         world.tick()
         job = http_job(world, hook, 240)
         world.clock.advance(200)
-        once(world, world.store, "set_positions", Crash("after send"))
+        once(world.store, "set_positions", Crash("after send"))
         with pytest.raises(Crash):
             world.tick()
         # When the next tick runs (and sends the message again)
@@ -72,7 +54,7 @@ def test_dispatch_crash_between_recording_and_sending(world: World) -> None:
         world.tick()
         job = http_job(world, hook, 240)
         world.clock.advance(200)
-        once(world, world.punctual.queue, "send", Crash("before send"))
+        once(world.punctual.queue, "send", Crash("before send"))
         with pytest.raises(Crash):
             world.tick()
         world.run_for(120)
@@ -84,7 +66,7 @@ def test_worker_crash_after_the_task_ran_before_the_result_was_written(world: Wo
     with receiver() as hook:
         # Given a worker that dies after the webhook answered, before recording SUCCEEDED
         job = http_job(world, hook, 5)
-        once(world, world.store, "finish_execution", Crash("after task"))
+        once(world.store, "finish_execution", Crash("after task"))
         # When the message comes back after its visibility timeout
         world.run_for(500, step=5)
         # Then the task ran again (at least once), with the same execution id, and one final record
@@ -97,7 +79,7 @@ def test_a_lost_delete_does_not_run_the_task_again(world: World) -> None:
     with receiver() as hook:
         # Given an acknowledgement (DeleteMessageBatch) that is lost
         job = http_job(world, hook, 5)
-        once(world, world.sqs, "delete_message_batch", Crash("delete lost"))
+        once(world.sqs, "delete_message_batch", Crash("delete lost"))
         # When the message is redelivered after its visibility timeout
         world.run_for(500, step=5)
         # Then the worker sees the execution finished and does not run it again
@@ -110,7 +92,7 @@ def test_a_lost_delete_does_not_run_the_task_again(world: World) -> None:
 def test_throttled_writes_are_retried(world: World, operation: str) -> None:
     with receiver() as hook:
         job = http_job(world, hook, 5)
-        calls = once(world, world.store, operation, RetryableStoreError("ProvisionedThroughputExceeded"))
+        calls = once(world.store, operation, RetryableStoreError("ProvisionedThroughputExceeded"))
         world.run_for(60)
         execution = only_final_record(world, job["id"])
         assert calls["n"] >= 2

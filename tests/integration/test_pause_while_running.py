@@ -16,6 +16,7 @@ from punctual import resources, tasks
 from punctual.queue import WorkItem
 from punctual.timefmt import parse_rfc3339, to_rfc3339
 from punctual.worker import dead_letter
+from tests.faults import Crash, once
 from tests.world import World
 
 
@@ -49,6 +50,16 @@ def expire_executions(job_id: str) -> None:
     )["Items"]
     for item in items:
         client.delete_item(TableName=resources.TABLE.name, Key={"pk": item["pk"], "sk": item["sk"]})
+
+
+def dead_lettered(world: World, execution: dict[str, Any]) -> None:
+    """What the dead-letter handler does with a message of this (stored) execution."""
+    item = WorkItem(
+        job_id=execution["job_id"],
+        execution_id=execution["id"],
+        scheduled_at=parse_rfc3339(execution["scheduled_at"]),
+    )
+    dead_letter(world.store, world.clock, item)
 
 
 def pause(world: World, job_id: str) -> None:
@@ -142,16 +153,7 @@ def test_a_run_superseded_before_the_pause_does_not_count_as_the_run(world: Worl
 def test_a_redelivered_message_notes_the_run_on_a_job_paused_since(world: World) -> None:
     # Given a worker that recorded the outcome and died before completing the job
     job = world.create({"type": "now"})
-    real = world.store.complete_job
-    calls = {"n": 0}
-
-    def dies_once(*args: Any, **kwargs: Any) -> None:
-        calls["n"] += 1
-        if calls["n"] == 1:
-            raise RuntimeError("worker died")
-        real(*args, **kwargs)
-
-    world.store.complete_job = dies_once
+    calls = once(world.store, "complete_job", Crash("worker died"))
     world.run_for(5)
     assert world.job(job["id"])["status"] == "ACTIVE"
     # and the job paused before the message came back
@@ -176,13 +178,7 @@ def test_the_dead_letter_handler_completes_the_job_of_an_execution_that_already_
     assert execution["status"] == "SUCCEEDED"
     assert world.job(job["id"])["status"] == "ACTIVE"
     # When its message reaches the dead-letter queue
-    item = WorkItem(
-        job_id=job["id"],
-        execution_id=execution["id"],
-        scheduled_at=parse_rfc3339(execution["scheduled_at"]),
-        schedule_version=None,
-    )
-    dead_letter(world.store, world.clock, item)
+    dead_lettered(world, execution)
     # Then the execution stands as it ended, and the job completes
     [after] = world.executions(job["id"])
     assert after["status"] == "SUCCEEDED"
@@ -197,13 +193,7 @@ def test_a_skipped_execution_does_not_count_as_a_run(world: World) -> None:
     [skipped] = world.executions(job["id"])
     assert skipped["status"] == "CANCELLED"
     # When that message comes back (a duplicate) while the job is still paused
-    item = WorkItem(
-        job_id=job["id"],
-        execution_id=skipped["id"],
-        scheduled_at=parse_rfc3339(skipped["scheduled_at"]),
-        schedule_version=None,
-    )
-    dead_letter(world.store, world.clock, item)
+    dead_lettered(world, skipped)
     # Then the job is not taken for one that ran: resumed with a new instant, it runs
     world.api("PATCH", f"/jobs/{job['id']}", {"schedule": at(world, 5)})
     assert resume(world, job["id"])["status"] == "ACTIVE"

@@ -10,6 +10,7 @@ import pytest
 from punctual.errors import RetryableStoreError
 from punctual.models import marker_for
 from punctual.timefmt import parse_rfc3339, to_rfc3339
+from tests.faults import once
 from tests.receiver import receiver
 from tests.world import World
 
@@ -75,16 +76,7 @@ def test_dispatching_a_marker_twice_never_resets_a_finished_execution(world: Wor
 
 def test_a_throttled_outcome_write_still_completes_the_job(world: World) -> None:
     job = world.create({"type": "now"})
-    real = world.store.complete_job
-    calls = {"n": 0}
-
-    def throttled_once(*args: Any, **kwargs: Any) -> Any:
-        calls["n"] += 1
-        if calls["n"] == 1:
-            raise RetryableStoreError("ThrottlingException")
-        return real(*args, **kwargs)
-
-    world.store.complete_job = throttled_once
+    once(world.store, "complete_job", RetryableStoreError("ThrottlingException"))
     world.run_for(5)
     current = world.job(job["id"])
     assert current["status"] == "COMPLETED"
