@@ -292,35 +292,43 @@ class JobService:
             },
         )
 
-    def resume(self, owner: str, job_id: str) -> Job:
+    def resume(self, owner: str, job_id: str, *, attempts: int = 3) -> Job:
         job = self.get(owner, job_id)
         if job.status is JobStatus.ACTIVE:
             return job
         if job.status is not JobStatus.PAUSED:
             raise Conflict(f"job is {job.status.value}; only a PAUSED job can be resumed")
         now = self._clock.now()
-        if (
-            not job.recurring
-            and job.paused_version
-            and job.ran_at is None
-            and self._store.run_under_way(job.id, job.paused_version)
-        ):
-            # Its run, begun before the pause, is still under way: the job takes back that run's
-            # version, so that the run goes on (its retries too) and completes the job when it ends.
-            return self._write(
-                job,
-                {
-                    "status": JobStatus.ACTIVE,
-                    "schedule_version": job.paused_version,
-                    "paused_version": None,
-                    "updated_at": now,
-                },
-            )
+        # A one-time job's run from before the pause (read after the job, consistently): one still
+        # under way goes on, and one that ended is the job's run.
+        run = None
+        if not job.recurring and job.paused_version and job.ran_at is None:
+            run = self._store.scheduled_run(job.id, job.paused_version)
+        if run is not None and run.status in (ExecutionStatus.RUNNING, ExecutionStatus.RETRYING):
+            # The job takes back that run's version, so that the run goes on (its retries too) and
+            # completes the job when it ends. Only while the run is still under way: one that ends
+            # or is skipped meanwhile makes this write fail, and the decision is taken again.
+            try:
+                resumed = self._store.resume_with_run(job, run, now)
+            except LostRace:
+                if attempts <= 1:
+                    raise Conflict(
+                        "the job changed while this request ran; read it again and retry"
+                    ) from None
+                return self.resume(owner, job_id, attempts=attempts - 1)
+            return replace(resumed, last_execution=job.last_execution)
+        ended = (
+            run
+            if run is not None and run.status in (ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED)
+            else None
+        )
         version = _new_version()
         # Occurrences missed while paused are not run: the schedule picks up from now. A one-time job
         # whose instant passed while it was paused has nothing left to run.
         runs_at = (
-            first_run(job.schedule, now, job.anchor_at) if job.recurring else _pending_one_time(job, now)
+            first_run(job.schedule, now, job.anchor_at)
+            if job.recurring
+            else _pending_one_time(job, now, ended)
         )
         marker = None
         if runs_at is not None:
@@ -438,9 +446,10 @@ class JobService:
             raise InvalidRequest("schedule.end_at is in the past", field="schedule.end_at")
 
 
-def _pending_one_time(job: Job, now: datetime) -> datetime | None:
-    """When a resumed one-time job runs: never if it already ran or its instant passed while paused."""
-    if job.ran_at is not None:
+def _pending_one_time(job: Job, now: datetime, ended: Execution | None = None) -> datetime | None:
+    """When a resumed one-time job runs: never if it already ran (`ended`: its run from before the
+    pause) or its instant passed while paused."""
+    if job.ran_at is not None or ended is not None:
         return None  # its run ended while it was paused (noted on the job: the history expires)
     ran = job.last_execution
     # (A job paused by an earlier version has no paused_version: its last execution counts.)

@@ -45,6 +45,8 @@ from punctual.models import (
 from punctual.observability import logger
 from punctual.timefmt import from_epoch_ms, parse_rfc3339, to_epoch_ms, to_rfc3339
 
+# Why a transaction was cancelled, besides a failed condition, that trying again can cure.
+_TRANSACTION_RETRYABLE = {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
 _THROTTLING = {
     "ProvisionedThroughputExceededException",
     "ThrottlingException",
@@ -86,6 +88,12 @@ def _call(operation: Callable[[], _T]) -> _T:
         code = exc.response.get("Error", {}).get("Code", "")
         if code == "ConditionalCheckFailedException":
             raise LostRace(str(exc)) from exc
+        if code == "TransactionCanceledException":
+            reasons = {r.get("Code") for r in exc.response.get("CancellationReasons", [])}
+            if "ConditionalCheckFailed" in reasons:
+                raise LostRace(str(exc)) from exc
+            if reasons & _TRANSACTION_RETRYABLE:
+                raise RetryableStoreError(str(exc)) from exc
         if code in _THROTTLING:
             raise RetryableStoreError(str(exc)) from exc
         raise
@@ -533,8 +541,8 @@ class Store:
         self, job_id: str, *, consistent: bool, start_key: dict[str, Any] | None = None
     ) -> Execution | None:
         """The job's most recent execution to have run to its end (SUCCEEDED or FAILED): newest first,
-        past those under way or skipped (a page at a time, at most LAST_EXECUTION_PAGES pages: 21
-        executions when the first reads the newest alone)."""
+        past those under way or skipped (a page at a time, at most LAST_EXECUTION_PAGES pages: the
+        newest alone, then 20 more; after `get_job_shown`'s Query has read the newest, 24 more)."""
         for page in range(LAST_EXECUTION_PAGES):
             kwargs: dict[str, Any] = {
                 "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
@@ -619,29 +627,118 @@ class Store:
         items = [self._execution_from(i) for i in response.get("Items", [])]
         return Page(items, response.get("LastEvaluatedKey"))
 
-    def run_under_way(self, job_id: str, schedule_version: int) -> bool:
-        """Whether a scheduled (not extra) execution of this schedule version has started and not
-        ended: RUNNING, or RETRYING between attempts (a consistent read of the job's executions)."""
+    def scheduled_run(self, job_id: str, schedule_version: int) -> Execution | None:
+        """The scheduled (not extra) execution of a one-time job's schedule version, if stored — there
+        is one per version: its id comes from the job, its instant and the version (consistent)."""
         kwargs: dict[str, Any] = {
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "FilterExpression": "schedule_version = :sv AND #st IN (:running, :retrying)",
-            "ExpressionAttributeNames": {"#st": "status"},
+            "FilterExpression": "schedule_version = :sv",
             "ExpressionAttributeValues": {
                 ":pk": _job_pk(job_id),
                 ":prefix": "EXEC#",
                 ":sv": schedule_version,
-                ":running": ExecutionStatus.RUNNING.value,
-                ":retrying": ExecutionStatus.RETRYING.value,
             },
+            "ScanIndexForward": False,
             "ConsistentRead": True,
         }
         while True:
             response: dict[str, Any] = _call(partial(self._table.query, **kwargs))
-            if any(not item.get("manual", False) for item in response.get("Items", [])):
-                return True
+            for item in response.get("Items", []):
+                if not item.get("manual", False):
+                    return self._execution_from(item)
             if "LastEvaluatedKey" not in response:
-                return False
+                return None
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def resume_with_run(self, job: Job, run: Execution, now: datetime) -> Job:
+        """Resume a paused one-time job at the version of its run under way, so that the run goes on
+        and completes it: one transaction, which holds only while the run is still RUNNING or
+        RETRYING (a worker cancelling it for the pause checks the job in one too:
+        `end_execution_while_paused`). Raises LostRace when either changed."""
+        job_key = {"pk": _job_pk(job.id), "sk": _JOB_SK}
+        self._transact(
+            [
+                {
+                    "ConditionCheck": {
+                        "TableName": self._table.name,
+                        "Key": {"pk": _job_pk(run.job_id), "sk": _exec_sk(run.scheduled_at, run.id)},
+                        "ConditionExpression": "#st IN (:running, :retrying)",
+                        "ExpressionAttributeNames": {"#st": "status"},
+                        "ExpressionAttributeValues": {
+                            ":running": ExecutionStatus.RUNNING.value,
+                            ":retrying": ExecutionStatus.RETRYING.value,
+                        },
+                    }
+                },
+                {
+                    "Update": {
+                        "TableName": self._table.name,
+                        "Key": job_key,
+                        "UpdateExpression": "SET #st = :active, schedule_version = :run, updated_at = :now, "
+                        "#rev = if_not_exists(#rev, :zero) + :one "
+                        "REMOVE paused_version, ran_at, next_run_at, queued_run_at, expires_at",
+                        "ConditionExpression": "attribute_exists(pk) AND #st = :paused AND schedule_version = :sv",
+                        "ExpressionAttributeNames": {"#st": "status", "#rev": "revision"},
+                        "ExpressionAttributeValues": {
+                            ":active": JobStatus.ACTIVE.value,
+                            ":paused": JobStatus.PAUSED.value,
+                            ":run": run.schedule_version,
+                            ":sv": job.schedule_version,
+                            ":now": to_rfc3339(now),
+                            ":zero": 0,
+                            ":one": 1,
+                        },
+                    }
+                },
+            ]
+        )
+        resumed = self.get_job(job.id)
+        if resumed is None:
+            raise LostRace(f"job {job.id} is gone")
+        return resumed
+
+    def end_execution_while_paused(self, execution: Execution, *, finished_at: datetime, error: str) -> None:
+        """A run under way (RUNNING or RETRYING) -> CANCELLED, its job paused: in one transaction with
+        a check that the job is still paused, so that a resume giving the job back this run's version
+        (`resume_with_run`) and this cancellation cannot both happen. Raises LostRace otherwise."""
+        self._transact(
+            [
+                {
+                    "Update": {
+                        "TableName": self._table.name,
+                        "Key": {
+                            "pk": _job_pk(execution.job_id),
+                            "sk": _exec_sk(execution.scheduled_at, execution.id),
+                        },
+                        "UpdateExpression": "SET #st = :cancelled, finished_at = :at, #err = :err, expires_at = :exp "
+                        "REMOVE lease_until, next_attempt_at",
+                        "ConditionExpression": "#st IN (:running, :retrying)",
+                        "ExpressionAttributeNames": {"#st": "status", "#err": "error"},
+                        "ExpressionAttributeValues": {
+                            ":cancelled": ExecutionStatus.CANCELLED.value,
+                            ":running": ExecutionStatus.RUNNING.value,
+                            ":retrying": ExecutionStatus.RETRYING.value,
+                            ":at": to_rfc3339(finished_at),
+                            ":err": error,
+                            ":exp": self._expiry(finished_at),
+                        },
+                    }
+                },
+                {
+                    "ConditionCheck": {
+                        "TableName": self._table.name,
+                        "Key": {"pk": _job_pk(execution.job_id), "sk": _JOB_SK},
+                        "ConditionExpression": "#st = :paused",
+                        "ExpressionAttributeNames": {"#st": "status"},
+                        "ExpressionAttributeValues": {":paused": JobStatus.PAUSED.value},
+                    }
+                },
+            ]
+        )
+
+    def _transact(self, items: list[dict[str, Any]]) -> None:
+        """A TransactWriteItems (twice the write units of its items: kept to rare paths)."""
+        _call(lambda: self._table.meta.client.transact_write_items(TransactItems=items))
 
     def claim_execution(
         self, execution: Execution, *, now: datetime, lease_until: datetime, lateness_ms: int

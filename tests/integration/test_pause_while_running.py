@@ -13,6 +13,7 @@ from unittest import mock
 import boto3
 
 from punctual import resources, tasks
+from punctual.models import ExecutionStatus
 from punctual.queue import WorkItem
 from punctual.timefmt import parse_rfc3339, to_rfc3339
 from punctual.worker import dead_letter
@@ -186,19 +187,20 @@ def test_the_dead_letter_handler_completes_the_job_of_an_execution_that_already_
 
 
 def test_a_skipped_execution_does_not_count_as_a_run(world: World) -> None:
-    # Given a job paused before its message reached a worker (the execution is skipped: CANCELLED)
-    job = world.create(at(world, 5))
+    # Given a job to run now, paused before its message reached a worker (the execution is skipped:
+    # CANCELLED)
+    job = world.create({"type": "now"})
     pause(world, job["id"])
     world.run_for(10)
     [skipped] = world.executions(job["id"])
     assert skipped["status"] == "CANCELLED"
-    # When that message comes back (a duplicate) while the job is still paused
+    # When that message comes back (from the dead-letter queue) while the job is still paused
     dead_lettered(world, skipped)
-    # Then the job is not taken for one that ran: resumed with a new instant, it runs
-    world.api("PATCH", f"/jobs/{job['id']}", {"schedule": at(world, 5)})
+    # Then the job is not taken for one that ran: resumed, it runs
     assert resume(world, job["id"])["status"] == "ACTIVE"
     world.run_for(20)
     assert world.job(job["id"])["status"] == "COMPLETED"
+    assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED", "CANCELLED"]
 
 
 def test_a_job_resumed_while_its_run_is_still_under_way_runs_once(world: World) -> None:
@@ -240,3 +242,158 @@ def test_a_retrying_run_goes_on_once_its_job_is_resumed(world: World) -> None:
     [execution] = world.executions(job["id"])
     assert (execution["status"], execution["attempts"]) == ("SUCCEEDED", 2)
     assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+# Races between a resume and the worker running the job's run (found in review): whichever lands
+# first, the job runs once and ends COMPLETED, or its run goes on.
+
+
+def the_run(world: World, job_id: str) -> Any:
+    [execution] = world.store.list_executions(job_id, 10, None).items
+    return execution
+
+
+def worker_ends_the_run(world: World, job_id: str) -> None:
+    """What the worker does when the task returns: record the outcome, then complete the job."""
+    execution = the_run(world, job_id)
+    finished = world.store.finish_execution(
+        execution, status=ExecutionStatus.SUCCEEDED, finished_at=world.clock.now(), error=None, result=None
+    )
+    job = world.store.get_job(job_id)
+    world.store.complete_job(job, finished)
+
+
+def test_a_run_that_ends_just_before_resume_reads_it_is_not_repeated(world: World) -> None:
+    # Given a job paused while its task runs, its run ending as the resume request reads the job
+    job = world.create({"type": "now"})
+    real = world.store.scheduled_run
+
+    def ends_first(job_id: str, version: int) -> Any:
+        worker_ends_the_run(world, job_id)
+        return real(job_id, version)
+
+    def pause_then_resume() -> None:
+        pause(world, job["id"])
+        with mock.patch.object(world.store, "scheduled_run", side_effect=ends_first):
+            assert resume(world, job["id"])["status"] == "COMPLETED"
+
+    with during_the_run(world, pause_then_resume) as ran:
+        world.run_for(120)
+    # Then it ran once
+    assert ran == [job["id"]]
+    assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_a_run_that_ends_while_resume_decides_completes_the_job(world: World) -> None:
+    # Given a resume that saw the run under way, the run ending before the resume writes
+    job = world.create({"type": "now"})
+    real = world.store.scheduled_run
+
+    def ends_after(job_id: str, version: int) -> Any:
+        seen = real(job_id, version)
+        worker_ends_the_run(world, job_id)
+        return seen
+
+    def pause_then_resume() -> None:
+        pause(world, job["id"])
+        with mock.patch.object(world.store, "scheduled_run", side_effect=ends_after):
+            resume(world, job["id"])
+
+    with during_the_run(world, pause_then_resume) as ran:
+        world.run_for(120)
+    # Then the job is not left ACTIVE with nothing to come: it completed, having run once
+    assert ran == [job["id"]]
+    assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_a_retry_skipped_while_resume_decides_leaves_the_job_to_run(world: World) -> None:
+    # Given a job whose first attempt failed (a retry due in a minute), paused; a worker cancels the
+    # retry for the pause just as a resume, having seen the run under way, is about to write
+    job = world.create({"type": "now"}, retry={"max_attempts": 3, "backoff_seconds": 60})
+    real_run = tasks.run
+    attempts: list[int] = []
+
+    def run(spec: Any, context: Any) -> Any:
+        attempts.append(context.attempt)
+        if len(attempts) == 1:
+            raise tasks.TaskFailed("try again", retryable=True)
+        return real_run(spec, context)
+
+    with mock.patch("punctual.worker.tasks.run", side_effect=run):
+        world.run_for(5)
+        assert the_run(world, job["id"]).status is ExecutionStatus.RETRYING
+        pause(world, job["id"])
+        real = world.store.scheduled_run
+
+        def skipped_after(job_id: str, version: int) -> Any:
+            seen = real(job_id, version)
+            world.clock.advance(60)
+            world.drain()  # the retry's message: skipped, the job being paused
+            assert the_run(world, job_id).status is ExecutionStatus.CANCELLED
+            return seen
+
+        with mock.patch.object(world.store, "scheduled_run", side_effect=skipped_after):
+            resumed = resume(world, job["id"])
+        world.run_for(120)
+    # Then the resume saw the run cut short: the job ("now") runs anew and completes
+    assert resumed["status"] == "ACTIVE"
+    assert attempts == [1, 1]
+    assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_a_resume_landing_as_the_worker_skips_the_retry_lets_the_run_go_on(world: World) -> None:
+    # Given a paused job whose run waits for its retry, the job resumed just as a worker, having read
+    # the job paused, is about to cancel the retry
+    job = world.create({"type": "now"}, retry={"max_attempts": 3, "backoff_seconds": 60})
+    real_run = tasks.run
+    attempts: list[int] = []
+
+    def run(spec: Any, context: Any) -> Any:
+        attempts.append(context.attempt)
+        if len(attempts) == 1:
+            raise tasks.TaskFailed("try again", retryable=True)
+        return real_run(spec, context)
+
+    real_skip = world.store.end_execution_while_paused
+
+    def resumed_first(*args: Any, **kwargs: Any) -> None:
+        resume(world, job["id"])
+        real_skip(*args, **kwargs)
+
+    with mock.patch("punctual.worker.tasks.run", side_effect=run):
+        world.run_for(5)
+        pause(world, job["id"])
+        with mock.patch.object(world.store, "end_execution_while_paused", side_effect=resumed_first):
+            world.run_for(120)
+    # Then the run goes on: its retry runs, and completes the job
+    assert attempts == [1, 2]
+    [execution] = world.executions(job["id"])
+    assert (execution["status"], execution["attempts"]) == ("SUCCEEDED", 2)
+    assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_a_duplicate_message_does_not_cancel_a_run_under_way_of_a_paused_job(world: World) -> None:
+    # Given a job paused while its task runs, and a duplicate of its message arriving meanwhile
+    job = world.create({"type": "now"})
+    outcomes = []
+
+    def pause_then_duplicate() -> None:
+        pause(world, job["id"])
+        running = the_run(world, job["id"])
+        item = WorkItem(
+            job_id=running.job_id,
+            execution_id=running.id,
+            scheduled_at=running.scheduled_at,
+            schedule_version=running.schedule_version,
+        )
+        with mock.patch.object(world.punctual.queue, "change_visibility"):
+            outcomes.append(world.punctual.worker.handle(item, "duplicate"))
+        assert the_run(world, job["id"]).status is ExecutionStatus.RUNNING
+
+    with during_the_run(world, pause_then_duplicate):
+        world.run_for(10)
+    # Then the duplicate waits for the run's lease; the run's end is noted, and resuming completes
+    assert [o.value for o in outcomes] == ["later"]
+    assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
+    expire_executions(job["id"])
+    assert resume(world, job["id"])["status"] == "COMPLETED"
