@@ -43,8 +43,10 @@ Choices where the contract is silent:
 - A schedule with no run time in the future is refused (422).
 - Pausing skips executions that come due while paused; resuming continues from now (missed runs are
   not made up). A one-time job whose instant passed while it was paused completes without running;
-  one paused while its run was under way completes on resume if that run ended (however long ago),
-  and runs again only if given a new schedule.
+  one paused while its run was under way is not run again on resume: if that run ended (however
+  long ago) the job completes, and if it is still under way it goes on (its retries too) and
+  completes the job. A retry that comes due while the job is paused is skipped: that run did not
+  end, so resuming treats the job as not run.
 - DELETE cancels (the job stays readable as CANCELLED); cancelling twice answers the same job.
 - POST /jobs/{id}/run is refused (409) on a PAUSED or CANCELLED job.
 - PATCH of a CANCELLED job answers 409; a new schedule revives a COMPLETED job.
