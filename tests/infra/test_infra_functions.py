@@ -253,3 +253,11 @@ def test_the_scanner_gets_a_full_vcpu_and_the_others_the_default(synthesized):
     # The scanner is CPU-bound (bench/scanner_throughput.py); Lambda gives a full vCPU at 1,769 MB
     assert synthesized.function("scanner")[1]["MemorySize"] == 1769
     assert synthesized.function("worker")[1]["MemorySize"] == 512
+
+
+@pytest.mark.parametrize("name", ["api", "worker"])
+def test_the_api_and_worker_may_write_in_transactions(synthesized, ids, name: str):
+    # A resume giving a job back its run's version, and a worker cancelling a paused job's run, are
+    # each a TransactWriteItems: an UpdateItem and a ConditionCheckItem
+    actions = _actions_on(synthesized.statements_of(name), ids["table"])
+    assert {"dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"} <= actions
