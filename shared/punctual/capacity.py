@@ -756,14 +756,14 @@ def render(p: Plan) -> str:
             f"cost per month (us-east-1 list prices, {_API_NAMES[p.api_type]}, provisioned "
             f"{p.provisioned.target_utilisation}% busy: a steady load assumed)",
         ]
-    lines += [f"  {name:<24}${value:>13,.2f}" for name, value in p.monthly_cost.items() if name != "total"]
+    lines += [f"  {name:<26} ${value:>13,.2f}" for name, value in p.monthly_cost.items() if name != "total"]
     lines += [
-        f"  {'total':<24}${p.monthly_cost['total']:>13,.2f}",
-        f"  {'per million executions':<24}${p.cost_per_million['total']:>13,.2f}",
+        f"  {'total':<26} ${p.monthly_cost['total']:>13,.2f}",
+        f"  {'per million executions':<26} ${p.cost_per_million['total']:>13,.2f}",
     ]
     if p.provisioned is not None:
         lines += [
-            f"  {'minimums, busy or idle':<24}${p.provisioned.minimums_monthly:>13,.2f}   the floor "
+            f"  {'minimums, busy or idle':<26} ${p.provisioned.minimums_monthly:>13,.2f}   the floor "
             "if the load stops",
         ]
     if p.warnings:
