@@ -49,6 +49,8 @@ from punctual.timefmt import from_epoch_ms, parse_rfc3339, to_epoch_ms, to_rfc33
 _TRANSACTION_RETRYABLE = {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
 _THROTTLING = {
     "ProvisionedThroughputExceededException",
+    # A write to an item that a transaction under way includes (`_transact`): try again shortly.
+    "TransactionConflictException",
     "ThrottlingException",
     "RequestLimitExceeded",
     "InternalServerError",
@@ -654,7 +656,7 @@ class Store:
         """Resume a paused one-time job at the version of its run under way, so that the run goes on
         and completes it: one transaction, which holds only while the run is still RUNNING or
         RETRYING (a worker cancelling it for the pause checks the job in one too:
-        `end_execution_while_paused`). Raises LostRace when either changed."""
+        `skip_execution` with `job_paused`). Raises LostRace when either changed."""
         job_key = {"pk": _job_pk(job.id), "sk": _JOB_SK}
         self._transact(
             [
@@ -697,10 +699,40 @@ class Store:
             raise LostRace(f"job {job.id} is gone")
         return resumed
 
-    def end_execution_while_paused(self, execution: Execution, *, finished_at: datetime, error: str) -> None:
-        """A run under way (RUNNING or RETRYING) -> CANCELLED, its job paused: in one transaction with
-        a check that the job is still paused, so that a resume giving the job back this run's version
-        (`resume_with_run`) and this cancellation cannot both happen. Raises LostRace otherwise."""
+    def skip_execution(
+        self, execution: Execution, *, finished_at: datetime, reason: str, job_paused: bool = False
+    ) -> None:
+        """An execution that must not run -> CANCELLED, only if it is still as this copy of it has it:
+        a copy read before another worker claimed it must not cancel that worker's run (a RUNNING
+        copy names its claim by its lease). With `job_paused`, a run under way (RUNNING or RETRYING)
+        is cancelled in one transaction with a check that its job is still paused, so that a resume
+        giving the job back this run's version (`resume_with_run`) and this cannot both happen.
+        Raises LostRace otherwise."""
+        update = (
+            "SET #st = :cancelled, finished_at = :at, #err = :err, expires_at = :exp "
+            "REMOVE lease_until, next_attempt_at"
+        )
+        values: dict[str, Any] = {
+            ":cancelled": ExecutionStatus.CANCELLED.value,
+            ":read": execution.status.value,
+            ":at": to_rfc3339(finished_at),
+            ":err": reason,
+            ":exp": self._expiry(finished_at),
+        }
+        if execution.status is ExecutionStatus.RUNNING:
+            if execution.lease_until is None:
+                condition = "#st = :read AND attribute_not_exists(lease_until)"
+            else:
+                condition = "#st = :read AND lease_until = :lease"
+                values[":lease"] = to_epoch_ms(execution.lease_until)
+        elif execution.status is ExecutionStatus.RETRYING:
+            condition = "#st = :read AND attempts = :attempts"
+            values[":attempts"] = execution.attempts
+        else:  # not started: QUEUED, stored or not (the scanner stores none)
+            condition = "attribute_not_exists(pk) OR #st = :read"
+        if not (job_paused and execution.status in (ExecutionStatus.RUNNING, ExecutionStatus.RETRYING)):
+            self._update_execution(execution, update, condition, values)
+            return
         self._transact(
             [
                 {
@@ -710,18 +742,10 @@ class Store:
                             "pk": _job_pk(execution.job_id),
                             "sk": _exec_sk(execution.scheduled_at, execution.id),
                         },
-                        "UpdateExpression": "SET #st = :cancelled, finished_at = :at, #err = :err, expires_at = :exp "
-                        "REMOVE lease_until, next_attempt_at",
-                        "ConditionExpression": "#st IN (:running, :retrying)",
+                        "UpdateExpression": update,
+                        "ConditionExpression": condition,
                         "ExpressionAttributeNames": {"#st": "status", "#err": "error"},
-                        "ExpressionAttributeValues": {
-                            ":cancelled": ExecutionStatus.CANCELLED.value,
-                            ":running": ExecutionStatus.RUNNING.value,
-                            ":retrying": ExecutionStatus.RETRYING.value,
-                            ":at": to_rfc3339(finished_at),
-                            ":err": error,
-                            ":exp": self._expiry(finished_at),
-                        },
+                        "ExpressionAttributeValues": values,
                     }
                 },
                 {
@@ -737,7 +761,8 @@ class Store:
         )
 
     def _transact(self, items: list[dict[str, Any]]) -> None:
-        """A TransactWriteItems (twice the write units of its items: kept to rare paths)."""
+        """A TransactWriteItems: twice the write units of its items, and moto (the local stack) copies
+        the whole table for one: kept to rare paths."""
         _call(lambda: self._table.meta.client.transact_write_items(TransactItems=items))
 
     def claim_execution(

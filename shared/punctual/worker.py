@@ -50,10 +50,10 @@ THROTTLE_BACKOFF_SECONDS = 5
 MAX_THROTTLE_BACKOFF_SECONDS = 900
 PERSIST_ATTEMPTS = 4
 UNREADABLE_RETRY_SECONDS = 300
-# A message whose run could not be skipped (its job resumed meanwhile, and paused again) comes back.
+# A message whose execution changed as it was being skipped comes back this much later, looked at afresh;
+# a worker holding the run tries this many times first.
 LOST_SKIP_RETRY_SECONDS = 5
-# A run that has started and not ended.
-_UNDER_WAY = frozenset({ExecutionStatus.RUNNING, ExecutionStatus.RETRYING})
+SKIP_ATTEMPTS = 3
 MAX_ERROR_CHARS = 1000
 
 
@@ -134,10 +134,13 @@ class Worker:
             # Another worker holds it (a duplicate message): look again when its lease would have run
             # out. Before the skip rules: the holder decides its run's end, even if its job is paused.
             return self._later(receipt_handle, (execution.lease_until - now).total_seconds() + 1)
-        runnable = self._unless_skipped(item, job, execution, receipt_handle)
-        if isinstance(runnable, Outcome):
-            return runnable
-        job = runnable
+        reason = skip_reason(job, execution)
+        if reason is not None:
+            if self._skip(job, execution, reason):
+                return Outcome.DONE
+            # Changed since read (claimed by another worker, or its job resumed): looked at afresh.
+            return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
+        assert job is not None
 
         if execution.status is ExecutionStatus.RETRYING and execution.next_attempt_at:
             early = (execution.next_attempt_at - now).total_seconds()
@@ -158,26 +161,17 @@ class Worker:
             return self._after_lost_claim(item, receipt_handle)
         # Read the job again now that the execution is claimed: a cancel or pause that landed between
         # the first read and the claim still stops it, and one after this read came after its start.
-        runnable = self._unless_skipped(item, self._store.get_job(item.job_id), running, receipt_handle)
-        if isinstance(runnable, Outcome):
-            return runnable
-        return self._run(runnable, running, receipt_handle)
-
-    def _unless_skipped(
-        self, item: WorkItem, job: Job | None, execution: Execution, receipt_handle: str
-    ) -> Job | Outcome:
-        """The job, if the execution may run now; else what becomes of the message (the execution
-        skipped, or looked at again later)."""
-        reason = skip_reason(job, execution)
-        if reason is None:
-            assert job is not None
-            return job
-        if self._skip(job, execution, reason):
-            return Outcome.DONE
-        job = self._store.get_job(item.job_id)  # resumed meanwhile: look again
-        if job is None or skip_reason(job, execution) is not None:
-            return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
-        return job
+        job = self._store.get_job(item.job_id)
+        for _ in range(SKIP_ATTEMPTS):
+            reason = skip_reason(job, running)
+            if reason is None:
+                assert job is not None
+                return self._run(job, running, receipt_handle)
+            if self._skip(job, running, reason):
+                return Outcome.DONE
+            # The job changed meanwhile (resumed, cancelled): this worker holds the run; look again.
+            job = self._store.get_job(item.job_id)
+        return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
 
     def _run(self, job: Job, execution: Execution, receipt_handle: str) -> Outcome:
         # One INFO line per attempt, at its end (CloudWatch Logs bills every byte: a start line too cost
@@ -295,22 +289,18 @@ class Worker:
         raise AssertionError("unreachable")
 
     def _skip(self, job: Job | None, execution: Execution, reason: str) -> bool:
-        """End an execution that must not run (CANCELLED, with the reason). False when it was not:
-        its job, paused, was resumed meanwhile, and it may run after all."""
-        now = self._clock.now()
+        """End an execution that must not run (CANCELLED, with the reason) if it is still as read.
+        False when it is not (another worker claimed or ended it), or, for a run under way of a
+        paused job, when the job is no longer paused (resumed, it may go on)."""
         try:
-            if job is not None and job.status is JobStatus.PAUSED and execution.status in _UNDER_WAY:
-                # A run under way, its job paused: cancelled only if the job is still paused, since a
-                # resume may give the job back this run's version meanwhile, to let the run go on.
-                self._store.end_execution_while_paused(execution, finished_at=now, error=reason)
-            else:
-                self._store.end_execution(
-                    execution, status=ExecutionStatus.CANCELLED, finished_at=now, error=reason
-                )
+            self._store.skip_execution(
+                execution,
+                finished_at=self._clock.now(),
+                reason=reason,
+                job_paused=job is not None and job.status is JobStatus.PAUSED,
+            )
         except LostRace:
-            # Ended by another worker meanwhile; or, for a run under way, its job resumed (or the
-            # run taken over): to be looked at again.
-            return not (job is not None and job.status is JobStatus.PAUSED and execution.status in _UNDER_WAY)
+            return False
         metrics.add_metric(name=EXECUTIONS_SKIPPED, unit="Count", value=1)
         logger.info("execution skipped", extra={"execution_id": execution.id, "reason": reason})
         return True

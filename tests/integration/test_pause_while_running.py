@@ -11,6 +11,7 @@ from typing import Any
 from unittest import mock
 
 import boto3
+from botocore.exceptions import ClientError
 
 from punctual import resources, tasks
 from punctual.models import ExecutionStatus
@@ -354,7 +355,7 @@ def test_a_resume_landing_as_the_worker_skips_the_retry_lets_the_run_go_on(world
             raise tasks.TaskFailed("try again", retryable=True)
         return real_run(spec, context)
 
-    real_skip = world.store.end_execution_while_paused
+    real_skip = world.store.skip_execution
 
     def resumed_first(*args: Any, **kwargs: Any) -> None:
         resume(world, job["id"])
@@ -363,7 +364,7 @@ def test_a_resume_landing_as_the_worker_skips_the_retry_lets_the_run_go_on(world
     with mock.patch("punctual.worker.tasks.run", side_effect=run):
         world.run_for(5)
         pause(world, job["id"])
-        with mock.patch.object(world.store, "end_execution_while_paused", side_effect=resumed_first):
+        with mock.patch.object(world.store, "skip_execution", side_effect=resumed_first):
             world.run_for(120)
     # Then the run goes on: its retry runs, and completes the job
     assert attempts == [1, 2]
@@ -397,3 +398,120 @@ def test_a_duplicate_message_does_not_cancel_a_run_under_way_of_a_paused_job(wor
     assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
     expire_executions(job["id"])
     assert resume(world, job["id"])["status"] == "COMPLETED"
+
+
+def message_of(execution: Any) -> WorkItem:
+    return WorkItem(
+        job_id=execution.job_id,
+        execution_id=execution.id,
+        scheduled_at=execution.scheduled_at,
+        schedule_version=execution.schedule_version,
+    )
+
+
+def test_a_duplicate_that_read_the_execution_before_the_claim_does_not_cancel_the_run(world: World) -> None:
+    # Given a duplicate message whose worker read the execution (not stored yet) before the first
+    # worker claimed it, and read the job only once the job was paused mid-run
+    job = world.create({"type": "now"})
+    seen: list[Any] = []
+
+    def pause_then_stale_duplicate() -> None:
+        pause(world, job["id"])
+        running = the_run(world, job["id"])
+        with (
+            mock.patch.object(world.store, "get_execution", return_value=None),
+            mock.patch.object(world.punctual.queue, "change_visibility"),
+        ):
+            seen.append(world.punctual.worker.handle(message_of(running), "duplicate").value)
+        seen.append(the_run(world, job["id"]).status)
+
+    with during_the_run(world, pause_then_stale_duplicate) as ran:
+        world.run_for(10)
+    # Then its stale copy cancels nothing: the run ends as it ran, and resuming does not repeat it
+    assert seen == ["later", ExecutionStatus.RUNNING]
+    assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
+    with during_the_run(world, lambda: None) as ran_again:
+        assert resume(world, job["id"])["status"] == "COMPLETED"
+        world.run_for(60)
+    assert ran == [job["id"]] and ran_again == []
+
+
+def test_a_run_whose_paused_job_is_cancelled_as_it_is_skipped_ends_at_once(world: World) -> None:
+    # Given a worker that claimed a run and then read its job paused, the job cancelled just as the
+    # worker cancels the run for the pause (its transaction fails: the job is no longer paused)
+    job = world.create({"type": "now"}, timeout_seconds=300)
+    real_claim = world.store.claim_execution
+    real_skip = world.store.skip_execution
+
+    def paused_then_claimed(*args: Any, **kwargs: Any) -> Any:
+        pause(world, job["id"])
+        return real_claim(*args, **kwargs)
+
+    def cancelled_first(*args: Any, **kwargs: Any) -> None:
+        if kwargs.get("job_paused"):
+            assert world.api("DELETE", f"/jobs/{job['id']}").status == 200
+        real_skip(*args, **kwargs)
+
+    with (
+        mock.patch.object(world.store, "claim_execution", side_effect=paused_then_claimed),
+        mock.patch.object(world.store, "skip_execution", side_effect=cancelled_first),
+        during_the_run(world, lambda: None) as ran,
+    ):
+        world.run_for(5)
+    # Then the worker, holding the run, looks again and skips it for the cancel at once: it does not
+    # sit RUNNING until its own lease runs out
+    assert ran == []
+    assert the_run(world, job["id"]).status is ExecutionStatus.CANCELLED
+    assert world.job(job["id"])["status"] == "CANCELLED"
+
+
+def test_a_write_that_meets_a_transaction_under_way_is_retried(world: World) -> None:
+    # Given the worker's outcome write meeting a resume's transaction on the execution (DynamoDB
+    # refuses it: TransactionConflictException)
+    job = world.create({"type": "now"})
+    table = world.store._table
+    real_update = table.update_item
+    refused: list[str] = []
+
+    def update_item(**kwargs: Any) -> Any:
+        if kwargs.get("ExpressionAttributeValues", {}).get(":final") == "SUCCEEDED" and not refused:
+            refused.append("once")
+            error = {"Error": {"Code": "TransactionConflictException", "Message": "transaction under way"}}
+            raise ClientError(error, "UpdateItem")
+        return real_update(**kwargs)
+
+    with (
+        mock.patch.object(table, "update_item", side_effect=update_item),
+        during_the_run(world, lambda: None) as ran,
+    ):
+        world.run_for(400, step=5)
+    # Then the write is tried again: the task ran once, and its outcome stands
+    assert refused and ran == [job["id"]]
+    assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
+
+
+def test_a_resume_meeting_a_new_schedule_decides_again(world: World) -> None:
+    # Given a paused job whose run is under way, given a new instant just as a resume, having seen the
+    # run under way, is about to give the job back the run's version
+    job = world.create({"type": "now"})
+    later = at(world, 600)
+    real = world.store.scheduled_run
+    resumed: list[dict[str, Any]] = []
+
+    def rescheduled_after(job_id: str, version: int) -> Any:
+        seen = real(job_id, version)
+        if not resumed:
+            assert world.api("PATCH", f"/jobs/{job_id}", {"schedule": later}).status == 200
+        return seen
+
+    def pause_then_resume() -> None:
+        pause(world, job["id"])
+        with mock.patch.object(world.store, "scheduled_run", side_effect=rescheduled_after):
+            resumed.append(resume(world, job["id"]))
+
+    with during_the_run(world, pause_then_resume):
+        world.run_for(10)
+    # Then the new schedule stands: the resume, deciding again, keeps the new instant to come
+    assert resumed[0]["status"] == "ACTIVE"
+    assert resumed[0]["next_run_at"] == later["at"]
+    assert world.job(job["id"])["status"] == "ACTIVE"
