@@ -33,7 +33,7 @@ from AWS: run the benchmark on a host with a public address (an EC2 instance, sa
 receiver on all interfaces and give the URL the jobs should call:
 
     .venv/bin/python -m bench.precision \\
-        --endpoint https://abc123.execute-api.eu-west-1.amazonaws.com/prod \\
+        --endpoint https://abc123.execute-api.eu-west-1.amazonaws.com/v1 \\
         --receiver-host 0.0.0.0 --receiver-port 8080 --receiver-url http://203.0.113.7:8080
 
 The deployed defaults (tick one minute, lookahead 90 s) give the same 180 s hand-off window as the
