@@ -776,7 +776,8 @@ class Store:
             "started_at = if_not_exists(started_at, :now), lateness_ms = if_not_exists(lateness_ms, :late) "
             "REMOVE next_attempt_at",
             "attribute_not_exists(pk) OR #st IN (:queued, :retrying) "
-            "OR (#st = :running AND lease_until < :now_ms)",
+            # (a RUNNING item without a lease: none is written, but one would otherwise stay stuck)
+            "OR (#st = :running AND (lease_until < :now_ms OR attribute_not_exists(lease_until)))",
             {
                 ":running": ExecutionStatus.RUNNING.value,
                 ":queued": ExecutionStatus.QUEUED.value,
@@ -787,6 +788,25 @@ class Store:
                 ":now": to_rfc3339(now),
                 ":now_ms": to_epoch_ms(now),
                 ":late": lateness_ms,
+            },
+        )
+
+    def release_claim(self, running: Execution) -> None:
+        """Give back a claim its worker will not use (it could not tell whether to run or skip the
+        execution): back to waiting, the attempt not counted, so that the message, looked at again,
+        is not held back by a lease no one uses. Raises LostRace if the claim is no longer this one."""
+        first = running.attempts <= 1
+        assert running.lease_until is not None, "a claim has a lease"
+        self._update_execution(
+            running,
+            "SET #st = :back, attempts = attempts - :one REMOVE lease_until"
+            + (", started_at, lateness_ms" if first else ""),
+            "#st = :running AND lease_until = :lease",
+            {
+                ":back": (ExecutionStatus.QUEUED if first else ExecutionStatus.RETRYING).value,
+                ":running": ExecutionStatus.RUNNING.value,
+                ":one": 1,
+                ":lease": to_epoch_ms(running.lease_until),
             },
         )
 

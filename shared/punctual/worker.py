@@ -53,7 +53,7 @@ UNREADABLE_RETRY_SECONDS = 300
 # A message whose execution changed as it was being skipped comes back this much later, looked at afresh;
 # a worker holding the run tries this many times first.
 LOST_SKIP_RETRY_SECONDS = 5
-SKIP_ATTEMPTS = 3
+SKIP_ATTEMPTS = 4
 MAX_ERROR_CHARS = 1000
 
 
@@ -162,16 +162,28 @@ class Worker:
         # Read the job again now that the execution is claimed: a cancel or pause that landed between
         # the first read and the claim still stops it, and one after this read came after its start.
         job = self._store.get_job(item.job_id)
-        for _ in range(SKIP_ATTEMPTS):
+        for attempt in range(SKIP_ATTEMPTS):
             reason = skip_reason(job, running)
             if reason is None:
                 assert job is not None
                 return self._run(job, running, receipt_handle)
-            if self._skip(job, running, reason):
-                return Outcome.DONE
-            # The job changed meanwhile (resumed, cancelled): this worker holds the run; look again.
-            job = self._store.get_job(item.job_id)
+            try:
+                if self._skip(job, running, reason):
+                    return Outcome.DONE
+                # The job changed meanwhile (resumed, cancelled): this worker holds the run; look again.
+                job = self._store.get_job(item.job_id)
+            except RetryableStoreError:
+                # Throttled, or a resume's transaction at the same moment: look again shortly.
+                self._clock.sleep(0.1 * 2**attempt)
+        self._release(running)
         return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
+
+    def _release(self, running: Execution) -> None:
+        try:
+            self._store.release_claim(running)
+        except (LostRace, RetryableStoreError):
+            # Its lease runs out instead: the message waits for it.
+            logger.warning("claim not given back", extra={"execution_id": running.id})
 
     def _run(self, job: Job, execution: Execution, receipt_handle: str) -> Outcome:
         # One INFO line per attempt, at its end (CloudWatch Logs bills every byte: a start line too cost

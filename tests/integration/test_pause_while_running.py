@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from punctual import resources, tasks
 from punctual.models import ExecutionStatus
 from punctual.queue import WorkItem
-from punctual.timefmt import parse_rfc3339, to_rfc3339
+from punctual.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
 from punctual.worker import dead_letter
 from tests.faults import Crash, once
 from tests.world import World
@@ -515,3 +515,108 @@ def test_a_resume_meeting_a_new_schedule_decides_again(world: World) -> None:
     assert resumed[0]["status"] == "ACTIVE"
     assert resumed[0]["next_run_at"] == later["at"]
     assert world.job(job["id"])["status"] == "ACTIVE"
+
+
+def transaction_conflict() -> ClientError:
+    """DynamoDB cancelling one of two transactions on the same items at once."""
+    return ClientError(
+        {
+            "Error": {"Code": "TransactionCanceledException", "Message": "conflict"},
+            "CancellationReasons": [{"Code": "TransactionConflict"}, {"Code": "None"}],
+        },
+        "TransactWriteItems",
+    )
+
+
+def test_a_worker_whose_skip_meets_the_resume_transaction_runs_the_resumed_run(world: World) -> None:
+    # Given a worker that claimed a run and read its job paused, its skip meeting the resume's
+    # transaction (which lands: the job is ACTIVE at the run's version)
+    job = world.create({"type": "now"}, timeout_seconds=300)
+    real_claim = world.store.claim_execution
+    client = world.store._table.meta.client
+    real_transact = client.transact_write_items
+    conflicts: list[str] = []
+
+    def paused_then_claimed(*args: Any, **kwargs: Any) -> Any:
+        if not conflicts:
+            pause(world, job["id"])
+        return real_claim(*args, **kwargs)
+
+    def transact(**kwargs: Any) -> Any:
+        if "Update" in kwargs["TransactItems"][0] and not conflicts:  # the worker's skip (a resume's
+            conflicts.append("skip")  # starts with its check)
+            assert resume(world, job["id"])["status"] == "ACTIVE"
+            raise transaction_conflict()
+        return real_transact(**kwargs)
+
+    with (
+        mock.patch.object(world.store, "claim_execution", side_effect=paused_then_claimed),
+        mock.patch.object(client, "transact_write_items", side_effect=transact),
+        during_the_run(world, lambda: None) as ran,
+    ):
+        world.run_for(30)
+    # Then the worker looks again and runs it at once, in its one attempt
+    assert conflicts and ran == [job["id"]]
+    execution = the_run(world, job["id"])
+    assert (execution.status.value, execution.attempts) == ("SUCCEEDED", 1)
+    assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_an_undecided_worker_gives_its_claim_back(world: World) -> None:
+    # Given a worker that claimed a run, read its job paused, and cannot cancel the run (every try
+    # refused as a conflict)
+    job = world.create({"type": "now"}, timeout_seconds=300)
+    real_claim = world.store.claim_execution
+
+    def paused_then_claimed(*args: Any, **kwargs: Any) -> Any:
+        pause(world, job["id"])
+        return real_claim(*args, **kwargs)
+
+    with (
+        mock.patch.object(world.store, "claim_execution", side_effect=paused_then_claimed),
+        mock.patch.object(
+            world.store._table.meta.client, "transact_write_items", side_effect=transaction_conflict()
+        ),
+        during_the_run(world, lambda: None) as ran,
+    ):
+        world.run_for(2)
+        # Then it gives the claim back: waiting again, the attempt not counted, no lease held
+        execution = the_run(world, job["id"])
+        assert (execution.status, execution.attempts, execution.lease_until) == (
+            ExecutionStatus.QUEUED,
+            0,
+            None,
+        )
+        assert execution.started_at is None
+    # and once its transactions go through, the message, looked at again, skips it for the pause
+    world.run_for(30)
+    assert ran == []
+    assert the_run(world, job["id"]).status is ExecutionStatus.CANCELLED
+
+
+def test_a_running_execution_without_a_lease_can_be_claimed(world: World) -> None:
+    # Given an execution left RUNNING without a lease (none is written so; an item damaged by hand,
+    # say), its job active, and its message delivered
+    job = world.create(at(world, 600))
+    world.run_for(700, step=10)
+    execution = the_run(world, job["id"])
+    table = world.store._table
+    key = {"pk": f"JOB#{job['id']}", "sk": f"EXEC#{to_epoch_ms(execution.scheduled_at):013d}#{execution.id}"}
+    table.update_item(
+        Key=key,
+        UpdateExpression="SET #st = :running REMOVE lease_until, finished_at",
+        ExpressionAttributeNames={"#st": "status"},
+        ExpressionAttributeValues={":running": "RUNNING"},
+    )
+    table.update_item(
+        Key={"pk": f"JOB#{job['id']}", "sk": "JOB"},
+        UpdateExpression="SET #st = :active REMOVE expires_at",
+        ExpressionAttributeNames={"#st": "status"},
+        ExpressionAttributeValues={":active": "ACTIVE"},
+    )
+    world.punctual.queue.send([(message_of(execution), 0)])
+    # When a worker takes the message / Then it claims the execution and runs it to its end
+    with during_the_run(world, lambda: None) as ran:
+        world.run_for(10)
+    assert ran == [job["id"]]
+    assert the_run(world, job["id"]).status is ExecutionStatus.SUCCEEDED
