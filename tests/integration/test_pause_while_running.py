@@ -5,7 +5,7 @@ history (DynamoDB's TTL, `retention_days` after it), when no execution is left t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import timedelta
 from typing import Any
 from unittest import mock
@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 from punctual import resources, tasks
 from punctual.models import ExecutionStatus
 from punctual.queue import WorkItem
+from punctual.tasks import TaskContext
 from punctual.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
 from punctual.worker import dead_letter
 from tests.faults import Crash, once
@@ -27,19 +28,36 @@ def at(world: World, seconds: float) -> dict[str, str]:
 
 
 @contextmanager
-def during_the_run(world: World, action: Callable[[], Any]) -> Iterator[list[str]]:
-    """Do `action` while the task runs (a user pausing the job meanwhile); yields the runs' job ids."""
-    ran: list[str] = []
+def during_the_run(
+    world: World,
+    action: Callable[[], Any],
+    *,
+    first_fails: bool = False,
+    noted: Callable[[TaskContext], Any] = lambda context: context.job_id,
+) -> Iterator[list[Any]]:
+    """Do `action` while the task runs its first time (a user pausing the job meanwhile); with
+    `first_fails`, that attempt then fails, to be retried. Yields what `noted` says of each run."""
+    runs: list[Any] = []
     real = tasks.run
 
-    def run(spec: Any, context: Any) -> Any:
-        ran.append(context.job_id)
-        if len(ran) == 1:
+    def run(spec: Any, context: TaskContext) -> Any:
+        runs.append(noted(context))
+        if len(runs) == 1:
             action()
+            if first_fails:
+                raise tasks.TaskFailed("try again", retryable=True)
         return real(spec, context)
 
     with mock.patch("punctual.worker.tasks.run", side_effect=run):
-        yield ran
+        yield runs
+
+
+def first_attempt_fails(
+    world: World, action: Callable[[], Any] = lambda: None
+) -> AbstractContextManager[list[Any]]:
+    """The task's first attempt does `action` and fails (to be retried); later ones run. Yields the
+    attempts' numbers."""
+    return during_the_run(world, action, first_fails=True, noted=lambda context: context.attempt)
 
 
 def expire_executions(job_id: str) -> None:
@@ -225,18 +243,12 @@ def test_a_job_resumed_while_its_run_is_still_under_way_runs_once(world: World) 
 def test_a_retrying_run_goes_on_once_its_job_is_resumed(world: World) -> None:
     # Given a job whose first attempt fails (to be retried) while the job is paused and resumed
     job = world.create({"type": "now"}, retry={"max_attempts": 3})
-    real = tasks.run
-    attempts: list[int] = []
 
-    def run(spec: Any, context: Any) -> Any:
-        attempts.append(context.attempt)
-        if len(attempts) == 1:
-            pause(world, job["id"])
-            resume(world, job["id"])
-            raise tasks.TaskFailed("try again", retryable=True)
-        return real(spec, context)
+    def pause_and_resume() -> None:
+        pause(world, job["id"])
+        resume(world, job["id"])
 
-    with mock.patch("punctual.worker.tasks.run", side_effect=run):
+    with first_attempt_fails(world, pause_and_resume) as attempts:
         world.run_for(300, step=5)
     # Then its retry runs, and completes the job: one execution, two attempts
     assert attempts == [1, 2]
@@ -311,16 +323,7 @@ def test_a_retry_skipped_while_resume_decides_leaves_the_job_to_run(world: World
     # Given a job whose first attempt failed (a retry due in a minute), paused; a worker cancels the
     # retry for the pause just as a resume, having seen the run under way, is about to write
     job = world.create({"type": "now"}, retry={"max_attempts": 3, "backoff_seconds": 60})
-    real_run = tasks.run
-    attempts: list[int] = []
-
-    def run(spec: Any, context: Any) -> Any:
-        attempts.append(context.attempt)
-        if len(attempts) == 1:
-            raise tasks.TaskFailed("try again", retryable=True)
-        return real_run(spec, context)
-
-    with mock.patch("punctual.worker.tasks.run", side_effect=run):
+    with first_attempt_fails(world) as attempts:
         world.run_for(5)
         assert the_run(world, job["id"]).status is ExecutionStatus.RETRYING
         pause(world, job["id"])
@@ -346,22 +349,13 @@ def test_a_resume_landing_as_the_worker_skips_the_retry_lets_the_run_go_on(world
     # Given a paused job whose run waits for its retry, the job resumed just as a worker, having read
     # the job paused, is about to cancel the retry
     job = world.create({"type": "now"}, retry={"max_attempts": 3, "backoff_seconds": 60})
-    real_run = tasks.run
-    attempts: list[int] = []
-
-    def run(spec: Any, context: Any) -> Any:
-        attempts.append(context.attempt)
-        if len(attempts) == 1:
-            raise tasks.TaskFailed("try again", retryable=True)
-        return real_run(spec, context)
-
     real_skip = world.store.skip_execution
 
     def resumed_first(*args: Any, **kwargs: Any) -> None:
         resume(world, job["id"])
         real_skip(*args, **kwargs)
 
-    with mock.patch("punctual.worker.tasks.run", side_effect=run):
+    with first_attempt_fails(world) as attempts:
         world.run_for(5)
         pause(world, job["id"])
         with mock.patch.object(world.store, "skip_execution", side_effect=resumed_first):
