@@ -317,18 +317,14 @@ class JobService:
                     ) from None
                 return self.resume(owner, job_id, attempts=attempts - 1)
             return replace(resumed, last_execution=job.last_execution)
-        ended = (
-            run
-            if run is not None and run.status in (ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED)
-            else None
-        )
+        ran = run is not None and run.status in (ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED)
         version = _new_version()
         # Occurrences missed while paused are not run: the schedule picks up from now. A one-time job
         # whose instant passed while it was paused has nothing left to run.
         runs_at = (
             first_run(job.schedule, now, job.anchor_at)
             if job.recurring
-            else _pending_one_time(job, now, ended)
+            else _pending_one_time(job, now, ran=ran)
         )
         marker = None
         if runs_at is not None:
@@ -446,14 +442,14 @@ class JobService:
             raise InvalidRequest("schedule.end_at is in the past", field="schedule.end_at")
 
 
-def _pending_one_time(job: Job, now: datetime, ended: Execution | None = None) -> datetime | None:
-    """When a resumed one-time job runs: never if it already ran (`ended`: its run from before the
-    pause) or its instant passed while paused."""
-    if job.ran_at is not None or ended is not None:
-        return None  # its run ended while it was paused (noted on the job: the history expires)
-    ran = job.last_execution
+def _pending_one_time(job: Job, now: datetime, *, ran: bool = False) -> datetime | None:
+    """When a resumed one-time job runs: never if it already ran (`ran`: its run from before the pause
+    ended) or its instant passed while paused."""
+    if ran or job.ran_at is not None:
+        return None  # (its end noted on the job outlives the execution's record in the history)
+    last = job.last_execution
     # (A job paused by an earlier version has no paused_version: its last execution counts.)
-    if ran is not None and not ran.manual and job.paused_version in (None, ran.schedule_version):
+    if last is not None and not last.manual and job.paused_version in (None, last.schedule_version):
         return None
     if isinstance(job.schedule, AtSchedule):
         return job.schedule.at if job.schedule.at >= now else None

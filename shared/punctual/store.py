@@ -117,6 +117,10 @@ def _exec_sk(scheduled_at: datetime, execution_id: str) -> str:
     return f"EXEC#{to_epoch_ms(scheduled_at):013d}#{execution_id}"
 
 
+def _execution_key(execution: Execution) -> dict[str, str]:
+    return {"pk": _job_pk(execution.job_id), "sk": _exec_sk(execution.scheduled_at, execution.id)}
+
+
 def _lease_sk(shard: int) -> str:
     return f"LEASE#{shard:03d}"
 
@@ -657,13 +661,12 @@ class Store:
         and completes it: one transaction, which holds only while the run is still RUNNING or
         RETRYING (a worker cancelling it for the pause checks the job in one too:
         `skip_execution` with `job_paused`). Raises LostRace when either changed."""
-        job_key = {"pk": _job_pk(job.id), "sk": _JOB_SK}
         self._transact(
             [
                 {
                     "ConditionCheck": {
                         "TableName": self._table.name,
-                        "Key": {"pk": _job_pk(run.job_id), "sk": _exec_sk(run.scheduled_at, run.id)},
+                        "Key": _execution_key(run),
                         "ConditionExpression": "#st IN (:running, :retrying)",
                         "ExpressionAttributeNames": {"#st": "status"},
                         "ExpressionAttributeValues": {
@@ -675,7 +678,7 @@ class Store:
                 {
                     "Update": {
                         "TableName": self._table.name,
-                        "Key": job_key,
+                        "Key": {"pk": _job_pk(job.id), "sk": _JOB_SK},
                         "UpdateExpression": "SET #st = :active, schedule_version = :run, updated_at = :now, "
                         "#rev = if_not_exists(#rev, :zero) + :one "
                         "REMOVE paused_version, ran_at, next_run_at, queued_run_at, expires_at",
@@ -738,10 +741,7 @@ class Store:
                 {
                     "Update": {
                         "TableName": self._table.name,
-                        "Key": {
-                            "pk": _job_pk(execution.job_id),
-                            "sk": _exec_sk(execution.scheduled_at, execution.id),
-                        },
+                        "Key": _execution_key(execution),
                         "UpdateExpression": update,
                         "ConditionExpression": condition,
                         "ExpressionAttributeNames": {"#st": "status", "#err": "error"},
@@ -898,7 +898,7 @@ class Store:
             update = head + ", " + ", ".join(sets) + (f" REMOVE {tail}" if tail else "")
         response = _call(
             lambda: self._table.update_item(
-                Key={"pk": _job_pk(execution.job_id), "sk": _exec_sk(execution.scheduled_at, execution.id)},
+                Key=_execution_key(execution),
                 UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=names,
