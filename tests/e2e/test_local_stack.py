@@ -16,6 +16,7 @@ from tests.e2e.conftest import (
     Webhooks,
     api_error,
     assert_on_time,
+    eventually,
     executions,
     in_seconds,
     parse_time,
@@ -185,3 +186,30 @@ def test_health_and_the_openapi_document_need_no_token(stack: Stack) -> None:
         document = json.loads(answer.read())
     assert document["openapi"].startswith("3.")
     assert "/jobs" in document["paths"]
+
+
+def test_a_job_paused_and_resumed_while_its_run_is_under_way_runs_once(
+    stack: Stack, alice: PunctualClient
+) -> None:
+    # Given two jobs to run now whose task takes 5 s, both under way
+    spec = {"task": {"type": "sleep", "params": {"seconds": 5}}, "schedule": {"type": "now"}}
+    resumed_early, resumed_late = alice.create_job(spec), alice.create_job(spec)
+    for job in (resumed_early, resumed_late):
+        assert eventually(
+            lambda job=job: [e["status"] for e in executions(alice, job["id"])] == ["RUNNING"],
+            timeout=10,
+            what="the run under way",
+            stack=stack,
+        )
+        assert alice.pause_job(job["id"])["status"] == "PAUSED"
+    # When one is resumed while its run is still under way (the run's version given back, in a
+    # transaction on the local stack's moto), the other once its run has ended
+    assert alice.resume_job(resumed_early["id"])["status"] == "ACTIVE"
+    [ended] = wait_for_executions(stack, resumed_late["id"], timeout=15)
+    assert ended["status"] == "SUCCEEDED"
+    assert alice.get_job(resumed_late["id"])["status"] == "PAUSED"
+    assert alice.resume_job(resumed_late["id"])["status"] == "COMPLETED"
+    # Then each ran once and is complete
+    wait_for_job_status(alice, resumed_early["id"], "COMPLETED", stack)
+    for job in (resumed_early, resumed_late):
+        assert [e["status"] for e in executions(alice, job["id"])] == ["SUCCEEDED"]
