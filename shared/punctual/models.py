@@ -35,8 +35,20 @@ class ExecutionStatus(StrEnum):
     def is_final(self) -> bool:
         return self in FINAL_STATUSES
 
+    @property
+    def ran_to_end(self) -> bool:
+        """Final, having run (SUCCEEDED or FAILED); a skipped execution (CANCELLED) did not."""
+        return self in RAN_TO_END
+
+    @property
+    def under_way(self) -> bool:
+        """Started and not ended: RUNNING, or RETRYING between attempts."""
+        return self in UNDER_WAY
+
 
 FINAL_STATUSES = frozenset({ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED, ExecutionStatus.CANCELLED})
+RAN_TO_END = frozenset({ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED})
+UNDER_WAY = frozenset({ExecutionStatus.RUNNING, ExecutionStatus.RETRYING})
 
 SCHEDULE_ADAPTER: TypeAdapter[_Schedule] = TypeAdapter(Schedule)
 

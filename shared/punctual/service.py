@@ -189,10 +189,7 @@ class JobService:
     # ----------------------------------------------------------------- read
     def get(self, owner: str, job_id: str) -> Job:
         """The caller's job, with its last execution (read with it)."""
-        job = self._store.get_job_shown(job_id)
-        if job is None or job.owner != owner:
-            raise NotFound(f"job {job_id!r} not found")
-        return job
+        return _owned(self._store.get_job_shown(job_id), owner, job_id)
 
     def list_jobs(
         self, owner: str, status: JobStatus | None, limit: int, start_key: dict[str, Any] | None
@@ -201,9 +198,7 @@ class JobService:
         return replace(page, items=self._store.with_last_executions(page.items))
 
     def executions(self, owner: str, job_id: str, limit: int, start_key: dict[str, Any] | None) -> Page:
-        job = self._store.get_job(job_id)  # ownership only: the page reads the executions itself
-        if job is None or job.owner != owner:
-            raise NotFound(f"job {job_id!r} not found")
+        _owned(self._store.get_job(job_id), owner, job_id)  # the page reads the executions itself
         return self._store.list_executions(job_id, limit, start_key)
 
     def preview(self, schedule: _Schedule, count: int) -> list[datetime]:
@@ -304,7 +299,7 @@ class JobService:
         run = None
         if not job.recurring and job.paused_version and job.ran_at is None:
             run = self._store.scheduled_run(job.id, job.paused_version)
-        if run is not None and run.status in (ExecutionStatus.RUNNING, ExecutionStatus.RETRYING):
+        if run is not None and run.status.under_way:
             # The job takes back that run's version, so that the run goes on (its retries too) and
             # completes the job when it ends. Only while the run is still under way: one that ends
             # or is skipped meanwhile makes this write fail, and the decision is taken again.
@@ -317,7 +312,7 @@ class JobService:
                     ) from None
                 return self.resume(owner, job_id, attempts=attempts - 1)
             return replace(resumed, last_execution=job.last_execution)
-        ran = run is not None and run.status in (ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED)
+        ran = run is not None and run.status.ran_to_end
         version = _new_version()
         # Occurrences missed while paused are not run: the schedule picks up from now. A one-time job
         # whose instant passed while it was paused has nothing left to run.
@@ -440,6 +435,13 @@ class JobService:
         end_at = getattr(schedule, "end_at", None)
         if end_at is not None and end_at <= now:
             raise InvalidRequest("schedule.end_at is in the past", field="schedule.end_at")
+
+
+def _owned(job: Job | None, owner: str, job_id: str) -> Job:
+    """The job, if it is the owner's; another owner's job is as missing as one that does not exist."""
+    if job is None or job.owner != owner:
+        raise NotFound(f"job {job_id!r} not found")
+    return job
 
 
 def _pending_one_time(job: Job, now: datetime, *, ran: bool = False) -> datetime | None:

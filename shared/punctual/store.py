@@ -76,9 +76,6 @@ LIST_READ_BUDGET = 500
 # newest first, for at most this many pages in all (executions still under way are passed over).
 LAST_EXECUTION_READ = 4
 LAST_EXECUTION_PAGES = 6
-# The statuses of an execution that ran to its end; one skipped (CANCELLED: its job paused, cancelled
-# or rescheduled first) is not a job's last execution.
-_SHOWN_LAST = frozenset({ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED})
 _T = TypeVar("_T")
 
 
@@ -575,7 +572,8 @@ class Store:
                 execution = self._execution_from(item)
             except (KeyError, ValueError, TypeError):
                 continue  # a status this version does not know: not one it can show
-            if execution.status in _SHOWN_LAST:
+            # (one skipped, CANCELLED for its job paused, cancelled or rescheduled, is not shown)
+            if execution.status.ran_to_end:
                 # As shown on its job: no result (it stays on the execution), a short error.
                 error = None if execution.error is None else execution.error[:200]
                 return replace(execution, result=None, error=error)
@@ -733,7 +731,7 @@ class Store:
             values[":attempts"] = execution.attempts
         else:  # not started: QUEUED, stored or not (the scanner stores none)
             condition = "attribute_not_exists(pk) OR #st = :read"
-        if not (job_paused and execution.status in (ExecutionStatus.RUNNING, ExecutionStatus.RETRYING)):
+        if not (job_paused and execution.status.under_way):
             self._update_execution(execution, update, condition, values)
             return
         self._transact(
