@@ -38,6 +38,12 @@ class Prices:
     dynamodb_pitr_gb_month: float = 0.20  # point-in-time recovery (on in the stack)
     dynamodb_wcu_hour: float = 0.00065  # provisioned capacity
     dynamodb_rcu_hour: float = 0.00013
+    # Reserved capacity, one-year term (provisioned tables of the Standard class): a fee upfront and an
+    # hourly rate, for each 100 units reserved.
+    dynamodb_reserved_100_wcu_upfront: float = 150.0
+    dynamodb_reserved_100_wcu_hour: float = 0.0128
+    dynamodb_reserved_100_rcu_upfront: float = 30.0
+    dynamodb_reserved_100_rcu_hour: float = 0.0025
     sqs_per_million: float = 0.40  # standard queue requests, each 64 KB of payload a request
     logs_ingested_gb: float = 0.50  # CloudWatch Logs (function logs and EMF metrics)
     metric_month: float = 0.30  # CloudWatch custom metric (EMF), first 10,000
@@ -327,6 +333,29 @@ def provisioned_prices(utilisation: float, prices: Prices = PRICES) -> Prices:
     )
 
 
+RESERVED_TERM_HOURS = 365 * 24
+RESERVED_BLOCK_UNITS = 100  # reserved capacity is bought in blocks of 100 units
+
+
+def reserved_prices(prices: Prices = PRICES) -> Prices:
+    """`prices` with provisioned capacity bought as one-year reserved capacity: its fee upfront spread
+    over the term's hours, plus the hourly rate, a unit. (About 54 % under the provisioned rates; a
+    commitment: the units reserved are paid for the year, busy or idle.)"""
+
+    def hourly(upfront: float, hour: float) -> float:
+        return (upfront / RESERVED_TERM_HOURS + hour) / RESERVED_BLOCK_UNITS
+
+    return replace(
+        prices,
+        dynamodb_wcu_hour=hourly(
+            prices.dynamodb_reserved_100_wcu_upfront, prices.dynamodb_reserved_100_wcu_hour
+        ),
+        dynamodb_rcu_hour=hourly(
+            prices.dynamodb_reserved_100_rcu_upfront, prices.dynamodb_reserved_100_rcu_hour
+        ),
+    )
+
+
 def eventbridge_scheduler_per_million(
     assumptions: Assumptions = Assumptions(), prices: Prices = PRICES
 ) -> dict[str, float]:
@@ -370,6 +399,7 @@ class ProvisionedPlan:
     index_read_units: float  # list requests only, which the model leaves out: none assumed
     context: dict[str, Any]  # `-c key=value` to deploy with
     minimums_monthly: float  # USD a month for the minimums alone, busy or idle
+    reserved: bool = False  # the capacity bought as one-year reserved capacity (`reserved_prices`)
 
 
 @dataclass(frozen=True)
@@ -443,6 +473,7 @@ def plan(
     drain_seconds: float = 30.0,
     batched: bool = False,
     utilisation_percent: int | None = None,
+    reserved: bool = False,
     assumptions: Assumptions = Assumptions(),
     prices: Prices = PRICES,
 ) -> Plan:
@@ -460,7 +491,7 @@ def plan(
     - API: one request a one-time job, or one a BATCH_JOBS of them when `batched` (longer each).
     - DynamoDB: on-demand, or with `utilisation_percent`, provisioned and auto scaled to keep that
       percent busy: see `ProvisionedPlan` (priced for a steady load at the target) and `_provisioned`
-      (its bounds).
+      (its bounds); `reserved`, that capacity bought as one-year reserved capacity.
     Load figures are at the busiest minute's rate; the monthly cost at the sustained rate.
     """
     if executions_per_second <= 0:
@@ -473,6 +504,10 @@ def plan(
             f"utilisation_percent is between {low} and {high} (DynamoDB auto scaling's target range), "
             f"not {utilisation_percent}"
         )
+    if reserved:
+        if utilisation_percent is None:
+            raise ValueError("reserved capacity is for a provisioned table: give utilisation_percent")
+        prices = reserved_prices(prices)
     a = replace(assumptions, api_seconds=batch_api_seconds(BATCH_JOBS)) if batched else assumptions
     n = executions_per_second
     busiest = max(math.ceil(60 * n), burst_minute or 0)
@@ -501,7 +536,7 @@ def plan(
     provisioned = None
     if utilisation_percent is not None:
         provisioned, monthly["fixed_capacity_floor"] = _provisioned(
-            n, peak, usage, a, shards, utilisation_percent, prices
+            n, peak, usage, a, shards, utilisation_percent, prices, reserved=reserved
         )
     monthly = {k: round(v, 2) for k, v in monthly.items()}
     monthly["total"] = round(sum(monthly.values()), 2)
@@ -550,6 +585,8 @@ def _provisioned(
     shards: int,
     utilisation_percent: int,
     prices: Prices,
+    *,
+    reserved: bool,
 ) -> tuple[ProvisionedPlan, float]:
     """Bounds for the table and the index: the minimum what the sustained rate keeps at the target,
     the maximum what the busiest minute does (never below the minimum, nor MIN_PROVISIONED_UNITS).
@@ -590,6 +627,7 @@ def _provisioned(
     }
     minimums = (tw_min + iw_min) * prices.dynamodb_wcu_hour + (tr_min + ir_min) * prices.dynamodb_rcu_hour
     plan = ProvisionedPlan(
+        reserved=reserved,
         target_utilisation=utilisation_percent,
         write_unit_price=provisioned_write_unit_price(u, prices),
         read_unit_price=provisioned_read_unit_price(u, prices),
@@ -657,6 +695,17 @@ def _provisioned_warnings(p: ProvisionedPlan, prices: Prices) -> list[str]:
             account,
         ),
     ]
+    if p.reserved:
+        for what, units in (
+            ("write", c["table_min_write_units"] + c["index_min_write_units"]),
+            ("read", c["table_min_read_units"] + c["index_min_read_units"]),
+        ):
+            if units < RESERVED_BLOCK_UNITS:
+                found.append(
+                    f"reserved capacity is bought {RESERVED_BLOCK_UNITS} units at a time: the minimum "
+                    f"{units:,} {what} units (table and index) are under one block, so the reserved "
+                    "prices do not apply to them; leave out --reserved"
+                )
     # A burst beyond the minimum: auto scaling raises capacity only after about two minutes of
     # consumption over the target, in steps, and does not see throttled requests.
     # The index's writes are job creations: a burst of executions loads it only if their jobs are
@@ -754,7 +803,8 @@ def render(p: Plan) -> str:
             *_render_provisioned(p.provisioned),
             "",
             f"cost per month (us-east-1 list prices, {_API_NAMES[p.api_type]}, provisioned "
-            f"{p.provisioned.target_utilisation}% busy: a steady load assumed)",
+            f"{p.provisioned.target_utilisation}% busy"
+            f"{', one-year reserved capacity' if p.provisioned.reserved else ''}: a steady load assumed)",
         ]
     lines += [f"  {name:<26} ${value:>13,.2f}" for name, value in p.monthly_cost.items() if name != "total"]
     lines += [

@@ -83,6 +83,14 @@ def test_cost_benchmark_counts_units_and_prices_them() -> None:
     assert result["target"]["one_time_per_million"] > result["target"]["batched_per_million"] > 0
     assert any("(measured)" in lever["change"] for lever in result["levers_one_time_per_million"])
     assert isinstance(result["target"]["met"], bool)
+    # (all the savings together, then with the capacity reserved: each cheaper than the last)
+    target = result["target"]
+    assert (
+        target["batched_per_million"]
+        > target["all_savings_per_million"]
+        > target["all_savings_reserved_per_million"]
+    )
+    assert target["met_with_all_savings_reserved"] == (target["all_savings_reserved_per_million"] <= 2.0)
     # and the request units match the constants the capacity plan uses: if this fails, the store
     # writes or reads differently; run `make bench-cost` and update punctual/capacity.py
     # (a job handed off by the API writes one unit more than one the scanner sends: its soon marker is
