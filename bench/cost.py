@@ -420,8 +420,10 @@ def _usage(
 # ----------------------------------------------------------------------------------- dollars
 
 
-ALL_SAVINGS = "all the savings above, capacity provisioned, not reserved (not the REST API)"
-ALL_SAVINGS_RESERVED = "all the savings above, the capacity reserved for a year (not the REST API)"
+ALL_SAVINGS = (
+    "together: batch create, provisioned capacity (not reserved), WARNING logs, no X-Ray; 30 days kept"
+)
+ALL_SAVINGS_RESERVED = "the same, the capacity reserved for a year"
 
 
 def levers(
@@ -466,6 +468,12 @@ def levers(
             reserved,
         ),
         ("log level WARNING: no INFO lines per execution (EMF metrics kept)", quiet, assumptions, prices),
+        (
+            "history kept 7 days instead of 30 (-c retention_days=7): storage",
+            usage,
+            replace(assumptions, retention_days=7),
+            prices,
+        ),
         (
             "X-Ray tracing off on the API and worker functions",
             usage,
