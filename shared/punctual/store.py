@@ -677,15 +677,17 @@ class Store:
                     "Update": {
                         "TableName": self._table.name,
                         "Key": {"pk": _job_pk(job.id), "sk": _JOB_SK},
+                        # next_run_at: the run's instant, as on an active one-time job until it completes
                         "UpdateExpression": "SET #st = :active, schedule_version = :run, updated_at = :now, "
-                        "#rev = if_not_exists(#rev, :zero) + :one "
-                        "REMOVE paused_version, ran_at, next_run_at, queued_run_at, expires_at",
+                        "next_run_at = :run_at, #rev = if_not_exists(#rev, :zero) + :one "
+                        "REMOVE paused_version, ran_at, queued_run_at, expires_at",
                         "ConditionExpression": "attribute_exists(pk) AND #st = :paused AND schedule_version = :sv",
                         "ExpressionAttributeNames": {"#st": "status", "#rev": "revision"},
                         "ExpressionAttributeValues": {
                             ":active": JobStatus.ACTIVE.value,
                             ":paused": JobStatus.PAUSED.value,
                             ":run": run.schedule_version,
+                            ":run_at": to_rfc3339(run.scheduled_at),
                             ":sv": job.schedule_version,
                             ":now": to_rfc3339(now),
                             ":zero": 0,

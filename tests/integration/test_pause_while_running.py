@@ -235,6 +235,7 @@ def test_a_job_resumed_while_its_run_is_still_under_way_runs_once(world: World) 
         world.run_for(120)
     # Then the run under way stands for the job's run: it is not run again, and completes the job
     assert resumed[0]["status"] == "ACTIVE"
+    assert resumed[0]["next_run_at"] == job["next_run_at"]  # the run's instant, as before the pause
     assert ran == [job["id"]]
     assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
     assert world.job(job["id"])["status"] == "COMPLETED"
