@@ -8,6 +8,7 @@ to HTTP here and nowhere else.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -28,7 +29,7 @@ from punctual.schedules import Schedule
 from punctual.service import JobChanges, NewJob
 from punctual.store import LIST_READ_BUDGET
 from punctual.timefmt import to_rfc3339
-from punctual.validation import NOT_BOOLEAN
+from punctual.validation import NOT_BOOLEAN, json_problem, refuse_constant
 
 API_DESCRIPTION = """\
 Punctual schedules jobs: a task (call a webhook, …) with a schedule (now, at an instant, cron in a
@@ -49,7 +50,8 @@ Choices where the contract is silent:
   end, so resuming treats the job as not run.
 - DELETE cancels (the job stays readable as CANCELLED); cancelling twice answers the same job.
 - POST /jobs/{id}/run is refused (409) on a PAUSED or CANCELLED job.
-- PATCH of a CANCELLED job answers 409; a new schedule revives a COMPLETED job.
+- PATCH of a CANCELLED job answers 409. A new schedule revives a COMPLETED job; other changes to
+  one (a rename, say) are kept, and it stays COMPLETED.
 - `last_execution` is the most recent execution to run to its end (SUCCEEDED or FAILED; not one
   skipped) still in the job's history (executions expire `retention_days` after they finish); its
   `result` is only on the execution itself: GET /jobs/{id}/executions.
@@ -477,7 +479,8 @@ def _invalid(exc: RequestValidationError) -> Response[Any]:
     errors = [_plain_error(e) for e in exc.errors()]
     first = errors[0] if errors else {"field": None, "message": "invalid request"}
     message = f"{first['field']}: {first['message']}" if first["field"] else str(first["message"])
-    return _error(422, message, field=first["field"], errors=errors)
+    # (a cursor too long to be one is as bad as an altered one: 400, as API.md says of those)
+    return _error(400 if first["field"] == "cursor" else 422, message, field=first["field"], errors=errors)
 
 
 @router.exception_handler(UnicodeDecodeError)
@@ -550,11 +553,91 @@ def _plain_error(error: dict[str, Any]) -> dict[str, Any]:
     field = prefix + ".".join(path) if path else None
     message = str(error.get("msg", "invalid"))
     if error.get("type") == "json_invalid":
-        field, message = "body", "request body is not valid JSON"
+        why = (error.get("ctx") or {}).get("error")
+        field, message = "body", "request body is not valid JSON" + (f" ({why})" if why else "")
+    elif field is None and prefix == "":
+        field = "body"  # the body as a whole: missing, null, or not an object
     return {"field": field, "message": message, "type": error.get("type")}
 
 
 _UNION_TAGS: frozenset[str] = frozenset({"now", "at", "cron", "rate"})
+
+
+# ---------------------------------------------------------------- request bodies
+# A request body nests at most this deep (a task's parameters, inside it, at most 32 levels).
+MAX_BODY_DEPTH = 64
+
+
+def _strict_json(text: str) -> Any:
+    """A request body parsed as JSON, refusing (as JSONDecodeError, which the resolver answers 422)
+    what `json.loads` lets through but no store can keep: NaN and Infinity, nesting past
+    MAX_BODY_DEPTH, unpaired surrogates; and what it raises instead of JSONDecodeError: nesting past
+    the interpreter's recursion limit, an integer thousands of digits long."""
+    try:
+        value = json.loads(text, parse_constant=refuse_constant)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError(f"nested deeper than {MAX_BODY_DEPTH} levels", text, 0) from None
+    except ValueError as exc:
+        raise json.JSONDecodeError(str(exc), text, 0) from None
+    problem = json_problem(value, MAX_BODY_DEPTH)
+    if problem is not None:
+        raise json.JSONDecodeError(problem, text, 0)
+    return value
+
+
+JSON_MEDIA_TYPE = "application/json"
+
+
+def _media_type(event: Mapping[str, Any]) -> str | None:
+    """The Content-Type's media type, lower case, without parameters; None when there is none."""
+    for name, value in (event.get("headers") or {}).items():
+        if name.lower() == "content-type" and value:
+            return str(value).split(";")[0].strip().lower()
+    return None
+
+
+def _refuse_non_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """415 for a body that is not JSON (API.md: JSON in and out; the resolver would parse forms too).
+    A body without a Content-Type is read as JSON."""
+    media_type = _media_type(event)
+    if not event.get("body") or media_type in (None, JSON_MEDIA_TYPE):
+        return None
+    body = ErrorOut(
+        message=f"Content-Type {media_type} is not supported: send JSON, with Content-Type: {JSON_MEDIA_TYPE}",
+        field="header content-type",
+    )
+    return {
+        "statusCode": 415,
+        "headers": {"Content-Type": JSON_MEDIA_TYPE},
+        "body": body.model_dump_json(exclude_none=True),
+        "isBase64Encoded": False,
+    }
+
+
+def _with_json_media_type(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The event with its Content-Type's media type in lower case, as the resolver compares it (media
+    types ignore case: `Application/JSON` is JSON too)."""
+
+    def lowered(value: str) -> str:
+        media_type, sep, parameters = value.partition(";")
+        return media_type.strip().lower() + sep + parameters
+
+    def spelt(headers: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            name: (
+                ([lowered(str(v)) for v in value] if isinstance(value, list) else lowered(str(value)))
+                if name.lower() == "content-type" and value
+                else value
+            )
+            for name, value in headers.items()
+        }
+
+    fixed = {**event, "headers": spelt(event.get("headers") or {})}
+    if event.get("multiValueHeaders"):
+        fixed["multiValueHeaders"] = spelt(event["multiValueHeaders"])
+    return fixed
 
 
 # ---------------------------------------------------------------- resolvers
@@ -569,8 +652,8 @@ def _resolver(resolver: ApiGatewayResolver) -> ApiGatewayResolver:
     return resolver
 
 
-rest_app = _resolver(APIGatewayRestResolver(enable_validation=True))
-http_app = _resolver(APIGatewayHttpResolver(enable_validation=True))
+rest_app = _resolver(APIGatewayRestResolver(enable_validation=True, json_body_deserializer=_strict_json))
+http_app = _resolver(APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=_strict_json))
 
 
 def resolver_for(event: Mapping[str, Any]) -> ApiGatewayResolver:
@@ -581,4 +664,7 @@ def resolver_for(event: Mapping[str, Any]) -> ApiGatewayResolver:
 
 def resolve(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Answer an API Gateway proxy event of either payload format."""
-    return resolver_for(event).resolve(event, context)
+    refused = _refuse_non_json(event)
+    if refused is not None:
+        return refused
+    return resolver_for(event).resolve(_with_json_media_type(event), context)

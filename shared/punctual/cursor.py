@@ -10,10 +10,13 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 from decimal import Decimal
 from typing import Any
 
 from punctual.errors import InvalidRequest
+
+_URLSAFE_BASE64 = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class Cursors:
@@ -33,6 +36,8 @@ class Cursors:
         if not cursor:
             return None
         try:
+            if not _URLSAFE_BASE64.fullmatch(cursor):  # (the decoder would skip other characters)
+                raise ValueError("not a cursor")
             raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
             signature, payload = raw[:16], raw[16:]
             expected = hmac.new(self._key, payload, hashlib.sha256).digest()[:16]

@@ -75,7 +75,13 @@ class JobService:
     def create(self, owner: str, new: NewJob, idempotency_key: str | None = None) -> tuple[Job, bool]:
         """Create a job; returns it and whether it is new (False: an idempotent repeat)."""
         now = self._clock.now()
-        job = self._new_job(owner, new, now, _new_id("job"))
+        try:
+            job = self._new_job(owner, new, now, _new_id("job"))
+        except InvalidRequest:
+            replayed = self._replay(owner, idempotency_key, _fingerprint(new))
+            if replayed is None:
+                raise
+            return replayed[0], False
         if idempotency_key is not None:
             fingerprint = _fingerprint(new)
             seen = self._store.claim_idempotency_key(owner, idempotency_key, fingerprint, [job.id], now)
@@ -110,6 +116,9 @@ class JobService:
             try:
                 jobs.append(self._new_job(owner, new, now, _new_id("job")))
             except InvalidRequest as exc:
+                replayed = self._replay(owner, idempotency_key, _batch_fingerprint(news))
+                if replayed is not None:
+                    return replayed, False
                 field = f"jobs[{i}].{exc.field}" if exc.field else f"jobs[{i}]"
                 message = str(exc).removeprefix(f"{exc.field}: ") if exc.field else str(exc)
                 raise InvalidRequest(f"{field}: {message}", field=field) from None
@@ -127,6 +136,19 @@ class JobService:
         metrics.add_metric(name=JOBS_CREATED, unit="Count", value=len(jobs))
         self._hand_off(*markers)
         return jobs, True
+
+    def _replay(self, owner: str, key: str | None, fingerprint: str) -> list[Job] | None:
+        """The jobs a request refused now (its instant has passed since, say) created when it was taken
+        under the same Idempotency-Key and body: a retry is answered as the request was then. None if
+        there was no such request, or not all of its jobs were stored."""
+        if key is None:
+            return None
+        seen = self._store.idempotency_key(owner, key)
+        if seen is None or seen[0] != fingerprint:
+            return None
+        found = self._store.get_jobs(seen[1])
+        jobs = [found[job_id] for job_id in seen[1] if job_id in found and found[job_id].owner == owner]
+        return self._store.with_last_executions(jobs) if len(jobs) == len(seen[1]) else None
 
     def _finish_batch(self, owner: str, drafts: list[Job], ids: list[str]) -> list[Job]:
         """A repeated batch: the jobs the first attempt stored, and the others created now under the ids
@@ -213,8 +235,6 @@ class JobService:
     # --------------------------------------------------------------- change
     def update(self, owner: str, job_id: str, changes: JobChanges) -> Job:
         job = self.get(owner, job_id)
-        if job.status in (JobStatus.CANCELLED, JobStatus.COMPLETED) and changes.schedule is None:
-            raise Conflict(f"job is {job.status.value}: only a new schedule can revive it")
         if job.status is JobStatus.CANCELLED:
             raise Conflict("job is CANCELLED and cannot be changed")
         now = self._clock.now()
@@ -232,6 +252,8 @@ class JobService:
             self._check_not_past(changes.schedule, now)
             anchor = anchor_for(changes.schedule, now)
             runs_at = first_run(changes.schedule, now, anchor)
+            if runs_at is None:
+                raise InvalidRequest("schedule has no run time in the future", field="schedule")
             version = _new_version()
             status = job.status if job.status is JobStatus.PAUSED else JobStatus.ACTIVE
             fields.update(
@@ -244,9 +266,9 @@ class JobService:
                 paused_version=NO_VERSION if status is JobStatus.PAUSED else None,
                 ran_at=None,
                 next_run_at=runs_at if status is JobStatus.ACTIVE else None,
-                status=status if runs_at is not None else JobStatus.COMPLETED,
+                status=status,
             )
-            if runs_at is not None and status is JobStatus.ACTIVE:
+            if status is JobStatus.ACTIVE:
                 marker = self._file(marker_for(job.id, runs_at, version))
         updated = self._write(job, fields, withdraw=marker)
         if marker is not None:

@@ -114,6 +114,11 @@ def _exec_sk(scheduled_at: datetime, execution_id: str) -> str:
     return f"EXEC#{to_epoch_ms(scheduled_at):013d}#{execution_id}"
 
 
+def _idempotency_key(owner: str, key: str) -> dict[str, str]:
+    digest = hashlib.sha256(f"{owner}\0{key}".encode()).hexdigest()
+    return {"pk": f"IDEM#{digest}", "sk": "IDEM"}
+
+
 def _execution_key(execution: Execution) -> dict[str, str]:
     return {"pk": _job_pk(execution.job_id), "sk": _exec_sk(execution.scheduled_at, execution.id)}
 
@@ -1059,12 +1064,10 @@ class Store:
         self, owner: str, key: str, fingerprint: str, job_ids: Sequence[str], now: datetime
     ) -> tuple[str, list[str]] | None:
         """Record that `key` creates `job_ids`; if the key was seen, return its (fingerprint, job ids)."""
-        digest = hashlib.sha256(f"{owner}\0{key}".encode()).hexdigest()
         # One job (POST /jobs) as `job_id`, as before batches; a batch's jobs as the list `job_ids`.
         ids: dict[str, Any] = {"job_id": job_ids[0]} if len(job_ids) == 1 else {"job_ids": list(job_ids)}
         item = {
-            "pk": f"IDEM#{digest}",
-            "sk": "IDEM",
+            **_idempotency_key(owner, key),
             "fingerprint": fingerprint,
             **ids,
             "expires_at": int((now + timedelta(hours=24)).timestamp()),
@@ -1072,12 +1075,21 @@ class Store:
         try:
             _call(lambda: self._table.put_item(Item=item, ConditionExpression="attribute_not_exists(pk)"))
         except LostRace:
-            existing = _call(
-                lambda: self._table.get_item(Key={"pk": item["pk"], "sk": "IDEM"}, ConsistentRead=True)
-            )["Item"]
-            seen = existing["job_ids"] if "job_ids" in existing else [existing["job_id"]]
-            return str(existing["fingerprint"]), [str(job_id) for job_id in seen]
+            seen = self.idempotency_key(owner, key)
+            if seen is None:  # expired between the two calls: claim it afresh
+                return self.claim_idempotency_key(owner, key, fingerprint, job_ids, now)
+            return seen
         return None
+
+    def idempotency_key(self, owner: str, key: str) -> tuple[str, list[str]] | None:
+        """The (fingerprint, job ids) a key was used with, or None if it was not."""
+        found = _call(
+            lambda: self._table.get_item(Key=_idempotency_key(owner, key), ConsistentRead=True)
+        ).get("Item")
+        if found is None:
+            return None
+        seen = found["job_ids"] if "job_ids" in found else [found["job_id"]]
+        return str(found["fingerprint"]), [str(job_id) for job_id in seen]
 
     def acquire_scan_lease(self, shards: Sequence[int], holder: str, now: datetime, until: datetime) -> bool:
         """Take the shards for one scanner tick, unless another tick holds any of them (its lease not

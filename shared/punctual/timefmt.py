@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 # Instants Punctual accepts: far enough from datetime's limits that schedule arithmetic never overflows.
 MIN_YEAR = 1970
 MAX_YEAR = 9000
+# RFC 3339's date-time: a full date, T, a full time (seconds required, any fraction) and an offset
+# (Z, or +hh:mm). ISO 8601's other forms (week dates, basic format, no seconds) are not RFC 3339.
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
 
 
 def to_rfc3339(instant: datetime) -> str:
@@ -16,16 +20,19 @@ def to_rfc3339(instant: datetime) -> str:
 
 
 def parse_rfc3339(text: str) -> datetime:
-    """Parse a timestamp that carries an offset; a naive one is rejected."""
+    """Parse an RFC 3339 timestamp (it carries an offset: a naive one is rejected)."""
     value = text.strip()
+    if _RFC3339.fullmatch(value) is None:
+        raise ValueError(
+            "not an RFC 3339 timestamp: it needs a date, T, a time with seconds and an offset "
+            f"(Z or +hh:mm), e.g. 2026-12-01T10:00:00Z: {text!r}"
+        )
     if value.endswith(("Z", "z")):
         value = value[:-1] + "+00:00"
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError as exc:
         raise ValueError(f"not an RFC 3339 timestamp: {text!r}") from exc
-    if parsed.tzinfo is None or "T" not in value.upper():
-        raise ValueError(f"timestamp needs a date, a time and an offset (Z or +hh:mm): {text!r}")
     if not MIN_YEAR <= parsed.year <= MAX_YEAR:
         raise ValueError(f"timestamp out of range (years {MIN_YEAR} to {MAX_YEAR}): {text!r}")
     return parsed.astimezone(UTC)

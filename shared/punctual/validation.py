@@ -16,3 +16,28 @@ def _not_a_boolean(value: Any) -> Any:
 
 # For a numeric field: `Annotated[int, NOT_BOOLEAN]`.
 NOT_BOOLEAN = BeforeValidator(_not_a_boolean)
+
+
+def refuse_constant(name: str) -> Any:
+    """For `json.loads(..., parse_constant=)`: NaN, Infinity and -Infinity are not JSON."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def json_problem(value: Any, max_depth: int) -> str | None:
+    """What makes a parsed JSON value unfit to store and read back, or None: arrays and objects nested
+    deeper than `max_depth` (readers stop at some depth: pydantic's JSON parser near 200), or a string
+    holding an unpaired surrogate (JSON's `\\ud800` escape allows one; UTF-8 cannot encode it)."""
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            if depth >= max_depth:
+                return f"nested deeper than {max_depth} levels"
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return "a string holds an unpaired surrogate (\\ud800-\\udfff), which is not Unicode text"
+    return None

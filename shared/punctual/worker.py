@@ -41,6 +41,7 @@ from punctual.observability import (
 from punctual.queue import WorkItem, WorkQueue
 from punctual.store import Store
 from punctual.tasks import TaskContext, TaskFailed
+from punctual.validation import json_problem
 
 # A message that becomes visible this close to its instant waits in the worker; earlier, it goes back.
 MAX_EARLY_WAIT = timedelta(seconds=5)
@@ -404,11 +405,20 @@ def _ms(duration: timedelta) -> int:
     return round(duration / timedelta(milliseconds=1))
 
 
+# A result nests at most this deep as stored (it is read back with a parser that stops near 200).
+MAX_RESULT_DEPTH = 32
+
+
 def truncate(result: Any, max_bytes: int) -> Any:
-    """Keep a result small: if its JSON is too long, store a truncated string of it instead."""
+    """Keep a result small and readable: if its JSON is too long, or cannot be stored as JSON (nested
+    too deep, an unpaired surrogate), store a truncated string of it instead."""
     if result is None:
         return None
-    text = json.dumps(result, default=str)
-    if len(text.encode()) <= max_bytes:
+    unfit = json_problem(result, MAX_RESULT_DEPTH)
+    try:
+        text = json.dumps(result, default=str)  # (ASCII: a surrogate is escaped)
+    except RecursionError:
+        text = f"(a result nested deeper than {MAX_RESULT_DEPTH} levels)"
+    if not unfit and len(text.encode()) <= max_bytes:
         return result
     return {"truncated": True, "preview": text.encode()[:max_bytes].decode("utf-8", errors="ignore")}

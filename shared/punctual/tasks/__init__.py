@@ -13,6 +13,7 @@ from punctual.clock import Clock
 from punctual.errors import InvalidRequest
 from punctual.models import TaskSpec
 from punctual.netguard import Resolver, system_resolver
+from punctual.validation import json_problem
 
 
 class TaskFailed(Exception):
@@ -77,11 +78,16 @@ def all_types() -> list[TaskType]:
 # (its schedule, its last execution): a task up to this size leaves the item room to change. (As much
 # as EventBridge Scheduler takes for a target's input.)
 MAX_TASK_BYTES = 256 * 1024
+# Parameters nest at most this deep: the job is read back with a parser that stops near 200 levels.
+MAX_PARAMS_DEPTH = 32
 
 
 def validate(spec: TaskSpec, allowed_networks: tuple[str, ...]) -> TaskSpec:
     """Check a task's type and parameters; returns the spec with defaults filled in."""
     task_type = get(spec.type)
+    problem = json_problem(spec.params, MAX_PARAMS_DEPTH)
+    if problem is not None:
+        raise InvalidRequest(f"task.params: {problem}", field="task.params")
     try:
         params = task_type.params_model.model_validate(spec.params)
     except ValidationError as exc:

@@ -16,7 +16,7 @@ from punctual.errors import InvalidRequest
 from punctual.netguard import AddressRefused, is_allowed, literal_address, resolve_checked
 from punctual.tasks import TaskContext, TaskFailed, register
 from punctual.timefmt import to_rfc3339
-from punctual.validation import NOT_BOOLEAN
+from punctual.validation import NOT_BOOLEAN, json_problem, refuse_constant
 
 RESPONSE_PREVIEW_BYTES = 64 * 1024
 _RETRYABLE_STATUS = {408, 429}
@@ -143,12 +143,21 @@ class HttpTask:
         raise TaskFailed(f"HTTP {response.status} {response.reason}", retryable=retryable, result=result)
 
 
+# A JSON answer nested deeper than this is kept as its text: stored as a result, it must read back.
+MAX_RESULT_DEPTH = 32
+
+
 def _decode(payload: bytes) -> Any:
+    """The answer's body: its JSON, or its text when it is not JSON (or JSON that cannot be stored:
+    NaN or Infinity, nested too deep, an unpaired surrogate)."""
     text = payload.decode("utf-8", errors="replace")
+    if not text:
+        return None
     try:
-        return json.loads(text) if text else None
-    except ValueError:
+        value = json.loads(text, parse_constant=refuse_constant)
+    except (ValueError, RecursionError):
         return text
+    return text if json_problem(value, MAX_RESULT_DEPTH) is not None else value
 
 
 register(HttpTask())

@@ -1,0 +1,531 @@
+"""The API at the edges of its contract (API.md): bad bodies, content types, timestamps, cursors,
+idempotent retries, and every action on a job in every status.
+
+Bad input answers 4xx with a message naming the field, and changes nothing stored. A request whose
+handler raises is recorded as 502 (what API Gateway, or the local server, answers when the function
+fails), so that a test says what went wrong instead of raising.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from punctual.timefmt import to_rfc3339
+from tests.world import Answer, World
+
+CRON = {"type": "cron", "expression": "0 10 * * *", "timezone": "Europe/Paris"}
+NOOP = {"type": "noop"}
+BOTH_FORMATS = pytest.mark.usefixtures("api_format")
+
+
+def call(world: World, method: str, path: str, body: Any = None, **kwargs: Any) -> Answer:
+    try:
+        return world.api(method, path, body, **kwargs)
+    except Exception as exc:  # the function failed: API Gateway answers 5xx
+        return Answer(status=502, body={"exception": f"{type(exc).__name__}: {exc}"[:300]}, headers={})
+
+
+def snapshot(world: World) -> list[dict[str, Any]]:
+    items = world.dynamodb_client.scan(TableName=world.punctual.settings.table_name)["Items"]
+    return sorted(items, key=lambda i: (i["pk"]["S"], i["sk"]["S"]))
+
+
+def assert_bad_input(answer: Answer, field: str | None = None) -> None:
+    assert answer.status in (400, 422), (answer.status, answer.body)
+    assert isinstance(answer.body, dict) and isinstance(answer.body.get("message"), str), answer.body
+    if field is not None:
+        assert field in answer.body["message"], answer.body
+
+
+def nested(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+def http_task_raw(body_json: bytes, url: str = "https://hooks.example.com/run") -> bytes:
+    return (
+        b'{"task":{"type":"http","params":{"url":"' + url.encode() + b'","body":' + body_json + b"}},"
+        b'"schedule":{"type":"cron","expression":"0 10 * * *"}}'
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Nesting: what is stored must read back (pydantic's JSON parser stops near 200 levels).
+# ------------------------------------------------------------------------------------------------
+@BOTH_FORMATS
+def test_a_task_nested_too_deep_is_refused_or_stays_readable(
+    world: World,
+) -> None:
+    # (stored, a task nested 200 deep could not be read back: the job could not be read, listed,
+    # cancelled or run)
+    answer = call(world, "POST", "/jobs", raw=http_task_raw(nested(200)))
+    assert_bad_input(answer, "body")
+    assert snapshot(world) == []
+    # Within the body's 64 levels, a task's parameters take at most 32
+    deep_params = call(world, "POST", "/jobs", raw=http_task_raw(nested(40)))
+    assert_bad_input(deep_params, "task.params")
+    assert "nested deeper than 32 levels" in deep_params.body["message"]
+    assert snapshot(world) == []
+    # and one nested as deep as allowed is stored, readable, listed and cancellable like any other
+    created = call(world, "POST", "/jobs", raw=http_task_raw(nested(30)))
+    assert created.status == 201, created.body
+    job_id = created.body["id"]
+    got = call(world, "GET", f"/jobs/{job_id}")
+    listed = call(world, "GET", "/jobs")
+    cancelled = call(world, "DELETE", f"/jobs/{job_id}")
+    assert (got.status, [j["id"] for j in listed.body["items"]], cancelled.status) == (200, [job_id], 200)
+
+
+def test_a_task_nested_past_the_serialiser_stores_nothing(world: World) -> None:
+    before = snapshot(world)
+    answer = call(world, "POST", "/jobs", raw=http_task_raw(nested(255)))
+    assert answer.status < 500, answer.body  # "Bad input never answers 5xx ..."
+    assert snapshot(world) == before or answer.status == 201  # "... and never changes stored data"
+
+
+# ------------------------------------------------------------------------------------------------
+# A webhook's answer is stored as the execution's result: one nested too deep is kept as text.
+# ------------------------------------------------------------------------------------------------
+@pytest.fixture
+def deep_json_receiver() -> Iterator[str]:
+    payload = nested(300)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/hook"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_webhook_answer_nested_deep_is_kept_as_text(world: World, deep_json_receiver: str) -> None:
+    job = world.create({"type": "now"}, task={"type": "http", "params": {"url": deep_json_receiver}})
+    world.run_for(5)
+    assert world.job(job["id"])["status"] == "COMPLETED"
+    answer = call(world, "GET", f"/jobs/{job['id']}/executions")
+    assert answer.status == 200, answer.body
+    # (its result: the answer's text, as for an answer that is not JSON)
+    assert answer.body["items"][0]["result"]["body"] == nested(300).decode()
+
+
+# ------------------------------------------------------------------------------------------------
+# Bodies json.loads takes (or raises on) but no store can keep: 4xx, nothing stored.
+# ------------------------------------------------------------------------------------------------
+SURROGATE_TASK = (
+    b'{"task":{"type":"http","params":{"url":"https://hooks.example.com/run","body":"\\ud800"}},'
+    b'"schedule":{"type":"now"}}'
+)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "raw", "headers"),
+    [
+        ("POST", "/jobs", SURROGATE_TASK, {}),
+        ("POST", "/jobs/batch", b'{"jobs":[' + SURROGATE_TASK + b"]}", {}),
+        ("POST", "/jobs", http_task_raw(nested(1000)), {}),
+        (
+            "POST",
+            "/jobs",
+            b'{"task":{"type":"noop"},"schedule":{"type":"now"},"timeout_seconds":' + b"9" * 5000 + b"}",
+            {},
+        ),
+        ("POST", "/jobs", b"x", {"Content-Type": "multipart/form-data"}),
+        ("POST", "/jobs", http_task_raw(b"Infinity"), {}),
+    ],
+    ids=[
+        "surrogate-in-task-params",
+        "surrogate-in-batch",
+        "json-1000-deep",
+        "5000-digit-int",
+        "multipart-no-boundary",
+        "infinity",
+    ],
+)
+def test_a_body_no_store_can_keep_is_refused(
+    world: World, method: str, path: str, raw: bytes, headers: dict[str, str]
+) -> None:
+    before = snapshot(world)
+    answer = call(world, method, path, raw=raw, headers=headers)
+    assert answer.status in (400, 415, 422), (answer.status, answer.body)
+    assert isinstance(answer.body.get("message"), str), answer.body
+    assert snapshot(world) == before
+
+
+def test_a_patched_task_with_a_lone_surrogate_is_refused(world: World) -> None:
+    job = world.create(CRON)
+    before = snapshot(world)
+    raw = b'{"task":{"type":"http","params":{"url":"https://hooks.example.com/run","body":{"\\udfff":1}}}}'
+    answer = call(world, "PATCH", f"/jobs/{job['id']}", raw=raw)
+    assert_bad_input(answer, "unpaired surrogate")
+    assert snapshot(world) == before
+
+
+# ------------------------------------------------------------------------------------------------
+# Idempotency-Key: a retry with the same key and body returns the same job, even once its
+# instant has passed.
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("which", ["at", "end_at"])
+def test_an_idempotent_retry_after_the_instant_passed_returns_the_job(world: World, which: str) -> None:
+    now = world.clock.now()
+    if which == "at":
+        schedule = {"type": "at", "at": to_rfc3339(now + timedelta(minutes=1))}
+    else:
+        schedule = {
+            "type": "cron",
+            "expression": "* * * * *",
+            "end_at": to_rfc3339(now + timedelta(minutes=3)),
+        }
+    body = {"task": NOOP, "schedule": schedule}
+    first = world.api("POST", "/jobs", body, headers={"Idempotency-Key": f"k-{which}"})
+    assert first.status == 201
+    world.run_for(600)  # the client's retry comes 10 minutes later (keys are kept 24 hours)
+    again = world.api("POST", "/jobs", body, headers={"Idempotency-Key": f"k-{which}"})
+    assert (again.status, (again.body or {}).get("id")) == (201, first.body["id"]), again.body
+
+
+def test_an_idempotency_key_with_another_body_is_409_and_stores_nothing(world: World) -> None:
+    body = {"task": NOOP, "schedule": CRON}
+    first = world.api("POST", "/jobs", body, headers={"Idempotency-Key": "k"})
+    before = snapshot(world)
+    for other in [
+        {**body, "name": "x"},
+        {**body, "timeout_seconds": 5},
+        {"task": NOOP, "schedule": {"type": "now"}},
+    ]:
+        answer = world.api("POST", "/jobs", other, headers={"Idempotency-Key": "k"})
+        assert answer.status == 409, answer.body
+        assert "message" in answer.body
+    batch = world.api("POST", "/jobs/batch", {"jobs": [body]}, headers={"Idempotency-Key": "k"})
+    assert batch.status == 409
+    assert snapshot(world) == before
+    same = world.api("POST", "/jobs", {"schedule": CRON, "task": NOOP}, headers={"Idempotency-Key": "k"})
+    assert same.status == 201 and same.body["id"] == first.body["id"]
+
+
+# ------------------------------------------------------------------------------------------------
+# A schedule with no run in the future is refused (422), by POST and by PATCH alike.
+# ------------------------------------------------------------------------------------------------
+def test_a_patch_to_a_schedule_with_no_future_run_is_refused(world: World) -> None:
+    job = world.create(CRON)
+    never = {
+        "type": "cron",
+        "expression": "0 0 1 1 *",
+        "end_at": to_rfc3339(world.clock.now() + timedelta(days=1)),
+    }
+    created = world.api("POST", "/jobs", {"task": NOOP, "schedule": never})
+    assert created.status == 422  # "A schedule with no run time in the future is refused (422)."
+    before = snapshot(world)
+    patched = world.api("PATCH", f"/jobs/{job['id']}", {"schedule": never})
+    assert patched.status == 422, (patched.status, patched.body.get("status"))
+    assert snapshot(world) == before
+
+
+# ------------------------------------------------------------------------------------------------
+# Content types: JSON in (media types ignore case); anything else 415, in the error shape.
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("content_type", ["text/plain", "Application/JSON", "application/merge-patch+json"])
+def test_content_types(world: World, content_type: str) -> None:
+    job = world.create(CRON)
+    answer = world.api("PATCH", f"/jobs/{job['id']}", {"name": "x"}, headers={"Content-Type": content_type})
+    if content_type == "Application/JSON":  # media types are case-insensitive (RFC 9110 8.3.1)
+        assert answer.status == 200, answer.body
+        assert answer.body["name"] == "x"
+        return
+    assert answer.status == 415
+    assert answer.body == {
+        "message": f"Content-Type {content_type.lower()} is not supported: send JSON, with Content-Type: "
+        "application/json",
+        "field": "header content-type",
+    }
+    assert world.job(job["id"])["name"] == job["name"]
+
+
+@pytest.mark.parametrize(
+    ("content_type", "raw"),
+    [
+        ("application/x-www-form-urlencoded", b"name=from-a-form"),
+        (
+            "multipart/form-data; boundary=b",
+            b'--b\r\nContent-Disposition: form-data; name="name"\r\n\r\nfrom-a-form\r\n--b--\r\n',
+        ),
+    ],
+    ids=["form", "multipart"],
+)
+def test_form_and_multipart_bodies_are_refused(world: World, content_type: str, raw: bytes) -> None:
+    job = world.create(CRON)
+    answer = world.api("PATCH", f"/jobs/{job['id']}", raw=raw, headers={"Content-Type": content_type})
+    assert answer.status == 415, answer.body
+    assert world.job(job["id"])["name"] == job["name"]
+
+
+# ------------------------------------------------------------------------------------------------
+# A body that is missing or not an object: the field named is `body`.
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("raw", [b"", b"null", b"[]", b'"job"', b"42"])
+def test_a_body_that_is_not_an_object_is_named(world: World, raw: bytes) -> None:
+    answer = world.api("POST", "/jobs", raw=raw)
+    assert answer.status == 422
+    assert answer.body["field"] == "body" and answer.body["message"].startswith("body: "), answer.body
+
+
+# ------------------------------------------------------------------------------------------------
+# Request timestamps are RFC 3339 (with seconds and an offset), not any ISO 8601 form.
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "2026-W49-2T10:00:00Z",
+        "20261201T100000Z",
+        "2026-12-01T10Z",
+        "2026-12-01T10:00+01",
+        "2026-12-01T10:00:00+01:00:30",
+    ],
+)
+def test_timestamps_that_are_not_rfc3339_are_refused(world: World, stamp: str) -> None:
+    answer = world.api("POST", "/schedules/preview", {"schedule": {"type": "at", "at": stamp}})
+    assert_bad_input(answer, "schedule.at")
+
+
+def test_nan_is_not_json(world: World) -> None:
+    raw = http_task_raw(b"NaN")
+    answer = world.api("POST", "/jobs", raw=raw)
+    # NaN is not JSON (RFC 8259 6): taken, the body would become null
+    assert_bad_input(answer, "NaN is not a JSON value")
+    assert snapshot(world) == []
+
+
+# ------------------------------------------------------------------------------------------------
+# Every action on a job in every status.
+# ------------------------------------------------------------------------------------------------
+def job_in(world: World, status: str) -> dict[str, Any]:
+    if status == "COMPLETED":
+        job = world.create({"type": "now"})
+        world.drain()
+    else:
+        job = world.create(CRON)
+        if status == "PAUSED":
+            world.api("POST", f"/jobs/{job['id']}/pause")
+        elif status == "CANCELLED":
+            world.api("DELETE", f"/jobs/{job['id']}")
+    job = world.job(job["id"])
+    assert job["status"] == status
+    return job
+
+
+# (status, method, suffix, body) -> (answer status, job status after) as API.md and its documented choices say
+TRANSITIONS = {
+    ("ACTIVE", "POST", "/pause", None): (200, "PAUSED"),
+    ("ACTIVE", "POST", "/resume", None): (200, "ACTIVE"),
+    ("ACTIVE", "POST", "/run", None): (202, "ACTIVE"),
+    ("ACTIVE", "PATCH", "", "name"): (200, "ACTIVE"),
+    ("ACTIVE", "DELETE", "", None): (200, "CANCELLED"),
+    ("PAUSED", "POST", "/pause", None): (200, "PAUSED"),
+    ("PAUSED", "POST", "/resume", None): (200, "ACTIVE"),
+    ("PAUSED", "POST", "/run", None): (409, "PAUSED"),
+    ("PAUSED", "PATCH", "", "name"): (200, "PAUSED"),
+    ("PAUSED", "PATCH", "", "schedule"): (200, "PAUSED"),
+    ("PAUSED", "DELETE", "", None): (200, "CANCELLED"),
+    ("COMPLETED", "POST", "/pause", None): (409, "COMPLETED"),
+    ("COMPLETED", "POST", "/resume", None): (409, "COMPLETED"),
+    ("COMPLETED", "POST", "/run", None): (202, "COMPLETED"),
+    ("COMPLETED", "PATCH", "", "schedule"): (200, "ACTIVE"),
+    ("COMPLETED", "DELETE", "", None): (200, "CANCELLED"),
+    ("CANCELLED", "POST", "/pause", None): (409, "CANCELLED"),
+    ("CANCELLED", "POST", "/resume", None): (409, "CANCELLED"),
+    ("CANCELLED", "POST", "/run", None): (409, "CANCELLED"),
+    ("CANCELLED", "PATCH", "", "schedule"): (409, "CANCELLED"),
+    ("CANCELLED", "DELETE", "", None): (200, "CANCELLED"),
+}
+BODIES = {
+    None: None,
+    "name": {"name": "renamed"},
+    "schedule": {"schedule": {"type": "rate", "every_seconds": 600}},
+}
+
+
+@pytest.mark.parametrize(("status", "method", "suffix", "body"), list(TRANSITIONS))
+def test_every_action_in_every_status(
+    world: World, status: str, method: str, suffix: str, body: str | None
+) -> None:
+    job = job_in(world, status)
+    before = snapshot(world)
+    answer = world.api(method, f"/jobs/{job['id']}{suffix}", BODIES[body])
+    expected_status, expected_job = TRANSITIONS[(status, method, suffix, body)]
+    assert answer.status == expected_status, answer.body
+    assert world.job(job["id"])["status"] == expected_job
+    if answer.status >= 400:
+        assert snapshot(world) == before
+        assert "message" in answer.body
+    elif suffix == "/run":
+        assert answer.body["job_id"] == job["id"] and answer.body["manual"] is True
+    else:
+        assert answer.body["status"] == expected_job
+
+
+def test_a_completed_job_can_be_renamed_and_stays_completed(world: World) -> None:
+    # API.md: PATCH changes the name ... -> 200 Job; only a new schedule revives the job
+    job = job_in(world, "COMPLETED")
+    answer = world.api("PATCH", f"/jobs/{job['id']}", {"name": "renamed"})
+    assert answer.status == 200, answer.body
+    assert (answer.body["name"], answer.body["status"]) == ("renamed", "COMPLETED")
+    assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_a_cancelled_job_refuses_every_change_alike(world: World) -> None:
+    job = job_in(world, "CANCELLED")
+    renamed = world.api("PATCH", f"/jobs/{job['id']}", {"name": "renamed"})
+    rescheduled = world.api("PATCH", f"/jobs/{job['id']}", BODIES["schedule"])
+    assert (renamed.status, rescheduled.status) == (409, 409)
+    assert renamed.body["message"] == rescheduled.body["message"] == "job is CANCELLED and cannot be changed"
+
+
+# ------------------------------------------------------------------------------------------------
+# Listing and cursors.
+# ------------------------------------------------------------------------------------------------
+def test_list_limits_and_cursors(world: World) -> None:
+    ids = []
+    for _ in range(3):
+        ids.append(world.create(CRON)["id"])
+        world.clock.advance(1)
+    for query in ["limit=0", "limit=101", "limit=-1", "limit=", "limit=x", "status=", "status=active"]:
+        assert_bad_input(world.api("GET", "/jobs", query=query), query.split("=")[0])
+    full = world.api("GET", "/jobs", query="limit=100").body
+    assert [j["id"] for j in full["items"]] == list(reversed(ids)) and full["next_cursor"] is None
+    one = world.api("GET", "/jobs", query="limit=1").body
+    cursor = one["next_cursor"]
+    assert cursor and [j["id"] for j in one["items"]] == [ids[2]]
+    execs_cursor = None
+    job = world.create({"type": "cron", "expression": "* * * * *"})
+    world.run_for(150)
+    execs_cursor = world.api("GET", f"/jobs/{job['id']}/executions", query="limit=1").body["next_cursor"]
+    assert execs_cursor
+    for owner, path, query in [
+        ("bob", "/jobs", f"cursor={cursor}"),
+        ("alice", "/jobs", f"cursor={execs_cursor}"),
+        ("alice", f"/jobs/{ids[0]}/executions", f"cursor={execs_cursor}"),
+        ("alice", f"/jobs/{job['id']}/executions", f"cursor={cursor}"),
+        ("alice", "/jobs", "cursor=%C3%A9%00"),
+        ("alice", "/jobs", "cursor=" + cursor[:-4]),
+    ]:
+        answer = world.api("GET", path, owner=owner, query=query)
+        assert answer.status == 400, (owner, path, query, answer.body)
+        assert "items" not in answer.body
+    bob_execs = world.api("GET", f"/jobs/{job['id']}/executions", owner="bob", query=f"cursor={execs_cursor}")
+    assert bob_execs.status in (400, 404) and "items" not in bob_execs.body
+
+
+def test_an_altered_or_overlong_cursor_is_400(world: World) -> None:
+    for _ in range(3):
+        world.create(CRON)
+        world.clock.advance(1)
+    cursor = world.api("GET", "/jobs", query="limit=1").body["next_cursor"]
+    # API.md: "an altered or foreign cursor answers 400"
+    padded = world.api("GET", "/jobs", query="cursor=" + cursor + "A" * 5000)  # too long: 422
+    junk = world.api("GET", "/jobs", query="cursor=" + cursor[:5] + "." + cursor[5:])  # b64 skips '.': 200
+    assert (padded.status, junk.status) == (400, 400), (padded.body, junk.body)
+
+
+# ------------------------------------------------------------------------------------------------
+# Bad input in every field: 400/422 naming the field, nothing stored.
+# ------------------------------------------------------------------------------------------------
+BAD_CREATE = [
+    ({"task": NOOP, "schedule": CRON, "name": ""}, "name"),
+    ({"task": NOOP, "schedule": CRON, "name": "x" * 201}, "name"),
+    ({"task": NOOP, "schedule": CRON, "name": 5}, "name"),
+    ({"task": NOOP, "schedule": CRON, "timeout_seconds": 301}, "timeout_seconds"),
+    ({"task": NOOP, "schedule": CRON, "timeout_seconds": 1.5}, "timeout_seconds"),
+    ({"task": NOOP, "schedule": CRON, "retry": {"max_attempts": 11}}, "retry.max_attempts"),
+    ({"task": NOOP, "schedule": CRON, "retry": {"backoff_seconds": -1}}, "retry.backoff_seconds"),
+    ({"task": NOOP, "schedule": CRON, "retry": {"colour": 1}}, "retry.colour"),
+    ({"task": NOOP, "schedule": CRON, "retry": []}, "retry"),
+    ({"task": "noop", "schedule": CRON}, "task"),
+    ({"task": {"type": "noop", "extra": 1}, "schedule": CRON}, "task.extra"),
+    ({"task": {"type": "noop", "params": {"x": 1}}, "schedule": CRON}, "task.params.x"),
+    ({"task": {"type": "sleep", "params": {"seconds": 901}}, "schedule": CRON}, "task.params.seconds"),
+    (
+        {
+            "task": {"type": "http", "params": {"url": "https://h.example.com", "method": "TRACE"}},
+            "schedule": CRON,
+        },
+        "task.params.method",
+    ),
+    ({"task": {"type": "http", "params": {"url": "http://10.0.0.1/"}}, "schedule": CRON}, "task.params.url"),
+    ({"task": NOOP, "schedule": {**CRON, "colour": 1}}, "schedule.colour"),
+    ({"task": NOOP, "schedule": {**CRON, "expression": "0 10 * * * *"}}, "schedule.expression"),
+    ({"task": NOOP, "schedule": {**CRON, "expression": "61 10 * * *"}}, "schedule.expression"),
+    ({"task": NOOP, "schedule": {**CRON, "timezone": "utc"}}, "schedule.timezone"),
+    ({"task": NOOP, "schedule": {**CRON, "start_at": "2026-12-02T00:00:00"}}, "schedule.start_at"),
+    (
+        {
+            "task": NOOP,
+            "schedule": {**CRON, "start_at": "2027-01-02T00:00:00Z", "end_at": "2027-01-01T00:00:00Z"},
+        },
+        "end_at",
+    ),
+    ({"task": NOOP, "schedule": {"type": "at", "at": 1796000000}}, "schedule.at"),
+    ({"task": NOOP, "schedule": {"type": "at", "at": "9999-12-31T00:00:00Z"}}, "schedule.at"),
+    ({"task": NOOP, "schedule": {"type": "rate", "every_seconds": 60.5}}, "schedule.every_seconds"),
+    ({"task": NOOP, "schedule": {"type": "rate", "every_seconds": 10**12}}, "schedule.every_seconds"),
+    ({"task": NOOP, "schedule": {"type": "now", "at": "2026-12-02T00:00:00Z"}}, "schedule.at"),
+]
+
+
+@BOTH_FORMATS
+@pytest.mark.parametrize(("body", "field"), BAD_CREATE)
+def test_a_bad_create_is_4xx_naming_the_field_and_stores_nothing(
+    world: World, body: dict[str, Any], field: str
+) -> None:
+    answer = call(world, "POST", "/jobs", body, headers={"Idempotency-Key": "bad"})
+    assert_bad_input(answer, field)
+    assert snapshot(world) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [(b, f) for b, f in BAD_CREATE if f.startswith(("name", "timeout", "retry", "task", "schedule."))],
+)
+def test_a_bad_patch_is_4xx_naming_the_field_and_changes_nothing(
+    world: World, body: dict[str, Any], field: str
+) -> None:
+    job = world.create(CRON)
+    before = snapshot(world)
+    key = field.split(".")[0]
+    answer = call(world, "PATCH", f"/jobs/{job['id']}", {key: body[key]})
+    assert_bad_input(answer, field)
+    assert snapshot(world) == before
+
+
+def test_preview_bounds(world: World) -> None:
+    for count in (0, 51, -1, "x", None):
+        assert_bad_input(world.api("POST", "/schedules/preview", {"schedule": CRON, "count": count}), "count")
+    assert (
+        len(world.api("POST", "/schedules/preview", {"schedule": CRON, "count": 50}).body["next_runs"]) == 50
+    )
+    assert len(world.api("POST", "/schedules/preview", {"schedule": CRON, "count": 1}).body["next_runs"]) == 1
+    assert_bad_input(world.api("POST", "/schedules/preview", {"schedule": CRON, "extra": 1}), "extra")
+    assert snapshot(world) == []
+
+
+def test_ids_that_are_not_jobs_answer_404(world: World) -> None:
+    for job_id in ["x" * 3000, "%C3%A9t%C3%A9", "%00", "JOB", "IDEM%23x"]:
+        for method, suffix in [("GET", ""), ("GET", "/executions"), ("DELETE", ""), ("POST", "/run")]:
+            answer = call(world, method, f"/jobs/{job_id}{suffix}")
+            assert answer.status == 404 and "message" in answer.body, (job_id, method, suffix, answer.body)
