@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import pkgutil
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -111,10 +113,19 @@ def run(spec: TaskSpec, context: TaskContext) -> Any:
     return task_type.run(params, context)
 
 
-BUILTIN_MODULES = ("punctual.tasks.basic", "punctual.tasks.http")
+_LOAD_LOCK = threading.Lock()
+_loaded = False
 
 
 def _load_builtin() -> None:
-    if not _REGISTRY:
-        for module in BUILTIN_MODULES:  # each module registers its types on import
-            importlib.import_module(module)
+    """Import every module of this package once: each registers its types (a new type is a module).
+    Under a lock: the worker runs a batch's records in threads, and one that found the registry half
+    filled by another would report a type as unknown."""
+    global _loaded
+    if _loaded:
+        return
+    with _LOAD_LOCK:
+        if not _loaded:
+            for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+                importlib.import_module(f"{__name__}.{module.name}")
+            _loaded = True
