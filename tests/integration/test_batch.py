@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -297,3 +299,14 @@ def test_a_batch_files_the_markers_it_hands_off_with_a_claim(
     world.run_for(120)
     [soon_job] = [job_id for job_id, claimed in claims.items() if claimed]
     assert [e["status"] for e in world.executions(soon_job)] == ["SUCCEEDED"]
+
+
+def test_the_readmes_batch_file_is_a_valid_batch(world: World) -> None:
+    # The JSON block after "A batch file holds the API's JSON" in README.md, as a user would copy it
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = (
+        readme.split("A batch file holds the API's JSON", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
+    )
+    answer = world.api("POST", "/jobs/batch", json.loads(block))
+    assert answer.status == 201, answer.body
+    assert [job["status"] for job in answer.body["items"]] == ["ACTIVE"] * 3
