@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -361,7 +362,7 @@ def cmd_preview(client: PunctualClient, args: argparse.Namespace) -> int:
 
 
 def cmd_tasks(client: PunctualClient, args: argparse.Namespace) -> int:
-    emit_json(client.tasks())
+    show(client.tasks(), args, cli_format.tasks_text)
     return EXIT_OK
 
 
@@ -733,6 +734,18 @@ def _local_arguments(argv: Sequence[str]) -> list[str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # The reader went away (`punctual ... | head`): not a failure. Point stdout at nothing so that
+        # Python's own flush at exit does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+
+
+def _main(argv: list[str] | None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     local_arguments = _local_arguments(arguments)
     if local_arguments is not None:

@@ -211,3 +211,22 @@ def watch_line(now: datetime, execution: Mapping[str, Any], previous: Mapping[st
     if execution.get("error"):
         parts.append(f"error: {truncate(str(execution['error']), 100)}")
     return "  ".join(parts)
+
+
+def tasks_text(answer: Mapping[str, Any]) -> str:
+    """`GET /tasks` for people: each type, its parameters (`*` required) and what it does."""
+    blocks = []
+    for item in answer.get("items") or []:
+        schema = item.get("params") or {}
+        required = set(schema.get("required") or [])
+        params = [f"{name}*" if name in required else name for name in schema.get("properties") or {}]
+        blocks.append(
+            details(
+                [
+                    ("type", str(item.get("type"))),
+                    ("params", ", ".join(params) or "none"),
+                    ("does", " ".join(str(item.get("description") or "").split())),
+                ]
+            )
+        )
+    return "\n\n".join(blocks) + "\n\n(* required; `punctual tasks --json` for each parameter's schema)"

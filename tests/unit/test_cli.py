@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 import sys
@@ -19,7 +20,7 @@ from botocore.auth import SigV4Auth as BotocoreSigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from punctual import cli
+from punctual import cli, tasks
 from punctual.client import ApiError, PunctualClient, SigV4Auth
 from punctual.clock import ManualClock
 
@@ -873,3 +874,39 @@ def test_api_error_keeps_status_and_body_for_library_users(api: FakeApi) -> None
     # Then the error carries the status and message
     assert caught.value.status == 409
     assert caught.value.message == "Idempotency-Key reused with another body"
+
+
+# -- task types ----------------------------------------------------------------------------------------
+
+
+def test_tasks_are_listed_for_people_and_as_json(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given the API's task types (as GET /tasks answers them)
+    items = [
+        {"type": t.name, "description": t.description, "params": t.params_model.model_json_schema()}
+        for t in tasks.all_types()
+    ]
+    api.answer("GET", "/tasks", {"items": items})
+    # When listed: each type with its parameters, the required ones starred, and what it does
+    code, out, _ = run(api, capsys, "tasks")
+    assert code == 0
+    assert (
+        "type:    http\nparams:  url*, method, headers, body, timeout_seconds\ndoes:    Calls a URL." in out
+    )
+    assert "type:    noop\nparams:  none" in out
+    # and with --json, the API's answer as it is
+    code, out, _ = run(api, capsys, "--json", "tasks")
+    assert code == 0 and json.loads(out) == {"items": items}
+
+
+def test_a_reader_that_stops_early_is_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `punctual ... | head`: the pipe closes before the output is flushed
+    def broken(argv: Any) -> int:
+        raise BrokenPipeError
+
+    monkeypatch.setattr(cli, "_main", broken)
+    redirected: list[tuple[int, int]] = []
+    monkeypatch.setattr(cli.os, "dup2", lambda fd, fd2: redirected.append((fd, fd2)))
+    monkeypatch.setattr(cli.sys, "stdout", io.StringIO())
+    monkeypatch.setattr(cli.sys.stdout, "fileno", lambda: 1, raising=False)
+    assert cli.main([]) == cli.EXIT_OK
+    assert [fd2 for _, fd2 in redirected] == [1]
