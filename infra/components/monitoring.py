@@ -123,8 +123,8 @@ class Monitoring(Construct):
                 threshold=1,
                 comparison=gte,
                 description="A job's item cannot be read, so its executions were set aside: fix the job, "
-                "then run scripts/quarantine.py release JOB_ID. The alarm returns to OK after 5 minutes "
-                "without new ones; `scripts/quarantine.py list` shows what is still set aside.",
+                "then run scripts/quarantine.py --stack STACK release JOB_ID. The alarm returns to OK after 5 minutes "
+                "without new ones; `scripts/quarantine.py --stack STACK list` shows what is still set aside.",
             ),
             self._alarm(
                 "LatenessP99",
