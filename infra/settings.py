@@ -83,21 +83,22 @@ class DeploySettings:
     # Provisioned only: the table's bounds, units a second (each index has its own, below).
     # The minimums are paid for all month, busy or idle: 100 write and 100 read units are ~$57 a month
     # (list prices, punctual.capacity.Prices). Kept 70 % busy they hold ~10 one-time executions a
-    # second (6 write units each on the table, 1 on the index; 4 read units) and easily the idle
+    # second (5 write units each on the table, 1 on the index; 4 read units) and easily the idle
     # scanner's bookkeeping (3 writes a shard a tick). Above them auto scaling brings the table to its
     # load. Raise them to what must be served at once, without waiting for auto scaling (`punctual
     # capacity --jobs-per-second N --provisioned` prints them for a load).
     # The maximums cap the bill. 40,000 is DynamoDB's default quota for a provisioned table (and for
-    # an on-demand table: the default stack tops out there too), ~4,700 one-time executions a second
-    # at 70 %. The 10,000 a second of docs/scaling.md consume 60,000 table write, 10,000 index write
-    # and 40,000 read units a second: at 70 % busy, ~86,000, ~14,300 and ~57,000 units provisioned.
+    # an on-demand table: the default stack tops out there too), ~5,600 one-time executions a second
+    # at 70 % (5 write units each on the table). The 10,000 a second of docs/scaling.md consume 50,000
+    # table write, 10,000 index write and 40,000 read units a second: at 70 % busy, ~71,400, ~14,300
+    # and ~57,000 units provisioned (`punctual capacity --jobs-per-second 10000 --provisioned`).
     # Raise the table and account quotas, then these.
     table_min_write_units: int = 100
     table_max_write_units: int = 40_000
     table_min_read_units: int = 100
     table_max_read_units: int = 40_000
     # Provisioned only: the bounds of each global secondary index (by_owner), units a second. The
-    # index takes 1 of a one-time execution's 7 write units (its entry, put when the job is created;
+    # index takes 1 of a one-time execution's 6 write units (its entry, put when the job is created;
     # KEYS_ONLY, so later job updates do not touch it), none of a recurring occurrence's, and is read
     # only by list requests: the table's minimums would be paid a second time for little use. The
     # index's write minimum must still take job creations as they come, since an index short of write

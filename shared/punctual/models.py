@@ -210,7 +210,7 @@ def skip_reason(job: Job | None, marker_or_execution: DueMarker | Execution) -> 
     if marker_or_execution.manual:
         return None
     if marker_or_execution.schedule_version != job.schedule_version:
-        return "superseded by a change to the job's schedule"
+        return "superseded: the job was rescheduled, or paused and resumed, since it was queued"
     return None
 
 
