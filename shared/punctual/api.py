@@ -274,6 +274,10 @@ _ERRORS = {
         "description": "Not possible in the job's state.",
         "content": {"application/json": {"model": ErrorOut}},
     },
+    415: {
+        "description": "A body that is not JSON (send Content-Type: application/json).",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
     422: {
         "description": "Invalid request, naming the field.",
         "content": {"application/json": {"model": ErrorOut}},
@@ -289,7 +293,7 @@ def _responses(status: int, model: type[BaseModel], description: str, *errors: i
     answer: dict[int, Any] = {
         status: {"description": description, "content": {"application/json": {"model": model}}}
     }
-    for code in (401, 422, *errors):
+    for code in (401, 415, 422, *errors):
         answer[code] = _ERRORS[code]
     return answer
 
