@@ -4,8 +4,9 @@ The scanner quarantines the markers of a job it cannot parse (say, a time zone t
 no longer knows) instead of failing on its bucket every tick; the ExecutionsQuarantined alarm fires.
 Fix the job's item, then release its executions: they are sent at once, late, their lateness recorded.
 
-On AWS, `--stack` reads the table and the work queue from the stack's outputs (TableName,
-WorkQueueUrl), with your AWS credentials and region. Otherwise the configuration comes from the
+On AWS, `--stack` reads the deployment's settings (table, queue, shard count, retention) from the
+configuration of one of the stack's functions, with your AWS credentials and region (it needs
+cloudformation:ListStackResources and lambda:GetFunctionConfiguration). Otherwise the configuration comes from the
 environment, as the functions read it (PUNCTUAL_TABLE_NAME, PUNCTUAL_QUEUE_URL, AWS_REGION;
 PUNCTUAL_AWS_ENDPOINT_URL for the local stack's moto server, which `make run` prints):
 
@@ -66,30 +67,38 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if result.quarantined or result.failed else 0
 
 
-# The outputs infra/stack.py declares, and the environment variables the functions read them from.
-OUTPUTS = {"TableName": resources.ENV_TABLE_NAME, "WorkQueueUrl": resources.ENV_QUEUE_URL}
+# What the functions read their deployment from (infra/stack.py sets it on every function).
+NEEDED = (resources.ENV_TABLE_NAME, resources.ENV_QUEUE_URL, "PUNCTUAL_SHARD_COUNT")
 
 
-def settings(stack: str | None, region: str | None, cloudformation: Any = None) -> Settings:
-    """The stack's table and queue from its outputs, or the environment's; a clear error without."""
+def settings(
+    stack: str | None, region: str | None, cloudformation: Any = None, functions: Any = None
+) -> Settings:
+    """The deployment's settings as its functions read them (table, queue, shard count, retention…):
+    from the environment of one of the stack's functions with `stack`, else from this process's
+    environment; a clear error without either."""
     if stack is None:
-        if not all(os.environ.get(v) for v in OUTPUTS.values()):
+        if not all(os.environ.get(v) for v in NEEDED[:2]):
             raise SystemExit(
                 "which Punctual? pass --stack NAME (a deployed stack), or set "
                 f"{resources.ENV_TABLE_NAME} and {resources.ENV_QUEUE_URL} (and PUNCTUAL_AWS_ENDPOINT_URL "
                 "for the local stack's moto server)"
             )
         return Settings.from_env()
-    client = cloudformation or boto3.Session(region_name=region).client("cloudformation")
-    outputs = client.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
-    values = {o["OutputKey"]: o["OutputValue"] for o in outputs if o["OutputKey"] in OUTPUTS}
-    missing = sorted(set(OUTPUTS) - set(values))
-    if missing:
-        raise SystemExit(f"stack {stack} has no {', '.join(missing)} output; is it a Punctual stack?")
-    environment = {variable: values[key] for key, variable in OUTPUTS.items()}
-    if client.meta.region_name:
-        environment["AWS_REGION"] = client.meta.region_name
-    return Settings.from_env(environment)
+    session = boto3.Session(region_name=region)
+    cloudformation = cloudformation or session.client("cloudformation")
+    functions = functions or session.client("lambda", region_name=cloudformation.meta.region_name)
+    pages = cloudformation.get_paginator("list_stack_resources").paginate(StackName=stack)
+    for page in pages:
+        for resource in page["StackResourceSummaries"]:
+            if resource["ResourceType"] != "AWS::Lambda::Function":
+                continue
+            found = functions.get_function_configuration(FunctionName=resource["PhysicalResourceId"])
+            environment = dict((found.get("Environment") or {}).get("Variables") or {})
+            if all(environment.get(v) for v in NEEDED):
+                environment["AWS_REGION"] = functions.meta.region_name
+                return Settings.from_env(environment)
+    raise SystemExit(f"stack {stack} has no Punctual function ({', '.join(NEEDED)}); is it a Punctual stack?")
 
 
 if __name__ == "__main__":

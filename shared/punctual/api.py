@@ -602,11 +602,22 @@ def _media_type(event: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _reads_a_body(event: Mapping[str, Any]) -> bool:
+    """Whether the request goes to a route that reads its body: POST /jobs, /jobs/batch and
+    /schedules/preview, PATCH /jobs/{id}. (Others ignore a body, whatever its type, as they always
+    did.) The path may carry a stage (`/v1/jobs`)."""
+    method = event.get("httpMethod") or (event.get("requestContext") or {}).get("http", {}).get("method")
+    path = str(event.get("rawPath") or event.get("path") or "").rstrip("/")
+    if str(method).upper() == "PATCH":
+        return True
+    return str(method).upper() == "POST" and path.endswith(("/jobs", "/jobs/batch", "/schedules/preview"))
+
+
 def _refuse_non_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
     """415 for a body that is not JSON (API.md: JSON in and out; the resolver would parse forms too).
     A body without a Content-Type is read as JSON."""
     media_type = _media_type(event)
-    if not event.get("body") or media_type in (None, JSON_MEDIA_TYPE):
+    if not event.get("body") or media_type in (None, JSON_MEDIA_TYPE) or not _reads_a_body(event):
         return None
     body = ErrorOut(
         message=f"Content-Type {media_type} is not supported: send JSON, with Content-Type: {JSON_MEDIA_TYPE}",

@@ -77,11 +77,8 @@ class JobService:
         now = self._clock.now()
         try:
             job = self._new_job(owner, new, now, _new_id("job"))
-        except InvalidRequest:
-            replayed = self._replay(owner, idempotency_key, _fingerprint(new))
-            if replayed is None:
-                raise
-            return replayed[0], False
+        except InvalidRequest as refused:
+            return self._replay(owner, idempotency_key, _fingerprint(new), refused)[0], False
         if idempotency_key is not None:
             fingerprint = _fingerprint(new)
             seen = self._store.claim_idempotency_key(owner, idempotency_key, fingerprint, [job.id], now)
@@ -116,12 +113,10 @@ class JobService:
             try:
                 jobs.append(self._new_job(owner, new, now, _new_id("job")))
             except InvalidRequest as exc:
-                replayed = self._replay(owner, idempotency_key, _batch_fingerprint(news))
-                if replayed is not None:
-                    return replayed, False
                 field = f"jobs[{i}].{exc.field}" if exc.field else f"jobs[{i}]"
                 message = str(exc).removeprefix(f"{exc.field}: ") if exc.field else str(exc)
-                raise InvalidRequest(f"{field}: {message}", field=field) from None
+                refused = InvalidRequest(f"{field}: {message}", field=field)
+                return self._replay(owner, idempotency_key, _batch_fingerprint(news), refused), False
         if idempotency_key is not None:
             fingerprint = _batch_fingerprint(news)
             ids = [job.id for job in jobs]
@@ -137,18 +132,23 @@ class JobService:
         self._hand_off(*markers)
         return jobs, True
 
-    def _replay(self, owner: str, key: str | None, fingerprint: str) -> list[Job] | None:
-        """The jobs a request refused now (its instant has passed since, say) created when it was taken
-        under the same Idempotency-Key and body: a retry is answered as the request was then. None if
-        there was no such request, or not all of its jobs were stored."""
-        if key is None:
-            return None
-        seen = self._store.idempotency_key(owner, key)
+    def _replay(self, owner: str, key: str | None, fingerprint: str, refused: InvalidRequest) -> list[Job]:
+        """A request that validation now refuses (its instant has passed since, say) but that was taken
+        earlier under the same Idempotency-Key and body: answered with the jobs it created, as it was
+        then. Raises `refused` if there was no such request, and Conflict if it stored only some of its
+        jobs (it failed part way, or is still running): the rest cannot be created now."""
+        seen = None if key is None else self._store.idempotency_key(owner, key)
         if seen is None or seen[0] != fingerprint:
-            return None
+            raise refused
         found = self._store.get_jobs(seen[1])
         jobs = [found[job_id] for job_id in seen[1] if job_id in found and found[job_id].owner == owner]
-        return self._store.with_last_executions(jobs) if len(jobs) == len(seen[1]) else None
+        if len(jobs) < len(seen[1]):
+            raise Conflict(
+                f"the request first made with this Idempotency-Key stored {len(jobs)} of its "
+                f"{len(seen[1])} jobs (it failed part way, or is still running), and the rest cannot be "
+                f"created now: {refused}"
+            ) from None
+        return self._store.with_last_executions(jobs)
 
     def _finish_batch(self, owner: str, drafts: list[Job], ids: list[str]) -> list[Job]:
         """A repeated batch: the jobs the first attempt stored, and the others created now under the ids

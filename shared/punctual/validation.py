@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BeforeValidator
@@ -25,8 +26,9 @@ def refuse_constant(name: str) -> Any:
 
 def json_problem(value: Any, max_depth: int) -> str | None:
     """What makes a parsed JSON value unfit to store and read back, or None: arrays and objects nested
-    deeper than `max_depth` (readers stop at some depth: pydantic's JSON parser near 200), or a string
-    holding an unpaired surrogate (JSON's `\\ud800` escape allows one; UTF-8 cannot encode it)."""
+    deeper than `max_depth` (readers stop at some depth: pydantic's JSON parser near 200), a number
+    no float holds (`1e400` parses as infinity, stored as null), or a string holding an unpaired
+    surrogate (JSON's `\\ud800` escape allows one; UTF-8 cannot encode it)."""
     pending: list[tuple[Any, int]] = [(value, 0)]
     while pending:
         item, depth = pending.pop()
@@ -35,6 +37,8 @@ def json_problem(value: Any, max_depth: int) -> str | None:
                 return f"nested deeper than {max_depth} levels"
             children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
             pending.extend((child, depth + 1) for child in children)
+        elif isinstance(item, float) and not math.isfinite(item):
+            return "a number is out of range (beyond about 1.8e308, or NaN/Infinity)"
         elif isinstance(item, str):
             try:
                 item.encode("utf-8")

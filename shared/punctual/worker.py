@@ -40,7 +40,7 @@ from punctual.observability import (
 )
 from punctual.queue import WorkItem, WorkQueue
 from punctual.store import Store
-from punctual.tasks import TaskContext, TaskFailed
+from punctual.tasks import MAX_RESULT_DEPTH, TaskContext, TaskFailed
 from punctual.validation import json_problem
 
 # A message that becomes visible this close to its instant waits in the worker; earlier, it goes back.
@@ -403,10 +403,6 @@ def _attempt_log(job: Job, execution: Execution) -> dict[str, Any]:
 
 def _ms(duration: timedelta) -> int:
     return round(duration / timedelta(milliseconds=1))
-
-
-# A result nests at most this deep as stored (it is read back with a parser that stops near 200).
-MAX_RESULT_DEPTH = 32
 
 
 def truncate(result: Any, max_bytes: int) -> Any:

@@ -8,14 +8,17 @@ fails), so that a test says what went wrong instead of raising.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from unittest import mock
 
 import pytest
 
+from punctual.errors import RetryableStoreError
 from punctual.timefmt import to_rfc3339
 from tests.world import Answer, World
 
@@ -91,13 +94,22 @@ def test_a_task_nested_past_the_serialiser_stores_nothing(world: World) -> None:
 # ------------------------------------------------------------------------------------------------
 # A webhook's answer is stored as the execution's result: one nested too deep is kept as text.
 # ------------------------------------------------------------------------------------------------
+class Receiver:
+    """A webhook receiver on loopback that answers every POST with `payload`."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.payload = nested(300)
+
+
 @pytest.fixture
-def deep_json_receiver() -> Iterator[str]:
-    payload = nested(300)
+def receiver() -> Iterator[Receiver]:
+    found = Receiver("")
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            payload = found.payload
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
@@ -109,21 +121,34 @@ def deep_json_receiver() -> Iterator[str]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    found.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/hook"
+        yield found
     finally:
         server.shutdown()
         server.server_close()
 
 
-def test_a_webhook_answer_nested_deep_is_kept_as_text(world: World, deep_json_receiver: str) -> None:
-    job = world.create({"type": "now"}, task={"type": "http", "params": {"url": deep_json_receiver}})
-    world.run_for(5)
-    assert world.job(job["id"])["status"] == "COMPLETED"
-    answer = call(world, "GET", f"/jobs/{job['id']}/executions")
-    assert answer.status == 200, answer.body
-    # (its result: the answer's text, as for an answer that is not JSON)
-    assert answer.body["items"][0]["result"]["body"] == nested(300).decode()
+def test_a_webhook_answer_that_cannot_be_stored_as_json_is_kept_as_text(
+    world: World, receiver: Receiver
+) -> None:
+    # nested 300 deep, a number no float holds (JSON would store it as null), nested 32 deep (its
+    # result is 33: {"status", "body"} around it), and as deep as a result may be
+    for payload, as_text in [
+        (nested(300), True),
+        (b'{"big": 1e400}', True),
+        (nested(32), True),
+        (nested(31), False),
+    ]:
+        receiver.payload = payload
+        job = world.create({"type": "now"}, task={"type": "http", "params": {"url": receiver.url}})
+        world.run_for(5)
+        assert world.job(job["id"])["status"] == "COMPLETED"
+        answer = call(world, "GET", f"/jobs/{job['id']}/executions")
+        assert answer.status == 200, answer.body
+        result = answer.body["items"][0]["result"]
+        assert result["status"] == 200, result  # (the result as such, not a truncated preview)
+        assert result["body"] == (payload.decode() if as_text else json.loads(payload)), payload[:40]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -147,7 +172,10 @@ BAD_BODIES = (
     ),
     ("POST", "/jobs", b"x", {"Content-Type": "multipart/form-data"}),
     ("POST", "/jobs", http_task_raw(b"Infinity"), {}),
-)  # a lone surrogate in a task (single, batch), 1,000 levels, 5,000 digits, multipart, Infinity
+    ("POST", "/jobs", http_task_raw(b"1e400"), {}),
+    ("POST", "/jobs", http_task_raw(b'{"x": -1e999}'), {}),
+)  # a lone surrogate in a task (single, batch), 1,000 levels, 5,000 digits, multipart, Infinity,
+# numbers no float holds (json.loads makes them infinite without a word: stored, they would be null)
 
 
 def test_a_body_no_store_can_keep_is_refused(world: World) -> None:
@@ -188,6 +216,42 @@ def test_an_idempotent_retry_after_the_instant_passed_returns_the_job(world: Wor
     world.run_for(600)  # the client's retry comes 10 minutes later (keys are kept 24 hours)
     again = world.api("POST", "/jobs", body, headers={"Idempotency-Key": f"k-{which}"})
     assert (again.status, (again.body or {}).get("id")) == (201, first.body["id"]), again.body
+
+
+def test_a_partly_stored_batch_retried_once_invalid_is_409_naming_what_was_stored(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a batch whose first attempt stored one of its two jobs, then failed (503)
+    real = world.store.put_new_jobs
+
+    def partly(jobs: Any) -> None:
+        real(jobs[:1])
+        raise RetryableStoreError("BatchWriteItem left items unprocessed")
+
+    monkeypatch.setattr(world.store, "put_new_jobs", partly)
+    at = {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(minutes=2))}
+    body = {"jobs": [{"name": f"j{i}", "task": NOOP, "schedule": at} for i in range(2)]}
+    key = {"Idempotency-Key": "k"}
+    assert world.api("POST", "/jobs/batch", body, headers=key).status == 503
+    monkeypatch.setattr(world.store, "put_new_jobs", real)
+    # When it is retried with the key once its instant has passed (more than 5 minutes: refused)
+    world.clock.advance(600)
+    retried = world.api("POST", "/jobs/batch", body, headers=key)
+    # Then the answer is not 422 ("nothing created": one job was), but 409 saying what happened
+    assert retried.status == 409, retried.body
+    assert "stored 1 of its 2 jobs" in retried.body["message"]
+    assert "schedule.at" in retried.body["message"]
+    # and a single create whose first attempt failed before storing its job answers the same way
+    soon = {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(minutes=2))}
+    single = {"task": NOOP, "schedule": soon}
+    monkeypatch.setattr(world.store, "put_new_job", mock.Mock(side_effect=RetryableStoreError("throttled")))
+    assert world.api("POST", "/jobs", single, headers={"Idempotency-Key": "s"}).status == 503
+    monkeypatch.undo()
+    world.clock.advance(600)
+    assert (
+        "stored 0 of its 1 jobs"
+        in world.api("POST", "/jobs", single, headers={"Idempotency-Key": "s"}).body["message"]
+    )
 
 
 def test_an_idempotency_key_with_another_body_is_409_and_stores_nothing(world: World) -> None:
@@ -253,6 +317,11 @@ def test_content_types(world: World) -> None:
         answer = world.api("PATCH", f"/jobs/{job['id']}", raw=raw, headers={"Content-Type": content_type})
         assert answer.status == 415, answer.body
     assert world.job(job["id"])["name"] == job["name"]
+    # A route that reads no body ignores one, whatever its type (curl -d sends a form)
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    for method, suffix in [("POST", "/pause"), ("POST", "/resume"), ("GET", ""), ("GET", "/executions")]:
+        answer = world.api(method, f"/jobs/{job['id']}{suffix}", raw=b"{}", headers=form)
+        assert answer.status == 200, (method, suffix, answer.body)
     # Media types ignore case (RFC 9110 8.3.1)
     answer = world.api(
         "PATCH", f"/jobs/{job['id']}", {"name": "x"}, headers={"Content-Type": "Application/JSON"}

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from bench import cost
 from infra.settings import DeploySettings
 from punctual import capacity, cli
 from punctual.capacity import Assumptions, ExecutionUsage, Prices
@@ -632,3 +633,15 @@ def test_cli_reserved(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["capacity", "--jobs-per-second", "10", "--reserved"]) == cli.EXIT_USAGE
     captured = capsys.readouterr()
     assert "add --provisioned" in captured.err and captured.out == ""
+
+
+def test_the_combined_levers_name_only_what_they_combine() -> None:
+    without_batches = cost.levers(capacity.ONE_TIME, Assumptions(), None)
+    with_batches = cost.levers(capacity.ONE_TIME, Assumptions(), capacity.ONE_TIME_BATCHED, batch_size=50)
+    combined = [row for row in without_batches if "id" in row]
+    assert [row["id"] for row in combined] == [cost.ALL_SAVINGS, cost.ALL_SAVINGS_RESERVED]
+    assert not any("batch" in row["change"] for row in without_batches)
+    assert all("batch create" in row["change"] for row in with_batches if "id" in row)
+    assert any(row["change"] == "batch-create endpoint, 50 jobs a request (measured)" for row in with_batches)
+    # and the reserved capacity is the cheaper of the two
+    assert combined[0]["per_million"] > combined[1]["per_million"]

@@ -80,8 +80,10 @@ def all_types() -> list[TaskType]:
 # (its schedule, its last execution): a task up to this size leaves the item room to change. (As much
 # as EventBridge Scheduler takes for a target's input.)
 MAX_TASK_BYTES = 256 * 1024
-# Parameters nest at most this deep: the job is read back with a parser that stops near 200 levels.
+# Parameters nest at most this deep, and so does a result as stored: both are read back with a
+# parser that stops near 200 levels.
 MAX_PARAMS_DEPTH = 32
+MAX_RESULT_DEPTH = 32
 
 
 def validate(spec: TaskSpec, allowed_networks: tuple[str, ...]) -> TaskSpec:

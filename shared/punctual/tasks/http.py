@@ -14,7 +14,7 @@ from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
 
 from punctual.errors import InvalidRequest
 from punctual.netguard import AddressRefused, is_allowed, literal_address, resolve_checked
-from punctual.tasks import TaskContext, TaskFailed, register
+from punctual.tasks import MAX_RESULT_DEPTH, TaskContext, TaskFailed, register
 from punctual.timefmt import to_rfc3339
 from punctual.validation import NOT_BOOLEAN, json_problem, refuse_constant
 
@@ -143,10 +143,6 @@ class HttpTask:
         raise TaskFailed(f"HTTP {response.status} {response.reason}", retryable=retryable, result=result)
 
 
-# A JSON answer nested deeper than this is kept as its text: stored as a result, it must read back.
-MAX_RESULT_DEPTH = 32
-
-
 def _decode(payload: bytes) -> Any:
     """The answer's body: its JSON, or its text when it is not JSON (or JSON that cannot be stored:
     NaN or Infinity, nested too deep, an unpaired surrogate)."""
@@ -157,7 +153,8 @@ def _decode(payload: bytes) -> Any:
         value = json.loads(text, parse_constant=refuse_constant)
     except (ValueError, RecursionError):
         return text
-    return text if json_problem(value, MAX_RESULT_DEPTH) is not None else value
+    # (the answer sits one level down in the task's result: {"status": ..., "body": answer})
+    return text if json_problem(value, MAX_RESULT_DEPTH - 1) is not None else value
 
 
 register(HttpTask())
