@@ -62,8 +62,17 @@ Choices where the contract is silent:
   queue lives in memory, and is rebuilt from those after a restart.)
 - A COMPLETED or CANCELLED job expires with its execution history, `retention_days` (default 30)
   after it finished; active and paused jobs are kept.
-- Idempotency keys are remembered for 24 hours.
-- A task's parameters take at most 256 KiB as JSON (422 beyond): a job is stored as one item.
+- Idempotency keys are remembered for 24 hours. A retry with the same key and body answers the
+  job(s) the first request created even once its schedule is no longer valid (its instant has
+  passed); if that request stored only some of them (it failed part way), such a retry answers 409.
+- Bodies are JSON: a route that reads one (POST /jobs, /jobs/batch, /schedules/preview, PATCH)
+  answers 415 to another Content-Type (media types ignore case; none at all is read as JSON). What
+  JSON allows but no store keeps is refused (422, field `body`): nesting deeper than 64 levels,
+  NaN or Infinity, numbers beyond a float's range, unpaired surrogates (`\\ud800`).
+- Timestamps in requests are RFC 3339: a date, T, a time with seconds, and an offset (Z or +hh:mm).
+- A task's parameters take at most 256 KiB as JSON, nested at most 32 levels (422 beyond): a job is
+  stored as one item. A task's result is stored as JSON up to 4 KiB; a larger one (or one nested
+  too deep) as a truncated preview of its text.
 - POST /jobs/batch creates 1 to 100 jobs in one request (cheaper than one request a job): all are
   validated first, and one invalid job refuses the whole batch (422 naming `jobs[i].<field>`) with
   nothing created. An Idempotency-Key covers the whole batch (body and order); reusing a key of
