@@ -137,7 +137,7 @@ class JobService:
         earlier under the same Idempotency-Key and body: answered with the jobs it created, as it was
         then. Raises `refused` if there was no such request, and Conflict if it stored only some of its
         jobs (it failed part way, or is still running): the rest cannot be created now."""
-        seen = None if key is None else self._store.idempotency_key(owner, key)
+        seen = None if key is None else self._store.idempotency_key(owner, key, self._clock.now())
         if seen is None or seen[0] != fingerprint:
             raise refused
         found = self._store.get_jobs(seen[1])

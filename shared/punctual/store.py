@@ -1063,7 +1063,9 @@ class Store:
     def claim_idempotency_key(
         self, owner: str, key: str, fingerprint: str, job_ids: Sequence[str], now: datetime
     ) -> tuple[str, list[str]] | None:
-        """Record that `key` creates `job_ids`; if the key was seen, return its (fingerprint, job ids)."""
+        """Record that `key` creates `job_ids`; if the key was seen (within its 24 hours), return its
+        (fingerprint, job ids). An expired key's item, which DynamoDB's TTL may keep for days, is
+        taken over: a key is remembered for 24 hours, no longer."""
         # One job (POST /jobs) as `job_id`, as before batches; a batch's jobs as the list `job_ids`.
         ids: dict[str, Any] = {"job_id": job_ids[0]} if len(job_ids) == 1 else {"job_ids": list(job_ids)}
         item = {
@@ -1073,20 +1075,26 @@ class Store:
             "expires_at": int((now + timedelta(hours=24)).timestamp()),
         }
         try:
-            _call(lambda: self._table.put_item(Item=item, ConditionExpression="attribute_not_exists(pk)"))
+            _call(
+                lambda: self._table.put_item(
+                    Item=item,
+                    ConditionExpression="attribute_not_exists(pk) OR expires_at <= :now",
+                    ExpressionAttributeValues={":now": int(now.timestamp())},
+                )
+            )
         except LostRace:
-            seen = self.idempotency_key(owner, key)
+            seen = self.idempotency_key(owner, key, now)
             if seen is None:  # expired between the two calls: claim it afresh
                 return self.claim_idempotency_key(owner, key, fingerprint, job_ids, now)
             return seen
         return None
 
-    def idempotency_key(self, owner: str, key: str) -> tuple[str, list[str]] | None:
-        """The (fingerprint, job ids) a key was used with, or None if it was not."""
+    def idempotency_key(self, owner: str, key: str, now: datetime) -> tuple[str, list[str]] | None:
+        """The (fingerprint, job ids) a key was used with, or None if it was not (or has expired)."""
         found = _call(
             lambda: self._table.get_item(Key=_idempotency_key(owner, key), ConsistentRead=True)
         ).get("Item")
-        if found is None:
+        if found is None or int(found.get("expires_at", 0)) <= int(now.timestamp()):
             return None
         seen = found["job_ids"] if "job_ids" in found else [found["job_id"]]
         return str(found["fingerprint"]), [str(job_id) for job_id in seen]

@@ -254,6 +254,21 @@ def test_a_partly_stored_batch_retried_once_invalid_is_409_naming_what_was_store
     )
 
 
+def test_an_idempotency_key_is_remembered_for_24_hours_no_longer(world: World) -> None:
+    # (DynamoDB's TTL may keep an expired item for days: the store looks at its expiry itself)
+    body = {"task": NOOP, "schedule": CRON}
+    first = world.api("POST", "/jobs", body, headers={"Idempotency-Key": "day"})
+    world.clock.advance(timedelta(hours=23).total_seconds())
+    again = world.api("POST", "/jobs", body, headers={"Idempotency-Key": "day"})
+    assert (again.status, again.body["id"]) == (201, first.body["id"])
+    world.clock.advance(timedelta(hours=2).total_seconds())
+    other = world.api("POST", "/jobs", {**body, "name": "another"}, headers={"Idempotency-Key": "day"})
+    assert other.status == 201 and other.body["id"] != first.body["id"], other.body
+    # and the key now stands for the new request
+    repeated = world.api("POST", "/jobs", {**body, "name": "another"}, headers={"Idempotency-Key": "day"})
+    assert repeated.body["id"] == other.body["id"]
+
+
 def test_an_idempotency_key_with_another_body_is_409_and_stores_nothing(world: World) -> None:
     body = {"task": NOOP, "schedule": CRON}
     first = world.api("POST", "/jobs", body, headers={"Idempotency-Key": "k"})
