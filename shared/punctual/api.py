@@ -583,9 +583,10 @@ MAX_BODY_DEPTH = 64
 
 def _strict_json(text: str) -> Any:
     """A request body parsed as JSON, refusing (as JSONDecodeError, which the resolver answers 422)
-    what `json.loads` lets through but no store can keep: NaN and Infinity, nesting past
-    MAX_BODY_DEPTH, unpaired surrogates; and what it raises instead of JSONDecodeError: nesting past
-    the interpreter's recursion limit, an integer thousands of digits long."""
+    what `json.loads` lets through but no store can keep (`json_problem`: nesting past MAX_BODY_DEPTH,
+    numbers no float holds, unpaired surrogates; and NaN and Infinity), and what it raises instead of
+    JSONDecodeError: nesting past the interpreter's recursion limit, an integer thousands of digits
+    long."""
     try:
         value = json.loads(text, parse_constant=refuse_constant)
     except json.JSONDecodeError:
