@@ -533,9 +533,13 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     }
     scenarios = {name: workloads[name]() for name in args.scenarios}
     usages = {name: ExecutionUsage(**s["usage_per_execution"]) for name, s in scenarios.items()}
+    # The jobs a batch request carried, as measured (fewer than --batch-size with fewer --batch-jobs)
+    batch_size = (
+        round(scenarios["batched"]["jobs_per_request"]) if "batched" in scenarios else args.batch_size
+    )
     # A batch request runs longer than a single create (assumed: capacity.batch_api_seconds).
     per_scenario = {
-        name: replace(assumptions, api_seconds=capacity.batch_api_seconds(args.batch_size))
+        name: replace(assumptions, api_seconds=capacity.batch_api_seconds(batch_size))
         if name == "batched"
         else assumptions
         for name in usages
@@ -568,7 +572,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "measured": scenarios,
         "prices": {**asdict(capacity.PRICES), "as_of": "AWS us-east-1 list prices published in 2025"},
         "assumptions": asdict(assumptions),
-        "assumed_api_seconds_per_batch_request": capacity.batch_api_seconds(args.batch_size),
+        "assumed_api_seconds_per_batch_request": capacity.batch_api_seconds(batch_size),
         "cost_per_million_executions": costs,
         "fixed_monthly": {
             k: round(v, 2)
@@ -580,7 +584,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
     }
     found = []
     if one_time_usage is not None:
-        found = levers(one_time_usage, assumptions, usages.get("batched"), args.batch_size)
+        found = levers(one_time_usage, assumptions, usages.get("batched"), batch_size)
         result["levers_one_time_per_million"] = found
     if one_time_usage is not None or "batched" in usages:
         result["target"] = _target(costs, {row["id"]: row["per_million"] for row in found if "id" in row})
@@ -612,12 +616,22 @@ def _target(costs: dict[str, dict[str, dict[str, float]]], levers: dict[str, flo
     return found
 
 
+def _within(text: str, low: int, high: int, flag: str) -> int:
+    value = int(text)
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{flag} is between {low} and {high}, not {value}")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.cost", description=__doc__.split("\n")[0])
     p.add_argument("--one-time", type=int, default=50, help="one-time jobs in each one-time workload")
     p.add_argument("--batch-jobs", type=int, default=100, help="one-time jobs in the batched workload")
     p.add_argument(
-        "--batch-size", type=int, default=capacity.BATCH_JOBS, help="jobs a POST /jobs/batch request (1-100)"
+        "--batch-size",
+        type=lambda text: _within(text, 2, 100, "--batch-size"),
+        default=capacity.BATCH_JOBS,
+        help="jobs a POST /jobs/batch request (2-100)",
     )
     p.add_argument(
         "--batch-lead-seconds",

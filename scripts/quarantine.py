@@ -32,7 +32,9 @@ from punctual.timefmt import to_rfc3339
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/quarantine.py", description=__doc__.split("\n")[0])
-    parser.add_argument("--stack", help="a deployed stack's name: its table and queue from its outputs")
+    parser.add_argument(
+        "--stack", help="a deployed stack's name: its settings from its functions' configuration"
+    )
     parser.add_argument("--region", help="the stack's region (default: your AWS configuration's)")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="every quarantined execution, with the reason")

@@ -35,6 +35,9 @@ DEFAULT_TIMEOUT_SECONDS = 60
 # How long a marker filed by a request stays that request's to enqueue: API Gateway gives up on a
 # request after 29 s. Past it (a request that crashed), the scanner enqueues it.
 HANDOFF_CLAIM = timedelta(seconds=30)
+# A request that claimed an Idempotency-Key this recently may still be storing its jobs (API Gateway
+# gives up on it after 29 s): a retry meanwhile is told to wait, not that its jobs cannot be created.
+REQUEST_IN_PROGRESS = timedelta(seconds=30)
 
 
 @dataclass(frozen=True)
@@ -137,11 +140,17 @@ class JobService:
         earlier under the same Idempotency-Key and body: answered with the jobs it created, as it was
         then. Raises `refused` if there was no such request, and Conflict if it stored only some of its
         jobs (it failed part way, or is still running): the rest cannot be created now."""
-        seen = None if key is None else self._store.idempotency_key(owner, key, self._clock.now())
+        now = self._clock.now()
+        seen = None if key is None else self._store.idempotency_key(owner, key, now)
         if seen is None or seen[0] != fingerprint:
             raise refused
         found = self._store.get_jobs(seen[1])
         jobs = [found[job_id] for job_id in seen[1] if job_id in found and found[job_id].owner == owner]
+        if len(jobs) < len(seen[1]) and now - seen[2] < REQUEST_IN_PROGRESS:
+            raise Conflict(
+                "a request with this Idempotency-Key is still in progress (taken "
+                f"{(now - seen[2]).total_seconds():.0f} s ago): retry in a few seconds"
+            ) from None
         if len(jobs) < len(seen[1]):
             raise Conflict(
                 f"the request first made with this Idempotency-Key stored {len(jobs)} of its "

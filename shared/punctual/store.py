@@ -21,7 +21,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from functools import partial
 from typing import Any, TypeVar, cast
@@ -112,6 +112,9 @@ def _job_pk(job_id: str) -> str:
 
 def _exec_sk(scheduled_at: datetime, execution_id: str) -> str:
     return f"EXEC#{to_epoch_ms(scheduled_at):013d}#{execution_id}"
+
+
+IDEMPOTENCY_KEY_LIFETIME = timedelta(hours=24)
 
 
 def _idempotency_key(owner: str, key: str) -> dict[str, str]:
@@ -1072,7 +1075,7 @@ class Store:
             **_idempotency_key(owner, key),
             "fingerprint": fingerprint,
             **ids,
-            "expires_at": int((now + timedelta(hours=24)).timestamp()),
+            "expires_at": int((now + IDEMPOTENCY_KEY_LIFETIME).timestamp()),
         }
         try:
             _call(
@@ -1086,18 +1089,20 @@ class Store:
             seen = self.idempotency_key(owner, key, now)
             if seen is None:  # expired between the two calls: claim it afresh
                 return self.claim_idempotency_key(owner, key, fingerprint, job_ids, now)
-            return seen
+            return seen[0], seen[1]
         return None
 
-    def idempotency_key(self, owner: str, key: str, now: datetime) -> tuple[str, list[str]] | None:
-        """The (fingerprint, job ids) a key was used with, or None if it was not (or has expired)."""
+    def idempotency_key(self, owner: str, key: str, now: datetime) -> tuple[str, list[str], datetime] | None:
+        """The (fingerprint, job ids, when it was claimed) a key was used with, or None if it was not
+        (or has expired)."""
         found = _call(
             lambda: self._table.get_item(Key=_idempotency_key(owner, key), ConsistentRead=True)
         ).get("Item")
         if found is None or int(found.get("expires_at", 0)) <= int(now.timestamp()):
             return None
         seen = found["job_ids"] if "job_ids" in found else [found["job_id"]]
-        return str(found["fingerprint"]), [str(job_id) for job_id in seen]
+        claimed = datetime.fromtimestamp(int(found["expires_at"]), UTC) - IDEMPOTENCY_KEY_LIFETIME
+        return str(found["fingerprint"]), [str(job_id) for job_id in seen], claimed
 
     def acquire_scan_lease(self, shards: Sequence[int], holder: str, now: datetime, until: datetime) -> bool:
         """Take the shards for one scanner tick, unless another tick holds any of them (its lease not

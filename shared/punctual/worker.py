@@ -407,7 +407,7 @@ def _ms(duration: timedelta) -> int:
 
 def truncate(result: Any, max_bytes: int) -> Any:
     """Keep a result small and readable: if its JSON is too long, or cannot be stored as JSON (nested
-    too deep, an unpaired surrogate), store a truncated string of it instead."""
+    too deep, a number no float holds, an unpaired surrogate), store a truncated string of it instead."""
     if result is None:
         return None
     unfit = json_problem(result, MAX_RESULT_DEPTH)

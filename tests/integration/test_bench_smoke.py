@@ -44,8 +44,6 @@ def test_cost_benchmark_counts_units_and_prices_them() -> None:
             "3",
             "--batch-jobs",
             "4",
-            "--batch-size",
-            "2",
             "--batch-lead-seconds",
             "200",
             "--cron",
@@ -66,12 +64,18 @@ def test_cost_benchmark_counts_units_and_prices_them() -> None:
     assert creation["dynamodb.PutItem"] == 2
     assert creation["dynamodb.BatchWriteItem"] == 1  # the marker's deletion (no execution is stored)
     assert "sqs.ReceiveMessage" not in one_time["per_execution_scan_and_run"]["calls"]  # polling, apart
-    # (a batch of two: the markers in one BatchWriteItem, then the jobs in another; handed off)
+    # (one batch of four, --batch-size left at 100: the markers in one BatchWriteItem, then the jobs
+    # in another; handed off)
     batched = result["measured"]["batched"]
     assert batched["executions"] == 4
-    assert batched["jobs_per_request"] == 2
-    assert batched["per_job_creation"]["calls"]["dynamodb.BatchWriteItem"] >= 1.0
-    assert batched["usage_per_execution"]["api_requests"] == 0.5
+    assert batched["jobs_per_request"] == 4
+    assert batched["per_job_creation"]["calls"]["dynamodb.BatchWriteItem"] >= 0.5
+    assert batched["usage_per_execution"]["api_requests"] == 0.25
+    # priced and named as measured: four jobs a request, not the flag's 100
+    assert result["assumed_api_seconds_per_batch_request"] == capacity.batch_api_seconds(4)
+    assert "batch-create endpoint, 4 jobs a request (measured)" in [
+        lever["change"] for lever in result["levers_one_time_per_million"]
+    ]
     # and priced above zero, with the comparison and the target
     for name, rows in result["cost_per_million_executions"].items():
         assert rows["rest_api"]["total"] > rows["http_api"]["total"] - 1e-9 > 0

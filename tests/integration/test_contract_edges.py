@@ -19,6 +19,7 @@ from unittest import mock
 import pytest
 
 from punctual.errors import RetryableStoreError
+from punctual.schedules import PAST_TOLERANCE
 from punctual.timefmt import to_rfc3339
 from tests.world import Answer, World
 
@@ -252,6 +253,35 @@ def test_a_partly_stored_batch_retried_once_invalid_is_409_naming_what_was_store
         "stored 0 of its 1 jobs"
         in world.api("POST", "/jobs", single, headers={"Idempotency-Key": "s"}).body["message"]
     )
+
+
+def test_a_retry_while_the_first_attempt_is_still_storing_is_told_to_wait(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a request whose instant is just within the past tolerance, slow to store its job
+    at = world.clock.now() - PAST_TOLERANCE + timedelta(seconds=2)
+    body = {"task": NOOP, "schedule": {"type": "at", "at": to_rfc3339(at)}}
+    key = {"Idempotency-Key": "k"}
+    real = world.store.put_new_job
+    retried: list[Answer] = []
+
+    def slow(job: Any) -> Any:
+        if not retried:  # the key claimed, the marker filed, the job not yet stored
+            world.clock.advance(3)  # the client gives up and retries: the instant is now refused
+            retried.append(world.api("POST", "/jobs", body, headers=key))
+        return real(job)
+
+    monkeypatch.setattr(world.store, "put_new_job", slow)
+    first = world.api("POST", "/jobs", body, headers=key)
+    # Then the first attempt creates the job, and the retry is told to wait, not that it cannot be
+    assert first.status == 201, first.body
+    [answer] = retried
+    assert answer.status == 409, answer.body
+    assert "still in progress" in answer.body["message"], answer.body
+    assert "cannot be created" not in answer.body["message"]
+    # and once it has, a retry answers the job
+    again = world.api("POST", "/jobs", body, headers=key)
+    assert (again.status, again.body["id"]) == (201, first.body["id"])
 
 
 def test_an_idempotency_key_is_remembered_for_24_hours_no_longer(world: World) -> None:
