@@ -51,6 +51,10 @@ class DeploySettings:
     lookahead_seconds: int = 90
     retention_days: int = 30
     webhook_allowed_networks: tuple[str, ...] = ()
+    # Lambda functions the `lambda` task may invoke: ARN patterns with * and ? as wildcards, e.g.
+    # ["arn:aws:lambda:us-east-1:123456789012:function:reports-*"]. The worker is granted
+    # lambda:InvokeFunction on these and nothing else; none by default.
+    lambda_functions: tuple[str, ...] = ()
     alarm_email: str | None = None
     # Off only for throwaway test stacks: the table and the logs are then deleted with the stack.
     deletion_protection: bool = True
@@ -171,6 +175,7 @@ class DeploySettings:
             lookahead_seconds=self.lookahead_seconds,
             retention_days=self.retention_days,
             webhook_allowed_networks=self.webhook_allowed_networks,
+            lambda_functions=self.lambda_functions,
             record_queued=self.record_queued,
         )
 
@@ -214,6 +219,7 @@ class DeploySettings:
                 values[flag] = _as_bool(flag, value(flag))
         values["alarm_email"] = str(value("alarm_email") or "").strip() or None
         values["webhook_allowed_networks"] = _as_list(value("webhook_allowed_networks"))
+        values["lambda_functions"] = _as_list(value("lambda_functions"))
         return cls(**values)
 
 

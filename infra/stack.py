@@ -73,6 +73,7 @@ class PunctualStack(Stack):
             storage=storage,
             queues=queues,
             max_concurrency=settings.worker_max_concurrency,
+            lambda_functions=settings.lambda_functions,
         )
         monitoring = Monitoring(
             self,
@@ -109,6 +110,8 @@ def function_environment(settings: DeploySettings) -> dict[str, str]:
     }
     if settings.webhook_allowed_networks:
         environment["PUNCTUAL_WEBHOOK_ALLOWED_NETWORKS"] = ",".join(settings.webhook_allowed_networks)
+    if settings.lambda_functions:
+        environment["PUNCTUAL_LAMBDA_FUNCTIONS"] = ",".join(settings.lambda_functions)
     if settings.record_queued:
         environment["PUNCTUAL_RECORD_QUEUED"] = "true"
     return environment

@@ -184,7 +184,8 @@ def mocked_world(clock: ManualClock, **settings: Any) -> Iterator[World]:
 
     make_writes_atomic()
     with (
-        mock_aws(),
+        # moto cannot run a function without Docker: its Lambda answers an invocation with its event.
+        mock_aws(config={"lambda": {"use_docker": False}}),
         mock.patch.object(moto.sqs.models, "unix_time", now_seconds),
         mock.patch.object(moto.sqs.models, "unix_time_millis", now_millis),
     ):

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Acknowledgment, Duration, Validations
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
 from infra.components.functions import FunctionFactory
 from infra.components.queues import Queues
 from infra.components.storage import Storage
-from punctual import resources
+from punctual import lambda_arns, resources
 
 BATCH_SIZE = 10
 
@@ -24,6 +25,7 @@ class Workers(Construct):
         storage: Storage,
         queues: Queues,
         max_concurrency: int,
+        lambda_functions: tuple[str, ...] = (),
     ) -> None:
         super().__init__(scope, id)
         self.worker = factory.create(
@@ -34,6 +36,8 @@ class Workers(Construct):
             timeout=Duration.seconds(resources.WORKER_TIMEOUT_SECONDS),
         )
         storage.grant_read_write(self.worker)
+        if lambda_functions:
+            self._grant_invoke(lambda_functions)
         # Consuming grants ChangeMessageVisibility too: the worker holds early or leased messages.
         self.worker.add_event_source(
             event_sources.SqsEventSource(
@@ -62,3 +66,20 @@ class Workers(Construct):
                 report_batch_item_failures=True,
             )
         )
+
+    def _grant_invoke(self, lambda_functions: tuple[str, ...]) -> None:
+        """The `lambda` task's functions: those the deployment allows, any version or alias."""
+        assert self.worker.role is not None
+        allowed = lambda_arns.iam_resources(lambda_functions)
+        self.worker.add_to_role_policy(
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=allowed)
+        )
+        for resource in allowed:
+            if "*" in resource or "?" in resource:
+                Validations.of(self.worker.role).acknowledge(
+                    Acknowledgment(
+                        id=f"AwsSolutions-IAM5[Resource::{resource}]",
+                        reason="The functions the deployment lets the lambda task invoke (setting "
+                        "lambda_functions), and their versions and aliases.",
+                    )
+                )

@@ -36,3 +36,19 @@ def sqs_client(settings: Settings) -> Any:
 
 def lambda_client(settings: Settings) -> Any:
     return session(settings).client("lambda", endpoint_url=settings.endpoint_url, config=_CONFIG)
+
+
+def lambda_invoke_client(
+    settings: Settings, read_timeout_seconds: int, aws_session: boto3.session.Session | None = None
+) -> Any:
+    """For the `lambda` task: one attempt a call (the worker's retries back off and count attempts),
+    waiting as long as the job's timeout for the function's answer."""
+    config = Config(
+        retries={"total_max_attempts": 1},
+        connect_timeout=5,
+        read_timeout=read_timeout_seconds,
+        tcp_keepalive=True,
+    )
+    return (aws_session or session(settings)).client(
+        "lambda", endpoint_url=settings.endpoint_url, config=config
+    )

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field, field_validator
 
-from punctual import resources
+from punctual import lambda_arns, resources
 
 
 class Settings(BaseModel):
@@ -34,6 +34,9 @@ class Settings(BaseModel):
     early_visibility_seconds: int = Field(default=0, ge=0, le=4)
     # Networks a webhook may reach even though they are private, loopback or link-local.
     webhook_allowed_networks: tuple[str, ...] = ()
+    # Lambda functions the `lambda` task may invoke: ARN patterns, * and ? as wildcards (lambda_arns).
+    # None by default: a job that names a function not listed is refused.
+    lambda_functions: tuple[str, ...] = ()
     cursor_secret: str = "punctual-local-cursor-secret"
     result_max_bytes: int = Field(default=4096, ge=0, le=65536)
     # Store each scheduled execution as QUEUED when it is enqueued: one more write per execution.
@@ -47,6 +50,13 @@ class Settings(BaseModel):
     def _networks_parse(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for network in value:
             ipaddress.ip_network(network, strict=False)
+        return value
+
+    @field_validator("lambda_functions")
+    @classmethod
+    def _functions_parse(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            lambda_arns.check_pattern(pattern)
         return value
 
     @property
@@ -91,6 +101,8 @@ class Settings(BaseModel):
             }
         networks = env.get("PUNCTUAL_WEBHOOK_ALLOWED_NETWORKS", "")
         values["webhook_allowed_networks"] = tuple(n.strip() for n in networks.split(",") if n.strip())
+        functions = env.get("PUNCTUAL_LAMBDA_FUNCTIONS", "")
+        values["lambda_functions"] = tuple(f.strip() for f in functions.split(",") if f.strip())
         return cls.model_validate(values)
 
 

@@ -67,12 +67,12 @@ class JobService:
         dispatcher: Dispatcher,
         clock: Clock,
         *,
-        allowed_networks: tuple[str, ...] = (),
+        task_policy: tasks.TaskPolicy | None = None,
     ) -> None:
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
-        self._allowed_networks = allowed_networks
+        self._task_policy = task_policy or tasks.TaskPolicy()
 
     # --------------------------------------------------------------- create
     def create(self, owner: str, new: NewJob, idempotency_key: str | None = None) -> tuple[Job, bool]:
@@ -178,7 +178,7 @@ class JobService:
 
     def _new_job(self, owner: str, new: NewJob, now: datetime, job_id: str) -> Job:
         """A validated new job (not stored). Raises InvalidRequest naming the field."""
-        task = tasks.validate(new.task, self._allowed_networks)
+        task = tasks.validate(new.task, self._task_policy)
         self._check_not_past(new.schedule, now)
         anchor = anchor_for(new.schedule, now)
         runs_at = first_run(new.schedule, now, anchor)
@@ -251,7 +251,7 @@ class JobService:
         if changes.name is not None:
             fields["name"] = changes.name
         if changes.task is not None:
-            fields["task"] = tasks.validate(changes.task, self._allowed_networks)
+            fields["task"] = tasks.validate(changes.task, self._task_policy)
         if changes.retry is not None:
             fields["retry"] = changes.retry
         if changes.timeout_seconds is not None:

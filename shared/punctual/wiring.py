@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 from punctual import aws
@@ -16,6 +18,7 @@ from punctual.queue import WorkQueue
 from punctual.scanner import Scanner
 from punctual.service import JobService
 from punctual.store import Store
+from punctual.tasks import TaskPolicy
 from punctual.worker import Worker, WorkerConfig
 
 
@@ -48,6 +51,7 @@ def build(
     dynamodb_client: Any = None,
     sqs: Any = None,
     resolver: Resolver = system_resolver,
+    lambda_client: Callable[[int], Any] | None = None,
 ) -> Punctual:
     clock = clock or SystemClock()
     dynamodb = dynamodb if dynamodb is not None else aws.dynamodb_resource(settings)
@@ -68,20 +72,17 @@ def build(
         early_visibility_seconds=settings.early_visibility_seconds,
         record_queued=settings.record_queued,
     )
-    service = JobService(
-        store,
-        dispatcher,
-        clock,
-        allowed_networks=settings.webhook_allowed_networks,
+    task_policy = TaskPolicy(
+        allowed_networks=settings.webhook_allowed_networks, lambda_functions=settings.lambda_functions
     )
+    service = JobService(store, dispatcher, clock, task_policy=task_policy)
     worker = Worker(
         store,
         queue,
         clock,
-        WorkerConfig(
-            allowed_networks=settings.webhook_allowed_networks, result_max_bytes=settings.result_max_bytes
-        ),
+        WorkerConfig(task_policy=task_policy, result_max_bytes=settings.result_max_bytes),
         resolver=resolver,
+        lambda_client=lambda_client or lambda_clients(settings),
     )
     return Punctual(
         settings=settings,
@@ -93,6 +94,16 @@ def build(
         cursors=Cursors(settings.cursor_secret),
         worker=worker,
     )
+
+
+def lambda_clients(settings: Settings, aws_session: Any = None) -> Callable[[int], Any]:
+    """The `lambda` task's clients, one per timeout, made when first needed (most workers never are)."""
+
+    @lru_cache(maxsize=8)
+    def client(read_timeout_seconds: int) -> Any:
+        return aws.lambda_invoke_client(settings, read_timeout_seconds, aws_session)
+
+    return client
 
 
 _DEFAULT: Punctual | None = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar
@@ -40,7 +40,7 @@ from punctual.observability import (
 )
 from punctual.queue import WorkItem, WorkQueue
 from punctual.store import Store
-from punctual.tasks import MAX_RESULT_DEPTH, TaskContext, TaskFailed
+from punctual.tasks import MAX_RESULT_DEPTH, TaskContext, TaskFailed, TaskPolicy
 from punctual.validation import json_problem
 
 # A message that becomes visible this close to its instant waits in the worker; earlier, it goes back.
@@ -68,7 +68,7 @@ class Outcome(Enum):
 
 @dataclass(frozen=True)
 class WorkerConfig:
-    allowed_networks: tuple[str, ...] = ()
+    task_policy: TaskPolicy = field(default_factory=TaskPolicy)
     result_max_bytes: int = 4096
 
 
@@ -81,6 +81,7 @@ class Worker:
         config: WorkerConfig,
         *,
         resolver: Resolver = system_resolver,
+        lambda_client: Callable[[int], Any] | None = None,
         rng: random.Random | None = None,
     ) -> None:
         self._store = store
@@ -88,6 +89,7 @@ class Worker:
         self._clock = clock
         self._config = config
         self._resolver = resolver
+        self._lambda_client = lambda_client
         self._rng = rng or random.Random()
 
     def handle(self, item: WorkItem, receipt_handle: str, receive_count: int = 1) -> Outcome:
@@ -203,8 +205,9 @@ class Worker:
             attempt=execution.attempts,
             timeout_seconds=job.timeout_seconds,
             clock=self._clock,
-            allowed_networks=self._config.allowed_networks,
+            policy=self._config.task_policy,
             resolver=self._resolver,
+            lambda_client=self._lambda_client,
         )
         began = self._clock.now()
         try:

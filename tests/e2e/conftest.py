@@ -103,6 +103,13 @@ class Stack:
             self.process.kill()
             self.process.wait(10)
 
+    def moto_url(self) -> str:
+        """moto's address, as the stack's banner gives it ("  AWS      http://127.0.0.1:N  (moto: ...")."""
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            if line.startswith("  AWS "):
+                return line.split()[1]
+        raise AssertionError(f"no AWS line in the stack's banner\n{self.log()}")
+
     def log(self, lines: int = 60) -> str:
         try:
             text = self.log_path.read_text(errors="replace")

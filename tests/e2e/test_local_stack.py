@@ -8,6 +8,7 @@ import urllib.error
 import urllib.request
 from datetime import timedelta
 
+import boto3
 import pytest
 
 from punctual.client import PunctualClient
@@ -23,6 +24,7 @@ from tests.e2e.conftest import (
     wait_for_executions,
     wait_for_job_status,
 )
+from tests.lambdas import create_echo_function
 
 pytestmark = pytest.mark.e2e
 
@@ -119,6 +121,28 @@ def test_a_webhook_that_always_fails_ends_failed_after_max_attempts(
     assert "503" in execution["error"]
     assert len(webhooks.calls_to("/down")) == 3
     assert alice.get_job(job["id"])["last_execution"]["status"] == "FAILED"
+
+
+def test_a_lambda_job_invokes_a_function_in_the_local_aws(stack: Stack, alice: PunctualClient) -> None:
+    # Given a function created in the stack's moto, which answers an invocation with its event
+    session = boto3.session.Session(aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1")
+    arn = create_echo_function("e2e-echo", session, stack.moto_url())
+
+    # When a job invokes it in 2 s
+    task = {"type": "lambda", "params": {"function_arn": arn, "payload": {"n": 1}}}
+    job = alice.create_job({"task": task, "schedule": {"type": "at", "at": in_seconds(2)}})
+    [execution] = wait_for_executions(stack, job["id"])
+
+    # Then it ran on time, and the function was given the execution and the payload
+    assert execution["status"] == "SUCCEEDED", execution
+    assert_on_time(execution)
+    assert execution["result"]["payload"] == {
+        "job_id": job["id"],
+        "execution_id": execution["id"],
+        "scheduled_at": execution["scheduled_at"],
+        "attempt": 1,
+        "payload": {"n": 1},
+    }
 
 
 def test_cancel_and_pause_stop_runs_that_were_already_queued(

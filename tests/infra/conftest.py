@@ -118,6 +118,11 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     return synthesize(tmp_path_factory.mktemp("cdk.out"), {"alarm_email": ALARM_EMAIL})
 
 
+# The functions the unprotected stack lets the `lambda` task invoke.
+REPORTS_FUNCTIONS = "arn:aws:lambda:*:123456789012:function:reports-*"
+BILLING_FUNCTION = "arn:aws:lambda:eu-west-1:123456789012:function:billing"
+
+
 @pytest.fixture(scope="session")
 def unprotected(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     """A throwaway test stack configured on the command line (`-c key=value` gives strings)."""
@@ -130,6 +135,7 @@ def unprotected(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
             "scanner_fanout": "1",
             "lookahead_seconds": "120",
             "webhook_allowed_networks": "10.0.0.0/8, 192.168.1.0/24",
+            "lambda_functions": f"{REPORTS_FUNCTIONS}, {BILLING_FUNCTION}",
             "worker_max_concurrency": "5",
             "log_level": "debug",
             "api_throttle_rate": "20",

@@ -9,6 +9,7 @@ from aws_cdk.assertions import Match, Template
 
 from punctual import observability, resources
 from punctual.config import Settings
+from tests.infra.conftest import BILLING_FUNCTION, REPORTS_FUNCTIONS
 
 NAMES = sorted(resources.FUNCTIONS)
 
@@ -215,6 +216,24 @@ def test_the_tick_starts_only_once_the_scanner_may_fan_out(synthesized):
     ]
     (rule,) = synthesized.of_type("AWS::Events::Rule").values()
     assert policy in rule["DependsOn"]
+
+
+def test_the_worker_may_invoke_the_functions_the_deployment_allows_and_no_other(unprotected, synthesized):
+    # Given -c lambda_functions=REPORTS_FUNCTIONS,BILLING_FUNCTION (see the fixture)
+    (statement,) = _lambda_statements(unprotected.statements_of("worker"))
+    # Then the worker may invoke exactly those, with their versions and aliases
+    assert statement["Effect"] == "Allow"
+    assert statement["Action"] == "lambda:InvokeFunction"
+    assert sorted(statement["Resource"]) == sorted(
+        [REPORTS_FUNCTIONS, f"{REPORTS_FUNCTIONS}:*", BILLING_FUNCTION, f"{BILLING_FUNCTION}:*"]
+    )
+    # and both the API (which refuses other functions) and the worker (which checks again) know them
+    for name in ("api", "worker"):
+        variables = unprotected.function(name)[1]["Environment"]["Variables"]
+        settings = Settings.from_env({k: v for k, v in variables.items() if isinstance(v, str)})
+        assert settings.lambda_functions == (REPORTS_FUNCTIONS, BILLING_FUNCTION), name
+    # while the default stack allows no function at all (and grants none: see the scanner's test)
+    assert "PUNCTUAL_LAMBDA_FUNCTIONS" not in synthesized.function("worker")[1]["Environment"]["Variables"]
 
 
 def test_scanner_without_fan_out_may_invoke_nothing(unprotected):

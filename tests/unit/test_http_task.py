@@ -20,7 +20,7 @@ from punctual import tasks
 from punctual.clock import ManualClock
 from punctual.errors import InvalidRequest
 from punctual.models import TaskSpec
-from punctual.tasks import TaskContext, TaskFailed
+from punctual.tasks import TaskContext, TaskFailed, TaskPolicy
 from tests.stubs import StubResolver, no_lookups
 
 LOOPBACK = ("127.0.0.0/8",)
@@ -114,15 +114,15 @@ def context(**changes: Any) -> TaskContext:
         "attempt": 2,
         "timeout_seconds": 5,
         "clock": ManualClock(CLOCK_START),
-        "allowed_networks": LOOPBACK,
         "resolver": no_lookups,
     }
-    return TaskContext(**(values | changes))
+    networks = changes.pop("allowed_networks", LOOPBACK)
+    return TaskContext(**(values | changes), policy=TaskPolicy(allowed_networks=networks))
 
 
 def run_http(params: dict[str, Any], ctx: TaskContext | None = None) -> Any:
     ctx = ctx or context()
-    spec = tasks.validate(TaskSpec(type="http", params=params), ctx.allowed_networks)
+    spec = tasks.validate(TaskSpec(type="http", params=params), ctx.policy)
     return tasks.run(spec, ctx)
 
 
@@ -323,7 +323,7 @@ def test_http_task_refuses_a_literal_loopback_url_once_loopback_is_no_longer_all
     webhook: Webhook,
 ) -> None:
     # Given a job validated while loopback was allowed, run by a deployment that does not allow it
-    spec = tasks.validate(TaskSpec(type="http", params={"url": webhook.url()}), LOOPBACK)
+    spec = tasks.validate(TaskSpec(type="http", params={"url": webhook.url()}), TaskPolicy(LOOPBACK))
 
     # When it runs / Then it is refused without connecting
     with pytest.raises(TaskFailed) as caught:
@@ -350,7 +350,7 @@ def test_http_task_connects_to_the_checked_address_and_keeps_the_host_name(webho
 
 def invalid(spec: dict[str, Any], allowed_networks: tuple[str, ...] = ()) -> InvalidRequest:
     with pytest.raises(InvalidRequest) as caught:
-        tasks.validate(TaskSpec.model_validate(spec), allowed_networks)
+        tasks.validate(TaskSpec.model_validate(spec), TaskPolicy(allowed_networks))
     return caught.value
 
 
@@ -376,13 +376,15 @@ def test_validate_refuses_a_literal_private_address(url: str) -> None:
 
 
 def test_validate_accepts_loopback_when_the_deployment_allows_it() -> None:
-    spec = tasks.validate(TaskSpec(type="http", params={"url": "http://127.0.0.1:8080/x"}), LOOPBACK)
+    spec = tasks.validate(
+        TaskSpec(type="http", params={"url": "http://127.0.0.1:8080/x"}), TaskPolicy(LOOPBACK)
+    )
     assert spec.params["url"] == "http://127.0.0.1:8080/x"
 
 
 def test_validate_leaves_names_to_run_time() -> None:
     # A name is checked when it is resolved, at run time (its addresses may change in between).
-    spec = tasks.validate(TaskSpec(type="http", params={"url": "https://hooks.example.com/x"}), ())
+    spec = tasks.validate(TaskSpec(type="http", params={"url": "https://hooks.example.com/x"}), TaskPolicy())
     assert spec.params["url"] == "https://hooks.example.com/x"
 
 
@@ -450,26 +452,28 @@ def test_validate_names_the_offending_parameter(spec: dict[str, Any], field: str
 
 
 def test_validate_refuses_an_unknown_task_type_listing_the_known_ones() -> None:
-    error = invalid({"type": "lambda", "params": {}})
+    error = invalid({"type": "smtp", "params": {}})
     assert error.field == "task.type"
-    assert "lambda" in str(error)
-    assert all(name in str(error) for name in ("http", "noop", "sleep", "fail"))
+    assert "smtp" in str(error)
+    assert all(name in str(error) for name in ("http", "lambda", "noop", "sleep", "fail"))
 
 
 def test_validate_fills_in_defaults_and_normalises_the_method() -> None:
-    spec = tasks.validate(TaskSpec(type="http", params={"url": "https://h.example/x", "method": "patch"}), ())
+    spec = tasks.validate(
+        TaskSpec(type="http", params={"url": "https://h.example/x", "method": "patch"}), TaskPolicy()
+    )
     assert spec.params == {"url": "https://h.example/x", "method": "PATCH", "headers": {}}
 
 
 def test_registry_lists_the_builtin_types() -> None:
-    assert [t.name for t in tasks.all_types()] == ["fail", "http", "noop", "sleep"]
+    assert [t.name for t in tasks.all_types()] == ["fail", "http", "lambda", "noop", "sleep"]
 
 
 # --- noop, sleep, fail ------------------------------------------------------------------------------
 
 
 def run_basic(task_type: str, params: dict[str, Any], ctx: TaskContext) -> Any:
-    return tasks.run(tasks.validate(TaskSpec(type=task_type, params=params), ()), ctx)
+    return tasks.run(tasks.validate(TaskSpec(type=task_type, params=params), TaskPolicy()), ctx)
 
 
 def test_noop_succeeds_at_once() -> None:

@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.ERROR)
     make_writes_atomic()
     query_only_the_partition()
+    answer_invocations_with_their_event()
     # Bound here rather than by werkzeug, which exits the process when the port is taken.
     try:
         listener = socket.create_server((HOST, args.port))
@@ -63,6 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"port {server.port}", flush=True)
     server.serve_forever(0.2)
     return 0
+
+
+def answer_invocations_with_their_event() -> None:
+    """moto runs a Lambda function only in Docker, which the local stack does without: its simpler
+    Lambda keeps the functions created in it and answers each invocation with the event it was
+    given, so that a `lambda` task can be tried locally end to end."""
+    from moto.core.models import default_user_config
+
+    default_user_config["lambda"] = {"use_docker": False}
 
 
 _partition = threading.local()

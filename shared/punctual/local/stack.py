@@ -46,6 +46,8 @@ HOST = "127.0.0.1"
 LOCAL_SHARD_COUNT = 4
 # The webhooks a developer points at locally run on this machine.
 LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
+# Any function created in moto (whose account is always this one), for the `lambda` task.
+LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
 AUTOSAVE_SECONDS = 2.0
 # Messages become visible this early and the worker waits out the rest: a head start for receiving
 # the message while moto is busy. (Delayed messages are held by HoldingSqs and sent to moto when due,
@@ -151,6 +153,7 @@ class LocalStack:
             tick_seconds=options.tick_seconds,
             lookahead_seconds=lookahead_for(options.tick_seconds),
             webhook_allowed_networks=LOOPBACK_NETWORKS,
+            lambda_functions=LOCAL_LAMBDA_FUNCTIONS,
             early_visibility_seconds=LOCAL_EARLY_VISIBILITY_SECONDS,
             # Its queue is in memory: recovery after a restart re-sends the executions stored QUEUED.
             record_queued=True,
@@ -159,7 +162,12 @@ class LocalStack:
         self._delays = HoldingSqs(sqs, clock)
         self._delays.start()
         punctual = wiring.build(
-            settings, clock=clock, dynamodb=dynamodb, dynamodb_client=dynamodb_client, sqs=self._delays
+            settings,
+            clock=clock,
+            dynamodb=dynamodb,
+            dynamodb_client=dynamodb_client,
+            sqs=self._delays,
+            lambda_client=wiring.lambda_clients(settings, session),
         )
         wiring.set_default(punctual)
         requeued = recover(snapshots, punctual.queue, punctual.clock.now()) if restored.items else 0

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -15,7 +17,7 @@ from punctual.clock import Clock
 from punctual.errors import InvalidRequest
 from punctual.models import TaskSpec
 from punctual.netguard import Resolver, system_resolver
-from punctual.validation import json_problem
+from punctual.validation import json_problem, refuse_constant
 
 
 class TaskFailed(Exception):
@@ -28,6 +30,17 @@ class TaskFailed(Exception):
 
 
 @dataclass(frozen=True)
+class TaskPolicy:
+    """What this deployment lets tasks reach, from its settings: checked when a job is created or
+    changed, and again when it runs (the settings may have changed since)."""
+
+    # Private, loopback or link-local networks a webhook may call (webhook_allowed_networks).
+    allowed_networks: tuple[str, ...] = ()
+    # Lambda functions the `lambda` task may invoke: ARN patterns with * and ? (lambda_functions).
+    lambda_functions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class TaskContext:
     job_id: str
     execution_id: str
@@ -35,8 +48,10 @@ class TaskContext:
     attempt: int
     timeout_seconds: float
     clock: Clock
-    allowed_networks: tuple[str, ...] = ()
+    policy: TaskPolicy = field(default_factory=TaskPolicy)
     resolver: Resolver = field(default=system_resolver)
+    # A Lambda client that waits up to the given seconds for an answer (the `lambda` task's).
+    lambda_client: Callable[[int], Any] | None = None
 
 
 class TaskType(Protocol):
@@ -44,7 +59,7 @@ class TaskType(Protocol):
     description: str
     params_model: type[BaseModel]
 
-    def check(self, params: BaseModel, allowed_networks: tuple[str, ...]) -> None:
+    def check(self, params: BaseModel, policy: TaskPolicy) -> None:
         """Refuse parameters that could never run (beyond what the model validates)."""
         ...
 
@@ -84,9 +99,11 @@ MAX_TASK_BYTES = 256 * 1024
 # parser that stops near 200 levels.
 MAX_PARAMS_DEPTH = 32
 MAX_RESULT_DEPTH = 32
+# How much of an answer (a webhook's body, a function's payload) is read and kept.
+ANSWER_PREVIEW_BYTES = 64 * 1024
 
 
-def validate(spec: TaskSpec, allowed_networks: tuple[str, ...]) -> TaskSpec:
+def validate(spec: TaskSpec, policy: TaskPolicy) -> TaskSpec:
     """Check a task's type and parameters; returns the spec with defaults filled in."""
     task_type = get(spec.type)
     problem = json_problem(spec.params, MAX_PARAMS_DEPTH)
@@ -99,7 +116,7 @@ def validate(spec: TaskSpec, allowed_networks: tuple[str, ...]) -> TaskSpec:
         where = ".".join(str(part) for part in first["loc"])
         path = f"task.params.{where}" if where else "task.params"
         raise InvalidRequest(f"{path}: {first['msg']}", field=path) from None
-    task_type.check(params, allowed_networks)
+    task_type.check(params, policy)
     checked = TaskSpec(type=spec.type, params=params.model_dump(mode="json", exclude_none=True))
     size = len(checked.model_dump_json().encode())
     if size > MAX_TASK_BYTES:
@@ -113,6 +130,20 @@ def run(spec: TaskSpec, context: TaskContext) -> Any:
     task_type = get(spec.type)
     params = task_type.params_model.model_validate(spec.params)
     return task_type.run(params, context)
+
+
+def decode_answer(payload: bytes) -> Any:
+    """An answer's body as a task's result keeps it: its JSON, or its text when it is not JSON (or
+    JSON that cannot be stored: NaN or Infinity, nested too deep, an unpaired surrogate)."""
+    text = payload.decode("utf-8", errors="replace")
+    if not text:
+        return None
+    try:
+        value = json.loads(text, parse_constant=refuse_constant)
+    except (ValueError, RecursionError):
+        return text
+    # (the answer sits one level down in the task's result: {"status": ..., "body": answer})
+    return text if json_problem(value, MAX_RESULT_DEPTH - 1) is not None else value
 
 
 _LOAD_LOCK = threading.Lock()

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from punctual.tasks import TaskContext, TaskFailed, register
+from punctual.tasks import TaskContext, TaskFailed, TaskPolicy, register
 from punctual.validation import NOT_BOOLEAN
 
 
@@ -29,7 +29,7 @@ class Noop:
     description = "Succeeds at once."
     params_model: type[BaseModel] = _NoParams
 
-    def check(self, params: BaseModel, allowed_networks: tuple[str, ...]) -> None:
+    def check(self, params: BaseModel, policy: TaskPolicy) -> None:
         return None
 
     def run(self, params: BaseModel, context: TaskContext) -> Any:
@@ -41,7 +41,7 @@ class Sleep:
     description = "Sleeps for `seconds`, then succeeds; fails (retryably) if that exceeds the job's timeout."
     params_model: type[BaseModel] = _SleepParams
 
-    def check(self, params: BaseModel, allowed_networks: tuple[str, ...]) -> None:
+    def check(self, params: BaseModel, policy: TaskPolicy) -> None:
         return None
 
     def run(self, params: BaseModel, context: TaskContext) -> Any:
@@ -58,7 +58,7 @@ class Fail:
     description = "Always fails, retryably: to try retry policies and the dead-letter path."
     params_model: type[BaseModel] = _FailParams
 
-    def check(self, params: BaseModel, allowed_networks: tuple[str, ...]) -> None:
+    def check(self, params: BaseModel, policy: TaskPolicy) -> None:
         return None
 
     def run(self, params: BaseModel, context: TaskContext) -> Any:

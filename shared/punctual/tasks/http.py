@@ -14,11 +14,10 @@ from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
 
 from punctual.errors import InvalidRequest
 from punctual.netguard import AddressRefused, is_allowed, literal_address, resolve_checked
-from punctual.tasks import MAX_RESULT_DEPTH, TaskContext, TaskFailed, register
+from punctual.tasks import ANSWER_PREVIEW_BYTES, TaskContext, TaskFailed, TaskPolicy, decode_answer, register
 from punctual.timefmt import to_rfc3339
-from punctual.validation import NOT_BOOLEAN, json_problem, refuse_constant
+from punctual.validation import NOT_BOOLEAN
 
-RESPONSE_PREVIEW_BYTES = 64 * 1024
 _RETRYABLE_STATUS = {408, 429}
 _RESERVED_HEADERS = {"host", "content-length", "transfer-encoding", "connection"}
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -87,11 +86,11 @@ class HttpTask:
     )
     params_model: type[BaseModel] = HttpParams
 
-    def check(self, params: BaseModel, allowed_networks: tuple[str, ...]) -> None:
+    def check(self, params: BaseModel, policy: TaskPolicy) -> None:
         assert isinstance(params, HttpParams)
         host = params.url.host or ""
         literal = literal_address(host)
-        if literal and not is_allowed(literal, allowed_networks):
+        if literal and not is_allowed(literal, policy.allowed_networks):
             raise InvalidRequest(
                 f"task.params.url: {host} is a private, loopback or link-local address",
                 field="task.params.url",
@@ -103,7 +102,7 @@ class HttpTask:
         host = parts.hostname or ""
         port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
-            addresses = resolve_checked(host, port, context.allowed_networks, context.resolver)
+            addresses = resolve_checked(host, port, context.policy.allowed_networks, context.resolver)
         except AddressRefused as exc:
             raise TaskFailed(str(exc), retryable=False) from exc
         timeout = min(params.timeout_seconds or context.timeout_seconds, context.timeout_seconds)
@@ -131,30 +130,16 @@ class HttpTask:
         try:
             connection.request(params.method, path, body=body, headers=headers)
             response = connection.getresponse()
-            payload = response.read(RESPONSE_PREVIEW_BYTES)
+            payload = response.read(ANSWER_PREVIEW_BYTES)
         except (OSError, http.client.HTTPException) as exc:
             raise TaskFailed(f"{type(exc).__name__}: {exc}", retryable=True) from exc
         finally:
             connection.close()
-        result = {"status": response.status, "body": _decode(payload)}
+        result = {"status": response.status, "body": decode_answer(payload)}
         if 200 <= response.status < 300:
             return result
         retryable = response.status in _RETRYABLE_STATUS or response.status >= 500
         raise TaskFailed(f"HTTP {response.status} {response.reason}", retryable=retryable, result=result)
-
-
-def _decode(payload: bytes) -> Any:
-    """The answer's body: its JSON, or its text when it is not JSON (or JSON that cannot be stored:
-    NaN or Infinity, nested too deep, an unpaired surrogate)."""
-    text = payload.decode("utf-8", errors="replace")
-    if not text:
-        return None
-    try:
-        value = json.loads(text, parse_constant=refuse_constant)
-    except (ValueError, RecursionError):
-        return text
-    # (the answer sits one level down in the task's result: {"status": ..., "body": answer})
-    return text if json_problem(value, MAX_RESULT_DEPTH - 1) is not None else value
 
 
 register(HttpTask())
