@@ -29,6 +29,12 @@ class TaskFailed(Exception):
         self.result = result
 
 
+def retryable_status(status: int) -> bool:
+    """Whether another attempt could get past an HTTP answer: a timeout (408), too many requests
+    (429) or a server error (5xx); any other 4xx would only be refused again."""
+    return status in (408, 429) or status >= 500
+
+
 @dataclass(frozen=True)
 class TaskPolicy:
     """What this deployment lets tasks reach, from its settings: checked when a job is created or

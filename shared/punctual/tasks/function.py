@@ -10,7 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from punctual import lambda_arns
 from punctual.errors import InvalidRequest
-from punctual.tasks import ANSWER_PREVIEW_BYTES, TaskContext, TaskFailed, TaskPolicy, decode_answer, register
+from punctual.tasks import (
+    ANSWER_PREVIEW_BYTES,
+    TaskContext,
+    TaskFailed,
+    TaskPolicy,
+    decode_answer,
+    register,
+    retryable_status,
+)
 from punctual.timefmt import to_rfc3339
 
 # Errors Lambda answers with a 4xx that another attempt can get past: too many requests (429), a
@@ -90,7 +98,7 @@ class LambdaTask:
             error = exc.response.get("Error", {})
             code = error.get("Code", "")
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-            retryable = code in _RETRYABLE_CODES or status in (408, 429) or status >= 500
+            retryable = code in _RETRYABLE_CODES or retryable_status(status)
             raise TaskFailed(
                 f"Lambda {code or status}: {error.get('Message', exc)}", retryable=retryable
             ) from exc

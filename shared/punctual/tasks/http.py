@@ -14,11 +14,18 @@ from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
 
 from punctual.errors import InvalidRequest
 from punctual.netguard import AddressRefused, is_allowed, literal_address, resolve_checked
-from punctual.tasks import ANSWER_PREVIEW_BYTES, TaskContext, TaskFailed, TaskPolicy, decode_answer, register
+from punctual.tasks import (
+    ANSWER_PREVIEW_BYTES,
+    TaskContext,
+    TaskFailed,
+    TaskPolicy,
+    decode_answer,
+    register,
+    retryable_status,
+)
 from punctual.timefmt import to_rfc3339
 from punctual.validation import NOT_BOOLEAN
 
-_RETRYABLE_STATUS = {408, 429}
 _RESERVED_HEADERS = {"host", "content-length", "transfer-encoding", "connection"}
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
@@ -138,7 +145,7 @@ class HttpTask:
         result = {"status": response.status, "body": decode_answer(payload)}
         if 200 <= response.status < 300:
             return result
-        retryable = response.status in _RETRYABLE_STATUS or response.status >= 500
+        retryable = retryable_status(response.status)
         raise TaskFailed(f"HTTP {response.status} {response.reason}", retryable=retryable, result=result)
 
 
