@@ -39,10 +39,13 @@ def lambda_client(settings: Settings) -> Any:
 
 
 def lambda_invoke_client(
-    settings: Settings, read_timeout_seconds: int, aws_session: boto3.session.Session | None = None
+    settings: Settings,
+    region: str,
+    read_timeout_seconds: int,
+    aws_session: boto3.session.Session | None = None,
 ) -> Any:
-    """For the `lambda` task: one attempt a call (the worker's retries back off and count attempts),
-    waiting as long as the job's timeout for the function's answer."""
+    """For the `lambda` task, in the function's region: one attempt a call (the worker's retries back
+    off and count attempts), waiting as long as the job's timeout for the function's answer."""
     config = Config(
         retries={"total_max_attempts": 1},
         connect_timeout=5,
@@ -50,5 +53,5 @@ def lambda_invoke_client(
         tcp_keepalive=True,
     )
     return (aws_session or session(settings)).client(
-        "lambda", endpoint_url=settings.endpoint_url, config=config
+        "lambda", region_name=region, endpoint_url=settings.endpoint_url, config=config
     )

@@ -136,7 +136,7 @@ def build_task(args: argparse.Namespace, current: Mapping[str, Any] | None = Non
         return None
     kind = args.task or (current or {}).get("type") or ("http" if args.url is not None else None)
     if not kind:
-        raise UsageError("--task is required: http, noop, sleep, fail or another type from `punctual tasks`")
+        raise UsageError("--task is required: http, lambda, noop, sleep, fail (see `punctual tasks`)")
     base: JsonObject = {} if args.task or not current else dict(current.get("params") or {})
 
     params: JsonObject = {}
@@ -227,7 +227,7 @@ def cmd_jobs_create(client: PunctualClient, args: argparse.Namespace) -> int:
     schedule = build_schedule(args, default_now=True)
     task = build_task(args)
     if task is None:
-        raise UsageError("--task is required: http, noop, sleep, fail or another type from `punctual tasks`")
+        raise UsageError("--task is required: http, lambda, noop, sleep, fail (see `punctual tasks`)")
     body: JsonObject = {"task": task, "schedule": schedule}
     if args.name is not None:
         body["name"] = args.name
@@ -540,7 +540,9 @@ def add_schedule_options(parser: argparse.ArgumentParser) -> None:
 
 def add_task_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("task")
-    group.add_argument("--task", metavar="TYPE", help="http, noop, sleep, fail, ... (see `punctual tasks`)")
+    group.add_argument(
+        "--task", metavar="TYPE", help="http, lambda, noop, sleep, fail (see `punctual tasks`)"
+    )
     group.add_argument("--url", help="http: the URL to call")
     group.add_argument("--method", help="http: the method (default POST)")
     group.add_argument("--header", action="append", default=[], metavar="K=V", help="http: a header (repeat)")

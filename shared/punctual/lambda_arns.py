@@ -38,6 +38,10 @@ def unqualified(arn: str) -> str:
     return ":".join(arn.split(":")[:7])
 
 
+def region(arn: str) -> str:
+    return arn.split(":")[3]
+
+
 def is_allowed(arn: str, patterns: Iterable[str]) -> bool:
     function = unqualified(arn)
     return any(fnmatchcase(function, pattern) for pattern in patterns)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
 from dataclasses import dataclass
 from datetime import timedelta
-from functools import lru_cache
 from typing import Any
 
 from punctual import aws
@@ -18,7 +17,7 @@ from punctual.queue import WorkQueue
 from punctual.scanner import Scanner
 from punctual.service import JobService
 from punctual.store import Store
-from punctual.tasks import TaskPolicy
+from punctual.tasks import LambdaClients, TaskPolicy
 from punctual.worker import Worker, WorkerConfig
 
 
@@ -51,7 +50,7 @@ def build(
     dynamodb_client: Any = None,
     sqs: Any = None,
     resolver: Resolver = system_resolver,
-    lambda_client: Callable[[int], Any] | None = None,
+    lambda_clients: LambdaClients | None = None,
 ) -> Punctual:
     clock = clock or SystemClock()
     dynamodb = dynamodb if dynamodb is not None else aws.dynamodb_resource(settings)
@@ -82,7 +81,7 @@ def build(
         clock,
         WorkerConfig(task_policy=task_policy, result_max_bytes=settings.result_max_bytes),
         resolver=resolver,
-        lambda_client=lambda_client or lambda_clients(settings),
+        lambda_clients=lambda_clients or lambda_clients_for(settings),
     )
     return Punctual(
         settings=settings,
@@ -96,12 +95,22 @@ def build(
     )
 
 
-def lambda_clients(settings: Settings, aws_session: Any = None) -> Callable[[int], Any]:
-    """The `lambda` task's clients, one per timeout, made when first needed (most workers never are)."""
+def lambda_clients_for(settings: Settings, aws_session: Any = None) -> LambdaClients:
+    """The `lambda` task's clients, one per region and timeout, each made when first needed (most
+    workers never need one) and then kept with its connections. Under a lock: the worker runs a
+    batch's records in threads, and boto3 makes clients one at a time."""
+    lock = threading.Lock()
+    made: dict[tuple[str, int], Any] = {}
+    shared: list[Any] = [aws_session] if aws_session is not None else []
 
-    @lru_cache(maxsize=8)
-    def client(read_timeout_seconds: int) -> Any:
-        return aws.lambda_invoke_client(settings, read_timeout_seconds, aws_session)
+    def client(region: str, read_timeout_seconds: int) -> Any:
+        with lock:
+            key = (region, read_timeout_seconds)
+            if key not in made:
+                if not shared:
+                    shared.append(aws.session(settings))
+                made[key] = aws.lambda_invoke_client(settings, region, read_timeout_seconds, shared[0])
+            return made[key]
 
     return client
 

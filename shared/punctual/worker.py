@@ -40,7 +40,7 @@ from punctual.observability import (
 )
 from punctual.queue import WorkItem, WorkQueue
 from punctual.store import Store
-from punctual.tasks import MAX_RESULT_DEPTH, TaskContext, TaskFailed, TaskPolicy
+from punctual.tasks import MAX_RESULT_DEPTH, LambdaClients, TaskContext, TaskFailed, TaskPolicy
 from punctual.validation import json_problem
 
 # A message that becomes visible this close to its instant waits in the worker; earlier, it goes back.
@@ -81,7 +81,7 @@ class Worker:
         config: WorkerConfig,
         *,
         resolver: Resolver = system_resolver,
-        lambda_client: Callable[[int], Any] | None = None,
+        lambda_clients: LambdaClients | None = None,
         rng: random.Random | None = None,
     ) -> None:
         self._store = store
@@ -89,7 +89,7 @@ class Worker:
         self._clock = clock
         self._config = config
         self._resolver = resolver
-        self._lambda_client = lambda_client
+        self._lambda_clients = lambda_clients
         self._rng = rng or random.Random()
 
     def handle(self, item: WorkItem, receipt_handle: str, receive_count: int = 1) -> Outcome:
@@ -207,7 +207,7 @@ class Worker:
             clock=self._clock,
             policy=self._config.task_policy,
             resolver=self._resolver,
-            lambda_client=self._lambda_client,
+            lambda_clients=self._lambda_clients,
         )
         began = self._clock.now()
         try:

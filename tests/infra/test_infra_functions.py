@@ -232,8 +232,9 @@ def test_the_worker_may_invoke_the_functions_the_deployment_allows_and_no_other(
         variables = unprotected.function(name)[1]["Environment"]["Variables"]
         settings = Settings.from_env({k: v for k, v in variables.items() if isinstance(v, str)})
         assert settings.lambda_functions == (REPORTS_FUNCTIONS, BILLING_FUNCTION), name
-    # while the default stack allows no function at all (and grants none: see the scanner's test)
+    # while the default stack allows no function at all, and grants the worker none
     assert "PUNCTUAL_LAMBDA_FUNCTIONS" not in synthesized.function("worker")[1]["Environment"]["Variables"]
+    assert _lambda_statements(synthesized.statements_of("worker")) == []
 
 
 def test_scanner_without_fan_out_may_invoke_nothing(unprotected):

@@ -7,22 +7,22 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable
+import threading
 from datetime import UTC, datetime
 from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import ReadTimeoutError
+from botocore.exceptions import ParamValidationError, ReadTimeoutError
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from punctual import lambda_arns, tasks
+from punctual import aws, lambda_arns, tasks, wiring
 from punctual.clock import ManualClock
 from punctual.config import Settings
 from punctual.errors import InvalidRequest
 from punctual.models import TaskSpec
-from punctual.tasks import TaskContext, TaskFailed, TaskPolicy
+from punctual.tasks import LambdaClients, TaskContext, TaskFailed, TaskPolicy
 
 REPORTS = "arn:aws:lambda:eu-west-1:123456789012:function:reports-daily"
 POLICY = TaskPolicy(lambda_functions=("arn:aws:lambda:eu-west-1:123456789012:function:reports-*",))
@@ -36,20 +36,20 @@ def lambda_client() -> Any:
 
 
 class Clients:
-    """The worker's client factory: one stubbed client, and the timeouts it was asked for."""
+    """The worker's client factory: one stubbed client, and the regions and timeouts asked for."""
 
     def __init__(self) -> None:
         self.client = lambda_client()
         self.stubber = Stubber(self.client)
         self.stubber.activate()
-        self.timeouts: list[int] = []
+        self.asked: list[tuple[str, int]] = []
 
-    def __call__(self, read_timeout_seconds: int) -> Any:
-        self.timeouts.append(read_timeout_seconds)
+    def __call__(self, region: str, read_timeout_seconds: int) -> Any:
+        self.asked.append((region, read_timeout_seconds))
         return self.client
 
 
-def context(clients: Callable[[int], Any], policy: TaskPolicy = POLICY) -> TaskContext:
+def context(clients: LambdaClients, policy: TaskPolicy = POLICY) -> TaskContext:
     return TaskContext(
         job_id="job-42",
         execution_id="job-42.19ad6b9e2a3.1",
@@ -58,7 +58,7 @@ def context(clients: Callable[[int], Any], policy: TaskPolicy = POLICY) -> TaskC
         timeout_seconds=30,
         clock=ManualClock(SCHEDULED_AT),
         policy=policy,
-        lambda_client=clients,
+        lambda_clients=clients,
     )
 
 
@@ -176,8 +176,8 @@ def test_a_sync_invocation_sends_the_execution_in_the_event_and_keeps_the_answer
     # Then the function got the execution's identity and the payload, and its answer is the result
     clients.stubber.assert_no_pending_responses()
     assert result == {"status": 200, "version": "7", "payload": {"rows": 12}}
-    # and the client waited as long as the job's timeout for it
-    assert clients.timeouts == [30]
+    # and the client, in the function's region, waited as long as the job's timeout for it
+    assert clients.asked == [("eu-west-1", 30)]
 
 
 def test_an_answer_that_is_not_json_is_kept_as_text() -> None:
@@ -221,6 +221,9 @@ def test_a_function_error_fails_the_attempt_retryably_with_its_type_and_message(
         ("ResourceNotReadyException", 502, True),
         ("ServiceException", 500, True),
         ("EC2ThrottledException", 502, True),
+        ("SnapStartNotReadyException", 409, True),
+        ("KMSAccessDeniedException", 502, False),
+        ("InvalidRuntimeException", 502, False),
         ("ResourceNotFoundException", 404, False),
         ("AccessDeniedException", 403, False),
         ("RequestTooLargeException", 413, False),
@@ -244,7 +247,7 @@ def test_no_answer_within_the_timeout_is_retried() -> None:
             raise ReadTimeoutError(endpoint_url="https://lambda.eu-west-1.amazonaws.com")
 
     with pytest.raises(TaskFailed) as caught:
-        tasks.run(spec(), context(lambda _timeout: SlowClient()))
+        tasks.run(spec(), context(lambda _region, _timeout: SlowClient()))
     assert caught.value.retryable is True
     assert "ReadTimeoutError" in str(caught.value)
 
@@ -258,4 +261,77 @@ def test_a_function_no_longer_allowed_is_not_invoked_and_fails_for_good() -> Non
         tasks.run(spec(), context(clients, policy=TaskPolicy()))
     assert caught.value.retryable is False
     assert "no longer among" in str(caught.value)
-    assert clients.timeouts == []
+    assert clients.asked == []
+
+
+def test_a_function_in_another_region_is_invoked_with_a_client_of_that_region() -> None:
+    # Given a deployment that allows a function in any region
+    policy = TaskPolicy(lambda_functions=("arn:aws:lambda:*:123456789012:function:reports-*",))
+    arn = REPORTS.replace("eu-west-1", "ap-southeast-4")
+    checked = tasks.validate(TaskSpec(type="lambda", params={"function_arn": arn}), policy)
+    clients = Clients()
+    clients.stubber.add_response("invoke", {"StatusCode": 200, "Payload": body({})})
+
+    # When it runs / Then its client is one of the function's region (Lambda's own rule)
+    tasks.run(checked, context(clients, policy))
+    assert clients.asked == [("ap-southeast-4", 30)]
+
+
+@pytest.mark.parametrize(
+    "arn",
+    [
+        "arn:aws-cn:lambda:cn-north-1:123456789012:function:reports-daily",
+        "arn:aws-us-gov:lambda:us-gov-west-1:123456789012:function:reports-daily:7",
+        "arn:aws:lambda:il-central-1:123456789012:function:reports-daily",
+    ],
+)
+def test_arns_of_every_partition_are_read_and_matched(arn: str) -> None:
+    policy = TaskPolicy(lambda_functions=("arn:*:lambda:*:123456789012:function:reports-*",))
+    assert (
+        tasks.validate(TaskSpec(type="lambda", params={"function_arn": arn}), policy).params["function_arn"]
+        == arn
+    )
+
+
+def test_a_request_botocore_refuses_is_not_tried_again() -> None:
+    class RefusingClient:
+        def invoke(self, **_: Any) -> Any:
+            raise ParamValidationError(report="Payload: too long")
+
+    with pytest.raises(TaskFailed) as caught:
+        tasks.run(spec(), context(lambda _region, _timeout: RefusingClient()))
+    assert caught.value.retryable is False
+
+
+# --- the worker's clients -------------------------------------------------------------------------
+
+
+def test_the_invoking_client_makes_one_attempt_in_the_region_and_waits_the_timeout() -> None:
+    client = aws.lambda_invoke_client(Settings(), "eu-central-1", 42)
+    assert client.meta.region_name == "eu-central-1"
+    assert client.meta.config.read_timeout == 42
+    assert client.meta.config.retries["total_max_attempts"] == 1
+
+
+def test_threads_asking_at_once_share_one_client_per_region_and_timeout() -> None:
+    # Given the worker's factory, not used yet, and 16 threads (a batch's records) asking at once
+    clients = wiring.lambda_clients_for(Settings())
+    barrier = threading.Barrier(16)
+    got: list[tuple[tuple[str, int], Any]] = []
+
+    def ask(key: tuple[str, int]) -> None:
+        barrier.wait()
+        got.append((key, clients(*key)))
+
+    keys = [("eu-west-1", 30), ("eu-west-1", 60)] * 8
+    threads = [threading.Thread(target=ask, args=(key,)) for key in keys]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    # Then each region and timeout got one client, made once and kept
+    made = {key: {id(client) for k, client in got if k == key} for key in set(keys)}
+    assert all(len(ids) == 1 for ids in made.values()), made
+    assert len({next(iter(ids)) for ids in made.values()}) == 2
+    assert clients("eu-west-1", 30) is next(client for k, client in got if k == ("eu-west-1", 30))

@@ -167,7 +167,7 @@ class LocalStack:
             dynamodb=dynamodb,
             dynamodb_client=dynamodb_client,
             sqs=self._delays,
-            lambda_client=wiring.lambda_clients(settings, session),
+            lambda_clients=wiring.lambda_clients_for(settings, session),
         )
         wiring.set_default(punctual)
         requeued = recover(snapshots, punctual.queue, punctual.clock.now()) if restored.items else 0

@@ -29,6 +29,10 @@ class TaskFailed(Exception):
         self.result = result
 
 
+# The `lambda` task's clients: (region, seconds to wait for an answer) -> a Lambda client.
+LambdaClients = Callable[[str, int], Any]
+
+
 def retryable_status(status: int) -> bool:
     """Whether another attempt could get past an HTTP answer: a timeout (408), too many requests
     (429) or a server error (5xx); any other 4xx would only be refused again."""
@@ -56,8 +60,7 @@ class TaskContext:
     clock: Clock
     policy: TaskPolicy = field(default_factory=TaskPolicy)
     resolver: Resolver = field(default=system_resolver)
-    # A Lambda client that waits up to the given seconds for an answer (the `lambda` task's).
-    lambda_client: Callable[[int], Any] | None = None
+    lambda_clients: LambdaClients | None = None
 
 
 class TaskType(Protocol):
@@ -148,7 +151,7 @@ def decode_answer(payload: bytes) -> Any:
         value = json.loads(text, parse_constant=refuse_constant)
     except (ValueError, RecursionError):
         return text
-    # (the answer sits one level down in the task's result: {"status": ..., "body": answer})
+    # (the answer sits one level down in the task's result: {"status": ..., "body" or "payload": answer})
     return text if json_problem(value, MAX_RESULT_DEPTH - 1) is not None else value
 
 

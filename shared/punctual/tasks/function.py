@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from typing import Any, Literal
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from punctual import lambda_arns
@@ -22,8 +23,26 @@ from punctual.tasks import (
 from punctual.timefmt import to_rfc3339
 
 # Errors Lambda answers with a 4xx that another attempt can get past: too many requests (429), a
-# function being updated (409) or not ready yet. Every 5xx is retried too; other 4xx fail at once.
-_RETRYABLE_CODES = {"TooManyRequestsException", "ResourceConflictException", "ResourceNotReadyException"}
+# function being updated or initialised (409), or not ready yet. Other 4xx fail at once.
+_RETRYABLE_CODES = {
+    "TooManyRequestsException",
+    "ResourceConflictException",
+    "ResourceNotReadyException",
+    "SnapStartNotReadyException",
+    "CodeArtifactUserPendingException",
+}
+# Errors Lambda answers with a 502 that are the function's configuration, not a passing fault: no
+# attempt gets past them until someone fixes the function. Every other 5xx is retried.
+_CONFIGURATION_CODES = {
+    "KMSAccessDeniedException",
+    "KMSDisabledException",
+    "KMSNotFoundException",
+    "InvalidRuntimeException",
+    "InvalidZipFileException",
+    "InvalidSubnetIDException",
+    "InvalidSecurityGroupIDException",
+    "EC2AccessDeniedException",
+}
 
 
 class LambdaParams(BaseModel):
@@ -77,7 +96,7 @@ class LambdaTask:
                 "deployment may invoke (setting lambda_functions)",
                 retryable=False,
             )
-        if context.lambda_client is None:
+        if context.lambda_clients is None:
             raise TaskFailed("this worker has no Lambda client", retryable=False)
         event = {
             "job_id": context.job_id,
@@ -86,22 +105,32 @@ class LambdaTask:
             "attempt": context.attempt,
             "payload": params.payload,
         }
-        client = context.lambda_client(max(1, round(context.timeout_seconds)))
+        # A client in the function's region: Lambda invokes only its own region's functions.
+        client = context.lambda_clients(
+            lambda_arns.region(params.function_arn), max(1, round(context.timeout_seconds))
+        )
         try:
             answer = client.invoke(
                 FunctionName=params.function_arn,
                 InvocationType="RequestResponse" if params.invocation == "sync" else "Event",
                 Payload=json.dumps(event, separators=(",", ":")).encode(),
             )
-            payload = answer["Payload"].read(ANSWER_PREVIEW_BYTES) if "Payload" in answer else b""
+            payload = b""
+            if "Payload" in answer:
+                with closing(answer["Payload"]) as stream:  # unread, it would hold its connection
+                    payload = stream.read(ANSWER_PREVIEW_BYTES)
         except ClientError as exc:
             error = exc.response.get("Error", {})
             code = error.get("Code", "")
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-            retryable = code in _RETRYABLE_CODES or retryable_status(status)
+            retryable = code not in _CONFIGURATION_CODES and (
+                code in _RETRYABLE_CODES or retryable_status(status)
+            )
             raise TaskFailed(
                 f"Lambda {code or status}: {error.get('Message', exc)}", retryable=retryable
             ) from exc
+        except ParamValidationError as exc:  # the request itself: another attempt sends it again
+            raise TaskFailed(f"{type(exc).__name__}: {exc}", retryable=False) from exc
         except BotoCoreError as exc:  # no connection, or no answer within the job's timeout
             raise TaskFailed(f"{type(exc).__name__}: {exc}", retryable=True) from exc
         result: dict[str, Any] = {"status": answer.get("StatusCode")}
