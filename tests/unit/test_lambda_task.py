@@ -241,13 +241,24 @@ def test_lambda_errors_are_retried_when_another_attempt_could_succeed(
     assert str(caught.value) == f"Lambda {code}: refused"
 
 
-def test_no_answer_within_the_timeout_is_retried() -> None:
-    class SlowClient:
-        def invoke(self, **_: Any) -> Any:
-            raise ReadTimeoutError(endpoint_url="https://lambda.eu-west-1.amazonaws.com")
+class Raising:
+    """A client whose every call raises what botocore raises before Lambda answers."""
 
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def __call__(self, region: str, read_timeout_seconds: int) -> Any:
+        return self
+
+    def invoke(self, **_: Any) -> Any:
+        raise self.error
+
+
+def test_no_answer_within_the_timeout_is_retried() -> None:
     with pytest.raises(TaskFailed) as caught:
-        tasks.run(spec(), context(lambda _region, _timeout: SlowClient()))
+        tasks.run(
+            spec(), context(Raising(ReadTimeoutError(endpoint_url="https://lambda.eu-west-1.amazonaws.com")))
+        )
     assert caught.value.retryable is True
     assert "ReadTimeoutError" in str(caught.value)
 
@@ -294,12 +305,8 @@ def test_arns_of_every_partition_are_read_and_matched(arn: str) -> None:
 
 
 def test_a_request_botocore_refuses_is_not_tried_again() -> None:
-    class RefusingClient:
-        def invoke(self, **_: Any) -> Any:
-            raise ParamValidationError(report="Payload: too long")
-
     with pytest.raises(TaskFailed) as caught:
-        tasks.run(spec(), context(lambda _region, _timeout: RefusingClient()))
+        tasks.run(spec(), context(Raising(ParamValidationError(report="Payload: too long"))))
     assert caught.value.retryable is False
 
 
