@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, Router
@@ -25,7 +25,7 @@ from punctual import tasks, wiring
 from punctual.errors import Conflict, InvalidRequest, NotFound, RetryableStoreError
 from punctual.models import Execution, ExecutionStatus, Job, JobStatus, RetryPolicy, TaskSpec
 from punctual.observability import logger
-from punctual.schedules import Schedule
+from punctual.schedules import Schedule, local_note
 from punctual.service import JobChanges, NewJob
 from punctual.store import LIST_READ_BUDGET
 from punctual.timefmt import to_rfc3339
@@ -176,8 +176,21 @@ class PreviewIn(BaseModel):
     count: Annotated[int, NOT_BOOLEAN] = Field(default=10, ge=1, le=50)
 
 
+class PreviewRun(BaseModel):
+    at: str = Field(description="The run's instant, UTC.")
+    local: str = Field(description="The same instant on the schedule's wall clock, with its offset.")
+    dst: Literal["moved", "repeated"] | None = Field(
+        description=(
+            "How a change of the zone's offset shaped this run: `moved` (its wall-clock time fell in a "
+            "spring-forward gap, so it runs at the first minute after), `repeated` (its wall-clock time "
+            "occurs twice that day: this run is in one of the passes), or null."
+        )
+    )
+
+
 class PreviewOut(BaseModel):
-    next_runs: list[str]
+    next_runs: list[str] = Field(description="The run instants, UTC (the same as `runs[].at`).")
+    runs: list[PreviewRun]
 
 
 class TaskTypeOut(BaseModel):
@@ -466,12 +479,16 @@ def list_executions(
 @router.post(
     "/schedules/preview",
     summary="The next run times of a schedule, without creating anything",
-    responses=_responses(200, PreviewOut, "Run times, UTC."),
+    responses=_responses(200, PreviewOut, "Run times, UTC and on the schedule's wall clock."),
 )
 def preview_schedule(body: Annotated[PreviewIn, Body()]) -> Response[PreviewOut]:
     _owner()
     runs = wiring.default().service.preview(body.schedule, body.count)
-    return _json(PreviewOut(next_runs=[to_rfc3339(r) for r in runs]))
+    shown = []
+    for run in runs:
+        local, dst = local_note(body.schedule, run)
+        shown.append(PreviewRun(at=to_rfc3339(run), local=local.isoformat(timespec="seconds"), dst=dst))
+    return _json(PreviewOut(next_runs=[to_rfc3339(r) for r in runs], runs=shown))
 
 
 @router.get(
@@ -565,6 +582,8 @@ def _plain_error(error: dict[str, Any]) -> dict[str, Any]:
         path = path[1:]
     field = prefix + ".".join(path) if path else None
     message = str(error.get("msg", "invalid"))
+    if error.get("type") == "value_error":
+        message = message.removeprefix("Value error, ")  # pydantic's, for a validator's ValueError
     if error.get("type") == "json_invalid":
         why = (error.get("ctx") or {}).get("error")
         field, message = "body", "request body is not valid JSON" + (f" ({why})" if why else "")

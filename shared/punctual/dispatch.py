@@ -49,7 +49,7 @@ from punctual.models import (
 )
 from punctual.observability import logger
 from punctual.queue import WorkItem, WorkQueue, delay_seconds
-from punctual.schedules import next_run
+from punctual.schedules import CronBoundExceeded, next_run
 from punctual.store import Store
 
 QUEUED = ExecutionStatus.QUEUED
@@ -65,6 +65,8 @@ class DispatchResult:
     quarantined: list[DueMarker] = field(default_factory=list)
     # Recurring jobs' next occurrences filed meanwhile.
     filed: list[DueMarker] = field(default_factory=list)
+    # Jobs whose next occurrence could not be computed within the bound, with why.
+    unschedulable: dict[str, str] = field(default_factory=dict)
 
 
 class Dispatcher:
@@ -117,7 +119,8 @@ class Dispatcher:
                 logger.debug("dropping marker", extra={"execution_id": marker.execution_id, "reason": reason})
                 result.skipped.append(marker)
 
-        ready = self._record(runnable, existing, result)
+        runnable, following = self._schedulable(runnable, result)
+        ready = self._record(runnable, following, existing, result)
         result.failed.extend(m for m, _ in runnable if m.execution_id not in ready)
 
         # A stored execution past QUEUED was sent by an earlier dispatch and has been received since.
@@ -142,7 +145,7 @@ class Dispatcher:
             (result.failed if marker.execution_id in unsent else result.enqueued).append(marker)
 
         if result.quarantined:
-            self._quarantine(result.quarantined, unreadable)
+            self._quarantine(result.quarantined, {**unreadable, **result.unschedulable})
         # Soon markers that were sent, set aside or that must not run are done with; failures stay for
         # the next tick. A marker whose deletion fails stays too: the next tick sends it again (unless
         # its stored execution has started), and the worker drops the duplicate. (A minute bucket's
@@ -173,9 +176,29 @@ class Dispatcher:
                 },
             )
 
+    def _schedulable(
+        self, runnable: list[tuple[DueMarker, Job]], result: DispatchResult
+    ) -> tuple[list[tuple[DueMarker, Job]], dict[str, datetime | None]]:
+        """The runnable markers whose recurring job's next occurrence can be computed, with those
+        occurrences by execution id; the others are quarantined: one job's schedule must not hold up
+        its shard."""
+        following: dict[str, datetime | None] = {}
+        kept = []
+        for marker, job in runnable:
+            if job.recurring and not marker.manual:
+                try:
+                    following[marker.execution_id] = next_after(job, marker.scheduled_at)
+                except CronBoundExceeded as exc:
+                    result.quarantined.append(marker)
+                    result.unschedulable[marker.job_id] = f"schedule computation exceeded its bound: {exc}"
+                    continue
+            kept.append((marker, job))
+        return kept, following
+
     def _record(
         self,
         runnable: list[tuple[DueMarker, Job]],
+        following: dict[str, datetime | None],
         existing: dict[str, ExecutionStatus | None],
         result: DispatchResult,
     ) -> set[str]:
@@ -198,7 +221,6 @@ class Dispatcher:
             if self._recorded(marker) and marker.execution_id not in existing
         ]
         chained = [(m, j) for m, j in runnable if j.recurring and not m.manual]
-        following = {m.execution_id: next_after(j, m.scheduled_at) for m, j in chained}
         filed = [
             self.route(marker_for(j.id, at, m.schedule_version), now)
             for m, j in chained

@@ -1,9 +1,10 @@
 """Schedules: when a job's executions are due.
 
-Cron follows Debian cron's rules through `cronsim`: a wall-clock time inside a spring-forward gap
-runs at the first instant after the gap; on a fall-back day an expression with `*` in its minute or
-hour field runs in both passes of the repeated hour, any other runs each wall-clock time once.
-Everything returned is UTC.
+Cron follows Debian cron's rules (`punctual.cron`): a wall-clock time inside a spring-forward gap
+runs at the first minute after the gap, unless the expression is starred in its minute or hour
+field; on a fall-back day a starred expression runs in both passes of the repeated time, any other
+once; jumps of more than three hours are not caught up. Everything returned is UTC. Every
+computation is bounded (`punctual.cron.CronBoundExceeded`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, available_timezones
 
-from cronsim import CronSim, CronSimError
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -25,6 +25,8 @@ from pydantic import (
     model_validator,
 )
 
+from punctual import cron
+from punctual.cron import CronBoundExceeded
 from punctual.timefmt import parse_rfc3339, to_rfc3339
 from punctual.validation import NOT_BOOLEAN
 
@@ -32,16 +34,27 @@ from punctual.validation import NOT_BOOLEAN
 PAST_TOLERANCE = timedelta(minutes=5)
 MIN_RATE_SECONDS = 60
 MAX_RATE_SECONDS = 366 * 24 * 3600
+# Instants a schedule may name: later ones are typing mistakes, and far enough that no arithmetic on
+# them (time zones, periods, retention) can leave the calendar.
+LATEST_INSTANT = datetime(2200, 1, 1, tzinfo=UTC)
+# Names in the zone database that are not places: they depend on the host or count leap seconds.
+_NOT_ZONES = frozenset({"localtime", "posixrules", "Factory"})
+
+__all__ = ["CronBoundExceeded"]
 
 
 def _parse_instant(value: object) -> datetime:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             raise ValueError("timestamp needs an offset (Z or +hh:mm)")
-        return parse_rfc3339(value.isoformat())
-    if not isinstance(value, str):
+        instant = parse_rfc3339(value.isoformat())
+    elif not isinstance(value, str):
         raise ValueError("timestamp must be an RFC 3339 string with an offset")
-    return parse_rfc3339(value)
+    else:
+        instant = parse_rfc3339(value)
+    if instant >= LATEST_INSTANT:
+        raise ValueError("timestamp must be before 2200-01-01T00:00:00Z")
+    return instant
 
 
 Instant = Annotated[
@@ -80,32 +93,26 @@ class _Windowed(_Schedule):
 
 
 class CronSchedule(_Windowed):
-    """Five-field cron in an IANA time zone (default UTC)."""
+    """Five-field cron (or a macro such as @daily) in an IANA time zone (default UTC)."""
 
     type: Literal["cron"]
-    expression: str = Field(min_length=9, max_length=200)
+    expression: str = Field(max_length=cron.MAX_LENGTH)
     timezone: str = "UTC"
 
     @field_validator("timezone")
     @classmethod
     def _zone_exists(cls, value: str) -> str:
-        if value != "UTC" and value not in _zone_names():
+        if value != "UTC" and (value in _NOT_ZONES or value not in _zone_names()):
             raise ValueError(f"unknown time zone {value!r}: use an IANA name such as Europe/Paris")
         return value
 
     @field_validator("expression")
     @classmethod
     def _expression_parses(cls, value: str) -> str:
-        if len(value.split()) != 5:
-            raise ValueError("expression must have 5 fields: minute hour day-of-month month day-of-week")
         try:
-            it = CronSim(value, datetime(2000, 1, 1, tzinfo=UTC))
-            next(it)
-        except StopIteration:
-            raise ValueError(f"cron expression {value!r} never matches") from None
-        except (CronSimError, ValueError, KeyError, IndexError) as exc:
-            raise ValueError(f"invalid cron expression {value!r}: {exc}") from exc
-        return value
+            return cron.normalise(value)
+        except cron.CronError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class RateSchedule(_Windowed):
@@ -124,7 +131,7 @@ Schedule = Annotated[
 def _zone_names() -> set[str]:
     global _ZONES
     if _ZONES is None:
-        _ZONES = available_timezones()
+        _ZONES = {z for z in available_timezones() if not z.startswith(("posix/", "right/"))}
     return _ZONES
 
 
@@ -177,27 +184,31 @@ def preview(schedule: _Schedule, now: datetime, count: int, anchor: datetime | N
     return list(itertools.islice(occurrences(schedule, now, anchor), count))
 
 
+DstNote = Literal["moved", "repeated"]
+
+
+def local_note(schedule: _Schedule, run: datetime) -> tuple[datetime, DstNote | None]:
+    """A run on the schedule's wall clock, and whether a change of offset shaped it: "moved" (its
+    wall-clock time fell in a gap, so it runs at the first minute after) or "repeated" (its
+    wall-clock time occurs twice that day)."""
+    if not isinstance(schedule, CronSchedule):
+        return run, None
+    zone = ZoneInfo(schedule.timezone)
+    local = run.astimezone(zone)
+    naive = local.replace(tzinfo=None)
+    spec = cron.parse(schedule.expression)
+    minute = int((naive - datetime(1970, 1, 1)).total_seconds() // 60)
+    if not spec.minute_matches(minute):
+        return local, "moved"
+    other = naive.replace(tzinfo=zone, fold=1 - local.fold)
+    if other.utcoffset() != local.utcoffset():
+        return local, "repeated"
+    return local, None
+
+
 def _cron_runs(schedule: CronSchedule, after: datetime) -> Iterator[datetime]:
     start = after if schedule.start_at is None else max(after, schedule.start_at)
-    zone = ZoneInfo(schedule.timezone)
-    # cronsim yields times strictly after its start, at whole seconds: start a second early so that a
-    # run exactly at `start` is included. Round in UTC: local wall-clock arithmetic across a fall-back
-    # hour would jump an hour.
-    begin_utc = start - timedelta(seconds=1)
-    if begin_utc.microsecond:
-        begin_utc = begin_utc.replace(microsecond=0) + timedelta(seconds=1)
-    begin = begin_utc.astimezone(zone)
-    tz_for_cronsim = UTC if schedule.timezone == "UTC" else zone
-    seen_last: datetime | None = None
-    for local in CronSim(schedule.expression, begin.replace(tzinfo=tz_for_cronsim)):
-        run = local.astimezone(UTC)
-        if run < start:
-            continue
-        # Belt and braces: never yield the same or an earlier instant twice.
-        if seen_last is not None and run <= seen_last:
-            continue
-        seen_last = run
-        yield run
+    return cron.runs(cron.parse(schedule.expression), schedule.timezone, start)
 
 
 def _rate_runs(schedule: RateSchedule, after: datetime, anchor: datetime) -> Iterator[datetime]:

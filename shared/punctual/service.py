@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,7 +29,14 @@ from punctual.models import (
     marker_for,
 )
 from punctual.observability import JOBS_CREATED, logger, metrics
-from punctual.schedules import PAST_TOLERANCE, AtSchedule, _Schedule, is_recurring, preview
+from punctual.schedules import (
+    PAST_TOLERANCE,
+    AtSchedule,
+    CronBoundExceeded,
+    _Schedule,
+    is_recurring,
+    preview,
+)
 from punctual.store import Page, Store
 
 DEFAULT_TIMEOUT_SECONDS = 60
@@ -181,7 +189,8 @@ class JobService:
         task = tasks.validate(new.task, self._task_policy)
         self._check_not_past(new.schedule, now)
         anchor = anchor_for(new.schedule, now)
-        runs_at = first_run(new.schedule, now, anchor)
+        with _bounded():
+            runs_at = first_run(new.schedule, now, anchor)
         if runs_at is None:
             raise InvalidRequest("schedule has no run time in the future", field="schedule")
         return Job(
@@ -236,9 +245,10 @@ class JobService:
         now = self._clock.now()
         self._check_not_past(schedule, now)
         anchor = anchor_for(schedule, now)
-        if is_recurring(schedule):
-            return preview(schedule, now, count, anchor)
-        first = first_run(schedule, now, anchor)
+        with _bounded():
+            if is_recurring(schedule):
+                return preview(schedule, now, count, anchor)
+            first = first_run(schedule, now, anchor)
         return [] if first is None else [first]
 
     # --------------------------------------------------------------- change
@@ -260,7 +270,8 @@ class JobService:
         if changes.schedule is not None:
             self._check_not_past(changes.schedule, now)
             anchor = anchor_for(changes.schedule, now)
-            runs_at = first_run(changes.schedule, now, anchor)
+            with _bounded():
+                runs_at = first_run(changes.schedule, now, anchor)
             if runs_at is None:
                 raise InvalidRequest("schedule has no run time in the future", field="schedule")
             version = _new_version()
@@ -347,11 +358,12 @@ class JobService:
         version = _new_version()
         # Occurrences missed while paused are not run: the schedule picks up from now. A one-time job
         # whose instant passed while it was paused has nothing left to run.
-        runs_at = (
-            first_run(job.schedule, now, job.anchor_at)
-            if job.recurring
-            else _pending_one_time(job, now, ran=ran)
-        )
+        with _bounded():
+            runs_at = (
+                first_run(job.schedule, now, job.anchor_at)
+                if job.recurring
+                else _pending_one_time(job, now, ran=ran)
+            )
         marker = None
         if runs_at is not None:
             marker = self._file(marker_for(job.id, runs_at, version))
@@ -466,6 +478,18 @@ class JobService:
         end_at = getattr(schedule, "end_at", None)
         if end_at is not None and end_at <= now:
             raise InvalidRequest("schedule.end_at is in the past", field="schedule.end_at")
+
+
+@contextmanager
+def _bounded() -> Iterator[None]:
+    """A schedule whose runs cannot be found within the computation's bound is refused, by field."""
+    try:
+        yield
+    except CronBoundExceeded as exc:
+        raise InvalidRequest(
+            f"schedule.expression: {exc} (within its bound); choose a schedule that runs more often",
+            field="schedule.expression",
+        ) from None
 
 
 def _owned(job: Job | None, owner: str, job_id: str) -> Job:
