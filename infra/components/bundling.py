@@ -27,7 +27,7 @@ SOURCE_PACKAGES = {
 
 # Third-party distributions the functions need that the runtime and the layer lack. tzdata backs
 # zoneinfo where the runtime image has no system time zone database (zoneinfo prefers the system's).
-BUNDLED_DISTRIBUTIONS = ("cronsim", "tzdata")
+BUNDLED_DISTRIBUTIONS = ("tzdata",)
 
 # Provided by the Lambda runtime or the Powertools layer. A bundled copy would shadow theirs (the
 # runtime's boto3 must keep the botocore, urllib3 and friends it was released with), so bundling

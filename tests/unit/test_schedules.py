@@ -1,6 +1,6 @@
 """Schedules: validation, cron (UTC, time zones, daylight saving time), rate, at, preview.
 
-DST rules are the contract's (API.md): Debian cron's, as `cronsim` implements them.
+DST rules are the contract's (API.md): Debian cron's (tests/unit/test_cron.py holds the exact model).
 """
 
 from __future__ import annotations
@@ -313,8 +313,8 @@ def cron_fields(draw: st.DrawFn, low: int, high: int) -> CronField:
         if kind == "value":
             a = draw(st.integers(low, high))
             return str(a), {a}
-        # Ranges of one value ("5-5", "5-5/2") are left out: croniter reads "5-5" as "*", and cronsim
-        # reads "5-5/2" as "5/2"; neither is a form anyone writes.
+        # Ranges of one value ("5-5", "5-5/2") are left out: croniter reads "5-5" as "*" (test_cron.py
+        # pins what they mean).
         a = draw(st.integers(low, high - 1))
         b = draw(st.integers(a + 1, high))
         if kind == "range":
@@ -484,10 +484,7 @@ def _instants_of(expr: CronExpr, zone: ZoneInfo, wall: datetime) -> tuple[list[d
         after_gap = [_offset_changes_between(zone, second_pass, first_pass)]
         if expr.fixed_time:
             return after_gap, []
-        # Debian does not run a `*` schedule's skipped times; cronsim sometimes does, once, at the first
-        # instant after the gap (when the day changes into a midnight gap, as in Santiago), which the
-        # contract's "a wall-clock time that does not exist ... runs at the first instant after the gap"
-        # also allows.
+        # Debian runs a `*` schedule's skipped time only if the first minute after the gap matches.
         return [], after_gap
     if first_pass != second_pass and not expr.fixed_time:
         return [first_pass, second_pass], []  # repeated by a fall back, and `*` in minute or hour
