@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from punctual import tasks, wiring
 from punctual.errors import Conflict, InvalidRequest, NotFound, RetryableStoreError
-from punctual.models import Execution, ExecutionStatus, Job, JobStatus, RetryPolicy, TaskSpec
+from punctual.models import Execution, ExecutionStatus, Job, JobPolicy, JobStatus, RetryPolicy, TaskSpec
 from punctual.observability import logger
 from punctual.schedules import Schedule, local_note
 from punctual.service import JobChanges, NewJob
@@ -118,6 +118,7 @@ class JobOut(BaseModel):
     schedule: Schedule
     retry: RetryPolicy
     timeout_seconds: int
+    policy: JobPolicy
     next_run_at: str | None
     created_at: str
     updated_at: str
@@ -142,6 +143,9 @@ class JobIn(BaseModel):
     schedule: Schedule
     retry: RetryPolicy | None = None
     timeout_seconds: Annotated[int | None, NOT_BOOLEAN] = Field(default=None, ge=1, le=300)
+    policy: JobPolicy | None = Field(
+        default=None, description="Catch-up window, overlap, flexible window and run limit (defaults: none)."
+    )
 
 
 MAX_BATCH_JOBS = 100
@@ -167,6 +171,9 @@ class JobPatch(BaseModel):
     schedule: Schedule | None = None
     retry: RetryPolicy | None = None
     timeout_seconds: Annotated[int | None, NOT_BOOLEAN] = Field(default=None, ge=1, le=300)
+    policy: JobPolicy | None = Field(
+        default=None, description="Catch-up window, overlap, flexible window and run limit (defaults: none)."
+    )
 
 
 class PreviewIn(BaseModel):
@@ -234,6 +241,7 @@ def job_out(job: Job) -> JobOut:
         schedule=job.schedule,  # type: ignore[arg-type]
         retry=job.retry,
         timeout_seconds=job.timeout_seconds,
+        policy=job.policy,
         next_run_at=_iso(job.upcoming_run(now)),
         created_at=to_rfc3339(job.created_at),
         updated_at=to_rfc3339(job.updated_at),
@@ -267,6 +275,7 @@ def _new_job(body: JobIn) -> NewJob:
         name=body.name,
         retry=body.retry,
         timeout_seconds=body.timeout_seconds,
+        policy=body.policy,
     )
 
 
@@ -416,6 +425,7 @@ def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOu
         schedule=body.schedule,
         retry=body.retry,
         timeout_seconds=body.timeout_seconds,
+        policy=body.policy,
     )
     return _json(job_out(wiring.default().service.update(_owner(), job_id, changes)))
 

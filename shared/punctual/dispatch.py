@@ -46,6 +46,7 @@ from punctual.models import (
     marker_for,
     next_after,
     skip_reason,
+    spread,
 )
 from punctual.observability import logger
 from punctual.queue import WorkItem, WorkQueue, delay_seconds
@@ -244,6 +245,8 @@ class Dispatcher:
         if job.next_run_at is not None and following is not None and job.next_run_at >= following:
             return True  # already advanced by an earlier, interrupted dispatch of this marker
         changes: dict[str, object] = {"next_run_at": following, "queued_run_at": marker.scheduled_at}
+        if job.policy.max_runs is not None:
+            changes["runs_dispatched"] = job.runs_dispatched + 1
         if following is None:
             changes["final_execution_id"] = marker.execution_id
         try:
@@ -281,7 +284,13 @@ def release_quarantined(store: Store, dispatcher: Dispatcher, clock: Clock, job_
         return result
     if job.next_run_at is None or job.next_run_at > now:
         return result
-    runs_at = next_run(job.schedule, now, job.anchor_at)
+    runs_at = spread(
+        job.id,
+        job.schedule,
+        next_run(job.schedule, now, job.anchor_at),
+        job.anchor_at,
+        job.policy.flexible_window_seconds,
+    )
     if runs_at is not None:
         store.put_marker(dispatcher.route(marker_for(job.id, runs_at, job.schedule_version), now))
     # The occurrence the chain stopped at, wherever it was filed (it is in the past: not run).

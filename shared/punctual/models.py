@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -30,6 +31,9 @@ class ExecutionStatus(StrEnum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     CANCELLED = "CANCELLED"
+    # Not run by the job's own policy (too late for its catch-up window, or its previous run still
+    # under way): the reason says which.
+    SKIPPED = "SKIPPED"
 
     @property
     def is_final(self) -> bool:
@@ -46,7 +50,9 @@ class ExecutionStatus(StrEnum):
         return self in UNDER_WAY
 
 
-FINAL_STATUSES = frozenset({ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED, ExecutionStatus.CANCELLED})
+FINAL_STATUSES = frozenset(
+    {ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED, ExecutionStatus.CANCELLED, ExecutionStatus.SKIPPED}
+)
 RAN_TO_END = frozenset({ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED})
 UNDER_WAY = frozenset({ExecutionStatus.RUNNING, ExecutionStatus.RETRYING})
 
@@ -67,6 +73,61 @@ class RetryPolicy(BaseModel):
         ceiling = min(self.max_backoff_seconds, self.backoff_seconds * (2 ** (attempt - 1)))
         draw = (rng or random).random()
         return ceiling / 2 + draw * ceiling / 2
+
+
+class Overlap(StrEnum):
+    ALLOW = "allow"  # start each run at its time, whatever the previous one is doing
+    SKIP = "skip"  # do not start while the previous run is under way: SKIPPED
+    BUFFER_ONE = "buffer_one"  # wait for the previous run to end; one waits at most, later ones SKIPPED
+
+
+MAX_FLEXIBLE_WINDOW_SECONDS = 900
+MAX_LATENESS_SECONDS = 366 * 24 * 3600
+
+
+class JobPolicy(BaseModel):
+    """When a job's executions may start, beyond its schedule. The defaults change nothing."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_lateness_seconds: Annotated[int | None, NOT_BOOLEAN] = Field(
+        default=None,
+        ge=1,
+        le=MAX_LATENESS_SECONDS,
+        description=(
+            "Catch-up window: an execution that would start more than this many seconds after its "
+            "instant (after an outage, a restart, a long queue) is SKIPPED instead of run late. "
+            "Null: always run, however late."
+        ),
+    )
+    overlap: Overlap = Field(
+        default=Overlap.ALLOW,
+        description=(
+            "Recurring jobs: `allow` starts each run on time; `skip` does not start a run while the job's "
+            "previous run is under way (SKIPPED); `buffer_one` starts it once the previous run ends, "
+            "and skips any later run that would also have to wait."
+        ),
+    )
+    flexible_window_seconds: Annotated[int, NOT_BOOLEAN] = Field(
+        default=0,
+        ge=0,
+        le=MAX_FLEXIBLE_WINDOW_SECONDS,
+        description=(
+            "Recurring jobs: start each run at a point within this many seconds after its time, the same "
+            "for a given job and instant, so jobs on the same round minute do not all start in the "
+            "same second (never past the next run's time). `next_run_at` shows the spread instant."
+        ),
+    )
+    max_runs: Annotated[int | None, NOT_BOOLEAN] = Field(
+        default=None,
+        ge=1,
+        le=1_000_000_000,
+        description="Recurring jobs: after this many scheduled runs the job completes. Null: no limit.",
+    )
+
+    @property
+    def is_default(self) -> bool:
+        return self == JobPolicy()
 
 
 class TaskSpec(BaseModel):
@@ -126,6 +187,9 @@ class Job:
     ran_at: datetime | None = None
     last_execution: Execution | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    policy: JobPolicy = field(default_factory=JobPolicy)
+    # Scheduled occurrences dispatched so far (for `policy.max_runs`).
+    runs_dispatched: int = 0
 
     @property
     def recurring(self) -> bool:
@@ -170,12 +234,24 @@ def manual_execution_id(job_id: str, scheduled_at: datetime, token: str) -> str:
     return f"{job_id}.{to_epoch_ms(scheduled_at):x}.r{token}"
 
 
-def first_run(schedule: _Schedule, now: datetime, anchor: datetime | None) -> datetime | None:
-    """When a job with this schedule, created or resumed at `now`, first runs."""
+def first_run(
+    schedule: _Schedule, now: datetime, anchor: datetime | None, job_id: str = "", window: int = 0
+) -> datetime | None:
+    """When a job with this schedule, created or resumed at `now`, first runs (spread by its flexible
+    window, `spread`)."""
     if not is_recurring(schedule):
         at = next_run(schedule, now)
         return None if at is None else max(at, now)
-    return next_run(schedule, now, anchor)
+    return spread(job_id, schedule, next_run(schedule, now, anchor), anchor, window)
+
+
+def check_policy(policy: JobPolicy, schedule: _Schedule) -> None:
+    """Refuse (ValueError naming the field) what only a recurring schedule has a use for."""
+    if is_recurring(schedule):
+        return
+    for name, default in (("overlap", Overlap.ALLOW), ("flexible_window_seconds", 0), ("max_runs", None)):
+        if getattr(policy, name) != default:
+            raise ValueError(f"policy.{name}: only a recurring (cron or rate) schedule has one")
 
 
 def anchor_for(schedule: _Schedule, created_at: datetime) -> datetime | None:
@@ -183,10 +259,31 @@ def anchor_for(schedule: _Schedule, created_at: datetime) -> datetime | None:
 
 
 def next_after(job: Job, scheduled_at: datetime) -> datetime | None:
-    """The recurring job's occurrence after the one at `scheduled_at`."""
+    """The recurring job's occurrence after the one at `scheduled_at` (spread by its flexible window:
+    a spread instant stays before the next nominal one, so the first nominal run after it is the
+    next), or None once `max_runs` occurrences have been dispatched with this one."""
     if not job.recurring:
         return None
-    return next_run(job.schedule, scheduled_at + timedelta(milliseconds=1), job.anchor_at)
+    limit = job.policy.max_runs
+    if limit is not None and job.runs_dispatched + 1 >= limit:
+        return None
+    nominal = next_run(job.schedule, scheduled_at + timedelta(milliseconds=1), job.anchor_at)
+    return spread(job.id, job.schedule, nominal, job.anchor_at, job.policy.flexible_window_seconds)
+
+
+def spread(
+    job_id: str, schedule: _Schedule, nominal: datetime | None, anchor: datetime | None, window: int
+) -> datetime | None:
+    """A recurring run moved by a deterministic share of the flexible window, kept a second before
+    the following nominal run, so the order of runs and `next_after` hold."""
+    if nominal is None or window <= 0 or not is_recurring(schedule):
+        return nominal
+    following = next_run(schedule, nominal + timedelta(milliseconds=1), anchor)
+    room = window if following is None else min(window, int((following - nominal).total_seconds()) - 1)
+    if room <= 0:
+        return nominal
+    digest = hashlib.sha256(f"{job_id}|{to_epoch_ms(nominal)}".encode()).digest()
+    return nominal + timedelta(seconds=int.from_bytes(digest[:8], "big") % (room + 1))
 
 
 def marker_for(job_id: str, scheduled_at: datetime, schedule_version: int) -> DueMarker:
@@ -218,7 +315,7 @@ def completes_job(job: Job, execution: Execution) -> bool:
     """Whether this execution reaching a final status completes its job: one that ran (a skipped one,
     CANCELLED, did not) and was not run by hand."""
     if execution.manual or execution.status is ExecutionStatus.CANCELLED:
-        return False
+        return False  # (SKIPPED by the job's policy counts: the run's time came and went)
     if not job.recurring:
         return True
     return job.final_execution_id == execution.id

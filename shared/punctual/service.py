@@ -20,10 +20,12 @@ from punctual.models import (
     Execution,
     ExecutionStatus,
     Job,
+    JobPolicy,
     JobStatus,
     RetryPolicy,
     TaskSpec,
     anchor_for,
+    check_policy,
     first_run,
     manual_execution_id,
     marker_for,
@@ -55,6 +57,7 @@ class NewJob:
     name: str | None = None
     retry: RetryPolicy | None = None
     timeout_seconds: int | None = None
+    policy: JobPolicy | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class JobChanges:
     schedule: _Schedule | None = None
     retry: RetryPolicy | None = None
     timeout_seconds: int | None = None
+    policy: JobPolicy | None = None
 
 
 class JobService:
@@ -188,9 +192,11 @@ class JobService:
         """A validated new job (not stored). Raises InvalidRequest naming the field."""
         task = tasks.validate(new.task, self._task_policy)
         self._check_not_past(new.schedule, now)
+        policy = new.policy or JobPolicy()
+        _check_policy(policy, new.schedule)
         anchor = anchor_for(new.schedule, now)
         with _bounded():
-            runs_at = first_run(new.schedule, now, anchor)
+            runs_at = first_run(new.schedule, now, anchor, job_id, policy.flexible_window_seconds)
         if runs_at is None:
             raise InvalidRequest("schedule has no run time in the future", field="schedule")
         return Job(
@@ -206,6 +212,7 @@ class JobService:
             updated_at=now,
             next_run_at=runs_at,
             anchor_at=anchor,
+            policy=policy,
         )
 
     def _store_one(self, job: Job) -> tuple[Job, DueMarker | None]:
@@ -266,12 +273,17 @@ class JobService:
             fields["retry"] = changes.retry
         if changes.timeout_seconds is not None:
             fields["timeout_seconds"] = changes.timeout_seconds
+        policy = changes.policy or job.policy
+        _check_policy(policy, changes.schedule or job.schedule)
+        if changes.policy is not None:
+            # (takes effect from the next run filed: the one filed already keeps its instant)
+            fields["policy"] = None if policy.is_default else policy
         marker: DueMarker | None = None
         if changes.schedule is not None:
             self._check_not_past(changes.schedule, now)
             anchor = anchor_for(changes.schedule, now)
             with _bounded():
-                runs_at = first_run(changes.schedule, now, anchor)
+                runs_at = first_run(changes.schedule, now, anchor, job.id, policy.flexible_window_seconds)
             if runs_at is None:
                 raise InvalidRequest("schedule has no run time in the future", field="schedule")
             version = _new_version()
@@ -360,7 +372,7 @@ class JobService:
         # whose instant passed while it was paused has nothing left to run.
         with _bounded():
             runs_at = (
-                first_run(job.schedule, now, job.anchor_at)
+                first_run(job.schedule, now, job.anchor_at, job.id, job.policy.flexible_window_seconds)
                 if job.recurring
                 else _pending_one_time(job, now, ran=ran)
             )
@@ -480,6 +492,14 @@ class JobService:
             raise InvalidRequest("schedule.end_at is in the past", field="schedule.end_at")
 
 
+def _check_policy(policy: JobPolicy, schedule: _Schedule) -> None:
+    try:
+        check_policy(policy, schedule)
+    except ValueError as exc:
+        field = str(exc).split(":", 1)[0]
+        raise InvalidRequest(str(exc), field=field) from None
+
+
 @contextmanager
 def _bounded() -> Iterator[None]:
     """A schedule whose runs cannot be found within the computation's bound is refused, by field."""
@@ -541,13 +561,16 @@ def _first_marker(job: Job) -> DueMarker:
 
 
 def _body(new: NewJob) -> dict[str, Any]:
-    return {
+    body = {
         "task": new.task.model_dump(mode="json"),
         "schedule": new.schedule.model_dump(mode="json"),
         "name": new.name,
         "retry": None if new.retry is None else new.retry.model_dump(mode="json"),
         "timeout_seconds": new.timeout_seconds,
     }
+    if new.policy is not None:  # (absent otherwise: fingerprints of requests without one stay as they were)
+        body["policy"] = new.policy.model_dump(mode="json")
+    return body
 
 
 def _fingerprint(new: NewJob) -> str:

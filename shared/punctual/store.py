@@ -38,6 +38,7 @@ from punctual.models import (
     Execution,
     ExecutionStatus,
     Job,
+    JobPolicy,
     JobStatus,
     RetryPolicy,
     TaskSpec,
@@ -616,6 +617,18 @@ class Store:
             + [{"PutRequest": {"Item": self._marker_item(m)}} for m in markers]
         )
 
+    def put_execution_if_absent(self, execution: Execution) -> None:
+        """Store a not-started execution unless it is stored already (by another worker that has
+        claimed it since, say: that copy stands)."""
+        try:
+            _call(
+                lambda: self._table.put_item(
+                    Item=self._execution_item(execution), ConditionExpression="attribute_not_exists(pk)"
+                )
+            )
+        except LostRace:
+            pass
+
     def get_execution(self, job_id: str, scheduled_at: datetime, execution_id: str) -> Execution | None:
         key = {"pk": _job_pk(job_id), "sk": _exec_sk(scheduled_at, execution_id)}
         item = _call(lambda: self._table.get_item(Key=key, ConsistentRead=True)).get("Item")
@@ -638,6 +651,25 @@ class Store:
         response = _call(lambda: self._table.query(**kwargs))
         items = [self._execution_from(i) for i in response.get("Items", [])]
         return Page(items, response.get("LastEvaluatedKey"))
+
+    def executions_before(self, execution: Execution, limit: int = 10) -> list[Execution]:
+        """The job's executions scheduled before this one, newest first (at most `limit`; consistent:
+        a run that has just started shows)."""
+        response = _call(
+            lambda: self._table.query(
+                KeyConditionExpression="pk = :pk AND sk BETWEEN :first AND :this",
+                ExpressionAttributeValues={
+                    ":pk": _job_pk(execution.job_id),
+                    ":first": "EXEC#",
+                    ":this": _exec_sk(execution.scheduled_at, execution.id),
+                },
+                ScanIndexForward=False,
+                Limit=limit + 1,
+                ConsistentRead=True,
+            )
+        )
+        found = [self._execution_from(i) for i in response.get("Items", [])]
+        return [e for e in found if e.id != execution.id][:limit]
 
     def scheduled_run(self, job_id: str, schedule_version: int) -> Execution | None:
         """The scheduled (not extra) execution of a one-time job's schedule version, if stored — there
@@ -711,9 +743,16 @@ class Store:
         return resumed
 
     def skip_execution(
-        self, execution: Execution, *, finished_at: datetime, reason: str, job_paused: bool = False
+        self,
+        execution: Execution,
+        *,
+        finished_at: datetime,
+        reason: str,
+        job_paused: bool = False,
+        status: ExecutionStatus = ExecutionStatus.CANCELLED,
     ) -> None:
-        """An execution that must not run -> CANCELLED, only if it is still as this copy of it has it:
+        """An execution that must not run -> CANCELLED (or SKIPPED, by the job's policy), only if it is
+        still as this copy of it has it:
         a copy read before another worker claimed it must not cancel that worker's run (a RUNNING
         copy names its claim by its lease). With `job_paused`, a run under way (RUNNING or RETRYING)
         is cancelled in one transaction with a check that its job is still paused, so that a resume
@@ -724,7 +763,7 @@ class Store:
             "REMOVE lease_until, next_attempt_at"
         )
         values: dict[str, Any] = {
-            ":cancelled": ExecutionStatus.CANCELLED.value,
+            ":cancelled": status.value,
             ":read": execution.status.value,
             ":at": to_rfc3339(finished_at),
             ":err": reason,
@@ -1194,8 +1233,8 @@ class Store:
         """Domain field values -> stored attributes (None removes the attribute)."""
         stored: dict[str, Any] = {}
         for name, value in changes.items():
-            if name in {"task", "retry"}:
-                stored[name] = value.model_dump_json()
+            if name in {"task", "retry", "policy"}:
+                stored[name] = None if value is None else value.model_dump_json()
             elif name == "schedule":
                 stored[name] = SCHEDULE_ADAPTER.dump_json(value).decode()
             elif name in {"next_run_at", "anchor_at", "created_at", "updated_at", "queued_run_at", "ran_at"}:
@@ -1229,8 +1268,11 @@ class Store:
                     "updated_at": job.updated_at,
                     "next_run_at": job.next_run_at,
                     "anchor_at": job.anchor_at,
+                    # (kept off the item while default: most jobs have none, and every read pays for it)
+                    "policy": None if job.policy.is_default else job.policy,
                 }
             ),
+            "runs_dispatched": job.runs_dispatched or None,
         }
         return {k: v for k, v in item.items() if v is not None}
 
@@ -1253,6 +1295,8 @@ class Store:
             queued_run_at=_dt(item.get("queued_run_at")),
             paused_version=None if item.get("paused_version") is None else int(item["paused_version"]),
             ran_at=_dt(item.get("ran_at")),
+            policy=JobPolicy.model_validate_json(item["policy"]) if item.get("policy") else JobPolicy(),
+            runs_dispatched=int(item.get("runs_dispatched", 0)),
         )
 
     def _execution_item(self, execution: Execution) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar
@@ -23,6 +23,7 @@ from punctual.models import (
     ExecutionStatus,
     Job,
     JobStatus,
+    Overlap,
     completes_job,
     skip_reason,
 )
@@ -56,6 +57,12 @@ UNREADABLE_RETRY_SECONDS = 300
 LOST_SKIP_RETRY_SECONDS = 5
 SKIP_ATTEMPTS = 4
 MAX_ERROR_CHARS = 1000
+# A run buffered behind the job's previous one (overlap `buffer_one`) looks again after this long,
+# doubling to the cap; after this many receives of its message it is skipped rather than left to use
+# up the queue's receives (the previous run has then been under way for about twenty minutes).
+BUFFER_RECHECK_SECONDS = 2
+MAX_BUFFER_RECHECK_SECONDS = 60
+MAX_BUFFER_RECEIVES = 20
 
 
 _T = TypeVar("_T")
@@ -94,7 +101,7 @@ class Worker:
 
     def handle(self, item: WorkItem, receipt_handle: str, receive_count: int = 1) -> Outcome:
         try:
-            return self._handle(item, receipt_handle)
+            return self._handle(item, receipt_handle, receive_count)
         except UnreadableItem as exc:
             # Written by a newer version (a deployment under way, say): leave it as it is, and the
             # message for a worker that can read it; after its receives it goes to the dead-letter queue.
@@ -111,7 +118,7 @@ class Worker:
             )
             return self._later(receipt_handle, delay * (1 + self._rng.random() / 2))
 
-    def _handle(self, item: WorkItem, receipt_handle: str) -> Outcome:
+    def _handle(self, item: WorkItem, receipt_handle: str, receive_count: int) -> Outcome:
         wait = (item.scheduled_at - self._clock.now()).total_seconds()
         if wait > MAX_EARLY_WAIT.total_seconds():
             return self._later(receipt_handle, wait)
@@ -144,6 +151,10 @@ class Worker:
             # Changed since read (claimed by another worker, or its job resumed): looked at afresh.
             return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
         assert job is not None
+        if execution.attempts == 0 and not execution.manual:
+            held = self._by_policy(job, execution, now, receipt_handle, receive_count)
+            if held is not None:
+                return held
 
         if execution.status is ExecutionStatus.RETRYING and execution.next_attempt_at:
             early = (execution.next_attempt_at - now).total_seconds()
@@ -180,6 +191,59 @@ class Worker:
                 self._clock.sleep(0.1 * 2**attempt)
         self._release(running)
         return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
+
+    def _by_policy(
+        self, job: Job, execution: Execution, now: datetime, receipt_handle: str, receive_count: int
+    ) -> Outcome | None:
+        """The job's policy on a scheduled run about to start: None to start it; otherwise what was
+        done (SKIPPED with its reason, or held back behind the job's previous run)."""
+        policy = job.policy
+        late = (now - execution.scheduled_at).total_seconds()
+        if policy.max_lateness_seconds is not None and late > policy.max_lateness_seconds:
+            reason = (
+                f"skipped: it would have started {late:.0f} s after its time, past the job's "
+                f"max_lateness_seconds ({policy.max_lateness_seconds})"
+            )
+            return self._policy_skip(job, execution, reason, receipt_handle)
+        if not job.recurring or policy.overlap is Overlap.ALLOW:
+            return None
+        earlier = self._store.executions_before(execution)
+        busy = next((e for e in earlier if _still_under_way(e, now)), None)
+        if busy is None:
+            return None
+        if policy.overlap is Overlap.SKIP:
+            reason = f"skipped: the job's previous run ({busy.id}) was still under way (overlap: skip)"
+            return self._policy_skip(job, execution, reason, receipt_handle)
+        waiting = next((e for e in earlier if e.status is ExecutionStatus.QUEUED and not e.manual), None)
+        if waiting is not None:
+            reason = (
+                f"skipped: run {waiting.id} already waits for the job's previous run (overlap: buffer_one)"
+            )
+            return self._policy_skip(job, execution, reason, receipt_handle)
+        if receive_count >= MAX_BUFFER_RECEIVES:
+            reason = f"skipped: the job's previous run ({busy.id}) was still under way after waiting"
+            return self._policy_skip(job, execution, reason, receipt_handle)
+        # Stored as QUEUED so that a later run sees that one is already waiting.
+        self._store.put_execution_if_absent(execution)
+        delay = min(MAX_BUFFER_RECHECK_SECONDS, BUFFER_RECHECK_SECONDS * 2 ** max(0, receive_count - 1))
+        logger.info(
+            "execution waits for the job's previous run",
+            extra={"execution_id": execution.id, "previous": busy.id, "delay_seconds": delay},
+        )
+        return self._later(receipt_handle, delay)
+
+    def _policy_skip(self, job: Job, execution: Execution, reason: str, receipt_handle: str) -> Outcome:
+        try:
+            self._store.skip_execution(
+                execution, finished_at=self._clock.now(), reason=reason, status=ExecutionStatus.SKIPPED
+            )
+        except LostRace:
+            return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
+        metrics.add_metric(name=EXECUTIONS_SKIPPED, unit="Count", value=1)
+        logger.info("execution skipped", extra={"execution_id": execution.id, "reason": reason})
+        skipped = replace(execution, status=ExecutionStatus.SKIPPED)
+        self._record_outcome(job, skipped)
+        return Outcome.DONE
 
     def _release(self, running: Execution) -> None:
         try:
@@ -330,6 +394,16 @@ class Worker:
     def _later(self, receipt_handle: str, seconds: float) -> Outcome:
         self._queue.change_visibility(receipt_handle, seconds)
         return Outcome.LATER
+
+
+def _still_under_way(execution: Execution, now: datetime) -> bool:
+    """Whether an earlier run of the job is under way: running on a live lease (a crashed worker's
+    run, its lease run out, does not hold the job up), or between attempts."""
+    if execution.status is ExecutionStatus.RETRYING:
+        return True
+    return execution.status is ExecutionStatus.RUNNING and (
+        execution.lease_until is None or execution.lease_until > now
+    )
 
 
 def unstored_execution(
