@@ -30,7 +30,7 @@ TOKENS = {"alice-token": "alice", "bob-token": "bob"}
 TICK_SECONDS = 2
 # Settings.handoff_seconds on the stack: its lookahead (2 x tick, at least 5 s) + the tick + 30 s.
 HANDOFF_SECONDS = max(5, 2 * TICK_SECONDS) + TICK_SECONDS + 30
-FINAL = {"SUCCEEDED", "FAILED", "CANCELLED"}
+FINAL = {"SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED"}
 ON_TIME = timedelta(seconds=2)
 T = TypeVar("T")
 

@@ -1,0 +1,93 @@
+"""Job policies on the local stack, end to end: a catch-up window across a restart, overlap `skip`
+with a slow task."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import (
+    Stack,
+    eventually,
+    executions,
+    in_seconds,
+    parse_time,
+    wait_for_executions,
+    wait_for_job_status,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def own_stack(tmp_path: Path) -> Iterator[list[Stack]]:
+    started: list[Stack] = []
+    yield started
+    for stack in started:
+        stack.kill()
+
+
+def _start(stacks: list[Stack], tmp_path: Path) -> Stack:
+    stack = Stack(tmp_path / "data", tmp_path / f"stack-{len(stacks)}.log")
+    stacks.append(stack)
+    return stack.start()
+
+
+def test_a_restart_past_the_catch_up_window_skips_the_missed_run(
+    own_stack: list[Stack], tmp_path: Path
+) -> None:
+    # Given two jobs due in 6 s, one that may start at most 1 s late
+    first = _start(own_stack, tmp_path)
+    alice = first.client()
+    due = in_seconds(6)
+    strict = alice.create_job(
+        {
+            "task": {"type": "noop"},
+            "schedule": {"type": "at", "at": due},
+            "policy": {"max_lateness_seconds": 1},
+        }
+    )
+    lenient = alice.create_job({"task": {"type": "noop"}, "schedule": {"type": "at", "at": due}})
+    # When the stack is down from before that instant until well past the window
+    first.interrupt()
+    time.sleep(max(0.0, (parse_time(due) - parse_time(in_seconds(0))).total_seconds()) + 3)
+    second = _start(own_stack, tmp_path)
+    alice = second.client()
+    # Then the strict job's run is SKIPPED with its reason, the other runs late
+    [skipped] = wait_for_executions(second, strict["id"])
+    assert skipped["status"] == "SKIPPED", skipped
+    assert "max_lateness_seconds (1)" in skipped["error"]
+    wait_for_job_status(alice, strict["id"], "COMPLETED", second)
+    [late] = wait_for_executions(second, lenient["id"])
+    assert late["status"] == "SUCCEEDED"
+    assert late["lateness_ms"] > 1000
+
+
+def test_overlap_skip_with_a_slow_task(own_stack: list[Stack], tmp_path: Path) -> None:
+    # Given a job every 60 s whose task takes 65 s, which must not overlap itself
+    stack = _start(own_stack, tmp_path)
+    alice = stack.client()
+    job = alice.create_job(
+        {
+            "task": {"type": "sleep", "params": {"seconds": 65}},
+            "timeout_seconds": 120,
+            "schedule": {"type": "rate", "every_seconds": 60, "start_at": in_seconds(2)},
+            "policy": {"overlap": "skip"},
+        }
+    )
+
+    # When its second run comes while the first is still going
+    def second_skipped() -> list[dict] | None:
+        found = executions(alice, job["id"])
+        skipped = [e for e in found if e["status"] == "SKIPPED"]
+        return skipped or None
+
+    [skipped] = eventually(second_skipped, timeout=90, what="the second run skipped", stack=stack)
+    # Then it is SKIPPED, naming the run under way, which goes on to succeed
+    assert "overlap: skip" in skipped["error"]
+    assert parse_time(skipped["started_at"] or skipped["finished_at"]) >= parse_time(skipped["scheduled_at"])
+    running = [e for e in executions(alice, job["id"]) if e["status"] in ("RUNNING", "SUCCEEDED")]
+    assert len(running) == 1 and running[0]["id"] in skipped["error"]

@@ -1,0 +1,202 @@
+"""Job policies through the API, scanner, queue and worker: catch-up window, overlap, flexible window,
+run limit."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from punctual.models import ExecutionStatus, Job, execution_id_for, spread
+from punctual.queue import WorkItem
+from punctual.timefmt import parse_rfc3339, to_rfc3339
+from punctual.worker import unstored_execution
+from tests.world import World
+
+EVERY_MINUTE = {"type": "cron", "expression": "* * * * *"}
+
+
+def at(world: World, seconds: float) -> str:
+    return to_rfc3339(world.clock.now() + timedelta(seconds=seconds))
+
+
+def _by_status(world: World, job_id: str) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for e in world.executions(job_id):
+        out.setdefault(e["status"], []).append(e)
+    return out
+
+
+def _stored_job(world: World, job_id: str) -> Job:
+    job = world.store.get_job(job_id)
+    assert job is not None
+    return job
+
+
+def _hold_running(world: World, job_id: str, scheduled_at: str, minutes: float = 10) -> None:
+    """A worker elsewhere has claimed this run and is still at it (its lease is live)."""
+    job = _stored_job(world, job_id)
+    when = parse_rfc3339(scheduled_at)
+    item = WorkItem(
+        job_id, execution_id_for(job_id, when, job.schedule_version), when, job.schedule_version, False
+    )
+    execution = unstored_execution(item, job, world.clock.now(), world.store.retention)
+    assert execution is not None
+    now = world.clock.now()
+    world.store.claim_execution(
+        execution, now=now, lease_until=now + timedelta(minutes=minutes), lateness_ms=0
+    )
+
+
+def test_a_run_later_than_its_catch_up_window_is_skipped_not_run(world: World) -> None:
+    # Given a one-time job 5 minutes ahead that may start at most 60 s late, and one without a window
+    strict = world.create({"type": "at", "at": at(world, 300)}, policy={"max_lateness_seconds": 60})
+    lenient = world.create({"type": "at", "at": at(world, 300)})
+    assert strict["policy"]["max_lateness_seconds"] == 60
+    # When the scheduler, running, goes down past its instant (nothing ticks or polls for 10 minutes)
+    world.run_for(30)
+    world.clock.advance(600)
+    world.run_for(120)
+    # Then the strict job's run is SKIPPED with the reason and the job completes; the other ran late
+    [skipped] = world.executions(strict["id"])
+    assert skipped["status"] == "SKIPPED"
+    assert "max_lateness_seconds (60)" in skipped["error"]
+    assert world.job(strict["id"])["status"] == "COMPLETED"
+    [late] = world.executions(lenient["id"])
+    assert late["status"] == "SUCCEEDED"
+    assert late["lateness_ms"] > 60_000
+
+
+def test_missed_recurring_runs_are_skipped_and_the_schedule_goes_on(world: World) -> None:
+    job = world.create(EVERY_MINUTE, policy={"max_lateness_seconds": 30})
+    world.run_for(60)
+    world.clock.advance(300)  # down for five minutes
+    world.run_for(150)
+    statuses = _by_status(world, job["id"])
+    assert len(statuses["SKIPPED"]) >= 4  # the minutes missed
+    assert all("max_lateness_seconds (30)" in e["error"] for e in statuses["SKIPPED"])
+    # and the runs after the outage ran on time
+    on_time = [e for e in statuses["SUCCEEDED"] if e["lateness_ms"] < 30_000]
+    assert len(on_time) >= 2
+    assert world.job(job["id"])["status"] == "ACTIVE"
+
+
+def test_overlap_skip_does_not_start_a_run_while_the_previous_is_under_way(world: World) -> None:
+    job = world.create(EVERY_MINUTE, policy={"overlap": "skip"})
+    first = job["next_run_at"]
+    world.clock.advance((parse_rfc3339(first) - world.clock.now()).total_seconds() - 30)
+    world.tick()
+    world.clock.advance(30)
+    _hold_running(world, job["id"], first, minutes=2)  # the first run is taken, and goes on
+    world.run_for(70)
+    # The next minute's run found it under way: SKIPPED, naming it
+    skipped = _by_status(world, job["id"]).get("SKIPPED", [])
+    assert len(skipped) == 1
+    assert "previous run" in skipped[0]["error"] and "overlap: skip" in skipped[0]["error"]
+    # Once the first run's lease has run out (its worker died), runs start again
+    world.run_for(120)
+    assert _by_status(world, job["id"]).get("SUCCEEDED")
+
+
+def test_overlap_allow_is_the_default_and_runs_alongside(world: World) -> None:
+    job = world.create(EVERY_MINUTE)
+    assert job["policy"]["overlap"] == "allow"
+    first = job["next_run_at"]
+    world.clock.advance((parse_rfc3339(first) - world.clock.now()).total_seconds() - 30)
+    world.tick()
+    world.clock.advance(30)
+    _hold_running(world, job["id"], first)
+    world.run_for(70)
+    assert "SKIPPED" not in _by_status(world, job["id"])
+    assert _by_status(world, job["id"]).get("SUCCEEDED")
+
+
+def test_overlap_buffer_one_waits_for_the_previous_run_and_skips_the_one_after(world: World) -> None:
+    job = world.create(EVERY_MINUTE, policy={"overlap": "buffer_one"})
+    first = job["next_run_at"]
+    world.clock.advance((parse_rfc3339(first) - world.clock.now()).total_seconds() - 30)
+    world.tick()
+    world.clock.advance(30)
+    _hold_running(world, job["id"], first)
+    # Two more minutes pass while the first run goes on
+    world.run_for(125)
+    statuses = _by_status(world, job["id"])
+    [waiting] = statuses["QUEUED"]
+    [skipped] = statuses["SKIPPED"]
+    assert parse_rfc3339(waiting["scheduled_at"]) < parse_rfc3339(skipped["scheduled_at"])
+    assert "already waits" in skipped["error"]
+    # When the first run ends, the waiting one starts
+    [running] = statuses["RUNNING"]
+    stored = world.store.get_execution(job["id"], parse_rfc3339(running["scheduled_at"]), running["id"])
+    world.store.finish_execution(
+        stored, status=ExecutionStatus.SUCCEEDED, finished_at=world.clock.now(), error=None, result=None
+    )
+    world.run_for(65)
+    ran = {e["id"]: e for e in world.executions(job["id"])}
+    assert ran[waiting["id"]]["status"] == "SUCCEEDED"
+    assert ran[waiting["id"]]["lateness_ms"] > 1000  # it waited
+
+
+def test_max_runs_completes_a_recurring_job(world: World) -> None:
+    job = world.create(EVERY_MINUTE, policy={"max_runs": 3})
+    world.run_for(300)
+    runs = world.executions(job["id"])
+    assert [e["status"] for e in runs] == ["SUCCEEDED"] * 3
+    done = world.job(job["id"])
+    assert done["status"] == "COMPLETED"
+    assert done["next_run_at"] is None
+
+
+def test_a_flexible_window_spreads_runs_deterministically_never_early(world: World) -> None:
+    jobs = [world.create(EVERY_MINUTE, policy={"flexible_window_seconds": 40}) for _ in range(3)]
+    world.run_for(200)
+    offsets = set()
+    for job in jobs:
+        stored = _stored_job(world, job["id"])
+        runs = [e for e in world.executions(job["id"]) if e["status"] == "SUCCEEDED"]
+        assert len(runs) >= 2
+        for e in runs:
+            scheduled = parse_rfc3339(e["scheduled_at"])
+            nominal = scheduled.replace(second=0, microsecond=0)
+            assert spread(job["id"], stored.schedule, nominal, None, 40) == scheduled
+            assert 0 <= (scheduled - nominal).total_seconds() <= 40
+            assert parse_rfc3339(e["started_at"]) >= scheduled
+            offsets.add(scheduled.second)
+    assert len(offsets) > 1  # not all in the same second
+
+
+def test_recurring_only_policies_are_refused_on_a_one_time_job(world: World) -> None:
+    for policy, field in (
+        ({"overlap": "skip"}, "policy.overlap"),
+        ({"max_runs": 2}, "policy.max_runs"),
+        ({"flexible_window_seconds": 10}, "policy.flexible_window_seconds"),
+    ):
+        answer = world.api(
+            "POST", "/jobs", {"task": {"type": "noop"}, "schedule": {"type": "now"}, "policy": policy}
+        )
+        assert answer.status == 422, answer.body
+        assert answer.body["field"] == field
+    bad = world.api(
+        "POST",
+        "/jobs",
+        {"task": {"type": "noop"}, "schedule": EVERY_MINUTE, "policy": {"overlap": "sometimes"}},
+    )
+    assert bad.status == 422
+    assert world.api("GET", "/jobs").body["items"] == []
+
+
+def test_a_policy_can_be_changed_and_cleared(world: World) -> None:
+    job = world.create(EVERY_MINUTE)
+    changed = world.api("PATCH", f"/jobs/{job['id']}", {"policy": {"overlap": "skip", "max_runs": 5}})
+    assert changed.status == 200, changed.body
+    assert changed.body["policy"]["overlap"] == "skip"
+    assert _stored_job(world, job["id"]).policy.max_runs == 5
+    cleared = world.api("PATCH", f"/jobs/{job['id']}", {"policy": {}})
+    assert cleared.body["policy"] == {
+        "max_lateness_seconds": None,
+        "overlap": "allow",
+        "flexible_window_seconds": 0,
+        "max_runs": None,
+    }
+    refused = world.api(
+        "PATCH", f"/jobs/{job['id']}", {"schedule": {"type": "now"}, "policy": {"max_runs": 1}}
+    )
+    assert refused.status == 422
