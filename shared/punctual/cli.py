@@ -35,7 +35,7 @@ EXIT_CONNECTION = 3
 EXIT_INTERRUPTED = 130
 
 JOB_STATUSES = ("ACTIVE", "PAUSED", "CANCELLED", "COMPLETED")
-FINAL_EXECUTION_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+FINAL_EXECUTION_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED"})
 MAX_BATCH_JOBS = 100  # POST /jobs/batch
 DEFAULT_UTILISATION = 70  # `capacity --provisioned`: as infra/settings.py deploys
 
@@ -183,6 +183,19 @@ def build_retry(args: argparse.Namespace) -> JsonObject:
     return retry
 
 
+def build_policy(args: argparse.Namespace) -> JsonObject:
+    policy: JsonObject = {}
+    if args.max_lateness is not None:
+        policy["max_lateness_seconds"] = parse_duration(args.max_lateness)
+    if args.overlap is not None:
+        policy["overlap"] = args.overlap
+    if args.flexible_window is not None:
+        policy["flexible_window_seconds"] = parse_duration(args.flexible_window)
+    if args.max_runs is not None:
+        policy["max_runs"] = args.max_runs
+    return policy
+
+
 # -- output ------------------------------------------------------------------------------------------
 
 
@@ -235,6 +248,8 @@ def cmd_jobs_create(client: PunctualClient, args: argparse.Namespace) -> int:
         body["retry"] = retry
     if args.timeout is not None:
         body["timeout_seconds"] = parse_duration(args.timeout)
+    if policy := build_policy(args):
+        body["policy"] = policy
     job = client.create_job(body, idempotency_key=args.idempotency_key)
     show(job, args, cli_format.job_details)
     return EXIT_OK
@@ -292,8 +307,13 @@ def cmd_jobs_update(client: PunctualClient, args: argparse.Namespace) -> int:
         changes["retry"] = retry
     if args.timeout is not None:
         changes["timeout_seconds"] = parse_duration(args.timeout)
+    if policy := build_policy(args):
+        # (a PATCH replaces the whole policy: keep the settings not given on the command line)
+        changes["policy"] = dict(current_job().get("policy") or {}) | policy
     if not changes:
-        raise UsageError("nothing to change: give --name, a schedule, a task or retry/timeout options")
+        raise UsageError(
+            "nothing to change: give --name, a schedule, a task, or retry, timeout or policy options"
+        )
     show(client.update_job(args.job, changes), args, cli_format.job_details)
     return EXIT_OK
 
@@ -531,7 +551,11 @@ def add_schedule_options(parser: argparse.ArgumentParser) -> None:
     forms.add_argument(
         "--in", dest="in_", metavar="DURATION", help="once, this long from now (30s, 5m, 1h30m)"
     )
-    forms.add_argument("--cron", metavar="EXPR", help="5-field cron expression, e.g. '0 10 * * *'")
+    forms.add_argument(
+        "--cron",
+        metavar="EXPR",
+        help="5-field cron expression (e.g. '0 10 * * *') or a macro (@hourly, @daily, @weekly...)",
+    )
     forms.add_argument("--every", metavar="DURATION", help="at a fixed rate (at least 1m)")
     group.add_argument("--tz", metavar="ZONE", help="IANA time zone of --cron (default UTC)")
     group.add_argument("--start-at", metavar="TIME", help="--cron/--every: not before this time")
@@ -561,6 +585,25 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--backoff", metavar="DURATION", help="first retry delay (doubles each retry)")
     group.add_argument("--max-backoff", metavar="DURATION", help="longest retry delay")
     group.add_argument("--timeout", metavar="DURATION", help="time limit of one attempt")
+    policy = parser.add_argument_group("policy")
+    policy.add_argument(
+        "--max-lateness",
+        metavar="DURATION",
+        help="catch-up window: a run that would start later than this after its time is SKIPPED",
+    )
+    policy.add_argument(
+        "--overlap",
+        choices=("allow", "skip", "buffer_one"),
+        help="recurring: what a run does while the previous one is still under way (default allow)",
+    )
+    policy.add_argument(
+        "--flexible-window",
+        metavar="DURATION",
+        help="recurring: spread each run's start over this window after its time (at most 15m)",
+    )
+    policy.add_argument(
+        "--max-runs", type=positive_int, metavar="N", help="recurring: complete the job after N runs"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

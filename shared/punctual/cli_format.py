@@ -153,12 +153,28 @@ def job_details(job: Mapping[str, Any]) -> str:
         ("task", task_summary(job.get("task"))),
         ("retry", retry_summary(job.get("retry"))),
         ("timeout", duration(job.get("timeout_seconds"))),
+        ("policy", policy_summary(job.get("policy"))),
         ("next run", short_time(job.get("next_run_at"))),
         ("last execution", execution_summary(job.get("last_execution"))),
         ("created", short_time(job.get("created_at"))),
         ("updated", short_time(job.get("updated_at"))),
     ]
     return details(pairs)
+
+
+def policy_summary(policy: Any) -> str:
+    if not isinstance(policy, dict):
+        return NONE
+    parts = []
+    if policy.get("max_lateness_seconds") is not None:
+        parts.append(f"skip if later than {duration(policy['max_lateness_seconds'])}")
+    if policy.get("overlap") not in (None, "allow"):
+        parts.append(f"overlap {policy['overlap']}")
+    if policy.get("flexible_window_seconds"):
+        parts.append(f"spread over {duration(policy['flexible_window_seconds'])}")
+    if policy.get("max_runs") is not None:
+        parts.append(f"at most {policy['max_runs']} runs")
+    return ", ".join(parts) or "default"
 
 
 def execution_summary(execution: Any) -> str:

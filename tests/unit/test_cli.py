@@ -910,3 +910,32 @@ def test_a_reader_that_stops_early_is_not_an_error(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(cli.sys.stdout, "fileno", lambda: 1, raising=False)
     assert cli.main([]) == cli.EXIT_OK
     assert [fd2 for _, fd2 in redirected] == [1]
+
+
+def test_policy_options_build_the_job_policy() -> None:
+    from punctual.cli import build_parser, build_policy
+
+    args = build_parser().parse_args(
+        [
+            "jobs",
+            "create",
+            "--task",
+            "noop",
+            "--cron",
+            "* * * * *",
+            "--max-lateness",
+            "90s",
+            "--overlap",
+            "skip",
+            "--flexible-window",
+            "1m",
+            "--max-runs",
+            "4",
+        ]
+    )
+    assert build_policy(args) == {
+        "max_lateness_seconds": 90,
+        "overlap": "skip",
+        "flexible_window_seconds": 60,
+        "max_runs": 4,
+    }
