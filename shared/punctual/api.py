@@ -56,7 +56,7 @@ Choices where the contract is silent:
   skipped) still in the job's history (executions expire `retention_days` after they finish); its
   `result` is only on the execution itself: GET /jobs/{id}/executions.
 - A scheduled execution joins GET /jobs/{id}/executions when it starts (RUNNING), or when it is
-  skipped (CANCELLED); while it waits in the queue, the job's `next_run_at` shows it. (Storing it
+  skipped (CANCELLED, or SKIPPED by its policy); while it waits in the queue, the job's `next_run_at` shows it. (Storing it
   as QUEUED first would cost one more write per execution.) An extra run (POST /jobs/{id}/run) is
   listed at once, as QUEUED. (The local stack lists every execution as QUEUED once enqueued: its
   queue lives in memory, and is rebuilt from those after a restart.)
@@ -69,7 +69,23 @@ Choices where the contract is silent:
   answers 415 to another Content-Type (media types ignore case; none at all is read as JSON). What
   JSON allows but no store keeps is refused (422, field `body`): nesting deeper than 64 levels,
   NaN or Infinity, numbers beyond a float's range, unpaired surrogates (`\\ud800`).
-- Timestamps in requests are RFC 3339: a date, T, a time with seconds, and an offset (Z or +hh:mm).
+- Timestamps in requests are RFC 3339: a date, T, a time with seconds, and an offset (Z or +hh:mm),
+  before 2200-01-01T00:00:00Z.
+- Cron is Debian cron's: five fields (names allowed, 7 = Sunday, `N/step` = `N-max/step`) or a
+  macro (@yearly @annually @monthly @weekly @daily @midnight @hourly); day-of-month and day-of-week
+  both restricted match either, one starred (`*`, `*/n`) match both. Across a change of the zone's
+  offset: a time in a spring-forward gap runs at the first minute after it (an expression starred
+  in its minute or hour field only if that minute matches); starred expressions run in both passes
+  of a fall-back, others once; jumps over 3 hours are not caught up. The text is stored normalised
+  (single spaces, lower case). EventBridge and Quartz expressions (`cron(...)`, 6 or 7 fields, `?`)
+  are refused with their 5-field equivalent. A schedule whose next run cannot be found within the
+  computation's bound is refused (422, `schedule.expression`).
+- `policy` (all optional): `max_lateness_seconds` skips a run that would start later than that
+  (status SKIPPED, the reason in `error`); `overlap` (recurring) `allow` | `skip` | `buffer_one`;
+  `flexible_window_seconds` (recurring, up to 900) spreads each run over that window after its
+  time, deterministically, never past the next run; `max_runs` (recurring) completes the job after
+  that many scheduled runs. A changed policy applies from the next run filed. Overlap is judged from
+  the job's stored executions: two runs starting in the same instant can both start.
 - A task's parameters take at most 256 KiB as JSON, nested at most 32 levels (422 beyond): a job is
   stored as one item. A task's result is stored as JSON up to 4 KiB; a larger one (or one nested
   too deep) as a truncated preview of its text.
