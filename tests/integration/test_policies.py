@@ -31,8 +31,17 @@ def _stored_job(world: World, job_id: str) -> Job:
     return job
 
 
-def _hold_running(world: World, job_id: str, scheduled_at: str, minutes: float = 10) -> None:
-    """A worker elsewhere has claimed this run and is still at it (its lease is live)."""
+def _first_run_taken(world: World, created: dict, minutes: float = 10) -> None:
+    """The job's first run, enqueued by the scanner, is claimed by a worker elsewhere that is still
+    at it at its instant (its lease live for `minutes`)."""
+    first = created["next_run_at"]
+    world.clock.advance((parse_rfc3339(first) - world.clock.now()).total_seconds() - 30)
+    world.tick()
+    world.clock.advance(30)
+    _hold_running(world, created["id"], first, minutes)
+
+
+def _hold_running(world: World, job_id: str, scheduled_at: str, minutes: float) -> None:
     job = _stored_job(world, job_id)
     when = parse_rfc3339(scheduled_at)
     item = WorkItem(
@@ -81,11 +90,7 @@ def test_missed_recurring_runs_are_skipped_and_the_schedule_goes_on(world: World
 
 def test_overlap_skip_does_not_start_a_run_while_the_previous_is_under_way(world: World) -> None:
     job = world.create(EVERY_MINUTE, policy={"overlap": "skip"})
-    first = job["next_run_at"]
-    world.clock.advance((parse_rfc3339(first) - world.clock.now()).total_seconds() - 30)
-    world.tick()
-    world.clock.advance(30)
-    _hold_running(world, job["id"], first, minutes=2)  # the first run is taken, and goes on
+    _first_run_taken(world, job, minutes=2)
     world.run_for(70)
     # The next minute's run found it under way: SKIPPED, naming it
     skipped = _by_status(world, job["id"]).get("SKIPPED", [])
@@ -99,11 +104,7 @@ def test_overlap_skip_does_not_start_a_run_while_the_previous_is_under_way(world
 def test_overlap_allow_is_the_default_and_runs_alongside(world: World) -> None:
     job = world.create(EVERY_MINUTE)
     assert job["policy"]["overlap"] == "allow"
-    first = job["next_run_at"]
-    world.clock.advance((parse_rfc3339(first) - world.clock.now()).total_seconds() - 30)
-    world.tick()
-    world.clock.advance(30)
-    _hold_running(world, job["id"], first)
+    _first_run_taken(world, job)
     world.run_for(70)
     assert "SKIPPED" not in _by_status(world, job["id"])
     assert _by_status(world, job["id"]).get("SUCCEEDED")
@@ -111,11 +112,7 @@ def test_overlap_allow_is_the_default_and_runs_alongside(world: World) -> None:
 
 def test_overlap_buffer_one_waits_for_the_previous_run_and_skips_the_one_after(world: World) -> None:
     job = world.create(EVERY_MINUTE, policy={"overlap": "buffer_one"})
-    first = job["next_run_at"]
-    world.clock.advance((parse_rfc3339(first) - world.clock.now()).total_seconds() - 30)
-    world.tick()
-    world.clock.advance(30)
-    _hold_running(world, job["id"], first)
+    _first_run_taken(world, job)
     # Two more minutes pass while the first run goes on
     world.run_for(125)
     statuses = _by_status(world, job["id"])
