@@ -29,7 +29,7 @@ from punctual.schedules import Schedule
 from punctual.service import JobChanges, NewJob
 from punctual.store import LIST_READ_BUDGET
 from punctual.timefmt import to_rfc3339
-from punctual.validation import NOT_BOOLEAN, json_problem, refuse_constant
+from punctual.validation import JSON_NUMBER, PLAIN_TEXT, json_problem, refuse_constant
 
 API_DESCRIPTION = """\
 Punctual schedules jobs: a task (call a webhook, …) with a schedule (now, at an instant, cron in a
@@ -137,11 +137,11 @@ class ExecutionPage(BaseModel):
 class JobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: Annotated[str | None, PLAIN_TEXT] = Field(default=None, min_length=1, max_length=200)
     task: TaskSpec
     schedule: Schedule
     retry: RetryPolicy | None = None
-    timeout_seconds: Annotated[int | None, NOT_BOOLEAN] = Field(default=None, ge=1, le=300)
+    timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(default=None, ge=1, le=300)
 
 
 MAX_BATCH_JOBS = 100
@@ -162,18 +162,18 @@ class JobBatchOut(BaseModel):
 class JobPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: Annotated[str | None, PLAIN_TEXT] = Field(default=None, min_length=1, max_length=200)
     task: TaskSpec | None = None
     schedule: Schedule | None = None
     retry: RetryPolicy | None = None
-    timeout_seconds: Annotated[int | None, NOT_BOOLEAN] = Field(default=None, ge=1, le=300)
+    timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(default=None, ge=1, le=300)
 
 
 class PreviewIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schedule: Schedule
-    count: Annotated[int, NOT_BOOLEAN] = Field(default=10, ge=1, le=50)
+    count: Annotated[int, JSON_NUMBER] = Field(default=10, ge=1, le=50)
 
 
 class PreviewOut(BaseModel):
@@ -257,6 +257,24 @@ def _new_job(body: JobIn) -> NewJob:
     )
 
 
+IDEMPOTENCY_KEY_FIELD = "header idempotency-key"
+# Fields whose bad values answer 400 rather than 422: not part of the body the client composed, but
+# what it carries along (a cursor it was given, a key it made up), as API.md says of cursors.
+_BAD_REQUEST_FIELDS = frozenset({"cursor", IDEMPOTENCY_KEY_FIELD})
+
+
+def _idempotency_key(value: str | None) -> str | None:
+    """The Idempotency-Key header's value. One sent empty is refused rather than read as none: the
+    client meant its retries to be safe, and they would each create a job."""
+    if value is not None and not value.strip():
+        raise InvalidRequest(
+            f"{IDEMPOTENCY_KEY_FIELD}: Idempotency-Key is empty: send a non-empty key (up to 200 "
+            "characters), or no header at all",
+            field=IDEMPOTENCY_KEY_FIELD,
+        )
+    return value
+
+
 def _json(model: BaseModel, status: int = 200) -> Response[Any]:
     # The resolver validates the model against the route's declared response and serializes it.
     return Response(status_code=status, content_type="application/json", body=model)
@@ -332,7 +350,8 @@ def create_job(
         ),
     ] = None,
 ) -> Response[JobOut]:
-    job, _created = wiring.default().service.create(_owner(), _new_job(body), idempotency_key)
+    key = _idempotency_key(idempotency_key)
+    job, _created = wiring.default().service.create(_owner(), _new_job(body), key)
     return _json(job_out(job), 201)
 
 
@@ -357,7 +376,7 @@ def create_jobs(
     ] = None,
 ) -> Response[JobBatchOut]:
     news = [_new_job(job) for job in body.jobs]
-    jobs, _created = wiring.default().service.create_many(_owner(), news, idempotency_key)
+    jobs, _created = wiring.default().service.create_many(_owner(), news, _idempotency_key(idempotency_key))
     return _json(JobBatchOut(items=[job_out(job) for job in jobs]), 201)
 
 
@@ -493,7 +512,8 @@ def _invalid(exc: RequestValidationError) -> Response[Any]:
     first = errors[0] if errors else {"field": None, "message": "invalid request"}
     message = f"{first['field']}: {first['message']}" if first["field"] else str(first["message"])
     # (a cursor too long to be one is as bad as an altered one: 400, as API.md says of those)
-    return _error(400 if first["field"] == "cursor" else 422, message, field=first["field"], errors=errors)
+    status = 400 if first["field"] in _BAD_REQUEST_FIELDS else 422
+    return _error(status, message, field=first["field"], errors=errors)
 
 
 @router.exception_handler(UnicodeDecodeError)
@@ -504,7 +524,7 @@ def _not_utf8(exc: UnicodeDecodeError) -> Response[Any]:
 
 @router.exception_handler(InvalidRequest)
 def _invalid_domain(exc: InvalidRequest) -> Response[Any]:
-    status = 400 if exc.field == "cursor" else 422
+    status = 400 if exc.field in _BAD_REQUEST_FIELDS else 422
     return _error(status, str(exc), field=exc.field)
 
 
@@ -584,11 +604,13 @@ MAX_BODY_DEPTH = 64
 def _strict_json(text: str) -> Any:
     """A request body parsed as JSON, refusing (as JSONDecodeError, which the resolver answers 422)
     what `json.loads` lets through but no store can keep (`json_problem`: nesting past MAX_BODY_DEPTH,
-    numbers no float holds, unpaired surrogates; and NaN and Infinity), and what it raises instead of
+    numbers no float holds, unpaired surrogates; and NaN and Infinity), an object that repeats a key
+    (`json.loads` keeps the last, silently: which one the client meant is anyone's guess, and other
+    parsers keep the first), and what it raises instead of
     JSONDecodeError: nesting past the interpreter's recursion limit, an integer thousands of digits
     long."""
     try:
-        value = json.loads(text, parse_constant=refuse_constant)
+        value = json.loads(text, parse_constant=refuse_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError:
         raise
     except RecursionError:
@@ -598,6 +620,18 @@ def _strict_json(text: str) -> Any:
     problem = json_problem(value, MAX_BODY_DEPTH)
     if problem is not None:
         raise json.JSONDecodeError(problem, text, 0)
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's members as a dict; ValueError (a 422 naming the key) if one key comes twice."""
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"the key {json.dumps(key[:100])} appears more than once in one object")
+            seen.add(key)
     return value
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from punctual.schedules import RateSchedule, Schedule, _Schedule, is_recurring, next_run, rate_anchor
 from punctual.timefmt import to_epoch_ms
-from punctual.validation import NOT_BOOLEAN
+from punctual.validation import JSON_NUMBER
 
 
 class JobStatus(StrEnum):
@@ -58,9 +58,9 @@ class RetryPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_attempts: Annotated[int, NOT_BOOLEAN] = Field(default=3, ge=1, le=10)
-    backoff_seconds: Annotated[float, NOT_BOOLEAN] = Field(default=2, ge=0, le=3600)
-    max_backoff_seconds: Annotated[float, NOT_BOOLEAN] = Field(default=300, ge=0, le=12 * 3600)
+    max_attempts: Annotated[int, JSON_NUMBER] = Field(default=3, ge=1, le=10)
+    backoff_seconds: Annotated[float, JSON_NUMBER] = Field(default=2, ge=0, le=3600)
+    max_backoff_seconds: Annotated[float, JSON_NUMBER] = Field(default=300, ge=0, le=12 * 3600)
 
     def delay_after(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after failed attempt number `attempt` (1-based): half fixed, half jitter."""
