@@ -48,7 +48,9 @@ Choices where the contract is silent:
   long ago) the job completes, and if it is still under way it goes on (its retries too) and
   completes the job. A retry that comes due while the job is paused is skipped: that run did not
   end, so resuming treats the job as not run.
-- DELETE cancels (the job stays readable as CANCELLED); cancelling twice answers the same job.
+- DELETE cancels (the job stays readable as CANCELLED); cancelling twice answers the same job. A
+  job that changes while it is being cancelled (its run ending, say) is read again and cancelled;
+  only one that keeps changing through three attempts answers 409 (retry it).
 - POST /jobs/{id}/run is refused (409) on a PAUSED or CANCELLED job.
 - PATCH of a CANCELLED job answers 409. A new schedule revives a COMPLETED job; other changes to
   one (a rename, say) are kept, and it stays COMPLETED.
@@ -62,13 +64,28 @@ Choices where the contract is silent:
   queue lives in memory, and is rebuilt from those after a restart.)
 - A COMPLETED or CANCELLED job expires with its execution history, `retention_days` (default 30)
   after it finished; active and paused jobs are kept.
+- An Idempotency-Key has 1 to 200 characters: one sent empty (or blank) is refused (400), not read
+  as no key, since the retries it was meant to make safe would each create a job.
 - Idempotency keys are remembered for 24 hours. A retry with the same key and body answers the
   job(s) the first request created even once its schedule is no longer valid (its instant has
   passed); if that request stored only some of them (it failed part way), such a retry answers 409.
 - Bodies are JSON: a route that reads one (POST /jobs, /jobs/batch, /schedules/preview, PATCH)
   answers 415 to another Content-Type (media types ignore case; none at all is read as JSON). What
   JSON allows but no store keeps is refused (422, field `body`): nesting deeper than 64 levels,
-  NaN or Infinity, numbers beyond a float's range, unpaired surrogates (`\\ud800`).
+  NaN or Infinity, numbers beyond a float's range, unpaired surrogates (`\\ud800`); and so is an
+  object that repeats a key (naming it), which parsers read differently (the first or the last).
+- Numbers are JSON numbers: a number sent as a string (`"60"`) or a boolean is refused (422 naming
+  the field), not converted, and an integer field (`timeout_seconds`, `retry.max_attempts`,
+  `schedule.every_seconds`, `count`) refuses any number written with a fraction or an exponent
+  (`2.0`, `6e1`). A field of seconds that takes fractions (`retry.backoff_seconds`) takes integers too.
+- A job's `name` is plain text: a control character (U+0000-U+001F, U+007F-U+009F: NUL, tab, line
+  breaks, escapes) is refused (422).
+- An `http` task's URL is checked when the job is created or changed as far as it can be without a
+  lookup: a private, loopback or link-local address written in the URL (in any spelling: `127.1`,
+  `2130706433`, IPv4-mapped, -translated or -compatible IPv6 such as `[::ffff:0:127.0.0.1]`) or a
+  name that means this machine (`localhost`, `*.localhost`, `localhost.`) is refused (422, field
+  `task.params.url`) unless the deployment allows those networks (`webhook_allowed_networks`; the
+  local stack allows loopback). Every name is checked again each time it is resolved, at run time.
 - Timestamps in requests are RFC 3339: a date, T, a time with seconds, and an offset (Z or +hh:mm).
 - A task's parameters take at most 256 KiB as JSON, nested at most 32 levels (422 beyond): a job is
   stored as one item. A task's result is stored as JSON up to 4 KiB; a larger one (or one nested
@@ -289,7 +306,7 @@ def _error(status: int, message: str, **extra: Any) -> Response[Any]:
 
 _ERRORS = {
     400: {
-        "description": "Bad input (e.g. an invalid cursor).",
+        "description": "Bad input outside the body: an invalid cursor, an empty or over-long Idempotency-Key.",
         "content": {"application/json": {"model": ErrorOut}},
     },
     401: {
@@ -337,7 +354,7 @@ def openapi() -> Response[Any]:
     return Response(status_code=200, content_type="application/json", body=document)
 
 
-@router.post("/jobs", summary="Create a job", responses=_responses(201, JobOut, "The job.", 409))
+@router.post("/jobs", summary="Create a job", responses=_responses(201, JobOut, "The job.", 400, 409))
 def create_job(
     body: Annotated[JobIn, Body()],
     idempotency_key: Annotated[
@@ -346,7 +363,7 @@ def create_job(
             alias="idempotency-key",
             max_length=200,
             description="Idempotency-Key: a retry with the same key and body returns the same job; "
-            "the same key with another body answers 409.",
+            "the same key with another body answers 409. 1 to 200 characters: an empty key is refused (400).",
         ),
     ] = None,
 ) -> Response[JobOut]:
@@ -361,7 +378,7 @@ def create_job(
     description="Each job as for POST /jobs. All are validated before any is created: an invalid job "
     "answers 422 naming `jobs[i].<field>` and nothing is created. Answers the jobs in request order. "
     "On 503 some jobs may have been created: retry with the same Idempotency-Key.",
-    responses=_responses(201, JobBatchOut, "The jobs, in request order.", 409, 503),
+    responses=_responses(201, JobBatchOut, "The jobs, in request order.", 400, 409, 503),
 )
 def create_jobs(
     body: Annotated[JobBatchIn, Body()],
@@ -371,7 +388,8 @@ def create_jobs(
             alias="idempotency-key",
             max_length=200,
             description="Idempotency-Key: a retry with the same key and the same batch returns the same "
-            "jobs (creating those a failed attempt left out); the same key with another body answers 409.",
+            "jobs (creating those a failed attempt left out); the same key with another body answers 409. "
+            "1 to 200 characters: an empty key is refused (400).",
         ),
     ] = None,
 ) -> Response[JobBatchOut]:
@@ -429,7 +447,9 @@ def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOu
 @router.delete(
     "/jobs/<job_id>",
     summary="Cancel a job: no execution of it that has not started will run",
-    responses=_responses(200, JobOut, "The cancelled job.", 404),
+    description="A job that changes while this request runs (its run ending, say) is read again and "
+    "cancelled; 409 only if it kept changing through three attempts: retry.",
+    responses=_responses(200, JobOut, "The cancelled job.", 404, 409),
 )
 def cancel_job(job_id: str) -> Response[JobOut]:
     return _json(job_out(wiring.default().service.cancel(_owner(), job_id)))
