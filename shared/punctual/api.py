@@ -626,9 +626,8 @@ def _strict_json(text: str) -> Any:
     what `json.loads` lets through but no store can keep (`json_problem`: nesting past MAX_BODY_DEPTH,
     numbers no float holds, unpaired surrogates; and NaN and Infinity), an object that repeats a key
     (`json.loads` keeps the last, silently: which one the client meant is anyone's guess, and other
-    parsers keep the first), and what it raises instead of
-    JSONDecodeError: nesting past the interpreter's recursion limit, an integer thousands of digits
-    long."""
+    parsers keep the first), and what it raises instead of JSONDecodeError: nesting past the
+    interpreter's recursion limit, an integer thousands of digits long."""
     try:
         value = json.loads(text, parse_constant=refuse_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError:

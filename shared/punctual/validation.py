@@ -15,9 +15,9 @@ class _JsonNumber:
     `true` as 1, `"60"` as 60 and, for an integer field, `2.0` as 2. A client that sends those has
     a bug (or means something else) that coercion would hide, so the field is refused, by name.
 
-    An integer field (its type `int`, or `int | None`) also refuses a number with a fraction part or
-    an exponent, whatever its value: JSON's integers are written without either. A float field takes
-    an integer too."""
+    An integer field (its type `int`, or `int | None`) also refuses a number written with a fraction
+    part or an exponent, whatever its value (`2.0` as much as `2.5`): a client that computes a count
+    as a float will one day send a fraction, and should hear so now. A float field takes an integer."""
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
         check = _json_integer if _is_integer_type(source) else _json_number
@@ -52,7 +52,7 @@ def _json_integer(value: Any) -> Any:
 
 # For a numeric field of a request body: `Annotated[int, JSON_NUMBER]`, `Annotated[float, JSON_NUMBER]`.
 JSON_NUMBER = _JsonNumber()
-# The name modules first used for it, when it refused only booleans.
+# Also under the name schedules.py imports it by.
 NOT_BOOLEAN = JSON_NUMBER
 
 
