@@ -29,7 +29,7 @@ from punctual.schedules import Schedule, local_note
 from punctual.service import JobChanges, NewJob
 from punctual.store import LIST_READ_BUDGET
 from punctual.timefmt import to_rfc3339
-from punctual.validation import NOT_BOOLEAN, json_problem, refuse_constant
+from punctual.validation import JSON_NUMBER, PLAIN_TEXT, json_problem, refuse_constant
 
 API_DESCRIPTION = """\
 Punctual schedules jobs: a task (call a webhook, …) with a schedule (now, at an instant, cron in a
@@ -48,7 +48,9 @@ Choices where the contract is silent:
   long ago) the job completes, and if it is still under way it goes on (its retries too) and
   completes the job. A retry that comes due while the job is paused is skipped: that run did not
   end, so resuming treats the job as not run.
-- DELETE cancels (the job stays readable as CANCELLED); cancelling twice answers the same job.
+- DELETE cancels (the job stays readable as CANCELLED); cancelling twice answers the same job. A
+  job that changes while it is being cancelled (its run ending, say) is read again and cancelled;
+  only one that keeps changing through three attempts answers 409 (retry it).
 - POST /jobs/{id}/run is refused (409) on a PAUSED or CANCELLED job.
 - PATCH of a CANCELLED job answers 409. A new schedule revives a COMPLETED job; other changes to
   one (a rename, say) are kept, and it stays COMPLETED.
@@ -62,13 +64,28 @@ Choices where the contract is silent:
   queue lives in memory, and is rebuilt from those after a restart.)
 - A COMPLETED or CANCELLED job expires with its execution history, `retention_days` (default 30)
   after it finished; active and paused jobs are kept.
+- An Idempotency-Key has 1 to 200 characters: one sent empty (or blank) is refused (400), not read
+  as no key, since the retries it was meant to make safe would each create a job.
 - Idempotency keys are remembered for 24 hours. A retry with the same key and body answers the
   job(s) the first request created even once its schedule is no longer valid (its instant has
   passed); if that request stored only some of them (it failed part way), such a retry answers 409.
 - Bodies are JSON: a route that reads one (POST /jobs, /jobs/batch, /schedules/preview, PATCH)
   answers 415 to another Content-Type (media types ignore case; none at all is read as JSON). What
   JSON allows but no store keeps is refused (422, field `body`): nesting deeper than 64 levels,
-  NaN or Infinity, numbers beyond a float's range, unpaired surrogates (`\\ud800`).
+  NaN or Infinity, numbers beyond a float's range, unpaired surrogates (`\\ud800`); and so is an
+  object that repeats a key (naming it), which parsers read differently (the first or the last).
+- Numbers are JSON numbers: a number sent as a string (`"60"`) or a boolean is refused (422 naming
+  the field), not converted, and an integer field (`timeout_seconds`, `retry.max_attempts`,
+  `schedule.every_seconds`, `count`) refuses any number written with a fraction or an exponent
+  (`2.0`, `6e1`). A field of seconds that takes fractions (`retry.backoff_seconds`) takes integers too.
+- A job's `name` is plain text: a control character (U+0000-U+001F, U+007F-U+009F: NUL, tab, line
+  breaks, escapes) is refused (422).
+- An `http` task's URL is checked when the job is created or changed as far as it can be without a
+  lookup: a private, loopback or link-local address written in the URL (in any spelling: `127.1`,
+  `2130706433`, IPv4-mapped, -translated or -compatible IPv6 such as `[::ffff:0:127.0.0.1]`) or a
+  name that means this machine (`localhost`, `*.localhost`, `localhost.`) is refused (422, field
+  `task.params.url`) unless the deployment allows those networks (`webhook_allowed_networks`; the
+  local stack allows loopback). Every name is checked again each time it is resolved, at run time.
 - Timestamps in requests are RFC 3339: a date, T, a time with seconds, and an offset (Z or +hh:mm),
   before 2200-01-01T00:00:00Z.
 - Cron is Debian cron's: five fields (names allowed, 7 = Sunday, `N/step` = `N-max/step`) or a
@@ -154,11 +171,11 @@ class ExecutionPage(BaseModel):
 class JobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: Annotated[str | None, PLAIN_TEXT] = Field(default=None, min_length=1, max_length=200)
     task: TaskSpec
     schedule: Schedule
     retry: RetryPolicy | None = None
-    timeout_seconds: Annotated[int | None, NOT_BOOLEAN] = Field(default=None, ge=1, le=300)
+    timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(default=None, ge=1, le=300)
     policy: JobPolicy | None = Field(
         default=None, description="Catch-up window, overlap, flexible window and run limit (defaults: none)."
     )
@@ -182,11 +199,11 @@ class JobBatchOut(BaseModel):
 class JobPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str | None = Field(default=None, min_length=1, max_length=200)
+    name: Annotated[str | None, PLAIN_TEXT] = Field(default=None, min_length=1, max_length=200)
     task: TaskSpec | None = None
     schedule: Schedule | None = None
     retry: RetryPolicy | None = None
-    timeout_seconds: Annotated[int | None, NOT_BOOLEAN] = Field(default=None, ge=1, le=300)
+    timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(default=None, ge=1, le=300)
     policy: JobPolicy | None = Field(
         default=None, description="Catch-up window, overlap, flexible window and run limit (defaults: none)."
     )
@@ -196,7 +213,7 @@ class PreviewIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schedule: Schedule
-    count: Annotated[int, NOT_BOOLEAN] = Field(default=10, ge=1, le=50)
+    count: Annotated[int, JSON_NUMBER] = Field(default=10, ge=1, le=50)
 
 
 class PreviewRun(BaseModel):
@@ -295,6 +312,24 @@ def _new_job(body: JobIn) -> NewJob:
     )
 
 
+IDEMPOTENCY_KEY_FIELD = "header idempotency-key"
+# Fields whose bad values answer 400 rather than 422: not part of the body the client composed, but
+# what it carries along (a cursor it was given, a key it made up), as API.md says of cursors.
+_BAD_REQUEST_FIELDS = frozenset({"cursor", IDEMPOTENCY_KEY_FIELD})
+
+
+def _idempotency_key(value: str | None) -> str | None:
+    """The Idempotency-Key header's value. One sent empty is refused rather than read as none: the
+    client meant its retries to be safe, and they would each create a job."""
+    if value is not None and not value.strip():
+        raise InvalidRequest(
+            f"{IDEMPOTENCY_KEY_FIELD}: Idempotency-Key is empty: send a non-empty key (up to 200 "
+            "characters), or no header at all",
+            field=IDEMPOTENCY_KEY_FIELD,
+        )
+    return value
+
+
 def _json(model: BaseModel, status: int = 200) -> Response[Any]:
     # The resolver validates the model against the route's declared response and serializes it.
     return Response(status_code=status, content_type="application/json", body=model)
@@ -309,7 +344,7 @@ def _error(status: int, message: str, **extra: Any) -> Response[Any]:
 
 _ERRORS = {
     400: {
-        "description": "Bad input (e.g. an invalid cursor).",
+        "description": "Bad input outside the body: an invalid cursor, an empty or over-long Idempotency-Key.",
         "content": {"application/json": {"model": ErrorOut}},
     },
     401: {
@@ -357,7 +392,7 @@ def openapi() -> Response[Any]:
     return Response(status_code=200, content_type="application/json", body=document)
 
 
-@router.post("/jobs", summary="Create a job", responses=_responses(201, JobOut, "The job.", 409))
+@router.post("/jobs", summary="Create a job", responses=_responses(201, JobOut, "The job.", 400, 409))
 def create_job(
     body: Annotated[JobIn, Body()],
     idempotency_key: Annotated[
@@ -366,11 +401,12 @@ def create_job(
             alias="idempotency-key",
             max_length=200,
             description="Idempotency-Key: a retry with the same key and body returns the same job; "
-            "the same key with another body answers 409.",
+            "the same key with another body answers 409. 1 to 200 characters: an empty key is refused (400).",
         ),
     ] = None,
 ) -> Response[JobOut]:
-    job, _created = wiring.default().service.create(_owner(), _new_job(body), idempotency_key)
+    key = _idempotency_key(idempotency_key)
+    job, _created = wiring.default().service.create(_owner(), _new_job(body), key)
     return _json(job_out(job), 201)
 
 
@@ -380,7 +416,7 @@ def create_job(
     description="Each job as for POST /jobs. All are validated before any is created: an invalid job "
     "answers 422 naming `jobs[i].<field>` and nothing is created. Answers the jobs in request order. "
     "On 503 some jobs may have been created: retry with the same Idempotency-Key.",
-    responses=_responses(201, JobBatchOut, "The jobs, in request order.", 409, 503),
+    responses=_responses(201, JobBatchOut, "The jobs, in request order.", 400, 409, 503),
 )
 def create_jobs(
     body: Annotated[JobBatchIn, Body()],
@@ -390,12 +426,13 @@ def create_jobs(
             alias="idempotency-key",
             max_length=200,
             description="Idempotency-Key: a retry with the same key and the same batch returns the same "
-            "jobs (creating those a failed attempt left out); the same key with another body answers 409.",
+            "jobs (creating those a failed attempt left out); the same key with another body answers 409. "
+            "1 to 200 characters: an empty key is refused (400).",
         ),
     ] = None,
 ) -> Response[JobBatchOut]:
     news = [_new_job(job) for job in body.jobs]
-    jobs, _created = wiring.default().service.create_many(_owner(), news, idempotency_key)
+    jobs, _created = wiring.default().service.create_many(_owner(), news, _idempotency_key(idempotency_key))
     return _json(JobBatchOut(items=[job_out(job) for job in jobs]), 201)
 
 
@@ -449,7 +486,9 @@ def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOu
 @router.delete(
     "/jobs/<job_id>",
     summary="Cancel a job: no execution of it that has not started will run",
-    responses=_responses(200, JobOut, "The cancelled job.", 404),
+    description="A job that changes while this request runs (its run ending, say) is read again and "
+    "cancelled; 409 only if it kept changing through three attempts: retry.",
+    responses=_responses(200, JobOut, "The cancelled job.", 404, 409),
 )
 def cancel_job(job_id: str) -> Response[JobOut]:
     return _json(job_out(wiring.default().service.cancel(_owner(), job_id)))
@@ -536,7 +575,8 @@ def _invalid(exc: RequestValidationError) -> Response[Any]:
     first = errors[0] if errors else {"field": None, "message": "invalid request"}
     message = f"{first['field']}: {first['message']}" if first["field"] else str(first["message"])
     # (a cursor too long to be one is as bad as an altered one: 400, as API.md says of those)
-    return _error(400 if first["field"] == "cursor" else 422, message, field=first["field"], errors=errors)
+    status = 400 if first["field"] in _BAD_REQUEST_FIELDS else 422
+    return _error(status, message, field=first["field"], errors=errors)
 
 
 @router.exception_handler(UnicodeDecodeError)
@@ -547,7 +587,7 @@ def _not_utf8(exc: UnicodeDecodeError) -> Response[Any]:
 
 @router.exception_handler(InvalidRequest)
 def _invalid_domain(exc: InvalidRequest) -> Response[Any]:
-    status = 400 if exc.field == "cursor" else 422
+    status = 400 if exc.field in _BAD_REQUEST_FIELDS else 422
     return _error(status, str(exc), field=exc.field)
 
 
@@ -629,11 +669,12 @@ MAX_BODY_DEPTH = 64
 def _strict_json(text: str) -> Any:
     """A request body parsed as JSON, refusing (as JSONDecodeError, which the resolver answers 422)
     what `json.loads` lets through but no store can keep (`json_problem`: nesting past MAX_BODY_DEPTH,
-    numbers no float holds, unpaired surrogates; and NaN and Infinity), and what it raises instead of
-    JSONDecodeError: nesting past the interpreter's recursion limit, an integer thousands of digits
-    long."""
+    numbers no float holds, unpaired surrogates; and NaN and Infinity), an object that repeats a key
+    (`json.loads` keeps the last, silently: which one the client meant is anyone's guess, and other
+    parsers keep the first), and what it raises instead of JSONDecodeError: nesting past the
+    interpreter's recursion limit, an integer thousands of digits long."""
     try:
-        value = json.loads(text, parse_constant=refuse_constant)
+        value = json.loads(text, parse_constant=refuse_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError:
         raise
     except RecursionError:
@@ -643,6 +684,18 @@ def _strict_json(text: str) -> Any:
     problem = json_problem(value, MAX_BODY_DEPTH)
     if problem is not None:
         raise json.JSONDecodeError(problem, text, 0)
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's members as a dict; ValueError (a 422 naming the key) if one key comes twice."""
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"the key {json.dumps(key[:100])} appears more than once in one object")
+            seen.add(key)
     return value
 
 

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from punctual.schedules import RateSchedule, Schedule, _Schedule, is_recurring, next_run, rate_anchor
 from punctual.timefmt import to_epoch_ms
-from punctual.validation import NOT_BOOLEAN
+from punctual.validation import JSON_NUMBER
 
 
 class JobStatus(StrEnum):
@@ -64,9 +64,9 @@ class RetryPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_attempts: Annotated[int, NOT_BOOLEAN] = Field(default=3, ge=1, le=10)
-    backoff_seconds: Annotated[float, NOT_BOOLEAN] = Field(default=2, ge=0, le=3600)
-    max_backoff_seconds: Annotated[float, NOT_BOOLEAN] = Field(default=300, ge=0, le=12 * 3600)
+    max_attempts: Annotated[int, JSON_NUMBER] = Field(default=3, ge=1, le=10)
+    backoff_seconds: Annotated[float, JSON_NUMBER] = Field(default=2, ge=0, le=3600)
+    max_backoff_seconds: Annotated[float, JSON_NUMBER] = Field(default=300, ge=0, le=12 * 3600)
 
     def delay_after(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after failed attempt number `attempt` (1-based): half fixed, half jitter."""
@@ -90,7 +90,7 @@ class JobPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_lateness_seconds: Annotated[int | None, NOT_BOOLEAN] = Field(
+    max_lateness_seconds: Annotated[int | None, JSON_NUMBER] = Field(
         default=None,
         ge=1,
         le=MAX_LATENESS_SECONDS,
@@ -108,7 +108,7 @@ class JobPolicy(BaseModel):
             "and skips any later run that would also have to wait."
         ),
     )
-    flexible_window_seconds: Annotated[int, NOT_BOOLEAN] = Field(
+    flexible_window_seconds: Annotated[int, JSON_NUMBER] = Field(
         default=0,
         ge=0,
         le=MAX_FLEXIBLE_WINDOW_SECONDS,
@@ -118,7 +118,7 @@ class JobPolicy(BaseModel):
             "same second (never past the next run's time). `next_run_at` shows the spread instant."
         ),
     )
-    max_runs: Annotated[int | None, NOT_BOOLEAN] = Field(
+    max_runs: Annotated[int | None, JSON_NUMBER] = Field(
         default=None,
         ge=1,
         le=1_000_000_000,

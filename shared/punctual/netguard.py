@@ -23,14 +23,23 @@ def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# IPv6 ranges whose last 32 bits are an IPv4 address that a stack or translator may deliver to:
+# NAT64's well-known prefix (RFC 6052), SIIT's IPv4-translated addresses (RFC 2765: ::ffff:0:a.b.c.d)
+# and the deprecated IPv4-compatible ones (RFC 4291: ::a.b.c.d, which takes in :: and ::1, standing
+# for 0.0.0.0 and 0.0.0.1: refused either way).
+_EMBEDDING_IPV4 = tuple(ipaddress.ip_network(n) for n in ("64:ff9b::/96", "::ffff:0:0:0/96", "::/96"))
+# NAT64's local-use prefix (RFC 8215), which the ipaddress module counts as global: it translates to
+# whatever the local network decides (where the IPv4 address sits depends on the prefix length it
+# uses), so none of it is taken for public.
+_LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")
 
 
 def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 one stands for (mapped, NAT64, 6to4, Teredo), if any."""
+    """The IPv4 address an IPv6 one stands for (mapped, NAT64, SIIT, IPv4-compatible, 6to4, Teredo),
+    if any."""
     if address.ipv4_mapped is not None:
         return address.ipv4_mapped
-    if address in _NAT64:
+    if any(address in network for network in _EMBEDDING_IPV4):
         return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
     if address.sixtofour is not None:
         return address.sixtofour
@@ -44,6 +53,8 @@ def _is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
         embedded = _embedded_ipv4(address)
         if embedded is not None:
             return _is_public(embedded)
+        if address in _LOCAL_NAT64:
+            return False
     # is_global excludes private, loopback, link-local, shared (CGNAT), reserved and unspecified ranges.
     return address.is_global and not address.is_multicast
 
@@ -61,6 +72,25 @@ def literal_address(host: str) -> str | None:
         return str(ipaddress.ip_address(host.strip("[]")))
     except ValueError:
         return None
+
+
+# Names that stand for this machine without asking DNS: `localhost` and everything under it (RFC
+# 6761 has resolvers answer loopback for them), and the other loopback names Debian's /etc/hosts
+# carries. Each may have a trailing dot (a fully qualified `localhost.`) and any case.
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+# What such a name resolves to.
+LOOPBACK_ADDRESSES = ("127.0.0.1", "::1")
+
+
+def is_loopback_name(host: str) -> bool:
+    name = host.rstrip(".").lower()
+    return name in _LOOPBACK_NAMES or name.endswith(".localhost")
+
+
+def loopback_allowed(allowed_networks: Iterable[str]) -> bool:
+    """Whether a loopback name could pass the run-time check: one of its addresses is allowed."""
+    networks = tuple(allowed_networks)
+    return any(is_allowed(address, networks) for address in LOOPBACK_ADDRESSES)
 
 
 def resolve_checked(host: str, port: int, allowed_networks: Iterable[str], resolver: Resolver) -> list[str]:

@@ -28,7 +28,7 @@ from pydantic import (
 from punctual import cron
 from punctual.cron import CronBoundExceeded
 from punctual.timefmt import parse_rfc3339, to_rfc3339
-from punctual.validation import NOT_BOOLEAN
+from punctual.validation import JSON_NUMBER
 
 # An `at` this far in the past is a mistake, not clock skew: it is refused rather than run at once.
 PAST_TOLERANCE = timedelta(minutes=5)
@@ -119,7 +119,7 @@ class RateSchedule(_Windowed):
     """Every N seconds (N >= 60), from start_at or, without it, from one period after creation."""
 
     type: Literal["rate"]
-    every_seconds: Annotated[int, NOT_BOOLEAN] = Field(ge=MIN_RATE_SECONDS, le=MAX_RATE_SECONDS)
+    every_seconds: Annotated[int, JSON_NUMBER] = Field(ge=MIN_RATE_SECONDS, le=MAX_RATE_SECONDS)
 
 
 Schedule = Annotated[

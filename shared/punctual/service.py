@@ -307,20 +307,28 @@ class JobService:
             self._hand_off(marker)
         return updated
 
-    def cancel(self, owner: str, job_id: str) -> Job:
+    def cancel(self, owner: str, job_id: str, *, attempts: int = 3) -> Job:
         job = self.get(owner, job_id)
         if job.status is JobStatus.CANCELLED:
             return job
-        return self._write(
-            job,
-            {
-                "status": JobStatus.CANCELLED,
-                "next_run_at": None,
-                "queued_run_at": None,
-                "schedule_version": _new_version(),
-                "updated_at": self._clock.now(),
-            },
-        )
+        try:
+            return self._write(
+                job,
+                {
+                    "status": JobStatus.CANCELLED,
+                    "next_run_at": None,
+                    "queued_run_at": None,
+                    "schedule_version": _new_version(),
+                    "updated_at": self._clock.now(),
+                },
+            )
+        except Conflict:
+            # The job changed between the read and the write: a run ended (completing a one-time job,
+            # or moving a recurring one on), or another request changed it. A job in any status can
+            # be cancelled, so the caller's intent still holds: read it again and cancel that.
+            if attempts <= 1:
+                raise
+            return self.cancel(owner, job_id, attempts=attempts - 1)
 
     def pause(self, owner: str, job_id: str) -> Job:
         job = self.get(owner, job_id)

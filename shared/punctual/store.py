@@ -99,6 +99,26 @@ def _call(operation: Callable[[], _T]) -> _T:
         raise
 
 
+def _cursor_key(
+    start_key: dict[str, Any], *, equal: dict[str, str], prefixed: dict[str, str]
+) -> dict[str, str]:
+    """A cursor's key, if it is one the query it continues could have returned: exactly the
+    attributes of `equal` and `prefixed`, every one a string, each of `equal` at its value and each of
+    `prefixed` starting so. Otherwise InvalidRequest (400): DynamoDB would refuse another key, or
+    page through another list. (A cursor's signature says only that this deployment issued it: an
+    earlier version, with other keys, may have.)"""
+    expected = set(equal) | set(prefixed)
+    valid = (
+        set(start_key) == expected
+        and all(isinstance(value, str) and value for value in start_key.values())
+        and all(start_key[name] == value for name, value in equal.items())
+        and all(str(start_key[name]).startswith(prefix) for name, prefix in prefixed.items())
+    )
+    if not valid:
+        raise InvalidRequest("cursor: not valid for this list; start again without it", field="cursor")
+    return dict(start_key)
+
+
 def bucket_minute(instant: datetime) -> str:
     return instant.strftime("%Y%m%d%H%M")
 
@@ -378,12 +398,11 @@ class Store:
             # A cursor signed before the index changed (the by_owner_status index's keys) would make
             # DynamoDB refuse the query: a stale cursor is bad input, not a server error.
             index = resources.BY_OWNER_INDEX
-            expected = {"pk", "sk", index.partition_key, index.sort_key}
-            if set(start_key) != expected or start_key[index.partition_key] != self._owner_pk(owner):
-                raise InvalidRequest(
-                    "cursor is not valid for this list; start again without it", field="cursor"
-                )
-            kwargs["ExclusiveStartKey"] = start_key
+            kwargs["ExclusiveStartKey"] = _cursor_key(
+                start_key,
+                equal={index.partition_key: self._owner_pk(owner), "sk": _JOB_SK},
+                prefixed={"pk": "JOB#", index.sort_key: ""},
+            )
         response: dict[str, Any] = _call(lambda: self._table.query(**kwargs))
         return response
 
@@ -647,7 +666,9 @@ class Store:
             "Limit": limit,
         }
         if start_key:
-            kwargs["ExclusiveStartKey"] = start_key
+            kwargs["ExclusiveStartKey"] = _cursor_key(
+                start_key, equal={"pk": _job_pk(job_id)}, prefixed={"sk": "EXEC#"}
+            )
         response = _call(lambda: self._table.query(**kwargs))
         items = [self._execution_from(i) for i in response.get("Items", [])]
         return Page(items, response.get("LastEvaluatedKey"))

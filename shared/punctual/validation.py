@@ -3,20 +3,70 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+import unicodedata
+from typing import Any, get_args
 
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, GetCoreSchemaHandler
+from pydantic_core import CoreSchema, core_schema
 
 
-def _not_a_boolean(value: Any) -> Any:
-    # pydantic reads JSON true as 1 for a number; a number written 60.0 or "60" stays accepted.
+class _JsonNumber:
+    """A numeric field of a request body takes a JSON number and nothing else: pydantic would read
+    `true` as 1, `"60"` as 60 and, for an integer field, `2.0` as 2. A client that sends those has
+    a bug (or means something else) that coercion would hide, so the field is refused, by name.
+
+    An integer field (its type `int`, or `int | None`) also refuses a number written with a fraction
+    part or an exponent, whatever its value (`2.0` as much as `2.5`): a client that computes a count
+    as a float will one day send a fraction, and should hear so now. A float field takes an integer."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        check = _json_integer if _is_integer_type(source) else _json_number
+        return core_schema.no_info_before_validator_function(check, handler(source))
+
+
+def _is_integer_type(source: Any) -> bool:
+    members = get_args(source) or (source,)
+    return int in members and float not in members
+
+
+def _json_number(value: Any) -> Any:
     if isinstance(value, bool):
         raise ValueError("expected a number, not a boolean")
+    if isinstance(value, str):
+        raise ValueError("expected a number, not a string: write the number without quotes")
     return value
 
 
-# For a numeric field: `Annotated[int, NOT_BOOLEAN]`.
-NOT_BOOLEAN = BeforeValidator(_not_a_boolean)
+def _json_integer(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("expected an integer, not a boolean")
+    if isinstance(value, str):
+        raise ValueError("expected an integer, not a string: write the number without quotes")
+    if isinstance(value, float):
+        shown = f"{value:.0f}" if value.is_integer() and abs(value) < 1e16 else "a whole number"
+        raise ValueError(
+            f"expected an integer, not {value!r}: send {shown}, without a decimal point or exponent"
+        )
+    return value
+
+
+# For a numeric field of a request body: `Annotated[int, JSON_NUMBER]`, `Annotated[float, JSON_NUMBER]`.
+JSON_NUMBER = _JsonNumber()
+
+
+def _plain_text(value: Any) -> Any:
+    if isinstance(value, str):
+        for position, char in enumerate(value):
+            if unicodedata.category(char) == "Cc":
+                raise ValueError(
+                    f"control character U+{ord(char):04X} at position {position}: names are plain text"
+                )
+    return value
+
+
+# For a text field shown to people (a job's name): no control characters (NUL, line breaks, tabs,
+# escape sequences), which logs, terminals and the CLI's tables would act on or mangle.
+PLAIN_TEXT = BeforeValidator(_plain_text)
 
 
 def refuse_constant(name: str) -> Any:

@@ -397,8 +397,10 @@ def test_preview_lists_next_runs_without_creating_anything(world: World) -> None
     ]
     assert world.api("POST", "/schedules/preview", {"schedule": CRON, "count": 51}).status == 422
     assert world.api("POST", "/schedules/preview", {"schedule": CRON, "count": True}).status == 422
-    # (a whole number written as a float is still a number)
-    assert world.api("POST", "/schedules/preview", {"schedule": CRON, "count": 2.0}).status == 200
+    # (a count is an integer: one written as a float or a string is refused, not converted)
+    for count in (2.0, "2"):
+        refused = world.api("POST", "/schedules/preview", {"schedule": CRON, "count": count})
+        assert (refused.status, refused.body["field"]) == (422, "count"), refused.body
     assert table_items(world) == []
 
 

@@ -18,10 +18,11 @@ from unittest import mock
 
 import pytest
 
-from punctual.errors import RetryableStoreError
+from punctual.clock import ManualClock
+from punctual.errors import LostRace, RetryableStoreError
 from punctual.schedules import PAST_TOLERANCE
 from punctual.timefmt import to_rfc3339
-from tests.world import Answer, World
+from tests.world import Answer, World, mocked_world
 
 CRON = {"type": "cron", "expression": "0 10 * * *", "timezone": "Europe/Paris"}
 NOOP = {"type": "noop"}
@@ -620,3 +621,343 @@ def test_ids_that_are_not_jobs_answer_404(world: World) -> None:
         for method, suffix in [("GET", ""), ("GET", "/executions"), ("DELETE", ""), ("POST", "/run")]:
             answer = call(world, method, f"/jobs/{job_id}{suffix}")
             assert answer.status == 404 and "message" in answer.body, (job_id, method, suffix, answer.body)
+
+
+# ------------------------------------------------------------------------------------------------
+# Numbers are JSON numbers: a number sent as a string, or an integer field sent a float (2.0 as
+# much as 2.5), is refused by name rather than converted. Float fields take integers.
+# ------------------------------------------------------------------------------------------------
+SLEEP = {"type": "sleep", "params": {"seconds": 1}}
+HOOK = {"type": "http", "params": {"url": "https://hooks.example.com/run"}}
+NOT_NUMBERS = [
+    ({"timeout_seconds": "60"}, "timeout_seconds"),
+    ({"timeout_seconds": 60.0}, "timeout_seconds"),
+    ({"timeout_seconds": 6e1}, "timeout_seconds"),
+    ({"retry": {"max_attempts": "3"}}, "retry.max_attempts"),
+    ({"retry": {"max_attempts": 2.0}}, "retry.max_attempts"),
+    ({"retry": {"max_attempts": True}}, "retry.max_attempts"),
+    ({"retry": {"backoff_seconds": "2"}}, "retry.backoff_seconds"),
+    ({"retry": {"max_backoff_seconds": "300"}}, "retry.max_backoff_seconds"),
+    ({"schedule": {"type": "rate", "every_seconds": "600"}}, "schedule.every_seconds"),
+    ({"schedule": {"type": "rate", "every_seconds": 600.0}}, "schedule.every_seconds"),
+    ({"task": {"type": "sleep", "params": {"seconds": "1"}}}, "task.params.seconds"),
+    (
+        {"task": {"type": "http", "params": {**HOOK["params"], "timeout_seconds": "5"}}},
+        "task.params.timeout_seconds",
+    ),
+]
+
+
+@BOTH_FORMATS
+def test_numbers_sent_as_strings_or_integers_sent_as_floats_are_refused_by_name(world: World) -> None:
+    # Given a job to patch, and what is stored
+    job = world.create(CRON)
+    before = snapshot(world)
+    for change, field in NOT_NUMBERS:
+        body = {"task": NOOP, "schedule": CRON, **change}
+        # When it is created, in a batch, or patched in / Then 422 naming the field
+        for answer, prefix in [
+            (call(world, "POST", "/jobs", body), ""),
+            (
+                call(world, "POST", "/jobs/batch", {"jobs": [{"task": NOOP, "schedule": CRON}, body]}),
+                "jobs[1].",
+            ),
+            (call(world, "PATCH", f"/jobs/{job['id']}", change), ""),
+        ]:
+            assert answer.status == 422, (change, answer.status, answer.body)
+            assert answer.body["field"] == prefix + field, (change, answer.body)
+            assert answer.body["message"].startswith(prefix + field), answer.body
+    # and nothing was stored or changed
+    assert snapshot(world) == before
+
+
+def test_a_preview_count_must_be_an_integer(world: World) -> None:
+    for count in ("5", 5.0, True):
+        answer = world.api("POST", "/schedules/preview", {"schedule": CRON, "count": count})
+        assert (answer.status, answer.body["field"]) == (422, "count"), answer.body
+    rate = {"type": "rate", "every_seconds": "600"}
+    answer = world.api("POST", "/schedules/preview", {"schedule": rate})
+    assert (answer.status, answer.body["field"]) == (422, "schedule.every_seconds"), answer.body
+
+
+def test_numbers_as_numbers_are_taken_as_before(world: World) -> None:
+    # (integers where floats go; floats with a fraction where floats go)
+    body = {
+        "task": {"type": "http", "params": {**HOOK["params"], "timeout_seconds": 5}},
+        "schedule": {"type": "rate", "every_seconds": 600},
+        "retry": {"max_attempts": 4, "backoff_seconds": 1, "max_backoff_seconds": 7.5},
+        "timeout_seconds": 30,
+    }
+    created = world.api("POST", "/jobs", body)
+    assert created.status == 201, created.body
+    assert created.body["retry"] == {"max_attempts": 4, "backoff_seconds": 1.0, "max_backoff_seconds": 7.5}
+    assert created.body["timeout_seconds"] == 30
+    sleep = world.api(
+        "POST", "/jobs", {"task": {"type": "sleep", "params": {"seconds": 0.5}}, "schedule": CRON}
+    )
+    assert sleep.status == 201, sleep.body
+    assert world.api("POST", "/schedules/preview", {"schedule": CRON, "count": 2}).status == 200
+
+
+# ------------------------------------------------------------------------------------------------
+# A key repeated in one object (json.loads would keep the last) is refused, naming the key.
+# ------------------------------------------------------------------------------------------------
+REPEATED_KEYS = [
+    (b'{"task":{"type":"noop"},"schedule":{"type":"now"},"name":"a","name":"b"}', "name"),
+    (b'{"task":{"type":"noop"},"task":{"type":"fail"},"schedule":{"type":"now"}}', "task"),
+    (
+        b'{"task":{"type":"http","params":{"url":"https://hooks.example.com/a",'
+        b'"url":"https://hooks.example.com/b"}},"schedule":{"type":"now"}}',
+        "url",
+    ),
+    (
+        b'{"task":{"type":"http","params":{"url":"https://hooks.example.com/a",'
+        b'"body":[{"k":1,"k":2}]}},"schedule":{"type":"now"}}',
+        "k",
+    ),
+    (
+        b'{"task":{"type":"noop"},"schedule":{"type":"rate","every_seconds":60,"every_seconds":600}}',
+        "every_seconds",
+    ),
+]
+
+
+@BOTH_FORMATS
+def test_a_key_repeated_in_an_object_is_refused_naming_it(world: World) -> None:
+    job = world.create(CRON)
+    before = snapshot(world)
+    for raw, key in REPEATED_KEYS:
+        for path, data in [("/jobs", raw), ("/jobs/batch", b'{"jobs":[' + raw + b"]}")]:
+            answer = call(world, "POST", path, raw=data, headers={"Idempotency-Key": "dup"})
+            assert answer.status == 422, (raw, answer.status, answer.body)
+            assert answer.body["field"] == "body"
+            assert f'the key "{key}" appears more than once' in answer.body["message"], answer.body
+    patched = call(world, "PATCH", f"/jobs/{job['id']}", raw=b'{"name":"a","name":"b"}')
+    assert (patched.status, patched.body["field"]) == (422, "body") and '"name"' in patched.body["message"]
+    batch = call(world, "POST", "/jobs/batch", raw=b'{"jobs":[],"jobs":[{"task":{"type":"noop"}}]}')
+    assert batch.status == 422 and '"jobs"' in batch.body["message"], batch.body
+    assert snapshot(world) == before
+    # (the same key in different objects is no repetition)
+    fine = b'{"task":{"type":"http","params":{"url":"https://hooks.example.com/a","body":{"type":1}}},"schedule":{"type":"now"}}'
+    assert call(world, "POST", "/jobs", raw=fine).status == 201
+
+
+# ------------------------------------------------------------------------------------------------
+# A name is plain text: no control characters.
+# ------------------------------------------------------------------------------------------------
+CONTROL_NAMES = ["a\x00b", "line\nbreak", "tab\there", "\x1b[31mred", "del\x7f", "c1\x85", "\r"]
+
+
+@BOTH_FORMATS
+def test_a_name_with_a_control_character_is_refused(world: World) -> None:
+    job = world.create(CRON, name="plain")
+    before = snapshot(world)
+    for name in CONTROL_NAMES:
+        for answer, field in [
+            (call(world, "POST", "/jobs", {"task": NOOP, "schedule": CRON, "name": name}), "name"),
+            (
+                call(
+                    world, "POST", "/jobs/batch", {"jobs": [{"task": NOOP, "schedule": CRON, "name": name}]}
+                ),
+                "jobs[0].name",
+            ),
+            (call(world, "PATCH", f"/jobs/{job['id']}", {"name": name}), "name"),
+        ]:
+            assert (answer.status, answer.body["field"]) == (422, field), (name, answer.body)
+            assert "control character" in answer.body["message"], answer.body
+    assert snapshot(world) == before
+    # Other text is a name like any
+    for name in ["Café ☕ nightly", "日本語のジョブ", "a b", "\u200bzero-width"]:
+        assert call(world, "PATCH", f"/jobs/{job['id']}", {"name": name}).body["name"] == name
+
+
+# ------------------------------------------------------------------------------------------------
+# An Idempotency-Key sent empty is refused (400), not read as no key.
+# ------------------------------------------------------------------------------------------------
+@BOTH_FORMATS
+def test_an_empty_idempotency_key_is_400_and_stores_nothing(world: World) -> None:
+    body = {"task": NOOP, "schedule": CRON}
+    for key in ["", " ", "\t"]:
+        for path, data in [("/jobs", body), ("/jobs/batch", {"jobs": [body]})]:
+            answer = call(world, "POST", path, data, headers={"Idempotency-Key": key})
+            assert answer.status == 400, (path, repr(key), answer.status, answer.body)
+            assert answer.body["field"] == "header idempotency-key", answer.body
+            assert "Idempotency-Key is empty" in answer.body["message"]
+    too_long = call(world, "POST", "/jobs", body, headers={"Idempotency-Key": "k" * 201})
+    assert (too_long.status, too_long.body["field"]) == (400, "header idempotency-key"), too_long.body
+    assert snapshot(world) == []
+    # and one key of the largest size is a key
+    longest = {"Idempotency-Key": "k" * 200}
+    first, again = (world.api("POST", "/jobs", body, headers=longest) for _ in range(2))
+    assert (first.status, again.body["id"]) == (201, first.body["id"])
+
+
+# ------------------------------------------------------------------------------------------------
+# Webhooks to this machine are refused when the job is created, as far as that is known without
+# looking a name up (literal addresses in any spelling, localhost names); run time checks again.
+# ------------------------------------------------------------------------------------------------
+LOOPBACK_URLS = [
+    "http://localhost/",
+    "http://LOCALHOST./",
+    "http://localhost:8080/hook",
+    "http://hooks.localhost/",
+    "http://a.b.LocalHost./",
+    "http://localhost.localdomain/",
+    "http://ip6-localhost/",
+    "http://127.0.0.1/",
+    "http://127.1/",
+    "http://0x7f.0.0.1/",
+    "http://2130706433/",
+    "http://017700000001/",
+    "http://127.0.0.1./",
+    "http://[::1]/",
+    "http://[0:0:0:0:0:0:0:1]/",
+    "http://[::ffff:127.0.0.1]/",
+    "http://[::ffff:7f00:1]/",
+    "http://[::ffff:0:127.0.0.1]/",
+    "http://[::127.0.0.1]/",
+    "http://[64:ff9b::127.0.0.1]/",
+    "http://[::ffff:0:10.0.0.1]/",
+    "http://[::169.254.169.254]/",
+    "http://0/",
+]
+
+
+@pytest.fixture
+def guarded(clock: ManualClock) -> Iterator[World]:
+    """A deployment as on AWS: webhooks may reach no private, loopback or link-local network."""
+    with mocked_world(clock, webhook_allowed_networks=()) as world:
+        yield world
+
+
+def test_a_webhook_to_this_machine_is_refused_at_creation(guarded: World) -> None:
+    job = guarded.create(CRON, task=HOOK)
+    before = snapshot(guarded)
+    for url in LOOPBACK_URLS:
+        task = {"type": "http", "params": {"url": url}}
+        for answer, field in [
+            (call(guarded, "POST", "/jobs", {"task": task, "schedule": CRON}), "task.params.url"),
+            (
+                call(guarded, "POST", "/jobs/batch", {"jobs": [{"task": task, "schedule": CRON}]}),
+                "jobs[0].task.params.url",
+            ),
+            (call(guarded, "PATCH", f"/jobs/{job['id']}", {"task": task}), "task.params.url"),
+        ]:
+            assert (answer.status, answer.body.get("field")) == (422, field), (
+                url,
+                answer.status,
+                answer.body,
+            )
+    assert snapshot(guarded) == before
+    # Names that merely look like it are left to run time
+    for url in ["http://localhost.example.com/", "http://mylocalhost/", "http://[::ffff:0:8.8.8.8]/"]:
+        task = {"type": "http", "params": {"url": url}}
+        assert call(guarded, "POST", "/jobs", {"task": task, "schedule": CRON}).status == 201, url
+
+
+def test_a_deployment_that_allows_loopback_takes_localhost_webhooks(world: World) -> None:
+    # (the test world, like the local stack, allows 127.0.0.0/8: run time would call it, so creation takes it)
+    for url in [
+        "http://localhost:8080/hook",
+        "http://LOCALHOST./",
+        "http://hooks.localhost/",
+        "http://127.1/",
+    ]:
+        task = {"type": "http", "params": {"url": url}}
+        answer = call(world, "POST", "/jobs", {"task": task, "schedule": CRON})
+        assert answer.status == 201, (url, answer.body)
+
+
+# ------------------------------------------------------------------------------------------------
+# A cursor signed by this deployment but carrying a key its list could not have returned: 400.
+# ------------------------------------------------------------------------------------------------
+def test_a_signed_cursor_with_a_malformed_key_is_400(world: World) -> None:
+    job = world.create({"type": "cron", "expression": "* * * * *"})
+    world.clock.advance(1)
+    other = world.create(CRON)
+    world.run_for(150)
+    cursors = world.punctual.cursors
+    jobs_key = {"pk": f"JOB#{job['id']}", "sk": "JOB", "owner_pk": "OWNER#alice", "owner_sk": "1#x"}
+    execs_key = {"pk": f"JOB#{job['id']}", "sk": "EXEC#2026-12-01T09:00:00.000Z#x"}
+    bad_jobs_keys = [
+        {"pk": 5, "sk": "JOB", "owner_pk": "OWNER#alice", "owner_sk": "x"},
+        {**jobs_key, "owner_sk": {"S": "x"}},
+        {**jobs_key, "owner_sk": ["x"]},
+        {**jobs_key, "owner_sk": None},
+        {**jobs_key, "owner_sk": ""},
+        {**jobs_key, "owner_pk": "OWNER#bob"},
+        {**jobs_key, "pk": "IDEM#x"},
+        {**jobs_key, "sk": "EXEC#x"},
+        {**jobs_key, "extra": "x"},
+        {"pk": f"JOB#{job['id']}", "sk": "JOB"},
+        {"x": "y"},
+    ]
+    bad_execs_keys = [
+        {**execs_key, "sk": 1},
+        {**execs_key, "sk": {"nested": True}},
+        {**execs_key, "pk": f"JOB#{other['id']}"},
+        {**execs_key, "sk": "JOB"},
+        {**execs_key, "owner_pk": "OWNER#alice"},
+        {"pk": execs_key["pk"]},
+    ]
+    for key in bad_jobs_keys:
+        for status in ["", "ACTIVE"]:
+            cursor = cursors.encode(key, owner="alice", scope=f"jobs:{status}")
+            query = f"cursor={cursor}" + (f"&status={status}" if status else "")
+            answer = call(world, "GET", "/jobs", query=query)
+            assert (answer.status, answer.body.get("field")) == (400, "cursor"), (key, status, answer.body)
+    for key in bad_execs_keys:
+        cursor = cursors.encode(key, owner="alice", scope=f"executions:{job['id']}")
+        answer = call(world, "GET", f"/jobs/{job['id']}/executions", query=f"cursor={cursor}")
+        assert (answer.status, answer.body.get("field")) == (400, "cursor"), (key, answer.body)
+    # while the cursors the API hands out still page on
+    page = world.api("GET", "/jobs", query="limit=1").body
+    assert world.api("GET", "/jobs", query=f"limit=1&cursor={page['next_cursor']}").status == 200
+    page = world.api("GET", f"/jobs/{job['id']}/executions", query="limit=1").body
+    assert page["next_cursor"], page
+    follow = world.api("GET", f"/jobs/{job['id']}/executions", query=f"limit=1&cursor={page['next_cursor']}")
+    assert follow.status == 200 and follow.body["items"], follow.body
+
+
+# ------------------------------------------------------------------------------------------------
+# DELETE racing the end of a run: the job changes between the request's read and its write.
+# ------------------------------------------------------------------------------------------------
+def test_a_cancel_racing_the_run_that_completes_the_job_still_cancels_it(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a one-time job whose run is queued
+    job = world.create({"type": "now"})
+    real = world.store.get_job_shown
+    reads: list[str] = []
+
+    def read_then_run(job_id: str) -> Any:
+        found = real(job_id)
+        reads.append(found.status.value)
+        if len(reads) == 1:
+            world.drain()  # the run ends (the job COMPLETED) after DELETE read the job, before it writes
+        return found
+
+    monkeypatch.setattr(world.store, "get_job_shown", read_then_run)
+    # When it is cancelled meanwhile
+    answer = call(world, "DELETE", f"/jobs/{job['id']}")
+    # Then the request read the job again and cancelled it: 200, not 409
+    assert answer.status == 200, answer.body
+    assert answer.body["status"] == "CANCELLED"
+    assert reads == ["ACTIVE", "COMPLETED"]
+    monkeypatch.undo()
+    shown = world.job(job["id"])
+    assert shown["status"] == "CANCELLED"
+    assert shown["last_execution"]["status"] == "SUCCEEDED"  # the run it raced did run
+
+
+def test_a_cancel_that_keeps_losing_the_race_gives_up_with_409(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = world.create(CRON)
+    before = snapshot(world)
+    lost = mock.Mock(side_effect=LostRace("ConditionalCheckFailed"))
+    monkeypatch.setattr(world.store, "update_job", lost)
+    answer = call(world, "DELETE", f"/jobs/{job['id']}")
+    assert answer.status == 409 and "changed while this request ran" in answer.body["message"], answer.body
+    assert lost.call_count == 3  # bounded
+    assert snapshot(world) == before

@@ -21,6 +21,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from punctual import cli, tasks
+from punctual.api import JobIn, JobPatch, PreviewIn
 from punctual.client import ApiError, PunctualClient, SigV4Auth
 from punctual.clock import ManualClock
 
@@ -667,6 +668,35 @@ def test_preview_posts_the_schedule_and_shows_local_times(
         "2026-12-01 09:00:00Z  (2026-12-01 10:00:00 CET)",
         "2026-12-02 09:00:00Z  (2026-12-02 10:00:00 CET)",
     ]
+
+
+def test_the_cli_sends_integers_as_json_integers(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    # The API refuses a number sent as a string, and an integer field sent a float (2.0): every body
+    # the CLI sends must pass the API's own models, whatever the flags' spellings.
+    stored = job(retry={"max_attempts": 3, "backoff_seconds": 2.0, "max_backoff_seconds": 300.0})
+    api.answer("POST", "/jobs", stored, status=201)
+    api.answer("GET", "/jobs/job-1", stored)
+    api.answer("PATCH", "/jobs/job-1", stored)
+    api.answer("POST", "/schedules/preview", {"next_runs": []})
+    commands = [
+        ["jobs", "create", "--every", "1h30m", "--task", "sleep", "--seconds", "3", "--max-attempts", "5",
+         "--backoff", "90", "--max-backoff", "1h", "--timeout", "2m"],
+        ["jobs", "update", "job-1", "--max-attempts", "7", "--timeout", "45", "--every", "10m",
+         "--param", "timeout_seconds=5"],
+        ["preview", "--every", "2d", "--count", "3"],
+    ]  # fmt: skip
+    for argv in commands:
+        assert run(api, capsys, *argv)[0] == 0, argv
+    [create, preview] = api.sent("POST")
+    [patch] = api.sent("PATCH")
+    JobIn.model_validate(create.body)
+    JobPatch.model_validate(patch.body)
+    PreviewIn.model_validate(preview.body)
+    assert type(create.body["timeout_seconds"]) is int and create.body["timeout_seconds"] == 120
+    assert type(create.body["schedule"]["every_seconds"]) is int
+    assert type(create.body["retry"]["max_attempts"]) is int
+    assert type(patch.body["retry"]["max_attempts"]) is int and type(patch.body["timeout_seconds"]) is int
+    assert type(preview.body["count"]) is int
 
 
 # -- watch -----------------------------------------------------------------------------------------------

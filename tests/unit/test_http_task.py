@@ -382,6 +382,92 @@ def test_validate_accepts_loopback_when_the_deployment_allows_it() -> None:
     assert spec.params["url"] == "http://127.0.0.1:8080/x"
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[::ffff:0:127.0.0.1]/",  # IPv4-translated (SIIT)
+        "http://[::ffff:0:7f00:1]/",
+        "http://[::127.0.0.1]/",  # IPv4-compatible
+        "http://[::10.0.0.1]/",
+        "http://[::ffff:0:169.254.169.254]/",
+        "http://[64:ff9b:1::a00:1]/",  # NAT64's local-use prefix
+        "http://2130706433/",  # one number
+        "http://0x7f.1/",  # hexadecimal
+        "http://0177.0.0.1/",  # octal
+        "http://127.0.0.1./",  # a trailing dot
+        "http://%31%32%37.0.0.1/",  # percent-encoded
+        "http://\uff11\uff12\uff17.0.0.1/",  # full-width digits
+    ],
+)
+def test_validate_refuses_a_private_address_in_every_spelling(url: str) -> None:
+    error = invalid({"type": "http", "params": {"url": url.encode().decode("unicode_escape")}})
+    assert error.field == "task.params.url", url
+
+
+LOCALHOST_NAMES = [
+    "localhost",
+    "LOCALHOST",
+    "localhost.",
+    "LocalHost..",
+    "hooks.localhost",
+    "a.b.localhost.",
+    "localhost.localdomain",
+    "ip6-localhost",
+    "ip6-loopback",
+]
+
+
+@pytest.mark.parametrize("host", LOCALHOST_NAMES)
+def test_validate_refuses_a_loopback_name_without_looking_it_up(host: str) -> None:
+    # (nothing is resolved: the resolver is not even given to validation)
+    error = invalid({"type": "http", "params": {"url": f"http://{host}:8080/hook"}})
+    assert error.field == "task.params.url"
+    assert "loopback" in str(error)
+
+
+@pytest.mark.parametrize("allowed", [("127.0.0.0/8",), ("::1/128",), ("127.0.0.0/8", "::1/128")])
+@pytest.mark.parametrize("host", LOCALHOST_NAMES)
+def test_validate_takes_a_loopback_name_when_run_time_would_call_it(
+    host: str, allowed: tuple[str, ...]
+) -> None:
+    # The local stack allows loopback webhooks: what run time would call, creation takes
+    spec = tasks.validate(TaskSpec(type="http", params={"url": f"http://{host}/x"}), TaskPolicy(allowed))
+    assert spec.params["url"].startswith("http://")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://localhost.example.com/", "http://mylocalhost/", "http://localhostx/", "http://[::8.8.8.8]/"],
+)
+def test_validate_takes_names_that_only_look_local(url: str) -> None:
+    assert tasks.validate(TaskSpec(type="http", params={"url": url}), TaskPolicy()).params["url"]
+
+
+@pytest.mark.parametrize("host", ["localhost.", "hooks.localhost"])
+def test_http_task_still_refuses_a_loopback_name_at_run_time(host: str, webhook: Webhook) -> None:
+    # Given a job taken while loopback was allowed, run where it no longer is (the name resolved by a stub)
+    url = webhook.url(host=host)  # (were it not refused, the call would reach this test's receiver)
+    spec = tasks.validate(TaskSpec(type="http", params={"url": url}), TaskPolicy(LOOPBACK))
+    resolver = StubResolver({host: ["127.0.0.1"]})
+
+    # When it runs / Then it is refused without connecting
+    with pytest.raises(TaskFailed) as caught:
+        tasks.run(spec, context(allowed_networks=(), resolver=resolver))
+    assert caught.value.retryable is False
+    assert webhook.received == []
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"url": "https://h.example.com", "timeout_seconds": "5"}, "task.params.timeout_seconds"),
+        ({"url": "https://h.example.com", "timeout_seconds": True}, "task.params.timeout_seconds"),
+    ],
+)
+def test_validate_refuses_a_number_sent_as_a_string_or_boolean(params: dict[str, Any], field: str) -> None:
+    assert invalid({"type": "http", "params": params}).field == field
+
+
 def test_validate_leaves_names_to_run_time() -> None:
     # A name is checked when it is resolved, at run time (its addresses may change in between).
     spec = tasks.validate(TaskSpec(type="http", params={"url": "https://hooks.example.com/x"}), TaskPolicy())

@@ -147,6 +147,33 @@ def test_retry_policy_out_of_range_is_refused_naming_the_field(field: str, value
     assert caught.value.errors()[0]["loc"] == (field,)
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("max_attempts", "3", "not a string"),
+        ("max_attempts", 3.0, "expected an integer, not 3.0"),
+        ("max_attempts", 3.5, "expected an integer"),
+        ("max_attempts", True, "not a boolean"),
+        ("backoff_seconds", "2", "not a string"),
+        ("backoff_seconds", False, "not a boolean"),
+        ("max_backoff_seconds", "1e2", "not a string"),
+    ],
+)
+def test_retry_policy_takes_json_numbers_only(field: str, value: Any, says: str) -> None:
+    # A number in a string, a boolean, or a float for an integer is the client's mistake, not a number
+    with pytest.raises(ValidationError) as caught:
+        RetryPolicy.model_validate({field: value})
+    [error] = caught.value.errors()
+    assert error["loc"] == (field,) and says in error["msg"]
+
+
+def test_retry_policy_float_fields_take_integers_and_read_back_as_stored() -> None:
+    policy = RetryPolicy.model_validate({"max_attempts": 4, "backoff_seconds": 1, "max_backoff_seconds": 2.5})
+    assert (policy.backoff_seconds, policy.max_backoff_seconds) == (1.0, 2.5)
+    # (as the store keeps it: JSON, read back with the same model)
+    assert RetryPolicy.model_validate_json(policy.model_dump_json()) == policy
+
+
 def test_retry_policy_refuses_unknown_fields() -> None:
     with pytest.raises(ValidationError) as caught:
         RetryPolicy.model_validate({"max_attempts": 3, "jitter": "full"})

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from punctual.netguard import AddressRefused, is_allowed, resolve_checked
+from punctual.netguard import AddressRefused, is_allowed, is_loopback_name, loopback_allowed, resolve_checked
 from tests.stubs import StubResolver
 from tests.stubs import no_lookups as never_called
 
@@ -34,6 +34,12 @@ PRIVATE = [
     "::ffff:127.0.0.1",
     "::ffff:10.0.0.1",
     "::ffff:169.254.169.254",
+    "::ffff:0:7f00:1",  # IPv4-translated (SIIT, ::ffff:0:127.0.0.1)
+    "::ffff:0:a00:1",
+    "::7f00:1",  # IPv4-compatible (::127.0.0.1)
+    "::a9fe:a9fe",
+    "64:ff9b:1::a00:1",  # NAT64's local-use prefix
+    "64:ff9b:1::5db8:d822",
     "ff02::1",
 ]
 PUBLIC = [
@@ -44,6 +50,8 @@ PUBLIC = [
     "100.128.0.1",
     "2606:4700::1111",
     "2001:4860:4860::8888",
+    "::ffff:0:5db8:d822",  # 93.184.216.34, IPv4-translated
+    "::808:808",  # 8.8.8.8, IPv4-compatible
 ]
 
 
@@ -159,3 +167,22 @@ def test_nat64_address_embedding_a_private_ipv4_is_refused(address: str) -> None
 def test_nat64_address_embedding_a_public_ipv4_is_allowed() -> None:
     # The fix for the above must not refuse NAT64 as a whole: it is how IPv6-only subnets reach the web.
     assert is_allowed("64:ff9b::5db8:d822", ())  # 93.184.216.34
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["localhost", "LOCALHOST.", "localhost..", "x.localhost", "a.b.LocalHost", "localhost.localdomain"],
+)
+def test_loopback_names_are_known_without_resolving(host: str) -> None:
+    assert is_loopback_name(host)
+
+
+@pytest.mark.parametrize("host", ["localhost.example.com", "mylocalhost", "localhostx", "example.com", ""])
+def test_names_that_only_look_like_loopback_are_not_loopback_names(host: str) -> None:
+    assert not is_loopback_name(host)
+
+
+def test_loopback_names_pass_when_either_loopback_address_would() -> None:
+    assert not loopback_allowed(())
+    assert not loopback_allowed(("10.0.0.0/8",))
+    assert loopback_allowed(("127.0.0.0/8",)) and loopback_allowed(("::1/128",))

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from punctual.tasks import TaskContext, TaskFailed, TaskPolicy, register
-from punctual.validation import NOT_BOOLEAN
+from punctual.validation import JSON_NUMBER
 
 
 class _NoParams(BaseModel):
@@ -16,7 +16,7 @@ class _NoParams(BaseModel):
 
 class _SleepParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    seconds: Annotated[float, NOT_BOOLEAN] = Field(ge=0, le=900, description="How long to sleep.")
+    seconds: Annotated[float, JSON_NUMBER] = Field(ge=0, le=900, description="How long to sleep.")
 
 
 class _FailParams(BaseModel):

@@ -13,7 +13,14 @@ from urllib.parse import urlsplit
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
 
 from punctual.errors import InvalidRequest
-from punctual.netguard import AddressRefused, is_allowed, literal_address, resolve_checked
+from punctual.netguard import (
+    AddressRefused,
+    is_allowed,
+    is_loopback_name,
+    literal_address,
+    loopback_allowed,
+    resolve_checked,
+)
 from punctual.tasks import (
     ANSWER_PREVIEW_BYTES,
     TaskContext,
@@ -24,7 +31,7 @@ from punctual.tasks import (
     retryable_status,
 )
 from punctual.timefmt import to_rfc3339
-from punctual.validation import NOT_BOOLEAN
+from punctual.validation import JSON_NUMBER
 
 _RESERVED_HEADERS = {"host", "content-length", "transfer-encoding", "connection"}
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -37,7 +44,7 @@ class HttpParams(BaseModel):
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "POST"
     headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers.")
     body: Any = Field(default=None, description="JSON body, sent with Content-Type application/json.")
-    timeout_seconds: Annotated[float | None, NOT_BOOLEAN] = Field(
+    timeout_seconds: Annotated[float | None, JSON_NUMBER] = Field(
         default=None, gt=0, le=300, description="Per-request timeout."
     )
 
@@ -95,11 +102,20 @@ class HttpTask:
 
     def check(self, params: BaseModel, policy: TaskPolicy) -> None:
         assert isinstance(params, HttpParams)
+        # What can be refused without a lookup is refused now, rather than at every run: a literal
+        # address (the URL parser has already read every spelling of one, `http://2130706433/` and
+        # `http://0x7f.1/` included, into its usual form) and a name that always means this machine.
+        # Other names are checked when they are resolved, at run time: their addresses may change.
         host = params.url.host or ""
         literal = literal_address(host)
         if literal and not is_allowed(literal, policy.allowed_networks):
             raise InvalidRequest(
                 f"task.params.url: {host} is a private, loopback or link-local address",
+                field="task.params.url",
+            )
+        if literal is None and is_loopback_name(host) and not loopback_allowed(policy.allowed_networks):
+            raise InvalidRequest(
+                f"task.params.url: {host} names this machine (a loopback address), which webhooks may not call",
                 field="task.params.url",
             )
 
