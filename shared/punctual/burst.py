@@ -39,16 +39,11 @@ from punctual.store import _marker_pk, bucket_minute
 
 MINUTE = timedelta(minutes=1)
 
-# Documented by AWS for an SQS event source mapping in provisioned mode
-# (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html,
-# https://docs.aws.amazon.com/lambda/latest/dg/invocation-eventsourcemapping.html): each event poller
-# handles up to 1 MB/s, 10 concurrent invokes or 10 SQS polling calls a second; MinimumPollers is
-# 2-200, MaximumPollers 2-2,000.
-POLLER_CONCURRENT_INVOKES = 10
-POLLER_RECEIVES_PER_SECOND = 10
-POLLER_BYTES_PER_SECOND = 1_000_000
-MIN_POLLERS_RANGE = (2, 200)
-MAX_POLLERS_RANGE = (2, 2000)
+# Documented by AWS (capacity.py says where): each poller's limits, and MinimumPollers' range.
+POLLER_CONCURRENT_INVOKES = capacity.POLLER_CONCURRENT_INVOKES
+POLLER_RECEIVES_PER_SECOND = capacity.POLLER_RECEIVES_PER_SECOND
+POLLER_BYTES_PER_SECOND = capacity.POLLER_BYTES_PER_SECOND
+MIN_POLLERS_RANGE = capacity.MIN_POLLERS_RANGE
 # Assumed: a work message (an execution's id, job id and instant) with SQS's attributes.
 MESSAGE_BYTES = 1024
 

@@ -294,3 +294,27 @@ def test_off_by_default_and_built_from_settings() -> None:
         report = planner.run()
         stub.assert_no_pending_responses()
     assert len(report.counts) == 3 + 2 and report.min_pollers == 4
+
+
+# ------------------------------------------------------------------------------ the price
+
+
+def test_capacity_prices_the_pollers_kept_and_the_pollers_warmed() -> None:
+    from punctual import capacity
+
+    base = capacity.plan(100)
+    p = capacity.plan(100, pollers=10, warm_pollers=190, warm_hours=30)
+    price = capacity.PRICES.sqs_poller_epu_hour
+    assert p.monthly_cost["fixed_worker_pollers"] == pytest.approx(10 * 730 * price, abs=0.01)
+    assert p.monthly_cost["worker_pollers_warmed"] == pytest.approx(190 * 30 * price, abs=0.01)
+    assert p.monthly_cost["total"] == pytest.approx(
+        base.monthly_cost["total"] + 10 * 730 * price + 190 * 30 * price, abs=0.02
+    )
+    assert "fixed_worker_pollers" not in base.monthly_cost
+    # A million-execution minute needs 250 pollers by receives (16,667/s x 1.5 / 100 a poller)
+    assert capacity.plan(100, burst_minute=1_000_000, pollers=2).worker_pollers == 250
+    assert base.worker_pollers is None and "worker_pollers" not in base.as_dict()
+    with pytest.raises(ValueError):
+        capacity.plan(100, pollers=10, warm_pollers=191)  # MinimumPollers: at most 200
+    with pytest.raises(ValueError):
+        capacity.plan(100, warm_pollers=10, warm_hours=1)
