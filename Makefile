@@ -58,9 +58,14 @@ destroy: $(STAMP) $(NODE_STAMP)
 
 # Benchmarks (issue 5): each prints JSON; not part of `make test`. docs/scaling.md uses their figures.
 # Options through BENCH_ARGS, e.g. make bench-scanner BENCH_ARGS="--markers 5000 --group-markers 0"
-.PHONY: bench-scanner bench-cost
+.PHONY: bench-scanner bench-cost bench-burst
 bench-scanner: $(STAMP)
 	$(BIN)/python -m bench.scanner_throughput $(BENCH_ARGS)
+
+# Benchmark 4: a model of the deployed pipeline under a burst (AWS's documented scaling rules, the
+# scanner's measured rate); seconds. BENCH_ARGS="--measure-scanner" measures that rate first.
+bench-burst: $(STAMP)
+	$(BIN)/python -m bench.burst $(BENCH_ARGS)
 
 bench-cost: $(STAMP)
 	$(BIN)/python -m bench.cost $(BENCH_ARGS)

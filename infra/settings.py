@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from punctual import resources
+from punctual import capacity, resources
 from punctual.config import Settings
 
 # Context values given on the command line arrive as strings; cdk.json gives JSON types.
@@ -116,8 +116,29 @@ class DeploySettings:
     # The rest is headroom for a rise until auto scaling catches up: lower is safer and dearer.
     # The cost model prices 70 (`punctual capacity --provisioned --utilisation PERCENT` for others).
     table_target_utilisation: int = 70
+    # The worker's event source mapping in provisioned mode: at least this many event pollers kept
+    # ready (2-200; 0, the default, is standard mode, bounded by worker_max_concurrency instead). Each
+    # poller takes up to 10 concurrent invokes or 10 receives a second; the pollers kept are billed by
+    # the hour (`punctual capacity --pollers N`), and scale up at 1,000 concurrent invokes a minute,
+    # against standard mode's 300 from 5 (docs/scaling.md, section 4).
+    worker_min_pollers: int = 0
+    worker_max_pollers: int = 200  # provisioned mode only: 2-2,000, at least worker_min_pollers
+    # The burst forecast: each tick counts the due buckets of this many coming minutes, publishes the
+    # busiest (ComingMinuteExecutions) and its share of what the deployment can start
+    # (BurstLoadPercent: worker concurrency, lambda_concurrency_quota, table write units), and alarms
+    # over 100 %. 0 (the default) is off: no counting, nothing added to the tick. Costs about one read
+    # unit per shard and minute counted, each tick.
+    burst_forecast_minutes: int = 0
+    # Warm the worker's pollers ahead of a large minute: the tick raises the mapping's minimum pollers
+    # (between worker_min_pollers and worker_prescale_max_pollers) for the coming minutes' load, and
+    # lowers them once it has passed. Needs provisioned mode and the forecast.
+    worker_prescale: bool = False
+    worker_prescale_max_pollers: int = 200
+    # The account's Lambda concurrency quota (per region; 1,000 by default), for the forecast's alarm.
+    lambda_concurrency_quota: int = 1000
 
     def __post_init__(self) -> None:
+        self._check_pollers()  # first: the functions' settings are derived from them
         # The functions validate their configuration at cold start; fail at synth instead.
         self.function_settings()
         if not 2 <= self.worker_max_concurrency <= 1000:
@@ -127,6 +148,40 @@ class DeploySettings:
         if self.api_type not in API_TYPES:
             raise ValueError(f"api_type {self.api_type!r} is not one of {', '.join(API_TYPES)}")
         self._check_table_capacity()
+
+    def _check_pollers(self) -> None:
+        if self.worker_min_pollers:
+            if not 2 <= self.worker_min_pollers <= 200:
+                raise ValueError("worker_min_pollers must be between 2 and 200 (or 0: standard mode)")
+            if not self.worker_min_pollers <= self.worker_max_pollers <= 2000:
+                raise ValueError("worker_max_pollers must be between worker_min_pollers and 2,000")
+        if not 0 <= self.burst_forecast_minutes <= 15:
+            raise ValueError("burst_forecast_minutes must be between 0 (off) and 15")
+        if self.worker_prescale:
+            if not self.worker_min_pollers:
+                raise ValueError("worker_prescale needs provisioned mode: set worker_min_pollers")
+            if not self.burst_forecast_minutes:
+                raise ValueError("worker_prescale needs the forecast: set burst_forecast_minutes")
+            if (
+                not self.worker_min_pollers
+                <= self.worker_prescale_max_pollers
+                <= min(200, self.worker_max_pollers)
+            ):
+                raise ValueError(
+                    "worker_prescale_max_pollers must be between worker_min_pollers and worker_max_pollers, "
+                    "and at most 200 (MinimumPollers' maximum)"
+                )
+
+    def worker_pollers(self) -> tuple[int, int] | None:
+        """(minimum, maximum) pollers of the worker's mapping, or None: standard mode."""
+        return (self.worker_min_pollers, self.worker_max_pollers) if self.worker_min_pollers else None
+
+    def worker_concurrency(self) -> int:
+        """The most concurrent worker invocations the mapping starts: its maximum concurrency, or in
+        provisioned mode 10 invokes a poller."""
+        if self.worker_min_pollers:
+            return self.worker_max_pollers * 10
+        return self.worker_max_concurrency
 
     def _check_table_capacity(self) -> None:
         if self.table_capacity not in TABLE_CAPACITY_MODES:
@@ -177,6 +232,18 @@ class DeploySettings:
             webhook_allowed_networks=self.webhook_allowed_networks,
             lambda_functions=self.lambda_functions,
             record_queued=self.record_queued,
+            burst_forecast_minutes=self.burst_forecast_minutes,
+            burst_pollers_floor=self.worker_min_pollers or 2,
+            burst_pollers_ceiling=(
+                self.worker_prescale_max_pollers if self.worker_prescale else self.worker_min_pollers or 2
+            ),
+            burst_worker_concurrency=self.worker_concurrency(),
+            burst_lambda_concurrency=self.lambda_concurrency_quota,
+            burst_table_write_units=(
+                self.table_max_write_units
+                if self.table_capacity == PROVISIONED
+                else capacity.TABLE_QUOTA_UNITS
+            ),
         )
 
     @classmethod
@@ -206,6 +273,11 @@ class DeploySettings:
             ("index_max_write_units", int),
             ("index_min_read_units", int),
             ("index_max_read_units", int),
+            ("worker_min_pollers", int),
+            ("worker_max_pollers", int),
+            ("burst_forecast_minutes", int),
+            ("worker_prescale_max_pollers", int),
+            ("lambda_concurrency_quota", int),
         ):
             raw = value(key)
             if raw in (None, ""):
@@ -214,7 +286,7 @@ class DeploySettings:
                 values[key] = kind(raw)
             except ValueError as exc:
                 raise ValueError(f"context {key}={raw!r} is not an integer") from exc
-        for flag in ("deletion_protection", "record_queued"):
+        for flag in ("deletion_protection", "record_queued", "worker_prescale"):
             if value(flag) is not None:
                 values[flag] = _as_bool(flag, value(flag))
         values["alarm_email"] = str(value("alarm_email") or "").strip() or None

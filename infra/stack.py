@@ -58,7 +58,7 @@ class PunctualStack(Stack):
             log_retention_days=settings.log_retention_days,
             removal_policy=removal_policy,
         )
-        SchedulerTick(
+        tick = SchedulerTick(
             self,
             "SchedulerTick",
             factory=factory,
@@ -66,7 +66,7 @@ class PunctualStack(Stack):
             queues=queues,
             fanout=settings.scanner_fanout,
         )
-        Workers(
+        workers = Workers(
             self,
             "Workers",
             factory=factory,
@@ -74,7 +74,10 @@ class PunctualStack(Stack):
             queues=queues,
             max_concurrency=settings.worker_max_concurrency,
             lambda_functions=settings.lambda_functions,
+            pollers=settings.worker_pollers(),
         )
+        if settings.worker_prescale:
+            workers.allow_setting_pollers(tick.function)
         monitoring = Monitoring(
             self,
             "Monitoring",
@@ -85,6 +88,7 @@ class PunctualStack(Stack):
             api_metrics=api.metrics,
             alarm_email=settings.alarm_email,
             lookahead_seconds=settings.lookahead_seconds,
+            burst_forecast=settings.burst_forecast_minutes > 0,
         )
 
         CfnOutput(self, API_URL_OUTPUT, value=api.url, description="Base URL of the Punctual API")
@@ -114,4 +118,16 @@ def function_environment(settings: DeploySettings) -> dict[str, str]:
         environment["PUNCTUAL_LAMBDA_FUNCTIONS"] = ",".join(settings.lambda_functions)
     if settings.record_queued:
         environment["PUNCTUAL_RECORD_QUEUED"] = "true"
+    if settings.burst_forecast_minutes:
+        burst = settings.function_settings()
+        environment.update(
+            {
+                "PUNCTUAL_BURST_FORECAST_MINUTES": str(burst.burst_forecast_minutes),
+                "PUNCTUAL_BURST_POLLERS_FLOOR": str(burst.burst_pollers_floor),
+                "PUNCTUAL_BURST_POLLERS_CEILING": str(burst.burst_pollers_ceiling),
+                "PUNCTUAL_BURST_WORKER_CONCURRENCY": str(burst.burst_worker_concurrency),
+                "PUNCTUAL_BURST_LAMBDA_CONCURRENCY": str(burst.burst_lambda_concurrency),
+                "PUNCTUAL_BURST_TABLE_WRITE_UNITS": str(burst.burst_table_write_units),
+            }
+        )
     return environment

@@ -2,6 +2,8 @@
 
 With a fan-out above one, the tick scans nothing itself: it starts one asynchronous invocation of
 this same function per shard group, and each of those scans its shards.
+The tick's own invocation (not the shard groups') then runs the burst forecast, when it is on
+(punctual.burst): counting the coming minutes and warming the worker mapping's pollers.
 """
 
 import json
@@ -30,6 +32,21 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
                 FunctionName=context.invoked_function_arn, InvocationType="Event", Payload=json.dumps(payload)
             )
 
-        return {"fanned_out": fan_out(invoke, settings.shard_count, settings.scanner_fanout)}
+        started = fan_out(invoke, settings.shard_count, settings.scanner_fanout)
+        forecast(punctual)
+        return {"fanned_out": started}
     report = punctual.scanner(shards=shards).tick()
+    if shards is None:
+        forecast(punctual)
     return {k: str(v) if k.endswith("minute") else v for k, v in asdict(report).items()}
+
+
+def forecast(punctual: wiring.Punctual) -> None:
+    """The burst forecast, after the tick's own work: a failure there is logged, never the tick's."""
+    planner = punctual.burst_planner()
+    if planner is None:
+        return
+    try:
+        planner.run()
+    except Exception:
+        logger.exception("burst forecast failed; the next tick runs it again")

@@ -55,6 +55,7 @@ class Monitoring(Construct):
         api_metrics: ApiMetrics,
         alarm_email: str | None,
         lookahead_seconds: int,
+        burst_forecast: bool = False,
     ) -> None:
         super().__init__(scope, id)
         self._prefix = Stack.of(self).stack_name
@@ -186,6 +187,18 @@ class Monitoring(Construct):
                 description="DynamoDB throttled requests to the Punctual table or its indexes.",
             ),
         ]
+        if burst_forecast:
+            self.alarms.append(
+                self._alarm(
+                    "BurstOverCapacity",
+                    punctual_metric(obs.BURST_LOAD_PERCENT, statistic="Maximum"),
+                    threshold=100,
+                    comparison=gt,
+                    description="A coming minute holds more due executions than the deployment can start "
+                    "on time (worker concurrency, Lambda concurrency or table write units; the scanner's "
+                    "log says which minute): raise the limit, or some of them will start late.",
+                )
+            )
         self.dashboard = self._dashboard(
             functions, table, work_queue, dead_letter_queue, api_metrics, throttles, table_throttles
         )

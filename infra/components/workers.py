@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Acknowledgment, Duration, Validations
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from constructs import Construct
 
@@ -26,7 +29,10 @@ class Workers(Construct):
         queues: Queues,
         max_concurrency: int,
         lambda_functions: tuple[str, ...] = (),
+        pollers: tuple[int, int] | None = None,
     ) -> None:
+        """`pollers` (minimum, maximum) puts the worker's event source mapping in provisioned mode,
+        which has no maximum concurrency: its pollers bound it (10 concurrent invokes each)."""
         super().__init__(scope, id)
         self.worker = factory.create(
             self,
@@ -39,16 +45,24 @@ class Workers(Construct):
         if lambda_functions:
             self._grant_invoke(lambda_functions)
         # Consuming grants ChangeMessageVisibility too: the worker holds early or leased messages.
-        self.worker.add_event_source(
-            event_sources.SqsEventSource(
-                queues.work_queue,
-                batch_size=BATCH_SIZE,
-                # Precision first: invoke as soon as a message is visible, never wait to fill a batch.
-                max_batching_window=Duration.seconds(0),
-                report_batch_item_failures=True,
-                max_concurrency=max_concurrency,
-            )
+        scaling: dict[str, Any] = (
+            {"max_concurrency": max_concurrency}
+            if pollers is None
+            else {
+                "provisioned_poller_config": lambda_.ProvisionedPollerConfig(
+                    minimum_pollers=pollers[0], maximum_pollers=pollers[1]
+                )
+            }
         )
+        self.work_source = event_sources.SqsEventSource(
+            queues.work_queue,
+            batch_size=BATCH_SIZE,
+            # Precision first: invoke as soon as a message is visible, never wait to fill a batch.
+            max_batching_window=Duration.seconds(0),
+            report_batch_item_failures=True,
+            **scaling,
+        )
+        self.worker.add_event_source(self.work_source)
 
         self.dead_letter = factory.create(
             self,
@@ -66,6 +80,16 @@ class Workers(Construct):
                 report_batch_item_failures=True,
             )
         )
+
+    def allow_setting_pollers(self, function: lambda_.Function) -> None:
+        """Let `function` read the work mapping and set its pollers: that one mapping, nothing else."""
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping"],
+                resources=[self.work_source.event_source_mapping_arn],
+            )
+        )
+        function.add_environment(resources.ENV_WORKER_MAPPING_ID, self.work_source.event_source_mapping_id)
 
     def _grant_invoke(self, lambda_functions: tuple[str, ...]) -> None:
         """The `lambda` task's functions: those the deployment allows, any version or alias."""

@@ -52,6 +52,11 @@ class Prices:
     xray_traces_per_million: float = 5.00
     secret_month: float = 0.40  # Secrets Manager: the cursor-signing key
     eventbridge_scheduler_per_million: float = 1.00  # for comparison; scheduled rules are free
+    # Provisioned mode of an SQS event source mapping, per Event Poller Unit-hour: documented by AWS in
+    # the Lambda pricing page's SQS example (https://aws.amazon.com/lambda/pricing/, "Pricing Example
+    # 2", US East (N. Virginia)). One poller taken as one EPU (assumed: that example's 10 minimum
+    # pollers bill about 8,000 EPU-hours a month).
+    sqs_poller_epu_hour: float = 0.00925
 
 
 PRICES = Prices()
@@ -79,6 +84,15 @@ LAMBDA_MB_PER_VCPU = 1769
 SQS_IN_FLIGHT = 120_000
 API_GATEWAY_RPS = 10_000
 SQS_BATCH = 10
+# An SQS event source mapping in provisioned mode: each event poller takes up to 10 concurrent
+# invokes, 10 receives a second or 1 MB/s; MinimumPollers is 2-200, MaximumPollers 2-2,000; scaling
+# adds up to 1,000 concurrent invokes a minute (https://docs.aws.amazon.com/lambda/latest/dg/
+# services-sqs-scaling.html). Standard mode starts at 5 and adds up to 300 a minute.
+POLLER_CONCURRENT_INVOKES = 10
+POLLER_RECEIVES_PER_SECOND = 10
+POLLER_BYTES_PER_SECOND = 1_000_000
+MIN_POLLERS_RANGE = (2, 200)
+MAX_POLLERS_RANGE = (2, 2000)
 SQS_BILLING_CHUNK_BYTES = 64 * 1024
 
 SECONDS_PER_MONTH = 730 * 3600  # AWS bills a month as 730 hours
@@ -431,11 +445,16 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     provisioned: ProvisionedPlan | None = None  # None: the table on-demand
     api_type: str = "http"  # the API Gateway type priced: "http" or "rest" (CDK context api_type)
+    # The worker mapping in provisioned mode (priced with `pollers`): the pollers the busiest minute
+    # needs, by receives and invokes. None: standard mode.
+    worker_pollers: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         found = asdict(self)
         if self.provisioned is None:
             del found["provisioned"]  # on-demand: the plan's fields as they always were
+        if self.worker_pollers is None:
+            del found["worker_pollers"]
         return found
 
 
@@ -474,6 +493,9 @@ def plan(
     batched: bool = False,
     utilisation_percent: int | None = None,
     reserved: bool = False,
+    pollers: int = 0,
+    warm_pollers: int = 0,
+    warm_hours: float = 0.0,
     assumptions: Assumptions = Assumptions(),
     prices: Prices = PRICES,
 ) -> Plan:
@@ -492,6 +514,9 @@ def plan(
     - DynamoDB: on-demand, or with `utilisation_percent`, provisioned and auto scaled to keep that
       percent busy: see `ProvisionedPlan` (priced for a steady load at the target) and `_provisioned`
       (its bounds); `reserved`, that capacity bought as one-year reserved capacity.
+    - Worker pollers: with `pollers`, the worker mapping in provisioned mode with that minimum, paid
+      all month; `warm_pollers` more minimum for `warm_hours` a month (raised ahead of bursts,
+      punctual.burst). The plan also says how many pollers the busiest minute needs.
     Load figures are at the busiest minute's rate; the monthly cost at the sustained rate.
     """
     if executions_per_second <= 0:
@@ -538,6 +563,14 @@ def plan(
         provisioned, monthly["fixed_capacity_floor"] = _provisioned(
             n, peak, usage, a, shards, utilisation_percent, prices, reserved=reserved
         )
+    if pollers:
+        low, high = MIN_POLLERS_RANGE
+        if not low <= pollers <= high or not pollers <= warm_pollers + pollers <= high:
+            raise ValueError(f"minimum pollers are between {low} and {high}")
+        monthly["fixed_worker_pollers"] = pollers * HOURS_PER_MONTH * prices.sqs_poller_epu_hour
+        monthly["worker_pollers_warmed"] = warm_pollers * warm_hours * prices.sqs_poller_epu_hour
+    elif warm_pollers or warm_hours:
+        raise ValueError("warm pollers are for a mapping in provisioned mode: give pollers")
     monthly = {k: round(v, 2) for k, v in monthly.items()}
     monthly["total"] = round(sum(monthly.values()), 2)
 
@@ -559,6 +592,13 @@ def plan(
         worker_executions_in_flight=round(in_flight, 1),
         worker_concurrency=round(worker_concurrency, 1),
         worker_max_concurrency=max(2, math.ceil(worker_concurrency * WORKER_HEADROOM)),
+        worker_pollers=max(
+            MIN_POLLERS_RANGE[0],
+            math.ceil(worker_concurrency * WORKER_HEADROOM / POLLER_CONCURRENT_INVOKES),
+            math.ceil(peak * WORKER_HEADROOM / SQS_BATCH / POLLER_RECEIVES_PER_SECOND),
+        )
+        if pollers
+        else None,
         api_concurrency=round(api_concurrency, 1),
         lambda_concurrency=round(worker_concurrency + api_concurrency + fanout, 1),
         api_requests_per_second=round(api_rps, 1),
@@ -784,6 +824,14 @@ def render(p: Plan) -> str:
         f"(target {p.drain_target_seconds:,.0f} s)",
         f"  worker_max_concurrency  {p.worker_max_concurrency:>9,}   {p.worker_concurrency:,.1f} busy on "
         f"average, {p.worker_executions_in_flight:,.0f} executions in flight",
+        *(
+            []
+            if p.worker_pollers is None
+            else [
+                f"  worker_max_pollers      {p.worker_pollers:>9,}   provisioned mode (instead): 10 invokes, "
+                f"10 receives/s a poller (${PRICES.sqs_poller_epu_hour:.5f} a poller-hour)"
+            ]
+        ),
         "",
         f"load, at {p.peak_per_second:,.0f} executions/s",
         f"  DynamoDB write units/s  {p.dynamodb_write_units_per_second:>9,.0f}",

@@ -468,6 +468,11 @@ def cmd_capacity(client: PunctualClient, args: argparse.Namespace) -> int:
         raise UsageError("--utilisation is the provisioned table's target: add --provisioned")
     elif args.reserved:
         raise UsageError("--reserved prices the provisioned table's capacity: add --provisioned")
+    low, high = capacity.MIN_POLLERS_RANGE
+    if args.pollers and not low <= args.pollers + args.warm_pollers <= high:
+        raise UsageError(f"--pollers (with --warm-pollers) is between {low} and {high}: MinimumPollers")
+    if (args.warm_pollers or args.warm_hours) and not args.pollers:
+        raise UsageError("--warm-pollers and --warm-hours price a mapping in provisioned mode: add --pollers")
     assumptions = capacity.Assumptions(
         task_seconds=args.task_seconds,
         scanner_memory_mb=args.scanner_memory,
@@ -482,6 +487,9 @@ def cmd_capacity(client: PunctualClient, args: argparse.Namespace) -> int:
         batched=args.batched,
         utilisation_percent=utilisation,
         reserved=args.reserved,
+        pollers=args.pollers,
+        warm_pollers=args.warm_pollers,
+        warm_hours=args.warm_hours,
         assumptions=assumptions,
     )
     show(result.as_dict(), args, lambda _: capacity.render(result))
@@ -754,6 +762,24 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --provisioned: that capacity bought as one-year reserved capacity (a commitment, "
         "about 54%% under provisioned prices)",
+    )
+
+    plan.add_argument(
+        "--pollers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="price the worker mapping in provisioned mode with N minimum pollers (-c worker_min_pollers)",
+    )
+    plan.add_argument(
+        "--warm-pollers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --pollers: N more, raised ahead of bursts (-c worker_prescale) ...",
+    )
+    plan.add_argument(
+        "--warm-hours", type=float, default=0.0, metavar="H", help="... for H hours a month in all"
     )
 
     # Listed for --help only: main() hands `punctual local ...` to punctual.local before parsing.

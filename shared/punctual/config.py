@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from functools import lru_cache
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from punctual import lambda_arns, resources
 
@@ -44,6 +44,26 @@ class Settings(BaseModel):
     # in the local stack, whose queue lives in memory and is rebuilt from the QUEUED executions after
     # a restart (punctual.local.persistence).
     record_queued: bool = False
+    # Burst forecast (punctual.burst), off at 0: the scanner's tick counts the due buckets of this
+    # many coming minutes, publishes the busiest and its load on the limits below, and, given the
+    # worker mapping's id (provisioned mode), keeps its minimum pollers between floor and ceiling.
+    burst_forecast_minutes: int = Field(default=0, ge=0, le=15)
+    worker_mapping_id: str = ""
+    burst_pollers_floor: int = Field(default=2, ge=2, le=200)
+    burst_pollers_ceiling: int = Field(default=200, ge=2, le=200)
+    # What the deployment can start at once: its worker concurrency, the account's Lambda
+    # concurrency, the table's write units a second.
+    burst_worker_concurrency: int = Field(default=20, ge=1)
+    burst_lambda_concurrency: int = Field(default=1000, ge=1)
+    burst_table_write_units: int = Field(default=40_000, ge=1)
+
+    @field_validator("burst_pollers_ceiling")
+    @classmethod
+    def _ceiling_above_floor(cls, value: int, info: ValidationInfo) -> int:
+        floor = info.data.get("burst_pollers_floor", 2)
+        if value < floor:
+            raise ValueError(f"burst_pollers_ceiling ({value}) is below burst_pollers_floor ({floor})")
+        return value
 
     @field_validator("webhook_allowed_networks")
     @classmethod
@@ -85,6 +105,13 @@ class Settings(BaseModel):
             "retention_days": "PUNCTUAL_RETENTION_DAYS",
             "cursor_secret": "PUNCTUAL_CURSOR_SECRET",
             "result_max_bytes": "PUNCTUAL_RESULT_MAX_BYTES",
+            "burst_forecast_minutes": "PUNCTUAL_BURST_FORECAST_MINUTES",
+            "worker_mapping_id": resources.ENV_WORKER_MAPPING_ID,
+            "burst_pollers_floor": "PUNCTUAL_BURST_POLLERS_FLOOR",
+            "burst_pollers_ceiling": "PUNCTUAL_BURST_POLLERS_CEILING",
+            "burst_worker_concurrency": "PUNCTUAL_BURST_WORKER_CONCURRENCY",
+            "burst_lambda_concurrency": "PUNCTUAL_BURST_LAMBDA_CONCURRENCY",
+            "burst_table_write_units": "PUNCTUAL_BURST_TABLE_WRITE_UNITS",
         }
         for field_name, variable in plain.items():
             if env.get(variable):

@@ -30,6 +30,11 @@ SCANNER_DURATION_MS = "ScannerDurationMs"
 SCANNER_BEHIND_SECONDS = "ScannerBehindSeconds"
 DEAD_LETTERED = "ExecutionsDeadLettered"
 EXECUTIONS_QUARANTINED = "ExecutionsQuarantined"
+# Burst forecast (punctual.burst): the busiest coming minute's due executions, the share of what the
+# deployment can start that it needs (over 100: late), and the worker mapping's minimum pollers.
+COMING_MINUTE_EXECUTIONS = "ComingMinuteExecutions"
+BURST_LOAD_PERCENT = "BurstLoadPercent"
+WORKER_MINIMUM_POLLERS = "WorkerMinimumPollers"
 
 logger = Logger(service=SERVICE)
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)

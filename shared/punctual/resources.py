@@ -16,6 +16,8 @@ APP_NAME = "Punctual"
 ENV_TABLE_NAME = "PUNCTUAL_TABLE_NAME"
 ENV_QUEUE_URL = "PUNCTUAL_QUEUE_URL"
 ENV_DLQ_URL = "PUNCTUAL_DLQ_URL"
+# The worker's SQS event source mapping (its UUID), whose pollers the scanner warms before a burst.
+ENV_WORKER_MAPPING_ID = "PUNCTUAL_WORKER_MAPPING_ID"
 
 
 @dataclass(frozen=True)

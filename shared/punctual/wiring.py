@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from punctual import aws
+from punctual.burst import BurstPlanner, Limits, PollerPolicy
 from punctual.clock import Clock, SystemClock
 from punctual.config import Settings
 from punctual.cursor import Cursors
@@ -39,6 +40,30 @@ class Punctual:
             self.clock,
             lookahead=timedelta(seconds=self.settings.lookahead_seconds),
             shards=shards if shards is not None else list(range(self.settings.shard_count)),
+        )
+
+    def burst_planner(self, lambda_client: Any = None) -> BurstPlanner | None:
+        """The burst forecast, or None when it is off (settings.burst_forecast_minutes 0). It warms the
+        worker mapping's pollers only when given the mapping's id (its client made here if not given)."""
+        s = self.settings
+        if not s.burst_forecast_minutes:
+            return None
+        if s.worker_mapping_id and lambda_client is None:
+            lambda_client = aws.lambda_client(s)
+        return BurstPlanner(
+            self.store.clients[1],
+            s.table_name,
+            s.shard_count,
+            self.clock,
+            minutes_ahead=s.burst_forecast_minutes,
+            limits=Limits(
+                worker_concurrency=s.burst_worker_concurrency,
+                lambda_concurrency=s.burst_lambda_concurrency,
+                table_write_units=s.burst_table_write_units,
+            ),
+            policy=PollerPolicy(floor=s.burst_pollers_floor, ceiling=s.burst_pollers_ceiling),
+            lambda_client=lambda_client,
+            mapping_id=s.worker_mapping_id,
         )
 
 

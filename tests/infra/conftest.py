@@ -175,6 +175,25 @@ def rest(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
     )
 
 
+# The warmed stack's context: the worker mapping in provisioned mode, warmed ahead of bursts.
+WARMED_CONTEXT = {
+    "worker_min_pollers": "10",
+    "worker_max_pollers": "300",
+    "burst_forecast_minutes": "5",
+    "worker_prescale": "true",
+    "worker_prescale_max_pollers": "150",
+    "lambda_concurrency_quota": "3000",
+}
+
+
+@pytest.fixture(scope="session")
+def warmed(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    """The `synthesized` stack with the burst forecast on and the worker's pollers warmed ahead."""
+    return synthesize(
+        tmp_path_factory.mktemp("cdk.out.warmed"), {"alarm_email": ALARM_EMAIL, **WARMED_CONTEXT}
+    )
+
+
 @pytest.fixture(scope="session")
 def template(synthesized: Synthesized) -> Template:
     return synthesized.assertions

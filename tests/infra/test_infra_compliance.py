@@ -22,8 +22,9 @@ def _violations(report: dict) -> list[str]:
 
 
 # The default stack (an HTTP API), the one with a provisioned, auto-scaled table, the one with a
-# REST API, and the throwaway one configured on the command line (functions for the lambda task).
-STACKS = ["synthesized", "provisioned", "rest", "unprotected"]
+# REST API, the throwaway one configured on the command line (functions for the lambda task), and
+# the one whose scanner sets the worker mapping's pollers ahead of bursts.
+STACKS = ["synthesized", "provisioned", "rest", "unprotected", "warmed"]
 
 
 @pytest.mark.parametrize("stack", STACKS)
