@@ -266,6 +266,9 @@ class DurableTables:
 
     def close(self) -> None:
         """Write what was journaled, stop a compaction (its segments stay), free the directory."""
+        global _active
+        if _active is self:
+            _active = None
         if self.journal is not None:
             self.journal.close()
         with self._state_lock:
