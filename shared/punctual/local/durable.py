@@ -59,6 +59,8 @@ MIN_COMPACT_BYTES = 8 * 1024 * 1024
 # Compact once the journal since the snapshot reaches this share of the snapshot's size: the time
 # spent compacting stays proportional to the writes, and a start replays at most that much journal.
 COMPACT_RATIO = 0.5
+# After a compaction failed (a full disk, say), the next one waits this long rather than retry at once.
+COMPACT_RETRY_SECONDS = 60.0
 # Items written by Punctual's store (store.py): executions sort under EXEC#, with their status and,
 # while RUNNING, a lease (epoch ms) that the worker which held it will not renew after a restart.
 _EXECUTION_SK_PREFIX = "EXEC#"
@@ -87,6 +89,7 @@ class DurableTables:
         self._compactor: subprocess.Popen[bytes] | None = None
         self._compactor_started = 0.0
         self._compact_requested = False
+        self._retry_at = 0.0
         self._older_bytes = 0  # closed segments not compacted yet
         self._state_lock = threading.Lock()
         try:
@@ -216,7 +219,9 @@ class DurableTables:
                     return
                 self._collect(compactor)
             threshold = max(MIN_COMPACT_BYTES, COMPACT_RATIO * self.snapshot.bytes)
-            if not self._compact_requested and self._older_bytes + journal.segment_bytes < threshold:
+            if not self._compact_requested and (
+                self._older_bytes + journal.segment_bytes < threshold or time.monotonic() < self._retry_at
+            ):
                 return
             self._compact_requested = False
             self._older_bytes += journal.segment_bytes
@@ -246,6 +251,7 @@ class DurableTables:
             why = err.decode(errors="replace").strip()[-500:]
             print(f"punctual local: compaction failed, will retry: {why}", file=sys.stderr, flush=True)
             self.last_compaction = {"failed": why, "wall_seconds": took}
+            self._retry_at = time.monotonic() + COMPACT_RETRY_SECONDS
 
     @property
     def compacting(self) -> bool:

@@ -120,7 +120,10 @@ class LocalStack:
 
     def _start(self) -> None:
         options = self.options
-        options.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            options.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DataDirError(f"cannot use the data directory {options.data_dir}: {exc}") from exc
         self._lock.acquire()
         root = str(source_root())
         if root not in sys.path:
