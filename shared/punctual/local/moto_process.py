@@ -6,11 +6,12 @@ In its own process it has a core and a GIL of its own.
 
     python -m punctual.local.moto_process --port 0 [--data-dir DIR [--reset]]
 
-prints `port <N>` once it listens on 127.0.0.1, or `error <why>` and exits 1. With a data directory
-its tables are durable (durable.py): once the stack has created them it writes `restore <epoch ms>`
-on moto's standard input, and moto answers `restored <JSON>` (what was read back, the unfinished
-executions among it) or `error <why>`. It exits when its standard input closes, once the journal is
-on disk: the stack closes it to stop moto, and the system closes it when the stack dies.
+prints `port <N>` once it listens on 127.0.0.1, or `error <why>` (`data-error <why>` for its data
+directory) and exits 1. With a data directory its tables are durable (durable.py): once the stack
+has created them it writes `restore <epoch ms>` on moto's standard input, and moto answers
+`restored <JSON>` (what was read back, the unfinished executions among it) or `error <why>`. It
+exits when its standard input closes, once the journal is on disk: the stack closes it to stop moto,
+and the system closes it when the stack dies.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             tables = DurableTables(args.data_dir, reset=args.reset)
         except StoreError as exc:
-            print(f"error {exc}", flush=True)
+            print(f"data-error {exc}", flush=True)
             return 1
         install_hooks()  # before the write lock, so that the journal's order is moto's
     make_writes_atomic()

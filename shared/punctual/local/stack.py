@@ -235,7 +235,7 @@ class LocalStack:
         word, _, value = self._moto.stdout.readline().strip().partition(" ")
         if word != "port":
             self._moto.wait(MOTO_STOP_SECONDS)
-            if word == "error" and "listen" not in value:
+            if word == "data-error":
                 raise DataDirError(value)
             raise StackError(
                 f"cannot listen on {HOST}:{self.options.moto_port} for moto: {value or 'it did not start'}"
