@@ -199,6 +199,7 @@ def journal_cost(stack: LocalStack, requests: int) -> dict[str, Any]:
         "bytes_per_request": round((after["bytes"] - before["bytes"]) / requests),
         "records_per_fsync": round(records / batches, 1),
         "fsync_ms": round(1000 * (after["fsync_seconds"] - before["fsync_seconds"]) / batches, 2),
+        "largest_batch_records": after["largest_batch"],
     }
 
 
