@@ -19,6 +19,7 @@ pytestmark = pytest.mark.e2e
 CLIENTS = 8
 SCENARIO_JOBS = 120  # issue 17's scenario: 35 of these were lost before the journal
 RANDOM_ROUNDS = 3
+QUICK_EXIT_SECONDS = 5.0
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Ledger:
     lock: threading.Lock = field(default_factory=threading.Lock)
     reached: threading.Event = field(default_factory=threading.Event)
     target: int = 0
+    errors: list[str] = field(default_factory=list)  # answers other than acknowledgements
 
     def ack(self) -> None:
         with self.lock:
@@ -132,6 +134,10 @@ def client_load(stack: Stack, webhooks: Webhooks, ledger: Ledger, seed: int, sto
                     expected.must_run = True
             ledger.ack()
         except ConnectionFailed:
+            return  # killed
+        except ApiError as exc:
+            if exc.status != 503:  # stopping
+                ledger.errors.append(f"{exc.status} {exc.body}")
             return
 
 
@@ -186,7 +192,26 @@ def test_sigkill_loses_no_acknowledged_change_and_every_due_execution_runs(
             thread.join(15)
         stack = start(stacks, tmp_path)
         check(stack, ledger)
+    # And Ctrl-C under that load stops the stack within a few seconds, with everything acknowledged kept
+    stop = threading.Event()
+    ledger.reached.clear()
+    ledger.target = ledger.acknowledged + 30
+    load = [
+        threading.Thread(target=client_load, args=(stack, webhooks, ledger, rng.random(), stop))
+        for _ in range(CLIENTS)
+    ]
+    for thread in load:
+        thread.start()
+    assert ledger.reached.wait(60), stack.log()
+    assert stack.interrupt() < QUICK_EXIT_SECONDS, stack.log()
+    assert stack.process is not None and stack.process.returncode == 0, stack.log()
+    stop.set()
+    for thread in load:
+        thread.join(15)
+    stack = start(stacks, tmp_path)
+    check(stack, ledger)
     calls = all_ran(stack, ledger, webhooks)
+    assert ledger.errors == []
     paused = sum(e.paused is True for e in ledger.jobs.values())
     print(
         f"after {RANDOM_ROUNDS} random kills: {len(ledger.jobs)} acknowledged jobs kept ({paused} paused), "

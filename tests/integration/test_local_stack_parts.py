@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -207,3 +208,19 @@ def test_moto_queries_on_the_table_key_answer_as_before_from_their_partition(clo
 
     # Then it returns that partition's matching items, in key order, and nothing else
     assert found == [("P#1", f"{n:03d}") for n in range(50)]
+
+
+def test_a_format_1_table_json_is_read_and_becomes_a_snapshot(clock: ManualClock, tmp_path: Path) -> None:
+    # Given the whole-table file the local stack wrote before its journal
+    with mocked_world(clock) as world:
+        table = world.punctual.settings.table_name
+    items = [{"pk": {"S": f"P#{i}"}, "sk": {"S": "X"}, "n": {"N": str(i)}} for i in range(30)]
+    legacy = {"format": "punctual-local-table", "version": 1, "table": table, "items": items}
+    (tmp_path / "table.json").write_text(json.dumps({**legacy, "saved_at": "2030-01-01T00:00:00Z"}))
+
+    # When a stack starts on it, Then its items are there, and kept in a snapshot instead
+    back, found = _restored(clock, tmp_path)
+    assert sorted(int(i["n"]["N"]) for i in back) == list(range(30))
+    assert found["snapshot_items"] == 30
+    assert not (tmp_path / "table.json").exists()
+    assert _restored(clock, tmp_path)[0] == back

@@ -150,9 +150,10 @@ class DurableTables:
         legacy = self.directory / LEGACY_SNAPSHOT_NAME
         if legacy.exists() and not (self.directory / SNAPSHOT_NAME).exists():
             items += self._restore_legacy(legacy, tables)
-        for key, item in read_snapshot(self.directory / SNAPSHOT_NAME):
-            _apply(tables, key, item)
-            items += 1
+        else:
+            for key, item in read_snapshot(self.directory / SNAPSHOT_NAME):
+                _apply(tables, key, item)
+                items += 1
         replayed, torn, last = 0, [], self.snapshot.through
         for number, path in segments(self.directory):
             if number <= self.snapshot.through:
