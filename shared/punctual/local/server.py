@@ -208,7 +208,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self._send_proxy_response(response)
 
     def _refuse_write(self, why: str) -> int:
-        message = f"the local stack cannot save changes, so it makes none: {why}"
+        message = f"the local stack cannot save changes to its data directory, so it refuses them: {why}"
         return self._send_json(503, {"message": message}, {"Retry-After": "60"})
 
     def _read_body(self) -> bytes | None:

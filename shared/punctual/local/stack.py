@@ -39,6 +39,7 @@ from punctual.local.persistence import DataDirError, DataDirLock, recover, work_
 from punctual.local.pollers import PollerPool, load_handler
 from punctual.local.server import ApiServer
 from punctual.observability import logger
+from punctual.timefmt import to_epoch_ms
 
 REGION = "us-east-1"
 ACCOUNT = "000000000000"
@@ -143,7 +144,8 @@ class LocalStack:
         dynamodb = session.resource("dynamodb", endpoint_url=moto_url, config=_CLIENT_CONFIG)
         provisioned = provision.create_all(dynamodb_client, sqs)
 
-        restored = self._restore(int(time.time() * 1000))
+        clock = SystemClock()
+        restored = self._restore(to_epoch_ms(clock.now()))
 
         settings = Settings(
             table_name=provisioned.table_name,
@@ -160,7 +162,6 @@ class LocalStack:
             # Its queue is in memory: recovery after a restart re-sends the executions stored QUEUED.
             record_queued=True,
         )
-        clock = SystemClock()
         self._delays = HoldingSqs(sqs, clock)
         self._delays.start()
         punctual = wiring.build(
