@@ -49,6 +49,7 @@ VERSION = 2
 _FRAME = struct.Struct(">II")  # payload length, CRC32 of the payload
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # far above DynamoDB's 400 KB item; a larger length is a torn one
 _SEGMENT = re.compile(r"^journal-(\d{8})\.log$")
+_START_EMPTY = "Move the data directory away (or start with --reset) to start empty."
 # The compactor checks this often (in lines) whether the process that started it is still there.
 _PARENT_CHECK_LINES = 20_000
 
@@ -92,30 +93,30 @@ def segments(directory: Path) -> list[tuple[int, Path]]:
 def read_segment(path: Path, read: SegmentRead | None = None) -> Iterator[tuple[bytes, bytes]]:
     """(key, item) of each whole record; item is b"" for a deletion. Stops at a torn record."""
     read = read if read is not None else SegmentRead()
-    with open(path, "rb") as source:
-        data = source.read()
     offset, header = 0, True
-    while offset < len(data):
-        if len(data) - offset < _FRAME.size:
-            break
-        length, checksum = _FRAME.unpack_from(data, offset)
-        start = offset + _FRAME.size
-        if length > MAX_RECORD_BYTES or start + length > len(data):
-            break
-        payload = data[start : start + length]
-        if zlib.crc32(payload) != checksum:
-            break
-        offset = start + length
-        if header:
-            header = False
-            _check_header(payload, JOURNAL_FORMAT, path)
-            continue
-        key, tab, item = payload.partition(b"\t")
-        if not tab:
-            raise StoreError(f"{path}: a record without a key. Move the data directory away to start empty.")
-        read.records += 1
-        yield key, item
-    read.torn_bytes = len(data) - offset
+    with open(path, "rb") as source:
+        size = os.fstat(source.fileno()).st_size
+        while True:
+            head = source.read(_FRAME.size)
+            if len(head) < _FRAME.size:
+                break
+            length, checksum = _FRAME.unpack(head)
+            if length > MAX_RECORD_BYTES:
+                break
+            payload = source.read(length)
+            if len(payload) < length or zlib.crc32(payload) != checksum:
+                break
+            offset += _FRAME.size + length
+            if header:
+                header = False
+                _check_header(payload, JOURNAL_FORMAT, path)
+                continue
+            key, tab, item = payload.partition(b"\t")
+            if not tab:
+                raise StoreError(f"{path}: a record without a key. {_START_EMPTY}")
+            read.records += 1
+            yield key, item
+    read.torn_bytes = size - offset
 
 
 def _check_header(payload: bytes, expected: str, path: Path) -> dict[str, object]:
@@ -123,9 +124,9 @@ def _check_header(payload: bytes, expected: str, path: Path) -> dict[str, object
         header = json.loads(payload)
         name, version = header["format"], int(header["version"])
     except (ValueError, KeyError, TypeError) as exc:
-        raise StoreError(f"{path} is not a {expected} file ({exc})") from exc
+        raise StoreError(f"{path} is not a {expected} file ({exc}). {_START_EMPTY}") from exc
     if name != expected:
-        raise StoreError(f"{path} is a {name} file, not a {expected} file")
+        raise StoreError(f"{path} is a {name} file, not a {expected} file. {_START_EMPTY}")
     if version > VERSION:
         raise StoreError(
             f"{path} was written by a newer Punctual (format version {version}; this one reads up to "
