@@ -57,8 +57,6 @@ LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
 LOCAL_EARLY_VISIBILITY_SECONDS = 2
 STOP_GRACE_SECONDS = 3.0
 MOTO_STOP_SECONDS = 5.0
-# Reading back a large data directory takes a while (README: the local stack's data).
-MOTO_RESTORE_SECONDS = 600.0
 _CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=64)
 
 
@@ -202,7 +200,10 @@ class LocalStack:
         self._thread("api", self._api.serve_forever, 0.2)
 
         if restored["torn"]:
-            logger.warning("ignored the torn end of the journal (a crash mid-write)", extra=restored)
+            logger.warning(
+                "ignored the torn end of the journal (a crash mid-write; it was never acknowledged)",
+                extra={"torn": restored["torn"]},
+            )
         self.banner(moto_url, int(restored["items"]), requeued, provisioned.table_name)
 
     def _bind_api(self, handler: Handler) -> ApiServer:
