@@ -12,7 +12,7 @@ import pytest
 from punctual.clock import ManualClock
 from punctual.local.durable import DurableTables, install_hooks
 from punctual.local.holding import HoldingSqs
-from punctual.local.journal import compact
+from punctual.local.journal import compact, segments
 from punctual.local.moto_process import query_only_the_partition
 from punctual.local.persistence import work_items
 from punctual.queue import WorkItem, WorkQueue
@@ -224,3 +224,25 @@ def test_a_format_1_table_json_is_read_and_becomes_a_snapshot(clock: ManualClock
     assert found["snapshot_items"] == 30
     assert not (tmp_path / "table.json").exists()
     assert _restored(clock, tmp_path)[0] == back
+
+
+def test_a_restore_ignores_a_torn_last_record_and_keeps_everything_before_it(
+    clock: ManualClock, tmp_path: Path
+) -> None:
+    # Given a journal of 10 items whose last segment ends in half a record (a crash mid-write)
+    install_hooks()
+    with mocked_world(clock) as world:
+        tables = DurableTables(tmp_path)
+        tables.restore(0)
+        try:
+            _put_items(world, [{"pk": {"S": f"P#{i}"}, "sk": {"S": "X"}} for i in range(10)])
+        finally:
+            tables.close()
+    [(_, last)] = segments(tmp_path)
+    with open(last, "ab") as out:
+        out.write(b"\x00\x00\x01\x00\x12\x34")
+
+    # When the data is read back, Then the 10 items are there and the torn bytes are reported
+    back, found = _restored(clock, tmp_path)
+    assert len(back) == 10
+    assert found["torn"] == [{"segment": last.name, "ignored_bytes": 6}]
