@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from punctual.client import ApiError
 from tests.e2e.conftest import ROOT, Stack, free_port
 
 pytestmark = pytest.mark.e2e
@@ -65,3 +66,41 @@ def test_a_data_directory_that_cannot_be_created_is_refused_saying_why(tmp_path:
     assert refused.returncode == 1, refused
     assert "cannot use the data directory" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_a_disk_that_fills_up_makes_writes_fail_with_503_and_loses_nothing_acknowledged(
+    tmp_path: Path,
+) -> None:
+    # Given a stack whose files cannot grow past 200 KB (as on a disk that is nearly full)
+    full = Stack(tmp_path / "data", tmp_path / "full.log", file_size_limit=200_000)
+    try:
+        client = full.start().client()
+        # When jobs are created until a creation fails
+        acknowledged: list[str] = []
+        job = {"task": {"type": "noop"}, "schedule": {"type": "at", "at": "2030-01-01T00:00:00Z"}}
+        for _ in range(1000):
+            try:
+                acknowledged.append(client.create_job(job)["id"])
+            except ApiError as exc:
+                refused = exc
+                break
+        else:
+            raise AssertionError("the journal never filled the file size limit")
+        # Then it is answered 503, saying why, and so are the writes after it; reads go on
+        assert refused.status == 503, refused.body
+        assert "cannot save changes" in refused.message and "File too large" in refused.message
+        with pytest.raises(ApiError) as again:
+            client.update_job(acknowledged[0], {"name": "renamed"})
+        assert again.value.status == 503
+        assert client.get_job(acknowledged[0])["name"] != "renamed"
+    finally:
+        full.kill()
+
+    # And after a restart with room again, every acknowledged job is there
+    roomy = Stack(tmp_path / "data", tmp_path / "roomy.log")
+    try:
+        client = roomy.start().client()
+        assert all(client.get_job(job_id)["id"] == job_id for job_id in acknowledged)
+        assert len(acknowledged) > 10
+    finally:
+        roomy.kill()
