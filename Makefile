@@ -81,3 +81,9 @@ $(BENCH_STAMP): $(STAMP)
 .PHONY: bench-precision
 bench-precision: $(BENCH_STAMP)
 	$(BIN)/python -m bench.precision --png docs/lateness.png $(BENCH_ARGS)
+
+# The local stack's durable store at 100,000 jobs (issue 17): start time, memory, the journal's cost per
+# request, compaction time and precision while it runs. A few minutes. Options through BENCH_ARGS.
+.PHONY: bench-local-store
+bench-local-store: $(BENCH_STAMP)
+	$(BIN)/python -m bench.local_store $(BENCH_ARGS)

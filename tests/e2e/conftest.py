@@ -52,7 +52,18 @@ def parse_time(text: str) -> datetime:
 class Stack:
     """One `punctual local` process; its output goes to a file (a full pipe would block it)."""
 
-    def __init__(self, data_dir: Path, log_path: Path, *, tokens: dict[str, str] = TOKENS) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        log_path: Path,
+        *,
+        tokens: dict[str, str] = TOKENS,
+        own_group: bool = False,
+        file_size_limit: int | None = None,
+    ) -> None:
+        self.own_group = own_group  # in a process group of its own, for kill_group
+        # Writes past this size fail with EFBIG (RLIMIT_FSIZE; Python ignores SIGXFSZ): a full disk.
+        self.file_size_limit = file_size_limit
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.data_dir = data_dir
@@ -71,12 +82,25 @@ class Stack:
         command += ["--data-dir", str(self.data_dir), "--tick-seconds", str(TICK_SECONDS)]
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
-                command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                command,
+                cwd=ROOT,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=self.own_group,
+                preexec_fn=self._limit_file_size if self.file_size_limit else None,
             )
         eventually(
             self._healthy, timeout=timeout, interval=0.1, what="the stack to answer /health", stack=self
         )
         return self
+
+    def _limit_file_size(self) -> None:
+        import resource
+
+        assert self.file_size_limit is not None
+        resource.setrlimit(resource.RLIMIT_FSIZE, (self.file_size_limit, self.file_size_limit))
 
     def _healthy(self) -> bool:
         assert self.process is not None
@@ -102,6 +126,12 @@ class Stack:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
+
+    def kill_group(self) -> None:
+        """SIGKILL the stack and its moto process at once, as a crash of the machine's session would."""
+        assert self.process is not None and self.own_group
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(10)
 
     def moto_url(self) -> str:
         """moto's address, as the stack's banner gives it ("  AWS      http://127.0.0.1:N  (moto: ...")."""

@@ -1,15 +1,20 @@
-"""Parts of the local stack against moto: delayed messages held by the stack, paced autosaves."""
+"""Parts of the local stack against moto: delayed messages held by the stack, its durable tables."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from punctual.clock import ManualClock
+from punctual.local.durable import DurableTables, install_hooks
 from punctual.local.holding import HoldingSqs
+from punctual.local.journal import compact, segments
 from punctual.local.moto_process import query_only_the_partition
-from punctual.local.persistence import AUTOSAVE_PAGE_ITEMS, TableSnapshots
+from punctual.local.persistence import work_items
 from punctual.queue import WorkItem, WorkQueue
 from tests.world import World, mocked_world
 
@@ -44,24 +49,132 @@ def test_a_held_message_reaches_moto_when_its_delay_ends_and_is_received_once(wo
     assert receive(world) == []
 
 
-def test_a_paced_autosave_keeps_every_item_across_pages(clock: ManualClock, tmp_path: Path) -> None:
-    # Given a table with more items than three of an autosave's pages
-    count = 3 * AUTOSAVE_PAGE_ITEMS + 17
-    items = [{"pk": {"S": f"TEST#{i}"}, "sk": {"S": "X"}, "n": {"N": str(i)}} for i in range(count)]
-    with mocked_world(clock) as world:
-        table = world.punctual.settings.table_name
-        snapshots = TableSnapshots(tmp_path, world.dynamodb_client, table)
-        snapshots._batch_put(items)
+def _put_items(world: World, items: list[dict[str, Any]]) -> None:
+    table = world.punctual.settings.table_name
+    for start in range(0, len(items), 25):
+        requests = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
+        assert not world.dynamodb_client.batch_write_item(RequestItems={table: requests})["UnprocessedItems"]
 
-        # When it is saved a page at a time
-        saved = snapshots.save(paced=True)
 
-    # Then restoring the snapshot into a fresh table brings back every item
+def _scan(world: World) -> list[dict[str, Any]]:
+    table, kwargs = world.punctual.settings.table_name, {}
+    found: list[dict[str, Any]] = []
+    while True:
+        page = world.dynamodb_client.scan(TableName=table, **kwargs)
+        found += page["Items"]
+        if "LastEvaluatedKey" not in page:
+            return sorted(found, key=lambda i: (i["pk"]["S"], i["sk"]["S"]))
+        kwargs = {"ExclusiveStartKey": page["LastEvaluatedKey"]}
+
+
+def _restored(clock: ManualClock, data_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     with mocked_world(clock) as fresh:
-        restored = TableSnapshots(tmp_path, fresh.dynamodb_client, table).restore()
-        back = fresh.dynamodb_client.scan(TableName=table)["Items"]
-    assert saved == restored.items == count
-    assert sorted(int(i["n"]["N"]) for i in back) == list(range(count))
+        tables = DurableTables(data_dir)
+        try:
+            found = tables.restore(0)
+            return _scan(fresh), found
+        finally:
+            tables.close()
+
+
+def test_every_kind_of_write_is_journaled_and_comes_back_with_and_without_compaction(
+    clock: ManualClock, tmp_path: Path
+) -> None:
+    # Given moto journaling its writes, as the local stack's moto process does
+    install_hooks()
+    with mocked_world(clock) as world:
+        client, table = world.dynamodb_client, world.punctual.settings.table_name
+        tables = DurableTables(tmp_path)
+        tables.restore(0)
+        try:
+            # When items are batch-written, put, updated, deleted and written in transactions
+            _put_items(world, [{"pk": {"S": f"P#{i % 7}"}, "sk": {"S": f"{i:04d}"}} for i in range(100)])
+            client.put_item(TableName=table, Item={"pk": {"S": "P#1"}, "sk": {"S": "X"}, "n": {"N": "1"}})
+            client.update_item(
+                TableName=table,
+                Key={"pk": {"S": "P#1"}, "sk": {"S": "X"}},
+                UpdateExpression="SET n = n + :one, m = :map",
+                ExpressionAttributeValues={":one": {"N": "1"}, ":map": {"M": {"l": {"L": [{"S": "a"}]}}}},
+            )
+            client.delete_item(TableName=table, Key={"pk": {"S": "P#2"}, "sk": {"S": "0002"}})
+            client.batch_write_item(
+                RequestItems={table: [{"DeleteRequest": {"Key": {"pk": {"S": "P#3"}, "sk": {"S": "0003"}}}}]}
+            )
+            client.transact_write_items(
+                TransactItems=[
+                    {"Put": {"TableName": table, "Item": {"pk": {"S": "T"}, "sk": {"S": "1"}}}},
+                    {"Delete": {"TableName": table, "Key": {"pk": {"S": "P#4"}, "sk": {"S": "0004"}}}},
+                ]
+            )
+            # (a transaction that fails changes nothing, in moto and in the journal)
+            with pytest.raises(client.exceptions.TransactionCanceledException):
+                client.transact_write_items(
+                    TransactItems=[
+                        {"Put": {"TableName": table, "Item": {"pk": {"S": "T"}, "sk": {"S": "2"}}}},
+                        {
+                            "Put": {
+                                "TableName": table,
+                                "Item": {"pk": {"S": "T"}, "sk": {"S": "1"}},
+                                "ConditionExpression": "attribute_not_exists(pk)",
+                            }
+                        },
+                    ]
+                )
+            expected = _scan(world)
+        finally:
+            tables.close()
+
+    # Then a fresh moto reads back exactly that table from the journal
+    back, found = _restored(clock, tmp_path)
+    assert back == expected
+    assert found["journal_records"] >= 105 and found["torn"] == []
+    assert {"pk": {"S": "T"}, "sk": {"S": "2"}} not in back
+
+    # And so it does once the journal is folded into a snapshot
+    snapshot = compact(tmp_path, through=10)
+    assert snapshot.items == len(expected)
+    back, found = _restored(clock, tmp_path)
+    assert back == expected
+    assert found["journal_records"] == 0 and found["snapshot_items"] == len(expected)
+
+
+def test_a_restore_requeues_unfinished_executions_and_ends_their_leases(
+    clock: ManualClock, tmp_path: Path
+) -> None:
+    # Given executions saved QUEUED, RUNNING with a lease, and SUCCEEDED
+    install_hooks()
+
+    def execution(n: int, status: str, **more: Any) -> dict[str, Any]:
+        fields = {"job_id": f"job_{n}", "id": f"job_{n}.e", "scheduled_at": "2030-01-01T00:00:00.000Z"}
+        item = {"pk": {"S": f"JOB#job_{n}"}, "sk": {"S": f"EXEC#1#job_{n}.e"}, "status": {"S": status}}
+        return {**item, **{k: {"S": v} for k, v in fields.items()}, **more}
+
+    with mocked_world(clock) as world:
+        tables = DurableTables(tmp_path)
+        tables.restore(0)
+        try:
+            _put_items(
+                world,
+                [
+                    execution(1, "QUEUED"),
+                    execution(2, "RUNNING", lease_until={"N": "99999999999999"}),
+                    execution(3, "SUCCEEDED"),
+                ],
+            )
+        finally:
+            tables.close()
+
+    # When the data is read back
+    back, found = _restored(clock, tmp_path)
+
+    # Then the unfinished ones are reported, and the running one's lease is over
+    assert sorted(found["unfinished"]) == [
+        ["job_1", "job_1.e", "2030-01-01T00:00:00.000Z"],
+        ["job_2", "job_2.e", "2030-01-01T00:00:00.000Z"],
+    ]
+    [running] = [item for item in back if item["status"]["S"] == "RUNNING"]
+    assert running["lease_until"] == {"N": "0"}  # the restore's "now"
+    assert {w.job_id for w in work_items(found["unfinished"])} == {"job_1", "job_2"}
 
 
 def test_moto_queries_on_the_table_key_answer_as_before_from_their_partition(clock: ManualClock) -> None:
@@ -69,13 +182,13 @@ def test_moto_queries_on_the_table_key_answer_as_before_from_their_partition(clo
     query_only_the_partition()
     with mocked_world(clock) as world:
         table = world.punctual.settings.table_name
-        snapshots = TableSnapshots(Path("."), world.dynamodb_client, table)
-        snapshots._batch_put(
+        _put_items(
+            world,
             [
                 {"pk": {"S": f"P#{p}"}, "sk": {"S": f"{(i * 37) % 100:03d}"}, "p": {"N": str(p)}}
                 for p in range(3)
                 for i in range(100)
-            ]
+            ],
         )
 
         # When one partition is queried by a key condition, a page of 7 at a time
@@ -95,3 +208,41 @@ def test_moto_queries_on_the_table_key_answer_as_before_from_their_partition(clo
 
     # Then it returns that partition's matching items, in key order, and nothing else
     assert found == [("P#1", f"{n:03d}") for n in range(50)]
+
+
+def test_a_format_1_table_json_is_read_and_becomes_a_snapshot(clock: ManualClock, tmp_path: Path) -> None:
+    # Given the whole-table file the local stack wrote before its journal
+    with mocked_world(clock) as world:
+        table = world.punctual.settings.table_name
+    items = [{"pk": {"S": f"P#{i}"}, "sk": {"S": "X"}, "n": {"N": str(i)}} for i in range(30)]
+    legacy = {"format": "punctual-local-table", "version": 1, "table": table, "items": items}
+    (tmp_path / "table.json").write_text(json.dumps({**legacy, "saved_at": "2030-01-01T00:00:00Z"}))
+
+    # When a stack starts on it, Then its items are there, and kept in a snapshot instead
+    back, found = _restored(clock, tmp_path)
+    assert sorted(int(i["n"]["N"]) for i in back) == list(range(30))
+    assert found["snapshot_items"] == 30
+    assert not (tmp_path / "table.json").exists()
+    assert _restored(clock, tmp_path)[0] == back
+
+
+def test_a_restore_ignores_a_torn_last_record_and_keeps_everything_before_it(
+    clock: ManualClock, tmp_path: Path
+) -> None:
+    # Given a journal of 10 items whose last segment ends in half a record (a crash mid-write)
+    install_hooks()
+    with mocked_world(clock) as world:
+        tables = DurableTables(tmp_path)
+        tables.restore(0)
+        try:
+            _put_items(world, [{"pk": {"S": f"P#{i}"}, "sk": {"S": "X"}} for i in range(10)])
+        finally:
+            tables.close()
+    [(_, last)] = segments(tmp_path)
+    with open(last, "ab") as out:
+        out.write(b"\x00\x00\x01\x00\x12\x34")
+
+    # When the data is read back, Then the 10 items are there and the torn bytes are reported
+    back, found = _restored(clock, tmp_path)
+    assert len(back) == 10
+    assert found["torn"] == [{"segment": last.name, "ignored_bytes": 6}]

@@ -10,6 +10,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from types import FrameType
 
@@ -17,6 +18,9 @@ from punctual.cli import positive_int
 
 DEFAULT_PORT = 8765
 DEFAULT_DATA_DIR = ".punctual"
+# Ctrl-C ends the process within this long whatever is still running: every change the stack
+# acknowledged is already on disk, so nothing needs more time than that.
+STOP_LIMIT_SECONDS = 8.0
 
 DESCRIPTION = """\
 Run all of Punctual on this machine: moto's DynamoDB and SQS, the HTTP API on 127.0.0.1, the
@@ -121,11 +125,15 @@ def main(args: list[str]) -> int:
         )
     )
 
+    starting = True
+
     def request_stop(signum: int, frame: FrameType | None) -> None:
         if stack.stop_requested.is_set():
             os._exit(130)  # a second Ctrl-C: leave at once
         print("\nstopping... (Ctrl-C again to quit at once)", file=sys.stderr, flush=True)
         stack.stop_requested.set()
+        if starting:
+            raise KeyboardInterrupt  # reading back a large data directory takes a while: stop it
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
@@ -134,16 +142,31 @@ def main(args: list[str]) -> int:
     except (StackError, DataDirError) as exc:
         print(f"punctual local: error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("stopped", file=sys.stderr, flush=True)
+        return 130
+    starting = False
     stack.wait()
+    watchdog = threading.Timer(STOP_LIMIT_SECONDS, _stop_now)
+    watchdog.daemon = True
+    watchdog.start()
     stack.stop()
     print("stopped", file=sys.stderr, flush=True)
-    if stack.lingering:
-        # Tasks still running in handler threads would hold the interpreter's exit until they end;
-        # their executions stay RUNNING in the saved data and run again on the next start.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
-    return 0
+    # Tasks still running in handler threads (and their executors) would hold the interpreter's exit
+    # until they end; their executions stay RUNNING on disk and run again on the next start.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _stop_now() -> None:
+    print(
+        f"punctual local: still stopping after {STOP_LIMIT_SECONDS:.0f} s; leaving now (every "
+        "acknowledged change is on disk)",
+        file=sys.stderr,
+        flush=True,
+    )
+    os._exit(0)
 
 
 def _prepare_environment() -> None:

@@ -4,22 +4,31 @@ moto did most of the local stack's work (bench/precision.py at 20 jobs/s: 71 % o
 moto's request handling) and shared one interpreter, so one core, with the handlers that wait on it.
 In its own process it has a core and a GIL of its own.
 
-    python -m punctual.local.moto_process --port 0
+    python -m punctual.local.moto_process --port 0 [--data-dir DIR [--reset]]
 
-prints `port <N>` once it listens on 127.0.0.1, or `error <why>` and exits 1. It exits when its
-standard input closes: the stack closes it to stop moto, and the system closes it when the stack dies.
+prints `port <N>` once it listens on 127.0.0.1, or `error <why>` (`data-error <why>` for its data
+directory) and exits 1. With a data directory its tables are durable (durable.py): once the stack
+has created them it writes `restore <epoch ms>` on moto's standard input, and moto answers
+`restored <JSON>` (what was read back, the unfinished executions among it) or `error <why>`. It
+exits when its standard input closes, once the journal is on disk: the stack closes it to stop moto,
+and the system closes it when the stack dies.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
 import socket
 import sys
 import threading
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from punctual.local.durable import DurableTables
 
 HOST = "127.0.0.1"
 
@@ -27,6 +36,8 @@ HOST = "127.0.0.1"
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m punctual.local.moto_process")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--reset", action="store_true")
     args = parser.parse_args(argv)
     # Ctrl-C reaches the terminal's whole process group: the stack still needs moto to save its data.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -38,10 +49,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     from werkzeug.serving import make_server
 
+    from punctual.local.durable import DurableApp, DurableTables, install_hooks
+    from punctual.local.journal import StoreError
     from punctual.moto_atomic import make_writes_atomic
 
     for noisy in ("werkzeug", "moto"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
+    tables = None
+    if args.data_dir is not None:
+        try:
+            tables = DurableTables(args.data_dir, reset=args.reset)
+        except StoreError as exc:
+            print(f"data-error {exc}", flush=True)
+            return 1
+        install_hooks()  # before the write lock, so that the journal's order is moto's
     make_writes_atomic()
     query_only_the_partition()
     answer_invocations_with_their_event()
@@ -51,16 +72,19 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"error {exc}", flush=True)
         return 1
+    app: Any = DomainDispatcherApplication(create_backend_app)
+    if tables is not None:
+        app = DurableApp(app, tables)
     with listener:
         server = make_server(
             HOST,
             args.port,
-            DomainDispatcherApplication(create_backend_app),
+            app,
             threaded=True,
             request_handler=MotoRequestHandler,
             fd=listener.fileno(),
         )
-    threading.Thread(target=_exit_when_stdin_closes, name="stdin", daemon=True).start()
+    threading.Thread(target=_follow_stdin, args=(tables,), name="stdin", daemon=True).start()
     print(f"port {server.port}", flush=True)
     server.serve_forever(0.2)
     return 0
@@ -115,8 +139,20 @@ def query_only_the_partition() -> None:
     Table._punctual_partition_queries = True  # type: ignore[attr-defined]
 
 
-def _exit_when_stdin_closes() -> None:
-    sys.stdin.buffer.read()
+def _follow_stdin(tables: DurableTables | None) -> None:
+    from punctual.local.journal import StoreError
+
+    for line in sys.stdin:
+        word, _, argument = line.strip().partition(" ")
+        if word == "restore" and tables is not None:
+            try:
+                found = tables.restore(int(argument))
+            except (StoreError, OSError, ValueError) as exc:
+                print(f"error {exc}", flush=True)
+            else:
+                print(f"restored {json.dumps(found)}", flush=True)
+    if tables is not None:
+        tables.close()
     os._exit(0)
 
 

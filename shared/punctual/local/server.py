@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hmac
 import json
+import sys
 import time
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,6 +30,8 @@ DEFAULT_TOKENS = {"local": "local"}
 PUBLIC_PATHS = frozenset({"/health", "/openapi.json"})
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's payload limit
 _HOP_BY_HOP = frozenset({"connection", "content-length", "transfer-encoding", "keep-alive"})
+METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD"})
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 Invoke = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -58,17 +61,38 @@ class _BadRequest(Exception):
         self.status = status
 
 
+class _Gone(Exception):
+    """The client closed the connection before its request was read."""
+
+
 class ApiServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(
-        self, address: tuple[str, int], invoke: Invoke, tokens: Mapping[str, str], *, access_log: bool
+        self,
+        address: tuple[str, int],
+        invoke: Invoke,
+        tokens: Mapping[str, str],
+        *,
+        access_log: bool,
+        storage_failure: Callable[[], str | None] | None = None,
     ) -> None:
         self.invoke = invoke
         self.tokens = dict(tokens)
         self.access_log = access_log
         self.stopping = False
+        # Asked after a write failed: why the data directory refuses writes, if it does.
+        self.storage_failure = storage_failure or (lambda: None)
+        self.refusing_writes: str | None = None
         super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away is one line in the log, not a traceback."""
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError | TimeoutError):
+            logger.info("client disconnected", extra={"client": str(client_address), "error": repr(error)})
+            return
+        logger.exception("request failed", extra={"client": str(client_address)})
 
     @property
     def url(self) -> str:
@@ -98,6 +122,33 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = do_GET
 
+    def __getattr__(self, name: str) -> Any:
+        # Any other method (TRACE, PROPFIND...): answered in the API's error shape.
+        if name.startswith("do_"):
+            return self._not_allowed
+        raise AttributeError(name)
+
+    def _not_allowed(self) -> None:
+        self.close_connection = True
+        self._send_json(
+            405,
+            {"message": f"method {self.command} is not allowed"},
+            {"Allow": ", ".join(sorted(METHODS))},
+        )
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own errors (a malformed request line, a 414 URI...) as JSON, not HTML."""
+        self.close_connection = True
+        short = self.responses.get(code, ("Error", ""))[0]
+        body = json.dumps({"message": message or short}).encode()
+        self.send_response(code, short)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD" and code >= 200 and code not in (204, 304):
+            self.wfile.write(body)
+
     def _handle(self) -> None:
         started = time.monotonic()
         status = self._answer()
@@ -120,8 +171,14 @@ class _Handler(BaseHTTPRequestHandler):
         except _BadRequest as exc:
             self.close_connection = True
             return self._send_json(exc.status, {"message": str(exc)})
+        except _Gone:
+            self.close_connection = True
+            logger.info("client disconnected", extra={"method": self.command, "path": path})
+            return 499  # nginx's "client closed request": nothing was sent
         if self.server.stopping:
             return self._send_json(503, {"message": "the local stack is stopping"})
+        if self.command in _WRITES and self.server.refusing_writes:
+            return self._refuse_write(self.server.refusing_writes)
         owner = self.server.owner_for(self.headers.get("Authorization"))
         if owner is None and not (self.command in ("GET", "HEAD") and path in PUBLIC_PATHS):
             message = "unknown bearer token" if self.headers.get("Authorization") else "missing bearer token"
@@ -138,8 +195,21 @@ class _Handler(BaseHTTPRequestHandler):
             response = self.server.invoke(event)
         except Exception:
             logger.exception("API handler failed", extra={"method": self.command, "path": path})
-            return self._send_json(502, {"message": "Internal server error"})
+            response = {
+                "statusCode": 502,
+                "headers": {"Content-Type": "application/json"},
+                "body": json.dumps({"message": "Internal server error"}),
+            }
+        if self.command in _WRITES and int(response.get("statusCode") or 502) >= 500:
+            why = self.server.storage_failure()
+            if why:
+                self.server.refusing_writes = why
+                return self._refuse_write(why)
         return self._send_proxy_response(response)
+
+    def _refuse_write(self, why: str) -> int:
+        message = f"the local stack cannot save changes to its data directory, so it refuses them: {why}"
+        return self._send_json(503, {"message": message}, {"Retry-After": "60"})
 
     def _read_body(self) -> bytes | None:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -155,7 +225,12 @@ class _Handler(BaseHTTPRequestHandler):
             raise _BadRequest(400, "Content-Length is negative")
         if length > MAX_BODY_BYTES:
             raise _BadRequest(413, f"request body over {MAX_BODY_BYTES} bytes")
-        return self.rfile.read(length) if length else None
+        if not length:
+            return None
+        data = self.rfile.read(length)
+        if len(data) < length:
+            raise _Gone
+        return data
 
     def _read_chunked(self) -> bytes | None:
         data = bytearray()

@@ -5,18 +5,20 @@
     ticker (EventBridge rule)                     -> scanner handler, each minute or --tick-seconds
     delayed sends (SQS DelaySeconds)              -> held here until due, then sent to moto
     poller pools (SQS event source mappings)      -> worker handler, dead-letter handler
-    snapshots (<data dir>/table.json)             <- the table, whenever it changed
+    journal + snapshot (<data dir>)               <- every write to the table, before it is answered
 
 The handlers are the Lambda handlers of functions/, called with the events AWS would send.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,10 +35,11 @@ from punctual.config import Settings
 from punctual.esm import Handler
 from punctual.lambda_events import FakeLambdaContext
 from punctual.local.holding import HoldingSqs
-from punctual.local.persistence import DataDirLock, TableSnapshots, recover
+from punctual.local.persistence import DataDirError, DataDirLock, recover, work_items
 from punctual.local.pollers import PollerPool, load_handler
 from punctual.local.server import ApiServer
 from punctual.observability import logger
+from punctual.timefmt import to_epoch_ms
 
 REGION = "us-east-1"
 ACCOUNT = "000000000000"
@@ -48,7 +51,6 @@ LOCAL_SHARD_COUNT = 4
 LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
 # Any function created in moto (whose account is always this one), for the `lambda` task.
 LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
-AUTOSAVE_SECONDS = 2.0
 # Messages become visible this early and the worker waits out the rest: a head start for receiving
 # the message while moto is busy. (Delayed messages are held by HoldingSqs and sent to moto when due,
 # which wakes a waiting long poll; moto's own delays would not.)
@@ -102,7 +104,8 @@ class LocalStack:
         self._api: ApiServer | None = None
         self._moto: subprocess.Popen[str] | None = None
         self._pools: list[PollerPool] = []
-        self._snapshots: TableSnapshots | None = None
+        self._moto_url = ""
+        self._storage_failure: str | None = None
         self._delays: HoldingSqs | None = None
         self._started = time.monotonic()
 
@@ -116,7 +119,10 @@ class LocalStack:
 
     def _start(self) -> None:
         options = self.options
-        options.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            options.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DataDirError(f"cannot use the data directory {options.data_dir}: {exc}") from exc
         self._lock.acquire()
         root = str(source_root())
         if root not in sys.path:
@@ -136,12 +142,8 @@ class LocalStack:
         dynamodb = session.resource("dynamodb", endpoint_url=moto_url, config=_CLIENT_CONFIG)
         provisioned = provision.create_all(dynamodb_client, sqs)
 
-        snapshots = TableSnapshots(options.data_dir, dynamodb_client, provisioned.table_name)
-        snapshots.watch(dynamodb.meta.client)
-        if options.reset:
-            snapshots.clear()
-        restored = snapshots.restore()
-        self._snapshots = snapshots
+        clock = SystemClock()
+        restored = self._restore(to_epoch_ms(clock.now()))
 
         settings = Settings(
             table_name=provisioned.table_name,
@@ -158,7 +160,6 @@ class LocalStack:
             # Its queue is in memory: recovery after a restart re-sends the executions stored QUEUED.
             record_queued=True,
         )
-        clock = SystemClock()
         self._delays = HoldingSqs(sqs, clock)
         self._delays.start()
         punctual = wiring.build(
@@ -170,7 +171,8 @@ class LocalStack:
             lambda_clients=wiring.lambda_clients_for(settings, session),
         )
         wiring.set_default(punctual)
-        requeued = recover(snapshots, punctual.queue, punctual.clock.now()) if restored.items else 0
+        work = work_items(restored["unfinished"])
+        requeued = recover(work, punctual.queue, punctual.clock.now()) if work else 0
 
         self._pools = [
             PollerPool(
@@ -195,10 +197,14 @@ class LocalStack:
         for pool in self._pools:
             pool.start()
         self._thread("ticker", self._tick_loop, scanner)
-        self._thread("autosave", snapshots.autosave, self.stop_requested, AUTOSAVE_SECONDS)
         self._thread("api", self._api.serve_forever, 0.2)
 
-        self.banner(moto_url, restored.items, requeued, provisioned.table_name)
+        if restored["torn"]:
+            logger.warning(
+                "ignored the torn end of the journal (a crash mid-write; it was never acknowledged)",
+                extra={"torn": restored["torn"]},
+            )
+        self.banner(moto_url, int(restored["items"]), requeued, provisioned.table_name)
 
     def _bind_api(self, handler: Handler) -> ApiServer:
         lock = threading.Lock()
@@ -210,7 +216,11 @@ class LocalStack:
 
         try:
             return ApiServer(
-                (HOST, self.options.port), invoke, self.options.tokens, access_log=self.options.verbose
+                (HOST, self.options.port),
+                invoke,
+                self.options.tokens,
+                access_log=self.options.verbose,
+                storage_failure=self.storage_failure,
             )
         except OSError as exc:
             raise StackError(
@@ -221,15 +231,40 @@ class LocalStack:
     def _start_moto(self) -> str:
         """moto's server in a process of its own (moto_process.py says why); returns its URL."""
         command = [sys.executable, "-m", "punctual.local.moto_process", "--port", str(self.options.moto_port)]
+        command += ["--data-dir", str(self.options.data_dir)] + (["--reset"] if self.options.reset else [])
         self._moto = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self._moto.stdout is not None
         word, _, value = self._moto.stdout.readline().strip().partition(" ")
         if word != "port":
             self._moto.wait(MOTO_STOP_SECONDS)
+            if word == "data-error":
+                raise DataDirError(value)
             raise StackError(
                 f"cannot listen on {HOST}:{self.options.moto_port} for moto: {value or 'it did not start'}"
             )
-        return f"http://{HOST}:{value}"
+        self._moto_url = f"http://{HOST}:{value}"
+        return self._moto_url
+
+    def _restore(self, now_ms: int) -> dict[str, Any]:
+        """moto's process reads the data directory into the tables just created; what it found."""
+        moto = self._moto
+        assert moto is not None and moto.stdin is not None and moto.stdout is not None
+        moto.stdin.write(f"restore {now_ms}\n")
+        moto.stdin.flush()
+        word, _, value = moto.stdout.readline().strip().partition(" ")
+        if word != "restored":
+            raise DataDirError(value or "moto's process stopped while reading the data directory")
+        return dict(json.loads(value))
+
+    def storage_failure(self) -> str | None:
+        """Why moto's process refuses writes (its disk failed), or None; asked after a failed write."""
+        if self._storage_failure is None and self._moto_url:
+            try:
+                with urllib.request.urlopen(f"{self._moto_url}/_punctual/status", timeout=2.0) as answer:
+                    self._storage_failure = json.loads(answer.read()).get("failure")
+            except (OSError, ValueError):
+                return None
+        return self._storage_failure
 
     def _stop_moto(self) -> None:
         moto, self._moto = self._moto, None
@@ -282,7 +317,7 @@ class LocalStack:
             pass
 
     def stop(self) -> None:
-        """Stop taking requests and messages, let running handlers finish briefly, save, stop moto."""
+        """Stop taking requests and messages, let running handlers finish briefly, stop moto."""
         self.stop_requested.set()
         deadline = time.monotonic() + STOP_GRACE_SECONDS
         if self._api is not None:
@@ -294,14 +329,9 @@ class LocalStack:
         if self._delays is not None:
             self._delays.stop()
         for thread in self._threads:
-            if thread.name in ("ticker", "autosave"):
+            if thread.name == "ticker":
                 thread.join(max(0.0, deadline - time.monotonic()))
-        if self._snapshots is not None and self._moto is not None:
-            try:
-                saved = self._snapshots.save()
-                logger.info("data saved", extra={"items": saved, "path": str(self._snapshots.path)})
-            except Exception:
-                logger.exception("could not save the data at shutdown")
+        # Every write was on disk before it was answered: moto only writes out what is in flight.
         self._stop_moto()
         self._lock.release()
 

@@ -1,0 +1,564 @@
+"""Durable tables for moto's process: every write journaled, and answered only once it is on disk.
+
+moto keeps its tables in memory. In the moto process (moto_process.py) each successful write to a
+table (PutItem, UpdateItem, DeleteItem, the records of a BatchWriteItem, a TransactWriteItems)
+appends the after-image of every item it changed to the journal (journal.py) while moto's write lock
+is held, so the journal's order is the order the writes were applied in. The HTTP answer to that
+request is held (DurableApp) until the journal's group commit has fsync'd those records: the stack
+sees a write succeed only once it is durable, and so does everyone the stack answers.
+
+A transaction's records are kept aside until it ends: moto applies a transaction's items one by one
+and, when one fails, puts back a copy of the whole table, so only a transaction that succeeded is
+journaled.
+
+On start (`restore`) the snapshot and the journal segments after it are read into the tables, and
+writes go to a new segment. When the journal has grown to half the snapshot (or a few MB), the
+segment is closed and a compactor process folds the closed segments into a new snapshot while moto
+carries on.
+
+Once a write cannot be made durable (a full or failing disk) every later write is refused with
+PunctualStorageFailed, whose message says why; reads go on. The stack turns that into 503 answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from punctual.local.journal import (
+    LEGACY_SNAPSHOT_NAME,
+    SNAPSHOT_NAME,
+    Journal,
+    SegmentRead,
+    Snapshot,
+    SnapshotWriter,
+    StorageFailed,
+    StoreError,
+    fsync_directory,
+    read_segment,
+    read_snapshot,
+    remove_segments_through,
+    segments,
+    snapshot_header,
+)
+
+LOCK_NAME = "journal.lock"
+# A moto process of a stack that was just killed may still be finishing (it exits when its stdin
+# closes), and so may its compactor (which checks every few thousand items): wait that long for them.
+LOCK_WAIT_SECONDS = 20.0
+LEGACY_VERSION = 1
+MIN_COMPACT_BYTES = 8 * 1024 * 1024
+# Compact once the journal since the snapshot reaches this share of the snapshot's size: the time
+# spent compacting stays proportional to the writes, and a start replays at most that much journal.
+COMPACT_RATIO = 0.5
+# After a compaction failed (a full disk, say), the next one waits this long rather than retry at once.
+COMPACT_RETRY_SECONDS = 60.0
+# Items written by Punctual's store (store.py): executions sort under EXEC#, with their status and,
+# while RUNNING, a lease (epoch ms) that the worker which held it will not renew after a restart.
+_EXECUTION_SK_PREFIX = "EXEC#"
+_UNFINISHED = frozenset({"QUEUED", "RETRYING", "RUNNING"})
+
+_local = threading.local()
+_active: DurableTables | None = None
+
+
+def _refused(why: str) -> Exception:
+    from moto.core.exceptions import JsonRESTError
+
+    error = JsonRESTError("PunctualStorageFailed", why)
+    error.code = 400  # not a status the SDK retries: the answer is the same every time
+    return error
+
+
+class DurableTables:
+    def __init__(self, data_dir: Path, *, reset: bool = False) -> None:
+        self.directory = data_dir
+        self.journal: Journal | None = None
+        self.snapshot = Snapshot()
+        self.last_compaction: dict[str, Any] | None = None
+        self.compactions = 0
+        self._lock_file: IO[str] | None = None
+        self._compactor: subprocess.Popen[bytes] | None = None
+        self._compactor_started = 0.0
+        self._compact_requested = False
+        self._retry_at = 0.0
+        self._older_bytes = 0  # closed segments not compacted yet
+        self._state_lock = threading.Lock()
+        try:
+            data_dir.mkdir(parents=True, exist_ok=True)
+            self._acquire_lock()
+            _probe_writable(data_dir)
+        except OSError as exc:
+            raise StoreError(f"cannot use the data directory {data_dir}: {_describe(exc)}") from exc
+        if reset:
+            self._remove_all()
+        with contextlib.suppress(FileNotFoundError):
+            (data_dir / (SNAPSHOT_NAME + ".tmp")).unlink()  # a compaction that did not finish
+        self.snapshot = snapshot_header(data_dir / SNAPSHOT_NAME)
+        _check_legacy(data_dir / LEGACY_SNAPSHOT_NAME)
+
+    def _acquire_lock(self) -> None:
+        import fcntl
+
+        self._lock_file = open(self.directory / LOCK_NAME, "a+")  # noqa: SIM115 - held while running
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        while True:
+            try:
+                fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"{self.directory} is in use by another `punctual local` (its moto process "
+                        "still holds it); stop it or pick --data-dir"
+                    ) from None
+                time.sleep(0.05)
+
+    def _remove_all(self) -> None:
+        for _, path in segments(self.directory):
+            path.unlink()
+        for name in (SNAPSHOT_NAME, LEGACY_SNAPSHOT_NAME):
+            with contextlib.suppress(FileNotFoundError):
+                (self.directory / name).unlink()
+
+    # ---------------------------------------------------------------- restore
+    def restore(self, now_ms: int) -> dict[str, Any]:
+        """Read the saved items into moto's tables, then journal every write; what was found."""
+        started = time.monotonic()
+        # Millions of objects are made here and none is garbage: the collector's full passes would
+        # go over all of them again and again (a third of the restore). Frozen afterwards, they are
+        # left out of its later passes too, which would otherwise pause moto for longer as data grows.
+        gc.disable()
+        try:
+            return self._restore(now_ms, started)
+        finally:
+            gc.freeze()
+            gc.enable()
+
+    def _restore(self, now_ms: int, started: float) -> dict[str, Any]:
+        tables = _tables()
+        items = 0
+        legacy = self.directory / LEGACY_SNAPSHOT_NAME
+        if legacy.exists() and not (self.directory / SNAPSHOT_NAME).exists():
+            items += self._restore_legacy(legacy, tables)
+        else:
+            for key, item in read_snapshot(self.directory / SNAPSHOT_NAME):
+                _apply(tables, key, item)
+                items += 1
+        replayed, torn, last = 0, [], self.snapshot.through
+        for number, path in segments(self.directory):
+            if number <= self.snapshot.through:
+                continue  # left by a compaction that stopped just before deleting it
+            read = SegmentRead()
+            for key, item in read_segment(path, read):
+                _apply(tables, key, item)
+            replayed += read.records
+            self._older_bytes += path.stat().st_size
+            if read.torn_bytes:
+                torn.append({"segment": path.name, "ignored_bytes": read.torn_bytes})
+            last = number
+        remove_segments_through(self.directory, self.snapshot.through)
+        unfinished = _unfinished_and_expire_leases(tables.values(), now_ms)
+        self.journal = Journal(self.directory, last + 1, after_batch=self._after_batch)
+        global _active
+        _active = self
+        return {
+            "items": sum(_count(table) for table in tables.values()),
+            "snapshot_items": items,
+            "journal_records": replayed,
+            "torn": torn,
+            "unfinished": unfinished,
+            "seconds": round(time.monotonic() - started, 3),
+        }
+
+    def _restore_legacy(self, path: Path, tables: dict[str, Any]) -> int:
+        """A format-1 table.json: read it, and write it out as a snapshot before journaling on top."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            name, items = str(data["table"]), list(data["items"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise StoreError(
+                f"cannot read {path}: {exc}. Move it away (or start with --reset) to start empty."
+            ) from exc
+        table = tables.get(name)
+        if table is None:
+            raise StoreError(f"{path} holds table {name!r}, which this stack does not have")
+        writer = SnapshotWriter(self.directory, 0)
+        try:
+            for attrs in items:
+                stored = _put(table, attrs)
+                writer.add(key_of(name, stored), json.dumps(attrs, separators=(",", ":")).encode())
+            self.snapshot = writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
+        path.unlink()
+        fsync_directory(self.directory)
+        return len(items)
+
+    # ------------------------------------------------------------- journaling
+    def after_write(self, records: list[tuple[bytes, bytes]]) -> None:
+        journal = self.journal
+        if journal is None:
+            return
+        sequence = 0
+        for key, item in records:
+            sequence = journal.append(key, item)
+        _local.sequence = max(getattr(_local, "sequence", 0), sequence)
+
+    def refusal(self) -> str | None:
+        journal = self.journal
+        return journal.failure if journal is not None else None
+
+    # ------------------------------------------------------------- compaction
+    def request_compaction(self) -> None:
+        self._compact_requested = True
+
+    def _after_batch(self, journal: Journal) -> None:
+        """On the journal's thread, between batches: start or collect a compaction."""
+        with self._state_lock:
+            compactor = self._compactor
+            if compactor is not None:
+                if compactor.poll() is None:
+                    return
+                self._collect(compactor)
+            threshold = max(MIN_COMPACT_BYTES, COMPACT_RATIO * self.snapshot.bytes)
+            if not self._compact_requested and (
+                self._older_bytes + journal.segment_bytes < threshold or time.monotonic() < self._retry_at
+            ):
+                return
+            self._compact_requested = False
+            self._older_bytes += journal.segment_bytes
+            closed = journal.rotate()
+            assert self._lock_file is not None
+            command = [sys.executable, "-m", "punctual.local.journal", "compact", str(self.directory)]
+            self._compactor = subprocess.Popen(
+                [*command, str(closed)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(self._lock_file.fileno(),),  # holds the data directory while it runs
+            )
+            self._compactor_started = time.monotonic()
+
+    def _collect(self, compactor: subprocess.Popen[bytes]) -> None:
+        out, err = compactor.communicate()
+        self._compactor = None
+        took = round(time.monotonic() - self._compactor_started, 3)
+        if compactor.returncode == 0:
+            self.snapshot = snapshot_header(self.directory / SNAPSHOT_NAME)
+            self._older_bytes = 0
+            self.compactions += 1
+            self.last_compaction = {**json.loads(out or b"{}"), "wall_seconds": took}
+        else:
+            # The segments stay and are compacted next time; nothing is lost meanwhile.
+            why = err.decode(errors="replace").strip()[-500:]
+            print(f"punctual local: compaction failed, will retry: {why}", file=sys.stderr, flush=True)
+            self.last_compaction = {"failed": why, "wall_seconds": took}
+            self._retry_at = time.monotonic() + COMPACT_RETRY_SECONDS
+
+    @property
+    def compacting(self) -> bool:
+        return self._compactor is not None
+
+    def status(self) -> dict[str, Any]:
+        journal = self.journal
+        stats = journal.stats if journal is not None else None
+        return {
+            "failure": self.refusal(),
+            "segment": journal.number if journal is not None else None,
+            "journal": vars(stats) if stats is not None else None,
+            "snapshot": vars(self.snapshot),
+            "compacting": self.compacting,
+            "compactions": self.compactions,
+            "last_compaction": self.last_compaction,
+        }
+
+    def close(self) -> None:
+        """Write what was journaled, stop a compaction (its segments stay), free the directory."""
+        global _active
+        if _active is self:
+            _active = None
+        if self.journal is not None:
+            self.journal.close()
+        with self._state_lock:
+            if self._compactor is not None:
+                self._compactor.kill()
+                self._compactor.wait()
+        if self._lock_file is not None:
+            self._lock_file.close()
+
+
+# ---------------------------------------------------------------- moto side
+def key_of(table_name: str, item: Any) -> bytes:
+    range_key = item.range_key.to_json() if item.range_key is not None else None
+    return json.dumps([table_name, item.hash_key.to_json(), range_key], separators=(",", ":")).encode()
+
+
+def _image(item: Any) -> bytes:
+    return json.dumps(item.to_json()["Attributes"], separators=(",", ":")).encode()
+
+
+def _tables() -> dict[str, Any]:
+    from moto.dynamodb.models import dynamodb_backends
+
+    found: dict[str, Any] = {}
+    for regions in dynamodb_backends.values():
+        for backend in regions.values():
+            found.update(backend.tables)
+    return found
+
+
+def _new_item(hash_key: Any, range_key: Any, attrs: dict[str, Any]) -> Any:
+    """moto's Item, without re-validating its size at every attribute (it was valid when written)."""
+    from moto.dynamodb.models.dynamo_type import Item, LimitedSizeDict
+
+    item: Any = Item.__new__(Item)
+    item.hash_key, item.range_key = hash_key, range_key
+    values = LimitedSizeDict.__new__(LimitedSizeDict)
+    dict.__init__(values)
+    for name, value in attrs.items():
+        # Interned: several hundred thousand items share a few dozen attribute names.
+        dict.__setitem__(values, sys.intern(name), _dynamo(value))
+    item.attrs = values
+    return item
+
+
+def _dynamo(value: dict[str, Any]) -> Any:
+    """moto's DynamoType(value), as its __init__ makes it, in a third of the time (a restore makes
+    millions of them)."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    ((kind, inner),) = value.items()
+    made: Any = DynamoType.__new__(DynamoType)
+    made.type = kind
+    if kind == "L":
+        inner = [_dynamo(v) for v in inner]
+    elif kind == "M":
+        inner = {k: _dynamo(v) for k, v in inner.items()}
+    made.value = inner
+    return made
+
+
+def _put(table: Any, attrs: dict[str, Any]) -> Any:
+    hash_key = _dynamo(attrs[table.hash_key_attr])
+    range_key = _dynamo(attrs[table.range_key_attr]) if table.range_key_attr else None
+    item = _new_item(hash_key, range_key, attrs)
+    if range_key is not None:
+        table.items[hash_key][range_key] = item
+    else:
+        table.items[hash_key] = item
+    return item
+
+
+def _apply(tables: dict[str, Any], key: bytes, item: bytes) -> None:
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    table_name, hash_json, range_json = json.loads(key)
+    table = tables.get(table_name)
+    if table is None:
+        raise StoreError(f"the data holds table {table_name!r}, which this stack does not have")
+    if item:
+        _put(table, json.loads(item))
+        return
+    hash_key = DynamoType(hash_json)
+    if range_json is None:
+        table.items.pop(hash_key, None)
+        return
+    partition = table.items.get(hash_key)
+    if partition is not None:
+        partition.pop(DynamoType(range_json), None)
+        if not partition:
+            del table.items[hash_key]
+
+
+def _all_items(table: Any) -> Iterator[Any]:
+    if table.range_key_attr:
+        for partition in table.items.values():
+            yield from partition.values()
+    else:
+        yield from table.items.values()
+
+
+def _count(table: Any) -> int:
+    return sum(len(p) for p in table.items.values()) if table.range_key_attr else len(table.items)
+
+
+def _unfinished_and_expire_leases(tables: Iterable[Any], now_ms: int) -> list[list[str]]:
+    """[job_id, id, scheduled_at] of each unfinished execution. A RUNNING one's worker stopped with the
+    stack: its lease ends now, so it runs again (not journaled: a later start ends it again)."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    found = []
+    for table in tables:
+        for item in _all_items(table):
+            if item.range_key is None or not str(item.range_key.value).startswith(_EXECUTION_SK_PREFIX):
+                continue
+            attrs = item.attrs
+            status = attrs.get("status")
+            if status is None or status.value not in _UNFINISHED:
+                continue
+            if status.value == "RUNNING" and "lease_until" in attrs:
+                dict.__setitem__(attrs, "lease_until", DynamoType({"N": str(now_ms)}))
+            try:
+                found.append([attrs["job_id"].value, attrs["id"].value, attrs["scheduled_at"].value])
+            except KeyError:
+                continue
+    return found
+
+
+def install_hooks() -> None:
+    """Journal moto's writes (see the module's doc). Call before moto_atomic.make_writes_atomic, so
+    that the journal is appended to while moto's write lock is held."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    if getattr(DynamoDBBackend, "_punctual_journaled", False):
+        return
+
+    def journaled(original: Callable[..., Any], capture: Callable[..., list[tuple[bytes, bytes]]]) -> Any:
+        def write(self: Any, *args: Any, **kwargs: Any) -> Any:
+            tables = _active
+            if tables is None:
+                return original(self, *args, **kwargs)
+            depth = getattr(_local, "depth", 0)
+            if depth == 0:
+                why = tables.refusal()
+                if why is not None:
+                    raise _refused(f"{why}; writes are refused until the local stack restarts")
+                _local.pending = []
+            _local.depth = depth + 1
+            try:
+                result = original(self, *args, **kwargs)
+                _local.pending.extend(capture(result, *args, **kwargs))
+            finally:
+                _local.depth = depth
+            if depth == 0:
+                records, _local.pending = _local.pending, []
+                try:
+                    tables.after_write(records)
+                except StorageFailed as exc:
+                    raise _refused(str(exc)) from exc
+            return result
+
+        return write
+
+    def put(result: Any, table_name: str, *_: Any, **__: Any) -> list[tuple[bytes, bytes]]:
+        return [(key_of(table_name, result), _image(result))] if result is not None else []
+
+    def delete(result: Any, table_name: str, *_: Any, **__: Any) -> list[tuple[bytes, bytes]]:
+        return [(key_of(table_name, result), b"")] if result is not None else []
+
+    def nothing(result: Any, *_: Any, **__: Any) -> list[tuple[bytes, bytes]]:
+        return []  # its items' writes were captured by the nested calls
+
+    for name, capture in (
+        ("put_item", put),
+        ("update_item", put),
+        ("delete_item", delete),
+        ("transact_write_items", nothing),
+    ):
+        original = getattr(DynamoDBBackend, name)
+        setattr(DynamoDBBackend, name, _wraps(original, journaled(original, capture)))
+    DynamoDBBackend._punctual_journaled = True  # type: ignore[attr-defined]
+
+
+def _wraps(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
+    import functools
+
+    return functools.wraps(original)(wrapper)
+
+
+class DurableApp:
+    """WSGI middleware: a request's answer waits for the journal to hold its writes.
+
+    Also answers GET /_punctual/status (the journal's state, for the stack and the benchmarks) and
+    POST /_punctual/compact (compact now)."""
+
+    def __init__(self, app: Callable[..., Any], tables: DurableTables) -> None:
+        self._app = app
+        self._tables = tables
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/_punctual/"):
+            return self._control(environ, path, start_response)
+        _local.sequence = 0
+        _local.depth = 0
+        started: list[tuple[Any, ...]] = []
+        written: list[bytes] = []
+
+        def deferred(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            started.append((status, headers, exc_info))
+            return written.append
+
+        answer = self._app(environ, deferred)
+        try:
+            chunks = written + list(answer)
+        finally:
+            if hasattr(answer, "close"):
+                answer.close()
+        sequence, _local.sequence = _local.sequence, 0
+        journal = self._tables.journal
+        if sequence and journal is not None:
+            try:
+                journal.wait(sequence)
+            except StorageFailed as exc:
+                body = json.dumps({"__type": "PunctualStorageFailed", "message": str(exc)}).encode()
+                start_response("400 Bad Request", [("Content-Type", "application/x-amz-json-1.0")])
+                return [body]
+        status, headers, exc_info = started[0]
+        start_response(status, headers, exc_info)
+        return chunks
+
+    def _control(self, environ: dict[str, Any], path: str, start_response: Callable[..., Any]) -> list[bytes]:
+        if path == "/_punctual/compact" and environ.get("REQUEST_METHOD") == "POST":
+            self._tables.request_compaction()
+        elif path != "/_punctual/status":
+            start_response("404 Not Found", [("Content-Type", "application/json")])
+            return [b'{"message": "not found"}']
+        body = json.dumps(self._tables.status()).encode()
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [body]
+
+
+def _probe_writable(directory: Path) -> None:
+    probe = directory / ".write-probe"
+    with open(probe, "wb") as out:
+        out.write(b"punctual")
+        out.flush()
+        os.fsync(out.fileno())
+    probe.unlink()
+
+
+def _check_legacy(path: Path) -> None:
+    """Refuse a table.json written by a newer format now, before anything is started."""
+    if not path.exists():
+        return
+    try:
+        with open(path, "rb") as source:
+            start = source.read(4096).decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {_describe(exc)}") from exc
+    marker = '"version":'
+    if marker in start:
+        digits = start.split(marker, 1)[1].lstrip().split(",", 1)[0].split("}", 1)[0].strip()
+        if digits.isdigit() and int(digits) > LEGACY_VERSION:
+            raise StoreError(
+                f"{path} was written by a newer Punctual (format version {digits}). Upgrade, or start "
+                "with another --data-dir."
+            )
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror} (errno {exc.errno})"
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,165 @@
+"""The local stack's journal and snapshots on disk: torn records, versions, compaction, a full disk."""
+
+from __future__ import annotations
+
+import errno
+import json
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from punctual.local.journal import (
+    SNAPSHOT_NAME,
+    Journal,
+    SegmentRead,
+    SnapshotWriter,
+    StorageFailed,
+    StoreError,
+    compact,
+    read_segment,
+    read_snapshot,
+    segment_path,
+    segments,
+    snapshot_header,
+)
+
+
+def key(n: int) -> bytes:
+    return json.dumps(["t", {"S": f"k{n}"}, None]).encode()
+
+
+def item(n: int, value: str = "v") -> bytes:
+    return json.dumps({"pk": {"S": f"k{n}"}, "v": {"S": value}}).encode()
+
+
+def journal_of(directory: Path, number: int, records: list[tuple[bytes, bytes]]) -> Path:
+    journal = Journal(directory, number)
+    sequence = 0
+    for k, v in records:
+        sequence = journal.append(k, v)
+    journal.wait(sequence)
+    journal.close()
+    return segment_path(directory, number)
+
+
+def test_a_torn_last_record_is_ignored_and_every_record_before_it_kept(tmp_path: Path) -> None:
+    # Given a segment of three records whose last one was cut short by a crash mid-write
+    path = journal_of(tmp_path, 1, [(key(n), item(n)) for n in range(3)])
+    whole = path.read_bytes()
+    path.write_bytes(whole[:-5])
+
+    # When it is read
+    read = SegmentRead()
+    found = list(read_segment(path, read))
+
+    # Then the first two come back and the torn bytes are counted, not read
+    assert found == [(key(0), item(0)), (key(1), item(1))]
+    assert read.records == 2
+    assert read.torn_bytes == len(item(2)) + len(key(2)) + 1 + 8 - 5
+
+
+def test_a_last_record_with_a_wrong_checksum_is_ignored(tmp_path: Path) -> None:
+    # Given a segment whose last record's bytes are damaged (its length still whole)
+    path = journal_of(tmp_path, 1, [(key(n), item(n)) for n in range(3)])
+    damaged = bytearray(path.read_bytes())
+    damaged[-3] ^= 0xFF
+    path.write_bytes(bytes(damaged))
+
+    # Then only the records before it are read
+    assert [k for k, _ in read_segment(path)] == [key(0), key(1)]
+
+
+def test_a_segment_cut_inside_its_header_reads_as_empty(tmp_path: Path) -> None:
+    path = journal_of(tmp_path, 1, [])
+    path.write_bytes(path.read_bytes()[:6])
+    read = SegmentRead()
+    assert list(read_segment(path, read)) == []
+    assert read.torn_bytes == 6
+
+
+def test_data_written_by_a_newer_format_is_refused_with_a_message(tmp_path: Path) -> None:
+    newer = {"format": "punctual-local-snapshot", "version": 3, "through": 0, "items": 0}
+    (tmp_path / SNAPSHOT_NAME).write_text(json.dumps(newer) + "\n")
+    with pytest.raises(StoreError, match="newer Punctual"):
+        snapshot_header(tmp_path / SNAPSHOT_NAME)
+
+
+def test_compaction_folds_the_journal_into_the_snapshot_and_removes_its_segments(tmp_path: Path) -> None:
+    # Given a snapshot of k0..k4, then segments that change k1, delete k2, add k9, change k1 again
+    writer = SnapshotWriter(tmp_path, 0)
+    for n in range(5):
+        writer.add(key(n), item(n))
+    writer.commit()
+    journal_of(tmp_path, 1, [(key(1), item(1, "a")), (key(2), b""), (key(9), item(9))])
+    journal_of(tmp_path, 2, [(key(1), item(1, "b"))])
+    journal_of(tmp_path, 3, [(key(3), b"")])
+
+    # When segments up to 2 are compacted
+    snapshot = compact(tmp_path, 2)
+
+    # Then the snapshot holds the last write of each key, through segment 2, and segment 3 stays
+    assert (snapshot.through, snapshot.items) == (2, 5)
+    assert snapshot_header(tmp_path / SNAPSHOT_NAME).items == 5
+    assert dict(read_snapshot(tmp_path / SNAPSHOT_NAME)) == {
+        key(0): item(0),
+        key(1): item(1, "b"),
+        key(3): item(3),
+        key(4): item(4),
+        key(9): item(9),
+    }
+    assert [n for n, _ in segments(tmp_path)] == [3]
+
+
+def test_concurrent_writers_share_fsyncs_and_each_returns_once_its_record_is_written(tmp_path: Path) -> None:
+    # Given a journal, and 8 threads each appending 50 records and waiting for each
+    journal = Journal(tmp_path, 1)
+
+    def write(thread: int) -> None:
+        for n in range(50):
+            journal.wait(journal.append(key(thread * 1000 + n), item(n)))
+
+    threads = [threading.Thread(target=write, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    journal.close()
+
+    # Then all 400 are on disk, in fewer batches (fsyncs) than records
+    assert len(list(read_segment(segment_path(tmp_path, 1)))) == 400
+    assert journal.stats.records == 400
+    assert journal.stats.batches <= 400
+
+
+class FullDisk:
+    """A file that takes its header, then fails every write as a full disk does."""
+
+    def __init__(self, path: Path) -> None:
+        self._file: IO[bytes] = open(path, "xb")  # noqa: SIM115
+        self.writes = 0
+
+    def write(self, data: bytes) -> int:
+        self.writes += 1
+        if self.writes > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return self._file.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._file, name)
+
+
+def test_a_write_the_disk_refuses_is_never_acknowledged_and_later_ones_are_refused(tmp_path: Path) -> None:
+    # Given a journal on a disk that fills up after the segment's header
+    journal = Journal(tmp_path, 1, opener=lambda path: FullDisk(path))  # type: ignore[arg-type,return-value]
+
+    # When a record is appended, Then waiting for it fails with the disk's reason
+    sequence = journal.append(key(1), item(1))
+    with pytest.raises(StorageFailed, match="No space left on device"):
+        journal.wait(sequence)
+    # And every later write is refused at once, saying why
+    with pytest.raises(StorageFailed, match="No space left"):
+        journal.append(key(2), item(2))
+    assert journal.failure is not None and "errno 28" in journal.failure
+    journal.close()
