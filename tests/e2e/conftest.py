@@ -196,6 +196,27 @@ def wait_for_executions(
     )
 
 
+class Stacks:
+    """Stacks a test starts one after another on one data directory; all killed at its end."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.started: list[Stack] = []
+
+    def start(self, *, own_group: bool = False, timeout: float = 30) -> Stack:
+        stack = Stack(self.root / "data", self.root / f"stack-{len(self.started)}.log", own_group=own_group)
+        self.started.append(stack)
+        return stack.start(timeout=timeout)
+
+
+@pytest.fixture
+def stacks(tmp_path: Path) -> Iterator[Stacks]:
+    started = Stacks(tmp_path)
+    yield started
+    for stack in started.started:
+        stack.kill()
+
+
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     base = tmp_path_factory.mktemp("stack")

@@ -5,14 +5,12 @@ from __future__ import annotations
 import random
 import threading
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
 from punctual.client import ApiError, ConnectionFailed
-from tests.e2e.conftest import Stack, Webhooks, eventually, in_seconds
+from tests.e2e.conftest import Stack, Stacks, Webhooks, eventually, in_seconds
 
 pytestmark = pytest.mark.e2e
 
@@ -46,20 +44,6 @@ class Ledger:
             self.acknowledged += 1
             if self.acknowledged >= self.target:
                 self.reached.set()
-
-
-@pytest.fixture
-def stacks() -> Iterator[list[Stack]]:
-    started: list[Stack] = []
-    yield started
-    for stack in started:
-        stack.kill()
-
-
-def start(stacks: list[Stack], tmp_path: Path) -> Stack:
-    stack = Stack(tmp_path / "data", tmp_path / f"stack-{len(stacks)}.log", own_group=True)
-    stacks.append(stack)
-    return stack.start(timeout=60)
 
 
 def webhook_job(webhooks: Webhooks, *, at: str | None = None) -> tuple[dict[str, object], str]:
@@ -142,11 +126,11 @@ def client_load(stack: Stack, webhooks: Webhooks, ledger: Ledger, seed: int, sto
 
 
 def test_sigkill_loses_no_acknowledged_change_and_every_due_execution_runs(
-    stacks: list[Stack], tmp_path: Path, webhooks: Webhooks
+    stacks: Stacks, webhooks: Webhooks
 ) -> None:
     ledger = Ledger()
     # Given the scenario of issue 17: 120 one-time webhook jobs created by 8 concurrent clients
-    stack = start(stacks, tmp_path)
+    stack = stacks.start(own_group=True, timeout=60)
     paths: list[list[str]] = [[] for _ in range(CLIENTS)]
 
     def create(n: int) -> None:
@@ -164,7 +148,7 @@ def test_sigkill_loses_no_acknowledged_change_and_every_due_execution_runs(
     assert len(ledger.jobs) == SCENARIO_JOBS
     # When the stack's process group is killed right after the last answer, and started again
     stack.kill_group()
-    stack = start(stacks, tmp_path)
+    stack = stacks.start(own_group=True, timeout=60)
     # Then none of the 120 is lost and all of them run (duplicates allowed: at least once)
     check(stack, ledger)
     calls = all_ran(stack, ledger, webhooks)
@@ -190,7 +174,7 @@ def test_sigkill_loses_no_acknowledged_change_and_every_due_execution_runs(
         stop.set()
         for thread in load:
             thread.join(15)
-        stack = start(stacks, tmp_path)
+        stack = stacks.start(own_group=True, timeout=60)
         check(stack, ledger)
     # And Ctrl-C under that load stops the stack within a few seconds, with everything acknowledged kept
     stop = threading.Event()
@@ -208,7 +192,7 @@ def test_sigkill_loses_no_acknowledged_change_and_every_due_execution_runs(
     stop.set()
     for thread in load:
         thread.join(15)
-    stack = start(stacks, tmp_path)
+    stack = stacks.start(own_group=True, timeout=60)
     check(stack, ledger)
     calls = all_ran(stack, ledger, webhooks)
     assert ledger.errors == []

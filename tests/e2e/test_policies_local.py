@@ -4,13 +4,11 @@ with a slow task."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import (
-    Stack,
+    Stacks,
     eventually,
     executions,
     in_seconds,
@@ -22,25 +20,9 @@ from tests.e2e.conftest import (
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def own_stack(tmp_path: Path) -> Iterator[list[Stack]]:
-    started: list[Stack] = []
-    yield started
-    for stack in started:
-        stack.kill()
-
-
-def _start(stacks: list[Stack], tmp_path: Path) -> Stack:
-    stack = Stack(tmp_path / "data", tmp_path / f"stack-{len(stacks)}.log")
-    stacks.append(stack)
-    return stack.start()
-
-
-def test_a_restart_past_the_catch_up_window_skips_the_missed_run(
-    own_stack: list[Stack], tmp_path: Path
-) -> None:
+def test_a_restart_past_the_catch_up_window_skips_the_missed_run(stacks: Stacks) -> None:
     # Given two jobs due in 6 s, one that may start at most 1 s late
-    first = _start(own_stack, tmp_path)
+    first = stacks.start()
     alice = first.client()
     due = in_seconds(6)
     strict = alice.create_job(
@@ -54,7 +36,7 @@ def test_a_restart_past_the_catch_up_window_skips_the_missed_run(
     # When the stack is down from before that instant until well past the window
     first.interrupt()
     time.sleep(max(0.0, (parse_time(due) - parse_time(in_seconds(0))).total_seconds()) + 3)
-    second = _start(own_stack, tmp_path)
+    second = stacks.start()
     alice = second.client()
     # Then the strict job's run is SKIPPED with its reason, the other runs late
     [skipped] = wait_for_executions(second, strict["id"])
@@ -66,9 +48,9 @@ def test_a_restart_past_the_catch_up_window_skips_the_missed_run(
     assert late["lateness_ms"] > 1000
 
 
-def test_overlap_skip_with_a_slow_task(own_stack: list[Stack], tmp_path: Path) -> None:
+def test_overlap_skip_with_a_slow_task(stacks: Stacks) -> None:
     # Given a recurring job that must not overlap itself, whose task takes 8 s, first due in 4 s
-    stack = _start(own_stack, tmp_path)
+    stack = stacks.start()
     alice = stack.client()
     job = alice.create_job(
         {

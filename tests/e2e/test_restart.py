@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import (
-    Stack,
+    Stacks,
     eventually,
     executions,
     in_seconds,
@@ -24,27 +22,10 @@ pytestmark = pytest.mark.e2e
 QUICK_EXIT_SECONDS = 5.0
 
 
-@pytest.fixture
-def stacks(tmp_path: Path) -> Iterator[list[Stack]]:
-    """Stacks a test starts on one data directory; killed at the end whatever happened."""
-    started: list[Stack] = []
-    yield started
-    for stack in started:
-        stack.kill()
-
-
-def start(stacks: list[Stack], tmp_path: Path) -> Stack:
-    stack = Stack(tmp_path / "data", tmp_path / f"stack-{len(stacks)}.log")
-    stacks.append(stack)
-    return stack.start()
-
-
-def test_a_restart_keeps_jobs_and_history_and_runs_queued_executions_late(
-    stacks: list[Stack], tmp_path: Path
-) -> None:
+def test_a_restart_keeps_jobs_and_history_and_runs_queued_executions_late(stacks: Stacks) -> None:
     # Given a stack with a finished job, and a job queued for 8 s ahead (its message is still held
     # by the stack, not yet in moto, when the stack stops: it is released 2 s early)
-    first = start(stacks, tmp_path)
+    first = stacks.start()
     alice = first.client()
     done = alice.create_job({"name": "done", "task": {"type": "noop"}, "schedule": {"type": "now"}})
     [finished] = wait_for_executions(first, done["id"])
@@ -57,7 +38,7 @@ def test_a_restart_keeps_jobs_and_history_and_runs_queued_executions_late(
     assert first.interrupt() < QUICK_EXIT_SECONDS
     assert first.process is not None and first.process.returncode == 0, first.log()
     time.sleep(max(0.0, (parse_time(queued["next_run_at"]) - parse_time(in_seconds(0))).total_seconds()) + 1)
-    second = start(stacks, tmp_path)
+    second = stacks.start()
     alice = second.client()
 
     # Then the jobs and the history are there
@@ -72,11 +53,9 @@ def test_a_restart_keeps_jobs_and_history_and_runs_queued_executions_late(
     assert second.interrupt() < QUICK_EXIT_SECONDS
 
 
-def test_ctrl_c_stops_quickly_during_a_long_task_which_runs_again_after_a_restart(
-    stacks: list[Stack], tmp_path: Path
-) -> None:
+def test_ctrl_c_stops_quickly_during_a_long_task_which_runs_again_after_a_restart(stacks: Stacks) -> None:
     # Given a stack running a task that takes a minute
-    first = start(stacks, tmp_path)
+    first = stacks.start()
     alice = first.client()
     job = alice.create_job(
         {
@@ -96,7 +75,7 @@ def test_ctrl_c_stops_quickly_during_a_long_task_which_runs_again_after_a_restar
     # When Ctrl-C is pressed, Then the stack exits within a few seconds, not a minute
     assert first.interrupt() < QUICK_EXIT_SECONDS, first.log()
     # And after a restart the interrupted execution is attempted again at once (its worker is gone)
-    second = start(stacks, tmp_path)
+    second = stacks.start()
     alice = second.client()
     eventually(lambda: running(2), timeout=10, what="the second attempt", stack=second)
     assert second.interrupt() < QUICK_EXIT_SECONDS, second.log()
@@ -109,9 +88,9 @@ def children_of(pid: int) -> list[int]:
         pytest.skip("needs Linux's /proc")
 
 
-def test_a_killed_stack_leaves_no_moto_process_behind(stacks: list[Stack], tmp_path: Path) -> None:
+def test_a_killed_stack_leaves_no_moto_process_behind(stacks: Stacks) -> None:
     # Given a stack, whose moto server runs in a child process
-    first = start(stacks, tmp_path)
+    first = stacks.start()
     assert first.process is not None
     [moto] = children_of(first.process.pid)
 
@@ -126,5 +105,5 @@ def test_a_killed_stack_leaves_no_moto_process_behind(stacks: list[Stack], tmp_p
             return True
 
     eventually(gone, timeout=10, what="moto's process to exit")
-    second = start(stacks, tmp_path)
+    second = stacks.start()
     assert second.client().health()
