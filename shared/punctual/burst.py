@@ -33,9 +33,7 @@ from punctual.observability import (
     logger,
     metrics,
 )
-
-# The marker partitions' key (store.py owns the key formats; counting only reads them).
-from punctual.store import _marker_pk, bucket_minute
+from punctual.store import bucket_minute, count_bucket
 
 MINUTE = timedelta(minutes=1)
 
@@ -175,22 +173,7 @@ class BurstPlanner:
     def count(self, minute: datetime) -> int:
         """Executions due in a minute, every shard's bucket counted (markers stay until they expire,
         so a minute already dispatched still counts)."""
-        return sum(parallel_map(partial(self._count_bucket, bucket_minute(minute)), self._shards))
-
-    def _count_bucket(self, minute: str, shard: int) -> int:
-        kwargs: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": _marker_pk(minute, shard)}},
-            "Select": "COUNT",
-        }
-        total = 0
-        while True:
-            page = self._dynamodb.query(**kwargs)
-            total += int(page["Count"])
-            if "LastEvaluatedKey" not in page:
-                return total
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return sum(parallel_map(partial(count_bucket, self._dynamodb, self._table, minute), self._shards))
 
     def run(self) -> BurstReport:
         now = self._clock.now().replace(second=0, microsecond=0)

@@ -155,6 +155,24 @@ def _marker_pk(minute: str, shard: int) -> str:
     return f"DUE#{minute}#{shard:03d}"
 
 
+def count_bucket(client: Any, table_name: str, minute: datetime, shard: int) -> int:
+    """How many markers a minute's bucket of a shard holds (they stay until they expire, so a minute
+    already dispatched still counts): COUNT queries on a low-level client, no item read back."""
+    kwargs: dict[str, Any] = {
+        "TableName": table_name,
+        "KeyConditionExpression": "pk = :pk",
+        "ExpressionAttributeValues": {":pk": {"S": _marker_pk(bucket_minute(minute), shard)}},
+        "Select": "COUNT",
+    }
+    total = 0
+    while True:
+        page = _call(lambda: client.query(**kwargs))
+        total += int(page["Count"])
+        if "LastEvaluatedKey" not in page:
+            return total
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
 def _soon_pk(shard: int) -> str:
     return f"{_SOON_PK_PREFIX}{shard:03d}"
 
