@@ -375,9 +375,12 @@ def cmd_preview(client: PunctualClient, args: argparse.Namespace) -> int:
     if not runs:
         print("no upcoming runs")
     zone = schedule.get("timezone") if schedule.get("type") == "cron" else None
+    notes = {r.get("at"): r.get("dst") for r in answer.get("runs") or [] if isinstance(r, dict)}
     for run in runs:
         local = cli_format.in_zone(run, zone) if zone and zone != "UTC" else ""
-        print(cli_format.short_time(run) + (f"  ({local})" if local else ""))
+        note = notes.get(run)
+        mark = {"moved": "  [moved by a DST gap]", "repeated": "  [repeated hour]"}.get(note or "", "")
+        print(cli_format.short_time(run) + (f"  ({local})" if local else "") + mark)
     return EXIT_OK
 
 
@@ -552,7 +555,7 @@ def _connection_options(parser: argparse.ArgumentParser, default: Any) -> None:
 
 
 def add_schedule_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("schedule (one of)")
+    group = parser.add_argument_group("schedule (one of; `jobs create` without one runs the job now)")
     forms = group.add_mutually_exclusive_group()
     forms.add_argument("--now", action="store_true", help="run as soon as possible")
     forms.add_argument("--at", metavar="TIME", help="once, at an RFC 3339 time with offset")

@@ -405,8 +405,10 @@ class JobService:
 
     def run_now(self, owner: str, job_id: str) -> Execution:
         job = self.get(owner, job_id)
-        if job.status in (JobStatus.PAUSED, JobStatus.CANCELLED):
-            raise Conflict(f"job is {job.status.value}; resume it (or create a new one) to run it")
+        if job.status is JobStatus.PAUSED:
+            raise Conflict("job is PAUSED; resume it to run it")
+        if job.status is JobStatus.CANCELLED:
+            raise Conflict("job is CANCELLED and cannot run again; create a new job")
         now = self._clock.now()
         marker = self._file(
             DueMarker(
