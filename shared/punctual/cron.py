@@ -86,11 +86,24 @@ class CronSpec:
     dom_star: bool
     dow_star: bool
     wild: bool  # starred in its minute or hour field
+    # Extensions cron does not read but cronsim and Quartz do (kept so that jobs written with them
+    # still run): `L` in day-of-month, `5L` (the last Friday) and `5#3` (the third Friday).
+    dom_last: bool = False
+    dow_last: frozenset[int] = frozenset()
+    dow_nth: frozenset[tuple[int, int]] = frozenset()
 
     def day_matches(self, year: int, month: int, day: int) -> bool:
         dow = (calendar.weekday(year, month, day) + 1) % 7
         dom_ok = day in self.doms
         dow_ok = dow in self.dows
+        if self.dom_last or self.dow_last or self.dow_nth:
+            days_in = calendar.monthrange(year, month)[1]
+            dom_ok = dom_ok or (self.dom_last and day == days_in)
+            dow_ok = (
+                dow_ok
+                or (dow in self.dow_last and day + 7 > days_in)
+                or (dow, (day - 1) // 7 + 1) in self.dow_nth
+            )
         if self.dom_star or self.dow_star:
             return dom_ok and dow_ok
         return dom_ok or dow_ok
@@ -141,7 +154,8 @@ def _parse_cached(text: str) -> CronSpec:
     fields = text.split(" ")
     if len(fields) != 5:
         raise CronError(f"expected 5 fields ({FIELD_HELP}), got {len(fields)}")
-    sets = [_parse_field(index, field) for index, field in enumerate(fields)]
+    extras: dict[int, set[tuple[int, ...]]] = {2: set(), 4: set()}
+    sets = [_parse_field(index, field, extras.get(index)) for index, field in enumerate(fields)]
     dows = frozenset(0 if d == 7 else d for d in sets[4])
     spec = CronSpec(
         text=text,
@@ -153,6 +167,9 @@ def _parse_cached(text: str) -> CronSpec:
         dom_star=fields[2].startswith("*"),
         dow_star=fields[4].startswith("*"),
         wild=fields[0].startswith("*") or fields[1].startswith("*"),
+        dom_last=bool(extras[2]),
+        dow_last=frozenset(e[1] for e in extras[4] if e[0] == 0),
+        dow_nth=frozenset((e[1], e[2]) for e in extras[4] if e[0] == 1),
     )
     _refuse_impossible_dates(spec)
     return spec
@@ -161,14 +178,37 @@ def _parse_cached(text: str) -> CronSpec:
 _SPEC_FIELDS = ("minutes", "hours", "doms", "months", "dows", "dom_star", "dow_star", "wild")
 
 
-def _parse_field(index: int, text: str) -> set[int]:
+def _parse_field(index: int, text: str, extras: set[tuple[int, ...]] | None = None) -> set[int]:
     name = FIELDS[index]
     values: set[int] = set()
     for part in text.split(","):
         if not part:
             raise CronError(f"{name} field {text!r} has an empty list element")
+        if extras is not None and (extra := _extension(index, part)) is not None:
+            extras.add(extra)
+            continue
         values |= _parse_part(index, part)
     return values
+
+
+def _extension(index: int, part: str) -> tuple[int, ...] | None:
+    """`L` (day-of-month), `dL` and `d#n` (day-of-week): (0,) for the last day, (0, d) for the last
+    weekday d of the month, (1, d, n) for its n-th; None when `part` is none of those."""
+    if index == 2:
+        return (0,) if part == "l" else None
+    if part.endswith("l") and len(part) > 1:
+        return (0, _weekday(part[:-1]))
+    if "#" in part:
+        day, _, nth = part.partition("#")
+        if not (nth.isascii() and nth.isdigit() and 1 <= int(nth) <= 5):
+            raise CronError(f"day-of-week field {part!r}: the n of '#n' is 1 to 5")
+        return (1, _weekday(day), int(nth))
+    return None
+
+
+def _weekday(text: str) -> int:
+    value = _value(4, text)
+    return 0 if value == 7 else value
 
 
 def _parse_part(index: int, part: str) -> set[int]:
@@ -212,8 +252,8 @@ def _number(index: int, text: str, what: str) -> int:
     low, high = _RANGES[index]
     if not text.isascii() or not text.isdigit():
         hint = ""
-        if text in ("l", "w", "lw") or text.endswith(("l", "w")) or "#" in text:
-            hint = " ('L', 'W' and '#' are Quartz extensions that cron does not read)"
+        if "w" in text:
+            hint = " ('W', the nearest weekday, is a Quartz extension Punctual does not read)"
         elif text == "?":
             hint = " ('?' is EventBridge and Quartz syntax: use '*')"
         elif index in _NAMES:
@@ -232,8 +272,8 @@ def _example_name(index: int) -> str:
 
 def _refuse_impossible_dates(spec: CronSpec) -> None:
     """A day-of-month no chosen month has ('0 0 30 2 *') is refused here, by name."""
-    if not (spec.dom_star or spec.dow_star):
-        return  # either field may match: the weekdays alone always do
+    if not (spec.dom_star or spec.dow_star) or spec.dom_last:
+        return  # either field may match (the weekdays alone always do), or the last day, which always is
     possible = any(d <= _MAX_DAYS_IN[m - 1] for m in spec.months for d in spec.doms)
     if possible:
         return

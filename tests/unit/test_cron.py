@@ -244,6 +244,12 @@ def _take(expression: str, zone: str, after: str, count: int) -> list[datetime]:
         ("0 0 * * 7", "UTC", "2027-02-01T00:00:00Z", ["2027-02-07 00:00+0000"]),
         ("@yearly", "UTC", "2027-02-01T00:00:00Z", ["2028-01-01 00:00+0000"]),
         ("@hourly", "UTC", "2027-02-01T00:00:01Z", ["2027-02-01 01:00+0000"]),
+        # The extensions cronsim read: the last day, the last Friday, the third Friday.
+        ("0 0 L * *", "UTC", "2027-01-01T00:00:00Z", ["2027-01-31 00:00+0000", "2027-02-28 00:00+0000"]),
+        ("0 0 L 2 *", "UTC", "2027-03-01T00:00:00Z", ["2028-02-29 00:00+0000"]),
+        ("0 9 * * 5L", "UTC", "2027-01-01T00:00:00Z", ["2027-01-29 09:00+0000", "2027-02-26 09:00+0000"]),
+        ("0 9 * * fri#3", "UTC", "2027-01-01T00:00:00Z", ["2027-01-15 09:00+0000", "2027-02-19 09:00+0000"]),
+        ("0 0 1 * 5#5", "UTC", "2027-01-02T00:00:00Z", ["2027-01-29 00:00+0000", "2027-02-01 00:00+0000"]),
         # Feb 29 on a Sunday (both starred fields mean AND): years apart, found quickly.
         (
             "0 0 29 2 */7",
@@ -275,8 +281,8 @@ def test_the_reported_loop_answers_at_once() -> None:
         ("* 24 * * *", "hour field: 24 is out of range 0-23"),
         ("*/0 * * * *", "a step must be at least 1"),
         ("5-1 * * * *", "runs backwards"),
-        ("0 0 L * *", "Quartz extensions"),
-        ("0 0 * * 5#2", "Quartz extensions"),
+        ("0 0 15W * *", "nearest weekday"),
+        ("0 0 * * 5#6", "the n of '#n' is 1 to 5"),
         ("0 0 * * mun", "three-letter name"),
         ("@reboot", "@reboot runs when a machine starts"),
         ("@fortnightly", "unknown macro"),
