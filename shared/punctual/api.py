@@ -88,7 +88,8 @@ Choices where the contract is silent:
   local stack allows loopback). Every name is checked again each time it is resolved, at run time.
 - Timestamps in requests are RFC 3339: a date, T, a time with seconds, and an offset (Z or +hh:mm),
   before 2200-01-01T00:00:00Z.
-- Cron is Debian cron's: five fields (names allowed, 7 = Sunday, `N/step` = `N-max/step`) or a
+- Cron is Debian cron's: five fields (names allowed, 7 = Sunday, `N/step` = `N-max/step`; also `L`
+  as the last day of the month, `5L` the last Friday, `5#3` the third) or a
   macro (@yearly @annually @monthly @weekly @daily @midnight @hourly); day-of-month and day-of-week
   both restricted match either, one starred (`*`, `*/n`) match both. Across a change of the zone's
   offset: a time in a spring-forward gap runs at the first minute after it (an expression starred
