@@ -9,6 +9,7 @@ to HTTP here and nowhere else.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -776,8 +777,58 @@ def _resolver(resolver: ApiGatewayResolver) -> ApiGatewayResolver:
     return resolver
 
 
-rest_app = _resolver(APIGatewayRestResolver(enable_validation=True, json_body_deserializer=_strict_json))
-http_app = _resolver(APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=_strict_json))
+_request = threading.local()
+
+
+class _PerThread(ApiGatewayResolver):
+    """A resolver whose request state (the event, the Lambda context, the routing context) belongs to
+    the calling thread. Powertools keeps the event at class level (`BaseRouter.current_event`) and the
+    routing context on the resolver, which is right for Lambda (one request per container at a time)
+    but not for the local stack, which answers requests side by side in threads of one process."""
+
+    @property
+    def current_event(self) -> Any:
+        return _request.event
+
+    @current_event.setter
+    def current_event(self, value: Any) -> None:
+        _request.event = value
+
+    @property
+    def lambda_context(self) -> Any:
+        return _request.lambda_context
+
+    @lambda_context.setter
+    def lambda_context(self, value: Any) -> None:
+        _request.lambda_context = value
+
+    @property
+    def context(self) -> dict[str, Any]:
+        if not hasattr(_request, "context"):
+            _request.context = {}
+        return _request.context
+
+    @context.setter
+    def context(self, value: dict[str, Any]) -> None:
+        _request.context = value
+
+    def resolve(self, event: Any, context: Any) -> dict[str, Any]:
+        # (Powertools sets its class-level copy too; this resolver and its router read this one.)
+        _request.event = self._to_proxy_event(event)
+        _request.lambda_context = context
+        return super().resolve(event, context)
+
+
+class _RestResolver(_PerThread, APIGatewayRestResolver):
+    pass
+
+
+class _HttpResolver(_PerThread, APIGatewayHttpResolver):
+    pass
+
+
+rest_app = _resolver(_RestResolver(enable_validation=True, json_body_deserializer=_strict_json))
+http_app = _resolver(_HttpResolver(enable_validation=True, json_body_deserializer=_strict_json))
 
 
 def resolver_for(event: Mapping[str, Any]) -> ApiGatewayResolver:

@@ -67,6 +67,8 @@ class _Gone(Exception):
 
 class ApiServer(ThreadingHTTPServer):
     daemon_threads = True
+    # Many clients connecting at once (socketserver's default backlog is 5) would be reset.
+    request_queue_size = 1024
 
     def __init__(
         self,

@@ -207,12 +207,10 @@ class LocalStack:
         self.banner(moto_url, int(restored["items"]), requeued, provisioned.table_name)
 
     def _bind_api(self, handler: Handler) -> ApiServer:
-        lock = threading.Lock()
-
         def invoke(event: dict[str, Any]) -> dict[str, Any]:
-            # Powertools' resolver keeps the current event at class level: one request at a time.
-            with lock:
-                return dict(handler(event, FakeLambdaContext(function_name="punctual-api")))
+            # Side by side, as many API containers would be: the resolvers keep each request's state
+            # in its thread (api._PerThread).
+            return dict(handler(event, FakeLambdaContext(function_name="punctual-api")))
 
         try:
             return ApiServer(
