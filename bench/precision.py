@@ -1,30 +1,39 @@
-"""Benchmark 1: precision, end to end. Prints JSON; progress goes to stderr.
+"""Benchmark 1: precision, end to end, under the load shapes real schedules make. Prints JSON;
+progress goes to stderr.
 
-Creates N one-time `http` jobs through the HTTP API at a steady rate, each calling a webhook receiver
-that this process runs, and measures lateness where a user would: at the receiver, as arrival time
-minus the execution's scheduled time (`X-Punctual-Scheduled-At`), on the same clock as the stack's.
+Real schedules pile up on round instants (`0 * * * *`, a batch of reminders for 10:00 sharp). So the
+benchmark runs, through the HTTP API, against a webhook receiver this process runs:
 
-Due times exercise both ways an execution reaches the work queue: a share is due soon enough that
-the API hands it to SQS itself (default 5-120 s ahead), the rest later than that hand-off window
-(default 190-240 s ahead, with the default one-minute tick), so a scanner tick enqueues it. At the
-defaults (20 jobs/s for 120 s, half and half) the due times span about six minute boundaries.
+- a burst: `--burst` one-time jobs due at one instant B, a minute boundary. Part of them
+  (`--burst-scanned-share`) is created before the API's hand-off window, so a scanner tick
+  enqueues them; the rest is created `--burst-handoff-lead` seconds before B, as fast as the
+  clients go, and the API hands them off itself;
+- cron jobs: `--cron` recurring jobs `* * * * *`, all firing at every :00 (B among them);
+- steady load around them: `--rate` one-time jobs due each second from B - `--around` to
+  B + `--around`, each created a lead ahead (`--handoff-window`, or `--scanned-window` for the
+  `--scanned-share` the scanner enqueues), on a timetable, by `--threads` clients;
+- a creation flood: `--flood-seconds` around B, `--threads` more clients create jobs (due an hour
+  later, never run here) as fast as the API answers: the creation rate while all of it happens.
 
-After the last due time and a grace period it reports creation rate and latency, executions per
-second, lateness p50/p95/p99/max (all and per path), early, missed and duplicate deliveries, a
-cross-check of a sample of executions through the API (status, `lateness_ms`), and whether the
-targets of issue 5 are met (p99 <= 500 ms, max <= 2 s, none early, none missed).
+Lateness is measured where a user would see it: at the receiver, arrival time minus the
+execution's scheduled time (`X-Punctual-Scheduled-At`), on the same clock as the stack's. The JSON
+gives lateness per class (steady, burst, cron; by path), per second of scheduled time around B,
+creation rates and latencies, early / missed / duplicate deliveries, a cross-check of a sample
+through the API, and the targets of issue 18: a burst of 1,000 within 2 s of its instant (100: within
+500 ms), steady p99 <= 500 ms and max <= 2 s, creation >= 50 jobs/s, none early, missed or doubled.
+Beside them, `calibration`: how fast moto answered on this machine just before the run
+(bench/calibration.py) and the load average, since a shared machine's figures vary with its load.
 
 Local stack (started here as a subprocess on a free port, with a fresh data directory; stopped with
 Ctrl-C's SIGINT at the end, on errors and on Ctrl-C too):
 
     make bench-precision                                   # the defaults, writes docs/lateness.png
-    .venv/bin/python -m bench.precision --png docs/lateness.png
-    .venv/bin/python -m bench.precision --rate 2 --duration 5 --scanned-share 0 --handoff-window 3:8
-    .venv/bin/python -m bench.precision --concurrency 4    # the local stack's options pass through
+    .venv/bin/python -m bench.precision --burst 1000 --tick-seconds 10
+    .venv/bin/python -m bench.precision --burst 10 --cron 2 --rate 2 --around 3 --tick-seconds 5
 
-A run lasts the creation, the farthest due time (240 s) and the grace: about 6 minutes at the
-defaults, longer when the stack cannot create jobs as fast as asked (the JSON says at what rate it did,
-and how many cores the stack kept busy).
+A run lasts from the first creation (the scanned burst part, the hand-off window plus 30 s before
+B) to B + `--around` + `--grace`: about 5 minutes at the defaults (tick one minute), 2 minutes with
+`--tick-seconds 10`.
 
 Deployed stack (`--endpoint`, not testable here): requests to a non-loopback endpoint are signed
 with SigV4 from the standard AWS credential chain (AWS_PROFILE, AWS_REGION or the region in the
@@ -38,8 +47,8 @@ receiver on all interfaces and give the URL the jobs should call:
 
 The deployed defaults (tick one minute, lookahead 90 s) give the same 180 s hand-off window as the
 local stack's. Lateness then includes the network path from Lambda to the receiver and any skew
-between the receiver's clock and AWS's (NTP keeps both within a few milliseconds); keep the receiver
-in the stack's region. The jobs stay in the deployment's history until their retention ends.
+between the receiver's clock and AWS's. The cron jobs are cancelled at the end; the others stay in
+the deployment's history until their retention ends (the flood's jobs run an hour later: noop).
 """
 
 from __future__ import annotations
@@ -55,9 +64,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
-from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -66,6 +75,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from bench.calibration import calibrate, load_average
 from bench.common import emit, environment
 from punctual.client import ConnectionFailed, PunctualClient, PunctualError, is_loopback
 from punctual.config import Settings
@@ -73,13 +83,20 @@ from punctual.timefmt import from_epoch_ms, parse_rfc3339, to_rfc3339
 
 ROOT = Path(__file__).resolve().parents[1]
 HANDOFF, SCANNER = "handoff", "scanner"
-# Issue 5's targets for the local stack at 20 jobs/s for 2 minutes.
-TARGET_P99_MS = 500
-TARGET_MAX_MS = 2000
+STEADY, BURST, CRON = "steady", "burst", "cron"
+CLASSES = (STEADY, BURST, CRON)
+# Issue 18's targets for the local stack.
+TARGET_P99_MS = 500  # steady load
+TARGET_MAX_MS = 2000  # steady load, and a burst of 1,000 or more
+TARGET_SMALL_BURST_MS = 500  # a burst of fewer than 1,000
+LARGE_BURST = 1000
+TARGET_CREATES_PER_S = 50
 CREATE_ATTEMPTS = 3
 REQUEST_TIMEOUT_SECONDS = 60.0
 STACK_START_SECONDS = 60.0
 STACK_STOP_SECONDS = 15.0  # it stops within 8 s (punctual.local.STOP_LIMIT_SECONDS), whatever runs
+# Seconds of scheduled time around the burst reported one by one.
+SECONDS_AROUND_REPORTED = 10
 
 
 def log(message: str) -> None:
@@ -295,93 +312,209 @@ def _machine_busy_seconds() -> float | None:
 @dataclass(frozen=True)
 class Planned:
     index: int
-    path: str  # HANDOFF or SCANNER
-    ahead: float  # seconds between the create request and the due time
+    kind: str  # STEADY, BURST or CRON
+    create_at: float  # epoch seconds: when the request is sent (at the earliest)
+    due: float  # epoch seconds, whole milliseconds (a cron job: its first :00)
 
 
 @dataclass(frozen=True)
 class Created:
     planned: Planned
     job_id: str | None
-    due: float  # epoch seconds, whole milliseconds
     sent: float
     latency: float
     error: str | None = None
 
+    @property
+    def path(self) -> str:
+        """Who enqueued it: the API (due within the hand-off window when created) or a scanner tick."""
+        return HANDOFF if self.planned.due - self.sent < _HANDOFF_LIMIT[0] else SCANNER
 
-def plan_jobs(
-    count: int, scanned_share: float, handoff: tuple[float, float], scanned: tuple[float, float], seed: int
-) -> list[Planned]:
-    """Exactly round(count x share) jobs for the scanner, spread evenly; due offsets drawn uniformly."""
-    rng = random.Random(seed)
-    plans = []
-    for index in range(count):
-        # Job i goes to the scanner when floor((i + 1) x share) steps up: an even, exact split.
-        path = (
-            SCANNER
-            if math.floor((index + 1) * scanned_share) > math.floor(index * scanned_share)
-            else HANDOFF
+
+_HANDOFF_LIMIT = [180.0]  # the run's hand-off window, set by run()
+
+
+@dataclass(frozen=True)
+class Shape:
+    burst_at: float  # epoch seconds, a minute boundary
+    plans: dict[str, list[Planned]]  # by stream: "scanned burst", "steady", "handoff burst", "cron"
+    flood: tuple[float, float]  # epoch seconds
+
+
+def plan_shape(args: argparse.Namespace, limit: int, now: float) -> Shape:
+    """When each job is created and due, around a burst at the first minute boundary far enough
+    ahead for every creation to get its lead."""
+    rng = random.Random(args.seed)
+    handoff = args.handoff_window or (2.0, float(min(75, limit - 10)))
+    scanned = args.scanned_window or (float(limit + 10), float(limit + 40))
+    scanned_lead = args.burst_scanned_lead or limit + 30.0
+    if scanned_lead <= limit:
+        log(
+            f"warning: --burst-scanned-lead is within the hand-off window ({limit} s): the API hands those off"
         )
-        low, high = scanned if path == SCANNER else handoff
-        plans.append(Planned(index, path, rng.uniform(low, high)))
-    return plans
+    first_creation = max(
+        scanned_lead if args.burst and args.burst_scanned_share > 0 else 0.0,
+        args.burst_handoff_lead + 5.0,
+        args.around + (scanned[1] if args.scanned_share > 0 else handoff[1]) + 2.0,
+        args.flood_seconds / 2 + 1.0,
+    )
+    burst_at = math.ceil((now + first_creation + 5.0) / args.align) * args.align
+    scanned_count = round(args.burst * args.burst_scanned_share) if args.burst else 0
+    index = iter(range(10**9))
+    plans: dict[str, list[Planned]] = {
+        "scanned burst": [
+            Planned(next(index), BURST, burst_at - scanned_lead, burst_at) for _ in range(scanned_count)
+        ],
+        "handoff burst": [
+            Planned(next(index), BURST, burst_at - args.burst_handoff_lead, burst_at)
+            for _ in range(args.burst - scanned_count)
+        ],
+        "cron": [Planned(next(index), CRON, now, math.ceil(now / 60.0) * 60.0) for _ in range(args.cron)],
+    }
+    steady = []
+    count = round(args.rate * 2 * args.around)
+    for i in range(count):
+        # Due times evenly spread over B +- around; the scanner's share evenly among them.
+        due = round((burst_at - args.around + (i + 0.5) * 2 * args.around / count) * 1000) / 1000
+        to_scanner = math.floor((i + 1) * args.scanned_share) > math.floor(i * args.scanned_share)
+        low, high = scanned if to_scanner else handoff
+        steady.append(Planned(next(index), STEADY, due - rng.uniform(low, high), due))
+    plans["steady"] = sorted(steady, key=lambda p: p.create_at)
+    return Shape(burst_at, plans, (burst_at - args.flood_seconds / 2, burst_at + args.flood_seconds / 2))
 
 
-def create_jobs(
-    client: PunctualClient, plans: list[Planned], rate: float, threads: int, target_url: str, run_id: str
+def job_body(plan: Planned, target_url: str, run_id: str) -> dict[str, Any]:
+    task = {"type": "http", "params": {"url": f"{target_url}/hook/{plan.index}", "method": "POST"}}
+    name = f"precision-{run_id}-{plan.kind}-{plan.index:05d}"
+    if plan.kind == CRON:
+        return {"name": name, "task": task, "schedule": {"type": "cron", "expression": "* * * * *"}}
+    at = to_rfc3339(from_epoch_ms(round(plan.due * 1000)))
+    return {"name": name, "task": task, "schedule": {"type": "at", "at": at}}
+
+
+def create(client: PunctualClient, plan: Planned, body: dict[str, Any], key: str) -> Created:
+    sent = time.time()
+    started = time.perf_counter()
+    error = ""
+    for attempt in range(CREATE_ATTEMPTS):
+        try:
+            # The same key on a retry: a request that timed out but went through is not doubled.
+            answer = client.create_job(body, idempotency_key=key)
+            return Created(plan, str(answer["id"]), sent, time.perf_counter() - started)
+        except ConnectionFailed as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        except PunctualError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            break
+        log(f"create request {plan.index} failed (attempt {attempt + 1}): {error}")
+    return Created(plan, None, sent, time.perf_counter() - started, error)
+
+
+def create_stream(
+    client: PunctualClient, plans: list[Planned], threads: int, target_url: str, run_id: str
 ) -> list[Created]:
-    """Send create requests at `rate` a second (on a fixed timetable), `threads` of them at most at once."""
-
-    def create(plan: Planned) -> Created:
-        sent = time.time()
-        due_ms = round((sent + plan.ahead) * 1000)
-        due = due_ms / 1000
-        job = {
-            "name": f"precision-{run_id}-{plan.index:05d}",
-            "task": {"type": "http", "params": {"url": f"{target_url}/hook/{plan.index}", "method": "POST"}},
-            "schedule": {"type": "at", "at": to_rfc3339(from_epoch_ms(due_ms))},
-        }
-        started = time.perf_counter()
-        error = ""
-        for attempt in range(CREATE_ATTEMPTS):
-            try:
-                # The same key on a retry: a request that timed out but went through is not doubled.
-                answer = client.create_job(job, idempotency_key=f"precision-{run_id}-{plan.index}")
-                return Created(plan, str(answer["id"]), due, sent, time.perf_counter() - started)
-            except ConnectionFailed as exc:
-                error = f"{type(exc).__name__}: {exc}"
-            except PunctualError as exc:
-                error = f"{type(exc).__name__}: {exc}"
-                break
-            log(f"create request {plan.index} failed (attempt {attempt + 1}): {error}")
-        return Created(plan, None, due, sent, time.perf_counter() - started, error)
-
+    """Send each plan's create request at its time (or as soon as one of `threads` clients is free)."""
     futures: list[Future[Created]] = []
-    start = time.monotonic()
-    next_report = start + 10
-
-    def report() -> None:
-        nonlocal next_report
-        if time.monotonic() >= next_report:
-            done = sum(f.done() for f in futures)
-            log(f"created {done}/{len(plans)} jobs in {time.monotonic() - start:.0f} s")
-            next_report += 10
-
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="create") as pool:
         try:
             for plan in plans:
-                delay = start + plan.index / rate - time.monotonic()
+                delay = plan.create_at - time.time()
                 if delay > 0:
                     time.sleep(delay)
-                futures.append(pool.submit(create, plan))
-                report()
-            # When the API cannot keep up, requests queue here: the rate achieved says so.
-            while wait(futures, timeout=1).not_done:
-                report()
+                key = f"precision-{run_id}-{plan.index}"
+                futures.append(pool.submit(create, client, plan, job_body(plan, target_url, run_id), key))
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
     return [future.result() for future in futures]
+
+
+@dataclass(frozen=True)
+class Flooded:
+    answered: list[float]  # epoch seconds each create was answered
+    latencies_ms: list[float]
+    failed: int
+
+
+def flood(client: PunctualClient, window: tuple[float, float], threads: int, run_id: str) -> Flooded:
+    """Create jobs as fast as `threads` clients can from window[0] to window[1] (due an hour after,
+    a noop each: they never run during the benchmark)."""
+    lock = threading.Lock()
+    answered: list[float] = []
+    latencies: list[float] = []
+    failed = [0]
+    counter = iter(range(10**9))
+
+    def client_loop() -> None:
+        while (now := time.time()) < window[1]:
+            if now < window[0]:
+                time.sleep(window[0] - now)
+                continue
+            n = next(counter)
+            at = to_rfc3339(from_epoch_ms(round((window[1] + 3600) * 1000)))
+            body = {
+                "name": f"flood-{run_id}-{n}",
+                "task": {"type": "noop"},
+                "schedule": {"type": "at", "at": at},
+            }
+            started = time.perf_counter()
+            try:
+                client.create_job(body, idempotency_key=f"flood-{run_id}-{n}")
+            except (ConnectionFailed, PunctualError):
+                with lock:
+                    failed[0] += 1
+                continue
+            with lock:
+                answered.append(time.time())
+                latencies.append((time.perf_counter() - started) * 1000)
+
+    workers = [threading.Thread(target=client_loop, daemon=True) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return Flooded(answered, latencies, failed[0])
+
+
+def run_streams(
+    client: PunctualClient, shape: Shape, args: argparse.Namespace, target_url: str, run_id: str
+) -> tuple[list[Created], Flooded | None]:
+    """All the streams at once, each with its clients; progress every 10 s."""
+    results: dict[str, list[Created]] = {}
+    flooded: list[Flooded] = []
+    jobs: list[tuple[str, Callable[[], None]]] = [
+        (
+            name,
+            lambda name=name, plans=plans: results.__setitem__(
+                name, create_stream(client, plans, args.threads, target_url, run_id)
+            ),
+        )
+        for name, plans in shape.plans.items()
+        if plans
+    ]
+    if args.flood_seconds > 0:
+        jobs.append(("flood", lambda: flooded.append(flood(client, shape.flood, args.threads, run_id))))
+    errors: list[BaseException] = []
+
+    def guarded(target: Callable[[], None]) -> None:
+        try:
+            target()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(job,), name=name, daemon=True) for name, job in jobs]
+    for thread in threads:
+        thread.start()
+    while any(thread.is_alive() for thread in threads):
+        next(t for t in threads if t.is_alive()).join(10.0)
+        alive = [t.name for t in threads if t.is_alive()]
+        log(
+            f"creating: {', '.join(alive) or 'done'}; the burst is due in {shape.burst_at - time.time():.0f} s"
+        )
+    if errors:
+        raise errors[0]
+    created = [c for name in shape.plans for c in results.get(name, [])]
+    return created, (flooded[0] if flooded else None)
 
 
 # ---------------------------------------------------------------------------------------- analysis
@@ -411,74 +544,110 @@ def summary_ms(values_ms: Sequence[float]) -> dict[str, Any]:
 @dataclass
 class Analysis:
     report: dict[str, Any]
-    lateness_by_path: dict[str, list[float]]
+    lateness_by_class: dict[str, dict[str, list[float]]]  # class -> path -> lateness (ms)
 
 
-def analyse(created: list[Created], deliveries: list[Delivery]) -> Analysis:
+def expected_cron_runs(created: Created, last: float) -> list[float]:
+    """The :00 instants a `* * * * *` job created then runs at, up to `last` (epoch seconds)."""
+    first = math.floor(created.sent / 60.0) * 60.0 + 60.0
+    return [first + 60.0 * i for i in range(int((last - first) // 60.0) + 1)] if first <= last else []
+
+
+def analyse(created: list[Created], deliveries: list[Delivery], burst_at: float, last_due: float) -> Analysis:
     jobs = {c.job_id: c for c in created if c.job_id}
     per_execution = Counter(d.execution_id for d in deliveries)
-    first: dict[str, Delivery] = {}  # per job: its first delivery
+    first: dict[tuple[str, float], Delivery] = {}  # per execution (job, scheduled time): its first delivery
     for delivery in sorted(deliveries, key=lambda d: d.arrived):
-        first.setdefault(delivery.job_id, delivery)
+        if delivery.job_id in jobs:
+            scheduled = (
+                delivery.scheduled_at
+                if delivery.scheduled_at is not None
+                else jobs[delivery.job_id].planned.due
+            )
+            first.setdefault((delivery.job_id, round(scheduled, 3)), delivery)
 
     def lateness_ms(delivery: Delivery) -> float:
         scheduled = delivery.scheduled_at
         if scheduled is None:
-            scheduled = jobs[delivery.job_id].due if delivery.job_id in jobs else delivery.arrived
+            scheduled = jobs[delivery.job_id].planned.due if delivery.job_id in jobs else delivery.arrived
         return (delivery.arrived - scheduled) * 1000
 
-    lateness_by_path: dict[str, list[float]] = {HANDOFF: [], SCANNER: []}
-    for job_id, delivery in first.items():
-        if job_id in jobs:
-            lateness_by_path[jobs[job_id].planned.path].append(lateness_ms(delivery))
-    everything = lateness_by_path[HANDOFF] + lateness_by_path[SCANNER]
-    arrivals = sorted(d.arrived for job_id, d in first.items() if job_id in jobs)
+    by_class: dict[str, dict[str, list[float]]] = {k: {HANDOFF: [], SCANNER: []} for k in CLASSES}
+    per_second: dict[int, list[float]] = defaultdict(list)
+    for (job_id, scheduled), delivery in first.items():
+        job = jobs[job_id]
+        late = lateness_ms(delivery)
+        path = (
+            job.path
+            if job.planned.kind != CRON
+            else (HANDOFF if scheduled - job.sent < _HANDOFF_LIMIT[0] else SCANNER)
+        )
+        by_class[job.planned.kind][path].append(late)
+        offset = math.floor(scheduled - burst_at)
+        if abs(offset) <= SECONDS_AROUND_REPORTED:
+            per_second[offset].append(late)
+    delivered_one_time = {job_id for job_id, _ in first}
+    missed_one_time = [
+        c for c in jobs.values() if c.planned.kind != CRON and c.job_id not in delivered_one_time
+    ]
+    cron_expected = {
+        (c.job_id, t)
+        for c in jobs.values()
+        if c.planned.kind == CRON
+        for t in expected_cron_runs(c, last_due)
+    }
+    missed_cron = len({(j, round(t, 3)) for j, t in cron_expected} - set(first))
+    arrivals = sorted(d.arrived for d in first.values())
     span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0.0
-    per_second = Counter(int(t) for t in arrivals)
-    dues = [c.due for c in jobs.values()]
-    mismatched = sum(
-        1
-        for job_id, d in first.items()
-        if job_id in jobs and d.scheduled_at is not None and d.scheduled_at - jobs[job_id].due > 0.0005
-    )
     report = {
         "executions_received": len(deliveries),
-        "jobs_delivered": sum(1 for job_id in first if job_id in jobs),
+        "executions_delivered": len(first),
         "executed_per_second": {
             "mean": round(len(arrivals) / span, 2) if span else None,
-            "peak_1s": max(per_second.values(), default=0),
+            "peak_1s": max(Counter(int(t) for t in arrivals).values(), default=0),
             "over_seconds": round(span, 1),
         },
-        "lateness_ms": summary_ms(everything),
-        "lateness_ms_by_path": {path: summary_ms(values) for path, values in lateness_by_path.items()},
-        "early": sum(1 for d in deliveries if lateness_ms(d) < 0),
-        "missed": len(set(jobs) - set(first)),
+        "lateness_ms": summary_ms([v for paths in by_class.values() for vs in paths.values() for v in vs]),
+        "lateness_ms_by_class": {
+            kind: {
+                "all": summary_ms(paths[HANDOFF] + paths[SCANNER]),
+                **{path: summary_ms(values) for path, values in paths.items() if values},
+            }
+            for kind, paths in by_class.items()
+        },
+        # Every execution scheduled in each second around the burst (B + offset), whatever its class.
+        "lateness_ms_by_second_around_burst": {
+            f"{offset:+d}": {
+                "count": len(values),
+                "p50": round(percentile(values, 50) or 0, 1),
+                "p99": round(percentile(values, 99) or 0, 1),
+                "max": round(max(values), 1),
+            }
+            for offset, values in sorted(per_second.items())
+        },
+        "early": sum(1 for d in deliveries if d.job_id in jobs and lateness_ms(d) < 0),
+        "missed": len(missed_one_time) + missed_cron,
+        "missed_by_class": {
+            **Counter(c.planned.kind for c in missed_one_time),
+            **({CRON: missed_cron} if missed_cron else {}),
+        },
         "duplicates": sum(n - 1 for n in per_execution.values() if n > 1),
         "retried_attempts": sum(1 for d in deliveries if d.attempt > 1),
-        # A one-time job has one execution: more distinct execution ids for a job would be a bug.
-        "extra_executions": len({(d.job_id, d.execution_id) for d in deliveries}) - len(first),
+        # A one-time job has one execution: more distinct execution ids for it would be a bug.
+        "extra_executions": len({(d.job_id, d.execution_id) for d in deliveries if d.job_id in jobs})
+        - len(first),
         "unexpected": sum(1 for d in deliveries if d.job_id not in jobs),
-        # A job whose create request was answered after its due time runs at once: the API schedules it
-        # then, and lateness counts from that instant (X-Punctual-Scheduled-At).
-        "scheduled_later_than_requested": mismatched,
-        "due_span": {
-            "first": _iso(min(dues)) if dues else None,
-            "last": _iso(max(dues)) if dues else None,
-            "minute_boundaries_crossed": int(max(dues) // 60 - min(dues) // 60) if dues else 0,
-        },
+        "burst_at": _iso(burst_at),
     }
-    return Analysis(report, lateness_by_path)
+    return Analysis(report, by_class)
 
 
 def cross_check(
     client: PunctualClient, created: list[Created], deliveries: list[Delivery], size: int
 ) -> dict[str, Any]:
-    """Ask the API about a sample of jobs: their execution's status and the worker's lateness_ms.
-
-    The sample is spread evenly over the jobs, and then over the missed ones, if any, separately:
-    whether a missed job is still QUEUED (late) or never got an execution tells two problems apart.
-    """
-    made = [c for c in created if c.job_id]
+    """Ask the API about a sample of one-time jobs: their execution's status and the worker's
+    lateness_ms; the missed ones, if any, separately (still QUEUED, or no execution at all?)."""
+    made = [c for c in created if c.job_id and c.planned.kind != CRON]
     if not made or size <= 0:
         return {"sampled": 0}
     result = _check_jobs(client, _spread(made, size), deliveries)
@@ -525,12 +694,38 @@ def _check_jobs(client: PunctualClient, sample: list[Created], deliveries: list[
     }
 
 
+def creation_report(created: list[Created], flooded: Flooded | None, burst_at: float) -> dict[str, Any]:
+    made = [c for c in created if c.job_id]
+    latencies = [c.latency * 1000 for c in made]
+    near = [c.latency * 1000 for c in made if abs(c.sent - burst_at) <= SECONDS_AROUND_REPORTED]
+    report: dict[str, Any] = {
+        "jobs_created": len(made),
+        "failed": sum(1 for c in created if c.error),
+        "by_class_and_path": dict(Counter(f"{c.planned.kind}/{c.path}" for c in made)),
+        "latency_ms": summary_ms(latencies),
+        "latency_ms_within_10s_of_burst": summary_ms(near),
+    }
+    if flooded is not None:
+        per_second = Counter(math.floor(t) for t in flooded.answered)
+        seconds = sorted(per_second)
+        # Whole seconds only: the first and last are partly outside the flood.
+        inner = [per_second[s] for s in seconds[1:-1]]
+        report["flood"] = {
+            "jobs_created": len(flooded.answered),
+            "failed": flooded.failed,
+            "rate_per_s": round(sum(inner) / len(inner), 1) if inner else None,
+            "slowest_second": min(inner) if inner else None,
+            "latency_ms": summary_ms(flooded.latencies_ms),
+        }
+    return report
+
+
 def _iso(epoch: float) -> str:
     return to_rfc3339(datetime.fromtimestamp(epoch, UTC))
 
 
 # --------------------------------------------------------------------------------------------- PNG
-def draw_histogram(path: Path, lateness_by_path: dict[str, list[float]], title: str) -> None:
+def draw_histograms(path: Path, by_class: dict[str, dict[str, list[float]]], title: str) -> None:
     try:
         import matplotlib
     except ImportError as exc:
@@ -538,42 +733,45 @@ def draw_histogram(path: Path, lateness_by_path: dict[str, list[float]], title: 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    values = lateness_by_path[HANDOFF] + lateness_by_path[SCANNER]
-    if not values:
+    kinds = [k for k in CLASSES if by_class[k][HANDOFF] or by_class[k][SCANNER]]
+    if not kinds:
         log("nothing was delivered: no histogram")
         return
-    # Outliers far beyond p99 would squeeze the rest into one bar: they are counted, not drawn.
-    p99 = percentile(values, 99) or 0.0
-    high = max(values) if max(values) <= 3 * max(p99, 100.0) else 3 * max(p99, 100.0)
-    low = min(min(values), 0.0)
-    width = max(5.0, math.ceil((high - low) / 60 / 5) * 5)  # about 60 bars, in steps of 5 ms
-    bins = [low + width * i for i in range(int((high - low) / width) + 2)]
-    beyond = [v for v in values if v > bins[-1]]
-    figure, axes = plt.subplots(figsize=(9, 4.5), dpi=110)
+    names = {STEADY: "steady load", BURST: "burst at one instant", CRON: "cron jobs at :00"}
     labels = {HANDOFF: "handed off by the API", SCANNER: "enqueued by a scanner tick"}
-    axes.hist(
-        [lateness_by_path[HANDOFF], lateness_by_path[SCANNER]],
-        bins=bins,
-        stacked=True,
-        label=[f"{labels[p]} ({len(lateness_by_path[p])})" for p in (HANDOFF, SCANNER)],
-        color=["#4c72b0", "#dd8452"],
+    figure, axes_list = plt.subplots(
+        len(kinds), 1, figsize=(9, 2.6 * len(kinds) + 0.8), dpi=110, squeeze=False
     )
-    for p, style in ((50, ":"), (99, "--")):
-        mark = percentile(values, p)
-        assert mark is not None
-        axes.axvline(mark, color="black", linestyle=style, linewidth=1, label=f"p{p} {mark:.0f} ms")
-    if beyond:
-        axes.plot(
-            [],
-            [],
-            " ",
-            label=f"{len(beyond)} later than {bins[-1]:.0f} ms not drawn (max {max(beyond):.0f} ms)",
+    for axes, kind in zip([a[0] for a in axes_list], kinds, strict=True):
+        values = by_class[kind][HANDOFF] + by_class[kind][SCANNER]
+        # Outliers far beyond p99 would squeeze the rest into one bar: they are counted, not drawn.
+        p99 = percentile(values, 99) or 0.0
+        high = max(values) if max(values) <= 3 * max(p99, 100.0) else 3 * max(p99, 100.0)
+        low = min(min(values), 0.0)
+        width = max(5.0, math.ceil((high - low) / 60 / 5) * 5)  # about 60 bars, in steps of 5 ms
+        bins = [low + width * i for i in range(int((high - low) / width) + 2)]
+        beyond = [v for v in values if v > bins[-1]]
+        drawn = [p for p in (HANDOFF, SCANNER) if by_class[kind][p]]
+        axes.hist(
+            [by_class[kind][p] for p in drawn],
+            bins=bins,
+            stacked=True,
+            label=[f"{labels[p]} ({len(by_class[kind][p])})" for p in drawn],
+            color=["#4c72b0" if p == HANDOFF else "#dd8452" for p in drawn],
         )
-    axes.set_xlabel("lateness at the receiver: arrival - scheduled time (ms)")
-    axes.set_ylabel("executions")
-    axes.set_title(title, fontsize=11)
-    axes.legend(frameon=False)
-    axes.spines[["top", "right"]].set_visible(False)
+        for p, style in ((50, ":"), (99, "--")):
+            mark = percentile(values, p)
+            assert mark is not None
+            axes.axvline(mark, color="black", linestyle=style, linewidth=1, label=f"p{p} {mark:.0f} ms")
+        axes.plot([], [], " ", label=f"max {max(values):.0f} ms")
+        if beyond:
+            axes.plot([], [], " ", label=f"{len(beyond)} later than {bins[-1]:.0f} ms not drawn")
+        axes.set_title(f"{names[kind]}: {len(values)} executions", fontsize=10)
+        axes.set_ylabel("executions")
+        axes.legend(frameon=False, fontsize=8)
+        axes.spines[["top", "right"]].set_visible(False)
+    axes_list[-1][0].set_xlabel("lateness at the receiver: arrival - scheduled time (ms)")
+    figure.suptitle(title, fontsize=10)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, metadata={"Software": None})
@@ -596,40 +794,78 @@ def window(text: str) -> tuple[float, float]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m bench.precision",
-        description="Precision end to end: lateness of webhook jobs created through the API, measured "
-        "at a receiver. Prints JSON.",
+        description="Precision end to end under bursts, cron at :00 and steady load: lateness of webhook "
+        "jobs created through the API, measured at a receiver. Prints JSON.",
     )
     load = parser.add_argument_group("load")
-    load.add_argument("--rate", type=float, default=20.0, help="jobs created a second (default 20)")
-    load.add_argument("--duration", type=float, default=120.0, help="seconds of creation (default 120)")
+    load.add_argument("--burst", type=int, default=100, help="one-time jobs due at one instant (default 100)")
+    load.add_argument(
+        "--burst-scanned-share",
+        type=float,
+        default=0.5,
+        help="share of the burst created before the hand-off window, for the scanner (default 0.5)",
+    )
+    load.add_argument(
+        "--burst-scanned-lead",
+        type=float,
+        default=None,
+        help="seconds before the burst its scanned part is created (default: the hand-off window + 30)",
+    )
+    load.add_argument(
+        "--burst-handoff-lead",
+        type=float,
+        default=30.0,
+        help="seconds before the burst the rest of it is created, as fast as the clients go (default 30)",
+    )
+    load.add_argument(
+        "--align",
+        type=int,
+        default=60,
+        help="the burst is due on a multiple of this many seconds (default 60: a minute boundary)",
+    )
+    load.add_argument("--cron", type=int, default=20, help="recurring jobs * * * * * (default 20)")
+    load.add_argument("--rate", type=float, default=20.0, help="steady jobs due a second (default 20)")
+    load.add_argument(
+        "--around",
+        type=float,
+        default=30.0,
+        help="steady jobs due from B - this to B + this seconds (default 30)",
+    )
     load.add_argument(
         "--scanned-share",
         type=float,
-        default=0.5,
-        help="share of jobs due beyond the API's hand-off window, so a scanner tick enqueues them (default 0.5)",
+        default=0.2,
+        help="share of the steady jobs created before the hand-off window, for the scanner (default 0.2)",
     )
     load.add_argument(
         "--handoff-window",
         type=window,
         default=None,
         metavar="LOW:HIGH",
-        help="seconds ahead for jobs the API hands off (default 5:120)",
+        help="seconds ahead steady jobs the API hands off are created (default 2:75)",
     )
     load.add_argument(
         "--scanned-window",
         type=window,
         default=None,
         metavar="LOW:HIGH",
-        help="seconds ahead for jobs left to the scanner (default: hand-off window +10 to +60 s, 190:240)",
+        help="seconds ahead steady jobs left to the scanner are created (default: hand-off window +10 to +40)",
     )
-    load.add_argument("--threads", type=int, default=8, help="create requests in flight at most (default 8)")
+    load.add_argument(
+        "--flood-seconds",
+        type=float,
+        default=20.0,
+        help="seconds around the burst more clients create jobs as fast as they can (default 20; 0: none)",
+    )
+    load.add_argument("--threads", type=int, default=8, help="clients per stream of creations (default 8)")
     load.add_argument("--grace", type=float, default=10.0, help="seconds to wait after the last due time")
     load.add_argument(
         "--sample", type=int, default=100, help="jobs cross-checked through the API (default 100)"
     )
-    load.add_argument("--seed", type=int, default=1, help="seed of the due-time draws")
+    load.add_argument("--seed", type=int, default=1, help="seed of the lead draws")
+    load.add_argument("--no-calibration", action="store_true", help="skip measuring moto first")
     output = parser.add_argument_group("output")
-    output.add_argument("--png", type=Path, default=None, help="write the lateness histogram here")
+    output.add_argument("--png", type=Path, default=None, help="write the lateness histograms here")
     output.add_argument("--stack-log", type=Path, default=None, help="keep the local stack's output here")
     stack = parser.add_argument_group("the local stack (ignored with --endpoint)")
     stack.add_argument("--tick-seconds", type=int, default=None, help="punctual local --tick-seconds")
@@ -657,20 +893,36 @@ def handoff_seconds(tick_seconds: int) -> int:
     return Settings(tick_seconds=tick_seconds, lookahead_seconds=lookahead).handoff_seconds
 
 
+def targets_for(analysis: Analysis, creation: dict[str, Any], burst: int) -> dict[str, Any]:
+    report = analysis.report
+    classes = report["lateness_ms_by_class"]
+    steady, bursting = classes[STEADY]["all"], classes[BURST]["all"]
+    burst_limit = TARGET_MAX_MS if burst >= LARGE_BURST else TARGET_SMALL_BURST_MS
+    flood_rate = (creation.get("flood") or {}).get("rate_per_s")
+    checks = {
+        "burst_max_ms_at_most": burst_limit,
+        "burst_met": not burst or (bursting["max"] is not None and bursting["max"] <= burst_limit),
+        "steady_p99_ms_at_most": TARGET_P99_MS,
+        "steady_p99_met": steady["p99"] is not None and steady["p99"] <= TARGET_P99_MS,
+        "steady_max_ms_at_most": TARGET_MAX_MS,
+        "steady_max_met": steady["max"] is not None and steady["max"] <= TARGET_MAX_MS,
+        "creates_per_s_at_least": TARGET_CREATES_PER_S,
+        "creation_met": flood_rate is None or flood_rate >= TARGET_CREATES_PER_S,
+        "none_early": report["early"] == 0,
+        "none_missed": report["missed"] == 0 and not creation["failed"],
+        "none_doubled": report["duplicates"] == 0 and report["extra_executions"] == 0,
+    }
+    checks["met"] = all(v for k, v in checks.items() if k.endswith("_met") or k.startswith("none_"))
+    return checks
+
+
 def run(args: argparse.Namespace, cleanup: ExitStack) -> dict[str, Any]:
     tick = args.tick_seconds or 60
     limit = handoff_seconds(tick)
-    handoff_window = args.handoff_window or (5.0, float(min(120, limit - 10)))
-    scanned_window = args.scanned_window or (float(limit + 10), float(limit + 60))
-    if args.scanned_share > 0 and scanned_window[0] <= limit + 2:
-        log(
-            f"warning: --scanned-window starts within the hand-off window ({limit} s): the API hands those off"
-        )
-    if args.scanned_share < 1 and handoff_window[1] >= limit - 2:
-        log(f"warning: --handoff-window ends beyond the hand-off window ({limit} s): a tick enqueues those")
-    count = max(1, round(args.rate * args.duration))
-    plans = plan_jobs(count, args.scanned_share, handoff_window, scanned_window, args.seed)
-
+    _HANDOFF_LIMIT[0] = float(limit)
+    calibration = None if args.no_calibration or args.endpoint else calibrate()
+    if calibration:
+        log(f"calibration: {calibration}")
     receiver = cleanup.enter_context(running_receiver(args.receiver_host, args.receiver_port))
     receiver_url = args.receiver_url or f"http://{args.receiver_host}:{receiver.server_address[1]}"
     stack_args: list[str] = []
@@ -691,89 +943,77 @@ def run(args: argparse.Namespace, cleanup: ExitStack) -> dict[str, Any]:
     meter = CpuMeter(stack.process.pid if stack and stack.process else None)
     client = PunctualClient.from_endpoint(endpoint, token=args.token, timeout=REQUEST_TIMEOUT_SECONDS)
     run_id = f"{int(time.time())}"
-    log(f"creating {count} jobs at {args.rate:g}/s against {endpoint}; receiver {receiver_url}")
+    shape = plan_shape(args, limit, time.time())
+    log(
+        f"burst of {args.burst} at {_iso(shape.burst_at)} (in {shape.burst_at - time.time():.0f} s), "
+        f"{args.cron} cron jobs, {args.rate:g} steady jobs/s; receiver {receiver_url}"
+    )
     meter.mark("start")
-    created = create_jobs(client, plans, args.rate, args.threads, receiver_url, run_id)
-    meter.mark("created")
+    load_before = load_average()
+    created, flooded = run_streams(client, shape, args, receiver_url, run_id)
     made = [c for c in created if c.job_id]
-    failed = [c for c in created if c.error]
-    for failure in failed[:5]:
+    for failure in [c for c in created if c.error][:5]:
         log(f"create failed: {failure.error}")
-
-    deadline = max((c.due for c in made), default=time.time()) + args.grace
+    last_due = max([c.planned.due for c in made if c.planned.kind != CRON] + [shape.burst_at])
+    deadline = last_due + args.grace
     while (remaining := deadline - time.time()) > 0:
-        log(f"received {receiver.count()}/{len(made)}; last due time + grace in {remaining:.0f} s")
+        log(f"received {receiver.count()}; last due time + grace in {remaining:.0f} s")
         time.sleep(min(10.0, remaining))
     meter.mark("end")
     deliveries = receiver.snapshot()
-    analysis = analyse(created, deliveries)
+    analysis = analyse(created, deliveries, shape.burst_at, last_due)
     log(f"checking {min(args.sample, len(made))} executions through the API")
     checked = cross_check(client, created, deliveries, args.sample)
-
-    sent = [c.sent for c in created]
-    creation_span = max(c.sent + c.latency for c in created) - min(sent)
-    achieved = round(len(created) / creation_span, 2) if creation_span > 0 else None
-    latencies = [c.latency * 1000 for c in made]
-    lateness = analysis.report["lateness_ms"]
-    targets = {
-        "p99_ms_at_most": TARGET_P99_MS,
-        "max_ms_at_most": TARGET_MAX_MS,
-        "p99_met": lateness["p99"] is not None and lateness["p99"] <= TARGET_P99_MS,
-        "max_met": lateness["max"] is not None and lateness["max"] <= TARGET_MAX_MS,
-        "none_early": analysis.report["early"] == 0,
-        "none_missed": analysis.report["missed"] == 0 and not failed,
-    }
-    targets["met"] = all(v for k, v in targets.items() if k.endswith(("_met", "none_early", "none_missed")))
+    for job in made:
+        if job.planned.kind == CRON and job.job_id:
+            try:
+                client.cancel_job(job.job_id)
+            except PunctualError as exc:
+                log(f"could not cancel cron job {job.job_id}: {exc}")
+    creation = creation_report(created, flooded, shape.burst_at)
     result: dict[str, Any] = {
         "benchmark": "precision",
         "stack": "deployed (--endpoint)" if args.endpoint and not is_loopback(endpoint) else "local",
         "config": {
             "endpoint": endpoint if args.endpoint else "local stack started by the benchmark",
             "local_stack_args": None if args.endpoint else stack_args,
-            "jobs": count,
-            "rate_per_s": args.rate,
-            "duration_s": args.duration,
-            "scanned_share": args.scanned_share,
+            "burst": args.burst,
+            "burst_scanned_share": args.burst_scanned_share,
+            "burst_handoff_lead_s": args.burst_handoff_lead,
+            "cron_jobs": args.cron,
+            "steady_rate_per_s": args.rate,
+            "steady_around_s": args.around,
+            "steady_scanned_share": args.scanned_share,
             "handoff_limit_s": limit,
-            "handoff_window_s": list(handoff_window),
-            "scanned_window_s": list(scanned_window),
-            "create_threads": args.threads,
+            "flood_seconds": args.flood_seconds,
+            "clients_per_stream": args.threads,
             "grace_s": args.grace,
             "seed": args.seed,
         },
-        "machine": {
-            **environment(),
-            "cpu_while_creating": meter.between("start", "created"),
-            "cpu_whole_run": meter.between("start", "end"),
+        "calibration": {
+            **(calibration or {}),
+            "load_average_at_start": load_before,
+            "load_average_at_end": load_average(),
         },
-        "creation": {
-            "jobs_created": len(made),
-            "failed": len(failed),
-            "by_path": dict(Counter(c.planned.path for c in made)),
-            "rate_per_s": achieved,
-            "latency_ms": {
-                "p50": round(percentile(latencies, 50) or 0, 1),
-                "p99": round(percentile(latencies, 99) or 0, 1),
-                "max": round(max(latencies, default=0), 1),
-            },
-        },
+        "machine": {**environment(), "cpu_whole_run": meter.between("start", "end")},
+        "creation": creation,
         "delivery": analysis.report,
         "api_cross_check": checked,
-        "targets": targets,
+        "targets": targets_for(analysis, creation, args.burst),
     }
     if args.png:
         where = "Punctual on AWS" if args.endpoint and not is_loopback(endpoint) else "Punctual local stack"
-        title = f"{where}: {len(made)} webhook jobs, {args.rate:g}/s offered for {args.duration:g} s"
-        if achieved is not None and achieved < 0.95 * args.rate:
-            title += f" (created at {achieved:g}/s)"
-        if lateness["count"]:
+        title = (
+            f"{where}: a burst of {args.burst} at one instant, {args.cron} cron jobs at :00, "
+            f"{args.rate:g} steady jobs/s"
+        )
+        if calibration:
+            rates = calibration["moto_calls_per_s"]
             title += (
-                f"\nlateness at the receiver: p50 {lateness['p50']:.0f} ms, p99 {lateness['p99']:.0f} ms, "
-                f"max {lateness['max']:.0f} ms"
+                f"\nmachine: moto {rates['conditional_update_item']:.0f} conditional updates/s, "
+                f"{rates['put_item']:.0f} puts/s; load average {load_before[0] if load_before else '?'}"
             )
-        if analysis.report["missed"]:
-            title += f"; {analysis.report['missed']} not delivered"
-        draw_histogram(args.png, analysis.lateness_by_path, title)
+        draw_histograms(args.png, analysis.lateness_by_class, title)
         result["png"] = str(args.png)
         log(f"wrote {args.png}")
     return result
@@ -784,9 +1024,19 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.rate <= 0 or args.duration <= 0 or not 0 <= args.scanned_share <= 1 or args.threads < 1:
-        build_parser().error("--rate and --duration must be positive, --scanned-share within 0..1")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if (
+        args.rate < 0
+        or args.around <= 0
+        or args.burst < 0
+        or args.cron < 0
+        or not 0 <= args.scanned_share <= 1
+        or not 0 <= args.burst_scanned_share <= 1
+        or args.threads < 1
+        or args.align < 1
+    ):
+        parser.error("counts and rates must not be negative, --around positive, shares within 0..1")
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         with ExitStack() as cleanup:
