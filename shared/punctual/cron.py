@@ -504,9 +504,7 @@ def runs(spec: CronSpec, zone: str, after: datetime, budget: Budget | None = Non
         if change is None:
             break
         start = change[0] - 1
-    key = zone
-    tz = ZoneInfo(zone)
-    offset = _offset(tz, start)
+    offset = _offset(ZoneInfo(zone), start)
     first = -(-(start + offset) // 60)
     virtual = first - 1  # the local minute cron last woke at
     lo = first  # the next local minute to look at in this stretch of one offset
@@ -517,7 +515,7 @@ def runs(spec: CronSpec, zone: str, after: datetime, budget: Budget | None = Non
         match = next_local_match(spec, floor, floor + SEARCH_YEARS * 366 * 1440, b)
         if match is None:
             return  # nothing matches for a whole calendar cycle: nothing ever will
-        change = _next_change(key, at, match * 60 - offset, b)
+        change = _next_change(zone, at, match * 60 - offset, b)
         if change is None:
             instant = match * 60 - offset
             lo, at = match + 1, instant

@@ -233,14 +233,8 @@ class Worker:
         return self._later(receipt_handle, delay)
 
     def _policy_skip(self, job: Job, execution: Execution, reason: str, receipt_handle: str) -> Outcome:
-        try:
-            self._store.skip_execution(
-                execution, finished_at=self._clock.now(), reason=reason, status=ExecutionStatus.SKIPPED
-            )
-        except LostRace:
+        if not self._skip(job, execution, reason, status=ExecutionStatus.SKIPPED):
             return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
-        metrics.add_metric(name=EXECUTIONS_SKIPPED, unit="Count", value=1)
-        logger.info("execution skipped", extra={"execution_id": execution.id, "reason": reason})
         skipped = replace(execution, status=ExecutionStatus.SKIPPED)
         self._record_outcome(job, skipped)
         return Outcome.DONE
@@ -368,8 +362,15 @@ class Worker:
                 self._clock.sleep(0.2 * 2**attempt * (1 + self._rng.random()))
         raise AssertionError("unreachable")
 
-    def _skip(self, job: Job | None, execution: Execution, reason: str) -> bool:
-        """End an execution that must not run (CANCELLED, with the reason) if it is still as read.
+    def _skip(
+        self,
+        job: Job | None,
+        execution: Execution,
+        reason: str,
+        status: ExecutionStatus = ExecutionStatus.CANCELLED,
+    ) -> bool:
+        """End an execution that must not run (CANCELLED, or SKIPPED by its job's policy, with the
+        reason) if it is still as read.
         False when it is not (another worker claimed or ended it), or, for a run under way of a
         paused job, when the job is no longer paused (resumed, it may go on)."""
         try:
@@ -378,6 +379,7 @@ class Worker:
                 finished_at=self._clock.now(),
                 reason=reason,
                 job_paused=job is not None and job.status is JobStatus.PAUSED,
+                status=status,
             )
         except LostRace:
             return False
