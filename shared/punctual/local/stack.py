@@ -57,7 +57,7 @@ LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
 LOCAL_EARLY_VISIBILITY_SECONDS = 2
 STOP_GRACE_SECONDS = 3.0
 MOTO_STOP_SECONDS = 5.0
-_CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=64)
+_CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=256)
 
 
 class StackError(Exception):
