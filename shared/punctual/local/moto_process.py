@@ -169,7 +169,7 @@ class _SkipDrainWhenBodyRead:
     EVENT_READ = selectors.EVENT_READ
 
     @staticmethod
-    def DefaultSelector() -> Any:  # noqa: N802 (the selectors module's name)
+    def DefaultSelector() -> Any:
         return _NothingLeft() if _body_read() else selectors.DefaultSelector()
 
 
