@@ -119,9 +119,9 @@ def keep_alive_handler(base: Any) -> Any:
     """
     import werkzeug.serving
 
-    werkzeug.serving.selectors = _SkipDrainWhenBodyRead  # type: ignore[attr-defined]
+    werkzeug.serving.selectors = _SkipDrainWhenBodyRead  # type: ignore[assignment]
 
-    class KeepAliveHandler(base):  # type: ignore[misc, valid-type]
+    class KeepAliveHandler(base):
         disable_nagle_algorithm = True
         protocol_version = "HTTP/1.1"
 
