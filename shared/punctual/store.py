@@ -143,6 +143,16 @@ def _idempotency_key(owner: str, key: str) -> dict[str, str]:
     return {"pk": f"IDEM#{digest}", "sk": "IDEM"}
 
 
+def _start_of(execution: Execution) -> tuple[str, dict[str, Any]]:
+    """The SET clauses recording an attempt's start (kept if its claim recorded one), and their values."""
+    if execution.started_at is None or execution.lateness_ms is None:
+        return "", {}
+    clauses = (
+        ", started_at = if_not_exists(started_at, :began), lateness_ms = if_not_exists(lateness_ms, :late)"
+    )
+    return clauses, {":began": to_rfc3339(execution.started_at), ":late": execution.lateness_ms}
+
+
 def _execution_key(execution: Execution) -> dict[str, str]:
     return {"pk": _job_pk(execution.job_id), "sk": _exec_sk(execution.scheduled_at, execution.id)}
 
@@ -852,15 +862,25 @@ class Store:
         _call(lambda: self._table.meta.client.transact_write_items(TransactItems=items))
 
     def claim_execution(
-        self, execution: Execution, *, now: datetime, lease_until: datetime, lateness_ms: int
+        self, execution: Execution, *, now: datetime, lease_until: datetime, lateness_ms: int | None
     ) -> Execution:
         """(not stored)/QUEUED/RETRYING (or RUNNING with an expired lease) -> RUNNING, counting one more
-        attempt. An execution not stored yet (the scanner stores none) is stored by its first claim."""
+        attempt. An execution not stored yet (the scanner stores none) is stored by its first claim.
+        Without `lateness_ms` (a claim made before the execution's instant) its start is recorded by
+        the write of its attempt's outcome."""
+        started = (
+            ""
+            if lateness_ms is None
+            else ", started_at = if_not_exists(started_at, :now), lateness_ms = if_not_exists(lateness_ms, :late)"
+        )
+        values: dict[str, Any] = (
+            {":now": to_rfc3339(now), ":late": lateness_ms} if lateness_ms is not None else {}
+        )
         return self._update_execution(
             execution,
-            "SET #st = :running, attempts = if_not_exists(attempts, :zero) + :one, lease_until = :lease, "
-            "started_at = if_not_exists(started_at, :now), lateness_ms = if_not_exists(lateness_ms, :late) "
-            "REMOVE next_attempt_at",
+            "SET #st = :running, attempts = if_not_exists(attempts, :zero) + :one, lease_until = :lease"
+            + started
+            + " REMOVE next_attempt_at",
             "attribute_not_exists(pk) OR #st IN (:queued, :retrying) "
             # (a RUNNING item without a lease: none is written, but one would otherwise stay stuck)
             "OR (#st = :running AND (lease_until < :now_ms OR attribute_not_exists(lease_until)))",
@@ -871,9 +891,8 @@ class Store:
                 ":zero": 0,
                 ":one": 1,
                 ":lease": to_epoch_ms(lease_until),
-                ":now": to_rfc3339(now),
                 ":now_ms": to_epoch_ms(now),
-                ":late": lateness_ms,
+                **values,
             },
         )
 
@@ -905,13 +924,16 @@ class Store:
         error: str | None,
         result: Any,
     ) -> Execution:
-        """RUNNING (this attempt) -> SUCCEEDED or FAILED."""
+        """RUNNING (this attempt) -> SUCCEEDED or FAILED (and its start, if its claim came before it)."""
+        started, values = _start_of(execution)
         return self._update_execution(
             execution,
-            "SET #st = :final, finished_at = :at, #err = :err, #res = :res, expires_at = :exp "
-            "REMOVE lease_until",
+            "SET #st = :final, finished_at = :at, #err = :err, #res = :res, expires_at = :exp"
+            + started
+            + " REMOVE lease_until",
             "#st = :running AND attempts = :attempts",
             {
+                **values,
                 ":final": status.value,
                 ":at": to_rfc3339(finished_at),
                 ":exp": self._expiry(finished_at),
@@ -923,12 +945,17 @@ class Store:
         )
 
     def retry_execution(self, execution: Execution, *, next_attempt_at: datetime, error: str) -> Execution:
-        """RUNNING (this attempt) -> RETRYING, to be picked up again at `next_attempt_at`."""
+        """RUNNING (this attempt) -> RETRYING, to be picked up again at `next_attempt_at` (and its start,
+        if its claim came before it)."""
+        started, values = _start_of(execution)
         return self._update_execution(
             execution,
-            "SET #st = :retrying, next_attempt_at = :next, #err = :err, expires_at = :exp REMOVE lease_until",
+            "SET #st = :retrying, next_attempt_at = :next, #err = :err, expires_at = :exp"
+            + started
+            + " REMOVE lease_until",
             "#st = :running AND attempts = :attempts",
             {
+                **values,
                 ":retrying": ExecutionStatus.RETRYING.value,
                 ":exp": self._expiry(next_attempt_at),
                 ":next": to_rfc3339(next_attempt_at),

@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any, TypeVar
 
 from punctual import tasks
+from punctual.batched_reads import BatchedJobReads
 from punctual.clock import Clock
 from punctual.errors import LostRace, RetryableStoreError, UnreadableItem
 from punctual.models import (
@@ -98,6 +99,7 @@ class Worker:
         self._resolver = resolver
         self._lambda_clients = lambda_clients
         self._rng = rng or random.Random()
+        self._jobs = BatchedJobReads(lambda job_ids: self._store.read_jobs(job_ids))
 
     def handle(self, item: WorkItem, receipt_handle: str, receive_count: int = 1) -> Outcome:
         try:
@@ -122,8 +124,6 @@ class Worker:
         wait = (item.scheduled_at - self._clock.now()).total_seconds()
         if wait > MAX_EARLY_WAIT.total_seconds():
             return self._later(receipt_handle, wait)
-        if wait > 0:
-            self._clock.sleep(wait)
 
         stored = self._store.get_execution(item.job_id, item.scheduled_at, item.execution_id)
         if stored is not None and stored.status.is_final:
@@ -131,10 +131,14 @@ class Worker:
             # the job, do that now.
             self._ensure_outcome_recorded(stored)
             return Outcome.DONE
-        job = self._store.get_job(item.job_id)
+        job = self._jobs.get(item.job_id)
         execution = stored or unstored_execution(item, job, self._clock.now(), self._store.retention)
         if execution is None:
             return Outcome.DONE
+        if self._clock.now() < execution.scheduled_at and not _early_claim(job, execution):
+            # Claimed at its instant: its job's policy is judged then (whether its previous run is still
+            # under way). A duplicate's claim meanwhile makes this one's fail.
+            self._clock.sleep((execution.scheduled_at - self._clock.now()).total_seconds())
         now = self._clock.now()
         if (
             execution.status is ExecutionStatus.RUNNING
@@ -164,18 +168,36 @@ class Worker:
                 self._clock.sleep(early)
                 now = self._clock.now()
 
+        # A message received before its instant is claimed then (its reads and its claim done in the
+        # time to spare, rather than all at once at an instant many executions share), its lease
+        # counted from the instant; its start and lateness are recorded when it starts.
+        ahead = now < execution.scheduled_at
+        starts = max(now, execution.scheduled_at)
         try:
             running = self._store.claim_execution(
                 execution,
                 now=now,
-                lease_until=now + timedelta(seconds=job.timeout_seconds) + LEASE_MARGIN,
-                lateness_ms=int((now - execution.scheduled_at) / timedelta(milliseconds=1)),
+                lease_until=starts + timedelta(seconds=job.timeout_seconds) + LEASE_MARGIN,
+                lateness_ms=None if ahead else _lateness_ms(execution, now),
             )
         except LostRace:
             return self._after_lost_claim(item, receipt_handle)
-        # Read the job again now that the execution is claimed: a cancel or pause that landed between
-        # the first read and the claim still stops it, and one after this read came after its start.
-        job = self._store.get_job(item.job_id)
+        if ahead:
+            self._clock.sleep((execution.scheduled_at - self._clock.now()).total_seconds())
+            began = self._clock.now()
+            running = replace(running, started_at=began, lateness_ms=_lateness_ms(running, began))
+            late = (began - running.scheduled_at).total_seconds()
+            window = job.policy.max_lateness_seconds
+            if window is not None and not running.manual and late > window:
+                # Its catch-up window is judged at its start, as for a run claimed then.
+                reason = f"skipped: it would have started {late:.0f} s after its time, past the job's " + (
+                    f"max_lateness_seconds ({window})"
+                )
+                return self._policy_skip(job, running, reason, receipt_handle)
+        # Read the job again now that the execution is claimed and its instant has come: a cancel or
+        # pause that landed between the first read and now still stops it, and one after this read
+        # came after its start.
+        job = self._jobs.get(item.job_id)
         for attempt in range(SKIP_ATTEMPTS):
             reason = skip_reason(job, running)
             if reason is None:
@@ -396,6 +418,21 @@ class Worker:
     def _later(self, receipt_handle: str, seconds: float) -> Outcome:
         self._queue.change_visibility(receipt_handle, seconds)
         return Outcome.LATER
+
+
+def _lateness_ms(execution: Execution, started: datetime) -> int:
+    return int((started - execution.scheduled_at) / timedelta(milliseconds=1))
+
+
+def _early_claim(job: Job | None, execution: Execution) -> bool:
+    """Whether an execution whose message came before its instant may be claimed before it: its first
+    scheduled attempt, unless its job's overlap policy must see, at the instant, whether the previous
+    run is still under way."""
+    if execution.attempts or execution.status is not ExecutionStatus.QUEUED:
+        return False
+    if job is None or execution.manual or not job.recurring:
+        return True
+    return job.policy.overlap is Overlap.ALLOW
 
 
 def _still_under_way(execution: Execution, now: datetime) -> bool:
