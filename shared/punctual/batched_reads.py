@@ -1,4 +1,4 @@
-"""Job reads that arrive together share one call.
+"""Reads of jobs that arrive together share one call.
 
 Executions due at one instant all read their job at that instant (the worker's read after its claim,
 which lets a pause or cancel that landed meanwhile stop the run). Each asking for itself, a burst of
@@ -14,32 +14,34 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from typing import Generic, TypeVar
 
 from punctual.errors import UnreadableItem
-from punctual.models import Job
 
 # BatchGetItem's limit.
 MAX_KEYS = 100
 
-ReadMany = Callable[[Iterable[str]], tuple[dict[str, Job], dict[str, str]]]
+T = TypeVar("T")
+# Job ids -> what was found by id, and apart the ids of items that cannot be read, with why.
+ReadMany = Callable[[Iterable[str]], tuple[dict[str, T], dict[str, str]]]
 
 
-class BatchedJobReads:
-    """`get(job_id)`, answered by a call shared with the reads waiting at the time.
+class BatchedReads(Generic[T]):
+    """`get(job_id)`, answered by a call shared with the reads waiting at the time (None: no such job).
 
     The reader that finds no call on its way makes one; when it comes back, the next call (for the
     reads that arrived meanwhile) is made by one of their readers, so no reader makes calls for
     others after its own answer has come."""
 
-    def __init__(self, read_many: ReadMany) -> None:
+    def __init__(self, read_many: ReadMany[T]) -> None:
         self._read_many = read_many
         self._lock = threading.Lock()
-        self._waiting: dict[str, list[Future[Job | None]]] = {}  # by job id, in arrival order
-        self._turns: list[tuple[Future[Job | None], threading.Event]] = []
+        self._waiting: dict[str, list[Future[T | None]]] = {}  # by job id, in arrival order
+        self._turns: list[tuple[Future[T | None], threading.Event]] = []
         self._busy = False  # a call is on its way
 
-    def get(self, job_id: str) -> Job | None:
-        answer: Future[Job | None] = Future()
+    def get(self, job_id: str) -> T | None:
+        answer: Future[T | None] = Future()
         with self._lock:
             self._waiting.setdefault(job_id, []).append(answer)
             turn = None

@@ -153,6 +153,19 @@ def _start_of(execution: Execution) -> tuple[str, dict[str, Any]]:
     return clauses, {":began": to_rfc3339(execution.started_at), ":late": execution.lateness_ms}
 
 
+@dataclass(frozen=True)
+class JobStamp:
+    """A job's status, schedule version and time of last change: whether it changed since a read."""
+
+    status: JobStatus
+    schedule_version: int
+    updated_at: datetime
+
+    @staticmethod
+    def of(job: Job) -> JobStamp:
+        return JobStamp(job.status, job.schedule_version, job.updated_at)
+
+
 def _execution_key(execution: Execution) -> dict[str, str]:
     return {"pk": _job_pk(execution.job_id), "sk": _exec_sk(execution.scheduled_at, execution.id)}
 
@@ -338,6 +351,25 @@ class Store:
             except Exception as exc:
                 unreadable[job_id] = f"{type(exc).__name__}: {exc}"[:500]
         return jobs, unreadable
+
+    def job_stamps(self, job_ids: Iterable[str]) -> tuple[dict[str, JobStamp], dict[str, str]]:
+        """What tells whether each job changed since it was read (its status, schedule version and
+        time of last change), read consistently; apart the ids of items that cannot be read."""
+        keys = [{"pk": _job_pk(job_id), "sk": _JOB_SK} for job_id in dict.fromkeys(job_ids)]
+        stamps: dict[str, JobStamp] = {}
+        unreadable: dict[str, str] = {}
+        names = {"#pk": "pk", "#st": "status", "#sv": "schedule_version", "#up": "updated_at"}
+        for item in self._batch_get(keys, "#pk, #st, #sv, #up", names):
+            job_id = str(item["pk"]).removeprefix("JOB#")
+            try:
+                stamps[job_id] = JobStamp(
+                    JobStatus(item["status"]),
+                    int(item.get("schedule_version", 1)),
+                    parse_rfc3339(item["updated_at"]),
+                )
+            except Exception as exc:
+                unreadable[job_id] = f"{type(exc).__name__}: {exc}"[:500]
+        return stamps, unreadable
 
     def _batch_get(
         self,

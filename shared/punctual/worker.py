@@ -16,7 +16,7 @@ from enum import Enum
 from typing import Any, TypeVar
 
 from punctual import tasks
-from punctual.batched_reads import BatchedJobReads
+from punctual.batched_reads import BatchedReads
 from punctual.clock import Clock
 from punctual.errors import LostRace, RetryableStoreError, UnreadableItem
 from punctual.models import (
@@ -41,7 +41,7 @@ from punctual.observability import (
     metrics,
 )
 from punctual.queue import WorkItem, WorkQueue
-from punctual.store import Store
+from punctual.store import JobStamp, Store
 from punctual.tasks import MAX_RESULT_DEPTH, LambdaClients, TaskContext, TaskFailed, TaskPolicy
 from punctual.validation import json_problem
 
@@ -99,7 +99,8 @@ class Worker:
         self._resolver = resolver
         self._lambda_clients = lambda_clients
         self._rng = rng or random.Random()
-        self._jobs = BatchedJobReads(lambda job_ids: self._store.read_jobs(job_ids))
+        self._jobs = BatchedReads(lambda job_ids: self._store.read_jobs(job_ids))
+        self._stamps = BatchedReads(lambda job_ids: self._store.job_stamps(job_ids))
 
     def handle(self, item: WorkItem, receipt_handle: str, receive_count: int = 1) -> Outcome:
         try:
@@ -196,8 +197,8 @@ class Worker:
                 return self._policy_skip(job, running, reason, receipt_handle)
         # Read the job again now that the execution is claimed and its instant has come: a cancel or
         # pause that landed between the first read and now still stops it, and one after this read
-        # came after its start.
-        job = self._jobs.get(item.job_id)
+        # came after its start. (Whether it changed is read first: all of it only if it did.)
+        job = self._reread(job)
         for attempt in range(SKIP_ATTEMPTS):
             reason = skip_reason(job, running)
             if reason is None:
@@ -213,6 +214,13 @@ class Worker:
                 self._clock.sleep(0.1 * 2**attempt)
         self._release(running)
         return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
+
+    def _reread(self, job: Job) -> Job | None:
+        """The job as it is now: the copy read before, unless its status, schedule version or time of
+        last change differ (or it is gone)."""
+        if self._stamps.get(job.id) == JobStamp.of(job):
+            return job
+        return self._jobs.get(job.id)
 
     def _by_policy(
         self, job: Job, execution: Execution, now: datetime, receipt_handle: str, receive_count: int
