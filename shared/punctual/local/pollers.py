@@ -54,15 +54,17 @@ class PollerPool:
         minimum: int,
         maximum: int,
         wait_seconds: int = 1,
+        batch_size: int = 10,
     ) -> None:
         self.name = name
         self._sqs = sqs
-        self._queue_url = queue_url
+        self.queue_url = queue_url
         self._new_container = new_container
         self._stop = stop
         self._minimum = max(1, minimum)
         self._maximum = max(self._minimum, maximum)
         self._wait_seconds = wait_seconds
+        self._batch_size = batch_size
         self._lock = threading.Lock()
         self._warm: list[Handler] = []  # containers of retired pollers, reused by new ones
         self._threads: list[threading.Thread] = []
@@ -80,6 +82,16 @@ class PollerPool:
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         return sum(thread.is_alive() for thread in threads)
+
+    def prepare(self, messages: int) -> None:
+        """Start pollers ahead of `messages` about to arrive (held delayed messages coming due), as
+        many as their batches need beyond those idle, up to the limit: a new poller loads a fresh
+        copy of its handler, which should be done before the messages are due, not as they are."""
+        with self._lock:
+            idle = len(self._threads) - self._busy
+            wanted = -(-messages // self._batch_size) - idle
+        for _ in range(min(wanted, self._maximum)):
+            self._spawn()
 
     @property
     def size(self) -> int:
@@ -102,7 +114,9 @@ class PollerPool:
                 handler = self._warm.pop() if self._warm else None
             if handler is None:
                 handler = self._new_container()
-            mapping = EventSourceMapping(self._sqs, self._queue_url, self._invoker(handler))
+            mapping = EventSourceMapping(
+                self._sqs, self.queue_url, self._invoker(handler), batch_size=self._batch_size
+            )
         except Exception:
             logger.exception("poller could not start", extra={"poller": self.name})
             self._retire(None)
