@@ -202,7 +202,10 @@ def test_the_start_of_an_early_claimed_run_is_kept_by_its_outcome_write(early_wo
     store: Store = world.store
     job, due = one_time(world, 200)  # left to the scanner: nothing runs it here
     execution = worker_module.unstored_execution(
-        worker_module.WorkItem(job["id"], "exec_early", due, 1), world.store.get_job(job["id"]), due, store.retention
+        worker_module.WorkItem(job["id"], "exec_early", due, 1),
+        world.store.get_job(job["id"]),
+        due,
+        store.retention,
     )
     assert execution is not None
     claimed = store.claim_execution(
