@@ -850,6 +850,10 @@ class Store:
             ":err": reason,
             ":exp": self._expiry(finished_at),
         }
+        if execution.status is ExecutionStatus.RUNNING and execution.started_at is None:
+            # Claimed ahead of its instant and never started: the claim's attempt is given back.
+            update = update.replace(" REMOVE ", ", attempts = attempts - :one REMOVE ", 1)
+            values[":one"] = 1
         if execution.status is ExecutionStatus.RUNNING:
             if execution.lease_until is None:
                 condition = "#st = :read AND attribute_not_exists(lease_until)"

@@ -186,7 +186,6 @@ class Worker:
         if ahead:
             self._clock.sleep((execution.scheduled_at - self._clock.now()).total_seconds())
             began = self._clock.now()
-            running = replace(running, started_at=began, lateness_ms=_lateness_ms(running, began))
             late = (began - running.scheduled_at).total_seconds()
             window = job.policy.max_lateness_seconds
             if window is not None and not running.manual and late > window:
@@ -203,6 +202,9 @@ class Worker:
             reason = skip_reason(job, running)
             if reason is None:
                 assert job is not None
+                if ahead:  # its start, recorded with its outcome
+                    began = self._clock.now()
+                    running = replace(running, started_at=began, lateness_ms=_lateness_ms(running, began))
                 return self._run(job, running, receipt_handle)
             try:
                 if self._skip(job, running, reason):

@@ -109,7 +109,7 @@ def test_a_job_changed_between_the_early_claim_and_the_instant_does_not_run_then
     assert made[0] < due
     executions = {e["scheduled_at"]: e for e in world.executions(job["id"])}
     old = executions[to_rfc3339(due)]
-    assert old["status"] == "CANCELLED" and old["started_at"] is None
+    assert old["status"] == "CANCELLED" and old["started_at"] is None and old["attempts"] == 0
     if change == "reschedule":
         # and the job ran at its new instant instead, once
         assert executions[to_rfc3339(later)]["status"] == "SUCCEEDED"
