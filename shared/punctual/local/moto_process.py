@@ -26,6 +26,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         install_hooks()  # before the write lock, so that the journal's order is moto's
     make_writes_atomic()
     query_only_the_partition()
+    lighten_sqs_receives()
     answer_invocations_with_their_event()
     app: Any = DomainDispatcherApplication(create_backend_app)
     remember_each_services_app(app)
@@ -93,6 +95,36 @@ def main(argv: list[str] | None = None) -> int:
     print(f"port {server.port}", flush=True)
     server.serve_forever(0.2)
     return 0
+
+
+def lighten_sqs_receives() -> None:
+    """Two costs of moto's ReceiveMessage that grew with the queue, under a burst most of moto's time.
+
+    - For every message it hands out, it checks the message against the queue's retention period
+      by asking for all of the queue's attributes, which counts the visible, in-flight and delayed
+      messages one by one: a receive cost the square of what the queue held (executions claimed
+      ahead of their instant hold their messages in flight). The period is read from its field.
+    - Each look at a message (visible? delayed?) read the time through moto's unix_time, which
+      builds two datetimes and runs an import: the time is read as time.time(), the same clock.
+    """
+    import moto.sqs.models as sqs_models
+    from moto.core.utils import unix_time as moto_unix_time
+
+    def unix_time(dt: Any = None) -> float:
+        return time.time() if dt is None else float(moto_unix_time(dt))
+
+    def unix_time_millis(dt: Any = None) -> float:
+        return unix_time(dt) * 1000.0
+
+    def is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Any) -> bool:
+        retention = int(self.get_queue(queue_name).message_retention_period)
+        return bool(retention + (message.sent_timestamp or 0) / 1000 > unix_time())
+
+    sqs_models.unix_time = unix_time
+    sqs_models.unix_time_millis = unix_time_millis
+    sqs_models.SQSBackend.is_message_valid_based_on_retention_period = (  # type: ignore[method-assign]
+        is_message_valid_based_on_retention_period
+    )
 
 
 def answer_invocations_with_their_event() -> None:
