@@ -29,7 +29,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from punctual import provision, resources, wiring
+from punctual import provision, resources, target_arns, wiring
 from punctual.clock import SystemClock
 from punctual.config import Settings
 from punctual.esm import Handler
@@ -145,6 +145,8 @@ class LocalStack:
         clock = SystemClock()
         restored = self._restore(to_epoch_ms(clock.now()))
 
+        # Anything created in its moto, for the sqs, sns, eventbridge and stepfunctions tasks.
+        targets: dict[str, Any] = {target.setting: (target.local,) for target in target_arns.TARGETS}
         settings = Settings(
             table_name=provisioned.table_name,
             queue_url=provisioned.queue_url,
@@ -156,6 +158,7 @@ class LocalStack:
             lookahead_seconds=lookahead_for(options.tick_seconds),
             webhook_allowed_networks=LOOPBACK_NETWORKS,
             lambda_functions=LOCAL_LAMBDA_FUNCTIONS,
+            **targets,
             early_visibility_seconds=LOCAL_EARLY_VISIBILITY_SECONDS,
             # Its queue is in memory: recovery after a restart re-sends the executions stored QUEUED.
             record_queued=True,
@@ -169,6 +172,7 @@ class LocalStack:
             dynamodb_client=dynamodb_client,
             sqs=self._delays,
             lambda_clients=wiring.lambda_clients_for(settings, session),
+            aws_clients=wiring.aws_clients_for(settings, session),
         )
         wiring.set_default(punctual)
         work = work_items(restored["unfinished"])

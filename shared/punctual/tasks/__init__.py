@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from punctual import templating
 from punctual.clock import Clock
 from punctual.errors import InvalidRequest
-from punctual.models import UNRESOLVED_TASK, TaskSpec
+from punctual.models import UNRESOLVED_TASK, TaskRef, TaskSpec
 from punctual.netguard import Resolver, system_resolver
 from punctual.timefmt import to_rfc3339
 from punctual.validation import json_problem, refuse_constant
@@ -209,7 +209,9 @@ SAMPLE_REFERENCES: dict[str, Any] = {
 }
 
 
-def run(spec: TaskSpec, context: TaskContext) -> Any:
+def run(spec: TaskSpec | TaskRef, context: TaskContext) -> Any:
+    if isinstance(spec, TaskRef):
+        raise TaskFailed(f"the named task {spec.name!r} was not resolved for this run", retryable=False)
     if spec.type == UNRESOLVED_TASK:
         # A named task that could not be resolved for this run (gone, or the job's parameters no
         # longer fit it): another attempt would meet the same.
