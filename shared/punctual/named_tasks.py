@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from punctual import paramschema, tasks, templating
@@ -282,7 +281,7 @@ def check_params(
 class _Cached:
     task: NamedTask | None
     schema: paramschema.CompiledSchema | None
-    read_at: float
+    read_at: datetime
 
 
 class TaskResolver:
@@ -290,25 +289,19 @@ class TaskResolver:
     DEFINITION_TTL_SECONDS (so that executions cost no read of their task, but one per task and
     container that often), their schemas compiled once per version."""
 
-    def __init__(
-        self,
-        store: TaskStore,
-        *,
-        ttl_seconds: float = DEFINITION_TTL_SECONDS,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, store: TaskStore, clock: Clock, *, ttl_seconds: float = DEFINITION_TTL_SECONDS) -> None:
         self._store = store
-        self._ttl = ttl_seconds
-        self._monotonic = monotonic
+        self._ttl = timedelta(seconds=ttl_seconds)
+        self._clock = clock
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str], _Cached] = {}
 
     def definition(self, owner: str, name: str) -> tuple[NamedTask | None, paramschema.CompiledSchema | None]:
         key = (owner, name)
-        now = self._monotonic()
+        now = self._clock.now()
         with self._lock:
             cached = self._cache.get(key)
-        if cached is not None and now - cached.read_at < self._ttl:
+        if cached is not None and timedelta(0) <= now - cached.read_at < self._ttl:
             return cached.task, cached.schema
         task = self._store.get(owner, name)
         schema = (
