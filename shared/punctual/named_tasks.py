@@ -289,7 +289,9 @@ class TaskResolver:
     DEFINITION_TTL_SECONDS (so that executions cost no read of their task, but one per task and
     container that often), their schemas compiled once per version."""
 
-    def __init__(self, store: TaskStore, clock: Clock, *, ttl_seconds: float = DEFINITION_TTL_SECONDS) -> None:
+    def __init__(
+        self, store: TaskStore, clock: Clock, *, ttl_seconds: float = DEFINITION_TTL_SECONDS
+    ) -> None:
         self._store = store
         self._ttl = timedelta(seconds=ttl_seconds)
         self._clock = clock
