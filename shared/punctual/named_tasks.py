@@ -305,7 +305,8 @@ class TaskResolver:
             cached = self._cache.get(key)
         if cached is not None and timedelta(0) <= now - cached.read_at < self._ttl:
             return cached.task, cached.schema
-        task = self._store.get(owner, name)
+        # (eventually consistent: half a read unit, and the copy is up to DEFINITION_TTL_SECONDS old anyway)
+        task = self._store.get(owner, name, consistent=False)
         schema = (
             cached.schema if cached and cached.task and task and cached.task.version == task.version else None
         )

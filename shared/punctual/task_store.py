@@ -53,8 +53,9 @@ class TaskStore:
             )
         )
 
-    def get(self, owner: str, name: str) -> NamedTask | None:
-        response = _call(lambda: self._table.get_item(Key=self._key(owner, name), ConsistentRead=True))
+    def get(self, owner: str, name: str, *, consistent: bool = True) -> NamedTask | None:
+        """The owner's task (read consistently unless asked: a worker's refresh of its copy need not)."""
+        response = _call(lambda: self._table.get_item(Key=self._key(owner, name), ConsistentRead=consistent))
         item = response.get("Item")
         return None if item is None else self._task_from(item)
 

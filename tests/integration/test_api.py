@@ -408,7 +408,17 @@ def test_preview_lists_next_runs_without_creating_anything(world: World) -> None
 @BOTH_FORMATS
 def test_tasks_health_and_openapi(world: World) -> None:
     types = {t["type"]: t for t in world.api("GET", "/tasks").body["types"]}
-    assert set(types) == {"http", "lambda", "noop", "sleep", "fail", "sqs", "sns", "eventbridge", "stepfunctions"}
+    assert set(types) == {
+        "http",
+        "lambda",
+        "noop",
+        "sleep",
+        "fail",
+        "sqs",
+        "sns",
+        "eventbridge",
+        "stepfunctions",
+    }
     assert "url" in types["http"]["params"]["properties"]
     assert world.api("GET", "/health").status == 200
     spec = world.api("GET", "/openapi.json").body
