@@ -43,6 +43,9 @@ class Settings(BaseModel):
     sns_topics: tuple[str, ...] = ()
     eventbridge_buses: tuple[str, ...] = ()
     state_machines: tuple[str, ...] = ()
+    # How long a worker keeps a named task's definition before reading it again: a change to a task
+    # reaches executions that start this long after it.
+    task_cache_seconds: float = Field(default=10, ge=0, le=300)
     cursor_secret: str = "punctual-local-cursor-secret"
     result_max_bytes: int = Field(default=4096, ge=0, le=65536)
     # Store each scheduled execution as QUEUED when it is enqueued: one more write per execution.
@@ -119,6 +122,7 @@ class Settings(BaseModel):
             "retention_days": "PUNCTUAL_RETENTION_DAYS",
             "cursor_secret": "PUNCTUAL_CURSOR_SECRET",
             "result_max_bytes": "PUNCTUAL_RESULT_MAX_BYTES",
+            "task_cache_seconds": "PUNCTUAL_TASK_CACHE_SECONDS",
             "burst_forecast_minutes": "PUNCTUAL_BURST_FORECAST_MINUTES",
             "worker_mapping_id": resources.ENV_WORKER_MAPPING_ID,
             "burst_pollers_floor": "PUNCTUAL_BURST_POLLERS_FLOOR",

@@ -119,7 +119,7 @@ def build(
         resolver=resolver,
         lambda_clients=lambda_clients or lambda_clients_for(settings),
         aws_clients=aws_clients or aws_clients_for(settings),
-        named_tasks=TaskResolver(task_store, clock).effective,
+        named_tasks=TaskResolver(task_store, clock, ttl_seconds=settings.task_cache_seconds).effective,
     )
     return Punctual(
         settings=settings,

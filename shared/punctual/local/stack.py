@@ -55,6 +55,7 @@ LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
 # the message while moto is busy. (Delayed messages are held by HoldingSqs and sent to moto when due,
 # which wakes a waiting long poll; moto's own delays would not.)
 LOCAL_EARLY_VISIBILITY_SECONDS = 2
+LOCAL_TASK_CACHE_SECONDS = 2.0
 STOP_GRACE_SECONDS = 3.0
 MOTO_STOP_SECONDS = 5.0
 _CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=64)
@@ -159,6 +160,8 @@ class LocalStack:
             webhook_allowed_networks=LOOPBACK_NETWORKS,
             lambda_functions=LOCAL_LAMBDA_FUNCTIONS,
             **targets,
+            # A developer trying a change to a named task sees it at the next run.
+            task_cache_seconds=LOCAL_TASK_CACHE_SECONDS,
             early_visibility_seconds=LOCAL_EARLY_VISIBILITY_SECONDS,
             # Its queue is in memory: recovery after a restart re-sends the executions stored QUEUED.
             record_queued=True,
