@@ -62,6 +62,9 @@ class DeploySettings:
     sns_topics: tuple[str, ...] = ()
     eventbridge_buses: tuple[str, ...] = ()
     state_machines: tuple[str, ...] = ()
+    # How long a worker keeps a named task before reading it again (a change reaches executions
+    # starting this long after it): one read per task and worker container this often.
+    task_cache_seconds: int = 10
     alarm_email: str | None = None
     # Off only for throwaway test stacks: the table and the logs are then deleted with the stack.
     deletion_protection: bool = True
@@ -242,6 +245,7 @@ class DeploySettings:
             sns_topics=self.sns_topics,
             eventbridge_buses=self.eventbridge_buses,
             state_machines=self.state_machines,
+            task_cache_seconds=self.task_cache_seconds,
             record_queued=self.record_queued,
             burst_forecast_minutes=self.burst_forecast_minutes,
             burst_pollers_floor=self.worker_min_pollers or 2,
@@ -289,6 +293,7 @@ class DeploySettings:
             ("burst_forecast_minutes", int),
             ("worker_prescale_max_pollers", int),
             ("lambda_concurrency_quota", int),
+            ("task_cache_seconds", int),
         ):
             raw = value(key)
             if raw in (None, ""):

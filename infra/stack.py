@@ -120,6 +120,8 @@ def function_environment(settings: DeploySettings) -> dict[str, str]:
     for target in target_arns.TARGETS:
         if getattr(settings, target.setting):
             environment[target.env] = ",".join(getattr(settings, target.setting))
+    if settings.task_cache_seconds != 10:
+        environment["PUNCTUAL_TASK_CACHE_SECONDS"] = str(settings.task_cache_seconds)
     if settings.record_queued:
         environment["PUNCTUAL_RECORD_QUEUED"] = "true"
     if settings.burst_forecast_minutes:
