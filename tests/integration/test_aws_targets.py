@@ -132,52 +132,50 @@ def test_stepfunctions_starts_one_execution_named_after_the_execution_id(world: 
     assert len(sfn.list_executions(stateMachineArn=machine)["executions"]) == 1
 
 
-@pytest.mark.parametrize(
-    ("task", "field"),
-    [
-        (
-            {
-                "type": "sqs",
-                "params": {"queue_arn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:payroll", "message": "x"},
-            },
-            "queue_arn",
-        ),
-        (
-            {
-                "type": "sns",
-                "params": {"topic_arn": f"arn:aws:sns:{REGION}:{ACCOUNT}:payroll", "message": "x"},
-            },
-            "topic_arn",
-        ),
-        (
-            {
-                "type": "eventbridge",
-                "params": {"event_bus_arn": f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/default"},
-            },
-            "event_bus_arn",
-        ),
-        (
-            {
-                "type": "stepfunctions",
-                "params": {"state_machine_arn": f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:payroll"},
-            },
-            "state_machine_arn",
-        ),
-        (
-            {
-                "type": "sqs",
-                "params": {"queue_arn": "https://sqs.us-east-1.amazonaws.com/1/q", "message": "x"},
-            },
-            "queue_arn",
-        ),
-    ],
-)
-def test_a_target_the_deployment_does_not_allow_is_refused_naming_the_field(
-    world: World, task: dict[str, Any], field: str
-) -> None:
-    answer = world.api("POST", "/jobs", {"task": task, "schedule": {"type": "now"}})
-    assert answer.status == 422, answer.body
-    assert answer.body["field"] == f"task.params.{field}"
+NOT_ALLOWED = [
+    (
+        {
+            "type": "sqs",
+            "params": {"queue_arn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:payroll", "message": "x"},
+        },
+        "queue_arn",
+    ),
+    (
+        {
+            "type": "sns",
+            "params": {"topic_arn": f"arn:aws:sns:{REGION}:{ACCOUNT}:payroll", "message": "x"},
+        },
+        "topic_arn",
+    ),
+    (
+        {
+            "type": "eventbridge",
+            "params": {"event_bus_arn": f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/default"},
+        },
+        "event_bus_arn",
+    ),
+    (
+        {
+            "type": "stepfunctions",
+            "params": {"state_machine_arn": f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:payroll"},
+        },
+        "state_machine_arn",
+    ),
+    (
+        {
+            "type": "sqs",
+            "params": {"queue_arn": "https://sqs.us-east-1.amazonaws.com/1/q", "message": "x"},
+        },
+        "queue_arn",
+    ),
+]
+
+
+def test_a_target_the_deployment_does_not_allow_is_refused_naming_the_field(world: World) -> None:
+    for task, field in NOT_ALLOWED:
+        answer = world.api("POST", "/jobs", {"task": task, "schedule": {"type": "now"}})
+        assert answer.status == 422, answer.body
+        assert answer.body["field"] == f"task.params.{field}"
     assert world.api("GET", "/jobs").body["items"] == []
     assert world.drain() == 0
 

@@ -167,38 +167,36 @@ def test_a_job_whose_params_break_the_schema_is_refused_naming_the_parameter(wor
     assert good.status == 200 and good.body["params"] == {"message": {"to": "b@example.com"}}
 
 
-@pytest.mark.parametrize(
-    ("body", "field"),
-    [
-        ({"type": "sqs", "params_schema": {"type": "strin"}}, "params_schema.type"),
-        (
-            {"type": "sqs", "params_schema": {"properties": {"a": {"$ref": "https://example.com/s.json"}}}},
-            "params_schema.properties.a.$ref",
-        ),
-        (
-            {"type": "sqs", "params_schema": {"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}}},
-            "params_schema.$ref",
-        ),
-        (
-            {"type": "sqs", "params_schema": {"properties": {"a": {"pattern": "(a)\\1"}}}},
-            "params_schema.properties.a.pattern",
-        ),
-        ({"type": "sqs", "params": {"message": "at {{ execution.start }}"}}, "params.message"),
-        (
-            {"type": "sqs", "params": {"queue_arn": f"arn:aws:sqs:us-east-1:{ACCOUNT}:other"}},
-            "params.queue_arn",
-        ),
-        ({"type": "sqs", "params": {"delay_seconds": 901}}, "params.delay_seconds"),
-        ({"type": "smtp"}, "type"),
-        ({"name": "http", "type": "http"}, "name"),
-    ],
-)
-def test_a_bad_task_definition_is_refused_naming_the_field_and_nothing_is_stored(
-    world: World, body: dict[str, Any], field: str
-) -> None:
-    answer = world.api("POST", "/tasks", {"name": "t", **body})
-    assert answer.status == 422, answer.body
-    assert answer.body["field"] == field, answer.body
+BAD_DEFINITIONS = [
+    ({"type": "sqs", "params_schema": {"type": "strin"}}, "params_schema.type"),
+    (
+        {"type": "sqs", "params_schema": {"properties": {"a": {"$ref": "https://example.com/s.json"}}}},
+        "params_schema.properties.a.$ref",
+    ),
+    (
+        {"type": "sqs", "params_schema": {"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}}},
+        "params_schema.$ref",
+    ),
+    (
+        {"type": "sqs", "params_schema": {"properties": {"a": {"pattern": "(a)\\1"}}}},
+        "params_schema.properties.a.pattern",
+    ),
+    ({"type": "sqs", "params": {"message": "at {{ execution.start }}"}}, "params.message"),
+    (
+        {"type": "sqs", "params": {"queue_arn": f"arn:aws:sqs:us-east-1:{ACCOUNT}:other"}},
+        "params.queue_arn",
+    ),
+    ({"type": "sqs", "params": {"delay_seconds": 901}}, "params.delay_seconds"),
+    ({"type": "smtp"}, "type"),
+    ({"name": "http", "type": "http"}, "name"),
+]
+
+
+def test_a_bad_task_definition_is_refused_naming_the_field_and_nothing_is_stored(world: World) -> None:
+    for body, field in BAD_DEFINITIONS:
+        answer = world.api("POST", "/tasks", {"name": "t", **body})
+        assert answer.status == 422, answer.body
+        assert answer.body["field"] == field, answer.body
     assert world.api("GET", "/tasks").body["items"] == []
 
 
