@@ -297,27 +297,43 @@ class TaskResolver:
         self._clock = clock
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str], _Cached] = {}
+        self._reading: dict[tuple[str, str], threading.Lock] = {}
 
     def definition(self, owner: str, name: str) -> tuple[NamedTask | None, paramschema.CompiledSchema | None]:
         key = (owner, name)
-        now = self._clock.now()
+        fresh = self._fresh(key)
+        if fresh is not None:
+            return fresh.task, fresh.schema
+        # One read per task at a time: a batch's records run side by side, and all of them would
+        # otherwise read the task at once when its copy runs out.
+        with self._lock:
+            reading = self._reading.setdefault(key, threading.Lock())
+        with reading:
+            fresh = self._fresh(key)
+            if fresh is not None:
+                return fresh.task, fresh.schema
+            with self._lock:
+                cached = self._cache.get(key)
+            # (eventually consistent: half a read unit, and the copy is up to the TTL old anyway)
+            task = self._store.get(owner, name, consistent=False)
+            before = None if cached is None else cached.task
+            unchanged = before is not None and task is not None and before.version == task.version
+            schema = cached.schema if cached is not None and unchanged else None
+            if task is not None and schema is None and task.params_schema is not None:
+                try:
+                    schema = compiled_schema(task)
+                except paramschema.SchemaError:
+                    schema = None  # (refused when defined: not stored)
+            with self._lock:
+                self._cache[key] = _Cached(task, schema, self._clock.now())
+            return task, schema
+
+    def _fresh(self, key: tuple[str, str]) -> _Cached | None:
         with self._lock:
             cached = self._cache.get(key)
-        if cached is not None and timedelta(0) <= now - cached.read_at < self._ttl:
-            return cached.task, cached.schema
-        # (eventually consistent: half a read unit, and the copy is up to DEFINITION_TTL_SECONDS old anyway)
-        task = self._store.get(owner, name, consistent=False)
-        schema = (
-            cached.schema if cached and cached.task and task and cached.task.version == task.version else None
-        )
-        if task is not None and schema is None and task.params_schema is not None:
-            try:
-                schema = compiled_schema(task)
-            except paramschema.SchemaError:
-                schema = None  # (refused when defined: not stored)
-        with self._lock:
-            self._cache[key] = _Cached(task, schema, now)
-        return task, schema
+        if cached is not None and timedelta(0) <= self._clock.now() - cached.read_at < self._ttl:
+            return cached
+        return None
 
     def effective(self, job: Job | None) -> Job | None:
         """The job as it runs now: a named task resolved into the spec to run (its defaults merged
