@@ -70,8 +70,8 @@ bench-burst: $(STAMP)
 bench-cost: $(STAMP)
 	$(BIN)/python -m bench.cost $(BENCH_ARGS)
 
-# Benchmark 1: precision end to end on the local stack (6 minutes or more at the defaults: 20 jobs/s
-# for 2 minutes, then the last due times); draws docs/lateness.png. Options through BENCH_ARGS.
+# Benchmark 1: precision end to end on the local stack under a burst, cron at :00 and steady load (about
+# 6 minutes at the defaults; prints the machine's calibration too); draws docs/lateness.png. Options through BENCH_ARGS.
 BENCH_STAMP := $(VENV)/.bench-installed
 
 $(BENCH_STAMP): $(STAMP)

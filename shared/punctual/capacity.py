@@ -141,8 +141,10 @@ class ExecutionUsage:
 # assume full batches of ten (sends, receives, deletes), as under load.
 # A one-time job due three minutes or more after its creation: the scanner sends it from its minute's
 # bucket and leaves the marker to expire. One due sooner is handed off by the API through its shard's
-# soon partition, whose marker is deleted once sent: one write unit more (the cost run's `handed_off`).
+# soon partition, whose marker is deleted once sent: one write unit more (the cost run's `handed_off`),
+# and one read unit less: the API dispatches the job it has just stored without reading it back.
 HANDED_OFF_EXTRA_WRITE_UNITS = 1.0
+HANDED_OFF_FEWER_READ_UNITS = 1.0
 ONE_TIME = ExecutionUsage(
     api_requests=1.0,
     write_units=7.0,  # as if the index projected ALL

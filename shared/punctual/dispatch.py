@@ -1,7 +1,8 @@
 """Dispatch: turn due markers into queued executions. Shared by the scanner and the API's hand-off.
 
 For a batch of markers, in an order that survives a crash at any step:
-1. read the markers' jobs, and drop markers whose job is gone, cancelled, paused or rescheduled;
+1. read the markers' jobs (not those the API has just created), and drop markers whose job is gone,
+   cancelled, paused or rescheduled;
 2. for a recurring job, file the next occurrence's marker and move the job's next_run_at, so the
    chain continues whatever happens to this execution;
 3. send the messages, held by DelaySeconds until their instant;
@@ -96,17 +97,24 @@ class Dispatcher:
         """Whether this marker's execution is stored as QUEUED before its message is sent."""
         return marker.manual or self._record_queued
 
-    def dispatch(self, markers: Sequence[DueMarker]) -> DispatchResult:
+    def dispatch(self, markers: Sequence[DueMarker], new_jobs: Sequence[Job] = ()) -> DispatchResult:
+        """`new_jobs`: jobs the caller has just stored, with these markers their first: not read again,
+        and known to have no execution yet."""
         result = DispatchResult()
         if not markers:
             return result
-        recorded = [m for m in markers if self._recorded(m)]
-        reads: list[Callable[[], Any]] = [lambda: self._store.read_jobs(m.job_id for m in markers)]
+        given = {job.id: job for job in new_jobs}
+        recorded = [m for m in markers if self._recorded(m) and m.job_id not in given]
+        reads: list[Callable[[], Any]] = []
+        unknown = [m.job_id for m in markers if m.job_id not in given]
+        if unknown:
+            reads.append(lambda: self._store.read_jobs(unknown))
         if recorded:
             reads.append(lambda: self._store.execution_statuses(recorded))
         answers = parallel_map(lambda read: read(), reads)
-        jobs, unreadable = answers[0]
-        existing: dict[str, ExecutionStatus | None] = answers[1] if recorded else {}
+        jobs, unreadable = answers[0] if unknown else ({}, {})
+        jobs = {**jobs, **given}
+        existing: dict[str, ExecutionStatus | None] = answers[-1] if recorded else {}
         runnable: list[tuple[DueMarker, Job]] = []
         for marker in markers:
             if marker.job_id in unreadable:

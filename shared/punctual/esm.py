@@ -27,19 +27,30 @@ class EventSourceMapping:
 
     def poll_once(self, wait_seconds: int = 0) -> int:
         """One receive-invoke-delete round; returns how many messages it received."""
-        messages = self._sqs.receive_message(
-            QueueUrl=self._queue_url,
-            MaxNumberOfMessages=self._batch_size,
-            WaitTimeSeconds=wait_seconds,
-            AttributeNames=["All"],
-        ).get("Messages", [])
-        if not messages:
-            return 0
+        messages = self.receive(wait_seconds)
+        if messages:
+            self.deliver(messages)
+        return len(messages)
+
+    def receive(self, wait_seconds: int = 0) -> list[dict[str, Any]]:
+        """Up to a batch of messages (long polling up to wait_seconds)."""
+        return list(
+            self._sqs.receive_message(
+                QueueUrl=self._queue_url,
+                MaxNumberOfMessages=self._batch_size,
+                WaitTimeSeconds=wait_seconds,
+                AttributeNames=["All"],
+            ).get("Messages", [])
+        )
+
+    def deliver(self, messages: list[dict[str, Any]], handler: Handler | None = None) -> None:
+        """Invoke the handler (this mapping's, or the container given) with a batch received, and
+        delete the messages it did not report as failed."""
         try:
-            response = self._handler(sqs_event(messages, self._queue_arn), FakeLambdaContext())
+            response = (handler or self._handler)(sqs_event(messages, self._queue_arn), FakeLambdaContext())
         except Exception:
             logger.exception("handler failed; the batch returns after its visibility timeout")
-            return len(messages)
+            return
         failed = {f["itemIdentifier"] for f in (response or {}).get("batchItemFailures", [])}
         done = [m for m in messages if m["MessageId"] not in failed]
         if done:
@@ -50,7 +61,6 @@ class EventSourceMapping:
                 )
             except Exception:
                 logger.exception("delete failed; those messages will be delivered again")
-        return len(messages)
 
     def drain(self, max_rounds: int = 100) -> int:
         """Poll until a receive comes back empty (or max_rounds); returns the messages received."""

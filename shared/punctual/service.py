@@ -127,7 +127,7 @@ class JobService:
         stored, marker = self._store_one(job)
         if marker is not None:
             metrics.add_metric(name=JOBS_CREATED, unit="Count", value=1)
-            self._hand_off(marker)
+            self._hand_off(marker, new_jobs=[stored])
         return stored, marker is not None
 
     def create_many(
@@ -609,7 +609,7 @@ class JobService:
         else:
             self._store.put_markers(markers)
 
-    def _hand_off(self, *markers: DueMarker) -> None:
+    def _hand_off(self, *markers: DueMarker, new_jobs: Sequence[Job] = ()) -> None:
         """Enqueue the executions of the markers filed with a hand-off claim (due too soon for the
         scanner's next tick), all in one dispatch.
 
@@ -621,7 +621,7 @@ class JobService:
         if not claimed:
             return
         try:
-            unsent = self._dispatcher.dispatch(claimed).failed
+            unsent = self._dispatcher.dispatch(claimed, new_jobs).failed
         except Exception:
             logger.exception("hand-off failed", extra={"execution_ids": [m.execution_id for m in claimed]})
             unsent = claimed

@@ -157,6 +157,29 @@ def _idempotency_key(owner: str, key: str) -> dict[str, str]:
     return {"pk": f"IDEM#{digest}", "sk": "IDEM"}
 
 
+def _start_of(execution: Execution) -> tuple[str, dict[str, Any]]:
+    """The SET clauses recording an attempt's start (kept if its claim recorded one), and their values."""
+    if execution.started_at is None or execution.lateness_ms is None:
+        return "", {}
+    clauses = (
+        ", started_at = if_not_exists(started_at, :began), lateness_ms = if_not_exists(lateness_ms, :late)"
+    )
+    return clauses, {":began": to_rfc3339(execution.started_at), ":late": execution.lateness_ms}
+
+
+@dataclass(frozen=True)
+class JobStamp:
+    """A job's status, schedule version and time of last change: whether it changed since a read."""
+
+    status: JobStatus
+    schedule_version: int
+    updated_at: datetime
+
+    @staticmethod
+    def of(job: Job) -> JobStamp:
+        return JobStamp(job.status, job.schedule_version, job.updated_at)
+
+
 def _execution_key(execution: Execution) -> dict[str, str]:
     return {"pk": _job_pk(execution.job_id), "sk": _exec_sk(execution.scheduled_at, execution.id)}
 
@@ -342,6 +365,25 @@ class Store:
             except Exception as exc:
                 unreadable[job_id] = f"{type(exc).__name__}: {exc}"[:500]
         return jobs, unreadable
+
+    def job_stamps(self, job_ids: Iterable[str]) -> tuple[dict[str, JobStamp], dict[str, str]]:
+        """What tells whether each job changed since it was read (its status, schedule version and
+        time of last change), read consistently; apart the ids of items that cannot be read."""
+        keys = [{"pk": _job_pk(job_id), "sk": _JOB_SK} for job_id in dict.fromkeys(job_ids)]
+        stamps: dict[str, JobStamp] = {}
+        unreadable: dict[str, str] = {}
+        names = {"#pk": "pk", "#st": "status", "#sv": "schedule_version", "#up": "updated_at"}
+        for item in self._batch_get(keys, "#pk, #st, #sv, #up", names):
+            job_id = str(item["pk"]).removeprefix("JOB#")
+            try:
+                stamps[job_id] = JobStamp(
+                    JobStatus(item["status"]),
+                    int(item.get("schedule_version", 1)),
+                    parse_rfc3339(item["updated_at"]),
+                )
+            except Exception as exc:
+                unreadable[job_id] = f"{type(exc).__name__}: {exc}"[:500]
+        return stamps, unreadable
 
     def _batch_get(
         self,
@@ -833,6 +875,10 @@ class Store:
             ":err": reason,
             ":exp": self._expiry(finished_at),
         }
+        if execution.status is ExecutionStatus.RUNNING and execution.started_at is None:
+            # Claimed ahead of its instant and never started: the claim's attempt is given back.
+            update = update.replace(" REMOVE ", ", attempts = attempts - :one REMOVE ", 1)
+            values[":one"] = 1
         if execution.status is ExecutionStatus.RUNNING:
             if execution.lease_until is None:
                 condition = "#st = :read AND attribute_not_exists(lease_until)"
@@ -882,18 +928,29 @@ class Store:
         *,
         now: datetime,
         lease_until: datetime,
-        lateness_ms: int,
+        lateness_ms: int | None,
         task_version: int | None = None,
     ) -> Execution:
         """(not stored)/QUEUED/RETRYING (or RUNNING with an expired lease) -> RUNNING, counting one more
         attempt. An execution not stored yet (the scanner stores none) is stored by its first claim.
-        `task_version`: the version of the job's named task this attempt runs, recorded with it."""
-        version = "" if task_version is None else ", task_version = :tv"
+        Without `lateness_ms` (a claim made before the execution's instant) its start is recorded by
+        the write of its attempt's outcome. `task_version`: the version of the job's named task this
+        attempt runs, recorded with it."""
+        started = (
+            ""
+            if lateness_ms is None
+            else ", started_at = if_not_exists(started_at, :now), lateness_ms = if_not_exists(lateness_ms, :late)"
+        )
+        values: dict[str, Any] = (
+            {":now": to_rfc3339(now), ":late": lateness_ms} if lateness_ms is not None else {}
+        )
+        if task_version is not None:
+            started += ", task_version = :tv"
+            values[":tv"] = task_version
         return self._update_execution(
             execution,
-            "SET #st = :running, attempts = if_not_exists(attempts, :zero) + :one, lease_until = :lease, "
-            "started_at = if_not_exists(started_at, :now), lateness_ms = if_not_exists(lateness_ms, :late)"
-            + version
+            "SET #st = :running, attempts = if_not_exists(attempts, :zero) + :one, lease_until = :lease"
+            + started
             + " REMOVE next_attempt_at",
             "attribute_not_exists(pk) OR #st IN (:queued, :retrying) "
             # (a RUNNING item without a lease: none is written, but one would otherwise stay stuck)
@@ -905,10 +962,8 @@ class Store:
                 ":zero": 0,
                 ":one": 1,
                 ":lease": to_epoch_ms(lease_until),
-                ":now": to_rfc3339(now),
                 ":now_ms": to_epoch_ms(now),
-                ":late": lateness_ms,
-                **({} if task_version is None else {":tv": task_version}),
+                **values,
             },
         )
 
@@ -940,13 +995,16 @@ class Store:
         error: str | None,
         result: Any,
     ) -> Execution:
-        """RUNNING (this attempt) -> SUCCEEDED or FAILED."""
+        """RUNNING (this attempt) -> SUCCEEDED or FAILED (and its start, if its claim came before it)."""
+        started, values = _start_of(execution)
         return self._update_execution(
             execution,
-            "SET #st = :final, finished_at = :at, #err = :err, #res = :res, expires_at = :exp "
-            "REMOVE lease_until",
+            "SET #st = :final, finished_at = :at, #err = :err, #res = :res, expires_at = :exp"
+            + started
+            + " REMOVE lease_until",
             "#st = :running AND attempts = :attempts",
             {
+                **values,
                 ":final": status.value,
                 ":at": to_rfc3339(finished_at),
                 ":exp": self._expiry(finished_at),
@@ -958,12 +1016,17 @@ class Store:
         )
 
     def retry_execution(self, execution: Execution, *, next_attempt_at: datetime, error: str) -> Execution:
-        """RUNNING (this attempt) -> RETRYING, to be picked up again at `next_attempt_at`."""
+        """RUNNING (this attempt) -> RETRYING, to be picked up again at `next_attempt_at` (and its start,
+        if its claim came before it)."""
+        started, values = _start_of(execution)
         return self._update_execution(
             execution,
-            "SET #st = :retrying, next_attempt_at = :next, #err = :err, expires_at = :exp REMOVE lease_until",
+            "SET #st = :retrying, next_attempt_at = :next, #err = :err, expires_at = :exp"
+            + started
+            + " REMOVE lease_until",
             "#st = :running AND attempts = :attempts",
             {
+                **values,
                 ":retrying": ExecutionStatus.RETRYING.value,
                 ":exp": self._expiry(next_attempt_at),
                 ":next": to_rfc3339(next_attempt_at),

@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any, TypeVar
 
 from punctual import tasks
+from punctual.batched_reads import BatchedReads
 from punctual.clock import Clock
 from punctual.errors import LostRace, RetryableStoreError, UnreadableItem
 from punctual.models import (
@@ -41,7 +42,7 @@ from punctual.observability import (
     metrics,
 )
 from punctual.queue import WorkItem, WorkQueue
-from punctual.store import Store
+from punctual.store import JobStamp, Store
 from punctual.tasks import MAX_RESULT_DEPTH, AwsClients, LambdaClients, TaskContext, TaskFailed, TaskPolicy
 from punctual.validation import json_problem
 
@@ -101,6 +102,8 @@ class Worker:
         self._resolver = resolver
         self._lambda_clients = lambda_clients
         self._rng = rng or random.Random()
+        self._jobs = BatchedReads(lambda job_ids: self._store.read_jobs(job_ids))
+        self._stamps = BatchedReads(lambda job_ids: self._store.job_stamps(job_ids))
         self._aws_clients = aws_clients
         # A job as it runs now: its named task resolved (named_tasks.TaskResolver.effective).
         self._effective = named_tasks or (lambda job: job)
@@ -128,8 +131,6 @@ class Worker:
         wait = (item.scheduled_at - self._clock.now()).total_seconds()
         if wait > MAX_EARLY_WAIT.total_seconds():
             return self._later(receipt_handle, wait)
-        if wait > 0:
-            self._clock.sleep(wait)
 
         stored = self._store.get_execution(item.job_id, item.scheduled_at, item.execution_id)
         if stored is not None and stored.status.is_final:
@@ -137,10 +138,14 @@ class Worker:
             # the job, do that now.
             self._ensure_outcome_recorded(stored)
             return Outcome.DONE
-        job = self._effective(self._store.get_job(item.job_id))
+        job = self._effective(self._jobs.get(item.job_id))
         execution = stored or unstored_execution(item, job, self._clock.now(), self._store.retention)
         if execution is None:
             return Outcome.DONE
+        if self._clock.now() < execution.scheduled_at and not _early_claim(job, execution):
+            # Claimed at its instant: its job's policy is judged then (whether its previous run is still
+            # under way). A duplicate's claim meanwhile makes this one's fail.
+            self._clock.sleep((execution.scheduled_at - self._clock.now()).total_seconds())
         now = self._clock.now()
         if (
             execution.status is ExecutionStatus.RUNNING
@@ -170,23 +175,43 @@ class Worker:
                 self._clock.sleep(early)
                 now = self._clock.now()
 
+        # A message received before its instant is claimed then (its reads and its claim done in the
+        # time to spare, rather than all at once at an instant many executions share), its lease
+        # counted from the instant; its start and lateness are recorded when it starts.
+        ahead = now < execution.scheduled_at
+        starts = max(now, execution.scheduled_at)
         try:
             running = self._store.claim_execution(
                 execution,
                 now=now,
-                lease_until=now + timedelta(seconds=job.timeout_seconds) + LEASE_MARGIN,
-                lateness_ms=int((now - execution.scheduled_at) / timedelta(milliseconds=1)),
+                lease_until=starts + timedelta(seconds=job.timeout_seconds) + LEASE_MARGIN,
+                lateness_ms=None if ahead else _lateness_ms(execution, now),
                 task_version=job.task_version,
             )
         except LostRace:
             return self._after_lost_claim(item, receipt_handle)
-        # Read the job again now that the execution is claimed: a cancel or pause that landed between
-        # the first read and the claim still stops it, and one after this read came after its start.
-        job = self._effective(self._store.get_job(item.job_id))
+        if ahead:
+            self._clock.sleep((execution.scheduled_at - self._clock.now()).total_seconds())
+            began = self._clock.now()
+            late = (began - running.scheduled_at).total_seconds()
+            window = job.policy.max_lateness_seconds
+            if window is not None and not running.manual and late > window:
+                # Its catch-up window is judged at its start, as for a run claimed then.
+                reason = f"skipped: it would have started {late:.0f} s after its time, past the job's " + (
+                    f"max_lateness_seconds ({window})"
+                )
+                return self._policy_skip(job, running, reason, receipt_handle)
+        # Read the job again now that the execution is claimed and its instant has come: a cancel or
+        # pause that landed between the first read and now still stops it, and one after this read
+        # came after its start. (Whether it changed is read first: all of it only if it did.)
+        job = self._reread(job)
         for attempt in range(SKIP_ATTEMPTS):
             reason = skip_reason(job, running)
             if reason is None:
                 assert job is not None
+                if ahead:  # its start, recorded with its outcome
+                    began = self._clock.now()
+                    running = replace(running, started_at=began, lateness_ms=_lateness_ms(running, began))
                 return self._run(job, running, receipt_handle)
             try:
                 if self._skip(job, running, reason):
@@ -198,6 +223,13 @@ class Worker:
                 self._clock.sleep(0.1 * 2**attempt)
         self._release(running)
         return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
+
+    def _reread(self, job: Job) -> Job | None:
+        """The job as it is now: the copy read before, unless its status, schedule version or time of
+        last change differ (or it is gone)."""
+        if self._stamps.get(job.id) == JobStamp.of(job):
+            return job
+        return self._effective(self._jobs.get(job.id))
 
     def _by_policy(
         self, job: Job, execution: Execution, now: datetime, receipt_handle: str, receive_count: int
@@ -405,6 +437,21 @@ class Worker:
     def _later(self, receipt_handle: str, seconds: float) -> Outcome:
         self._queue.change_visibility(receipt_handle, seconds)
         return Outcome.LATER
+
+
+def _lateness_ms(execution: Execution, started: datetime) -> int:
+    return int((started - execution.scheduled_at) / timedelta(milliseconds=1))
+
+
+def _early_claim(job: Job | None, execution: Execution) -> bool:
+    """Whether an execution whose message came before its instant may be claimed before it: its first
+    scheduled attempt, unless its job's overlap policy must see, at the instant, whether the previous
+    run is still under way."""
+    if execution.attempts or execution.status is not ExecutionStatus.QUEUED:
+        return False
+    if job is None or execution.manual or not job.recurring:
+        return True
+    return job.policy.overlap is Overlap.ALLOW
 
 
 def _still_under_way(execution: Execution, now: datetime) -> bool:

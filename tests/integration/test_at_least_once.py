@@ -88,7 +88,7 @@ def test_a_lost_delete_does_not_run_the_task_again(world: World) -> None:
         assert hook.by_execution() == {execution["id"]: 1}
 
 
-@pytest.mark.parametrize("operation", ["claim_execution", "get_job", "finish_execution"])
+@pytest.mark.parametrize("operation", ["claim_execution", "read_jobs", "finish_execution"])
 def test_throttled_writes_are_retried(world: World, operation: str) -> None:
     with receiver() as hook:
         job = http_job(world, hook, 5)

@@ -285,7 +285,7 @@ def test_a_batch_files_the_markers_it_hands_off_with_a_claim(
     # Given a batch request that dies while enqueueing its jobs due in 20 s (after filing them)
     world.tick()
     monkeypatch.setattr(
-        world.punctual.dispatcher, "dispatch", lambda markers: (_ for _ in ()).throw(SystemExit)
+        world.punctual.dispatcher, "dispatch", lambda *args: (_ for _ in ()).throw(SystemExit)
     )
     soon = {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=20))}
     later = in_minutes(world, 10)

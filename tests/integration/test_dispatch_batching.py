@@ -128,7 +128,7 @@ def test_the_scanner_leaves_a_marker_to_the_request_enqueueing_it_until_its_clai
     # Given a request that filed a marker for a job due in 20 s and died before enqueueing it
     world.tick()
     monkeypatch.setattr(
-        world.punctual.dispatcher, "dispatch", lambda markers: (_ for _ in ()).throw(SystemExit)
+        world.punctual.dispatcher, "dispatch", lambda *args: (_ for _ in ()).throw(SystemExit)
     )
     with pytest.raises(SystemExit):
         world.create({"type": "at", "at": at(world, 20)})

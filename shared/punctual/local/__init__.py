@@ -70,10 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--concurrency",
         type=positive_int,
-        default=16,
+        default=64,
         metavar="N",
         help="most worker invocations (batches of up to 10 messages) at once: pollers are added while "
-        "all are busy, up to N (default 16)",
+        "all are busy, and ahead of messages about to come due, up to N (default 64)",
     )
     parser.add_argument(
         "--moto-port", type=_port, default=0, metavar="PORT", help="moto's port (default: a free one)"

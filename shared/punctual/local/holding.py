@@ -23,6 +23,7 @@ import heapq
 import itertools
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,10 @@ from punctual.observability import logger
 RELEASE_AHEAD_SECONDS = 0.2
 RETRY_SECONDS = 0.5
 SEND_BATCH = 10
+# How far ahead `on_coming` hears how many messages are about to be released (so that pollers for
+# them are started in time), and how often it hears it again while any are held.
+COMING_SECONDS = 5.0
+COMING_EVERY_SECONDS = 0.5
 
 
 @dataclass(order=True)
@@ -47,9 +52,11 @@ class _Held:
 class HoldingSqs:
     """An SQS client whose delayed sends wait here; every other call goes to the wrapped client."""
 
-    def __init__(self, sqs: Any, clock: Clock) -> None:
+    def __init__(self, sqs: Any, clock: Clock, on_coming: Callable[[str, int], None] | None = None) -> None:
         self._sqs = sqs
         self._clock = clock
+        # Told, for a queue, how many held messages are released within COMING_SECONDS.
+        self._on_coming = on_coming
         self._held: list[_Held] = []  # a heap, earliest release first
         self._order = itertools.count()
         self._changed = threading.Condition()
@@ -109,10 +116,28 @@ class HoldingSqs:
             due: list[_Held] = []
             while self._held and self._held[0].release_at <= now + RELEASE_AHEAD_SECONDS:
                 due.append(heapq.heappop(self._held))
+        if self._on_coming is not None:
+            self._tell_coming(due, now)
         for batch in _batches(due):
             self._send(batch)
         with self._changed:
-            return self._held[0].release_at - RELEASE_AHEAD_SECONDS - now if self._held else None
+            if not self._held:
+                return None
+            wait = self._held[0].release_at - RELEASE_AHEAD_SECONDS - now
+            return min(wait, COMING_EVERY_SECONDS) if self._on_coming is not None else wait
+
+    def _tell_coming(self, due: list[_Held], now: float) -> None:
+        coming: dict[str, int] = {}
+        with self._changed:
+            soon = [h for h in self._held if h.release_at <= now + COMING_SECONDS]
+        for held in due + soon:
+            coming[held.queue_url] = coming.get(held.queue_url, 0) + 1
+        assert self._on_coming is not None
+        for queue_url, count in coming.items():
+            try:
+                self._on_coming(queue_url, count)
+            except Exception:
+                logger.exception("could not prepare for the coming messages")
 
     def _release_loop(self) -> None:
         while True:

@@ -17,13 +17,16 @@ and the system closes it when the stack dies.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import logging
 import os
+import selectors
 import signal
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from punctual.local.durable import DurableTables
 
 HOST = "127.0.0.1"
+SWITCH_INTERVAL_SECONDS = 0.0005
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # Ctrl-C reaches the terminal's whole process group: the stack still needs moto to save its data.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
 
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
@@ -65,14 +70,16 @@ def main(argv: list[str] | None = None) -> int:
         install_hooks()  # before the write lock, so that the journal's order is moto's
     make_writes_atomic()
     query_only_the_partition()
+    lighten_sqs_receives()
     answer_invocations_with_their_event()
+    app: Any = DomainDispatcherApplication(create_backend_app)
+    remember_each_services_app(app)
     # Bound here rather than by werkzeug, which exits the process when the port is taken.
     try:
         listener = socket.create_server((HOST, args.port))
     except OSError as exc:
         print(f"error {exc}", flush=True)
         return 1
-    app: Any = DomainDispatcherApplication(create_backend_app)
     if tables is not None:
         app = DurableApp(app, tables)
     with listener:
@@ -81,13 +88,43 @@ def main(argv: list[str] | None = None) -> int:
             args.port,
             app,
             threaded=True,
-            request_handler=MotoRequestHandler,
+            request_handler=keep_alive_handler(MotoRequestHandler),
             fd=listener.fileno(),
         )
     threading.Thread(target=_follow_stdin, args=(tables,), name="stdin", daemon=True).start()
     print(f"port {server.port}", flush=True)
     server.serve_forever(0.2)
     return 0
+
+
+def lighten_sqs_receives() -> None:
+    """Two costs of moto's ReceiveMessage that grew with the queue, under a burst most of moto's time.
+
+    - For every message it hands out, it checks the message against the queue's retention period
+      by asking for all of the queue's attributes, which counts the visible, in-flight and delayed
+      messages one by one: a receive cost the square of what the queue held (executions claimed
+      ahead of their instant hold their messages in flight). The period is read from its field.
+    - Each look at a message (visible? delayed?) read the time through moto's unix_time, which
+      builds two datetimes and runs an import: the time is read as time.time(), the same clock.
+    """
+    import moto.sqs.models as sqs_models
+    from moto.core.utils import unix_time as moto_unix_time
+
+    def unix_time(dt: Any = None) -> float:
+        return time.time() if dt is None else float(moto_unix_time(dt))
+
+    def unix_time_millis(dt: Any = None) -> float:
+        return unix_time(dt) * 1000.0
+
+    def is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Any) -> bool:
+        retention = int(self.get_queue(queue_name).message_retention_period)
+        return bool(retention + (message.sent_timestamp or 0) / 1000 > unix_time())
+
+    sqs_models.unix_time = unix_time
+    sqs_models.unix_time_millis = unix_time_millis
+    sqs_models.SQSBackend.is_message_valid_based_on_retention_period = (  # type: ignore[method-assign]
+        is_message_valid_based_on_retention_period
+    )
 
 
 def answer_invocations_with_their_event() -> None:
@@ -97,6 +134,119 @@ def answer_invocations_with_their_event() -> None:
     from moto.core.models import default_user_config
 
     default_user_config["lambda"] = {"use_docker": False}
+
+
+_request = threading.local()
+
+
+def keep_alive_handler(base: Any) -> Any:
+    """moto's request handler, keeping each client's connection open between requests.
+
+    werkzeug's development server closes every connection after its response, because http.server
+    cannot skip a body the application left unread, and after each response it reads whatever the
+    socket still holds and throws it away. So every moto call cost a TCP connection, a server thread
+    and a client-side connect: a quarter of the stack's and moto's time under load. This handler reads
+    each Content-Length body in full before the application sees it, so the stream stands at the next
+    request line; only for such a request is the connection kept and the discarding read skipped
+    (it would swallow the client's next request). A chunked body still closes the connection.
+    Responses go out without Nagle's delay, since headers and body are written separately.
+    """
+    import werkzeug.serving
+
+    werkzeug.serving.selectors = _SkipDrainWhenBodyRead  # type: ignore[assignment]
+
+    class KeepAliveHandler(base):
+        disable_nagle_algorithm = True
+        protocol_version = "HTTP/1.1"
+
+        def make_environ(self) -> dict[str, Any]:
+            environ: dict[str, Any] = super().make_environ()
+            _request.whole_body_read = False
+            if environ.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked":
+                return environ
+            try:
+                length = int(environ.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                return environ
+            environ["wsgi.input"] = io.BytesIO(self.rfile.read(length) if length > 0 else b"")
+            _request.whole_body_read = True
+            return environ
+
+        def send_header(self, keyword: str, value: str) -> None:
+            if keyword.lower() == "connection" and value.lower() == "close" and _body_read():
+                return
+            super().send_header(keyword, value)
+
+    return KeepAliveHandler
+
+
+def _body_read() -> bool:
+    return bool(getattr(_request, "whole_body_read", False))
+
+
+class _NothingLeft:
+    """The selector of werkzeug's discarding read, when the request's body was read in full."""
+
+    def register(self, *args: Any) -> None:
+        pass
+
+    def select(self, timeout: float | None = None) -> list[Any]:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+class _SkipDrainWhenBodyRead:
+    """Stands in for the selectors module inside werkzeug.serving, which uses it only for that read."""
+
+    EVENT_READ = selectors.EVENT_READ
+
+    @staticmethod
+    def DefaultSelector() -> Any:
+        return _NothingLeft() if _body_read() else selectors.DefaultSelector()
+
+
+# Services whose backend follows from the signed service name and the X-Amz-Target prefix alone.
+_KEYED_SERVICES = frozenset({"dynamodb", "sqs"})
+
+
+def remember_each_services_app(app: Any) -> None:
+    """Find a DynamoDB or SQS request's backend once per service, not on every request.
+
+    moto's DomainDispatcherApplication works out each request's service under one lock, matching the
+    host against every backend's URL patterns: a fifth of its server's time under the local stack's
+    load, and a point where all requests queue. For the two services the stack calls on every
+    execution, the answer depends only on the SigV4 credential scope's service and the target's
+    prefix (DynamoDB_20120810 or DynamoDBStreams_...), so it is kept per such key; other requests
+    are dispatched as moto does.
+    """
+    original = app.get_application
+    known: dict[tuple[str, str], Any] = {}
+
+    def get_application(environ: dict[str, Any]) -> Any:
+        key = _service_key(environ)
+        if key is None:
+            return original(environ)
+        found = known.get(key)
+        if found is None:
+            found = known[key] = original(environ)
+        return found
+
+    app.get_application = get_application
+
+
+def _service_key(environ: dict[str, Any]) -> tuple[str, str] | None:
+    path = environ.get("PATH_INFO", "")
+    if not isinstance(path, str) or path.startswith(("/moto-api", "/latest/", "/_punctual")):
+        return None
+    try:  # "AWS4-HMAC-SHA256 Credential=<key>/<date>/<region>/<service>/aws4_request, ..."
+        service = environ["HTTP_AUTHORIZATION"].split(",")[0].split()[1].split("/")[3].lower()
+    except (KeyError, IndexError):
+        return None
+    if service not in _KEYED_SERVICES:
+        return None
+    return service, environ.get("HTTP_X_AMZ_TARGET", "").partition(".")[0]
 
 
 _partition = threading.local()

@@ -1,10 +1,16 @@
 """Lambda's SQS event source mapping and its scaling, for the local stack.
 
-Each poller thread is one warm "container": it loads its own copy of the handler module (Powertools'
-batch processor keeps per-invocation state at module level, as Lambda allows since a container runs
-one invocation at a time) and calls `EventSourceMapping.poll_once` in a loop. While every poller is
-busy in its handler, another one starts, up to a limit, as Lambda scales out on a busy queue; extra
-pollers stop again after a while without messages.
+As on AWS, pollers and function instances are apart: a few poller threads receive from the queue,
+and each batch they receive runs in a warm "container" of its own, up to `maximum` at once. A
+container is its own copy of the handler module (Powertools' batch processor keeps per-invocation
+state at module level, as Lambda allows since a container runs one invocation at a time); a new one
+is loaded when every warm one is busy. A poller receives only while a container is free to take
+what it receives, so a busy function leaves messages on the queue rather than in memory.
+
+Few pollers, not one per container: every long poll that waits in moto is woken by each message sent
+and scans the queue again, so sixty-four waiting pollers made moto's SQS most of its work.
+`prepare` loads containers ahead of messages about to come due (HoldingSqs knows them), since a
+fresh module load is slow next to an execution.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Any
 from punctual.esm import EventSourceMapping, Handler
 from punctual.observability import logger
 
-IDLE_SECONDS_BEFORE_RETIRING = 30.0
+POLLERS = 2
 _copies = itertools.count(1)
 _copies_lock = threading.Lock()
 
@@ -54,101 +60,137 @@ class PollerPool:
         minimum: int,
         maximum: int,
         wait_seconds: int = 1,
+        batch_size: int = 10,
+        pollers: int = POLLERS,
     ) -> None:
         self.name = name
         self._sqs = sqs
-        self._queue_url = queue_url
+        self.queue_url = queue_url
         self._new_container = new_container
         self._stop = stop
         self._minimum = max(1, minimum)
         self._maximum = max(self._minimum, maximum)
         self._wait_seconds = wait_seconds
+        self._batch_size = batch_size
+        self._pollers = max(1, min(pollers, self._maximum))
         self._lock = threading.Lock()
-        self._warm: list[Handler] = []  # containers of retired pollers, reused by new ones
-        self._threads: list[threading.Thread] = []
-        self._busy = 0
+        self._free = threading.Semaphore(self._maximum)  # a container's worth of room per batch
+        self._warm: list[Handler] = []  # loaded containers not running a batch
+        self._loaded = 0  # containers loaded or being loaded
+        self._threads: list[threading.Thread] = []  # pollers and running batches
         self._numbers = itertools.count(1)
+        self._mapping: EventSourceMapping | None = None
 
     def start(self) -> None:
-        for _ in range(self._minimum):
-            self._spawn()
+        self._mapping = EventSourceMapping(
+            self._sqs, self.queue_url, self._unassigned, batch_size=self._batch_size
+        )
+        self._load(self._minimum)
+        for _ in range(self._pollers):
+            self._thread(self._poll, "poller")
 
     def join(self, deadline: float) -> int:
-        """Wait for the pollers to stop (until the monotonic deadline); returns how many still run."""
+        """Wait for pollers and batches to end (until the monotonic deadline); returns how many run."""
         with self._lock:
             threads = list(self._threads)
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         return sum(thread.is_alive() for thread in threads)
 
+    def prepare(self, messages: int) -> None:
+        """Load containers ahead of `messages` about to arrive (held delayed messages coming due):
+        as many as their batches need beyond those warm, up to the limit."""
+        with self._lock:
+            wanted = min(-(-messages // self._batch_size), self._maximum) - len(self._warm)
+            wanted = min(wanted, self._maximum - self._loaded)
+        if wanted > 0:
+            self._thread(lambda: self._load(wanted), "loader")
+
     @property
     def size(self) -> int:
+        """Containers loaded."""
         with self._lock:
-            return len(self._threads)
+            return self._loaded
 
-    def _spawn(self) -> None:
+    def _thread(self, target: Callable[[], None], role: str) -> None:
+        def run() -> None:
+            try:
+                target()
+            finally:
+                with self._lock:
+                    self._threads.remove(threading.current_thread())
+
         with self._lock:
-            if len(self._threads) >= self._maximum or self._stop.is_set():
+            if self._stop.is_set():
                 return
             thread = threading.Thread(
-                target=self._run, name=f"{self.name}-{next(self._numbers)}", daemon=True
+                target=run, name=f"{self.name}-{role}-{next(self._numbers)}", daemon=True
             )
             self._threads.append(thread)
         thread.start()
 
-    def _run(self) -> None:
-        try:
+    def _load(self, count: int) -> None:
+        for _ in range(count):
             with self._lock:
-                handler = self._warm.pop() if self._warm else None
-            if handler is None:
-                handler = self._new_container()
-            mapping = EventSourceMapping(self._sqs, self._queue_url, self._invoker(handler))
-        except Exception:
-            logger.exception("poller could not start", extra={"poller": self.name})
-            self._retire(None)
-            return
-        idle_since = time.monotonic()
-        while not self._stop.is_set():
+                if self._loaded >= self._maximum:
+                    return
+                self._loaded += 1
             try:
-                received = mapping.poll_once(wait_seconds=self._wait_seconds)
+                handler = self._new_container()
+            except Exception:
+                logger.exception("container could not load", extra={"function": self.name})
+                with self._lock:
+                    self._loaded -= 1
+                return
+            with self._lock:
+                self._warm.append(handler)
+
+    def _poll(self) -> None:
+        assert self._mapping is not None
+        while not self._stop.is_set():
+            if not self._free.acquire(timeout=0.5):
+                continue  # every container busy: the messages wait on the queue
+            try:
+                messages = self._mapping.receive(self._wait_seconds)
             except Exception as exc:
+                self._free.release()
                 if self._stop.is_set():
                     break
                 logger.warning("poll failed; retrying", extra={"poller": self.name, "error": str(exc)})
                 self._stop.wait(1.0)
                 continue
-            if received:
-                idle_since = time.monotonic()
-            elif time.monotonic() - idle_since > IDLE_SECONDS_BEFORE_RETIRING and self._retire_extra(handler):
-                return
-        self._retire(handler)
+            if not messages:
+                self._free.release()
+                continue
+            self._thread(lambda batch=messages: self._run_batch(batch), "batch")  # type: ignore[misc]
 
-    def _retire_extra(self, handler: Handler) -> bool:
-        """Stop this poller if there are more than the minimum; its container stays warm."""
-        with self._lock:
-            if len(self._threads) <= self._minimum:
-                return False
-            self._threads.remove(threading.current_thread())
-            self._warm.append(handler)
-            return True
-
-    def _retire(self, handler: Handler | None) -> None:
-        with self._lock:
-            self._threads.remove(threading.current_thread())
-            if handler is not None:
-                self._warm.append(handler)
-
-    def _invoker(self, handler: Handler) -> Handler:
-        def invoke(event: dict[str, Any], context: Any) -> Any:
-            with self._lock:
-                self._busy += 1
-                all_busy = self._busy >= len(self._threads)
-            if all_busy:
-                self._spawn()  # keep one poller receiving while the others run their batches
+    def _run_batch(self, messages: list[dict[str, Any]]) -> None:
+        assert self._mapping is not None
+        try:
+            handler = self._container()
+            if handler is None:
+                return  # not delivered: the messages come back after their visibility timeout
             try:
-                return handler(event, context)
+                self._mapping.deliver(messages, handler)
             finally:
                 with self._lock:
-                    self._busy -= 1
+                    self._warm.append(handler)
+        finally:
+            self._free.release()
 
-        return invoke
+    def _container(self) -> Handler | None:
+        with self._lock:
+            if self._warm:
+                return self._warm.pop()
+            self._loaded += 1
+        try:
+            return self._new_container()
+        except Exception:
+            logger.exception("container could not load", extra={"function": self.name})
+            with self._lock:
+                self._loaded -= 1
+            return None
+
+    @staticmethod
+    def _unassigned(event: dict[str, Any], context: Any) -> Any:
+        raise AssertionError("batches are delivered to a container")

@@ -51,14 +51,15 @@ LOCAL_SHARD_COUNT = 4
 LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
 # Any function created in moto (whose account is always this one), for the `lambda` task.
 LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
-# Messages become visible this early and the worker waits out the rest: a head start for receiving
-# the message while moto is busy. (Delayed messages are held by HoldingSqs and sent to moto when due,
+# Messages become visible this early and the worker waits out the rest: a head start for receiving,
+# reading and claiming an execution before its instant, which many may share. (Delayed messages are
+# held by HoldingSqs and sent to moto when due,
 # which wakes a waiting long poll; moto's own delays would not.)
-LOCAL_EARLY_VISIBILITY_SECONDS = 2
+LOCAL_EARLY_VISIBILITY_SECONDS = 3
 LOCAL_TASK_CACHE_SECONDS = 2.0
 STOP_GRACE_SECONDS = 3.0
 MOTO_STOP_SECONDS = 5.0
-_CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=64)
+_CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=256)
 
 
 class StackError(Exception):
@@ -71,7 +72,7 @@ class Options:
     data_dir: Path = Path(".punctual")
     tick_seconds: int = 60
     moto_port: int = 0
-    concurrency: int = 16
+    concurrency: int = 64
     tokens: dict[str, str] = field(default_factory=lambda: {"local": "local"})
     reset: bool = False
     json_logs: bool = False
@@ -166,7 +167,8 @@ class LocalStack:
             # Its queue is in memory: recovery after a restart re-sends the executions stored QUEUED.
             record_queued=True,
         )
-        self._delays = HoldingSqs(sqs, clock)
+        # Pollers for messages about to come due are started before they are due (pools set below).
+        self._delays = HoldingSqs(sqs, clock, on_coming=self._prepare_pool)
         self._delays.start()
         punctual = wiring.build(
             settings,
@@ -212,6 +214,11 @@ class LocalStack:
                 extra={"torn": restored["torn"]},
             )
         self.banner(moto_url, int(restored["items"]), requeued, provisioned.table_name)
+
+    def _prepare_pool(self, queue_url: str, messages: int) -> None:
+        for pool in self._pools:
+            if pool.queue_url == queue_url:
+                pool.prepare(messages)
 
     def _bind_api(self, handler: Handler) -> ApiServer:
         def invoke(event: dict[str, Any]) -> dict[str, Any]:
