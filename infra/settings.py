@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from punctual import capacity, resources
+from punctual import capacity, resources, target_arns
 from punctual.config import Settings
 
 # Context values given on the command line arrive as strings; cdk.json gives JSON types.
@@ -55,6 +55,16 @@ class DeploySettings:
     # ["arn:aws:lambda:us-east-1:123456789012:function:reports-*"]. The worker is granted
     # lambda:InvokeFunction on these and nothing else; none by default.
     lambda_functions: tuple[str, ...] = ()
+    # What the sqs, sns, eventbridge and stepfunctions tasks may reach: ARN patterns likewise, e.g.
+    # ["arn:aws:sqs:us-east-1:123456789012:orders-*"]. The worker is granted sqs:SendMessage,
+    # sns:Publish, events:PutEvents and states:StartExecution on these and nothing else; none by default.
+    sqs_queues: tuple[str, ...] = ()
+    sns_topics: tuple[str, ...] = ()
+    eventbridge_buses: tuple[str, ...] = ()
+    state_machines: tuple[str, ...] = ()
+    # How long a worker keeps a named task before reading it again (a change reaches executions
+    # starting this long after it): one read per task and worker container this often.
+    task_cache_seconds: int = 10
     alarm_email: str | None = None
     # Off only for throwaway test stacks: the table and the logs are then deleted with the stack.
     deletion_protection: bool = True
@@ -231,6 +241,11 @@ class DeploySettings:
             retention_days=self.retention_days,
             webhook_allowed_networks=self.webhook_allowed_networks,
             lambda_functions=self.lambda_functions,
+            sqs_queues=self.sqs_queues,
+            sns_topics=self.sns_topics,
+            eventbridge_buses=self.eventbridge_buses,
+            state_machines=self.state_machines,
+            task_cache_seconds=self.task_cache_seconds,
             record_queued=self.record_queued,
             burst_forecast_minutes=self.burst_forecast_minutes,
             burst_pollers_floor=self.worker_min_pollers or 2,
@@ -278,6 +293,7 @@ class DeploySettings:
             ("burst_forecast_minutes", int),
             ("worker_prescale_max_pollers", int),
             ("lambda_concurrency_quota", int),
+            ("task_cache_seconds", int),
         ):
             raw = value(key)
             if raw in (None, ""):
@@ -292,6 +308,8 @@ class DeploySettings:
         values["alarm_email"] = str(value("alarm_email") or "").strip() or None
         values["webhook_allowed_networks"] = _as_list(value("webhook_allowed_networks"))
         values["lambda_functions"] = _as_list(value("lambda_functions"))
+        for target in target_arns.TARGETS:
+            values[target.setting] = _as_list(value(target.setting))
         return cls(**values)
 
 

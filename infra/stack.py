@@ -15,7 +15,7 @@ from infra.components.storage import Storage
 from infra.components.ticker import TICK, SchedulerTick
 from infra.components.workers import Workers
 from infra.settings import DeploySettings
-from punctual import resources
+from punctual import resources, target_arns
 
 # Stack output keys; scripts/smoke.py reads API_URL_OUTPUT.
 API_URL_OUTPUT = "ApiUrl"
@@ -74,6 +74,7 @@ class PunctualStack(Stack):
             queues=queues,
             max_concurrency=settings.worker_max_concurrency,
             lambda_functions=settings.lambda_functions,
+            targets={target.setting: getattr(settings, target.setting) for target in target_arns.TARGETS},
             pollers=settings.worker_pollers(),
         )
         if settings.worker_prescale:
@@ -116,6 +117,11 @@ def function_environment(settings: DeploySettings) -> dict[str, str]:
         environment["PUNCTUAL_WEBHOOK_ALLOWED_NETWORKS"] = ",".join(settings.webhook_allowed_networks)
     if settings.lambda_functions:
         environment["PUNCTUAL_LAMBDA_FUNCTIONS"] = ",".join(settings.lambda_functions)
+    for target in target_arns.TARGETS:
+        if getattr(settings, target.setting):
+            environment[target.env] = ",".join(getattr(settings, target.setting))
+    if settings.task_cache_seconds != 10:
+        environment["PUNCTUAL_TASK_CACHE_SECONDS"] = str(settings.task_cache_seconds)
     if settings.record_queued:
         environment["PUNCTUAL_RECORD_QUEUED"] = "true"
     if settings.burst_forecast_minutes:

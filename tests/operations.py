@@ -15,5 +15,11 @@ OPERATIONS = frozenset(
         "GET /jobs/{job_id}/executions",
         "POST /schedules/preview",
         "GET /tasks",
+        "POST /tasks",
+        "GET /tasks/{name}",
+        "PATCH /tasks/{name}",
+        "DELETE /tasks/{name}",
+        "POST /jobs/pause",
+        "POST /jobs/resume",
     }
 )

@@ -13,7 +13,7 @@ from constructs import Construct
 from infra.components.functions import FunctionFactory
 from infra.components.queues import Queues
 from infra.components.storage import Storage
-from punctual import lambda_arns, resources
+from punctual import lambda_arns, resources, target_arns
 
 BATCH_SIZE = 10
 
@@ -29,6 +29,7 @@ class Workers(Construct):
         queues: Queues,
         max_concurrency: int,
         lambda_functions: tuple[str, ...] = (),
+        targets: dict[str, tuple[str, ...]] | None = None,
         pollers: tuple[int, int] | None = None,
     ) -> None:
         """`pollers` (minimum, maximum) puts the worker's event source mapping in provisioned mode,
@@ -44,6 +45,10 @@ class Workers(Construct):
         storage.grant_read_write(self.worker)
         if lambda_functions:
             self._grant_invoke(lambda_functions)
+        for target in target_arns.TARGETS:
+            patterns = (targets or {}).get(target.setting, ())
+            if patterns:
+                self._grant_target(target, patterns)
         # Consuming grants ChangeMessageVisibility too: the worker holds early or leased messages.
         scaling: dict[str, Any] = (
             {"max_concurrency": max_concurrency}
@@ -90,6 +95,20 @@ class Workers(Construct):
             )
         )
         function.add_environment(resources.ENV_WORKER_MAPPING_ID, self.work_source.event_source_mapping_id)
+
+    def _grant_target(self, target: target_arns.Target, patterns: tuple[str, ...]) -> None:
+        """An AWS target task's one action, on the resources its setting allows and nothing else."""
+        assert self.worker.role is not None
+        self.worker.add_to_role_policy(iam.PolicyStatement(actions=[target.action], resources=list(patterns)))
+        for pattern in patterns:
+            if "*" in pattern or "?" in pattern:
+                Validations.of(self.worker.role).acknowledge(
+                    Acknowledgment(
+                        id=f"AwsSolutions-IAM5[Resource::{pattern}]",
+                        reason=f"The resources the deployment lets the {target.type} task reach (setting "
+                        f"{target.setting}).",
+                    )
+                )
 
     def _grant_invoke(self, lambda_functions: tuple[str, ...]) -> None:
         """The `lambda` task's functions: those the deployment allows, any version or alias."""

@@ -20,17 +20,28 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent, APIGatewayProxyEventV2
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from punctual import tasks, wiring
 from punctual.errors import Conflict, InvalidRequest, NotFound, RetryableStoreError
-from punctual.models import Execution, ExecutionStatus, Job, JobPolicy, JobStatus, RetryPolicy, TaskSpec
+from punctual.models import (
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobPolicy,
+    JobStatus,
+    RetryPolicy,
+    TaskRef,
+    TaskSpec,
+)
+from punctual.named_tasks import IN_USE_COUNT_LIMIT, TaskChanges
 from punctual.observability import logger
 from punctual.schedules import Schedule, local_note
-from punctual.service import JobChanges, NewJob
+from punctual.service import BulkChange, JobChanges, NewJob
 from punctual.store import LIST_READ_BUDGET
+from punctual.task_store import NamedTask
 from punctual.timefmt import to_rfc3339
-from punctual.validation import JSON_NUMBER, PLAIN_TEXT, json_problem, refuse_constant
+from punctual.validation import JSON_NUMBER, PLAIN_TEXT, TAGS, json_problem, parse_tag_filter, refuse_constant
 
 API_DESCRIPTION = """\
 Punctual schedules jobs: a task (call a webhook, …) with a schedule (now, at an instant, cron in a
@@ -113,6 +124,30 @@ Choices where the contract is silent:
   nothing created. An Idempotency-Key covers the whole batch (body and order); reusing a key of
   POST /jobs on a batch, or the reverse, answers 409. A batch that fails part way (503) may have
   created some of its jobs: retry it with the same Idempotency-Key to get all of them, once.
+- Named tasks (POST /tasks): a job names one (`"task": "send-email"`) and gives its `params`, which
+  must fit the task's `params_schema` (422 naming `params.<path>`) and are merged over the task's
+  default `params` when it runs (objects key by key, anything else replaced): a change to the task
+  applies to the next executions of every job using it (workers read a task again at most 10 s after
+  they last did), and each execution records the `task_version` it ran. A job without a `retry` or
+  `timeout_seconds` of its own takes the task's (shown as null on the job). A job whose task was
+  deleted meanwhile, or whose params no longer fit a changed schema, fails its next execution at once,
+  saying why. Names are unique per owner, and another owner's task answers 404 (a job naming it: 422
+  unknown task). DELETE of a task that ACTIVE or PAUSED jobs use answers 409 with their count.
+- `params_schema` is JSON Schema 2020-12 (or draft-07), checked when the task is defined: at most
+  64 KiB, nested 32 levels, 2,000 subschemas; only local `$ref`s (`#/$defs/...`; nothing is
+  fetched), no `$ref` loop that never descends into the value, `pattern`s without backreferences or
+  lookaround (matched in linear time); an unknown keyword is refused by name; `format` is an
+  annotation. Validation of one job's params takes at most 500,000 steps (422 beyond).
+- Parameters may refer to the execution: `{{ execution.id }}`, `{{ execution.scheduled_at }}`,
+  `{{ execution.attempt }}`, `{{ job.id }}`, `{{ job.name }}` (with `| urlencode` to percent-encode),
+  substituted when it runs; a string that is one reference takes the value's type. An unknown
+  reference is refused (422 naming the field); at most 100 in one task's parameters.
+- Tags (jobs and named tasks): at most 50, keys of 1 to 128 characters without a colon, values up
+  to 256. `?tag=key:value` (or `?tag=key`) filters GET /jobs and GET /tasks; like `status`, it reads
+  the owner's list and filters it, reading at most the budget below a request. POST /jobs/pause and
+  /jobs/resume with `?tag=` change the matching ACTIVE (or PAUSED) jobs a page at a time (at most
+  `limit`, 50 by default), each as its single-job endpoint would, and answer what changed, what could
+  not be changed and why, and a `next_cursor` to continue with (null: done).
 """ + (
     f"- GET /jobs?status= reads at most {LIST_READ_BUDGET} jobs per request: a page can then be short,\n"
     "  even empty, while `next_cursor` is not null. Follow `next_cursor` until it is null to see every\n"
@@ -143,16 +178,35 @@ class ExecutionOut(BaseModel):
     error: str | None
     result: Any = Field(description="The task's result, truncated when large.")
     next_attempt_at: str | None = None
+    task_version: int | None = Field(
+        default=None, description="The version of the job's named task its latest attempt ran (null: inline)."
+    )
+
+
+TaskName = Annotated[
+    str, Field(min_length=1, max_length=64, description="One of your named tasks (POST /tasks).")
+]
+# A job's task: inline (an object with its type and params), or a named task's name (a string).
+JobTask = Annotated[
+    Annotated[TaskSpec, Tag("inline")] | Annotated[TaskName, Tag("named")],
+    Discriminator(lambda value: "named" if isinstance(value, str) else "inline"),
+]
+JobTags = Annotated[dict[str, str], TAGS]
 
 
 class JobOut(BaseModel):
     id: str
     name: str
     status: JobStatus
-    task: TaskSpec
+    task: TaskSpec | str = Field(description="The inline task, or the name of the named task the job uses.")
+    params: dict[str, Any] | None = Field(
+        default=None,
+        description="A job with a named task: the parameters it gives the task (null otherwise).",
+    )
+    tags: dict[str, str]
     schedule: Schedule
-    retry: RetryPolicy
-    timeout_seconds: int
+    retry: RetryPolicy | None = Field(description="Null: the job takes its named task's retry policy.")
+    timeout_seconds: int | None = Field(description="Null: the job takes its named task's timeout.")
     policy: JobPolicy
     next_run_at: str | None
     created_at: str
@@ -174,7 +228,11 @@ class JobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: Annotated[str | None, PLAIN_TEXT] = Field(default=None, min_length=1, max_length=200)
-    task: TaskSpec
+    task: JobTask
+    params: dict[str, Any] | None = Field(
+        default=None, description="With a named task: its parameters, checked against its params_schema."
+    )
+    tags: JobTags | None = None
     schedule: Schedule
     retry: RetryPolicy | None = None
     timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(default=None, ge=1, le=300)
@@ -202,7 +260,11 @@ class JobPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: Annotated[str | None, PLAIN_TEXT] = Field(default=None, min_length=1, max_length=200)
-    task: TaskSpec | None = None
+    task: JobTask | None = None
+    params: dict[str, Any] | None = Field(
+        default=None, description="A job with a named task: its new parameters (alone: the same task)."
+    )
+    tags: JobTags | None = Field(default=None, description="The job's tags, all of them (replaced).")
     schedule: Schedule | None = None
     retry: RetryPolicy | None = None
     timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(default=None, ge=1, le=300)
@@ -241,8 +303,64 @@ class TaskTypeOut(BaseModel):
     params: dict[str, Any] = Field(description="JSON Schema of the task's params.")
 
 
+class TaskOut(BaseModel):
+    name: str
+    type: str
+    params: dict[str, Any] = Field(description="Default parameters, under each job's own.")
+    params_schema: dict[str, Any] | bool | None = Field(description="JSON Schema of what a job supplies.")
+    retry: RetryPolicy | None
+    timeout_seconds: int | None
+    description: str
+    tags: dict[str, str]
+    version: int = Field(description="1 when defined, one more with each change.")
+    created_at: str
+    updated_at: str
+
+
 class TaskTypesOut(BaseModel):
-    items: list[TaskTypeOut]
+    types: list[TaskTypeOut] = Field(description="The built-in task types.")
+    items: list[TaskOut] = Field(description="A page of your named tasks, by name.")
+    next_cursor: str | None
+
+
+class TaskIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=64, description="Unique among your tasks; jobs name it.")
+    type: str = Field(min_length=1, max_length=64, description="A built-in type (GET /tasks lists them).")
+    params: dict[str, Any] = Field(default_factory=dict, description="Default parameters of the type.")
+    params_schema: dict[str, Any] | bool | None = Field(
+        default=None, description="JSON Schema 2020-12 of the params a job supplies (none: any)."
+    )
+    retry: RetryPolicy | None = None
+    timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(default=None, ge=1, le=300)
+    description: Annotated[str, PLAIN_TEXT] = Field(default="", max_length=1000)
+    tags: JobTags | None = None
+
+
+class TaskPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: str | None = Field(default=None, min_length=1, max_length=64)
+    params: dict[str, Any] | None = Field(default=None, description="The new defaults, all of them.")
+    params_schema: dict[str, Any] | bool | None = Field(default=None, description="Null removes it.")
+    retry: RetryPolicy | None = Field(default=None, description="Null removes it (jobs use the default).")
+    timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(default=None, ge=1, le=300)
+    description: Annotated[str | None, PLAIN_TEXT] = Field(default=None, max_length=1000)
+    tags: JobTags | None = None
+
+
+class BulkFailure(BaseModel):
+    id: str
+    message: str
+
+
+class BulkOut(BaseModel):
+    changed: list[JobOut] = Field(description="The jobs this request paused (or resumed).")
+    failed: list[BulkFailure] = Field(description="Matching jobs that could not be changed, and why.")
+    next_cursor: str | None = Field(
+        description="More matching jobs may follow: call again with it; null: done."
+    )
 
 
 def _iso(value: Any) -> str | None:
@@ -263,6 +381,7 @@ def execution_out(execution: Execution) -> ExecutionOut:
         error=execution.error,
         result=execution.result,
         next_attempt_at=_iso(execution.next_attempt_at),
+        task_version=execution.task_version,
     )
 
 
@@ -272,10 +391,12 @@ def job_out(job: Job) -> JobOut:
         id=job.id,
         name=job.name,
         status=job.status,
-        task=job.task,
+        task=job.task.name if isinstance(job.task, TaskRef) else job.task,
+        params=job.task.params if isinstance(job.task, TaskRef) else None,
+        tags=job.tags,
         schedule=job.schedule,  # type: ignore[arg-type]
-        retry=job.retry,
-        timeout_seconds=job.timeout_seconds,
+        retry=None if "retry" in job.inherits else job.retry,
+        timeout_seconds=None if "timeout_seconds" in job.inherits else job.timeout_seconds,
         policy=job.policy,
         next_run_at=_iso(job.upcoming_run(now)),
         created_at=to_rfc3339(job.created_at),
@@ -303,9 +424,43 @@ def _owner() -> str:
     return owner
 
 
+def task_out(task: NamedTask) -> TaskOut:
+    return TaskOut(
+        name=task.name,
+        type=task.type,
+        params=task.params,
+        params_schema=task.params_schema,
+        retry=task.retry,
+        timeout_seconds=task.timeout_seconds,
+        description=task.description,
+        tags=task.tags,
+        version=task.version,
+        created_at=to_rfc3339(task.created_at),
+        updated_at=to_rfc3339(task.updated_at),
+    )
+
+
+def _job_task(task: TaskSpec | str, params: dict[str, Any] | None) -> TaskSpec | TaskRef:
+    if isinstance(task, str):
+        return TaskRef(name=task, params=params or {})
+    if params is not None:
+        raise InvalidRequest("params: an inline task takes its parameters in task.params", field="params")
+    return task
+
+
+def _tag_filter(tag: str | None) -> tuple[str, str | None] | None:
+    if tag is None:
+        return None
+    try:
+        return parse_tag_filter(tag)
+    except ValueError as exc:
+        raise InvalidRequest(str(exc), field="tag") from None
+
+
 def _new_job(body: JobIn) -> NewJob:
     return NewJob(
-        task=body.task,
+        task=_job_task(body.task, body.params),
+        tags=body.tags,
         schedule=body.schedule,
         name=body.name,
         retry=body.retry,
@@ -353,7 +508,10 @@ _ERRORS = {
         "description": "Missing or unknown credentials.",
         "content": {"application/json": {"model": ErrorOut}},
     },
-    404: {"description": "No such job for this owner.", "content": {"application/json": {"model": ErrorOut}}},
+    404: {
+        "description": "No such job (or task) for this owner.",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
     409: {
         "description": "Not possible in the job's state.",
         "content": {"application/json": {"model": ErrorOut}},
@@ -449,11 +607,23 @@ def list_jobs(
     status: Annotated[JobStatus | None, Query(description="Only jobs in this status.")] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
+    tag: Annotated[
+        str | None,
+        Query(max_length=400, description="Only jobs with this tag: key:value, or key (any value)."),
+    ] = None,
+    task: Annotated[
+        str | None,
+        Query(max_length=64, description="Only the ACTIVE and PAUSED jobs using this named task (alone)."),
+    ] = None,
 ) -> Response[JobPage]:
     punctual, owner = wiring.default(), _owner()
-    scope = f"jobs:{status.value if status else ''}"
+    wanted = _tag_filter(tag)
+    if task is not None:
+        scope = f"jobs:task:{task}"
+    else:
+        scope = f"jobs:{status.value if status else ''}" + (f":tag:{tag}" if tag is not None else "")
     page = punctual.service.list_jobs(
-        owner, status, limit, punctual.cursors.decode(cursor, owner=owner, scope=scope)
+        owner, status, limit, punctual.cursors.decode(cursor, owner=owner, scope=scope), tag=wanted, task=task
     )
     return _json(
         JobPage(
@@ -477,6 +647,8 @@ def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOu
     changes = JobChanges(
         name=body.name,
         task=body.task,
+        params=body.params,
+        tags=body.tags,
         schedule=body.schedule,
         retry=body.retry,
         timeout_seconds=body.timeout_seconds,
@@ -494,6 +666,60 @@ def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOu
 )
 def cancel_job(job_id: str) -> Response[JobOut]:
     return _json(job_out(wiring.default().service.cancel(_owner(), job_id)))
+
+
+def _bulk(action: str, tag: str, limit: int, cursor: str | None) -> Response[BulkOut]:
+    punctual, owner = wiring.default(), _owner()
+    wanted = _tag_filter(tag)
+    assert wanted is not None
+    scope = f"bulk:{action}:{tag}"
+    start = punctual.cursors.decode(cursor, owner=owner, scope=scope)
+    service = punctual.service
+    done: BulkChange = (service.pause_tagged if action == "pause" else service.resume_tagged)(
+        owner, wanted, limit, start
+    )
+    return _json(
+        BulkOut(
+            changed=[job_out(job) for job in done.changed],
+            failed=[BulkFailure(id=job_id, message=why) for job_id, why in done.failed],
+            next_cursor=punctual.cursors.encode(done.last_key, owner=owner, scope=scope),
+        )
+    )
+
+
+_BULK_TAG = Query(max_length=400, description="The jobs' tag: key:value, or key (any value).")
+_BULK_LIMIT = Query(ge=1, le=100, description="At most this many jobs changed by this request.")
+
+
+@router.post(
+    "/jobs/pause",
+    summary="Pause the ACTIVE jobs with a tag, a page at a time",
+    description="Each job is paused as POST /jobs/{id}/pause would. One request changes at most `limit` "
+    f"jobs and reads at most {LIST_READ_BUDGET}: call again with `next_cursor` until it is null.",
+    responses=_responses(200, BulkOut, "What changed.", 400),
+)
+def pause_jobs(
+    tag: Annotated[str, _BULK_TAG],
+    limit: Annotated[int, _BULK_LIMIT] = 50,
+    cursor: Annotated[str | None, Query(max_length=4096)] = None,
+) -> Response[BulkOut]:
+    return _bulk("pause", tag, limit, cursor)
+
+
+@router.post(
+    "/jobs/resume",
+    summary="Resume the PAUSED jobs with a tag, a page at a time",
+    description="Each job is resumed as POST /jobs/{id}/resume would (missed runs are not made up). "
+    f"One request changes at most `limit` jobs and reads at most {LIST_READ_BUDGET}: call again with "
+    "`next_cursor` until it is null.",
+    responses=_responses(200, BulkOut, "What changed.", 400),
+)
+def resume_jobs(
+    tag: Annotated[str, _BULK_TAG],
+    limit: Annotated[int, _BULK_LIMIT] = 50,
+    cursor: Annotated[str | None, Query(max_length=4096)] = None,
+) -> Response[BulkOut]:
+    return _bulk("resume", tag, limit, cursor)
 
 
 @router.post(
@@ -559,15 +785,94 @@ def preview_schedule(body: Annotated[PreviewIn, Body()]) -> Response[PreviewOut]
 
 
 @router.get(
-    "/tasks", summary="The task types and their parameters", responses=_responses(200, TaskTypesOut, "Types.")
+    "/tasks",
+    summary="The built-in task types, and a page of your named tasks",
+    responses=_responses(200, TaskTypesOut, "Types and your tasks.", 400),
 )
-def list_task_types() -> Response[TaskTypesOut]:
-    _owner()
-    items = [
+def list_task_types(
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=4096)] = None,
+    tag: Annotated[
+        str | None, Query(max_length=400, description="Only tasks with this tag: key:value, or key.")
+    ] = None,
+) -> Response[TaskTypesOut]:
+    punctual, owner = wiring.default(), _owner()
+    types = [
         TaskTypeOut(type=t.name, description=t.description, params=t.params_model.model_json_schema())
         for t in tasks.all_types()
     ]
-    return _json(TaskTypesOut(items=items))
+    scope = "tasks" + (f":tag:{tag}" if tag is not None else "")
+    page = punctual.tasks.list(
+        owner, limit, punctual.cursors.decode(cursor, owner=owner, scope=scope), _tag_filter(tag)
+    )
+    return _json(
+        TaskTypesOut(
+            types=types,
+            items=[task_out(t) for t in page.items],
+            next_cursor=punctual.cursors.encode(page.last_key, owner=owner, scope=scope),
+        )
+    )
+
+
+@router.post(
+    "/tasks",
+    summary="Define a named task",
+    description="A task type, its default parameters, a JSON Schema of what jobs supply, and optionally a "
+    "retry policy and a timeout that its jobs take unless they give their own. 409 if you have a task of "
+    "that name.",
+    responses=_responses(201, TaskOut, "The task, version 1.", 409),
+)
+def create_task(body: Annotated[TaskIn, Body()]) -> Response[TaskOut]:
+    task = wiring.default().tasks.create(
+        _owner(),
+        name=body.name,
+        type=body.type,
+        params=body.params,
+        params_schema=body.params_schema,
+        retry=body.retry,
+        timeout_seconds=body.timeout_seconds,
+        description=body.description,
+        tags=body.tags,
+    )
+    return _json(task_out(task), 201)
+
+
+@router.get("/tasks/<name>", summary="Get a named task", responses=_responses(200, TaskOut, "The task.", 404))
+def get_task(name: str) -> Response[TaskOut]:
+    return _json(task_out(wiring.default().tasks.get(_owner(), name)))
+
+
+@router.patch(
+    "/tasks/<name>",
+    summary="Change a named task (its next version): every job using it runs the change from its next execution",
+    description="Fields given replace the task's (null removes params_schema, retry, timeout_seconds); its "
+    "version goes up by one. Jobs' params are not checked again against a new params_schema: a job whose "
+    "params no longer fit fails its next execution, saying why.",
+    responses=_responses(200, TaskOut, "The task.", 404, 409),
+)
+def update_task(name: str, body: Annotated[TaskPatch, Body()]) -> Response[TaskOut]:
+    changes = TaskChanges(
+        given=frozenset(body.model_fields_set),
+        type=body.type,
+        params=body.params,
+        params_schema=body.params_schema,
+        retry=body.retry,
+        timeout_seconds=body.timeout_seconds,
+        description=body.description,
+        tags=body.tags,
+    )
+    return _json(task_out(wiring.default().tasks.update(_owner(), name, changes)))
+
+
+@router.delete(
+    "/tasks/<name>",
+    summary="Delete a named task that no ACTIVE or PAUSED job uses",
+    description=f"409 if jobs use it, with their count (counted up to {IN_USE_COUNT_LIMIT:,}): "
+    "GET /jobs?task={name} lists them.",
+    responses=_responses(200, TaskOut, "The deleted task.", 404, 409),
+)
+def delete_task(name: str) -> Response[TaskOut]:
+    return _json(task_out(wiring.default().tasks.delete(_owner(), name)))
 
 
 # ----------------------------------------------------------------- errors
@@ -645,6 +950,8 @@ def _plain_error(error: dict[str, Any]) -> dict[str, Any]:
         part = str(part)
         if part.startswith("function-") or (i > 0 and loc[i - 1] == "schedule" and part in _UNION_TAGS):
             continue
+        if i > 0 and loc[i - 1] == "task" and part in ("inline", "named"):
+            continue
         path.append(part)
     if path and path[0] == "body":
         path = path[1:]
@@ -713,14 +1020,16 @@ def _media_type(event: Mapping[str, Any]) -> str | None:
 
 
 def _reads_a_body(event: Mapping[str, Any]) -> bool:
-    """Whether the request goes to a route that reads its body: POST /jobs, /jobs/batch and
-    /schedules/preview, PATCH /jobs/{id}. (Others ignore a body, whatever its type, as they always
+    """Whether the request goes to a route that reads its body: POST /jobs, /jobs/batch, /tasks and
+    /schedules/preview, PATCH /jobs/{id} and /tasks/{name}. (Others ignore a body, whatever its type, as they always
     did.) The path may carry a stage (`/v1/jobs`)."""
     method = event.get("httpMethod") or (event.get("requestContext") or {}).get("http", {}).get("method")
     path = str(event.get("rawPath") or event.get("path") or "").rstrip("/")
     if str(method).upper() == "PATCH":
         return True
-    return str(method).upper() == "POST" and path.endswith(("/jobs", "/jobs/batch", "/schedules/preview"))
+    return str(method).upper() == "POST" and path.endswith(
+        ("/jobs", "/jobs/batch", "/schedules/preview", "/tasks")
+    )
 
 
 def _refuse_non_json(event: Mapping[str, Any]) -> dict[str, Any] | None:

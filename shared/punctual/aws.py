@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import boto3
 from botocore.config import Config
@@ -54,4 +54,24 @@ def lambda_invoke_client(
     )
     return (aws_session or session(settings)).client(
         "lambda", region_name=region, endpoint_url=settings.endpoint_url, config=config
+    )
+
+
+def target_client(
+    settings: Settings,
+    service: str,
+    region: str,
+    read_timeout_seconds: int,
+    aws_session: boto3.session.Session | None = None,
+) -> Any:
+    """For the AWS target tasks (sqs, sns, events, stepfunctions), in the resource's region: one
+    attempt a call, as for `lambda_invoke_client`."""
+    config = Config(
+        retries={"total_max_attempts": 1},
+        connect_timeout=5,
+        read_timeout=read_timeout_seconds,
+        tcp_keepalive=True,
+    )
+    return (aws_session or session(settings)).client(
+        cast(Any, service), region_name=region, endpoint_url=settings.endpoint_url, config=config
     )

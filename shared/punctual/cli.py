@@ -35,6 +35,8 @@ EXIT_CONNECTION = 3
 EXIT_INTERRUPTED = 130
 
 JOB_STATUSES = ("ACTIVE", "PAUSED", "CANCELLED", "COMPLETED")
+# The built-in task types: any other --task names one of your named tasks (whose names never clash).
+BUILTIN_TYPES = ("http", "lambda", "sqs", "sns", "eventbridge", "stepfunctions", "noop", "sleep", "fail")
 FINAL_EXECUTION_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED"})
 MAX_BATCH_JOBS = 100  # POST /jobs/batch
 DEFAULT_UTILISATION = 70  # `capacity --provisioned`: as infra/settings.py deploys
@@ -124,6 +126,33 @@ def build_schedule(args: argparse.Namespace, *, default_now: bool) -> JsonObject
 def _task_flags_given(args: argparse.Namespace) -> bool:
     flags = (args.url, args.method, args.body, args.seconds, args.params)
     return any(flag is not None for flag in flags) or bool(args.header or args.param)
+
+
+def build_params(args: argparse.Namespace) -> JsonObject:
+    """Parameters from --params JSON, then --param k=v (a value that is not JSON is text)."""
+    params: JsonObject = {}
+    if getattr(args, "params", None) is not None:
+        given = parse_json(args.params, "--params")
+        if not isinstance(given, dict):
+            raise UsageError("--params must be a JSON object")
+        params.update(given)
+    for item in getattr(args, "param", None) or []:
+        key, raw = parse_pair(item, "--param")
+        try:
+            params[key] = json.loads(raw)
+        except ValueError:
+            params[key] = raw  # not JSON: a plain string
+    return params
+
+
+def build_tags(items: Sequence[str]) -> JsonObject:
+    return dict(parse_pair(item, "--tag") for item in items)
+
+
+def named_task(args: argparse.Namespace) -> str | None:
+    """The named task --task names (not a built-in type), or None."""
+    task = getattr(args, "task", None)
+    return task if task is not None and task not in BUILTIN_TYPES else None
 
 
 def build_task(args: argparse.Namespace, current: Mapping[str, Any] | None = None) -> JsonObject | None:
@@ -236,12 +265,24 @@ def print_api_error(exc: ApiError) -> None:
 # -- commands ----------------------------------------------------------------------------------------
 
 
+def _named_task_body(args: argparse.Namespace, name: str) -> JsonObject:
+    if any(flag is not None for flag in (args.url, args.method, args.body, args.seconds)) or args.header:
+        raise UsageError(f"--task {name} is a named task: give its parameters with --param or --params")
+    return {"task": name, "params": build_params(args)}
+
+
 def cmd_jobs_create(client: PunctualClient, args: argparse.Namespace) -> int:
     schedule = build_schedule(args, default_now=True)
-    task = build_task(args)
-    if task is None:
-        raise UsageError("--task is required: http, lambda, noop, sleep, fail (see `punctual tasks`)")
-    body: JsonObject = {"task": task, "schedule": schedule}
+    name = named_task(args)
+    if name is not None:
+        body: JsonObject = {**_named_task_body(args, name), "schedule": schedule}
+    else:
+        task = build_task(args)
+        if task is None:
+            raise UsageError("--task is required: a type (see `punctual tasks`) or one of your named tasks")
+        body = {"task": task, "schedule": schedule}
+    if args.tag:
+        body["tags"] = build_tags(args.tag)
     if args.name is not None:
         body["name"] = args.name
     if retry := build_retry(args):
@@ -295,9 +336,17 @@ def cmd_jobs_update(client: PunctualClient, args: argparse.Namespace) -> int:
     changes: JsonObject = {}
     if args.name is not None:
         changes["name"] = args.name
-    if args.task is not None or _task_flags_given(args):
+    name = named_task(args)
+    if name is not None:
+        changes.update(_named_task_body(args, name))
+    elif args.task is None and (args.param or args.params) and isinstance(current_job().get("task"), str):
+        # A job with a named task: --param amends its parameters.
+        changes["params"] = dict(current_job().get("params") or {}) | build_params(args)
+    elif args.task is not None or _task_flags_given(args):
         # Parameters without --task amend the job's task rather than replace it.
         changes["task"] = build_task(args, None if args.task else current_job().get("task"))
+    if args.tag:
+        changes["tags"] = dict(current_job().get("tags") or {}) | build_tags(args.tag)
     schedule = build_schedule(args, default_now=False)
     if schedule is not None:
         changes["schedule"] = schedule
@@ -319,11 +368,12 @@ def cmd_jobs_update(client: PunctualClient, args: argparse.Namespace) -> int:
 
 
 def cmd_jobs_list(client: PunctualClient, args: argparse.Namespace) -> int:
+    filters = {"status": args.status, "tag": args.tag, "task": args.task}
     if args.all:
-        jobs = list(client.iter_jobs(status=args.status, limit=args.limit))
+        jobs = list(client.iter_jobs(limit=args.limit, **filters))
         page: JsonObject = {"items": jobs, "next_cursor": None}
     else:
-        page = client.list_jobs(status=args.status, limit=args.limit, cursor=args.cursor)
+        page = client.list_jobs(limit=args.limit, cursor=args.cursor, **filters)
     show_page(page, args, cli_format.jobs_table, "jobs")
     return EXIT_OK
 
@@ -338,12 +388,46 @@ def cmd_jobs_cancel(client: PunctualClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _one_or_tagged(args: argparse.Namespace) -> None:
+    if (args.job is None) == (args.tag is None):
+        raise UsageError("give a job id, or --tag KEY:VALUE for every job with that tag")
+
+
+def _bulk(
+    client: PunctualClient, args: argparse.Namespace, call: Callable[..., JsonObject], verb: str
+) -> int:
+    """Page through POST /jobs/pause|resume?tag= until its cursor runs out (bounded a request)."""
+    changed: list[JsonObject] = []
+    failed: list[JsonObject] = []
+    cursor: str | None = None
+    while True:
+        page = call(args.tag, cursor=cursor)
+        changed += page.get("changed") or []
+        failed += page.get("failed") or []
+        cursor = page.get("next_cursor")
+        if not cursor:
+            break
+    if args.json:
+        emit_json({"changed": changed, "failed": failed})
+    else:
+        print(cli_format.jobs_table(changed) if changed else f"no job {verb}")
+        for failure in failed:
+            print(f"not {verb}: {failure.get('id')}: {failure.get('message')}", file=sys.stderr)
+    return EXIT_FAILURE if failed else EXIT_OK
+
+
 def cmd_jobs_pause(client: PunctualClient, args: argparse.Namespace) -> int:
+    _one_or_tagged(args)
+    if args.tag is not None:
+        return _bulk(client, args, client.pause_jobs, "paused")
     show(client.pause_job(args.job), args, _job_row)
     return EXIT_OK
 
 
 def cmd_jobs_resume(client: PunctualClient, args: argparse.Namespace) -> int:
+    _one_or_tagged(args)
+    if args.tag is not None:
+        return _bulk(client, args, client.resume_jobs, "resumed")
     show(client.resume_job(args.job), args, _job_row)
     return EXIT_OK
 
@@ -385,7 +469,78 @@ def cmd_preview(client: PunctualClient, args: argparse.Namespace) -> int:
 
 
 def cmd_tasks(client: PunctualClient, args: argparse.Namespace) -> int:
-    show(client.tasks(), args, cli_format.tasks_text)
+    """`punctual tasks [list]`: the types, and your named tasks (all pages with --all)."""
+    tag, limit = getattr(args, "tag", None), getattr(args, "limit", None)
+    answer = client.tasks(limit=limit, cursor=getattr(args, "cursor", None), tag=tag)
+    if getattr(args, "all", False):
+        while answer.get("next_cursor"):
+            more = client.tasks(limit=limit, cursor=answer["next_cursor"], tag=tag)
+            answer = {**more, "items": [*(answer.get("items") or []), *(more.get("items") or [])]}
+    show(answer, args, cli_format.tasks_text)
+    if not args.json and answer.get("next_cursor"):
+        print(f"(more tasks: --cursor {answer['next_cursor']}, or --all)", file=sys.stderr)
+    return EXIT_OK
+
+
+def _task_body(args: argparse.Namespace, *, creating: bool) -> JsonObject:
+    body: JsonObject = {}
+    if args.type is not None:
+        body["type"] = args.type
+    params = build_params(args)
+    if params or creating:
+        body["params"] = params
+    if args.schema is not None:
+        body["params_schema"] = _read_json_argument(args.schema, "--schema")
+    if args.description is not None:
+        body["description"] = args.description
+    if args.tag:
+        body["tags"] = build_tags(args.tag)
+    if retry := build_retry(args):
+        body["retry"] = retry
+    if args.timeout is not None:
+        body["timeout_seconds"] = parse_duration(args.timeout)
+    return body
+
+
+def _read_json_argument(text: str, flag: str) -> Any:
+    """JSON given inline, or `@FILE` for a file's."""
+    if text.startswith("@"):
+        try:
+            with open(text[1:], encoding="utf-8") as file:
+                text = file.read()
+        except OSError as exc:
+            raise UsageError(f"{flag}: cannot read {text[1:]}: {exc.strerror or exc}") from None
+    return parse_json(text, flag)
+
+
+def cmd_tasks_create(client: PunctualClient, args: argparse.Namespace) -> int:
+    if args.type is None:
+        raise UsageError(f"--type is required: one of {', '.join(BUILTIN_TYPES)}")
+    task = client.create_task({"name": args.name, **_task_body(args, creating=True)})
+    show(task, args, cli_format.task_details)
+    return EXIT_OK
+
+
+def cmd_tasks_get(client: PunctualClient, args: argparse.Namespace) -> int:
+    show(client.get_task(args.name), args, cli_format.task_details)
+    return EXIT_OK
+
+
+def cmd_tasks_update(client: PunctualClient, args: argparse.Namespace) -> int:
+    changes = _task_body(args, creating=False)
+    if args.param and args.params is None:
+        # --param amends the defaults rather than replacing them all.
+        changes["params"] = dict(client.get_task(args.name).get("params") or {}) | changes["params"]
+    if not changes:
+        raise UsageError(
+            "nothing to change: give --type, --param(s), --schema, --description, --tag, retry or --timeout"
+        )
+    show(client.update_task(args.name, changes), args, cli_format.task_details)
+    return EXIT_OK
+
+
+def cmd_tasks_delete(client: PunctualClient, args: argparse.Namespace) -> int:
+    show(client.delete_task(args.name), args, cli_format.task_details)
     return EXIT_OK
 
 
@@ -576,7 +731,10 @@ def add_schedule_options(parser: argparse.ArgumentParser) -> None:
 def add_task_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("task")
     group.add_argument(
-        "--task", metavar="TYPE", help="http, lambda, noop, sleep, fail (see `punctual tasks`)"
+        "--task",
+        metavar="TYPE|NAME",
+        help="a type (http, lambda, sqs, sns, eventbridge, stepfunctions, noop, sleep, fail) or one of your "
+        "named tasks, with its parameters as --param k=v (see `punctual tasks`)",
     )
     group.add_argument("--url", help="http: the URL to call")
     group.add_argument("--method", help="http: the method (default POST)")
@@ -592,6 +750,7 @@ def add_task_options(parser: argparse.ArgumentParser) -> None:
 def add_job_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("job")
     group.add_argument("--name", help="a name for people")
+    group.add_argument("--tag", action="append", default=[], metavar="K=V", help="a tag (repeat)")
     group.add_argument("--max-attempts", type=positive_int, metavar="N", help="attempts before FAILED")
     group.add_argument("--backoff", metavar="DURATION", help="first retry delay (doubles each retry)")
     group.add_argument("--max-backoff", metavar="DURATION", help="longest retry delay")
@@ -667,12 +826,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     listing = command(job_commands, "list", cmd_jobs_list, "list your jobs, newest first")
     listing.add_argument("--status", type=str.upper, choices=JOB_STATUSES, help="only jobs in this status")
+    listing.add_argument("--tag", metavar="K:V", help="only jobs with this tag (KEY:VALUE, or KEY)")
+    listing.add_argument(
+        "--task", metavar="NAME", help="only the active and paused jobs using this named task"
+    )
     paging(listing)
     job_argument(command(job_commands, "get", cmd_jobs_get, "show a job"))
     job_argument(command(job_commands, "update", cmd_jobs_update, "change a job", schedule, task, job))
     job_argument(command(job_commands, "cancel", cmd_jobs_cancel, "cancel a job"))
-    job_argument(command(job_commands, "pause", cmd_jobs_pause, "pause a job"))
-    job_argument(command(job_commands, "resume", cmd_jobs_resume, "resume a paused job"))
+    for name, handler, help in (
+        ("pause", cmd_jobs_pause, "pause a job, or every active job with --tag"),
+        ("resume", cmd_jobs_resume, "resume a paused job, or every paused job with --tag"),
+    ):
+        sub = command(job_commands, name, handler, help)
+        sub.add_argument("job", metavar="JOB", nargs="?", help="the job id")
+        sub.add_argument(
+            "--tag", metavar="K:V", help="instead of JOB: every job with this tag (KEY:VALUE, or KEY)"
+        )
     job_argument(command(job_commands, "run", cmd_jobs_run, "run a job once more, now"))
 
     executions = command(commands, "executions", cmd_executions, "list a job's executions, newest first")
@@ -699,7 +869,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     watch.add_argument("--limit", type=positive_int, default=50, help="executions fetched per poll")
 
-    command(commands, "tasks", cmd_tasks, "list the task types and their parameters")
+    tasks_parser = command(commands, "tasks", cmd_tasks, "the task types, and your named tasks")
+    task_commands = tasks_parser.add_subparsers(dest="tasks_command", metavar="ACTION")
+
+    def task_options(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("name", metavar="NAME", help="the task's name")
+        group = sub.add_argument_group("task")
+        group.add_argument("--type", help=f"its type: {', '.join(BUILTIN_TYPES)}")
+        group.add_argument(
+            "--param", action="append", default=[], metavar="K=V", help="a default parameter (repeat)"
+        )
+        group.add_argument("--params", metavar="JSON", help="the default parameters as a JSON object")
+        group.add_argument("--schema", metavar="JSON|@FILE", help="JSON Schema of the parameters jobs give")
+        group.add_argument("--description", help="what it does, for people")
+        group.add_argument("--tag", action="append", default=[], metavar="K=V", help="a tag (repeat)")
+        group.add_argument("--max-attempts", type=positive_int, metavar="N", help="its jobs' attempts")
+        group.add_argument("--backoff", metavar="DURATION", help="first retry delay (doubles each retry)")
+        group.add_argument("--max-backoff", metavar="DURATION", help="longest retry delay")
+        group.add_argument("--timeout", metavar="DURATION", help="time limit of one attempt")
+
+    def task_name(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("name", metavar="NAME", help="the task's name")
+
+    listed = command(task_commands, "list", cmd_tasks, "the task types, and a page of your named tasks")
+    listed.add_argument("--tag", metavar="K:V", help="only your tasks with this tag")
+    paging(listed)
+    command(task_commands, "create", cmd_tasks_create, "define a named task", task_options)
+    command(task_commands, "get", cmd_tasks_get, "show a named task", task_name)
+    command(
+        task_commands, "update", cmd_tasks_update, "change a named task (its jobs run it next)", task_options
+    )
+    command(task_commands, "delete", cmd_tasks_delete, "delete a named task no active job uses", task_name)
 
     defaults = capacity.Assumptions()
     plan = command(

@@ -101,7 +101,10 @@ def schedule_summary(schedule: Mapping[str, Any] | None) -> str:
     return text
 
 
-def task_summary(task: Mapping[str, Any] | None) -> str:
+def task_summary(task: Mapping[str, Any] | str | None, params: Any = None) -> str:
+    if isinstance(task, str):  # a named task
+        shown = f" {json.dumps(params, separators=(',', ':'))}" if params else ""
+        return f"{task} (named task){shown}"
     if not task:
         return NONE
     kind = str(task.get("type", "?"))
@@ -150,16 +153,66 @@ def job_details(job: Mapping[str, Any]) -> str:
         ("name", str(job.get("name") or NONE)),
         ("status", str(job.get("status", NONE))),
         ("schedule", schedule_summary(job.get("schedule"))),
-        ("task", task_summary(job.get("task"))),
-        ("retry", retry_summary(job.get("retry"))),
-        ("timeout", duration(job.get("timeout_seconds"))),
+        ("task", task_summary(job.get("task"), job.get("params"))),
+        ("retry", retry_summary(job.get("retry")) if job.get("retry") else _inherited(job)),
+        ("timeout", duration(job.get("timeout_seconds")) if job.get("timeout_seconds") else _inherited(job)),
         ("policy", policy_summary(job.get("policy"))),
+        ("tags", tags_summary(job.get("tags"))),
         ("next run", short_time(job.get("next_run_at"))),
         ("last execution", execution_summary(job.get("last_execution"))),
         ("created", short_time(job.get("created_at"))),
         ("updated", short_time(job.get("updated_at"))),
     ]
     return details(pairs)
+
+
+def _inherited(job: Mapping[str, Any]) -> str:
+    return "the task's" if isinstance(job.get("task"), str) else NONE
+
+
+def tags_summary(tags: Any) -> str:
+    if not isinstance(tags, dict) or not tags:
+        return NONE
+    return ", ".join(f"{key}:{value}" for key, value in sorted(tags.items()))
+
+
+def task_details(task: Mapping[str, Any]) -> str:
+    """A named task for people."""
+    schema = task.get("params_schema")
+    pairs = [
+        ("name", str(task.get("name", NONE))),
+        ("type", str(task.get("type", NONE))),
+        ("version", str(task.get("version", NONE))),
+        ("description", str(task.get("description") or NONE)),
+        ("params", json.dumps(task.get("params") or {}, separators=(",", ":"))),
+        ("params_schema", NONE if schema is None else json.dumps(schema, separators=(",", ":"))),
+        ("retry", retry_summary(task.get("retry")) if task.get("retry") else "default"),
+        (
+            "timeout",
+            duration(task.get("timeout_seconds")) if task.get("timeout_seconds") else "default (60s)",
+        ),
+        ("tags", tags_summary(task.get("tags"))),
+        ("created", short_time(task.get("created_at"))),
+        ("updated", short_time(task.get("updated_at"))),
+    ]
+    return details(pairs)
+
+
+TASK_COLUMNS = ("NAME", "TYPE", "VERSION", "TAGS", "DESCRIPTION")
+
+
+def named_tasks_table(items: Iterable[Mapping[str, Any]]) -> str:
+    rows = [
+        [
+            str(t.get("name")),
+            str(t.get("type")),
+            str(t.get("version")),
+            truncate(tags_summary(t.get("tags")), 40),
+            truncate(str(t.get("description") or ""), 60),
+        ]
+        for t in items
+    ]
+    return table(TASK_COLUMNS, rows)
 
 
 def policy_summary(policy: Any) -> str:
@@ -230,9 +283,12 @@ def watch_line(now: datetime, execution: Mapping[str, Any], previous: Mapping[st
 
 
 def tasks_text(answer: Mapping[str, Any]) -> str:
-    """`GET /tasks` for people: each type, its parameters (`*` required) and what it does."""
+    """`GET /tasks` for people: each type, its parameters (`*` required) and what it does; then
+    the caller's named tasks."""
     blocks = []
-    for item in answer.get("items") or []:
+    # (`types`; an API from before named tasks listed the types as `items`)
+    types = answer.get("types") if "types" in answer else answer.get("items")
+    for item in types or []:
         schema = item.get("params") or {}
         required = set(schema.get("required") or [])
         params = [f"{name}*" if name in required else name for name in schema.get("properties") or {}]
@@ -245,4 +301,8 @@ def tasks_text(answer: Mapping[str, Any]) -> str:
                 ]
             )
         )
-    return "\n\n".join(blocks) + "\n\n(* required; `punctual tasks --json` for each parameter's schema)"
+    text = "\n\n".join(blocks) + "\n\n(* required; `punctual tasks --json` for each parameter's schema)"
+    if "types" in answer:
+        named = answer.get("items") or []
+        text += "\n\nyour tasks:\n" + (named_tasks_table(named) if named else "none (punctual tasks create)")
+    return text

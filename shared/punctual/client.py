@@ -285,15 +285,41 @@ class PunctualClient:
         return list(result["items"])
 
     def list_jobs(
-        self, *, status: str | None = None, limit: int | None = None, cursor: str | None = None
+        self,
+        *,
+        status: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        tag: str | None = None,
+        task: str | None = None,
     ) -> JsonObject:
-        query = {"status": status, "limit": limit, "cursor": cursor}
+        query = {"status": status, "limit": limit, "cursor": cursor, "tag": tag, "task": task}
         result: JsonObject = self._call("GET", "/jobs", query=query)
         return result
 
-    def iter_jobs(self, *, status: str | None = None, limit: int | None = None) -> Iterator[JsonObject]:
+    def iter_jobs(
+        self,
+        *,
+        status: str | None = None,
+        limit: int | None = None,
+        tag: str | None = None,
+        task: str | None = None,
+    ) -> Iterator[JsonObject]:
         """Every job, following next_cursor page by page."""
-        return self._paginate(lambda cursor: self.list_jobs(status=status, limit=limit, cursor=cursor))
+        return self._paginate(
+            lambda cursor: self.list_jobs(status=status, limit=limit, cursor=cursor, tag=tag, task=task)
+        )
+
+    def pause_jobs(self, tag: str, *, limit: int | None = None, cursor: str | None = None) -> JsonObject:
+        """POST /jobs/pause?tag=: one page of the ACTIVE jobs with the tag paused; follow next_cursor."""
+        query = {"tag": tag, "limit": limit, "cursor": cursor}
+        result: JsonObject = self._call("POST", "/jobs/pause", query=query)
+        return result
+
+    def resume_jobs(self, tag: str, *, limit: int | None = None, cursor: str | None = None) -> JsonObject:
+        query = {"tag": tag, "limit": limit, "cursor": cursor}
+        result: JsonObject = self._call("POST", "/jobs/resume", query=query)
+        return result
 
     def get_job(self, job_id: str) -> JsonObject:
         result: JsonObject = self._call("GET", _job_path(job_id))
@@ -339,8 +365,25 @@ class PunctualClient:
         result: JsonObject = self._call("POST", "/schedules/preview", body=body)
         return result
 
-    def tasks(self) -> Any:
-        return self._call("GET", "/tasks")
+    def tasks(self, *, limit: int | None = None, cursor: str | None = None, tag: str | None = None) -> Any:
+        """GET /tasks: the built-in types, and a page of the caller's named tasks."""
+        return self._call("GET", "/tasks", query={"limit": limit, "cursor": cursor, "tag": tag})
+
+    def create_task(self, task: Mapping[str, Any]) -> JsonObject:
+        result: JsonObject = self._call("POST", "/tasks", body=dict(task))
+        return result
+
+    def get_task(self, name: str) -> JsonObject:
+        result: JsonObject = self._call("GET", _task_path(name))
+        return result
+
+    def update_task(self, name: str, changes: Mapping[str, Any]) -> JsonObject:
+        result: JsonObject = self._call("PATCH", _task_path(name), body=dict(changes))
+        return result
+
+    def delete_task(self, name: str) -> JsonObject:
+        result: JsonObject = self._call("DELETE", _task_path(name))
+        return result
 
     def health(self) -> bool:
         return self.request("GET", "/health", check=False).status == 200
@@ -354,6 +397,10 @@ class PunctualClient:
             cursor = page.get("next_cursor")
             if not cursor:
                 return
+
+
+def _task_path(name: str) -> str:
+    return "/tasks/" + urllib.parse.quote(name, safe="")
 
 
 def _job_path(job_id: str, action: str | None = None) -> str:

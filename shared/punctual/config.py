@@ -9,7 +9,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
-from punctual import lambda_arns, resources
+from punctual import lambda_arns, resources, target_arns
 
 
 class Settings(BaseModel):
@@ -37,6 +37,15 @@ class Settings(BaseModel):
     # Lambda functions the `lambda` task may invoke: ARN patterns, * and ? as wildcards (lambda_arns).
     # None by default: a job that names a function not listed is refused.
     lambda_functions: tuple[str, ...] = ()
+    # What the sqs, sns, eventbridge and stepfunctions tasks may reach: ARN patterns likewise
+    # (punctual.target_arns). None by default.
+    sqs_queues: tuple[str, ...] = ()
+    sns_topics: tuple[str, ...] = ()
+    eventbridge_buses: tuple[str, ...] = ()
+    state_machines: tuple[str, ...] = ()
+    # How long a worker keeps a named task's definition before reading it again: a change to a task
+    # reaches executions that start this long after it.
+    task_cache_seconds: float = Field(default=10, ge=0, le=300)
     cursor_secret: str = "punctual-local-cursor-secret"
     result_max_bytes: int = Field(default=4096, ge=0, le=65536)
     # Store each scheduled execution as QUEUED when it is enqueued: one more write per execution.
@@ -79,6 +88,14 @@ class Settings(BaseModel):
             lambda_arns.check_pattern(pattern)
         return value
 
+    @field_validator("sqs_queues", "sns_topics", "eventbridge_buses", "state_machines")
+    @classmethod
+    def _target_patterns_parse(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        target = next(t for t in target_arns.TARGETS if t.setting == info.field_name)
+        for pattern in value:
+            target.check_pattern(pattern)
+        return value
+
     @property
     def handoff_seconds(self) -> int:
         """Executions due sooner than this are enqueued by the API itself, not left to the scanner.
@@ -105,6 +122,7 @@ class Settings(BaseModel):
             "retention_days": "PUNCTUAL_RETENTION_DAYS",
             "cursor_secret": "PUNCTUAL_CURSOR_SECRET",
             "result_max_bytes": "PUNCTUAL_RESULT_MAX_BYTES",
+            "task_cache_seconds": "PUNCTUAL_TASK_CACHE_SECONDS",
             "burst_forecast_minutes": "PUNCTUAL_BURST_FORECAST_MINUTES",
             "worker_mapping_id": resources.ENV_WORKER_MAPPING_ID,
             "burst_pollers_floor": "PUNCTUAL_BURST_POLLERS_FLOOR",
@@ -130,6 +148,9 @@ class Settings(BaseModel):
         values["webhook_allowed_networks"] = tuple(n.strip() for n in networks.split(",") if n.strip())
         functions = env.get("PUNCTUAL_LAMBDA_FUNCTIONS", "")
         values["lambda_functions"] = tuple(f.strip() for f in functions.split(",") if f.strip())
+        for target in target_arns.TARGETS:
+            listed = env.get(target.env, "")
+            values[target.setting] = tuple(p.strip() for p in listed.split(",") if p.strip())
         return cls.model_validate(values)
 
 

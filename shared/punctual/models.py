@@ -137,6 +137,21 @@ class TaskSpec(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class TaskRef(BaseModel):
+    """A job's named task (the owner's, by name) and the parameters the job gives it: merged over
+    the task's defaults when it runs, so that a change to the task applies to every job using it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+# The spec a worker runs for a named task it could not resolve (gone, or the job's parameters no
+# longer fit its schema): it fails at once, saying why (`punctual.tasks.run`). Not a type anyone names.
+UNRESOLVED_TASK = "(unresolved)"
+
+
 @dataclass(frozen=True)
 class Execution:
     id: str
@@ -155,6 +170,8 @@ class Execution:
     lease_until: datetime | None = None
     next_attempt_at: datetime | None = None
     created_at: datetime | None = None
+    # The version of the named task its (latest) attempt ran; None for a task given inline.
+    task_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -163,7 +180,7 @@ class Job:
     owner: str
     name: str
     status: JobStatus
-    task: TaskSpec
+    task: TaskSpec | TaskRef
     schedule: _Schedule
     retry: RetryPolicy
     timeout_seconds: int
@@ -190,6 +207,15 @@ class Job:
     policy: JobPolicy = field(default_factory=JobPolicy)
     # Scheduled occurrences dispatched so far (for `policy.max_runs`).
     runs_dispatched: int = 0
+    # Of "retry" and "timeout_seconds", those a job with a named task takes from the task when it
+    # runs (it gave none of its own): its `retry` and `timeout_seconds` then hold the defaults.
+    inherits: frozenset[str] = frozenset()
+    # The version of its named task this copy was resolved with (the worker's; None otherwise).
+    task_version: int | None = None
+
+    @property
+    def task_name(self) -> str | None:
+        return self.task.name if isinstance(self.task, TaskRef) else None
 
     @property
     def recurring(self) -> bool:

@@ -28,6 +28,8 @@ class Index:
     # KEYS_ONLY: a job's index entry is written only when its keys change (its creation), not on
     # every update of the job; a list reads the page's jobs from the table.
     projection: str = "KEYS_ONLY"
+    # Only some items carry its key (a sparse index): it costs nothing for the others.
+    sparse: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,13 +82,17 @@ class QueueDefinition:
 # status: its key would move on every status change (two more writes when a one-time job completes);
 # a list by status filters by_owner instead (store.Store.list_jobs).
 BY_OWNER_INDEX = Index(name="by_owner", partition_key="owner_pk", sort_key="owner_sk")
+# The ACTIVE and PAUSED jobs that use a named task (task_store.py): sparse, only those jobs carry its
+# key, so a job with an inline task writes nothing to it, and a named task's is written when the job
+# is created and removed when it completes or is cancelled.
+BY_TASK_INDEX = Index(name="by_task", partition_key="task_ref", sort_key="owner_sk", sparse=True)
 
 TABLE = TableDefinition(
     name="punctual",
     partition_key="pk",
     sort_key="sk",
     ttl_attribute="expires_at",
-    indexes=(BY_OWNER_INDEX,),
+    indexes=(BY_OWNER_INDEX, BY_TASK_INDEX),
 )
 
 # The scanner's Lambda memory: a full vCPU (the scanner is CPU-bound; bench/scanner_throughput.py).

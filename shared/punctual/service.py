@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from punctual import tasks
 from punctual.clock import Clock
@@ -23,6 +23,7 @@ from punctual.models import (
     JobPolicy,
     JobStatus,
     RetryPolicy,
+    TaskRef,
     TaskSpec,
     anchor_for,
     check_policy,
@@ -39,9 +40,11 @@ from punctual.schedules import (
     is_recurring,
     preview,
 )
-from punctual.store import Page, Store
+from punctual.store import DEFAULT_TIMEOUT_SECONDS, Page, Store
 
-DEFAULT_TIMEOUT_SECONDS = 60
+if TYPE_CHECKING:
+    from punctual.named_tasks import TaskService
+
 # How long a marker filed by a request stays that request's to enqueue: API Gateway gives up on a
 # request after 29 s. Past it (a request that crashed), the scanner enqueues it.
 HANDOFF_CLAIM = timedelta(seconds=30)
@@ -52,12 +55,13 @@ REQUEST_IN_PROGRESS = timedelta(seconds=30)
 
 @dataclass(frozen=True)
 class NewJob:
-    task: TaskSpec
+    task: TaskSpec | TaskRef
     schedule: _Schedule
     name: str | None = None
     retry: RetryPolicy | None = None
     timeout_seconds: int | None = None
     policy: JobPolicy | None = None
+    tags: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,11 +69,24 @@ class JobChanges:
     """A PATCH: fields left as None are not changed."""
 
     name: str | None = None
-    task: TaskSpec | None = None
+    # A new task: inline, or a named task's name (its parameters in `params`).
+    task: TaskSpec | str | None = None
+    # A job with a named task: its new parameters (alone: the same task with these).
+    params: dict[str, Any] | None = None
     schedule: _Schedule | None = None
     retry: RetryPolicy | None = None
     timeout_seconds: int | None = None
     policy: JobPolicy | None = None
+    tags: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class BulkChange:
+    """What a pause or resume by tag did to one page of the owner's jobs."""
+
+    changed: list[Job]
+    failed: list[tuple[str, str]]  # (job id, why)
+    last_key: dict[str, Any] | None
 
 
 class JobService:
@@ -80,11 +97,13 @@ class JobService:
         clock: Clock,
         *,
         task_policy: tasks.TaskPolicy | None = None,
+        named_tasks: TaskService | None = None,
     ) -> None:
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
         self._task_policy = task_policy or tasks.TaskPolicy()
+        self._named_tasks = named_tasks
 
     # --------------------------------------------------------------- create
     def create(self, owner: str, new: NewJob, idempotency_key: str | None = None) -> tuple[Job, bool]:
@@ -124,9 +143,10 @@ class JobService:
         """
         now = self._clock.now()
         jobs: list[Job] = []
+        named: dict[str, Any] = {}  # the named tasks read for this batch
         for i, new in enumerate(news):
             try:
-                jobs.append(self._new_job(owner, new, now, _new_id("job")))
+                jobs.append(self._new_job(owner, new, now, _new_id("job"), named))
             except InvalidRequest as exc:
                 field = f"jobs[{i}].{exc.field}" if exc.field else f"jobs[{i}]"
                 message = str(exc).removeprefix(f"{exc.field}: ") if exc.field else str(exc)
@@ -188,9 +208,27 @@ class JobService:
             jobs.append(job)
         return self._store.with_last_executions(jobs)
 
-    def _new_job(self, owner: str, new: NewJob, now: datetime, job_id: str) -> Job:
+    def _checked_task(
+        self, owner: str, task: TaskSpec | TaskRef, seen: dict[str, Any] | None = None
+    ) -> TaskSpec | TaskRef:
+        """A job's task, validated: inline, or a reference to one of the owner's named tasks."""
+        if isinstance(task, TaskRef):
+            if self._named_tasks is None:
+                raise InvalidRequest("task: named tasks are not available here", field="task")
+            return self._named_tasks.check_job_task(owner, task, seen=seen)
+        return tasks.validate(task, self._task_policy)
+
+    def _new_job(
+        self, owner: str, new: NewJob, now: datetime, job_id: str, seen: dict[str, Any] | None = None
+    ) -> Job:
         """A validated new job (not stored). Raises InvalidRequest naming the field."""
-        task = tasks.validate(new.task, self._task_policy)
+        task = self._checked_task(owner, new.task, seen)
+        # A job with a named task takes the task's retry and timeout unless it gives its own.
+        inherits = frozenset(
+            name
+            for name, given in (("retry", new.retry), ("timeout_seconds", new.timeout_seconds))
+            if isinstance(task, TaskRef) and given is None
+        )
         self._check_not_past(new.schedule, now)
         policy = new.policy or JobPolicy()
         _check_policy(policy, new.schedule)
@@ -213,6 +251,8 @@ class JobService:
             next_run_at=runs_at,
             anchor_at=anchor,
             policy=policy,
+            tags=dict(new.tags or {}),
+            inherits=inherits,
         )
 
     def _store_one(self, job: Job) -> tuple[Job, DueMarker | None]:
@@ -239,9 +279,30 @@ class JobService:
         return _owned(self._store.get_job_shown(job_id), owner, job_id)
 
     def list_jobs(
-        self, owner: str, status: JobStatus | None, limit: int, start_key: dict[str, Any] | None
+        self,
+        owner: str,
+        status: JobStatus | None,
+        limit: int,
+        start_key: dict[str, Any] | None,
+        *,
+        tag: tuple[str, str | None] | None = None,
+        task: str | None = None,
     ) -> Page:
-        page = self._store.list_jobs(owner, status, limit, start_key)
+        """A page of the owner's jobs, newest first: by status and tag (filters on the owner's list,
+        bounded reads a page), or the ACTIVE and PAUSED jobs using a named task (its index)."""
+        if task is not None:
+            if status is not None or tag is not None:
+                raise InvalidRequest(
+                    "task: lists the jobs using a task; give no status or tag with it", field="task"
+                )
+            if self._named_tasks is None:
+                raise InvalidRequest("task: named tasks are not available here", field="task")
+            ids = self._named_tasks.jobs_using(owner, task, limit, start_key)
+            found = self._store.get_jobs(ids.items)
+            jobs = [found[i] for i in ids.items if i in found and found[i].owner == owner]
+            page = Page(jobs, ids.last_key)
+        else:
+            page = self._store.list_jobs(owner, status, limit, start_key, tag=tag)
         return replace(page, items=self._store.with_last_executions(page.items))
 
     def executions(self, owner: str, job_id: str, limit: int, start_key: dict[str, Any] | None) -> Page:
@@ -267,8 +328,14 @@ class JobService:
         fields: dict[str, Any] = {"updated_at": now}
         if changes.name is not None:
             fields["name"] = changes.name
-        if changes.task is not None:
-            fields["task"] = tasks.validate(changes.task, self._task_policy)
+        if changes.task is not None or changes.params is not None:
+            fields.update(self._task_change(owner, job, changes))
+        elif changes.schedule is not None and isinstance(job.task, TaskRef):
+            # A new schedule may revive a COMPLETED job: its named task must still be there and
+            # take its parameters.
+            self._checked_task(owner, job.task)
+        if changes.tags is not None:
+            fields["tags"] = changes.tags
         if changes.retry is not None:
             fields["retry"] = changes.retry
         if changes.timeout_seconds is not None:
@@ -306,6 +373,46 @@ class JobService:
         if marker is not None:
             self._hand_off(marker)
         return updated
+
+    def _task_change(self, owner: str, job: Job, changes: JobChanges) -> dict[str, Any]:
+        """The fields a PATCH of a job's task (or of a named task's parameters) sets."""
+        task: TaskSpec | TaskRef
+        if changes.task is None:
+            if not isinstance(job.task, TaskRef):
+                raise InvalidRequest(
+                    "params: only a job with a named task takes params; change task.params instead",
+                    field="params",
+                )
+            task = TaskRef(name=job.task.name, params=changes.params or {})
+        elif isinstance(changes.task, str):
+            task = TaskRef(name=changes.task, params=changes.params or {})
+        else:
+            if changes.params is not None:
+                raise InvalidRequest(
+                    "params: an inline task takes its parameters in task.params", field="params"
+                )
+            task = changes.task
+        fields: dict[str, Any] = {"task": self._checked_task(owner, task)}
+        named_before, named_now = isinstance(job.task, TaskRef), isinstance(task, TaskRef)
+        # Moving to a named task without a retry or timeout of the job's own takes the task's; moving
+        # to an inline task keeps the defaults where the job took the task's.
+        if named_now and not named_before:
+            fields.update(
+                {
+                    name: None
+                    for name, given in (
+                        ("retry", changes.retry),
+                        ("timeout_seconds", changes.timeout_seconds),
+                    )
+                    if given is None
+                }
+            )
+        if named_before and not named_now:
+            if changes.retry is None and "retry" in job.inherits:
+                fields["retry"] = RetryPolicy()
+            if changes.timeout_seconds is None and "timeout_seconds" in job.inherits:
+                fields["timeout_seconds"] = DEFAULT_TIMEOUT_SECONDS
+        return fields
 
     def cancel(self, owner: str, job_id: str, *, attempts: int = 3) -> Job:
         job = self.get(owner, job_id)
@@ -402,6 +509,39 @@ class JobService:
         if marker is not None:
             self._hand_off(marker)
         return updated
+
+    def pause_tagged(
+        self, owner: str, tag: tuple[str, str | None], limit: int, start_key: dict[str, Any] | None
+    ) -> BulkChange:
+        """Pause the owner's ACTIVE jobs with this tag, one page at a time (at most `limit` jobs, and
+        the list's read budget): each through `pause`, as a single request would."""
+        return self._bulk(owner, JobStatus.ACTIVE, tag, limit, start_key, self.pause)
+
+    def resume_tagged(
+        self, owner: str, tag: tuple[str, str | None], limit: int, start_key: dict[str, Any] | None
+    ) -> BulkChange:
+        """Resume the owner's PAUSED jobs with this tag, a page at a time, each through `resume`."""
+        return self._bulk(owner, JobStatus.PAUSED, tag, limit, start_key, self.resume)
+
+    def _bulk(
+        self,
+        owner: str,
+        status: JobStatus,
+        tag: tuple[str, str | None],
+        limit: int,
+        start_key: dict[str, Any] | None,
+        change: Any,
+    ) -> BulkChange:
+        page = self._store.list_jobs(owner, status, limit, start_key, tag=tag)
+        changed: list[Job] = []
+        failed: list[tuple[str, str]] = []
+        for job in page.items:
+            try:
+                changed.append(change(owner, job.id))
+            except (Conflict, NotFound, InvalidRequest) as exc:
+                # (one job that changed meanwhile, or cannot resume, does not stop the others)
+                failed.append((job.id, str(exc)))
+        return BulkChange(changed, failed, page.last_key)
 
     def run_now(self, owner: str, job_id: str) -> Execution:
         job = self.get(owner, job_id)
@@ -578,6 +718,8 @@ def _body(new: NewJob) -> dict[str, Any]:
         "retry": None if new.retry is None else new.retry.model_dump(mode="json"),
         "timeout_seconds": new.timeout_seconds,
     }
+    if new.tags is not None:  # (likewise)
+        body["tags"] = dict(sorted(new.tags.items()))
     if new.policy is not None:  # (absent otherwise: fingerprints of requests without one stay as they were)
         body["policy"] = new.policy.model_dump(mode="json")
     return body

@@ -41,10 +41,12 @@ from punctual.models import (
     JobPolicy,
     JobStatus,
     RetryPolicy,
+    TaskRef,
     TaskSpec,
 )
 from punctual.observability import logger
 from punctual.timefmt import from_epoch_ms, parse_rfc3339, to_epoch_ms, to_rfc3339
+from punctual.validation import has_tag
 
 # Why a transaction was cancelled, besides a failed condition, that trying again can cure.
 _TRANSACTION_RETRYABLE = {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
@@ -70,6 +72,8 @@ _EXECUTION_FIXED = (
     "expires_at",
 )
 _QUARANTINE_PK = "QUARANTINE"
+# A job's timeout when it gives none (the API's default; a job with a named task may take the task's).
+DEFAULT_TIMEOUT_SECONDS = 60
 # The most jobs one filtered list request reads before it answers (a short page and a cursor).
 LIST_READ_BUDGET = 500
 # A job's last execution is the newest of its executions to have finished: the newest alone first
@@ -129,6 +133,16 @@ def shard_of(execution_id: str, shard_count: int) -> int:
 
 def _job_pk(job_id: str) -> str:
     return f"JOB#{job_id}"
+
+
+def owner_digest(owner: str) -> str:
+    """An owner as a key part: owners are IAM ARNs, up to 2 KB; a key has room for far less."""
+    return hashlib.sha256(owner.encode()).hexdigest()[:32]
+
+
+def task_ref_key(owner: str, name: str) -> str:
+    """The by_task index key of the jobs of `owner` that use its named task `name` (task_store.py)."""
+    return f"{owner_digest(owner)}#{name}"
 
 
 def _exec_sk(scheduled_at: datetime, execution_id: str) -> str:
@@ -412,15 +426,17 @@ class Store:
         status: JobStatus | None,
         limit: int,
         start_key: dict[str, Any] | None,
+        tag: tuple[str, str | None] | None = None,
     ) -> Page:
         """A page of the owner's jobs, newest first, from the by_owner index.
 
-        With a status, the index (which does not know statuses) is read on, its jobs filtered, until
-        the page is full or the index ends, but at most `list_read_budget` jobs are read: past that the
-        page may be short, even empty, and its `last_key` says where to continue.
+        With a status or a tag (`key`, and a value or None for any), the index (which knows neither)
+        is read on, its jobs filtered, until the page is full or the index ends, but at most
+        `list_read_budget` jobs are read: past that the page may be short, even empty, and its
+        `last_key` says where to continue.
         """
         read_budget = self.list_read_budget
-        if status is None:
+        if status is None and tag is None:
             response = self._query_owner(owner, limit, start_key)
             page = list(self._jobs_of(response.get("Items", [])).values())
             return Page(page, response.get("LastEvaluatedKey"))
@@ -434,7 +450,11 @@ class Store:
             read += len(keys)
             for i, key in enumerate(keys):
                 job = jobs.get(str(key["pk"]).removeprefix("JOB#"))
-                if job is not None and job.status is status:
+                if (
+                    job is not None
+                    and (status is None or job.status is status)
+                    and (tag is None or has_tag(job.tags, tag))
+                ):
                     found.append(job)
                     if len(found) == limit:
                         # Continue after this job; at the index's end only if it was its last entry.
@@ -499,6 +519,11 @@ class Store:
         sets: list[str] = []
         removes: list[str] = []
         attributes = self._job_attributes(changes)
+        if "task" in changes or "status" in changes:
+            # The by_task index holds the jobs that keep a named task in use (task_store.py).
+            attributes["task_ref"] = self._task_ref(
+                job.owner, changes.get("task", job.task), changes.get("status", job.status)
+            )
         if "status" in changes:
             status = changes["status"]
             # A finished job expires with its history; a revived one is kept again.
@@ -562,7 +587,7 @@ class Store:
             Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
             UpdateExpression="SET #st = :done, expires_at = :exp "
             # (and the copy earlier versions kept, gone with their last write to the item)
-            "REMOVE next_run_at, queued_run_at, last_execution, last_execution_ms",
+            "REMOVE next_run_at, queued_run_at, last_execution, last_execution_ms, task_ref",
             # Only if the job still runs the schedule this execution belonged to: a job
             # rescheduled meanwhile has a new run to come, one paused or cancelled keeps that status.
             ConditionExpression="attribute_exists(#pk) AND #st = :active AND schedule_version = :sv",
@@ -898,12 +923,19 @@ class Store:
         _call(lambda: self._table.meta.client.transact_write_items(TransactItems=items))
 
     def claim_execution(
-        self, execution: Execution, *, now: datetime, lease_until: datetime, lateness_ms: int | None
+        self,
+        execution: Execution,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        lateness_ms: int | None,
+        task_version: int | None = None,
     ) -> Execution:
         """(not stored)/QUEUED/RETRYING (or RUNNING with an expired lease) -> RUNNING, counting one more
         attempt. An execution not stored yet (the scanner stores none) is stored by its first claim.
         Without `lateness_ms` (a claim made before the execution's instant) its start is recorded by
-        the write of its attempt's outcome."""
+        the write of its attempt's outcome. `task_version`: the version of the job's named task this
+        attempt runs, recorded with it."""
         started = (
             ""
             if lateness_ms is None
@@ -912,6 +944,9 @@ class Store:
         values: dict[str, Any] = (
             {":now": to_rfc3339(now), ":late": lateness_ms} if lateness_ms is not None else {}
         )
+        if task_version is not None:
+            started += ", task_version = :tv"
+            values[":tv"] = task_version
         return self._update_execution(
             execution,
             "SET #st = :running, attempts = if_not_exists(attempts, :zero) + :one, lease_until = :lease"
@@ -1337,6 +1372,8 @@ class Store:
         for name, value in changes.items():
             if name in {"task", "retry", "policy"}:
                 stored[name] = None if value is None else value.model_dump_json()
+            elif name == "tags":
+                stored[name] = dict(value) if value else None
             elif name == "schedule":
                 stored[name] = SCHEDULE_ADAPTER.dump_json(value).decode()
             elif name in {"next_run_at", "anchor_at", "created_at", "updated_at", "queued_run_at", "ran_at"}:
@@ -1357,14 +1394,15 @@ class Store:
             "owner_sk": f"{to_epoch_ms(job.created_at):013d}#{job.id}",
             "name": job.name,
             "status": job.status.value,
-            "timeout_seconds": job.timeout_seconds,
+            # (absent while a job with a named task takes the task's: `Job.inherits`)
+            "timeout_seconds": None if "timeout_seconds" in job.inherits else job.timeout_seconds,
             "schedule_version": job.schedule_version,
             "final_execution_id": job.final_execution_id,
             "revision": 1,
             **self._job_attributes(
                 {
                     "task": job.task,
-                    "retry": job.retry,
+                    "retry": None if "retry" in job.inherits else job.retry,
                     "schedule": job.schedule,
                     "created_at": job.created_at,
                     "updated_at": job.updated_at,
@@ -1372,22 +1410,33 @@ class Store:
                     "anchor_at": job.anchor_at,
                     # (kept off the item while default: most jobs have none, and every read pays for it)
                     "policy": None if job.policy.is_default else job.policy,
+                    "tags": job.tags,
                 }
             ),
             "runs_dispatched": job.runs_dispatched or None,
+            "task_ref": self._task_ref(job.owner, job.task, job.status),
         }
         return {k: v for k, v in item.items() if v is not None}
 
+    @staticmethod
+    def _task_ref(owner: str, task: TaskSpec | TaskRef, status: JobStatus) -> str | None:
+        """A job's by_task key: only while it keeps its named task in use (ACTIVE or PAUSED)."""
+        if isinstance(task, TaskRef) and status in (JobStatus.ACTIVE, JobStatus.PAUSED):
+            return task_ref_key(owner, task.name)
+        return None
+
     def _job_from(self, item: dict[str, Any]) -> Job:
+        task = json.loads(item["task"])
+        inherits = frozenset(name for name in ("retry", "timeout_seconds") if name not in item)
         return Job(
             id=str(item["id"]),
             owner=str(item["owner"]),
             name=str(item.get("name", "")),
             status=JobStatus(item["status"]),
-            task=TaskSpec.model_validate_json(item["task"]),
+            task=TaskRef.model_validate(task) if "name" in task else TaskSpec.model_validate(task),
             schedule=SCHEDULE_ADAPTER.validate_json(item["schedule"]),
-            retry=RetryPolicy.model_validate_json(item["retry"]),
-            timeout_seconds=int(item["timeout_seconds"]),
+            retry=RetryPolicy.model_validate_json(item["retry"]) if "retry" in item else RetryPolicy(),
+            timeout_seconds=int(item.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS)),
             created_at=parse_rfc3339(item["created_at"]),
             updated_at=parse_rfc3339(item["updated_at"]),
             next_run_at=_dt(item.get("next_run_at")),
@@ -1399,6 +1448,8 @@ class Store:
             ran_at=_dt(item.get("ran_at")),
             policy=JobPolicy.model_validate_json(item["policy"]) if item.get("policy") else JobPolicy(),
             runs_dispatched=int(item.get("runs_dispatched", 0)),
+            tags={str(k): str(v) for k, v in (item.get("tags") or {}).items()},
+            inherits=inherits,
         )
 
     def _execution_item(self, execution: Execution) -> dict[str, Any]:
@@ -1421,6 +1472,7 @@ class Store:
             "result": None if execution.result is None else json.dumps(execution.result),
             "lease_until": None if execution.lease_until is None else to_epoch_ms(execution.lease_until),
             "next_attempt_at": _iso(execution.next_attempt_at),
+            "task_version": execution.task_version,
             "created_at": to_rfc3339(created),
             "expires_at": int((max(created, execution.scheduled_at) + self.retention).timestamp()),
         }
@@ -1447,6 +1499,7 @@ class Store:
             lease_until=None if lease is None else from_epoch_ms(int(Decimal(lease))),
             next_attempt_at=_dt(item.get("next_attempt_at")),
             created_at=_dt(item.get("created_at")),
+            task_version=_int(item.get("task_version")),
         )
 
     def _pace(self, batch: Sequence[dict[str, Any]]) -> None:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from typing import Any, get_args
 
-from pydantic import BeforeValidator, GetCoreSchemaHandler
+from pydantic import AfterValidator, BeforeValidator, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
 
@@ -95,3 +96,41 @@ def json_problem(value: Any, max_depth: int) -> str | None:
             except UnicodeEncodeError:
                 return "a string holds an unpaired surrogate (\\ud800-\\udfff), which is not Unicode text"
     return None
+
+
+MAX_TAGS = 50
+_TAG_KEY = re.compile(r"[A-Za-z0-9 _.\-/=+@]{1,128}")
+
+
+def _tags(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    if len(value) > MAX_TAGS:
+        raise ValueError(f"at most {MAX_TAGS} tags")
+    for key, tag_value in value.items():
+        if not _TAG_KEY.fullmatch(key) or key != key.strip():
+            raise ValueError(
+                f"tag key {key[:130]!r}: 1 to 128 letters, digits, spaces or _ . - / = + @ (no colon: "
+                "`?tag=key:value` filters by tag), not starting or ending with a space"
+            )
+        if not isinstance(tag_value, str) or len(tag_value) > 256:
+            raise ValueError(f"tag {key!r}: its value is text of at most 256 characters")
+        _plain_text(tag_value)
+    return value
+
+
+# For a map of tags (jobs and named tasks): AWS's limits, keys without a colon.
+TAGS = AfterValidator(_tags)
+
+
+def parse_tag_filter(text: str) -> tuple[str, str | None]:
+    """`key:value` (that value) or `key` (any value), as `?tag=` takes it; ValueError otherwise."""
+    key, sep, value = text.partition(":")
+    if not _TAG_KEY.fullmatch(key) or key != key.strip():
+        raise ValueError("tag: write key:value (or key alone, for any value)")
+    return key, (value if sep else None)
+
+
+def has_tag(tags: dict[str, str], wanted: tuple[str, str | None]) -> bool:
+    key, value = wanted
+    return key in tags and (value is None or tags[key] == value)

@@ -13,12 +13,14 @@ from punctual.clock import Clock, SystemClock
 from punctual.config import Settings
 from punctual.cursor import Cursors
 from punctual.dispatch import Dispatcher
+from punctual.named_tasks import TaskResolver, TaskService
 from punctual.netguard import Resolver, system_resolver
 from punctual.queue import WorkQueue
 from punctual.scanner import Scanner
 from punctual.service import JobService
 from punctual.store import Store
-from punctual.tasks import LambdaClients, TaskPolicy
+from punctual.task_store import TaskStore
+from punctual.tasks import AwsClients, LambdaClients, TaskPolicy
 from punctual.worker import Worker, WorkerConfig
 
 
@@ -32,6 +34,7 @@ class Punctual:
     service: JobService
     cursors: Cursors
     worker: Worker
+    tasks: TaskService
 
     def scanner(self, shards: list[int] | None = None) -> Scanner:
         return Scanner(
@@ -76,6 +79,7 @@ def build(
     sqs: Any = None,
     resolver: Resolver = system_resolver,
     lambda_clients: LambdaClients | None = None,
+    aws_clients: AwsClients | None = None,
 ) -> Punctual:
     clock = clock or SystemClock()
     dynamodb = dynamodb if dynamodb is not None else aws.dynamodb_resource(settings)
@@ -97,9 +101,16 @@ def build(
         record_queued=settings.record_queued,
     )
     task_policy = TaskPolicy(
-        allowed_networks=settings.webhook_allowed_networks, lambda_functions=settings.lambda_functions
+        allowed_networks=settings.webhook_allowed_networks,
+        lambda_functions=settings.lambda_functions,
+        sqs_queues=settings.sqs_queues,
+        sns_topics=settings.sns_topics,
+        eventbridge_buses=settings.eventbridge_buses,
+        state_machines=settings.state_machines,
     )
-    service = JobService(store, dispatcher, clock, task_policy=task_policy)
+    task_store = TaskStore(dynamodb, settings.table_name)
+    named = TaskService(task_store, clock, task_policy)
+    service = JobService(store, dispatcher, clock, task_policy=task_policy, named_tasks=named)
     worker = Worker(
         store,
         queue,
@@ -107,6 +118,8 @@ def build(
         WorkerConfig(task_policy=task_policy, result_max_bytes=settings.result_max_bytes),
         resolver=resolver,
         lambda_clients=lambda_clients or lambda_clients_for(settings),
+        aws_clients=aws_clients or aws_clients_for(settings),
+        named_tasks=TaskResolver(task_store, clock, ttl_seconds=settings.task_cache_seconds).effective,
     )
     return Punctual(
         settings=settings,
@@ -117,6 +130,7 @@ def build(
         service=service,
         cursors=Cursors(settings.cursor_secret),
         worker=worker,
+        tasks=named,
     )
 
 
@@ -135,6 +149,25 @@ def lambda_clients_for(settings: Settings, aws_session: Any = None) -> LambdaCli
                 if not shared:
                     shared.append(aws.session(settings))
                 made[key] = aws.lambda_invoke_client(settings, region, read_timeout_seconds, shared[0])
+            return made[key]
+
+    return client
+
+
+def aws_clients_for(settings: Settings, aws_session: Any = None) -> AwsClients:
+    """The AWS target tasks' clients, one per service, region and timeout, made when first needed
+    (as `lambda_clients_for`)."""
+    lock = threading.Lock()
+    made: dict[tuple[str, str, int], Any] = {}
+    shared: list[Any] = [aws_session] if aws_session is not None else []
+
+    def client(service: str, region: str, read_timeout_seconds: int) -> Any:
+        with lock:
+            key = (service, region, read_timeout_seconds)
+            if key not in made:
+                if not shared:
+                    shared.append(aws.session(settings))
+                made[key] = aws.target_client(settings, service, region, read_timeout_seconds, shared[0])
             return made[key]
 
     return client

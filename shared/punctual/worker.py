@@ -25,6 +25,7 @@ from punctual.models import (
     Job,
     JobStatus,
     Overlap,
+    TaskSpec,
     completes_job,
     skip_reason,
 )
@@ -42,7 +43,7 @@ from punctual.observability import (
 )
 from punctual.queue import WorkItem, WorkQueue
 from punctual.store import JobStamp, Store
-from punctual.tasks import MAX_RESULT_DEPTH, LambdaClients, TaskContext, TaskFailed, TaskPolicy
+from punctual.tasks import MAX_RESULT_DEPTH, AwsClients, LambdaClients, TaskContext, TaskFailed, TaskPolicy
 from punctual.validation import json_problem
 
 # A message that becomes visible this close to its instant waits in the worker; earlier, it goes back.
@@ -91,6 +92,8 @@ class Worker:
         resolver: Resolver = system_resolver,
         lambda_clients: LambdaClients | None = None,
         rng: random.Random | None = None,
+        aws_clients: AwsClients | None = None,
+        named_tasks: Callable[[Job | None], Job | None] | None = None,
     ) -> None:
         self._store = store
         self._queue = queue
@@ -101,6 +104,9 @@ class Worker:
         self._rng = rng or random.Random()
         self._jobs = BatchedReads(lambda job_ids: self._store.read_jobs(job_ids))
         self._stamps = BatchedReads(lambda job_ids: self._store.job_stamps(job_ids))
+        self._aws_clients = aws_clients
+        # A job as it runs now: its named task resolved (named_tasks.TaskResolver.effective).
+        self._effective = named_tasks or (lambda job: job)
 
     def handle(self, item: WorkItem, receipt_handle: str, receive_count: int = 1) -> Outcome:
         try:
@@ -132,7 +138,7 @@ class Worker:
             # the job, do that now.
             self._ensure_outcome_recorded(stored)
             return Outcome.DONE
-        job = self._jobs.get(item.job_id)
+        job = self._effective(self._jobs.get(item.job_id))
         execution = stored or unstored_execution(item, job, self._clock.now(), self._store.retention)
         if execution is None:
             return Outcome.DONE
@@ -180,6 +186,7 @@ class Worker:
                 now=now,
                 lease_until=starts + timedelta(seconds=job.timeout_seconds) + LEASE_MARGIN,
                 lateness_ms=None if ahead else _lateness_ms(execution, now),
+                task_version=job.task_version,
             )
         except LostRace:
             return self._after_lost_claim(item, receipt_handle)
@@ -210,7 +217,7 @@ class Worker:
                 if self._skip(job, running, reason):
                     return Outcome.DONE
                 # The job changed meanwhile (resumed, cancelled): this worker holds the run; look again.
-                job = self._store.get_job(item.job_id)
+                job = self._effective(self._store.get_job(item.job_id))
             except RetryableStoreError:
                 # Throttled, or a resume's transaction at the same moment: look again shortly.
                 self._clock.sleep(0.1 * 2**attempt)
@@ -222,7 +229,7 @@ class Worker:
         last change differ (or it is gone)."""
         if self._stamps.get(job.id) == JobStamp.of(job):
             return job
-        return self._jobs.get(job.id)
+        return self._effective(self._jobs.get(job.id))
 
     def _by_policy(
         self, job: Job, execution: Execution, now: datetime, receipt_handle: str, receive_count: int
@@ -298,6 +305,8 @@ class Worker:
             policy=self._config.task_policy,
             resolver=self._resolver,
             lambda_clients=self._lambda_clients,
+            aws_clients=self._aws_clients,
+            job_name=job.name,
         )
         began = self._clock.now()
         try:
@@ -523,7 +532,7 @@ def _attempt_log(job: Job, execution: Execution) -> dict[str, Any]:
         "execution_id": execution.id,
         "attempt": execution.attempts,
         "lateness_ms": execution.lateness_ms,
-        "task": job.task.type,
+        "task": job.task.type if isinstance(job.task, TaskSpec) else job.task.name,
     }
 
 

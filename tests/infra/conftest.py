@@ -121,6 +121,16 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 # The functions the unprotected stack lets the `lambda` task invoke.
 REPORTS_FUNCTIONS = "arn:aws:lambda:*:123456789012:function:reports-*"
 BILLING_FUNCTION = "arn:aws:lambda:eu-west-1:123456789012:function:billing"
+# What it lets the AWS target tasks reach (by setting).
+TARGET_PATTERNS = {
+    "sqs_queues": (
+        "arn:aws:sqs:eu-west-1:123456789012:orders-*",
+        "arn:aws:sqs:eu-west-1:123456789012:audit.fifo",
+    ),
+    "sns_topics": ("arn:aws:sns:*:123456789012:alerts",),
+    "eventbridge_buses": ("arn:aws:events:eu-west-1:123456789012:event-bus/default",),
+    "state_machines": ("arn:aws:states:eu-west-1:123456789012:stateMachine:nightly-*",),
+}
 
 
 @pytest.fixture(scope="session")
@@ -136,6 +146,7 @@ def unprotected(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
             "lookahead_seconds": "120",
             "webhook_allowed_networks": "10.0.0.0/8, 192.168.1.0/24",
             "lambda_functions": f"{REPORTS_FUNCTIONS}, {BILLING_FUNCTION}",
+            **{setting: ",".join(patterns) for setting, patterns in TARGET_PATTERNS.items()},
             "worker_max_concurrency": "5",
             "log_level": "debug",
             "api_throttle_rate": "20",

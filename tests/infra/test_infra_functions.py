@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from punctual import observability, resources
+from punctual import observability, resources, target_arns
 from punctual.config import Settings
-from tests.infra.conftest import BILLING_FUNCTION, REPORTS_FUNCTIONS
+from tests.infra.conftest import BILLING_FUNCTION, REPORTS_FUNCTIONS, TARGET_PATTERNS
 
 NAMES = sorted(resources.FUNCTIONS)
 
@@ -281,3 +281,35 @@ def test_the_api_and_worker_may_write_in_transactions(synthesized, ids, name: st
     # each a TransactWriteItems: an UpdateItem and a ConditionCheckItem
     actions = _actions_on(synthesized.statements_of(name), ids["table"])
     assert {"dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"} <= actions
+
+
+def test_the_worker_may_reach_the_targets_the_deployment_allows_and_no_other(unprotected, synthesized):
+    # Given -c sqs_queues=...,sns_topics=...,eventbridge_buses=...,state_machines=... (see the fixture)
+    statements = unprotected.statements_of("worker")
+    for target in target_arns.TARGETS:
+        granted = [s for s in statements if target.action in _as_list(s["Action"])]
+        # Then the worker has the target's one action, on exactly the allowed resources
+        (statement,) = granted
+        assert statement["Effect"] == "Allow"
+        assert statement["Action"] == target.action
+        assert sorted(_as_list(statement["Resource"])) == sorted(TARGET_PATTERNS[target.setting]), target.type
+        # and the API (which refuses others) and the worker (which checks again) know the setting
+        for name in ("api", "worker"):
+            variables = unprotected.function(name)[1]["Environment"]["Variables"]
+            settings = Settings.from_env({k: v for k, v in variables.items() if isinstance(v, str)})
+            assert getattr(settings, target.setting) == TARGET_PATTERNS[target.setting], (name, target.type)
+        # while the default stack allows none, and grants none
+        default_statements = synthesized.statements_of("worker")
+        assert [s for s in default_statements if target.action in _as_list(s["Action"])] == []
+        assert target.env not in synthesized.function("worker")[1]["Environment"]["Variables"]
+    # and no other function may reach any of them (the work queue aside, which is Punctual's own)
+    allowed = {pattern for patterns in TARGET_PATTERNS.values() for pattern in patterns}
+    for name in NAMES:
+        if name != "worker":
+            for statement in unprotected.statements_of(name):
+                resources_of = {r for r in _as_list(statement["Resource"]) if isinstance(r, str)}
+                assert not allowed & resources_of, (name, statement)
+
+
+def _as_list(value):
+    return [value] if isinstance(value, str) else list(value)

@@ -111,7 +111,7 @@ def test_throttling_alarms_cover_every_function_and_the_table_with_its_indexes(s
         for d in m["Metric"]["Dimensions"]
         if d["Name"] == "GlobalSecondaryIndexName"
     }
-    assert indexes == {index.name for index in resources.TABLE.indexes} == {"by_owner"}
+    assert indexes == {index.name for index in resources.TABLE.indexes} == {"by_owner", "by_task"}
     for alarm in (lambda_alarm, table_alarm):
         assert alarm["Threshold"] == 1
 

@@ -290,12 +290,13 @@ def test_jobs_are_stored_without_a_status_key(world: World) -> None:
     world.api("POST", f"/jobs/{paused['id']}/pause")
     world.drain()
     assert world.job(done["id"])["status"] == "COMPLETED"
-    # Then no job item carries the old index's key, and the table has only the by_owner index
+    # Then no job item carries the old index's key (nor the by_task one: their tasks are inline), and
+    # the table has only the by_owner index and the sparse by_task one
     jobs = [i for i in table_items(world) if i["sk"]["S"] == "JOB"]
     assert len(jobs) == 2
-    assert all("status_pk" not in job for job in jobs)
+    assert all("status_pk" not in job and "task_ref" not in job for job in jobs)
     table = world.dynamodb_client.describe_table(TableName=world.punctual.settings.table_name)["Table"]
-    assert [i["IndexName"] for i in table["GlobalSecondaryIndexes"]] == ["by_owner"]
+    assert [i["IndexName"] for i in table["GlobalSecondaryIndexes"]] == ["by_owner", "by_task"]
 
 
 @pytest.mark.parametrize("query", ["limit=0", "limit=101", "limit=x", "status=SLEEPING"])
@@ -406,8 +407,18 @@ def test_preview_lists_next_runs_without_creating_anything(world: World) -> None
 
 @BOTH_FORMATS
 def test_tasks_health_and_openapi(world: World) -> None:
-    types = {t["type"]: t for t in world.api("GET", "/tasks").body["items"]}
-    assert set(types) == {"http", "lambda", "noop", "sleep", "fail"}
+    types = {t["type"]: t for t in world.api("GET", "/tasks").body["types"]}
+    assert set(types) == {
+        "http",
+        "lambda",
+        "noop",
+        "sleep",
+        "fail",
+        "sqs",
+        "sns",
+        "eventbridge",
+        "stepfunctions",
+    }
     assert "url" in types["http"]["params"]["properties"]
     assert world.api("GET", "/health").status == 200
     spec = world.api("GET", "/openapi.json").body

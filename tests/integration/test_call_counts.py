@@ -81,3 +81,44 @@ def test_calls_for_one_cron_occurrence(world: World) -> None:
             "sqs.DeleteMessageBatch": 1,
         }
     )
+
+
+def test_a_named_task_adds_one_read_per_task_and_worker_not_one_per_execution(world: World) -> None:
+    # Given the idle cost, and a named task with a schema
+    world.run_for(90)  # to 09:01:00
+    idle = counted(world, 300)
+    schema = {"type": "object", "properties": {"seconds": {"type": "number", "maximum": 1}}}
+    assert (
+        world.api("POST", "/tasks", {"name": "ping", "type": "sleep", "params_schema": schema}).status == 201
+    )
+    at = {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=240))}
+    # When two jobs using it are created for the same instant, and five minutes pass
+    with world.counting_calls() as create:
+        for seconds in (0, 0.001):
+            answer = world.api(
+                "POST", "/jobs", {"task": "ping", "params": {"seconds": seconds}, "schedule": at}
+            )
+            assert answer.status == 201, answer.body
+    busy = counted(world, 300)
+    per_two = busy - idle
+    print(
+        "named task, two one-time jobs:", json.dumps({"create": dict(create), "scan_and_run": dict(per_two)})
+    )
+    executions = [world.executions(job["id"])[0] for job in world.api("GET", "/jobs").body["items"]]
+    assert [(e["status"], e["task_version"]) for e in executions] == [("SUCCEEDED", 1)] * 2
+    # Then creating each reads its task once (the marker and the job as for an inline task)
+    assert create == Counter({"dynamodb.PutItem": 4, "dynamodb.GetItem": 2})
+    # and running both costs what two inline jobs cost (the scanner's reads and sends are per shard's
+    # chunk, and the worker's job reads batched with whatever reads at the same moment, as for them),
+    # plus one read of the task by the worker, which keeps it (DEFINITION_TTL_SECONDS) for the other:
+    # no read per execution, and the version it ran is written by the claim's own UpdateItem
+    assert set(per_two) == {
+        "dynamodb.BatchGetItem",
+        "sqs.SendMessageBatch",
+        "dynamodb.GetItem",
+        "dynamodb.UpdateItem",
+        "sqs.DeleteMessageBatch",
+    }
+    assert per_two["dynamodb.GetItem"] == 2 * 1 + 1  # each execution's, and the task's once
+    assert per_two["dynamodb.UpdateItem"] == 2 * 3
+    assert per_two["dynamodb.BatchGetItem"] <= 2 * 3 and per_two["sqs.SendMessageBatch"] <= 2

@@ -87,6 +87,6 @@ def test_a_job_can_be_changed_to_invoke_a_function_and_back(world: World) -> Non
 
 def test_the_task_list_describes_the_lambda_task_and_its_parameters(world: World) -> None:
     answer = world.api("GET", "/tasks")
-    [described] = [task for task in answer.body["items"] if task["type"] == "lambda"]
+    [described] = [task for task in answer.body["types"] if task["type"] == "lambda"]
     assert "lambda_functions" in described["description"]
     assert set(described["params"]["properties"]) == {"function_arn", "payload", "invocation"}

@@ -557,14 +557,14 @@ def test_update_with_a_new_task_type_replaces_the_task(
 
     # When the task is replaced with generic params
     code, _, _ = run(
-        api, capsys, "jobs", "update", "job-1", "--task", "custom",
+        api, capsys, "jobs", "update", "job-1", "--task", "lambda",
         "--params", '{"a": 1, "b": "x"}', "--param", "b=2", "--param", "c=text",
     )  # fmt: skip
 
     # Then the job is not fetched and --param wins over --params, parsed as JSON where it can be
     assert code == 0
     [request] = api.sent()
-    assert request.body == {"task": {"type": "custom", "params": {"a": 1, "b": 2, "c": "text"}}}
+    assert request.body == {"task": {"type": "lambda", "params": {"a": 1, "b": 2, "c": "text"}}}
 
 
 @pytest.mark.parametrize(
@@ -969,3 +969,96 @@ def test_policy_options_build_the_job_policy() -> None:
         "flexible_window_seconds": 60,
         "max_runs": 4,
     }
+
+
+# -- named tasks and tags ------------------------------------------------------------------------------
+
+
+def test_tasks_create_sends_the_definition_and_shows_it(
+    api: FakeApi, capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    # Given a schema in a file and the API answering the definition
+    schema = tmp_path / "schema.json"
+    schema.write_text('{"type": "object", "required": ["body"]}')
+    answer = {
+        "name": "hook", "type": "http", "params": {"url": "https://example.com/h"}, "params_schema": {},
+        "retry": None, "timeout_seconds": 30, "description": "d", "tags": {"team": "ops"}, "version": 1,
+        "created_at": "2026-12-01T09:00:00.000Z", "updated_at": "2026-12-01T09:00:00.000Z",
+    }  # fmt: skip
+    api.answer("POST", "/tasks", answer, status=201)
+    # When a task is created from the command line
+    code, out, _ = run(
+        api, capsys, "tasks", "create", "hook", "--type", "http", "--param", "url=https://example.com/h",
+        "--schema", f"@{schema}", "--timeout", "30s", "--tag", "team=ops", "--description", "d",
+    )  # fmt: skip
+    # Then the API got the definition, and people see its version
+    assert code == 0, out
+    [request] = api.sent()
+    assert request.body == {
+        "name": "hook",
+        "type": "http",
+        "params": {"url": "https://example.com/h"},
+        "params_schema": {"type": "object", "required": ["body"]},
+        "description": "d",
+        "tags": {"team": "ops"},
+        "timeout_seconds": 30,
+    }
+    assert "version" in out and "team:ops" in out
+
+
+def test_jobs_create_with_a_named_task_sends_its_name_and_params(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.answer(
+        "POST", "/jobs", job(task="send-email", params={"to": "a@example.com"}, retry=None), status=201
+    )
+    code, out, _ = run(
+        api, capsys, "jobs", "create", "--task", "send-email", "--param", "to=a@example.com",
+        "--tag", "team=billing", "--in", "1m",
+    )  # fmt: skip
+    assert code == 0, out
+    [request] = api.sent()
+    assert request.body["task"] == "send-email"
+    assert request.body["params"] == {"to": "a@example.com"}
+    assert request.body["tags"] == {"team": "billing"}
+    assert "send-email (named task)" in out and "the task's" in out
+    # (a type's own flags make no sense for a named task)
+    code, _, err = run(api, capsys, "jobs", "create", "--task", "send-email", "--url", "https://example.com")
+    assert code == cli.EXIT_USAGE and "named task" in err
+
+
+def test_pause_by_tag_follows_the_cursor_until_done(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given the API pauses the tagged jobs a page at a time
+    api.answer("POST", "/jobs/pause", {"changed": [job("job-1")], "failed": [], "next_cursor": "c1"})
+    api.answer(
+        "POST",
+        "/jobs/pause",
+        {"changed": [job("job-2")], "failed": [{"id": "job-3", "message": "changed"}], "next_cursor": None},
+    )
+    # When pausing by tag
+    code, out, err = run(api, capsys, "jobs", "pause", "--tag", "team:billing")
+    # Then every page was asked for, with the tag and then the cursor, and the failure reported
+    requests = api.sent()
+    assert [r.query.get("cursor") for r in requests] == [None, ["c1"]]
+    assert all(r.query["tag"] == ["team:billing"] for r in requests)
+    assert "job-1" in out and "job-2" in out
+    assert "job-3" in err and code == cli.EXIT_FAILURE
+    # and a job id with --tag, or neither, is a usage error
+    assert run(api, capsys, "jobs", "pause")[0] == cli.EXIT_USAGE
+    assert run(api, capsys, "jobs", "pause", "job-1", "--tag", "a:b")[0] == cli.EXIT_USAGE
+
+
+def test_tasks_lists_the_types_and_the_named_tasks(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    api.answer(
+        "GET",
+        "/tasks",
+        {
+            "types": [{"type": "noop", "description": "Succeeds at once.", "params": {}}],
+            "items": [{"name": "send-email", "type": "sqs", "version": 3, "tags": {}, "description": "mail"}],
+            "next_cursor": None,
+        },
+    )
+    code, out, _ = run(api, capsys, "tasks")
+    assert code == 0
+    assert "type:    noop" in out
+    assert "send-email" in out and "sqs" in out and "3" in out

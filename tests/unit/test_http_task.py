@@ -552,7 +552,17 @@ def test_validate_fills_in_defaults_and_normalises_the_method() -> None:
 
 
 def test_registry_lists_the_builtin_types() -> None:
-    assert [t.name for t in tasks.all_types()] == ["fail", "http", "lambda", "noop", "sleep"]
+    assert [t.name for t in tasks.all_types()] == [
+        "eventbridge",
+        "fail",
+        "http",
+        "lambda",
+        "noop",
+        "sleep",
+        "sns",
+        "sqs",
+        "stepfunctions",
+    ]
 
 
 # --- noop, sleep, fail ------------------------------------------------------------------------------

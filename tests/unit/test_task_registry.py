@@ -45,4 +45,14 @@ def test_threads_at_a_cold_start_all_find_every_type() -> None:
 
 
 def test_every_module_of_the_package_registers_its_types() -> None:
-    assert [t.name for t in tasks.all_types()] == ["fail", "http", "lambda", "noop", "sleep"]
+    assert [t.name for t in tasks.all_types()] == [
+        "eventbridge",
+        "fail",
+        "http",
+        "lambda",
+        "noop",
+        "sleep",
+        "sns",
+        "sqs",
+        "stepfunctions",
+    ]

@@ -29,7 +29,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from punctual import provision, resources, wiring
+from punctual import provision, resources, target_arns, wiring
 from punctual.clock import SystemClock
 from punctual.config import Settings
 from punctual.esm import Handler
@@ -56,6 +56,7 @@ LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
 # held by HoldingSqs and sent to moto when due,
 # which wakes a waiting long poll; moto's own delays would not.)
 LOCAL_EARLY_VISIBILITY_SECONDS = 3
+LOCAL_TASK_CACHE_SECONDS = 2.0
 STOP_GRACE_SECONDS = 3.0
 MOTO_STOP_SECONDS = 5.0
 _CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=256)
@@ -146,6 +147,8 @@ class LocalStack:
         clock = SystemClock()
         restored = self._restore(to_epoch_ms(clock.now()))
 
+        # Anything created in its moto, for the sqs, sns, eventbridge and stepfunctions tasks.
+        targets: dict[str, Any] = {target.setting: (target.local,) for target in target_arns.TARGETS}
         settings = Settings(
             table_name=provisioned.table_name,
             queue_url=provisioned.queue_url,
@@ -157,6 +160,9 @@ class LocalStack:
             lookahead_seconds=lookahead_for(options.tick_seconds),
             webhook_allowed_networks=LOOPBACK_NETWORKS,
             lambda_functions=LOCAL_LAMBDA_FUNCTIONS,
+            **targets,
+            # A developer trying a change to a named task sees it at the next run.
+            task_cache_seconds=LOCAL_TASK_CACHE_SECONDS,
             early_visibility_seconds=LOCAL_EARLY_VISIBILITY_SECONDS,
             # Its queue is in memory: recovery after a restart re-sends the executions stored QUEUED.
             record_queued=True,
@@ -171,6 +177,7 @@ class LocalStack:
             dynamodb_client=dynamodb_client,
             sqs=self._delays,
             lambda_clients=wiring.lambda_clients_for(settings, session),
+            aws_clients=wiring.aws_clients_for(settings, session),
         )
         wiring.set_default(punctual)
         work = work_items(restored["unfinished"])

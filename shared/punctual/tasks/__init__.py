@@ -13,10 +13,12 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from punctual import templating
 from punctual.clock import Clock
 from punctual.errors import InvalidRequest
-from punctual.models import TaskSpec
+from punctual.models import UNRESOLVED_TASK, TaskRef, TaskSpec
 from punctual.netguard import Resolver, system_resolver
+from punctual.timefmt import to_rfc3339
 from punctual.validation import json_problem, refuse_constant
 
 
@@ -31,6 +33,8 @@ class TaskFailed(Exception):
 
 # The `lambda` task's clients: (region, seconds to wait for an answer) -> a Lambda client.
 LambdaClients = Callable[[str, int], Any]
+# The AWS target tasks' clients: (service, region, seconds to wait for an answer) -> a boto3 client.
+AwsClients = Callable[[str, str, int], Any]
 
 
 def retryable_status(status: int) -> bool:
@@ -48,6 +52,11 @@ class TaskPolicy:
     allowed_networks: tuple[str, ...] = ()
     # Lambda functions the `lambda` task may invoke: ARN patterns with * and ? (lambda_functions).
     lambda_functions: tuple[str, ...] = ()
+    # What the AWS target tasks may reach, ARN patterns likewise (punctual.target_arns).
+    sqs_queues: tuple[str, ...] = ()
+    sns_topics: tuple[str, ...] = ()
+    eventbridge_buses: tuple[str, ...] = ()
+    state_machines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,18 @@ class TaskContext:
     policy: TaskPolicy = field(default_factory=TaskPolicy)
     resolver: Resolver = field(default=system_resolver)
     lambda_clients: LambdaClients | None = None
+    aws_clients: AwsClients | None = None
+    job_name: str = ""
+
+    def references(self) -> dict[str, Any]:
+        """The values of `punctual.templating`'s references for this execution."""
+        return {
+            "execution.id": self.execution_id,
+            "execution.scheduled_at": to_rfc3339(self.scheduled_at),
+            "execution.attempt": self.attempt,
+            "job.id": self.job_id,
+            "job.name": self.job_name,
+        }
 
 
 class TaskType(Protocol):
@@ -100,6 +121,11 @@ def all_types() -> list[TaskType]:
     return [_REGISTRY[name] for name in sorted(_REGISTRY)]
 
 
+def type_names() -> frozenset[str]:
+    _load_builtin()
+    return frozenset(_REGISTRY)
+
+
 # A task is stored on its job's item, which DynamoDB caps at 400 KB with everything else a job keeps
 # (its schedule, its last execution): a task up to this size leaves the item room to change. (As much
 # as EventBridge Scheduler takes for a target's input.)
@@ -112,33 +138,100 @@ MAX_RESULT_DEPTH = 32
 ANSWER_PREVIEW_BYTES = 64 * 1024
 
 
-def validate(spec: TaskSpec, policy: TaskPolicy) -> TaskSpec:
-    """Check a task's type and parameters; returns the spec with defaults filled in."""
+def validate(spec: TaskSpec, policy: TaskPolicy, *, field_prefix: str = "task.params") -> TaskSpec:
+    """Check a task's type and parameters; returns the spec with defaults filled in.
+
+    Parameters that refer to the execution (`punctual.templating`) are checked as they would be
+    with sample values substituted, and kept as given: they are substituted when the task runs.
+    """
     task_type = get(spec.type)
     problem = json_problem(spec.params, MAX_PARAMS_DEPTH)
     if problem is not None:
-        raise InvalidRequest(f"task.params: {problem}", field="task.params")
+        raise InvalidRequest(f"{field_prefix}: {problem}", field=field_prefix)
+    templated = templating.has_references(spec.params)
+    params_in = spec.params
+    if templated:
+        try:
+            templating.check(spec.params)
+        except templating.TemplateError as exc:
+            path = f"{field_prefix}.{exc.path}" if exc.path else field_prefix
+            raise InvalidRequest(f"{path}: {exc.message}", field=path) from None
+        params_in = templating.render(spec.params, SAMPLE_REFERENCES)
     try:
-        params = task_type.params_model.model_validate(spec.params)
+        params = task_type.params_model.model_validate(params_in)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        path = f"task.params.{where}" if where else "task.params"
+        path = f"{field_prefix}.{where}" if where else field_prefix
         raise InvalidRequest(f"{path}: {first['msg']}", field=path) from None
     task_type.check(params, policy)
-    checked = TaskSpec(type=spec.type, params=params.model_dump(mode="json", exclude_none=True))
+    normalised = spec.params if templated else params.model_dump(mode="json", exclude_none=True)
+    checked = TaskSpec(type=spec.type, params=normalised)
     size = len(checked.model_dump_json().encode())
     if size > MAX_TASK_BYTES:
         raise InvalidRequest(
-            f"task.params: {size:,} bytes as JSON; at most {MAX_TASK_BYTES:,}", field="task.params"
+            f"{field_prefix}: {size:,} bytes as JSON; at most {MAX_TASK_BYTES:,}", field=field_prefix
         )
     return checked
 
 
-def run(spec: TaskSpec, context: TaskContext) -> Any:
+def check_defaults(type_name: str, params: dict[str, Any], policy: TaskPolicy, field_prefix: str) -> None:
+    """A named task's default parameters: each one given must be right for the type (a job may supply
+    the rest); when none is missing, the whole is checked as a job's task would be."""
+    task_type = get(type_name)
+    sample = templating.render(params, SAMPLE_REFERENCES)
+    try:
+        model = task_type.params_model.model_validate(sample)
+    except ValidationError as exc:
+        wrong = [e for e in exc.errors() if e["type"] != "missing"]
+        if wrong:
+            where = ".".join(str(part) for part in wrong[0]["loc"])
+            path = f"{field_prefix}.{where}" if where else field_prefix
+            raise InvalidRequest(f"{path}: {wrong[0]['msg']}", field=path) from None
+        # Some parameters are left to the jobs: check what a target check can read of the rest.
+        model = task_type.params_model.model_construct(**sample)
+    try:
+        task_type.check(model, policy)
+    except AttributeError:
+        pass  # (a check that needs a parameter left to the jobs: made when a job supplies it)
+    except InvalidRequest as exc:
+        field = (exc.field or "").replace("task.params", field_prefix, 1)
+        raise InvalidRequest(str(exc).replace("task.params", field_prefix, 1), field=field or None) from None
+
+
+# What references stand for when parameters are checked at creation (`validate`).
+SAMPLE_REFERENCES: dict[str, Any] = {
+    "execution.id": "job_0000000000.0.1",
+    "execution.scheduled_at": "2026-01-01T00:00:00.000Z",
+    "execution.attempt": 1,
+    "job.id": "job_0000000000",
+    "job.name": "job",
+}
+
+
+def run(spec: TaskSpec | TaskRef, context: TaskContext) -> Any:
+    if isinstance(spec, TaskRef):
+        raise TaskFailed(f"the named task {spec.name!r} was not resolved for this run", retryable=False)
+    if spec.type == UNRESOLVED_TASK:
+        # A named task that could not be resolved for this run (gone, or the job's parameters no
+        # longer fit it): another attempt would meet the same.
+        raise TaskFailed(str(spec.params.get("error", "task cannot run")), retryable=False)
     task_type = get(spec.type)
-    params = task_type.params_model.model_validate(spec.params)
+    try:
+        params_in = templating.render(spec.params, context.references())
+        params = task_type.params_model.model_validate(params_in)
+    except (ValidationError, templating.TemplateError) as exc:
+        raise TaskFailed(
+            f"the task's parameters are invalid for this run: {_first_problem(exc)}", retryable=False
+        ) from exc
     return task_type.run(params, context)
+
+
+def _first_problem(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+    return str(exc)
 
 
 def decode_answer(payload: bytes) -> Any:
