@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from punctual.local.durable import DurableTables
 
 HOST = "127.0.0.1"
-SWITCH_INTERVAL_SECONDS = 0.0005
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,7 +44,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # Ctrl-C reaches the terminal's whole process group: the stack still needs moto to save its data.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
 
     from moto.moto_server.werkzeug_app import (
         DomainDispatcherApplication,
