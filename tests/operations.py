@@ -15,5 +15,8 @@ OPERATIONS = frozenset(
         "GET /jobs/{job_id}/executions",
         "POST /schedules/preview",
         "GET /tasks",
+        "POST /jobs/{job_id}/executions/{execution_id}/retry",
+        "GET /dead-letters",
+        "POST /dead-letters/redrive",
     }
 )

@@ -55,3 +55,18 @@ def lambda_invoke_client(
     return (aws_session or session(settings)).client(
         "lambda", region_name=region, endpoint_url=settings.endpoint_url, config=config
     )
+
+
+def client_in(
+    settings: Settings, service: str, region: str, aws_session: boto3.session.Session | None = None
+) -> Any:
+    """A client of `service` in `region` (the notifier's SNS and EventBridge targets), a few seconds'
+    patience: a delivery that cannot get through is retried later, by its message."""
+    config = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=5, read_timeout=10)
+    made: Any = (aws_session or session(settings)).client(
+        service,  # type: ignore[call-overload]  # (boto3's stubs want a literal service name)
+        region_name=region,
+        endpoint_url=settings.endpoint_url,
+        config=config,
+    )
+    return made

@@ -9,13 +9,16 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
-from punctual import lambda_arns, resources
+from punctual import lambda_arns, resources, target_arns
 
 
 class Settings(BaseModel):
     table_name: str = resources.TABLE.name
     queue_url: str = ""
     dlq_url: str = ""
+    notify_queue_url: str = ""
+    # The stack's bus for execution status changes (AWS only: none locally).
+    event_bus_name: str = ""
     # AWS endpoint override: the local stack's moto server. None means the real AWS endpoints.
     endpoint_url: str | None = None
     region: str = "us-east-1"
@@ -37,6 +40,9 @@ class Settings(BaseModel):
     # Lambda functions the `lambda` task may invoke: ARN patterns, * and ? as wildcards (lambda_arns).
     # None by default: a job that names a function not listed is refused.
     lambda_functions: tuple[str, ...] = ()
+    # SNS topics and EventBridge buses job notifications may go to: ARN patterns, * and ? as wildcards
+    # (target_arns). None by default: a job naming another target is refused.
+    notification_targets: tuple[str, ...] = ()
     cursor_secret: str = "punctual-local-cursor-secret"
     result_max_bytes: int = Field(default=4096, ge=0, le=65536)
     # Store each scheduled execution as QUEUED when it is enqueued: one more write per execution.
@@ -79,6 +85,13 @@ class Settings(BaseModel):
             lambda_arns.check_pattern(pattern)
         return value
 
+    @field_validator("notification_targets")
+    @classmethod
+    def _targets_parse(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            target_arns.check_pattern(pattern)
+        return value
+
     @property
     def handoff_seconds(self) -> int:
         """Executions due sooner than this are enqueued by the API itself, not left to the scanner.
@@ -97,6 +110,8 @@ class Settings(BaseModel):
             "table_name": resources.ENV_TABLE_NAME,
             "queue_url": resources.ENV_QUEUE_URL,
             "dlq_url": resources.ENV_DLQ_URL,
+            "notify_queue_url": resources.ENV_NOTIFY_QUEUE_URL,
+            "event_bus_name": resources.ENV_EVENT_BUS_NAME,
             "endpoint_url": "PUNCTUAL_AWS_ENDPOINT_URL",
             "shard_count": "PUNCTUAL_SHARD_COUNT",
             "scanner_fanout": "PUNCTUAL_SCANNER_FANOUT",
@@ -130,6 +145,8 @@ class Settings(BaseModel):
         values["webhook_allowed_networks"] = tuple(n.strip() for n in networks.split(",") if n.strip())
         functions = env.get("PUNCTUAL_LAMBDA_FUNCTIONS", "")
         values["lambda_functions"] = tuple(f.strip() for f in functions.split(",") if f.strip())
+        targets = env.get("PUNCTUAL_NOTIFICATION_TARGETS", "")
+        values["notification_targets"] = tuple(t.strip() for t in targets.split(",") if t.strip())
         return cls.model_validate(values)
 
 

@@ -12,8 +12,11 @@ from punctual.burst import BurstPlanner, Limits, PollerPolicy
 from punctual.clock import Clock, SystemClock
 from punctual.config import Settings
 from punctual.cursor import Cursors
+from punctual.dead_letters import DeadLetters
 from punctual.dispatch import Dispatcher
 from punctual.netguard import Resolver, system_resolver
+from punctual.notify import AwsClients, Notifier, NotifyPolicy, Outbox
+from punctual.outcomes import Monitor
 from punctual.queue import WorkQueue
 from punctual.scanner import Scanner
 from punctual.service import JobService
@@ -32,6 +35,10 @@ class Punctual:
     service: JobService
     cursors: Cursors
     worker: Worker
+    outbox: Outbox
+    monitor: Monitor
+    notifier: Notifier
+    dead_letters: DeadLetters
 
     def scanner(self, shards: list[int] | None = None) -> Scanner:
         return Scanner(
@@ -76,6 +83,7 @@ def build(
     sqs: Any = None,
     resolver: Resolver = system_resolver,
     lambda_clients: LambdaClients | None = None,
+    aws_clients: AwsClients | None = None,
 ) -> Punctual:
     clock = clock or SystemClock()
     dynamodb = dynamodb if dynamodb is not None else aws.dynamodb_resource(settings)
@@ -99,7 +107,12 @@ def build(
     task_policy = TaskPolicy(
         allowed_networks=settings.webhook_allowed_networks, lambda_functions=settings.lambda_functions
     )
-    service = JobService(store, dispatcher, clock, task_policy=task_policy)
+    notify_policy = NotifyPolicy(
+        allowed_networks=settings.webhook_allowed_networks, targets=settings.notification_targets
+    )
+    service = JobService(store, dispatcher, clock, task_policy=task_policy, notify_policy=notify_policy)
+    outbox = Outbox(sqs, settings.notify_queue_url)
+    monitor = Monitor(store, clock, outbox)
     worker = Worker(
         store,
         queue,
@@ -107,6 +120,16 @@ def build(
         WorkerConfig(task_policy=task_policy, result_max_bytes=settings.result_max_bytes),
         resolver=resolver,
         lambda_clients=lambda_clients or lambda_clients_for(settings),
+        monitor=monitor,
+    )
+    notifier = Notifier(
+        store,
+        sqs,
+        settings.notify_queue_url,
+        clock,
+        notify_policy,
+        resolver=resolver,
+        aws_clients=aws_clients or aws_clients_for(settings),
     )
     return Punctual(
         settings=settings,
@@ -117,6 +140,10 @@ def build(
         service=service,
         cursors=Cursors(settings.cursor_secret),
         worker=worker,
+        outbox=outbox,
+        monitor=monitor,
+        notifier=notifier,
+        dead_letters=DeadLetters(store, queue, clock),
     )
 
 
@@ -136,6 +163,24 @@ def lambda_clients_for(settings: Settings, aws_session: Any = None) -> LambdaCli
                     shared.append(aws.session(settings))
                 made[key] = aws.lambda_invoke_client(settings, region, read_timeout_seconds, shared[0])
             return made[key]
+
+    return client
+
+
+def aws_clients_for(settings: Settings, aws_session: Any = None) -> AwsClients:
+    """The notifier's SNS and EventBridge clients, one per service and region, made when first needed
+    (under a lock: a batch's deliveries run in threads)."""
+    lock = threading.Lock()
+    made: dict[tuple[str, str], Any] = {}
+    shared: list[Any] = [aws_session] if aws_session is not None else []
+
+    def client(service: str, region: str) -> Any:
+        with lock:
+            if (service, region) not in made:
+                if not shared:
+                    shared.append(aws.session(settings))
+                made[(service, region)] = aws.client_in(settings, service, region, shared[0])
+            return made[(service, region)]
 
     return client
 

@@ -61,6 +61,10 @@ class TaskContext:
     policy: TaskPolicy = field(default_factory=TaskPolicy)
     resolver: Resolver = field(default=system_resolver)
     lambda_clients: LambdaClients | None = None
+    # The job's signing keys (punctual.signing), current first: an `http` request is signed with each.
+    signing_keys: tuple[bytes, ...] = ()
+    # The request's `webhook-id` when signed: the execution's id unless told (a notification's id).
+    message_id: str | None = None
 
 
 class TaskType(Protocol):
