@@ -1015,7 +1015,7 @@ def _reads_a_body(event: Mapping[str, Any]) -> bool:
     /schedules/preview, PATCH /jobs/{id}. (Others ignore a body, whatever its type, as they always
     did.) The path may carry a stage (`/v1/jobs`)."""
     method = event.get("httpMethod") or (event.get("requestContext") or {}).get("http", {}).get("method")
-    path = str(event.get("rawPath") or event.get("path") or "").rstrip("/")
+    path = _path(event)
     if str(method).upper() == "PATCH":
         return True
     return str(method).upper() == "POST" and path.endswith(
@@ -1023,11 +1023,22 @@ def _reads_a_body(event: Mapping[str, Any]) -> bool:
     )
 
 
+# Routes whose body is optional, and which ignored any body before they read one (`curl -d` sends a
+# form): a body that is not JSON is dropped, not refused.
+_OPTIONAL_BODY_ROUTES = ("/pause",)
+
+
+def _path(event: Mapping[str, Any]) -> str:
+    return str(event.get("rawPath") or event.get("path") or "").rstrip("/")
+
+
 def _refuse_non_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
     """415 for a body that is not JSON (API.md: JSON in and out; the resolver would parse forms too).
     A body without a Content-Type is read as JSON."""
     media_type = _media_type(event)
     if not event.get("body") or media_type in (None, JSON_MEDIA_TYPE) or not _reads_a_body(event):
+        return None
+    if _path(event).endswith(_OPTIONAL_BODY_ROUTES):
         return None
     body = ErrorOut(
         message=f"Content-Type {media_type} is not supported: send JSON, with Content-Type: {JSON_MEDIA_TYPE}",
@@ -1142,4 +1153,11 @@ def resolve(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
     refused = _refuse_non_json(event)
     if refused is not None:
         return refused
+    media_type = _media_type(event)
+    if (
+        event.get("body")
+        and media_type not in (None, JSON_MEDIA_TYPE)
+        and _path(event).endswith(_OPTIONAL_BODY_ROUTES)
+    ):
+        event = {**event, "body": None, "isBase64Encoded": False}
     return resolver_for(event).resolve(_with_json_media_type(event), context)

@@ -40,7 +40,8 @@ def test_calls_for_one_one_time_job(world: World) -> None:
     # and the scanner reads its job (BatchGetItem) and sends it: it stores no execution and deletes
     # no marker (its position moves past it; the marker expires); the worker reads the execution
     # (absent) and the job, claims it (which stores it), reads the job again (a cancel between read
-    # and claim still counts), finishes the execution and completes the job
+    # and claim still counts), finishes the execution and completes the job (recording its outcome in
+    # the same write)
     assert per_job == Counter(
         {
             "dynamodb.BatchGetItem": 1,
@@ -68,13 +69,13 @@ def test_calls_for_one_cron_occurrence(world: World) -> None:
     # Then the scanner reads the job (BatchGetItem), files the next marker (one BatchWriteItem: due
     # within the next ticks' reach, under its shard's soon partition), moves next_run_at, sends, and
     # deletes this marker from its soon partition (a second BatchWriteItem); the worker reads, claims
-    # (storing the execution), reads the job again and finishes; the job is not written again (its
-    # last execution is read from the executions)
+    # (storing the execution), reads the job again, finishes, and records the outcome on the job (its
+    # status, when and which: what lists show and filter by, without reading executions)
     assert per_occurrence == Counter(
         {
             "dynamodb.BatchGetItem": 1,
             "dynamodb.BatchWriteItem": 2,
-            "dynamodb.UpdateItem": 3,
+            "dynamodb.UpdateItem": 4,
             "sqs.SendMessageBatch": 1,
             "dynamodb.GetItem": 3,
             "sqs.DeleteMessageBatch": 1,
