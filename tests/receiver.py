@@ -46,7 +46,9 @@ def receiver(script: list[int] | None = None) -> Iterator[Receiver]:
             raw = self.rfile.read(length) if length else b""
             with lock:
                 state.deliveries.append(
-                    Delivery(self.command, self.path, dict(self.headers), json.loads(raw) if raw else None, raw)
+                    Delivery(
+                        self.command, self.path, dict(self.headers), json.loads(raw) if raw else None, raw
+                    )
                 )
                 status = state.script.pop(0) if state.script else 200
             payload = json.dumps({"ok": status < 300}).encode()

@@ -81,3 +81,38 @@ def test_calls_for_one_cron_occurrence(world: World) -> None:
             "sqs.DeleteMessageBatch": 1,
         }
     )
+
+
+def _listing_calls(world: World, query: str) -> Counter[str]:
+    with world.counting_calls() as calls:
+        answer = world.api("GET", "/jobs", query=query)
+    assert answer.status == 200, answer.body
+    return Counter(calls)
+
+
+def test_a_page_of_jobs_costs_the_same_calls_for_5_jobs_as_for_50(world: World) -> None:
+    # Given 5 jobs that have run (a few of them failing), listed one page of them
+    def make(count: int) -> None:
+        for i in range(count):
+            task = {"type": "fail"} if i % 4 == 0 else {"type": "noop"}
+            world.create({"type": "now"}, task=task, retry={"max_attempts": 1})
+        world.run_for(5)
+
+    make(5)
+    few = _listing_calls(world, "limit=50")
+    few_failed = _listing_calls(world, "limit=50&outcome=failed")
+    # When 45 more make a page of 50
+    make(45)
+    many = _listing_calls(world, "limit=50")
+    many_failed = _listing_calls(world, "limit=50&outcome=failed")
+    page = world.api("GET", "/jobs", query="limit=50").body["items"]
+    assert len(page) == 50 and all(job["last_execution"] is not None for job in page)
+    print("GET /jobs, 50 jobs:", json.dumps(dict(many)), "outcome=failed:", json.dumps(dict(many_failed)))
+    # Then a page costs the same calls however many jobs it shows: the index, the jobs, and the
+    # executions their outcomes name (no read per job)
+    assert many == few == Counter({"dynamodb.Query": 1, "dynamodb.BatchGetItem": 2})
+    # and a filtered page is bounded too: a Query and a BatchGetItem per page of the index it reads
+    # (at most 500 jobs a request), one BatchGetItem for the executions
+    assert many_failed == few_failed
+    assert set(many_failed) == {"dynamodb.Query", "dynamodb.BatchGetItem"}
+    assert many_failed["dynamodb.BatchGetItem"] == many_failed["dynamodb.Query"] + 1

@@ -41,7 +41,9 @@ def listed(world: World, query: str, owner: str = "alice") -> list[dict[str, Any
 # ------------------------------------------------------------------------------------------ outcomes
 def test_a_failed_one_time_job_is_found_by_its_outcome(world: World) -> None:
     # Given a one-time job whose only run fails after its 3 attempts, and one that succeeds
-    failing = world.create(soon(world), task=FAIL, retry={"max_attempts": 3, "backoff_seconds": 1}, name="bad")
+    failing = world.create(
+        soon(world), task=FAIL, retry={"max_attempts": 3, "backoff_seconds": 1}, name="bad"
+    )
     fine = world.create(soon(world), name="good")
     world.run_for(60, step=3)
     # When the jobs are listed by outcome
@@ -192,7 +194,9 @@ def test_only_the_events_asked_for_are_told(world: World) -> None:
                 {"on": ["late"], "late_after_seconds": 30, "to": lateness.url},
             ],
         )
-        quiet = world.create(soon(world, 10), notify=[{"on": ["late"], "late_after_seconds": 300, "to": lateness.url}])
+        quiet = world.create(
+            soon(world, 10), notify=[{"on": ["late"], "late_after_seconds": 300, "to": lateness.url}]
+        )
         # When they start 60 s late (no worker ran meanwhile) and succeed
         world.clock.advance(70)
         world.run_for(10)
@@ -229,9 +233,15 @@ def test_notifications_to_sns_and_eventbridge(world: World) -> None:
     bus_queue = world.sqs.create_queue(QueueName="from-bus")["QueueUrl"]
 
     def arn(url: str) -> str:
-        return str(world.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"])
+        return str(
+            world.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+                "QueueArn"
+            ]
+        )
 
-    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn(topic_queue), Attributes={"RawMessageDelivery": "true"})
+    sns.subscribe(
+        TopicArn=topic, Protocol="sqs", Endpoint=arn(topic_queue), Attributes={"RawMessageDelivery": "true"}
+    )
     events.put_rule(Name="punctual", EventBusName="ops", EventPattern=json.dumps({"source": ["punctual"]}))
     events.put_targets(Rule="punctual", EventBusName="ops", Targets=[{"Id": "q", "Arn": arn(bus_queue)}])
     # When a failing job tells both
@@ -268,7 +278,9 @@ def test_notifications_to_sns_and_eventbridge(world: World) -> None:
     ],
 )
 def test_bad_notification_rules_are_refused_naming_the_field(world: World, notify: Any, field: str) -> None:
-    answer = world.api("POST", "/jobs", {"task": {"type": "noop"}, "schedule": {"type": "now"}, "notify": notify})
+    answer = world.api(
+        "POST", "/jobs", {"task": {"type": "noop"}, "schedule": {"type": "now"}, "notify": notify}
+    )
     assert answer.status == 422, answer.body
     assert answer.body["field"] == field, answer.body
     assert world.api("GET", "/jobs").body["items"] == []  # nothing stored
@@ -305,7 +317,9 @@ def test_the_signing_secret_is_write_only_and_rotates_with_two_valid_at_once(wor
         # When it is rotated
         rotated = world.api("PATCH", f"/jobs/{job['id']}", {"signing_secret": newer}).body
         assert newer not in json.dumps(rotated)
-        assert rotated["signing"]["previous_valid_until"] == to_rfc3339(world.clock.now() + timedelta(hours=24))
+        assert rotated["signing"]["previous_valid_until"] == to_rfc3339(
+            world.clock.now() + timedelta(hours=24)
+        )
         # Then its requests carry both signatures, each valid with its secret
         request = request_now()
         assert len(request.headers["webhook-signature"].split()) == 2
@@ -341,7 +355,9 @@ def test_a_job_pauses_itself_after_n_consecutive_failures_and_says_why(world: Wo
         paused = world.job(job["id"])
         # Then it stopped after three failures, paused, with a note that says why
         assert paused["status"] == "PAUSED"
-        assert [e["status"] for e in world.executions(job["id"]) if e["status"] != "CANCELLED"] == ["FAILED"] * 3
+        assert [e["status"] for e in world.executions(job["id"]) if e["status"] != "CANCELLED"] == [
+            "FAILED"
+        ] * 3
         assert "3 consecutive failed executions" in paused["pause_note"]
         assert "the report service said no" in paused["pause_note"]
         assert paused["paused_at"]
