@@ -21,6 +21,8 @@ from punctual.models import (
     NotifyRule,
     RetryPolicy,
     TaskSpec,
+    execution_id_for,
+    manual_execution_id,
     scheduled_at_of,
 )
 from punctual.notify import (
@@ -162,10 +164,9 @@ def test_one_message_per_rule_and_event_each_with_the_events_id() -> None:
 
 
 def test_an_execution_id_carries_its_instant() -> None:
-    assert scheduled_at_of("job_1", "job_1.19ad7e5d690.7") == datetime(
-        2025, 11, 15, 0, 38, 47, 184000, tzinfo=UTC
-    )
-    assert scheduled_at_of("job_1", "job_1.19ad7e5d690.rbeef") is not None
+    at = NOW + timedelta(milliseconds=123)
+    assert scheduled_at_of("job_1", execution_id_for("job_1", at, 7)) == at
+    assert scheduled_at_of("job_1", manual_execution_id("job_1", at, "beef")) == at
     for other in ("job_2.19ad7e5d690.7", "job_1.zz.7", "job_1", "job_1.19ad7e5d690", "job_1..7"):
         assert scheduled_at_of("job_1", other) is None
 
