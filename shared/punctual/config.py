@@ -17,8 +17,10 @@ class Settings(BaseModel):
     queue_url: str = ""
     dlq_url: str = ""
     notify_queue_url: str = ""
-    # The stack's bus for execution status changes (AWS only: none locally).
+    # The stack's bus for execution status changes (AWS only: none locally), and which changes go on
+    # it: "all", or "final" (punctual.execution_events).
     event_bus_name: str = ""
+    execution_events: str = Field(default="all", pattern="^(all|final|off)$")
     # AWS endpoint override: the local stack's moto server. None means the real AWS endpoints.
     endpoint_url: str | None = None
     region: str = "us-east-1"
@@ -112,6 +114,7 @@ class Settings(BaseModel):
             "dlq_url": resources.ENV_DLQ_URL,
             "notify_queue_url": resources.ENV_NOTIFY_QUEUE_URL,
             "event_bus_name": resources.ENV_EVENT_BUS_NAME,
+            "execution_events": "PUNCTUAL_EXECUTION_EVENTS",
             "endpoint_url": "PUNCTUAL_AWS_ENDPOINT_URL",
             "shard_count": "PUNCTUAL_SHARD_COUNT",
             "scanner_fanout": "PUNCTUAL_SCANNER_FANOUT",
