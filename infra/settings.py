@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from punctual import capacity, resources
+from punctual import capacity, execution_events, resources
 from punctual.config import Settings
 
 # Context values given on the command line arrive as strings; cdk.json gives JSON types.
@@ -55,6 +55,14 @@ class DeploySettings:
     # ["arn:aws:lambda:us-east-1:123456789012:function:reports-*"]. The worker is granted
     # lambda:InvokeFunction on these and nothing else; none by default.
     lambda_functions: tuple[str, ...] = ()
+    # SNS topics and EventBridge buses job notifications may go to: ARN patterns with * and ? as
+    # wildcards, e.g. ["arn:aws:sns:us-east-1:123456789012:alerts-*"]. The notifier is granted
+    # sns:Publish and events:PutEvents on these and nothing else; none by default (webhooks only).
+    notification_targets: tuple[str, ...] = ()
+    # One EventBridge event per execution status change on the stack's bus: "all" (about two an
+    # execution: RUNNING, then its end; $1.00 a million events), "final" (only the ends: one) or "off"
+    # (no stream on the table, no bus).
+    execution_events: str = "all"
     alarm_email: str | None = None
     # Off only for throwaway test stacks: the table and the logs are then deleted with the stack.
     deletion_protection: bool = True
@@ -147,6 +155,10 @@ class DeploySettings:
             raise ValueError(f"log_level {self.log_level!r} is not a Python logging level")
         if self.api_type not in API_TYPES:
             raise ValueError(f"api_type {self.api_type!r} is not one of {', '.join(API_TYPES)}")
+        if self.execution_events not in execution_events.MODES:
+            raise ValueError(
+                f"execution_events {self.execution_events!r} is not one of {', '.join(execution_events.MODES)}"
+            )
         self._check_table_capacity()
 
     def _check_pollers(self) -> None:
@@ -231,6 +243,7 @@ class DeploySettings:
             retention_days=self.retention_days,
             webhook_allowed_networks=self.webhook_allowed_networks,
             lambda_functions=self.lambda_functions,
+            notification_targets=self.notification_targets,
             record_queued=self.record_queued,
             burst_forecast_minutes=self.burst_forecast_minutes,
             burst_pollers_floor=self.worker_min_pollers or 2,
@@ -263,6 +276,7 @@ class DeploySettings:
             ("api_throttle_rate", int),
             ("api_throttle_burst", int),
             ("api_type", str),
+            ("execution_events", str),
             ("table_capacity", str),
             ("table_min_write_units", int),
             ("table_max_write_units", int),
@@ -292,6 +306,7 @@ class DeploySettings:
         values["alarm_email"] = str(value("alarm_email") or "").strip() or None
         values["webhook_allowed_networks"] = _as_list(value("webhook_allowed_networks"))
         values["lambda_functions"] = _as_list(value("lambda_functions"))
+        values["notification_targets"] = _as_list(value("notification_targets"))
         return cls(**values)
 
 

@@ -36,7 +36,7 @@ OFF = "off"
 MODES = (ALL, FINAL, OFF)
 PUT_ATTEMPTS = 3
 _EXECUTION_SK_PREFIX = "EXEC#"
-_FINAL = frozenset(status.value for status in FINAL_STATUSES)
+FINAL_STATUS_VALUES = frozenset(status.value for status in FINAL_STATUSES)
 _DESERIALIZER = TypeDeserializer()
 
 
@@ -59,7 +59,7 @@ def detail_of(record: dict[str, Any], mode: str = ALL) -> dict[str, Any] | None:
     new = _plain(change["NewImage"])
     old = _plain(change.get("OldImage") or {})
     status = new.get("status")
-    if status is None or status == old.get("status") or (mode == FINAL and status not in _FINAL):
+    if status is None or status == old.get("status") or (mode == FINAL and status not in FINAL_STATUS_VALUES):
         return None
     return {
         "version": 1,

@@ -121,6 +121,9 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 # The functions the unprotected stack lets the `lambda` task invoke.
 REPORTS_FUNCTIONS = "arn:aws:lambda:*:123456789012:function:reports-*"
 BILLING_FUNCTION = "arn:aws:lambda:eu-west-1:123456789012:function:billing"
+# The SNS topics and EventBridge bus its jobs may notify.
+ALERT_TOPICS = "arn:aws:sns:*:123456789012:alerts-*"
+OPS_BUS = "arn:aws:events:eu-west-1:123456789012:event-bus/ops"
 
 
 @pytest.fixture(scope="session")
@@ -136,6 +139,8 @@ def unprotected(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
             "lookahead_seconds": "120",
             "webhook_allowed_networks": "10.0.0.0/8, 192.168.1.0/24",
             "lambda_functions": f"{REPORTS_FUNCTIONS}, {BILLING_FUNCTION}",
+            "notification_targets": f"{ALERT_TOPICS}, {OPS_BUS}",
+            "execution_events": "final",
             "worker_max_concurrency": "5",
             "log_level": "debug",
             "api_throttle_rate": "20",
