@@ -4,7 +4,7 @@
     HTTP front end (API Gateway)                  -> API handler
     ticker (EventBridge rule)                     -> scanner handler, each minute or --tick-seconds
     delayed sends (SQS DelaySeconds)              -> held here until due, then sent to moto
-    poller pools (SQS event source mappings)      -> worker handler, dead-letter handler
+    poller pools (SQS event source mappings)      -> worker, dead-letter and notifier handlers
     journal + snapshot (<data dir>)               <- every write to the table, before it is answered
 
 The handlers are the Lambda handlers of functions/, called with the events AWS would send.
@@ -51,6 +51,11 @@ LOCAL_SHARD_COUNT = 4
 LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
 # Any function created in moto (whose account is always this one), for the `lambda` task.
 LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
+# Any topic or bus created in moto, for job notifications.
+LOCAL_NOTIFICATION_TARGETS = (
+    "arn:aws:sns:*:123456789012:*",
+    "arn:aws:events:*:123456789012:event-bus/*",
+)
 # Messages become visible this early and the worker waits out the rest: a head start for receiving
 # the message while moto is busy. (Delayed messages are held by HoldingSqs and sent to moto when due,
 # which wakes a waiting long poll; moto's own delays would not.)
@@ -149,6 +154,7 @@ class LocalStack:
             table_name=provisioned.table_name,
             queue_url=provisioned.queue_url,
             dlq_url=provisioned.dlq_url,
+            notify_queue_url=provisioned.notify_queue_url,
             endpoint_url=moto_url,
             region=REGION,
             shard_count=LOCAL_SHARD_COUNT,
@@ -156,6 +162,7 @@ class LocalStack:
             lookahead_seconds=lookahead_for(options.tick_seconds),
             webhook_allowed_networks=LOOPBACK_NETWORKS,
             lambda_functions=LOCAL_LAMBDA_FUNCTIONS,
+            notification_targets=LOCAL_NOTIFICATION_TARGETS,
             early_visibility_seconds=LOCAL_EARLY_VISIBILITY_SECONDS,
             # Its queue is in memory: recovery after a restart re-sends the executions stored QUEUED.
             record_queued=True,
@@ -169,6 +176,7 @@ class LocalStack:
             dynamodb_client=dynamodb_client,
             sqs=self._delays,
             lambda_clients=wiring.lambda_clients_for(settings, session),
+            aws_clients=wiring.aws_clients_for(settings, session),
         )
         wiring.set_default(punctual)
         work = work_items(restored["unfinished"])
@@ -192,6 +200,15 @@ class LocalStack:
                 self.stop_requested,
                 minimum=1,
                 maximum=1,
+            ),
+            PollerPool(
+                "notifier",
+                sqs,
+                settings.notify_queue_url,
+                _containers(resources.FUNCTIONS["notifier"]),
+                self.stop_requested,
+                minimum=1,
+                maximum=2,
             ),
         ]
         for pool in self._pools:
