@@ -483,9 +483,11 @@ def since_value(text: str | None, flag: str, clock: Clock) -> str | None:
         return text
     except ValueError:
         pass
+    from punctual.cli import UsageError
+
     try:
         return to_rfc3339(clock.now() - timedelta(seconds=_duration(text)))
-    except Exception:
+    except UsageError:
         raise _usage(
             f"{flag}: an RFC 3339 time with offset, or a duration ago (30m, 2h, 1d), not {text!r}"
         ) from None
