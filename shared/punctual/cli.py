@@ -514,6 +514,7 @@ def cmd_capacity(client: PunctualClient, args: argparse.Namespace) -> int:
         scanner_memory_mb=args.scanner_memory,
         http_api=args.api == "http",
         keys_only_indexes=not args.all_indexes,
+        execution_events=args.execution_events,
     )
     result = capacity.plan(
         args.jobs_per_second,
@@ -847,6 +848,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument(
         "--all-indexes", action="store_true", help="price the indexes as projecting ALL (deployed: KEYS_ONLY)"
+    )
+    plan.add_argument(
+        "--execution-events",
+        choices=("all", "final", "off"),
+        default=defaults.execution_events,
+        help="the stack's execution events on EventBridge, as -c execution_events deploys them "
+        f"(default {defaults.execution_events}: each status change, $1.00 a million events)",
     )
     plan.add_argument(
         "--provisioned",
