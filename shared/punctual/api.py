@@ -131,10 +131,46 @@ Choices where the contract is silent:
   nothing created. An Idempotency-Key covers the whole batch (body and order); reusing a key of
   POST /jobs on a batch, or the reverse, answers 409. A batch that fails part way (503) may have
   created some of its jobs: retry it with the same Idempotency-Key to get all of them, once.
+- Monitoring (docs/monitoring.md). A job's status stays what the contract says (a one-time job
+  whose run ended is COMPLETED, whether it succeeded or failed); how its runs ended is its `outcome`:
+  the status (SUCCEEDED or FAILED) of its latest execution to run to its end, when it finished, which
+  it was, and the failures in a row. GET /jobs?outcome=failed finds the jobs whose last run failed
+  (`status` and `name_prefix` combine with it). A SKIPPED or CANCELLED execution changes no outcome.
+  Jobs whose last run ended before outcomes were recorded show `outcome` and, in lists,
+  `last_execution` as null until they run again (GET /jobs/{id} shows its last execution).
+- `{"type": "in", "seconds": N}` schedules a one-time run N seconds after the request is taken,
+  stored as the `at` of that instant: a retry with the same Idempotency-Key and body answers the
+  same job, where an `at` computed by the client at each attempt would answer 409.
+- `notify` rules (at most 10) name events (`succeeded`, `failed`, `dead_lettered`, `late` with
+  `late_after_seconds`, `skipped`) and a target: a webhook URL (checked like an `http` task's), or
+  an SNS topic or EventBridge bus ARN that the deployment allows (`notification_targets`; 422
+  otherwise). One message per rule and event; a dead-lettered execution is told once to a rule, as
+  `dead_lettered` if it asks for it, else as `failed`. `late` is told when the run starts (or, if
+  that could not be queued, when it ends). Delivery is at least once, after the execution's status
+  is stored, and never holds the execution up: a network error, 408, 429 or 5xx (and AWS
+  throttling) is retried after 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 3 h and 6 h; other answers
+  fail it at once. Each execution's `notifications` says what became of them. A receiver
+  de-duplicates on `webhook-id` (the payload's `id`).
+- `signing_secret` (write-only: no answer shows it, only `signing.enabled`) signs webhook
+  notifications and `http` requests with Standard Webhooks' headers (webhook-id: the message's id,
+  or the execution's for an `http` request; webhook-timestamp; webhook-signature: `v1,` and the
+  base64 HMAC-SHA256 of `id.timestamp.body`). A secret is `whsec_` and the base64 of 24 to 64
+  bytes. A PATCH with a new one rotates: the replaced secret keeps signing beside it for 24 hours
+  (the header then carries both signatures); null stops signing.
+- `policy.pause_after_failures`: the job pauses once that many executions in a row have FAILED,
+  with a `pause_note` saying so (a job resumed while it still fails pauses at its next failure).
+  POST /jobs/{id}/pause takes an optional `{"note": ...}`; resuming clears the note.
+- POST /jobs/{id}/executions/{execution_id}/retry runs a FAILED, SKIPPED or CANCELLED execution again
+  as a new extra execution (a new id) naming it in `retry_of`.
+- GET /dead-letters lists your executions that were dead-lettered (their message exhausted its
+  deliveries: FAILED, `dead_lettered`); POST /dead-letters/redrive queues the same executions again.
 """ + (
-    f"- GET /jobs?status= reads at most {LIST_READ_BUDGET} jobs per request: a page can then be short,\n"
-    "  even empty, while `next_cursor` is not null. Follow `next_cursor` until it is null to see every\n"
-    "  match.\n"
+    f"- GET /jobs/{{id}}/executions?status=&since=&until= filters by status and scheduled time (since\n"
+    f"  inclusive, until exclusive); with a status, one request reads at most {LIST_READ_BUDGET}\n"
+    "  executions: a short page with a cursor, as below.\n"
+    f"- GET /jobs with a filter reads at most {LIST_READ_BUDGET} jobs per request: a page can then be\n"
+    "  short, even empty, while `next_cursor` is not null. Follow `next_cursor` until it is null to see\n"
+    "  every match. A page costs a few reads whatever its size: no read per job.\n"
 )
 
 # Every route and error handler; the resolvers at the end of the module include them.
