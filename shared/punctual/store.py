@@ -295,6 +295,14 @@ def _outcome_update(execution: Execution) -> tuple[list[str], list[str], dict[st
     return sets, removes, values
 
 
+# What a job shows of its last execution (`Store.with_recorded_outcomes`): a projection and its names.
+_SHOWN_EXECUTION_ATTRIBUTES = (
+    "#id, job_id, #owner, scheduled_at, #st, schedule_version, manual, attempts, started_at, "
+    "finished_at, lateness_ms, #err, next_attempt_at, created_at, retry_of, dead_lettered",
+    {"#id": "id", "#owner": "owner", "#st": "status", "#err": "error"},
+)
+
+
 # A delivery's record on its execution's item: one attribute per rule and event, so that deliveries
 # of one execution never write the same attribute.
 _DELIVERY_PREFIX = "delivery#"
@@ -573,7 +581,9 @@ class Store:
             if job.outcome is not None
         ]
         found: dict[str, Execution] = {}
-        for item in self._batch_get(keys, consistent=False):
+        # (no result, no delivery records: what a job shows of its last execution, and fewer bytes back)
+        shown = _SHOWN_EXECUTION_ATTRIBUTES
+        for item in self._batch_get(keys, consistent=False, projection=shown[0], names=shown[1]):
             shown = self._shown_execution(item)
             if shown is not None:
                 found[shown.id] = shown
