@@ -582,8 +582,8 @@ class Store:
         ]
         found: dict[str, Execution] = {}
         # (no result, no delivery records: what a job shows of its last execution, and fewer bytes back)
-        shown = _SHOWN_EXECUTION_ATTRIBUTES
-        for item in self._batch_get(keys, consistent=False, projection=shown[0], names=shown[1]):
+        projection, names = _SHOWN_EXECUTION_ATTRIBUTES
+        for item in self._batch_get(keys, consistent=False, projection=projection, names=names):
             shown = self._shown_execution(item)
             if shown is not None:
                 found[shown.id] = shown
