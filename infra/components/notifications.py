@@ -15,7 +15,7 @@ from constructs import Construct
 from infra.components.functions import FunctionFactory
 from infra.components.queues import Queues
 from infra.components.storage import Storage
-from punctual import execution_events, resources, target_arns
+from punctual import execution_events, notify_targets, resources
 
 NOTIFIER_BATCH_SIZE = 10
 # The stream's records reach the function in batches of up to this many, within this long.
@@ -60,8 +60,8 @@ class Notifications(Construct):
     def _grant_targets(self, targets: tuple[str, ...]) -> None:
         assert self.notifier.role is not None
         for actions, allowed in (
-            (["sns:Publish"], target_arns.topics(targets)),
-            (["events:PutEvents"], target_arns.buses(targets)),
+            (["sns:Publish"], notify_targets.topics(targets)),
+            (["events:PutEvents"], notify_targets.buses(targets)),
         ):
             if not allowed:
                 continue

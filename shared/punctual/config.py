@@ -9,7 +9,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
-from punctual import lambda_arns, resources, target_arns
+from punctual import lambda_arns, notify_targets, resources
 
 
 class Settings(BaseModel):
@@ -43,7 +43,7 @@ class Settings(BaseModel):
     # None by default: a job that names a function not listed is refused.
     lambda_functions: tuple[str, ...] = ()
     # SNS topics and EventBridge buses job notifications may go to: ARN patterns, * and ? as wildcards
-    # (target_arns). None by default: a job naming another target is refused.
+    # (notify_targets). None by default: a job naming another target is refused.
     notification_targets: tuple[str, ...] = ()
     cursor_secret: str = "punctual-local-cursor-secret"
     result_max_bytes: int = Field(default=4096, ge=0, le=65536)
@@ -91,7 +91,7 @@ class Settings(BaseModel):
     @classmethod
     def _targets_parse(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for pattern in value:
-            target_arns.check_pattern(pattern)
+            notify_targets.check_pattern(pattern)
         return value
 
     @property

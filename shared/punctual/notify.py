@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
-from punctual import target_arns, tasks
+from punctual import notify_targets, tasks
 from punctual.clock import Clock
 from punctual.concurrency import chunks, parallel_map
 from punctual.errors import InvalidRequest, RetryableStoreError
@@ -104,7 +104,7 @@ def check_rules(rules: Sequence[NotifyRule], policy: NotifyPolicy) -> tuple[Noti
                 )
             if literal is None and is_loopback_name(host) and not loopback_allowed(policy.allowed_networks):
                 raise InvalidRequest(f"{where}: {host} names this machine (a loopback address)", field=where)
-        elif not target_arns.is_allowed(rule.to, policy.targets):
+        elif not notify_targets.is_allowed(rule.to, policy.targets):
             allowed = ", ".join(policy.targets) or "none"
             raise InvalidRequest(
                 f"{where}: this deployment does not notify {rule.to} (its notification_targets allow: "
@@ -425,7 +425,7 @@ class Notifier:
 
     def _allowed(self, notification: Notification) -> None:
         # (Checked when the job was created; checked again here: the deployment's list may have changed.)
-        if not target_arns.is_allowed(notification.to, self._policy.targets):
+        if not notify_targets.is_allowed(notification.to, self._policy.targets):
             raise DeliveryFailed(f"the deployment no longer allows {notification.to}", retryable=False)
         if self._aws_clients is None:
             raise DeliveryFailed("no AWS clients configured", retryable=False)
@@ -433,7 +433,7 @@ class Notifier:
     def _publish(self, notification: Notification, body: bytes) -> None:
         self._allowed(notification)
         assert self._aws_clients is not None
-        client = self._aws_clients("sns", target_arns.region(notification.to))
+        client = self._aws_clients("sns", notify_targets.region(notification.to))
         request: dict[str, Any] = {
             "TopicArn": notification.to,
             "Message": body.decode(),
@@ -449,7 +449,7 @@ class Notifier:
     def _put_event(self, notification: Notification, body: bytes) -> None:
         self._allowed(notification)
         assert self._aws_clients is not None
-        client = self._aws_clients("events", target_arns.region(notification.to))
+        client = self._aws_clients("events", notify_targets.region(notification.to))
         entry = {
             "Source": SOURCE,
             "DetailType": f"Punctual {notification.payload.get('type', 'notification')}",

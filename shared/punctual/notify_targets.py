@@ -1,4 +1,5 @@
-"""Which SNS topics and EventBridge buses job notifications may go to: the deployment's allow-list.
+"""Which SNS topics and EventBridge buses job notifications may go to: the deployment's allow-list
+(`notification_targets`, for the notifier; the AWS target tasks have their own).
 
 As `lambda_arns` does for the `lambda` task: ARN patterns with `*` for any characters and `?` for one,
 as in an IAM policy's Resource, so that one list grants the notifier its permissions (infra) and checks
