@@ -78,6 +78,8 @@ class Tally:
     emf_bytes: int = 0
     worker_invocations: int = 0
     worker_messages: int = 0
+    # Writes that changed an execution's status: each one an event on the stack's bus (as deployed)
+    status_changes: int = 0
 
     def minus(self, other: Tally) -> Tally:
         return Tally(
@@ -91,6 +93,7 @@ class Tally:
             emf_bytes=self.emf_bytes - other.emf_bytes,
             worker_invocations=self.worker_invocations - other.worker_invocations,
             worker_messages=self.worker_messages - other.worker_messages,
+            status_changes=self.status_changes - other.status_changes,
         )
 
     def per(self, count: int) -> dict[str, Any]:
@@ -106,6 +109,7 @@ class Tally:
             "log_bytes": each(self.log_bytes),
             "emf_metric_bytes": each(self.emf_bytes),
             "worker_invocations": each(self.worker_invocations),
+            "execution_status_changes": each(self.status_changes),
         }
 
 
@@ -208,7 +212,7 @@ class Meter:
     def _after_dynamodb(self, http_response: Any, context: dict[str, Any], **_: Any) -> None:
         operation, body, writes = context.pop("bench_call")
         failed = http_response.status_code >= 300
-        write = write_keys_only = index_keys_only = 0
+        write = write_keys_only = index_keys_only = changes = 0
         for table, key, old, new, kind in writes:
             if failed:  # a failed condition still costs the existing item's size (or one unit)
                 write += write_units(item_size(old))
@@ -216,6 +220,8 @@ class Meter:
                 continue
             if kind == "UpdateItem":
                 new = self._read(table, key)
+            if str(key["sk"].get("S", "")).startswith("EXEC#") and new is not None:
+                changes += (old or {}).get("status") != new.get("status")
             table_units = write_units(item_size(old), item_size(new))
             write += table_units + sum(
                 index_write_units(old, new, ix, self._table_keys, keys_only=False) for ix in self._indexes
@@ -231,6 +237,7 @@ class Meter:
             self.tally.write_units_keys_only += write_keys_only
             self.tally.index_write_units_keys_only += index_keys_only
             self.tally.read_units += reads
+            self.tally.status_changes += changes
 
     def _read_units(self, operation: str, body: dict[str, Any]) -> float:
         """Reads cost the whole items' sizes, whatever the projection: read them again, whole."""
@@ -414,6 +421,7 @@ def _usage(
         metric_bytes=(created.emf_bytes + run.emf_bytes) / count,
         item_bytes=execution_bytes + STORAGE_OVERHEAD_BYTES,
         job_bytes=0.0 if recurring else job_bytes + STORAGE_OVERHEAD_BYTES,
+        status_changes=(created.status_changes + run.status_changes) / count,
     )
 
 
@@ -483,16 +491,31 @@ def levers(
             replace(assumptions, xray_sampled=0.0),
             prices,
         ),
+        (
+            "execution events only at the end (-c execution_events=final)",
+            usage,
+            replace(assumptions, execution_events="final"),
+            prices,
+        ),
+        (
+            "no execution events on the stack's bus (-c execution_events=off)",
+            usage,
+            replace(assumptions, execution_events="off"),
+            prices,
+        ),
     ]
     best, best_assumptions = (batched, batched_assumptions) if batched is not None else (usage, assumptions)
     cheapest = replace(best, log_bytes=best.metric_bytes)
-    cheapest_assumptions = replace(best_assumptions, http_api=True, keys_only_indexes=True, xray_sampled=0.0)
+    cheapest_assumptions = replace(
+        best_assumptions, http_api=True, keys_only_indexes=True, xray_sampled=0.0, execution_events="off"
+    )
     together = ", ".join(
         [
             *(["batch create"] if batched is not None else []),
             "provisioned capacity",
             "WARNING logs",
             "no X-Ray",
+            "no execution events",
         ]
     )
     found = [{"change": name, "per_million": total(u, a, p)} for name, u, a, p in rows]

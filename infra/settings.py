@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from punctual import capacity, resources, target_arns
+from punctual import capacity, execution_events, resources, target_arns
 from punctual.config import Settings
 
 # Context values given on the command line arrive as strings; cdk.json gives JSON types.
@@ -65,6 +65,14 @@ class DeploySettings:
     # How long a worker keeps a named task before reading it again (a change reaches executions
     # starting this long after it): one read per task and worker container this often.
     task_cache_seconds: int = 10
+    # SNS topics and EventBridge buses job notifications may go to: ARN patterns with * and ? as
+    # wildcards, e.g. ["arn:aws:sns:us-east-1:123456789012:alerts-*"]. The notifier is granted
+    # sns:Publish and events:PutEvents on these and nothing else; none by default (webhooks only).
+    notification_targets: tuple[str, ...] = ()
+    # One EventBridge event per execution status change on the stack's bus: "all" (about two an
+    # execution: RUNNING, then its end; $1.00 a million events), "final" (only the ends: one) or "off"
+    # (no stream on the table, no bus).
+    execution_events: str = "all"
     alarm_email: str | None = None
     # Off only for throwaway test stacks: the table and the logs are then deleted with the stack.
     deletion_protection: bool = True
@@ -157,6 +165,10 @@ class DeploySettings:
             raise ValueError(f"log_level {self.log_level!r} is not a Python logging level")
         if self.api_type not in API_TYPES:
             raise ValueError(f"api_type {self.api_type!r} is not one of {', '.join(API_TYPES)}")
+        if self.execution_events not in execution_events.MODES:
+            raise ValueError(
+                f"execution_events {self.execution_events!r} is not one of {', '.join(execution_events.MODES)}"
+            )
         self._check_table_capacity()
 
     def _check_pollers(self) -> None:
@@ -246,6 +258,7 @@ class DeploySettings:
             eventbridge_buses=self.eventbridge_buses,
             state_machines=self.state_machines,
             task_cache_seconds=self.task_cache_seconds,
+            notification_targets=self.notification_targets,
             record_queued=self.record_queued,
             burst_forecast_minutes=self.burst_forecast_minutes,
             burst_pollers_floor=self.worker_min_pollers or 2,
@@ -278,6 +291,7 @@ class DeploySettings:
             ("api_throttle_rate", int),
             ("api_throttle_burst", int),
             ("api_type", str),
+            ("execution_events", str),
             ("table_capacity", str),
             ("table_min_write_units", int),
             ("table_max_write_units", int),
@@ -310,6 +324,7 @@ class DeploySettings:
         values["lambda_functions"] = _as_list(value("lambda_functions"))
         for target in target_arns.TARGETS:
             values[target.setting] = _as_list(value(target.setting))
+        values["notification_targets"] = _as_list(value("notification_targets"))
         return cls(**values)
 
 

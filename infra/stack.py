@@ -10,12 +10,13 @@ from constructs import Construct
 from infra.components.api import Api
 from infra.components.functions import FunctionFactory
 from infra.components.monitoring import Monitoring
+from infra.components.notifications import ExecutionEvents, Notifications
 from infra.components.queues import Queues
 from infra.components.storage import Storage
 from infra.components.ticker import TICK, SchedulerTick
 from infra.components.workers import Workers
 from infra.settings import DeploySettings
-from punctual import resources, target_arns
+from punctual import execution_events, resources, target_arns
 
 # Stack output keys; scripts/smoke.py reads API_URL_OUTPUT.
 API_URL_OUTPUT = "ApiUrl"
@@ -31,6 +32,7 @@ class PunctualStack(Stack):
             "Storage",
             deletion_protection=settings.deletion_protection,
             provisioned=settings.provisioned_capacity(),
+            stream=settings.execution_events != execution_events.OFF,
         )
         queues = Queues(self, "Queues")
         factory = FunctionFactory(
@@ -39,6 +41,7 @@ class PunctualStack(Stack):
                 resources.ENV_TABLE_NAME: storage.table.table_name,
                 resources.ENV_QUEUE_URL: queues.work_queue.queue_url,
                 resources.ENV_DLQ_URL: queues.dead_letter_queue.queue_url,
+                resources.ENV_NOTIFY_QUEUE_URL: queues.notify_queue.queue_url,
                 **function_environment(settings),
             },
             log_level=settings.log_level,
@@ -79,6 +82,19 @@ class PunctualStack(Stack):
         )
         if settings.worker_prescale:
             workers.allow_setting_pollers(tick.function)
+        Notifications(
+            self,
+            "Notifications",
+            factory=factory,
+            storage=storage,
+            queues=queues,
+            senders=[workers.worker, workers.dead_letter],
+            targets=settings.notification_targets,
+        )
+        if settings.execution_events != execution_events.OFF:
+            ExecutionEvents(
+                self, "ExecutionEvents", factory=factory, storage=storage, mode=settings.execution_events
+            )
         monitoring = Monitoring(
             self,
             "Monitoring",
@@ -86,6 +102,7 @@ class PunctualStack(Stack):
             table=storage.table,
             work_queue=queues.work_queue,
             dead_letter_queue=queues.dead_letter_queue,
+            notify_dead_letter_queue=queues.notify_dead_letter_queue,
             api_metrics=api.metrics,
             alarm_email=settings.alarm_email,
             lookahead_seconds=settings.lookahead_seconds,
@@ -122,6 +139,8 @@ def function_environment(settings: DeploySettings) -> dict[str, str]:
             environment[target.env] = ",".join(getattr(settings, target.setting))
     if settings.task_cache_seconds != 10:
         environment["PUNCTUAL_TASK_CACHE_SECONDS"] = str(settings.task_cache_seconds)
+    if settings.notification_targets:
+        environment["PUNCTUAL_NOTIFICATION_TARGETS"] = ",".join(settings.notification_targets)
     if settings.record_queued:
         environment["PUNCTUAL_RECORD_QUEUED"] = "true"
     if settings.burst_forecast_minutes:

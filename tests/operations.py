@@ -21,5 +21,8 @@ OPERATIONS = frozenset(
         "DELETE /tasks/{name}",
         "POST /jobs/pause",
         "POST /jobs/resume",
+        "POST /jobs/{job_id}/executions/{execution_id}/retry",
+        "GET /dead-letters",
+        "POST /dead-letters/redrive",
     }
 )

@@ -17,6 +17,7 @@ class Delivery:
     path: str
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""  # the body as sent (what a signature covers)
 
 
 @dataclass
@@ -45,7 +46,9 @@ def receiver(script: list[int] | None = None) -> Iterator[Receiver]:
             raw = self.rfile.read(length) if length else b""
             with lock:
                 state.deliveries.append(
-                    Delivery(self.command, self.path, dict(self.headers), json.loads(raw) if raw else None)
+                    Delivery(
+                        self.command, self.path, dict(self.headers), json.loads(raw) if raw else None, raw
+                    )
                 )
                 status = state.script.pop(0) if state.script else 200
             payload = json.dumps({"ok": status < 300}).encode()

@@ -22,6 +22,7 @@ from moto import mock_aws
 
 from functions.api.handler import lambda_handler as api_handler
 from functions.dead_letter.handler import lambda_handler as dead_letter_handler
+from functions.notifier.handler import lambda_handler as notifier_handler
 from functions.scanner.handler import lambda_handler as scanner_handler
 from functions.worker.handler import lambda_handler as worker_handler
 from punctual import provision, wiring
@@ -52,6 +53,17 @@ class World:
         self.dynamodb_client = dynamodb_client
         self.work = EventSourceMapping(sqs, punctual.settings.queue_url, worker_handler)
         self.dead_letters = EventSourceMapping(sqs, punctual.settings.dlq_url, dead_letter_handler)
+        self.notifications = EventSourceMapping(sqs, punctual.settings.notify_queue_url, notifier_handler)
+        # The notification queue is polled only once something was sent to it: most tests send nothing,
+        # and a poll a simulated second would slow them all.
+        self.notified = False
+        send = punctual.outbox.send
+
+        def noted(messages: Any) -> None:
+            self.notified = self.notified or bool(messages)
+            send(messages)
+
+        punctual.outbox.send = noted  # type: ignore[method-assign]
         self.last_tick_minute: datetime | None = None
         self.api_format = "http"
 
@@ -148,7 +160,8 @@ class World:
         return dict(scanner_handler({}, FakeLambdaContext()))
 
     def drain(self) -> int:
-        return self.work.drain() + self.dead_letters.drain()
+        drained = self.work.drain() + self.dead_letters.drain()
+        return drained + (self.notifications.drain() if self.notified else 0)
 
     def run_for(self, seconds: float, step: float = 1.0) -> None:
         """Let time pass as on AWS: the scanner ticks each minute; the workers poll all along."""
@@ -167,8 +180,14 @@ def settings_for(provisioned: provision.Provisioned, **overrides: Any) -> Settin
         "table_name": provisioned.table_name,
         "queue_url": provisioned.queue_url,
         "dlq_url": provisioned.dlq_url,
+        "notify_queue_url": provisioned.notify_queue_url,
         "shard_count": 4,
         "webhook_allowed_networks": ("127.0.0.0/8",),
+        # moto's account: the topics and buses a test creates
+        "notification_targets": (
+            "arn:aws:sns:us-east-1:123456789012:*",
+            "arn:aws:events:us-east-1:123456789012:event-bus/*",
+        ),
     }
     values.update(overrides)
     return Settings(**values)

@@ -1,4 +1,5 @@
-"""SQS dead-letter queue -> mark each execution FAILED (and complete its one-time job)."""
+"""SQS dead-letter queue -> mark each execution FAILED (and complete its one-time job), keep it for
+its owner to redrive, and notify."""
 
 from typing import Any
 
@@ -16,7 +17,7 @@ processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failu
 
 def record_handler(record: SQSRecord) -> None:
     punctual = wiring.default()
-    dead_letter(punctual.store, punctual.clock, WorkItem.from_body(record.body))
+    dead_letter(punctual.store, punctual.clock, WorkItem.from_body(record.body), punctual.monitor)
 
 
 @logger.inject_lambda_context

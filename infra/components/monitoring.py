@@ -53,6 +53,7 @@ class Monitoring(Construct):
         work_queue: sqs.Queue,
         dead_letter_queue: sqs.Queue,
         api_metrics: ApiMetrics,
+        notify_dead_letter_queue: sqs.Queue | None = None,
         alarm_email: str | None,
         lookahead_seconds: int,
         burst_forecast: bool = False,
@@ -187,6 +188,20 @@ class Monitoring(Construct):
                 description="DynamoDB throttled requests to the Punctual table or its indexes.",
             ),
         ]
+        if notify_dead_letter_queue is not None:
+            self.alarms.append(
+                self._alarm(
+                    "NotifyDeadLetterQueueNotEmpty",
+                    notify_dead_letter_queue.metric_approximate_number_of_messages_visible(
+                        statistic="Maximum", period=FIVE_MINUTES
+                    ),
+                    threshold=1,
+                    comparison=gte,
+                    description="A job notification's message reached the notification dead-letter queue: "
+                    "the notifier failed on it at every receive (its logs say why). Deliveries it gives "
+                    "up on are recorded on their executions instead, and counted in NotificationsFailed.",
+                )
+            )
         if burst_forecast:
             self.alarms.append(
                 self._alarm(

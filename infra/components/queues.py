@@ -1,4 +1,4 @@
-"""The work queue and its dead-letter queue, built from `punctual.resources`."""
+"""The work queue, the notification queue and their dead-letter queues, built from `punctual.resources`."""
 
 from __future__ import annotations
 
@@ -41,5 +41,20 @@ class Queues(Construct):
             dead_letter_queue=sqs.DeadLetterQueue(
                 queue=self.dead_letter_queue,
                 max_receive_count=resources.WORK_QUEUE.max_receive_count,
+            ),
+        )
+        # Job notifications wait here for the notifier; its dead-letter queue only takes a message the
+        # notifier cannot handle at all (it records a delivery it gives up on, and drops it).
+        assert resources.NOTIFY_QUEUE.max_receive_count is not None
+        self.notify_dead_letter_queue = _queue(
+            self, "NotifyDeadLetterQueue", resources.NOTIFY_DEAD_LETTER_QUEUE
+        )
+        self.notify_queue = _queue(
+            self,
+            "NotifyQueue",
+            resources.NOTIFY_QUEUE,
+            dead_letter_queue=sqs.DeadLetterQueue(
+                queue=self.notify_dead_letter_queue,
+                max_receive_count=resources.NOTIFY_QUEUE.max_receive_count,
             ),
         )

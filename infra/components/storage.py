@@ -28,8 +28,10 @@ class Storage(Construct):
         *,
         deletion_protection: bool,
         provisioned: ProvisionedCapacity | None = None,
+        stream: bool = False,
     ) -> None:
-        """`provisioned`: the capacity and its auto scaling bounds; None (the default) for on-demand."""
+        """`provisioned`: the capacity and its auto scaling bounds; None (the default) for on-demand.
+        `stream`: the table's stream (new and old images), which execution events are made from."""
         super().__init__(scope, id)
         definition = resources.TABLE
         billing_mode = dynamodb.BillingMode.PAY_PER_REQUEST
@@ -60,6 +62,7 @@ class Storage(Construct):
                 point_in_time_recovery_enabled=True
             ),
             time_to_live_attribute=definition.ttl_attribute,
+            stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if stream else None,
             deletion_protection=deletion_protection,
             removal_policy=RemovalPolicy.RETAIN if deletion_protection else RemovalPolicy.DESTROY,
         )

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
+from datetime import datetime
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
@@ -20,16 +22,23 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent, APIGatewayProxyEventV2
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from punctual import tasks, wiring
+from punctual.dead_letters import MAX_REDRIVE, Redriven
 from punctual.errors import Conflict, InvalidRequest, NotFound, RetryableStoreError
 from punctual.models import (
+    MAX_NOTIFY_RULES,
+    MAX_PAUSE_NOTE_CHARS,
+    Delivery,
+    DeliveryStatus,
     Execution,
     ExecutionStatus,
     Job,
     JobPolicy,
     JobStatus,
+    NotifyEvent,
+    NotifyRule,
     RetryPolicy,
     TaskRef,
     TaskSpec,
@@ -37,10 +46,11 @@ from punctual.models import (
 from punctual.named_tasks import IN_USE_COUNT_LIMIT, TaskChanges
 from punctual.observability import logger
 from punctual.schedules import Schedule, local_note
-from punctual.service import BulkChange, JobChanges, NewJob
+from punctual.service import UNCHANGED, BulkChange, JobChanges, NewJob
+from punctual.signing import key_of
 from punctual.store import LIST_READ_BUDGET
 from punctual.task_store import NamedTask
-from punctual.timefmt import to_rfc3339
+from punctual.timefmt import parse_rfc3339, to_rfc3339
 from punctual.validation import JSON_NUMBER, PLAIN_TEXT, TAGS, json_problem, parse_tag_filter, refuse_constant
 
 API_DESCRIPTION = """\
@@ -148,10 +158,46 @@ Choices where the contract is silent:
   /jobs/resume with `?tag=` change the matching ACTIVE (or PAUSED) jobs a page at a time (at most
   `limit`, 50 by default), each as its single-job endpoint would, and answer what changed, what could
   not be changed and why, and a `next_cursor` to continue with (null: done).
+- Monitoring (docs/monitoring.md). A job's status stays what the contract says (a one-time job
+  whose run ended is COMPLETED, whether it succeeded or failed); how its runs ended is its `outcome`:
+  the status (SUCCEEDED or FAILED) of its latest execution to run to its end, when it finished, which
+  it was, and the failures in a row. GET /jobs?outcome=failed finds the jobs whose last run failed
+  (`status` and `name_prefix` combine with it). A SKIPPED or CANCELLED execution changes no outcome.
+  Jobs whose last run ended before outcomes were recorded show `outcome` and, in lists,
+  `last_execution` as null until they run again (GET /jobs/{id} shows its last execution).
+- `{"type": "in", "seconds": N}` schedules a one-time run N seconds after the request is taken,
+  stored as the `at` of that instant: a retry with the same Idempotency-Key and body answers the
+  same job, where an `at` computed by the client at each attempt would answer 409.
+- `notify` rules (at most 10) name events (`succeeded`, `failed`, `dead_lettered`, `late` with
+  `late_after_seconds`, `skipped`) and a target: a webhook URL (checked like an `http` task's), or
+  an SNS topic or EventBridge bus ARN that the deployment allows (`notification_targets`; 422
+  otherwise). One message per rule and event; a dead-lettered execution is told once to a rule, as
+  `dead_lettered` if it asks for it, else as `failed`. `late` is told when the run starts (or, if
+  that could not be queued, when it ends). Delivery is at least once, after the execution's status
+  is stored, and never holds the execution up: a network error, 408, 429 or 5xx (and AWS
+  throttling) is retried after 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 3 h and 6 h; other answers
+  fail it at once. Each execution's `notifications` says what became of them. A receiver
+  de-duplicates on `webhook-id` (the payload's `id`).
+- `signing_secret` (write-only: no answer shows it, only `signing.enabled`) signs webhook
+  notifications and `http` requests with Standard Webhooks' headers (webhook-id: the message's id,
+  or the execution's for an `http` request; webhook-timestamp; webhook-signature: `v1,` and the
+  base64 HMAC-SHA256 of `id.timestamp.body`). A secret is `whsec_` and the base64 of 24 to 64
+  bytes. A PATCH with a new one rotates: the replaced secret keeps signing beside it for 24 hours
+  (the header then carries both signatures); null stops signing.
+- `policy.pause_after_failures`: the job pauses once that many executions in a row have FAILED,
+  with a `pause_note` saying so (a job resumed while it still fails pauses at its next failure).
+  POST /jobs/{id}/pause takes an optional `{"note": ...}`; resuming clears the note.
+- POST /jobs/{id}/executions/{execution_id}/retry runs a FAILED, SKIPPED or CANCELLED execution again
+  as a new extra execution (a new id) naming it in `retry_of`.
+- GET /dead-letters lists your executions that were dead-lettered (their message exhausted its
+  deliveries: FAILED, `dead_lettered`); POST /dead-letters/redrive queues the same executions again.
 """ + (
-    f"- GET /jobs?status= reads at most {LIST_READ_BUDGET} jobs per request: a page can then be short,\n"
-    "  even empty, while `next_cursor` is not null. Follow `next_cursor` until it is null to see every\n"
-    "  match.\n"
+    f"- GET /jobs/{{id}}/executions?status=&since=&until= filters by status and scheduled time (since\n"
+    f"  inclusive, until exclusive); with a status, one request reads at most {LIST_READ_BUDGET}\n"
+    "  executions: a short page with a cursor, as below.\n"
+    f"- GET /jobs with a filter reads at most {LIST_READ_BUDGET} jobs per request: a page can then be\n"
+    "  short, even empty, while `next_cursor` is not null. Follow `next_cursor` until it is null to see\n"
+    "  every match. A page costs a few reads whatever its size: no read per job.\n"
 )
 
 # Every route and error handler; the resolvers at the end of the module include them.
@@ -163,6 +209,20 @@ class ErrorOut(BaseModel):
     message: str = Field(description="What was wrong, naming the offending field.")
     field: str | None = None
     errors: list[dict[str, Any]] | None = None
+
+
+class DeliveryOut(BaseModel):
+    event: NotifyEvent
+    rule: int = Field(description="The index of the rule in the job's `notify`.")
+    to: str
+    status: DeliveryStatus = Field(
+        description="delivered; retrying (the last attempt failed, another comes at next_attempt_at); "
+        "failed (given up on: out of attempts, or an answer no retry helps)."
+    )
+    attempts: int
+    at: str = Field(description="When the last attempt was made.")
+    error: str | None = None
+    next_attempt_at: str | None = None
 
 
 class ExecutionOut(BaseModel):
@@ -181,6 +241,17 @@ class ExecutionOut(BaseModel):
     task_version: int | None = Field(
         default=None, description="The version of the job's named task its latest attempt ran (null: inline)."
     )
+    retry_of: str | None = Field(
+        default=None, description="The execution this one runs again (POST .../executions/{id}/retry)."
+    )
+    dead_lettered: bool = Field(
+        default=False,
+        description="Ended FAILED by the dead-letter handler: its message exhausted its deliveries "
+        "(GET /dead-letters lists it until it is redriven).",
+    )
+    notifications: list[DeliveryOut] = Field(
+        default_factory=list, description="What became of its notifications (the job's `notify`)."
+    )
 
 
 TaskName = Annotated[
@@ -192,6 +263,22 @@ JobTask = Annotated[
     Discriminator(lambda value: "named" if isinstance(value, str) else "inline"),
 ]
 JobTags = Annotated[dict[str, str], TAGS]
+
+
+class OutcomeOut(BaseModel):
+    status: ExecutionStatus = Field(description="SUCCEEDED or FAILED.")
+    at: str = Field(description="When that execution finished.")
+    execution_id: str
+    consecutive_failures: int = Field(
+        description="FAILED executions in a row, this one included (0 after a success)."
+    )
+
+
+class SigningOut(BaseModel):
+    enabled: bool = Field(description="The job signs its webhook notifications and `http` requests.")
+    previous_valid_until: str | None = Field(
+        description="While a rotation lasts, the replaced secret signs too, until then."
+    )
 
 
 class JobOut(BaseModel):
@@ -212,6 +299,15 @@ class JobOut(BaseModel):
     created_at: str
     updated_at: str
     last_execution: ExecutionOut | None
+    outcome: OutcomeOut | None = Field(
+        default=None,
+        description="How the job's latest execution to run to its end ended (null: none has since this "
+        "was recorded on jobs). A one-time job that is COMPLETED has succeeded or failed by this.",
+    )
+    notify: list[NotifyRule] = Field(default_factory=list)
+    signing: SigningOut
+    pause_note: str | None = Field(default=None, description="Why a PAUSED job was paused.")
+    paused_at: str | None = None
 
 
 class JobPage(BaseModel):
@@ -222,6 +318,26 @@ class JobPage(BaseModel):
 class ExecutionPage(BaseModel):
     items: list[ExecutionOut]
     next_cursor: str | None
+
+
+_NOTIFY_DESCRIPTION = (
+    "Where to tell of the job's executions' events (at most 10 rules). Delivered at least once, with "
+    "retries, never holding up the execution; each execution shows what became of its notifications."
+)
+_SECRET_DESCRIPTION = (
+    "Write-only (never shown): a Standard Webhooks secret, whsec_ and the base64 of 24 to 64 random "
+    "bytes. The job then signs its webhook notifications and its http requests (webhook-id, "
+    "webhook-timestamp, webhook-signature)."
+)
+
+
+def _secret(value: str | None) -> str | None:
+    if value is not None:
+        key_of(value)
+    return value
+
+
+SigningSecret = Annotated[str | None, AfterValidator(_secret)]
 
 
 class JobIn(BaseModel):
@@ -237,8 +353,14 @@ class JobIn(BaseModel):
     retry: RetryPolicy | None = None
     timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(default=None, ge=1, le=300)
     policy: JobPolicy | None = Field(
-        default=None, description="Catch-up window, overlap, flexible window and run limit (defaults: none)."
+        default=None,
+        description="Catch-up window, overlap, flexible window, run limit and pause after failures "
+        "(defaults: none).",
     )
+    notify: list[NotifyRule] = Field(
+        default_factory=list, max_length=MAX_NOTIFY_RULES, description=_NOTIFY_DESCRIPTION
+    )
+    signing_secret: SigningSecret = Field(default=None, max_length=200, description=_SECRET_DESCRIPTION)
 
 
 MAX_BATCH_JOBS = 100
@@ -269,8 +391,69 @@ class JobPatch(BaseModel):
     retry: RetryPolicy | None = None
     timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(default=None, ge=1, le=300)
     policy: JobPolicy | None = Field(
-        default=None, description="Catch-up window, overlap, flexible window and run limit (defaults: none)."
+        default=None,
+        description="Catch-up window, overlap, flexible window, run limit and pause after failures "
+        "(defaults: none).",
     )
+    notify: list[NotifyRule] | None = Field(
+        default=None,
+        max_length=MAX_NOTIFY_RULES,
+        description="Replaces the rules ([]: none). " + _NOTIFY_DESCRIPTION,
+    )
+    signing_secret: SigningSecret = Field(
+        default=None,
+        max_length=200,
+        description="A new secret: the current one keeps signing beside it for 24 hours (a rotation), "
+        "then only the new one signs. null: sign nothing from now on. " + _SECRET_DESCRIPTION,
+    )
+
+
+class PauseIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    note: Annotated[str | None, PLAIN_TEXT] = Field(
+        default=None, min_length=1, max_length=MAX_PAUSE_NOTE_CHARS, description="Why: shown on the job."
+    )
+
+
+class OutcomeFilter(StrEnum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class DeadLetterOut(BaseModel):
+    execution_id: str
+    job_id: str
+    job_name: str | None = Field(description="null once the job has expired.")
+    scheduled_at: str
+    dead_lettered_at: str
+    error: str
+
+
+class DeadLetterPage(BaseModel):
+    items: list[DeadLetterOut]
+    next_cursor: str | None
+
+
+class RedriveIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    execution_ids: list[Annotated[str, Field(min_length=1, max_length=300)]] = Field(
+        min_length=1, max_length=MAX_REDRIVE, description="1 to 100 execution ids, from GET /dead-letters."
+    )
+
+
+class RedriveItem(BaseModel):
+    execution_id: str
+    result: Redriven = Field(
+        description="redriven (queued again); not_found (no such dead letter of yours, or redriven "
+        "already); gone (its execution expired from the history); not_dead_lettered (it ended otherwise "
+        "since); failed (could not be sent now: redrive it again)."
+    )
+
+
+class RedriveOut(BaseModel):
+    items: list[RedriveItem]
 
 
 class PreviewIn(BaseModel):
@@ -367,6 +550,19 @@ def _iso(value: Any) -> str | None:
     return None if value is None else to_rfc3339(value)
 
 
+def delivery_out(delivery: Delivery) -> DeliveryOut:
+    return DeliveryOut(
+        event=delivery.event,
+        rule=delivery.rule,
+        to=delivery.to,
+        status=delivery.status,
+        attempts=delivery.attempts,
+        at=to_rfc3339(delivery.at),
+        error=delivery.error,
+        next_attempt_at=_iso(delivery.next_attempt_at),
+    )
+
+
 def execution_out(execution: Execution) -> ExecutionOut:
     return ExecutionOut(
         id=execution.id,
@@ -382,6 +578,9 @@ def execution_out(execution: Execution) -> ExecutionOut:
         result=execution.result,
         next_attempt_at=_iso(execution.next_attempt_at),
         task_version=execution.task_version,
+        retry_of=execution.retry_of,
+        dead_lettered=execution.dead_lettered,
+        notifications=[delivery_out(d) for d in execution.deliveries],
     )
 
 
@@ -402,6 +601,23 @@ def job_out(job: Job) -> JobOut:
         created_at=to_rfc3339(job.created_at),
         updated_at=to_rfc3339(job.updated_at),
         last_execution=None if job.last_execution is None else execution_out(job.last_execution),
+        outcome=None
+        if job.outcome is None
+        else OutcomeOut(
+            status=job.outcome.status,
+            at=to_rfc3339(job.outcome.at),
+            execution_id=job.outcome.execution_id,
+            consecutive_failures=job.outcome.consecutive_failures,
+        ),
+        notify=list(job.notify),
+        signing=SigningOut(
+            enabled=job.signing is not None,
+            previous_valid_until=None
+            if job.signing is None or job.signing.previous_until is None or job.signing.previous_until <= now
+            else to_rfc3339(job.signing.previous_until),
+        ),
+        pause_note=job.pause_note,
+        paused_at=_iso(job.paused_at),
     )
 
 
@@ -466,6 +682,8 @@ def _new_job(body: JobIn) -> NewJob:
         retry=body.retry,
         timeout_seconds=body.timeout_seconds,
         policy=body.policy,
+        notify=tuple(body.notify),
+        signing_secret=body.signing_secret,
     )
 
 
@@ -599,12 +817,21 @@ def create_jobs(
 @router.get(
     "/jobs",
     summary="List the caller's jobs, newest first",
-    description=f"With `status`, one request reads at most {LIST_READ_BUDGET} jobs: the page may be "
-    "short, even empty, with a `next_cursor` to continue from. Only a null `next_cursor` means the end.",
+    description=f"With a filter (`status`, `outcome`, `name_prefix`; together, all must match), one "
+    f"request reads at most {LIST_READ_BUDGET} jobs: the page may be short, even empty, with a "
+    "`next_cursor` to continue from. Only a null `next_cursor` means the end. A page costs a few "
+    "reads however many jobs it shows: each job's `last_execution` is the one its `outcome` names.",
     responses=_responses(200, JobPage, "A page.", 400),
 )
 def list_jobs(
     status: Annotated[JobStatus | None, Query(description="Only jobs in this status.")] = None,
+    outcome: Annotated[
+        OutcomeFilter | None,
+        Query(description="Only jobs whose latest execution to run to its end SUCCEEDED (or FAILED)."),
+    ] = None,
+    name_prefix: Annotated[
+        str | None, Query(min_length=1, max_length=200, description="Only jobs whose name starts so.")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
     tag: Annotated[
@@ -620,10 +847,19 @@ def list_jobs(
     wanted = _tag_filter(tag)
     if task is not None:
         scope = f"jobs:task:{task}"
-    else:
+    elif outcome is None and name_prefix is None:  # (as before: cursors given out then stay valid)
         scope = f"jobs:{status.value if status else ''}" + (f":tag:{tag}" if tag is not None else "")
+    else:
+        scope = json.dumps(["jobs", status, outcome, name_prefix, tag])
     page = punctual.service.list_jobs(
-        owner, status, limit, punctual.cursors.decode(cursor, owner=owner, scope=scope), tag=wanted, task=task
+        owner,
+        status,
+        limit,
+        punctual.cursors.decode(cursor, owner=owner, scope=scope),
+        tag=wanted,
+        task=task,
+        outcome=None if outcome is None else ExecutionStatus(outcome.value.upper()),
+        name_prefix=name_prefix,
     )
     return _json(
         JobPage(
@@ -653,6 +889,8 @@ def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOu
         retry=body.retry,
         timeout_seconds=body.timeout_seconds,
         policy=body.policy,
+        notify=None if body.notify is None else tuple(body.notify),
+        signing_secret=body.signing_secret if "signing_secret" in body.model_fields_set else UNCHANGED,
     )
     return _json(job_out(wiring.default().service.update(_owner(), job_id, changes)))
 
@@ -723,10 +961,15 @@ def resume_jobs(
 
 
 @router.post(
-    "/jobs/<job_id>/pause", summary="Pause a job", responses=_responses(200, JobOut, "The job.", 404, 409)
+    "/jobs/<job_id>/pause",
+    summary="Pause a job, with a note saying why",
+    description='The body is optional: `{"note": "..."}` is shown on the job (`pause_note`) until it is '
+    "resumed. Pausing a PAUSED job again changes its note.",
+    responses=_responses(200, JobOut, "The job.", 404, 409),
 )
-def pause_job(job_id: str) -> Response[JobOut]:
-    return _json(job_out(wiring.default().service.pause(_owner(), job_id)))
+def pause_job(job_id: str, body: Annotated[PauseIn | None, Body()] = None) -> Response[JobOut]:
+    note = None if body is None else body.note
+    return _json(job_out(wiring.default().service.pause(_owner(), job_id, note)))
 
 
 @router.post(
@@ -754,18 +997,93 @@ def run_job(job_id: str) -> Response[ExecutionOut]:
 )
 def list_executions(
     job_id: str,
+    status: Annotated[ExecutionStatus | None, Query(description="Only executions in this status.")] = None,
+    since: Annotated[
+        str | None,
+        Query(max_length=64, description="Only executions scheduled at or after this instant (RFC 3339)."),
+    ] = None,
+    until: Annotated[
+        str | None,
+        Query(max_length=64, description="Only executions scheduled before this instant (RFC 3339)."),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
 ) -> Response[ExecutionPage]:
     punctual, owner = wiring.default(), _owner()
     scope = f"executions:{job_id}"
+    if status is not None or since is not None or until is not None:
+        scope = json.dumps(["executions", job_id, status, since, until])
     start = punctual.cursors.decode(cursor, owner=owner, scope=scope)
-    page = punctual.service.executions(owner, job_id, limit, start)
+    page = punctual.service.executions(
+        owner,
+        job_id,
+        limit,
+        start,
+        status=status,
+        since=_instant(since, "since"),
+        until=_instant(until, "until"),
+    )
     return _json(
         ExecutionPage(
             items=[execution_out(e) for e in page.items],
             next_cursor=punctual.cursors.encode(page.last_key, owner=owner, scope=scope),
         )
+    )
+
+
+@router.post(
+    "/jobs/<job_id>/executions/<execution_id>/retry",
+    summary="Run a finished execution that did not succeed once more, now",
+    description="A new extra execution of the job's current task (with a new id, which receivers see as "
+    "X-Punctual-Execution-Id), naming the one it retries in `retry_of`. For a FAILED, SKIPPED or "
+    "CANCELLED execution; 409 for one still under way or SUCCEEDED, and on a PAUSED or CANCELLED job.",
+    responses=_responses(202, ExecutionOut, "The new execution, queued.", 404, 409),
+)
+def retry_execution(job_id: str, execution_id: str) -> Response[ExecutionOut]:
+    return _json(execution_out(wiring.default().service.retry(_owner(), job_id, execution_id)), 202)
+
+
+@router.get(
+    "/dead-letters",
+    summary="Your executions that were dead-lettered, to redrive",
+    description="An execution whose message exhausted its deliveries ends FAILED (`dead_lettered`) and is "
+    "listed here until it is redriven or its history expires.",
+    responses=_responses(200, DeadLetterPage, "A page.", 400),
+)
+def list_dead_letters(
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=4096)] = None,
+) -> Response[DeadLetterPage]:
+    punctual, owner = wiring.default(), _owner()
+    start = punctual.cursors.decode(cursor, owner=owner, scope="dead-letters")
+    page = punctual.dead_letters.page(owner, limit, start)
+    jobs = punctual.store.get_jobs({letter.job_id for letter in page.items})
+    items = [
+        DeadLetterOut(
+            execution_id=letter.execution_id,
+            job_id=letter.job_id,
+            job_name=jobs[letter.job_id].name if letter.job_id in jobs else None,
+            scheduled_at=to_rfc3339(letter.scheduled_at),
+            dead_lettered_at=to_rfc3339(letter.dead_lettered_at),
+            error=letter.error,
+        )
+        for letter in page.items
+    ]
+    next_cursor = punctual.cursors.encode(page.last_key, owner=owner, scope="dead-letters")
+    return _json(DeadLetterPage(items=items, next_cursor=next_cursor))
+
+
+@router.post(
+    "/dead-letters/redrive",
+    summary="Run dead-lettered executions again",
+    description="Each is put back to QUEUED and its message sent again: the same execution (the same "
+    "X-Punctual-Execution-Id), its attempts so far counted. Answers what became of each, in order.",
+    responses=_responses(200, RedriveOut, "What became of each."),
+)
+def redrive_dead_letters(body: Annotated[RedriveIn, Body()]) -> Response[RedriveOut]:
+    results = wiring.default().dead_letters.redrive(_owner(), list(dict.fromkeys(body.execution_ids)))
+    return _json(
+        RedriveOut(items=[RedriveItem(execution_id=r.execution_id, result=r.result) for r in results])
     )
 
 
@@ -967,7 +1285,17 @@ def _plain_error(error: dict[str, Any]) -> dict[str, Any]:
     return {"field": field, "message": message, "type": error.get("type")}
 
 
-_UNION_TAGS: frozenset[str] = frozenset({"now", "at", "cron", "rate"})
+_UNION_TAGS: frozenset[str] = frozenset({"now", "at", "in", "cron", "rate"})
+
+
+def _instant(value: str | None, field: str) -> datetime | None:
+    """A query parameter's RFC 3339 instant (422 naming it otherwise)."""
+    if value is None:
+        return None
+    try:
+        return parse_rfc3339(value)
+    except ValueError as exc:
+        raise InvalidRequest(f"{field}: {exc}", field=field) from None
 
 
 # ---------------------------------------------------------------- request bodies
@@ -1020,16 +1348,26 @@ def _media_type(event: Mapping[str, Any]) -> str | None:
 
 
 def _reads_a_body(event: Mapping[str, Any]) -> bool:
-    """Whether the request goes to a route that reads its body: POST /jobs, /jobs/batch, /tasks and
-    /schedules/preview, PATCH /jobs/{id} and /tasks/{name}. (Others ignore a body, whatever its type, as they always
-    did.) The path may carry a stage (`/v1/jobs`)."""
+    """Whether the request goes to a route that reads its body: POST /jobs, /jobs/batch, /tasks,
+    /schedules/preview, /jobs/{id}/pause (optional) and /dead-letters/redrive, PATCH /jobs/{id} and
+    /tasks/{name}. (Others ignore a body, whatever its type, as they always did.) The path may carry a
+    stage (`/v1/jobs`)."""
     method = event.get("httpMethod") or (event.get("requestContext") or {}).get("http", {}).get("method")
-    path = str(event.get("rawPath") or event.get("path") or "").rstrip("/")
+    path = _path(event)
     if str(method).upper() == "PATCH":
         return True
     return str(method).upper() == "POST" and path.endswith(
-        ("/jobs", "/jobs/batch", "/schedules/preview", "/tasks")
+        ("/jobs", "/jobs/batch", "/schedules/preview", "/tasks", "/pause", "/dead-letters/redrive")
     )
+
+
+# Routes whose body is optional, and which ignored any body before they read one (`curl -d` sends a
+# form): a body that is not JSON is dropped, not refused.
+_OPTIONAL_BODY_ROUTES = ("/pause",)
+
+
+def _path(event: Mapping[str, Any]) -> str:
+    return str(event.get("rawPath") or event.get("path") or "").rstrip("/")
 
 
 def _refuse_non_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -1037,6 +1375,8 @@ def _refuse_non_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
     A body without a Content-Type is read as JSON."""
     media_type = _media_type(event)
     if not event.get("body") or media_type in (None, JSON_MEDIA_TYPE) or not _reads_a_body(event):
+        return None
+    if _path(event).endswith(_OPTIONAL_BODY_ROUTES):
         return None
     body = ErrorOut(
         message=f"Content-Type {media_type} is not supported: send JSON, with Content-Type: {JSON_MEDIA_TYPE}",
@@ -1151,4 +1491,11 @@ def resolve(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
     refused = _refuse_non_json(event)
     if refused is not None:
         return refused
+    media_type = _media_type(event)
+    if (
+        event.get("body")
+        and media_type not in (None, JSON_MEDIA_TYPE)
+        and _path(event).endswith(_OPTIONAL_BODY_ROUTES)
+    ):
+        event = {**event, "body": None, "isBase64Encoded": False}
     return resolver_for(event).resolve(_with_json_media_type(event), context)

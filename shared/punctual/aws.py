@@ -63,11 +63,15 @@ def target_client(
     region: str,
     read_timeout_seconds: int,
     aws_session: boto3.session.Session | None = None,
+    *,
+    attempts: int = 1,
 ) -> Any:
-    """For the AWS target tasks (sqs, sns, events, stepfunctions), in the resource's region: one
-    attempt a call, as for `lambda_invoke_client`."""
+    """For the AWS target tasks (sqs, sns, events, stepfunctions) and the notifier's SNS and
+    EventBridge targets, in the resource's region: one attempt a call by default, as for
+    `lambda_invoke_client` (the job's retry policy, or the notification's message, retries). The
+    execution-events function, whose batch a failure sends round again, asks for a few."""
     config = Config(
-        retries={"total_max_attempts": 1},
+        retries={"total_max_attempts": attempts, "mode": "standard"},
         connect_timeout=5,
         read_timeout=read_timeout_seconds,
         tcp_keepalive=True,

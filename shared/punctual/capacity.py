@@ -52,6 +52,7 @@ class Prices:
     xray_traces_per_million: float = 5.00
     secret_month: float = 0.40  # Secrets Manager: the cursor-signing key
     eventbridge_scheduler_per_million: float = 1.00  # for comparison; scheduled rules are free
+    eventbridge_events_per_million: float = 1.00  # custom events put on a bus (each 64 KB)
     # Provisioned mode of an SQS event source mapping, per Event Poller Unit-hour: documented by AWS in
     # the Lambda pricing page's SQS example (https://aws.amazon.com/lambda/pricing/, "Pricing Example
     # 2", US East (N. Virginia)). One poller taken as one EPU (assumed: that example's 10 minimum
@@ -83,6 +84,9 @@ LAMBDA_MB_PER_VCPU = 1769
 # messages are not in flight. API Gateway: 10,000 requests a second per account and region.
 SQS_IN_FLIGHT = 120_000
 API_GATEWAY_RPS = 10_000
+# EventBridge PutEvents: 10,000 entries a second per account in us-east-1 (adjustable; fewer in most
+# other regions).
+EVENTBRIDGE_PUT_EVENTS_PER_SECOND = 10_000
 SQS_BATCH = 10
 # An SQS event source mapping in provisioned mode: each event poller takes up to 10 concurrent
 # invokes, 10 receives a second or 1 MB/s; MinimumPollers is 2-200, MaximumPollers 2-2,000; scaling
@@ -132,6 +136,9 @@ class ExecutionUsage:
     metric_bytes: float  # of which EMF metrics (kept when INFO lines are turned off)
     item_bytes: float  # stored bytes of the execution's item (kept for the retention period)
     job_bytes: float  # stored bytes of a one-time job's item (expires with its history)
+    # Changes of the execution's status, each an event on the stack's bus (execution_events "all"):
+    # on AWS, RUNNING and its end (and two more a retry: RETRYING, RUNNING again).
+    status_changes: float = 0.0
 
 
 # Per execution, from a run on moto of 50 one-time (one a request), 100 one-time (a batch of 100)
@@ -155,9 +162,11 @@ ONE_TIME = ExecutionUsage(
     log_bytes=597.0,
     metric_bytes=250.0,
     # Measured with an assumed-role ARN as the owner (bench.cost.CALLER), as callers are named on AWS:
-    # the job item, which stores it twice, is 882 B when completed, under the 1 KB of a write unit.
+    # the job item, which stores it twice, is 953 B when completed (with its outcome: status, when,
+    # which run), under the 1 KB of a write unit.
     item_bytes=600.0,
-    job_bytes=882.0,
+    job_bytes=953.0,
+    status_changes=2.0,
 )
 # One-time jobs created through POST /jobs/batch, BATCH_JOBS a request: the same DynamoDB and SQS
 # use (the writes are BatchWriteItems), a hundredth of the API requests and of their log lines.
@@ -172,23 +181,25 @@ ONE_TIME_BATCHED = ExecutionUsage(
     log_bytes=392.0,
     metric_bytes=50.0,
     item_bytes=600.0,
-    job_bytes=882.0,
+    job_bytes=953.0,
+    status_changes=2.0,
 )
 RECURRING = ExecutionUsage(
     api_requests=0.0,
-    write_units=6.0,  # with ALL, the occurrence's job update rewrites the index entry
+    write_units=8.0,  # with ALL, each of the occurrence's two job updates rewrites the index entry
     read_units=4.0,
     # An every-minute job: scan 3 (next marker, filed under the soon partition since it is due within
-    # the hand-off window, that marker's delete, the job's next_run_at); worker 2 (claim, finish: the
-    # job keeps no copy of its last execution). A job with a period of three minutes or more files
-    # into a minute bucket and deletes nothing: 4.
-    write_units_keys_only=5.0,
+    # the hand-off window, that marker's delete, the job's next_run_at); worker 3 (claim, finish, and
+    # the job's outcome: what lists show and filter by without reading executions). A job with a
+    # period of three minutes or more files into a minute bucket and deletes nothing: 5.
+    write_units_keys_only=6.0,
     index_write_units_keys_only=0.0,  # the job's entry was put once, at its creation
     sqs_requests=0.3,
     log_bytes=387.0,
     metric_bytes=48.0,
     item_bytes=600.0,
     job_bytes=0.0,
+    status_changes=2.0,
 )
 
 # ----------------------------------------------------------------------------- assumptions
@@ -216,6 +227,13 @@ class Assumptions:
     http_api: bool = True
     # Price the indexes as projected KEYS_ONLY (as resources.py defines them) rather than ALL.
     keys_only_indexes: bool = all(index.projection == "KEYS_ONLY" for index in resources.TABLE.indexes)
+    # Execution status events on the stack's bus (the deployment's execution_events): "all" (each
+    # status change), "final" (one an execution: its end) or "off". The stream's records reach their
+    # function in batches (EVENTS_BATCH records, about events_seconds each).
+    execution_events: str = "all"
+    events_batch: float = 100.0
+    events_seconds: float = 0.25
+    events_memory_mb: int = 256
 
 
 def batch_api_seconds(jobs: int) -> float:
@@ -230,12 +248,12 @@ KEYS_ONLY_ENTRY_BYTES = 250
 # Indexes holding every job (by_owner); a sparse one (by_task: jobs using a named task) holds few.
 INDEXES = sum(not index.sparse for index in resources.TABLE.indexes)
 
-# Fixed monthly cost, whatever the load: dashboard, 10 alarms, 12 EMF metrics, the cursor secret, the
+# Fixed monthly cost, whatever the load: dashboard, 11 alarms, 12 EMF metrics, the cursor secret, the
 # worker event source mapping's idle long polls (about 15 a minute), a tick a minute plus the
 # fan-out's invocations, and each tick's lease on its shards (a put and a delete a shard, 1 write unit
 # each) and its positions (a put a shard for each minute it reads: two a tick, the horizon's minute
 # and the one before).
-FIXED_ALARMS = 10
+FIXED_ALARMS = 11
 FIXED_METRICS = 12
 IDLE_POLLS_PER_MINUTE = 15
 BOOKKEEPING_WRITES_PER_SHARD = 4  # write units a shard a tick
@@ -288,7 +306,10 @@ def cost_per_execution(
         + worker_invocations * a.worker_memory_mb / 1024 * (a.worker_overhead_seconds + a.task_seconds)
         + a.scanner_memory_mb / 1024 * scanner_seconds
     )
-    invocations = usage.api_requests + worker_invocations
+    events = events_per_execution(usage, a)
+    events_invocations = events / a.events_batch
+    gb_seconds += events_invocations * a.events_memory_mb / 1024 * a.events_seconds
+    invocations = usage.api_requests + worker_invocations + events_invocations
     write_units = usage.write_units_keys_only if a.keys_only_indexes else usage.write_units
     # Storage of the execution and, for a one-time job, of its item (in the table and its indexes)
     # for the retention period: a finished job expires with its history.
@@ -318,11 +339,18 @@ def cost_per_execution(
         "dynamodb_storage": (table_gb_months + index_gb_months) * prices.dynamodb_storage_gb_month
         + table_gb_months * prices.dynamodb_pitr_gb_month,
         "sqs": usage.sqs_requests * prices.sqs_per_million / 1e6,
+        "eventbridge_events": events * prices.eventbridge_events_per_million / 1e6,
         "cloudwatch_logs": (usage.log_bytes + invocations * a.platform_log_bytes)
         / 2**30
         * prices.logs_ingested_gb,
         "xray": invocations * a.xray_sampled * prices.xray_traces_per_million / 1e6,
     }
+
+
+def events_per_execution(usage: ExecutionUsage, assumptions: Assumptions) -> float:
+    """Execution status events an execution puts on the stack's bus, as `execution_events` says."""
+    mode = assumptions.execution_events
+    return {"all": usage.status_changes, "final": min(1.0, usage.status_changes)}.get(mode, 0.0)
 
 
 def per_million(costs: dict[str, float]) -> dict[str, float]:
@@ -451,6 +479,8 @@ class Plan:
     # The worker mapping in provisioned mode (priced with `pollers`): the pollers the busiest minute
     # needs, by receives and invokes. None: standard mode.
     worker_pollers: int | None = None
+    # Execution status events put on the stack's bus a second, at peak (execution_events).
+    events_per_second: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         found = asdict(self)
@@ -608,6 +638,7 @@ def plan(
         dynamodb_write_units_per_second=round(peak * write_units, 1),
         dynamodb_read_units_per_second=round(peak * usage.read_units, 1),
         sqs_requests_per_second=round(peak * usage.sqs_requests, 1),
+        events_per_second=round(peak * events_per_execution(usage, a), 1),
         cost_per_million=per_million(costs),
         monthly_cost=monthly,
         provisioned=provisioned,
@@ -803,6 +834,13 @@ def _warnings(p: Plan, prices: Prices = PRICES) -> list[str]:
             API_GATEWAY_RPS,
             "API requests/s",
             "API Gateway's account quota; request an increase, or create jobs in batches",
+        ),
+        *_near(
+            p.events_per_second,
+            EVENTBRIDGE_PUT_EVENTS_PER_SECOND,
+            "execution events/s",
+            "EventBridge's PutEvents quota in us-east-1 (lower in most regions); request an increase, "
+            "or deploy -c execution_events=final (one an execution) or off",
         ),
     ]
     if p.scanner_drain_seconds > p.drain_target_seconds:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from punctual import __version__, capacity, cli_format
+from punctual import __version__, capacity, cli_format, cli_monitoring
 from punctual.client import (
     ApiError,
     ConfigurationError,
@@ -26,7 +26,7 @@ from punctual.client import (
     is_loopback,
 )
 from punctual.clock import Clock, SystemClock
-from punctual.timefmt import parse_rfc3339, to_rfc3339
+from punctual.timefmt import parse_rfc3339
 
 EXIT_OK = 0
 EXIT_FAILURE = 1  # the API answered 4xx/5xx, a watch gave up, no local stack
@@ -117,7 +117,9 @@ def build_schedule(args: argparse.Namespace, *, default_now: bool) -> JsonObject
     if args.at is not None:
         return {"type": "at", "at": check_timestamp(args.at, "--at")}
     if args.in_ is not None:
-        return {"type": "at", "at": to_rfc3339(clock.now() + timedelta(seconds=parse_duration(args.in_)))}
+        # Taken by the API when the request arrives: a retry with the same Idempotency-Key sends the same
+        # body (an instant computed here would differ), and this machine's clock does not matter.
+        return {"type": "in", "seconds": parse_duration(args.in_)}
     if args.now or default_now:
         return {"type": "now"}
     return None
@@ -233,7 +235,9 @@ def emit_json(value: Any) -> None:
 
 
 def show(value: Any, args: argparse.Namespace, render: Callable[[Any], str]) -> None:
-    if args.json:
+    if getattr(args, "quiet", False):
+        cli_monitoring.print_ids([value])
+    elif args.json:
         emit_json(value)
     else:
         print(render(value))
@@ -246,6 +250,9 @@ def _job_row(job: JsonObject) -> str:
 def show_page(
     page: JsonObject, args: argparse.Namespace, render: Callable[[list[Any]], str], noun: str
 ) -> None:
+    if getattr(args, "quiet", False):
+        cli_monitoring.print_ids(page.get("items") or [])
+        return
     if args.json:
         emit_json(page)
         return
@@ -289,8 +296,9 @@ def cmd_jobs_create(client: PunctualClient, args: argparse.Namespace) -> int:
         body["retry"] = retry
     if args.timeout is not None:
         body["timeout_seconds"] = parse_duration(args.timeout)
-    if policy := build_policy(args):
+    if policy := build_policy(args) | cli_monitoring.policy_fields(args):
         body["policy"] = policy
+    body.update(cli_monitoring.job_fields(args))
     job = client.create_job(body, idempotency_key=args.idempotency_key)
     show(job, args, cli_format.job_details)
     return EXIT_OK
@@ -317,7 +325,9 @@ def read_batch(path: str) -> list[JsonObject]:
 
 def cmd_jobs_create_batch(client: PunctualClient, args: argparse.Namespace) -> int:
     jobs = client.create_jobs(read_batch(args.file), idempotency_key=args.idempotency_key)
-    if args.json:
+    if args.quiet:
+        cli_monitoring.print_ids(jobs)
+    elif args.json:
         emit_json({"items": jobs})
     else:
         print(cli_format.jobs_table(jobs))
@@ -356,19 +366,35 @@ def cmd_jobs_update(client: PunctualClient, args: argparse.Namespace) -> int:
         changes["retry"] = retry
     if args.timeout is not None:
         changes["timeout_seconds"] = parse_duration(args.timeout)
-    if policy := build_policy(args):
+    if policy := build_policy(args) | cli_monitoring.policy_fields(args):
         # (a PATCH replaces the whole policy: keep the settings not given on the command line)
         changes["policy"] = dict(current_job().get("policy") or {}) | policy
+    changes.update(cli_monitoring.job_fields(args, updating=True))
     if not changes:
         raise UsageError(
-            "nothing to change: give --name, a schedule, a task, or retry, timeout or policy options"
+            "nothing to change: give --name, a schedule, a task, or retry, timeout, policy or "
+            "monitoring options"
         )
     show(client.update_job(args.job, changes), args, cli_format.job_details)
     return EXIT_OK
 
 
 def cmd_jobs_list(client: PunctualClient, args: argparse.Namespace) -> int:
-    filters = {"status": args.status, "tag": args.tag, "task": args.task}
+    status: str | None = args.status
+    outcome: str | None = args.outcome
+    alias = cli_monitoring.OUTCOME_STATUSES.get(status or "")
+    if alias is not None:
+        # (a job's status is not FAILED: its last run's outcome is; --status FAILED means that)
+        if outcome is not None and outcome != alias:
+            raise UsageError(f"--status {status} is --outcome {alias}")
+        status, outcome = None, alias
+    filters = {
+        "status": status,
+        "outcome": outcome,
+        "name_prefix": args.name_prefix,
+        "tag": args.tag,
+        "task": args.task,
+    }
     if args.all:
         jobs = list(client.iter_jobs(limit=args.limit, **filters))
         page: JsonObject = {"items": jobs, "next_cursor": None}
@@ -419,8 +445,10 @@ def _bulk(
 def cmd_jobs_pause(client: PunctualClient, args: argparse.Namespace) -> int:
     _one_or_tagged(args)
     if args.tag is not None:
+        if args.note is not None:
+            raise UsageError("--note: pausing by --tag takes no note (pause one job to give one)")
         return _bulk(client, args, client.pause_jobs, "paused")
-    show(client.pause_job(args.job), args, _job_row)
+    show(client.pause_job(args.job, note=args.note), args, _job_row)
     return EXIT_OK
 
 
@@ -439,11 +467,16 @@ def cmd_jobs_run(client: PunctualClient, args: argparse.Namespace) -> int:
 
 
 def cmd_executions(client: PunctualClient, args: argparse.Namespace) -> int:
+    filters = {
+        "status": args.status,
+        "since": cli_monitoring.since_value(args.since, "--since", clock),
+        "until": cli_monitoring.since_value(args.until, "--until", clock),
+    }
     if args.all:
-        items = list(client.iter_executions(args.job, limit=args.limit))
+        items = list(client.iter_executions(args.job, limit=args.limit, **filters))
         page: JsonObject = {"items": items, "next_cursor": None}
     else:
-        page = client.list_executions(args.job, limit=args.limit, cursor=args.cursor)
+        page = client.list_executions(args.job, limit=args.limit, cursor=args.cursor, **filters)
     show_page(page, args, cli_format.executions_table, "executions")
     return EXIT_OK
 
@@ -568,7 +601,9 @@ def _print_watch_changes(
         execution_id = str(execution.get("id"))
         previous = seen.get(execution_id)
         if previous is None or _changed(previous, execution):
-            if args.json:
+            if args.quiet:
+                print(execution_id, flush=True)
+            elif args.json:
                 print(json.dumps(execution), flush=True)
             else:
                 print(cli_format.watch_line(now, execution, previous), flush=True)
@@ -576,7 +611,12 @@ def _print_watch_changes(
 
 
 def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
-    """Poll the job's executions; print each new one and each change, until Ctrl-C or a stop option."""
+    """Poll the job's executions; print each new one and each change, until Ctrl-C or a stop option.
+    Without a job: every job's (cli_monitoring.Tail)."""
+    if args.job is None:
+        if args.until_final:
+            raise UsageError("--until-final watches one job: name it")
+        return cli_monitoring.watch_all(client, args, clock)
     deadline = clock.now() + timedelta(seconds=args.timeout) if args.timeout is not None else None
     seen: dict[str, JsonObject] = {}
     job_status: str | None = None
@@ -636,6 +676,7 @@ def cmd_capacity(client: PunctualClient, args: argparse.Namespace) -> int:
         scanner_memory_mb=args.scanner_memory,
         http_api=args.api == "http",
         keys_only_indexes=not args.all_indexes,
+        execution_events=args.execution_events,
     )
     result = capacity.plan(
         args.jobs_per_second,
@@ -707,6 +748,13 @@ def _connection_options(parser: argparse.ArgumentParser, default: Any) -> None:
         default=False if default is None else default,
         help="print the API's JSON",
     )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=False if default is None else default,
+        help="print only ids, one a line (for scripts)",
+    )
 
 
 def add_schedule_options(parser: argparse.ArgumentParser) -> None:
@@ -715,7 +763,11 @@ def add_schedule_options(parser: argparse.ArgumentParser) -> None:
     forms.add_argument("--now", action="store_true", help="run as soon as possible")
     forms.add_argument("--at", metavar="TIME", help="once, at an RFC 3339 time with offset")
     forms.add_argument(
-        "--in", dest="in_", metavar="DURATION", help="once, this long from now (30s, 5m, 1h30m)"
+        "--in",
+        dest="in_",
+        metavar="DURATION",
+        help="once, this long after the API takes the request (30s, 5m, 1h30m): a retry with the same "
+        "--idempotency-key is the same job",
     )
     forms.add_argument(
         "--cron",
@@ -806,7 +858,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     jobs = commands.add_parser("jobs", help="create, list and change jobs")
     job_commands = jobs.add_subparsers(dest="jobs_command", metavar="ACTION", required=True)
-    create = command(job_commands, "create", cmd_jobs_create, "create a job", schedule, task, job)
+    create = command(
+        job_commands,
+        "create",
+        cmd_jobs_create,
+        "create a job",
+        schedule,
+        task,
+        job,
+        cli_monitoring.add_job_options,
+    )
     create.add_argument(
         "--idempotency-key", metavar="KEY", help="a retry with the same key returns the same job"
     )
@@ -825,17 +886,40 @@ def build_parser() -> argparse.ArgumentParser:
         "--idempotency-key", metavar="KEY", help="a retry with the same key returns the same jobs"
     )
     listing = command(job_commands, "list", cmd_jobs_list, "list your jobs, newest first")
-    listing.add_argument("--status", type=str.upper, choices=JOB_STATUSES, help="only jobs in this status")
+    listing.add_argument(
+        "--status",
+        type=str.upper,
+        choices=(*JOB_STATUSES, *cli_monitoring.OUTCOME_STATUSES),
+        help="only jobs in this status (FAILED, SUCCEEDED: whose last run did so, as --outcome)",
+    )
+    listing.add_argument(
+        "--outcome",
+        type=str.lower,
+        choices=("succeeded", "failed"),
+        help="only jobs whose latest execution to run to its end did so",
+    )
+    listing.add_argument("--name-prefix", metavar="PREFIX", help="only jobs whose name starts so")
     listing.add_argument("--tag", metavar="K:V", help="only jobs with this tag (KEY:VALUE, or KEY)")
     listing.add_argument(
         "--task", metavar="NAME", help="only the active and paused jobs using this named task"
     )
     paging(listing)
     job_argument(command(job_commands, "get", cmd_jobs_get, "show a job"))
-    job_argument(command(job_commands, "update", cmd_jobs_update, "change a job", schedule, task, job))
+    job_argument(
+        command(
+            job_commands,
+            "update",
+            cmd_jobs_update,
+            "change a job",
+            schedule,
+            task,
+            job,
+            lambda sub: cli_monitoring.add_job_options(sub, updating=True),
+        )
+    )
     job_argument(command(job_commands, "cancel", cmd_jobs_cancel, "cancel a job"))
     for name, handler, help in (
-        ("pause", cmd_jobs_pause, "pause a job, or every active job with --tag"),
+        ("pause", cmd_jobs_pause, "pause a job (with a note saying why), or every active job with --tag"),
         ("resume", cmd_jobs_resume, "resume a paused job, or every paused job with --tag"),
     ):
         sub = command(job_commands, name, handler, help)
@@ -843,17 +927,40 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--tag", metavar="K:V", help="instead of JOB: every job with this tag (KEY:VALUE, or KEY)"
         )
+        if name == "pause":
+            sub.add_argument("--note", metavar="TEXT", help="why (shown on the job until it is resumed)")
     job_argument(command(job_commands, "run", cmd_jobs_run, "run a job once more, now"))
 
     executions = command(commands, "executions", cmd_executions, "list a job's executions, newest first")
     job_argument(executions)
+    executions.add_argument(
+        "--status",
+        type=str.upper,
+        choices=("PENDING", "QUEUED", "RUNNING", "RETRYING", "SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED"),
+        help="only executions in this status",
+    )
+    executions.add_argument(
+        "--since", metavar="TIME", help="scheduled at or after: an RFC 3339 time, or 2h (ago)"
+    )
+    executions.add_argument(
+        "--until", metavar="TIME", help="scheduled before: an RFC 3339 time, or 30m (ago)"
+    )
     paging(executions)
 
     preview = command(commands, "preview", cmd_preview, "show a schedule's next run times", schedule)
     preview.add_argument("--count", type=positive_int, default=5, help="how many (1-50, default 5)")
 
-    watch = command(commands, "watch", cmd_watch, "follow a job's executions live until Ctrl-C")
-    job_argument(watch)
+    watch = command(
+        commands,
+        "watch",
+        cmd_watch,
+        "follow a job's executions live until Ctrl-C; without a job, every job's (a live tail: "
+        "state changes as they happen, lateness, errors)",
+    )
+    watch.add_argument("job", metavar="JOB", nargs="?", help="the job id (none: all your jobs)")
+    watch.add_argument(
+        "--name-prefix", metavar="PREFIX", help="without a job: only jobs whose name starts so"
+    )
     watch.add_argument("--interval", type=_positive_float, default=2.0, metavar="SECONDS", help="poll period")
     watch.add_argument(
         "--until-final", action="store_true", help="stop once the job is COMPLETED or CANCELLED"
@@ -900,6 +1007,7 @@ def build_parser() -> argparse.ArgumentParser:
         task_commands, "update", cmd_tasks_update, "change a named task (its jobs run it next)", task_options
     )
     command(task_commands, "delete", cmd_tasks_delete, "delete a named task no active job uses", task_name)
+    cli_monitoring.register(commands, job_commands, command)
 
     defaults = capacity.Assumptions()
     plan = command(
@@ -947,6 +1055,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plan.add_argument(
         "--all-indexes", action="store_true", help="price the indexes as projecting ALL (deployed: KEYS_ONLY)"
+    )
+    plan.add_argument(
+        "--execution-events",
+        choices=("all", "final", "off"),
+        default=defaults.execution_events,
+        help="the stack's execution events on EventBridge, as -c execution_events deploys them "
+        f"(default {defaults.execution_events}: each status change, $1.00 a million events)",
     )
     plan.add_argument(
         "--provisioned",

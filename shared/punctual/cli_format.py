@@ -10,7 +10,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 NONE = "-"
 
-JOB_COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN", "LAST")
+JOB_COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN", "OUTCOME")
+DEAD_LETTER_COLUMNS = ("EXECUTION", "JOB", "SCHEDULED", "DEAD-LETTERED", "ERROR")
 EXECUTION_COLUMNS = ("ID", "STATUS", "SCHEDULED", "STARTED", "FINISHED", "ATTEMPTS", "LATENESS", "ERROR")
 
 
@@ -131,15 +132,24 @@ def retry_summary(retry: Mapping[str, Any] | None) -> str:
     return ", ".join(parts) or json.dumps(retry)
 
 
+def outcome_summary(job: Mapping[str, Any]) -> str:
+    """`FAILED (3 in a row)`, `SUCCEEDED`; from the last execution for an API without outcomes."""
+    outcome = job.get("outcome")
+    if isinstance(outcome, dict) and outcome.get("status"):
+        failures = outcome.get("consecutive_failures") or 0
+        return str(outcome["status"]) + (f" ({failures} in a row)" if failures > 1 else "")
+    last = job.get("last_execution")
+    return str(last.get("status", NONE)) if isinstance(last, dict) else NONE
+
+
 def job_row(job: Mapping[str, Any]) -> list[str]:
-    last = job.get("last_execution") or {}
     return [
         str(job.get("id", NONE)),
         truncate(str(job.get("name") or NONE), 32),
         str(job.get("status", NONE)),
         schedule_summary(job.get("schedule")),
         short_time(job.get("next_run_at")),
-        str(last.get("status", NONE)) if isinstance(last, dict) else NONE,
+        outcome_summary(job),
     ]
 
 
@@ -159,10 +169,21 @@ def job_details(job: Mapping[str, Any]) -> str:
         ("policy", policy_summary(job.get("policy"))),
         ("tags", tags_summary(job.get("tags"))),
         ("next run", short_time(job.get("next_run_at"))),
+        ("outcome", outcome_summary(job)),
         ("last execution", execution_summary(job.get("last_execution"))),
         ("created", short_time(job.get("created_at"))),
         ("updated", short_time(job.get("updated_at"))),
     ]
+    if job.get("pause_note"):
+        pairs.insert(3, ("paused", f"{job['pause_note']} (since {short_time(job.get('paused_at'))})"))
+    for i, rule in enumerate(job.get("notify") or []):
+        pairs.append((f"notify[{i}]", notify_summary(rule)))
+    signing = job.get("signing")
+    if isinstance(signing, dict) and signing.get("enabled"):
+        until = signing.get("previous_valid_until")
+        pairs.append(
+            ("signing", "on" + (f" (the previous secret too until {short_time(until)})" if until else ""))
+        )
     return details(pairs)
 
 
@@ -213,6 +234,30 @@ def named_tasks_table(items: Iterable[Mapping[str, Any]]) -> str:
         for t in items
     ]
     return table(TASK_COLUMNS, rows)
+
+
+def notify_summary(rule: Any) -> str:
+    if not isinstance(rule, dict):
+        return NONE
+    events = [
+        f"late>{duration(rule.get('late_after_seconds'))}" if event == "late" else str(event)
+        for event in rule.get("on") or []
+    ]
+    return f"{','.join(events)} -> {rule.get('to', NONE)}"
+
+
+def dead_letters_table(letters: Iterable[Mapping[str, Any]]) -> str:
+    rows = [
+        [
+            str(letter.get("execution_id", NONE)),
+            truncate(str(letter.get("job_name") or letter.get("job_id") or NONE), 32),
+            short_time(letter.get("scheduled_at")),
+            short_time(letter.get("dead_lettered_at")),
+            truncate(str(letter.get("error") or ""), 60),
+        ]
+        for letter in letters
+    ]
+    return table(DEAD_LETTER_COLUMNS, rows)
 
 
 def policy_summary(policy: Any) -> str:
@@ -279,6 +324,8 @@ def watch_line(now: datetime, execution: Mapping[str, Any], previous: Mapping[st
         parts.append(f"late {lateness(execution.get('lateness_ms'))}")
     if execution.get("error"):
         parts.append(f"error: {truncate(str(execution['error']), 100)}")
+    if execution.get("retry_of"):
+        parts.append(f"retry of {execution['retry_of']}")
     return "  ".join(parts)
 
 

@@ -292,8 +292,18 @@ class PunctualClient:
         cursor: str | None = None,
         tag: str | None = None,
         task: str | None = None,
+        outcome: str | None = None,
+        name_prefix: str | None = None,
     ) -> JsonObject:
-        query = {"status": status, "limit": limit, "cursor": cursor, "tag": tag, "task": task}
+        query = {
+            "status": status,
+            "outcome": outcome,
+            "name_prefix": name_prefix,
+            "tag": tag,
+            "task": task,
+            "limit": limit,
+            "cursor": cursor,
+        }
         result: JsonObject = self._call("GET", "/jobs", query=query)
         return result
 
@@ -304,10 +314,20 @@ class PunctualClient:
         limit: int | None = None,
         tag: str | None = None,
         task: str | None = None,
+        outcome: str | None = None,
+        name_prefix: str | None = None,
     ) -> Iterator[JsonObject]:
         """Every job, following next_cursor page by page."""
         return self._paginate(
-            lambda cursor: self.list_jobs(status=status, limit=limit, cursor=cursor, tag=tag, task=task)
+            lambda cursor: self.list_jobs(
+                status=status,
+                limit=limit,
+                cursor=cursor,
+                tag=tag,
+                task=task,
+                outcome=outcome,
+                name_prefix=name_prefix,
+            )
         )
 
     def pause_jobs(self, tag: str, *, limit: int | None = None, cursor: str | None = None) -> JsonObject:
@@ -333,8 +353,9 @@ class PunctualClient:
         result: JsonObject = self._call("DELETE", _job_path(job_id))
         return result
 
-    def pause_job(self, job_id: str) -> JsonObject:
-        result: JsonObject = self._call("POST", _job_path(job_id, "pause"))
+    def pause_job(self, job_id: str, note: str | None = None) -> JsonObject:
+        body = None if note is None else {"note": note}
+        result: JsonObject = self._call("POST", _job_path(job_id, "pause"), body=body)
         return result
 
     def resume_job(self, job_id: str) -> JsonObject:
@@ -349,14 +370,53 @@ class PunctualClient:
     # -- executions, schedules, tasks ----------------------------------------------------------------
 
     def list_executions(
-        self, job_id: str, *, limit: int | None = None, cursor: str | None = None
+        self,
+        job_id: str,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        status: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
     ) -> JsonObject:
-        query = {"limit": limit, "cursor": cursor}
+        query = {"status": status, "since": since, "until": until, "limit": limit, "cursor": cursor}
         result: JsonObject = self._call("GET", _job_path(job_id, "executions"), query=query)
         return result
 
-    def iter_executions(self, job_id: str, *, limit: int | None = None) -> Iterator[JsonObject]:
-        return self._paginate(lambda cursor: self.list_executions(job_id, limit=limit, cursor=cursor))
+    def iter_executions(
+        self,
+        job_id: str,
+        *,
+        limit: int | None = None,
+        status: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> Iterator[JsonObject]:
+        return self._paginate(
+            lambda cursor: self.list_executions(
+                job_id, limit=limit, cursor=cursor, status=status, since=since, until=until
+            )
+        )
+
+    def retry_execution(self, job_id: str, execution_id: str) -> JsonObject:
+        """Run a finished execution that did not succeed once more; returns the new Execution (202)."""
+        path = _job_path(job_id, "executions") + "/" + urllib.parse.quote(execution_id, safe="") + "/retry"
+        result: JsonObject = self._call("POST", path)
+        return result
+
+    def dead_letters(self, *, limit: int | None = None, cursor: str | None = None) -> JsonObject:
+        result: JsonObject = self._call("GET", "/dead-letters", query={"limit": limit, "cursor": cursor})
+        return result
+
+    def iter_dead_letters(self, *, limit: int | None = None) -> Iterator[JsonObject]:
+        return self._paginate(lambda cursor: self.dead_letters(limit=limit, cursor=cursor))
+
+    def redrive(self, execution_ids: Sequence[str]) -> list[JsonObject]:
+        """Redrive 1 to 100 dead-lettered executions; what became of each, in order."""
+        result: JsonObject = self._call(
+            "POST", "/dead-letters/redrive", body={"execution_ids": list(execution_ids)}
+        )
+        return list(result["items"])
 
     def preview(self, schedule: Mapping[str, Any], count: int | None = None) -> JsonObject:
         body: JsonObject = {"schedule": dict(schedule)}

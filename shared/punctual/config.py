@@ -16,6 +16,11 @@ class Settings(BaseModel):
     table_name: str = resources.TABLE.name
     queue_url: str = ""
     dlq_url: str = ""
+    notify_queue_url: str = ""
+    # The stack's bus for execution status changes (AWS only: none locally), and which changes go on
+    # it: "all", or "final" (punctual.execution_events).
+    event_bus_name: str = ""
+    execution_events: str = Field(default="all", pattern="^(all|final|off)$")
     # AWS endpoint override: the local stack's moto server. None means the real AWS endpoints.
     endpoint_url: str | None = None
     region: str = "us-east-1"
@@ -46,6 +51,10 @@ class Settings(BaseModel):
     # How long a worker keeps a named task's definition before reading it again: a change to a task
     # reaches executions that start this long after it.
     task_cache_seconds: float = Field(default=10, ge=0, le=300)
+    # SNS topics and EventBridge buses job notifications may go to: ARN patterns, * and ? as wildcards
+    # (punctual.target_arns: the same pattern checks as the sns and eventbridge tasks', but a
+    # list of its own). None by default: a job naming another target is refused.
+    notification_targets: tuple[str, ...] = ()
     cursor_secret: str = "punctual-local-cursor-secret"
     result_max_bytes: int = Field(default=4096, ge=0, le=65536)
     # Store each scheduled execution as QUEUED when it is enqueued: one more write per execution.
@@ -96,6 +105,13 @@ class Settings(BaseModel):
             target.check_pattern(pattern)
         return value
 
+    @field_validator("notification_targets")
+    @classmethod
+    def _targets_parse(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            target_arns.check_notification_pattern(pattern)
+        return value
+
     @property
     def handoff_seconds(self) -> int:
         """Executions due sooner than this are enqueued by the API itself, not left to the scanner.
@@ -114,6 +130,9 @@ class Settings(BaseModel):
             "table_name": resources.ENV_TABLE_NAME,
             "queue_url": resources.ENV_QUEUE_URL,
             "dlq_url": resources.ENV_DLQ_URL,
+            "notify_queue_url": resources.ENV_NOTIFY_QUEUE_URL,
+            "event_bus_name": resources.ENV_EVENT_BUS_NAME,
+            "execution_events": "PUNCTUAL_EXECUTION_EVENTS",
             "endpoint_url": "PUNCTUAL_AWS_ENDPOINT_URL",
             "shard_count": "PUNCTUAL_SHARD_COUNT",
             "scanner_fanout": "PUNCTUAL_SCANNER_FANOUT",
@@ -151,6 +170,8 @@ class Settings(BaseModel):
         for target in target_arns.TARGETS:
             listed = env.get(target.env, "")
             values[target.setting] = tuple(p.strip() for p in listed.split(",") if p.strip())
+        targets = env.get("PUNCTUAL_NOTIFICATION_TARGETS", "")
+        values["notification_targets"] = tuple(t.strip() for t in targets.split(",") if t.strip())
         return cls.model_validate(values)
 
 

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import random
+import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
+from punctual import target_arns
 from punctual.schedules import RateSchedule, Schedule, _Schedule, is_recurring, next_run, rate_anchor
-from punctual.timefmt import to_epoch_ms
-from punctual.validation import JSON_NUMBER
+from punctual.signing import SigningKeys
+from punctual.timefmt import from_epoch_ms, to_epoch_ms
+from punctual.validation import JSON_NUMBER, PLAIN_TEXT
 
 
 class JobStatus(StrEnum):
@@ -82,6 +85,7 @@ class Overlap(StrEnum):
 
 
 MAX_FLEXIBLE_WINDOW_SECONDS = 900
+MAX_PAUSE_AFTER_FAILURES = 1000
 MAX_LATENESS_SECONDS = 366 * 24 * 3600
 
 
@@ -124,6 +128,15 @@ class JobPolicy(BaseModel):
         le=1_000_000_000,
         description="Recurring jobs: after this many scheduled runs the job completes. Null: no limit.",
     )
+    pause_after_failures: Annotated[int | None, JSON_NUMBER] = Field(
+        default=None,
+        ge=1,
+        le=MAX_PAUSE_AFTER_FAILURES,
+        description=(
+            "Pause the job once this many of its executions in a row have FAILED (extra runs and "
+            "retries of executions count), with a pause note saying so. Null: never."
+        ),
+    )
 
     @property
     def is_default(self) -> bool:
@@ -152,6 +165,97 @@ class TaskRef(BaseModel):
 UNRESOLVED_TASK = "(unresolved)"
 
 
+class NotifyEvent(StrEnum):
+    """What a job's `notify` rules may ask to hear of, about each of its executions."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"  # ended FAILED, its attempts used up, a failure that no retry helps, or dead-lettered
+    DEAD_LETTERED = "dead_lettered"  # ended FAILED because its message exhausted its deliveries
+    LATE = "late"  # started more than the rule's `late_after_seconds` after its time
+    SKIPPED = "skipped"  # SKIPPED by the job's policy (catch-up window, overlap)
+
+
+MAX_NOTIFY_RULES = 10
+MAX_LATE_AFTER_SECONDS = 7 * 24 * 3600
+NOTIFY_TARGET_MAX_LENGTH = 2048
+
+
+class TargetKind(StrEnum):
+    WEBHOOK = "webhook"
+    SNS = "sns"
+    EVENTBRIDGE = "eventbridge"
+
+
+def target_kind(to: str) -> TargetKind:
+    """What a notification target names: a webhook URL, an SNS topic ARN or an EventBridge bus ARN.
+    ValueError otherwise."""
+    if to.startswith(("http://", "https://")):
+        return TargetKind.WEBHOOK
+    # (The ARN forms the sns and eventbridge tasks accept: punctual.target_arns.)
+    if target_arns.SNS.arn.fullmatch(to):
+        return TargetKind.SNS
+    if target_arns.EVENTBRIDGE.arn.fullmatch(to):
+        return TargetKind.EVENTBRIDGE
+    raise ValueError(
+        "expected a webhook URL (http:// or https://), an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:TOPIC) "
+        "or an EventBridge event bus ARN (arn:aws:events:REGION:ACCOUNT:event-bus/NAME)"
+    )
+
+
+class NotifyRule(BaseModel):
+    """Tell `to` of the job's executions' events named in `on`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    on: list[NotifyEvent] = Field(
+        min_length=1,
+        max_length=len(NotifyEvent),
+        description="Events to tell of: succeeded, failed, dead_lettered, late, skipped. A dead-lettered "
+        "execution is told once to a rule, as dead_lettered if it asks for that, else as failed.",
+    )
+    to: Annotated[str, PLAIN_TEXT] = Field(
+        min_length=1,
+        max_length=NOTIFY_TARGET_MAX_LENGTH,
+        description="A webhook URL (a signed POST when the job has a signing secret), an SNS topic ARN "
+        "or an EventBridge event bus ARN; ARNs only those the deployment allows (notification_targets).",
+    )
+    late_after_seconds: Annotated[int | None, JSON_NUMBER] = Field(
+        default=None,
+        ge=1,
+        le=MAX_LATE_AFTER_SECONDS,
+        description="With `late` (and only then, where it is required): an execution is late when it "
+        "starts more than this many seconds after its scheduled time.",
+    )
+
+    @field_validator("on")
+    @classmethod
+    def _distinct(cls, value: list[NotifyEvent]) -> list[NotifyEvent]:
+        if len(set(value)) != len(value):
+            raise ValueError("names an event twice")
+        return value
+
+    @field_validator("to")
+    @classmethod
+    def _target(cls, value: str) -> str:
+        target_kind(value)
+        return value
+
+    @model_validator(mode="after")
+    def _threshold(self) -> NotifyRule:
+        late = NotifyEvent.LATE in self.on
+        if late and self.late_after_seconds is None:
+            raise ValueError(
+                "late_after_seconds: required when `on` includes late (seconds after the scheduled time)"
+            )
+        if not late and self.late_after_seconds is not None:
+            raise ValueError("late_after_seconds: applies only to a rule whose `on` includes late")
+        return self
+
+    @property
+    def kind(self) -> TargetKind:
+        return target_kind(self.to)
+
+
 @dataclass(frozen=True)
 class Execution:
     id: str
@@ -172,6 +276,59 @@ class Execution:
     created_at: datetime | None = None
     # The version of the named task its (latest) attempt ran; None for a task given inline.
     task_version: int | None = None
+    # The execution this one runs again (POST /jobs/{id}/executions/{execution_id}/retry).
+    retry_of: str | None = None
+    # Ended FAILED by the dead-letter handler: its message exhausted its deliveries.
+    dead_lettered: bool = False
+    # What became of its notifications (the job's `notify` rules), one per rule and event.
+    deliveries: tuple[Delivery, ...] = ()
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A notification of an execution's event to one target: where it stands."""
+
+    event: NotifyEvent
+    rule: int  # the index of the rule in the job's `notify`
+    to: str
+    status: DeliveryStatus
+    attempts: int
+    at: datetime  # of the last attempt
+    error: str | None = None
+    next_attempt_at: datetime | None = None
+
+
+class DeliveryStatus(StrEnum):
+    DELIVERED = "delivered"
+    RETRYING = "retrying"  # the last attempt failed; another comes at `next_attempt_at`
+    FAILED = "failed"  # given up on (out of attempts, or refused for good)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How the job's latest execution to run to its end (SUCCEEDED or FAILED) ended, kept on the job
+    item when it finishes so that lists show it and filter by it without reading executions."""
+
+    status: ExecutionStatus
+    at: datetime  # when it finished
+    execution_id: str
+    scheduled_at: datetime
+    consecutive_failures: int = 0
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """An execution the dead-letter handler ended FAILED (its message exhausted its deliveries), kept
+    for its owner to list and redrive (`punctual.dead_letters`)."""
+
+    owner: str
+    job_id: str
+    execution_id: str
+    scheduled_at: datetime
+    schedule_version: int | None
+    manual: bool
+    dead_lettered_at: datetime
+    error: str
 
 
 @dataclass(frozen=True)
@@ -212,10 +369,13 @@ class Job:
     inherits: frozenset[str] = frozenset()
     # The version of its named task this copy was resolved with (the worker's; None otherwise).
     task_version: int | None = None
-
-    @property
-    def task_name(self) -> str | None:
-        return self.task.name if isinstance(self.task, TaskRef) else None
+    outcome: Outcome | None = None
+    notify: tuple[NotifyRule, ...] = ()
+    # Write-only: never shown. None: the job signs nothing.
+    signing: SigningKeys | None = None
+    # Why and when a PAUSED job was paused (by its owner, or by `policy.pause_after_failures`).
+    pause_note: str | None = None
+    paused_at: datetime | None = None
 
     @property
     def recurring(self) -> bool:
@@ -228,6 +388,10 @@ class Job:
         if self.queued_run_at is not None and self.queued_run_at > now:
             return self.queued_run_at
         return self.next_run_at
+
+    @property
+    def task_name(self) -> str | None:
+        return self.task.name if isinstance(self.task, TaskRef) else None
 
 
 @dataclass(frozen=True)
@@ -345,3 +509,47 @@ def completes_job(job: Job, execution: Execution) -> bool:
     if not job.recurring:
         return True
     return job.final_execution_id == execution.id
+
+
+def scheduled_at_of(job_id: str, execution_id: str) -> datetime | None:
+    """The scheduled instant an execution id of this job carries (`execution_id_for`,
+    `manual_execution_id`: `<job id>.<hex ms>.<rest>`), or None if it is not one of its ids."""
+    head, dot, rest = execution_id.partition(".")
+    if head != job_id or not dot:
+        return None
+    hex_ms, dot, tail = rest.partition(".")
+    if not dot or not tail or not 0 < len(hex_ms) <= 12:
+        return None
+    try:
+        return from_epoch_ms(int(hex_ms, 16))
+    except (ValueError, OverflowError):
+        return None
+
+
+MAX_PAUSE_NOTE_CHARS = 500
+
+
+def pause_changes(job: Job, now: datetime, note: str | None) -> dict[str, Any]:
+    """The changes that pause an ACTIVE job: nothing of it runs until resumed (a fresh schedule
+    version makes every execution already filed stale), with a note saying why (or none)."""
+    return {
+        "status": JobStatus.PAUSED,
+        "next_run_at": None,
+        "queued_run_at": None,
+        "schedule_version": new_version(),
+        # A one-time job's run under way may end while it is paused: it notes so on the job.
+        "paused_version": None if job.recurring else job.schedule_version,
+        "pause_note": note,
+        "paused_at": now,
+        "updated_at": now,
+    }
+
+
+def new_version() -> int:
+    """A fresh schedule version. Random, not version + 1: a request that loses a race to another
+    change must not share the winner's version, or the marker it filed first would stay valid. (None
+    is 0: `NO_VERSION`; jobs of the first versions have 1.)"""
+    return secrets.randbelow(2**52) + 2
+
+
+NO_VERSION = 0

@@ -29,6 +29,10 @@ SCANNER_DURATION_MS = "ScannerDurationMs"
 # How far the scanner's furthest-behind shard is behind now (0 when every shard has read up to now).
 SCANNER_BEHIND_SECONDS = "ScannerBehindSeconds"
 DEAD_LETTERED = "ExecutionsDeadLettered"
+# Jobs paused by their `policy.pause_after_failures`; notifications delivered and given up on.
+JOBS_AUTO_PAUSED = "JobsAutoPaused"
+NOTIFICATIONS_DELIVERED = "NotificationsDelivered"
+NOTIFICATIONS_FAILED = "NotificationsFailed"
 EXECUTIONS_QUARANTINED = "ExecutionsQuarantined"
 # Burst forecast (punctual.burst): the busiest coming minute's due executions, the share of what the
 # deployment can start that it needs (over 100: late), and the worker mapping's minimum pollers.

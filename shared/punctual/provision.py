@@ -17,6 +17,7 @@ class Provisioned:
     table_name: str
     queue_url: str
     dlq_url: str
+    notify_queue_url: str = ""
 
 
 def create_all(dynamodb_client: Any, sqs_client: Any, prefix: str = "") -> Provisioned:
@@ -53,4 +54,23 @@ def create_all(dynamodb_client: Any, sqs_client: Any, prefix: str = "") -> Provi
             ),
         },
     )["QueueUrl"]
-    return Provisioned(table_name=table_name, queue_url=queue_url, dlq_url=dlq_url)
+    notify_dlq_url = _queue(sqs_client, prefix, resources.NOTIFY_DEAD_LETTER_QUEUE)
+    notify_dlq_arn = sqs_client.get_queue_attributes(QueueUrl=notify_dlq_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    notify_queue_url = _queue(sqs_client, prefix, resources.NOTIFY_QUEUE, notify_dlq_arn)
+    return Provisioned(
+        table_name=table_name, queue_url=queue_url, dlq_url=dlq_url, notify_queue_url=notify_queue_url
+    )
+
+
+def _queue(sqs_client: Any, prefix: str, queue: resources.QueueDefinition, dead_letter_arn: str = "") -> str:
+    attributes = {
+        "VisibilityTimeout": str(queue.visibility_timeout_seconds),
+        "MessageRetentionPeriod": str(queue.retention_seconds),
+    }
+    if dead_letter_arn:
+        attributes["RedrivePolicy"] = json.dumps(
+            {"deadLetterTargetArn": dead_letter_arn, "maxReceiveCount": queue.max_receive_count}
+        )
+    return str(sqs_client.create_queue(QueueName=prefix + queue.name, Attributes=attributes)["QueueUrl"])

@@ -16,6 +16,9 @@ APP_NAME = "Punctual"
 ENV_TABLE_NAME = "PUNCTUAL_TABLE_NAME"
 ENV_QUEUE_URL = "PUNCTUAL_QUEUE_URL"
 ENV_DLQ_URL = "PUNCTUAL_DLQ_URL"
+ENV_NOTIFY_QUEUE_URL = "PUNCTUAL_NOTIFY_QUEUE_URL"
+# The stack's EventBridge bus for execution status changes (the execution_events function).
+ENV_EVENT_BUS_NAME = "PUNCTUAL_EVENT_BUS_NAME"
 # The worker's SQS event source mapping (its UUID), whose pollers the scanner warms before a burst.
 ENV_WORKER_MAPPING_ID = "PUNCTUAL_WORKER_MAPPING_ID"
 
@@ -117,10 +120,31 @@ WORK_QUEUE = QueueDefinition(
     max_receive_count=25,
 )
 
+# The notifier's Lambda timeout (a webhook gets 10 s; a batch's deliveries run side by side).
+NOTIFIER_TIMEOUT_SECONDS = 60
+
+# Where notifications wait for the notifier, and for its retries (their visibility is their backoff).
+NOTIFY_DEAD_LETTER_QUEUE = QueueDefinition(
+    name="punctual-notify-dead-letter",
+    visibility_timeout_seconds=60,
+    retention_seconds=14 * 24 * 3600,
+)
+NOTIFY_QUEUE = QueueDefinition(
+    name="punctual-notify",
+    visibility_timeout_seconds=NOTIFIER_TIMEOUT_SECONDS + 30,
+    # (the longest retry schedule, about eleven hours, fits well within it)
+    retention_seconds=4 * 24 * 3600,
+    # Receives: the notifier gives up after its own attempts (punctual.notify.MAX_ATTEMPTS) and records
+    # so; only a message it cannot handle at all (a notifier failing on it) reaches its dead-letter queue.
+    max_receive_count=20,
+)
+
 # Lambda handlers, as dotted paths inside the one code asset (functions/ plus the punctual package).
 FUNCTIONS = {
     "api": "functions.api.handler.lambda_handler",
     "scanner": "functions.scanner.handler.lambda_handler",
     "worker": "functions.worker.handler.lambda_handler",
     "dead_letter": "functions.dead_letter.handler.lambda_handler",
+    "notifier": "functions.notifier.handler.lambda_handler",
+    "execution_events": "functions.execution_events.handler.lambda_handler",
 }

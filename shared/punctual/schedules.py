@@ -81,6 +81,27 @@ class AtSchedule(_Schedule):
     at: Instant
 
 
+# The longest `in` a request may ask for (about ten years): any later instant is a typing mistake.
+MAX_IN_SECONDS = 10 * 366 * 24 * 3600
+
+
+class InSchedule(_Schedule):
+    """Run once, this many seconds after the request that creates (or reschedules) the job is taken.
+    Stored as the `at` schedule of that instant. A retry of the request with the same Idempotency-Key
+    and body answers the job the first one created: unlike an `at` computed by the client at each
+    attempt, the body does not change between attempts."""
+
+    type: Literal["in"]
+    seconds: Annotated[int, JSON_NUMBER] = Field(ge=0, le=MAX_IN_SECONDS)
+
+
+def absolute(schedule: _Schedule, now: datetime) -> _Schedule:
+    """The schedule as stored: an `in` schedule taken at `now` becomes the `at` of its instant."""
+    if isinstance(schedule, InSchedule):
+        return AtSchedule(type="at", at=now + timedelta(seconds=schedule.seconds))
+    return schedule
+
+
 class _Windowed(_Schedule):
     start_at: Instant | None = None
     end_at: Instant | None = None
@@ -123,7 +144,7 @@ class RateSchedule(_Windowed):
 
 
 Schedule = Annotated[
-    NowSchedule | AtSchedule | CronSchedule | RateSchedule,
+    NowSchedule | AtSchedule | InSchedule | CronSchedule | RateSchedule,
     Field(discriminator="type"),
 ]
 
@@ -159,6 +180,9 @@ def occurrences(schedule: _Schedule, after: datetime, anchor: datetime | None = 
         return
     if isinstance(schedule, AtSchedule):
         yield schedule.at
+        return
+    if isinstance(schedule, InSchedule):  # (taken at `after`: `absolute` resolves it at the request)
+        yield after + timedelta(seconds=schedule.seconds)
         return
     if isinstance(schedule, CronSchedule):
         runs = _cron_runs(schedule, after)

@@ -16,12 +16,14 @@ from punctual.clock import Clock
 from punctual.dispatch import Dispatcher
 from punctual.errors import Conflict, InvalidRequest, LostRace, NotFound
 from punctual.models import (
+    NO_VERSION,
     DueMarker,
     Execution,
     ExecutionStatus,
     Job,
     JobPolicy,
     JobStatus,
+    NotifyRule,
     RetryPolicy,
     TaskRef,
     TaskSpec,
@@ -30,16 +32,22 @@ from punctual.models import (
     first_run,
     manual_execution_id,
     marker_for,
+    new_version,
+    pause_changes,
+    scheduled_at_of,
 )
+from punctual.notify import NotifyPolicy, check_rules
 from punctual.observability import JOBS_CREATED, logger, metrics
 from punctual.schedules import (
     PAST_TOLERANCE,
     AtSchedule,
     CronBoundExceeded,
     _Schedule,
+    absolute,
     is_recurring,
     preview,
 )
+from punctual.signing import SigningKeys
 from punctual.store import DEFAULT_TIMEOUT_SECONDS, Page, Store
 
 if TYPE_CHECKING:
@@ -62,11 +70,21 @@ class NewJob:
     timeout_seconds: int | None = None
     policy: JobPolicy | None = None
     tags: dict[str, str] | None = None
+    notify: tuple[NotifyRule, ...] = ()
+    signing_secret: str | None = None
+
+
+class _Unchanged:
+    def __repr__(self) -> str:
+        return "UNCHANGED"
+
+
+UNCHANGED = _Unchanged()
 
 
 @dataclass(frozen=True)
 class JobChanges:
-    """A PATCH: fields left as None are not changed."""
+    """A PATCH: fields left as None (`signing_secret`: UNCHANGED) are not changed."""
 
     name: str | None = None
     # A new task: inline, or a named task's name (its parameters in `params`).
@@ -78,6 +96,9 @@ class JobChanges:
     timeout_seconds: int | None = None
     policy: JobPolicy | None = None
     tags: dict[str, str] | None = None
+    notify: tuple[NotifyRule, ...] | None = None
+    # A new secret (the current one stays valid beside it for a while), None to sign nothing.
+    signing_secret: str | _Unchanged | None = UNCHANGED
 
 
 @dataclass(frozen=True)
@@ -98,12 +119,14 @@ class JobService:
         *,
         task_policy: tasks.TaskPolicy | None = None,
         named_tasks: TaskService | None = None,
+        notify_policy: NotifyPolicy | None = None,
     ) -> None:
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
         self._task_policy = task_policy or tasks.TaskPolicy()
         self._named_tasks = named_tasks
+        self._notify_policy = notify_policy or NotifyPolicy()
 
     # --------------------------------------------------------------- create
     def create(self, owner: str, new: NewJob, idempotency_key: str | None = None) -> tuple[Job, bool]:
@@ -229,12 +252,14 @@ class JobService:
             for name, given in (("retry", new.retry), ("timeout_seconds", new.timeout_seconds))
             if isinstance(task, TaskRef) and given is None
         )
-        self._check_not_past(new.schedule, now)
+        schedule = absolute(new.schedule, now)
+        self._check_not_past(schedule, now)
         policy = new.policy or JobPolicy()
-        _check_policy(policy, new.schedule)
-        anchor = anchor_for(new.schedule, now)
+        _check_policy(policy, schedule)
+        notify = check_rules(new.notify, self._notify_policy)
+        anchor = anchor_for(schedule, now)
         with _bounded():
-            runs_at = first_run(new.schedule, now, anchor, job_id, policy.flexible_window_seconds)
+            runs_at = first_run(schedule, now, anchor, job_id, policy.flexible_window_seconds)
         if runs_at is None:
             raise InvalidRequest("schedule has no run time in the future", field="schedule")
         return Job(
@@ -243,7 +268,7 @@ class JobService:
             name=new.name or job_id,
             status=JobStatus.ACTIVE,
             task=task,
-            schedule=new.schedule,
+            schedule=schedule,
             retry=new.retry or RetryPolicy(),
             timeout_seconds=new.timeout_seconds or DEFAULT_TIMEOUT_SECONDS,
             created_at=now,
@@ -253,6 +278,8 @@ class JobService:
             policy=policy,
             tags=dict(new.tags or {}),
             inherits=inherits,
+            notify=notify,
+            signing=None if new.signing_secret is None else SigningKeys(current=new.signing_secret),
         )
 
     def _store_one(self, job: Job) -> tuple[Job, DueMarker | None]:
@@ -287,13 +314,17 @@ class JobService:
         *,
         tag: tuple[str, str | None] | None = None,
         task: str | None = None,
+        outcome: ExecutionStatus | None = None,
+        name_prefix: str | None = None,
     ) -> Page:
-        """A page of the owner's jobs, newest first: by status and tag (filters on the owner's list,
-        bounded reads a page), or the ACTIVE and PAUSED jobs using a named task (its index)."""
+        """A page of the owner's jobs, newest first, with their last executions (those their outcomes
+        name): by status, tag, outcome and name prefix (filters on the owner's list, bounded reads a
+        page), or the ACTIVE and PAUSED jobs using a named task (its index). None read per job."""
         if task is not None:
-            if status is not None or tag is not None:
+            if status is not None or tag is not None or outcome is not None or name_prefix is not None:
                 raise InvalidRequest(
-                    "task: lists the jobs using a task; give no status or tag with it", field="task"
+                    "task: lists the jobs using a task; give no status, tag, outcome or name prefix with it",
+                    field="task",
                 )
             if self._named_tasks is None:
                 raise InvalidRequest("task: named tasks are not available here", field="task")
@@ -302,15 +333,30 @@ class JobService:
             jobs = [found[i] for i in ids.items if i in found and found[i].owner == owner]
             page = Page(jobs, ids.last_key)
         else:
-            page = self._store.list_jobs(owner, status, limit, start_key, tag=tag)
-        return replace(page, items=self._store.with_last_executions(page.items))
+            page = self._store.list_jobs(
+                owner, status, limit, start_key, tag=tag, outcome=outcome, name_prefix=name_prefix
+            )
+        return replace(page, items=self._store.with_recorded_outcomes(page.items))
 
-    def executions(self, owner: str, job_id: str, limit: int, start_key: dict[str, Any] | None) -> Page:
+    def executions(
+        self,
+        owner: str,
+        job_id: str,
+        limit: int,
+        start_key: dict[str, Any] | None,
+        *,
+        status: ExecutionStatus | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Page:
         _owned(self._store.get_job(job_id), owner, job_id)  # the page reads the executions itself
-        return self._store.list_executions(job_id, limit, start_key)
+        if since is not None and until is not None and until <= since:
+            raise InvalidRequest("until: must be after since", field="until")
+        return self._store.list_executions(job_id, limit, start_key, status=status, since=since, until=until)
 
     def preview(self, schedule: _Schedule, count: int) -> list[datetime]:
         now = self._clock.now()
+        schedule = absolute(schedule, now)
         self._check_not_past(schedule, now)
         anchor = anchor_for(schedule, now)
         with _bounded():
@@ -340,23 +386,35 @@ class JobService:
             fields["retry"] = changes.retry
         if changes.timeout_seconds is not None:
             fields["timeout_seconds"] = changes.timeout_seconds
+        if changes.notify is not None:
+            fields["notify"] = check_rules(changes.notify, self._notify_policy)
+        if not isinstance(changes.signing_secret, _Unchanged):
+            new_secret = changes.signing_secret
+            fields["signing"] = (
+                None
+                if new_secret is None
+                else SigningKeys(current=new_secret)
+                if job.signing is None
+                else job.signing.rotated(new_secret, now)
+            )
         policy = changes.policy or job.policy
         _check_policy(policy, changes.schedule or job.schedule)
         if changes.policy is not None:
             # (takes effect from the next run filed: the one filed already keeps its instant)
             fields["policy"] = None if policy.is_default else policy
         marker: DueMarker | None = None
-        if changes.schedule is not None:
-            self._check_not_past(changes.schedule, now)
-            anchor = anchor_for(changes.schedule, now)
+        schedule = None if changes.schedule is None else absolute(changes.schedule, now)
+        if schedule is not None:
+            self._check_not_past(schedule, now)
+            anchor = anchor_for(schedule, now)
             with _bounded():
-                runs_at = first_run(changes.schedule, now, anchor, job.id, policy.flexible_window_seconds)
+                runs_at = first_run(schedule, now, anchor, job.id, policy.flexible_window_seconds)
             if runs_at is None:
                 raise InvalidRequest("schedule has no run time in the future", field="schedule")
             version = _new_version()
             status = job.status if job.status is JobStatus.PAUSED else JobStatus.ACTIVE
             fields.update(
-                schedule=changes.schedule,
+                schedule=schedule,
                 anchor_at=anchor,
                 schedule_version=version,
                 final_execution_id=None,
@@ -437,24 +495,17 @@ class JobService:
                 raise
             return self.cancel(owner, job_id, attempts=attempts - 1)
 
-    def pause(self, owner: str, job_id: str) -> Job:
+    def pause(self, owner: str, job_id: str, note: str | None = None) -> Job:
+        """Pause the job, noting why (`note`); pausing a PAUSED job again only changes its note."""
         job = self.get(owner, job_id)
+        now = self._clock.now()
         if job.status is JobStatus.PAUSED:
-            return job
+            if note is None or note == job.pause_note:
+                return job
+            return self._write(job, {"pause_note": note, "updated_at": now})
         if job.status is not JobStatus.ACTIVE:
             raise Conflict(f"job is {job.status.value}; only an ACTIVE job can be paused")
-        return self._write(
-            job,
-            {
-                "status": JobStatus.PAUSED,
-                "next_run_at": None,
-                "queued_run_at": None,
-                "schedule_version": _new_version(),
-                # A one-time job's run under way may end while it is paused: it notes so on the job.
-                "paused_version": None if job.recurring else job.schedule_version,
-                "updated_at": self._clock.now(),
-            },
-        )
+        return self._write(job, pause_changes(job, now, note))
 
     def resume(self, owner: str, job_id: str, *, attempts: int = 3) -> Job:
         job = self.get(owner, job_id)
@@ -502,6 +553,8 @@ class JobService:
                 "schedule_version": version,
                 "paused_version": None,
                 "ran_at": None,
+                "pause_note": None,
+                "paused_at": None,
                 "updated_at": now,
             },
             withdraw=marker,
@@ -544,16 +597,49 @@ class JobService:
         return BulkChange(changed, failed, page.last_key)
 
     def run_now(self, owner: str, job_id: str) -> Execution:
+        return self._run_extra(self.get(owner, job_id))
+
+    def retry(self, owner: str, job_id: str, execution_id: str) -> Execution:
+        """Run a finished execution that did not succeed (FAILED, SKIPPED or CANCELLED) once more, now:
+        a new extra execution of the job's current task, which names it (`retry_of`). A new id, not the
+        same execution again: receivers that de-duplicate on the execution id would drop a repeat."""
         job = self.get(owner, job_id)
+        scheduled_at = scheduled_at_of(job.id, execution_id)
+        original = (
+            None if scheduled_at is None else self._store.get_execution(job.id, scheduled_at, execution_id)
+        )
+        if original is None:
+            raise NotFound(f"execution {execution_id!r} of job {job_id!r} not found")
+        if not original.status.is_final:
+            raise Conflict(f"execution is {original.status.value}; only a finished execution can be retried")
+        if original.status is ExecutionStatus.SUCCEEDED:
+            raise Conflict("execution SUCCEEDED; run the job again instead (POST /jobs/{id}/run)")
+        return self._run_extra(job, retry_of=original.id)
+
+    def _run_extra(self, job: Job, retry_of: str | None = None) -> Execution:
         if job.status is JobStatus.PAUSED:
             raise Conflict("job is PAUSED; resume it to run it")
         if job.status is JobStatus.CANCELLED:
             raise Conflict("job is CANCELLED and cannot run again; create a new job")
         now = self._clock.now()
+        queued = Execution(
+            id=manual_execution_id(job.id, now, secrets.token_hex(4)),
+            job_id=job.id,
+            owner=job.owner,
+            scheduled_at=now,
+            status=ExecutionStatus.QUEUED,
+            schedule_version=job.schedule_version,
+            manual=True,
+            created_at=now,
+            retry_of=retry_of,
+        )
+        if retry_of is not None:
+            # Stored before its marker, with what it retries: the dispatch leaves a stored one as it is.
+            self._store.put_execution_if_absent(queued)
         marker = self._file(
             DueMarker(
                 job_id=job.id,
-                execution_id=manual_execution_id(job.id, now, secrets.token_hex(4)),
+                execution_id=queued.id,
                 scheduled_at=now,
                 schedule_version=job.schedule_version,
                 manual=True,
@@ -561,16 +647,7 @@ class JobService:
         )
         self._hand_off(marker)
         execution = self._store.get_execution(job.id, now, marker.execution_id)
-        return execution or Execution(
-            id=marker.execution_id,
-            job_id=job.id,
-            owner=owner,
-            scheduled_at=now,
-            status=ExecutionStatus.PENDING,
-            schedule_version=job.schedule_version,
-            manual=True,
-            created_at=now,
-        )
+        return execution or replace(queued, status=ExecutionStatus.PENDING)
 
     # -------------------------------------------------------------- helpers
     def _write(self, job: Job, fields: dict[str, Any], withdraw: DueMarker | None = None) -> Job:
@@ -683,14 +760,7 @@ def _pending_one_time(job: Job, now: datetime, *, ran: bool = False) -> datetime
     return now  # a "now" job paused before it ran
 
 
-# No schedule version is 0 (`_new_version`, and 1 for jobs of the first versions).
-NO_VERSION = 0
-
-
-def _new_version() -> int:
-    """A fresh schedule version. Random, not version + 1: a request that loses a race to another
-    change must not share the winner's version, or the marker it filed first would stay valid."""
-    return secrets.randbelow(2**52) + 2
+_new_version = new_version
 
 
 def _new_id(prefix: str) -> str:
@@ -711,7 +781,7 @@ def _first_marker(job: Job) -> DueMarker:
 
 
 def _body(new: NewJob) -> dict[str, Any]:
-    body = {
+    body: dict[str, Any] = {
         "task": new.task.model_dump(mode="json"),
         "schedule": new.schedule.model_dump(mode="json"),
         "name": new.name,
@@ -722,6 +792,10 @@ def _body(new: NewJob) -> dict[str, Any]:
         body["tags"] = dict(sorted(new.tags.items()))
     if new.policy is not None:  # (absent otherwise: fingerprints of requests without one stay as they were)
         body["policy"] = new.policy.model_dump(mode="json")
+    if new.notify:
+        body["notify"] = [rule.model_dump(mode="json") for rule in new.notify]
+    if new.signing_secret is not None:  # (hashed with the rest: the fingerprint never shows it)
+        body["signing_secret"] = new.signing_secret
     return body
 
 

@@ -28,23 +28,31 @@ from typing import Any, TypeVar, cast
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
+from pydantic import TypeAdapter
 
 from punctual import resources
 from punctual.concurrency import PartitionPacer, chunks, parallel_map
 from punctual.errors import InvalidRequest, LostRace, RetryableStoreError, UnreadableItem
 from punctual.models import (
     SCHEDULE_ADAPTER,
+    DeadLetter,
+    Delivery,
+    DeliveryStatus,
     DueMarker,
     Execution,
     ExecutionStatus,
     Job,
     JobPolicy,
     JobStatus,
+    NotifyEvent,
+    NotifyRule,
+    Outcome,
     RetryPolicy,
     TaskRef,
     TaskSpec,
 )
 from punctual.observability import logger
+from punctual.signing import SigningKeys
 from punctual.timefmt import from_epoch_ms, parse_rfc3339, to_epoch_ms, to_rfc3339
 from punctual.validation import has_tag
 
@@ -70,6 +78,7 @@ _EXECUTION_FIXED = (
     "manual",
     "created_at",
     "expires_at",
+    "retry_of",
 )
 _QUARANTINE_PK = "QUARANTINE"
 # A job's timeout when it gives none (the API's default; a job with a named task may take the task's).
@@ -239,6 +248,149 @@ def _int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+_NOTIFY_ADAPTER: TypeAdapter[tuple[NotifyRule, ...]] = TypeAdapter(tuple[NotifyRule, ...])
+
+
+def _notify_json(rules: Sequence[NotifyRule] | None) -> str | None:
+    """A job's notification rules as stored (none: no attribute)."""
+    if not rules:
+        return None
+    return json.dumps(
+        [rule.model_dump(mode="json", exclude_none=True) for rule in rules], separators=(",", ":")
+    )
+
+
+def _signing_attributes(keys: SigningKeys | None) -> dict[str, Any]:
+    """A job's signing secrets as stored: None removes them (the job signs nothing)."""
+    if keys is None:
+        return {"signing_secret": None, "signing_previous": None, "signing_previous_until": None}
+    return {
+        "signing_secret": keys.current,
+        "signing_previous": keys.previous,
+        "signing_previous_until": _iso(keys.previous_until),
+    }
+
+
+def _signing_from(item: dict[str, Any]) -> SigningKeys | None:
+    if not item.get("signing_secret"):
+        return None
+    return SigningKeys(
+        current=str(item["signing_secret"]),
+        previous=item.get("signing_previous"),
+        previous_until=_dt(item.get("signing_previous_until")),
+    )
+
+
+# A job's outcome, kept small (a job item over 1 KB costs two write units a write): its status, when
+# it finished (ms), the run as `<scheduled ms>#<execution id less the job id>`, and the consecutive
+# failures (absent when none).
+_OUTCOME_ATTRIBUTES = ("outcome", "outcome_at", "outcome_run", "failures")
+
+
+def _outcome_run(execution: Execution) -> str:
+    short = (
+        execution.id.removeprefix(execution.job_id)
+        if execution.id.startswith(f"{execution.job_id}.")
+        else f"/{execution.id}"
+    )
+    return f"{to_epoch_ms(execution.scheduled_at):013d}#{short}"
+
+
+def _outcome_from(item: dict[str, Any]) -> Outcome | None:
+    if not item.get("outcome") or "outcome_run" not in item:
+        return None
+    try:
+        ms, _, short = str(item["outcome_run"]).partition("#")
+        job_id = str(item["id"])
+        return Outcome(
+            status=ExecutionStatus(item["outcome"]),
+            at=from_epoch_ms(int(item["outcome_at"])),
+            execution_id=short[1:] if short.startswith("/") else job_id + short,
+            scheduled_at=from_epoch_ms(int(ms)),
+            consecutive_failures=int(item.get("failures", 0)),
+        )
+    except (KeyError, ValueError):
+        return None  # written by a newer version: shown as none rather than failing the read
+
+
+def _outcome_update(execution: Execution) -> tuple[list[str], list[str], dict[str, Any]]:
+    """The SET and REMOVE clauses (and their values) that record a finished execution as its job's
+    outcome: a failure adds one to the consecutive failures, a success ends them."""
+    assert execution.finished_at is not None
+    sets = ["outcome = :oc", "outcome_at = :oat", "outcome_run = :orun"]
+    removes: list[str] = []
+    values: dict[str, Any] = {
+        ":oc": execution.status.value,
+        ":oat": to_epoch_ms(execution.finished_at),
+        ":orun": _outcome_run(execution),
+    }
+    if execution.status is ExecutionStatus.FAILED:
+        sets.append("failures = if_not_exists(failures, :ozero) + :oone")
+        values.update({":ozero": 0, ":oone": 1})
+    else:
+        removes.append("failures")
+    return sets, removes, values
+
+
+# What a job shows of its last execution (`Store.with_recorded_outcomes`): a projection and its names.
+_SHOWN_EXECUTION_ATTRIBUTES = (
+    "#id, job_id, #owner, scheduled_at, #st, schedule_version, manual, attempts, started_at, "
+    "finished_at, lateness_ms, #err, next_attempt_at, created_at, retry_of, dead_lettered, task_version",
+    {"#id": "id", "#owner": "owner", "#st": "status", "#err": "error"},
+)
+
+
+# A delivery's record on its execution's item: one attribute per rule and event, so that deliveries
+# of one execution never write the same attribute.
+_DELIVERY_PREFIX = "delivery#"
+
+
+def _delivery_attribute(event: NotifyEvent, rule: int) -> str:
+    return f"{_DELIVERY_PREFIX}{rule}#{event.value}"
+
+
+def _deliveries_from(item: dict[str, Any]) -> tuple[Delivery, ...]:
+    found = []
+    for name, value in item.items():
+        if not name.startswith(_DELIVERY_PREFIX) or not isinstance(value, dict):
+            continue
+        try:
+            _, rule, event = name.split("#", 2)
+            found.append(
+                Delivery(
+                    event=NotifyEvent(event),
+                    rule=int(rule),
+                    to=str(value["to"]),
+                    status=DeliveryStatus(value["status"]),
+                    attempts=int(value["attempts"]),
+                    at=from_epoch_ms(int(value["at"])),
+                    error=value.get("error"),
+                    next_attempt_at=None if value.get("next") is None else from_epoch_ms(int(value["next"])),
+                )
+            )
+        except (KeyError, ValueError):
+            continue  # a newer version's record
+    return tuple(sorted(found, key=lambda d: (d.rule, d.event.value)))
+
+
+def _dead_letter_pk(owner: str) -> str:
+    return f"DEADLETTER#{owner}"
+
+
+def _dead_letter_from(owner: str, item: dict[str, Any]) -> DeadLetter:
+    version = item.get("schedule_version")
+    return DeadLetter(
+        owner=owner,
+        job_id=str(item["job_id"]),
+        execution_id=str(item["execution_id"]),
+        scheduled_at=from_epoch_ms(int(item["scheduled_ms"])),
+        schedule_version=None if version is None else int(version),
+        manual=bool(item.get("manual", False)),
+        dead_lettered_at=parse_rfc3339(str(item["dead_lettered_at"])),
+        error=str(item.get("error", "")),
+    )
+
+
 # Batched writes to one bucket (a due-marker partition) from this process stay under 90 % of a
 # partition's 1,000 write units a second (a marker is under 1 KB: one unit), leaving the rest to
 # markers filed into it meanwhile: a scanner draining a minute of a million executions (15,625 markers
@@ -390,12 +542,15 @@ class Store:
         keys: Sequence[dict[str, str]],
         projection: str | None = None,
         names: dict[str, str] | None = None,
+        *,
+        consistent: bool = True,
     ) -> list[dict[str, Any]]:
-        """Read items by key, consistently, 100 a call side by side, retrying unprocessed keys."""
+        """Read items by key (consistently, unless told), 100 a call side by side, retrying
+        unprocessed keys."""
 
         def read(batch: Sequence[dict[str, str]]) -> list[dict[str, Any]]:
             found: list[dict[str, Any]] = []
-            spec: dict[str, Any] = {"ConsistentRead": True}
+            spec: dict[str, Any] = {"ConsistentRead": consistent}
             if projection:
                 spec["ProjectionExpression"] = projection
             if names:
@@ -427,16 +582,29 @@ class Store:
         limit: int,
         start_key: dict[str, Any] | None,
         tag: tuple[str, str | None] | None = None,
+        *,
+        outcome: ExecutionStatus | None = None,
+        name_prefix: str | None = None,
     ) -> Page:
         """A page of the owner's jobs, newest first, from the by_owner index.
 
-        With a status or a tag (`key`, and a value or None for any), the index (which knows neither)
-        is read on, its jobs filtered, until the page is full or the index ends, but at most
-        `list_read_budget` jobs are read: past that the page may be short, even empty, and its
-        `last_key` says where to continue.
+        With a filter (status, tag: `key`, and a value or None for any; outcome; name prefix: all
+        must match), the index (which holds keys only) is read on, its jobs filtered, until the page
+        is full or the index ends, but at most `list_read_budget` jobs are read: past that the page
+        may be short, even empty, and its `last_key` says where to continue. Each index page costs
+        one Query and one BatchGetItem, whatever the filter, and no read per job.
         """
+
+        def wanted(job: Job) -> bool:
+            return (
+                (status is None or job.status is status)
+                and (tag is None or has_tag(job.tags, tag))
+                and (outcome is None or (job.outcome is not None and job.outcome.status is outcome))
+                and (name_prefix is None or job.name.startswith(name_prefix))
+            )
+
         read_budget = self.list_read_budget
-        if status is None and tag is None:
+        if status is None and tag is None and outcome is None and name_prefix is None:
             response = self._query_owner(owner, limit, start_key)
             page = list(self._jobs_of(response.get("Items", [])).values())
             return Page(page, response.get("LastEvaluatedKey"))
@@ -450,11 +618,7 @@ class Store:
             read += len(keys)
             for i, key in enumerate(keys):
                 job = jobs.get(str(key["pk"]).removeprefix("JOB#"))
-                if (
-                    job is not None
-                    and (status is None or job.status is status)
-                    and (tag is None or has_tag(job.tags, tag))
-                ):
+                if job is not None and wanted(job):
                     found.append(job)
                     if len(found) == limit:
                         # Continue after this job; at the index's end only if it was its last entry.
@@ -464,6 +628,27 @@ class Store:
             if start_key is None or read >= read_budget:
                 return Page(found, start_key)
             chunk = min(chunk * 2, 100)
+
+    def with_recorded_outcomes(self, jobs: Sequence[Job]) -> list[Job]:
+        """These jobs with the executions their outcomes name as their last executions: one
+        BatchGetItem (eventually consistent) for up to 100 jobs, none for a job without an outcome
+        (never run to an end, or whose last run ended before outcomes were recorded on jobs)."""
+        keys = [
+            {"pk": _job_pk(job.id), "sk": _exec_sk(job.outcome.scheduled_at, job.outcome.execution_id)}
+            for job in jobs
+            if job.outcome is not None
+        ]
+        found: dict[str, Execution] = {}
+        # (no result, no delivery records: what a job shows of its last execution, and fewer bytes back)
+        projection, names = _SHOWN_EXECUTION_ATTRIBUTES
+        for item in self._batch_get(keys, consistent=False, projection=projection, names=names):
+            shown = self._shown_execution(item)
+            if shown is not None:
+                found[shown.id] = shown
+        return [
+            replace(job, last_execution=None if job.outcome is None else found.get(job.outcome.execution_id))
+            for job in jobs
+        ]
 
     def _query_owner(self, owner: str, limit: int, start_key: dict[str, Any] | None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -572,22 +757,29 @@ class Store:
         )
         return self._job_from(response["Attributes"])
 
-    def complete_job(self, job: Job, execution: Execution) -> None:
+    def complete_job(self, job: Job, execution: Execution) -> int | None:
         """Complete a job whose last execution this was (a one-time job's, or a recurring job's last
-        occurrence). A completed job expires with its history, `retention_days` after it.
+        occurrence), recording it as the job's outcome in the same write (`record_outcome`: its
+        consecutive failures returned). A completed job expires with its history, `retention_days`
+        after it.
 
-        The job keeps no copy of its last execution: readers take it from the execution items of
-        the job's partition (`get_job_shown`, `with_last_executions`), so an execution that does not
-        end its job writes nothing to it. (A copy cost a write per occurrence, and its bytes
-        pushed job items over 1 KB, where every write of them costs two units.)
+        The job keeps no copy of its last execution, only its outcome, a few bytes (`_outcome_update`):
+        readers take the execution from the job's partition (`get_job_shown`), or by the key the
+        outcome names (`with_recorded_outcomes`). (A copy's bytes pushed job items over 1 KB, where
+        every write of them costs two units.)
         """
         finished = execution.finished_at or execution.scheduled_at
+        # The execution is the job's outcome too, in the same write (a skipped run changes none).
+        sets, removes, values = _outcome_update(execution) if execution.status.ran_to_end else ([], [], {})
         completing = partial(
             self._table.update_item,
             Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
-            UpdateExpression="SET #st = :done, expires_at = :exp "
+            UpdateExpression="SET " + ", ".join(["#st = :done", "expires_at = :exp", *sets]) + " "
             # (and the copy earlier versions kept, gone with their last write to the item)
-            "REMOVE next_run_at, queued_run_at, last_execution, last_execution_ms, task_ref",
+            "REMOVE "
+            + ", ".join(
+                ["next_run_at", "queued_run_at", "last_execution", "last_execution_ms", "task_ref", *removes]
+            ),
             # Only if the job still runs the schedule this execution belonged to: a job
             # rescheduled meanwhile has a new run to come, one paused or cancelled keeps that status.
             ConditionExpression="attribute_exists(#pk) AND #st = :active AND schedule_version = :sv",
@@ -597,15 +789,44 @@ class Store:
                 ":active": JobStatus.ACTIVE.value,
                 ":exp": self._expiry(finished),
                 ":sv": execution.schedule_version,
+                **values,
             },
+            ReturnValues="UPDATED_NEW",
         )
         try:
-            _call(completing)
+            response = _call(completing)
         except LostRace:
             # Paused, cancelled or rescheduled meanwhile, or gone. A one-time job paused while this,
             # its run, was under way keeps a note that it ran: resuming it must not run it again.
             if not job.recurring and not execution.manual:
                 self._note_ran_while_paused(job, execution, finished)
+            return self.record_outcome(execution) if execution.status.ran_to_end else None
+        if not execution.status.ran_to_end:
+            return None
+        return int(response.get("Attributes", {}).get("failures", 0))
+
+    def record_outcome(self, execution: Execution) -> int | None:
+        """Record a finished execution (SUCCEEDED or FAILED) as its job's outcome, unless the job has
+        recorded this one already or one that finished after it (a redelivered message, runs ending
+        out of order). Returns the job's consecutive failures with it, or None when not recorded (or
+        the job is gone)."""
+        sets, removes, values = _outcome_update(execution)
+        expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        try:
+            response = _call(
+                partial(
+                    self._table.update_item,
+                    Key={"pk": _job_pk(execution.job_id), "sk": _JOB_SK},
+                    UpdateExpression=expression,
+                    ConditionExpression="attribute_exists(pk) AND (attribute_not_exists(outcome_at) "
+                    "OR outcome_at < :oat OR (outcome_at = :oat AND outcome_run < :orun))",
+                    ExpressionAttributeValues=values,
+                    ReturnValues="UPDATED_NEW",
+                )
+            )
+        except LostRace:
+            return None
+        return int(response.get("Attributes", {}).get("failures", 0))
 
     def _note_ran_while_paused(self, job: Job, execution: Execution, finished: datetime) -> None:
         noting = partial(
@@ -681,16 +902,21 @@ class Store:
         for item in items:
             if not str(item["sk"]).startswith("EXEC#"):
                 continue
-            try:
-                execution = self._execution_from(item)
-            except (KeyError, ValueError, TypeError):
-                continue  # a status this version does not know: not one it can show
+            shown = self._shown_execution(item)
             # (one skipped, CANCELLED for its job paused, cancelled or rescheduled, is not shown)
-            if execution.status.ran_to_end:
-                # As shown on its job: no result (it stays on the execution), a short error.
-                error = None if execution.error is None else execution.error[:200]
-                return replace(execution, result=None, error=error)
+            if shown is not None and shown.status.ran_to_end:
+                return shown
         return None
+
+    def _shown_execution(self, item: dict[str, Any]) -> Execution | None:
+        """An execution as shown on its job: no result (it stays on the execution), a short error; None
+        for one this version cannot read (a status it does not know)."""
+        try:
+            execution = self._execution_from(item)
+        except (KeyError, ValueError, TypeError):
+            return None
+        error = None if execution.error is None else execution.error[:200]
+        return replace(execution, result=None, error=error, deliveries=())
 
     def _expiry(self, instant: datetime) -> int:
         return int((instant + self.retention).timestamp())
@@ -743,20 +969,60 @@ class Store:
         except (KeyError, ValueError, TypeError) as exc:
             raise UnreadableItem(f"execution {execution_id}: {type(exc).__name__}: {exc}") from exc
 
-    def list_executions(self, job_id: str, limit: int, start_key: dict[str, Any] | None) -> Page:
+    def list_executions(
+        self,
+        job_id: str,
+        limit: int,
+        start_key: dict[str, Any] | None,
+        *,
+        status: ExecutionStatus | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Page:
+        """A page of the job's executions, newest first: those scheduled at or after `since` and
+        before `until` (a range of the sort key: nothing else is read), and with `status` (a filter:
+        the executions in the range are read on until the page is full, at most `list_read_budget` a
+        request, past which the page may be short, even empty, with a `last_key` to continue from)."""
         kwargs: dict[str, Any] = {
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
             "ExpressionAttributeValues": {":pk": _job_pk(job_id), ":prefix": "EXEC#"},
             "ScanIndexForward": False,
             "Limit": limit,
         }
+        if since is not None or until is not None:
+            low = "EXEC#" if since is None else f"EXEC#{to_epoch_ms(since):013d}"
+            # (every id sorts below U+FFFF: the bound takes in all executions of the ms before `until`)
+            high = "EXEC#\uffff" if until is None else f"EXEC#{to_epoch_ms(until) - 1:013d}#\uffff"
+            kwargs["KeyConditionExpression"] = "pk = :pk AND sk BETWEEN :low AND :high"
+            kwargs["ExpressionAttributeValues"] = {":pk": _job_pk(job_id), ":low": low, ":high": high}
         if start_key:
             kwargs["ExclusiveStartKey"] = _cursor_key(
                 start_key, equal={"pk": _job_pk(job_id)}, prefixed={"sk": "EXEC#"}
             )
-        response = _call(lambda: self._table.query(**kwargs))
-        items = [self._execution_from(i) for i in response.get("Items", [])]
-        return Page(items, response.get("LastEvaluatedKey"))
+        if status is None:
+            response = _call(lambda: self._table.query(**kwargs))
+            items = [self._execution_from(i) for i in response.get("Items", [])]
+            return Page(items, response.get("LastEvaluatedKey"))
+        kwargs["FilterExpression"] = "#st = :st"
+        kwargs["ExpressionAttributeNames"] = {"#st": "status"}
+        kwargs["ExpressionAttributeValues"][":st"] = status.value
+        found: list[dict[str, Any]] = []
+        read = 0
+        while True:
+            kwargs["Limit"] = min(100, self.list_read_budget - read)
+            response = _call(partial(self._table.query, **kwargs))
+            read += int(response.get("ScannedCount", 0))
+            found += response.get("Items", [])
+            last_key = response.get("LastEvaluatedKey")
+            if len(found) >= limit:
+                # Continue after the page's last execution (the query may have read past it).
+                more = len(found) > limit or last_key is not None
+                page = found[:limit]
+                key = {"pk": page[-1]["pk"], "sk": page[-1]["sk"]}
+                return Page([self._execution_from(i) for i in page], key if more else None)
+            if last_key is None or read >= self.list_read_budget:
+                return Page([self._execution_from(i) for i in found], last_key)
+            kwargs["ExclusiveStartKey"] = last_key
 
     def executions_before(self, execution: Execution, limit: int = 10) -> list[Execution]:
         """The job's executions scheduled before this one, newest first (at most `limit`; consistent:
@@ -1037,25 +1303,127 @@ class Store:
         )
 
     def end_execution(
-        self, execution: Execution, *, status: ExecutionStatus, finished_at: datetime, error: str
+        self,
+        execution: Execution,
+        *,
+        status: ExecutionStatus,
+        finished_at: datetime,
+        error: str,
+        dead_lettered: bool = False,
     ) -> Execution:
         """(not stored)/any status that is not final -> `status` (CANCELLED when skipped, FAILED when
-        dead-lettered)."""
+        dead-lettered, which it then says)."""
+        values: dict[str, Any] = {
+            ":final": status.value,
+            ":at": to_rfc3339(finished_at),
+            ":exp": self._expiry(finished_at),
+            ":err": error,
+            ":s": ExecutionStatus.SUCCEEDED.value,
+            ":f": ExecutionStatus.FAILED.value,
+            ":c": ExecutionStatus.CANCELLED.value,
+        }
+        marked = ""
+        if dead_lettered:
+            marked, values[":dl"] = ", dead_lettered = :dl", True
         return self._update_execution(
             execution,
-            "SET #st = :final, finished_at = :at, #err = :err, expires_at = :exp "
+            f"SET #st = :final, finished_at = :at, #err = :err, expires_at = :exp{marked} "
             "REMOVE lease_until, next_attempt_at",
             "attribute_not_exists(pk) OR NOT (#st IN (:s, :f, :c))",
+            values,
+        )
+
+    def requeue_dead_lettered(self, execution: Execution, now: datetime) -> Execution:
+        """A dead-lettered execution (FAILED by the dead-letter handler) -> QUEUED, to run again once a
+        message names it (its attempts so far still count). QUEUED already (a redrive interrupted
+        before its message was sent) stays so. Raises LostRace otherwise."""
+        return self._update_execution(
+            execution,
+            "SET #st = :queued, expires_at = :exp, redriven_at = :now "
+            "REMOVE finished_at, #err, dead_lettered, lease_until, next_attempt_at",
+            "(#st = :failed AND dead_lettered = :yes) OR #st = :queued",
             {
-                ":final": status.value,
-                ":at": to_rfc3339(finished_at),
-                ":exp": self._expiry(finished_at),
-                ":err": error,
-                ":s": ExecutionStatus.SUCCEEDED.value,
-                ":f": ExecutionStatus.FAILED.value,
-                ":c": ExecutionStatus.CANCELLED.value,
+                ":queued": ExecutionStatus.QUEUED.value,
+                ":failed": ExecutionStatus.FAILED.value,
+                ":yes": True,
+                ":now": to_rfc3339(now),
+                ":exp": self._expiry(now),
             },
         )
+
+    def record_delivery(
+        self, job_id: str, scheduled_at: datetime, execution_id: str, delivery: Delivery
+    ) -> None:
+        """Keep a notification's delivery on its execution's item, unless a record of a later attempt
+        is there already (or the execution has expired): one attribute per rule and event."""
+        record: dict[str, Any] = {
+            "to": delivery.to,
+            "status": delivery.status.value,
+            "attempts": delivery.attempts,
+            "at": to_epoch_ms(delivery.at),
+        }
+        if delivery.error is not None:
+            record["error"] = delivery.error
+        if delivery.next_attempt_at is not None:
+            record["next"] = to_epoch_ms(delivery.next_attempt_at)
+        try:
+            _call(
+                partial(
+                    self._table.update_item,
+                    Key={"pk": _job_pk(job_id), "sk": _exec_sk(scheduled_at, execution_id)},
+                    UpdateExpression="SET #d = :d",
+                    ConditionExpression="attribute_exists(pk) AND (attribute_not_exists(#d) OR #d.#n <= :n)",
+                    ExpressionAttributeNames={
+                        "#d": _delivery_attribute(delivery.event, delivery.rule),
+                        "#n": "attempts",
+                    },
+                    ExpressionAttributeValues={":d": record, ":n": delivery.attempts},
+                )
+            )
+        except LostRace:
+            pass  # expired from the history, or a later attempt's record stands
+
+    # ---------------------------------------------------------- dead letters
+    def put_dead_letter(self, letter: DeadLetter) -> None:
+        """Keep a dead-lettered execution for its owner (idempotent: one item an execution), for as
+        long as its history is kept."""
+        item = {
+            "pk": _dead_letter_pk(letter.owner),
+            "sk": letter.execution_id,
+            "job_id": letter.job_id,
+            "execution_id": letter.execution_id,
+            "scheduled_ms": to_epoch_ms(letter.scheduled_at),
+            "schedule_version": letter.schedule_version,
+            "manual": letter.manual,
+            "dead_lettered_at": to_rfc3339(letter.dead_lettered_at),
+            "error": letter.error,
+            "expires_at": self._expiry(letter.dead_lettered_at),
+        }
+        _call(lambda: self._table.put_item(Item={k: v for k, v in item.items() if v is not None}))
+
+    def dead_letters(self, owner: str, limit: int, start_key: dict[str, Any] | None) -> Page:
+        """A page of the owner's dead letters, by execution id."""
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": _dead_letter_pk(owner)},
+            "Limit": limit,
+        }
+        if start_key:
+            kwargs["ExclusiveStartKey"] = _cursor_key(
+                start_key, equal={"pk": _dead_letter_pk(owner)}, prefixed={"sk": ""}
+            )
+        response = _call(lambda: self._table.query(**kwargs))
+        return Page(
+            [_dead_letter_from(owner, i) for i in response.get("Items", [])], response.get("LastEvaluatedKey")
+        )
+
+    def get_dead_letter(self, owner: str, execution_id: str) -> DeadLetter | None:
+        key = {"pk": _dead_letter_pk(owner), "sk": execution_id}
+        item = _call(lambda: self._table.get_item(Key=key, ConsistentRead=True)).get("Item")
+        return None if item is None else _dead_letter_from(owner, item)
+
+    def delete_dead_letter(self, owner: str, execution_id: str) -> None:
+        _call(lambda: self._table.delete_item(Key={"pk": _dead_letter_pk(owner), "sk": execution_id}))
 
     def _update_execution(
         self, execution: Execution, update: str, condition: str, values: dict[str, Any]
@@ -1376,10 +1744,22 @@ class Store:
                 stored[name] = dict(value) if value else None
             elif name == "schedule":
                 stored[name] = SCHEDULE_ADAPTER.dump_json(value).decode()
-            elif name in {"next_run_at", "anchor_at", "created_at", "updated_at", "queued_run_at", "ran_at"}:
+            elif name in {
+                "next_run_at",
+                "anchor_at",
+                "created_at",
+                "updated_at",
+                "queued_run_at",
+                "ran_at",
+                "paused_at",
+            }:
                 stored[name] = _iso(value)
             elif name == "status":
                 stored[name] = value.value
+            elif name == "notify":
+                stored[name] = _notify_json(value)
+            elif name == "signing":
+                stored.update(_signing_attributes(value))
             else:
                 stored[name] = value
         return stored
@@ -1411,6 +1791,10 @@ class Store:
                     # (kept off the item while default: most jobs have none, and every read pays for it)
                     "policy": None if job.policy.is_default else job.policy,
                     "tags": job.tags,
+                    "notify": job.notify,
+                    "signing": job.signing,
+                    "pause_note": job.pause_note,
+                    "paused_at": job.paused_at,
                 }
             ),
             "runs_dispatched": job.runs_dispatched or None,
@@ -1450,6 +1834,11 @@ class Store:
             runs_dispatched=int(item.get("runs_dispatched", 0)),
             tags={str(k): str(v) for k, v in (item.get("tags") or {}).items()},
             inherits=inherits,
+            outcome=_outcome_from(item),
+            notify=_NOTIFY_ADAPTER.validate_json(item["notify"]) if item.get("notify") else (),
+            signing=_signing_from(item),
+            pause_note=item.get("pause_note"),
+            paused_at=_dt(item.get("paused_at")),
         )
 
     def _execution_item(self, execution: Execution) -> dict[str, Any]:
@@ -1475,6 +1864,8 @@ class Store:
             "task_version": execution.task_version,
             "created_at": to_rfc3339(created),
             "expires_at": int((max(created, execution.scheduled_at) + self.retention).timestamp()),
+            "retry_of": execution.retry_of,
+            "dead_lettered": execution.dead_lettered or None,
         }
         return {k: v for k, v in item.items() if v is not None}
 
@@ -1500,6 +1891,9 @@ class Store:
             next_attempt_at=_dt(item.get("next_attempt_at")),
             created_at=_dt(item.get("created_at")),
             task_version=_int(item.get("task_version")),
+            retry_of=item.get("retry_of"),
+            dead_lettered=bool(item.get("dead_lettered", False)),
+            deliveries=_deliveries_from(item),
         )
 
     def _pace(self, batch: Sequence[dict[str, Any]]) -> None:

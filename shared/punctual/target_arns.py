@@ -1,7 +1,18 @@
-"""What the AWS target tasks (`sqs`, `sns`, `eventbridge`, `stepfunctions`) may reach: each
-deployment setting is a list of ARN patterns, `*` any characters and `?` one, as in an IAM policy's
-Resource, so that one list both checks each job (the API and the worker) and scopes the worker's IAM
-grant (infra): `arn:aws:sqs:eu-west-1:123456789012:orders-*`. None by default.
+"""Which AWS resources a deployment lets jobs reach, by ARN pattern: `*` any characters and `?` one,
+as in an IAM policy's Resource, so that one list both checks each job and scopes an IAM grant (infra).
+None by default.
+
+Two uses, one matcher:
+
+- the AWS target tasks (`sqs`, `sns`, `eventbridge`, `stepfunctions`), one setting each
+  (`sqs_queues`, `sns_topics`, `eventbridge_buses`, `state_machines`): checked by the API and the
+  worker, granted to the worker: `arn:aws:sqs:eu-west-1:123456789012:orders-*`;
+- job notifications (`notify` rules) to SNS topics and EventBridge buses, one setting for both
+  (`notification_targets`): checked by the API and the notifier, granted to the notifier:
+  `arn:aws:sns:eu-west-1:123456789012:alerts-*`, `arn:aws:events:eu-west-1:123456789012:event-bus/ops`.
+
+The settings are distinct (a topic a task may publish to is not thereby one notifications may go
+to, nor the reverse), the ARN and pattern checks are the targets' below, shared.
 """
 
 from __future__ import annotations
@@ -33,7 +44,15 @@ class Target:
         return pattern
 
     def is_allowed(self, arn: str, patterns: Iterable[str]) -> bool:
-        return any(fnmatchcase(arn, pattern) for pattern in patterns)
+        return is_allowed(arn, patterns)
+
+    def patterns_in(self, patterns: Iterable[str]) -> list[str]:
+        """Those of `patterns` that are this target's (a mixed list's share, e.g. for its IAM grant)."""
+        return [p for p in patterns if self.pattern.fullmatch(p)]
+
+
+def is_allowed(arn: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatchcase(arn, pattern) for pattern in patterns)
 
 
 def _target(
@@ -93,6 +112,20 @@ STEPFUNCTIONS = _target(
     "arn:aws:states:us-east-1:123456789012:stateMachine:nightly-*",
 )
 TARGETS = (SQS, SNS, EVENTBRIDGE, STEPFUNCTIONS)
+
+# What job notifications may go to besides webhooks: one allow-list (`notification_targets`) mixing
+# both kinds, each entry checked against either's pattern.
+NOTIFICATION_TARGETS = (SNS, EVENTBRIDGE)
+
+
+def check_notification_pattern(pattern: str) -> str:
+    """A valid `notification_targets` entry, or ValueError saying what one looks like."""
+    if not any(target.pattern.fullmatch(pattern) for target in NOTIFICATION_TARGETS):
+        raise ValueError(
+            f"{pattern!r} is neither an SNS topic ARN pattern (e.g. {SNS.example}) nor an EventBridge "
+            f"bus ARN pattern (e.g. {EVENTBRIDGE.example}), * and ? as wildcards"
+        )
+    return pattern
 
 
 def region(arn: str) -> str:

@@ -12,9 +12,12 @@ from punctual.burst import BurstPlanner, Limits, PollerPolicy
 from punctual.clock import Clock, SystemClock
 from punctual.config import Settings
 from punctual.cursor import Cursors
+from punctual.dead_letters import DeadLetters
 from punctual.dispatch import Dispatcher
 from punctual.named_tasks import TaskResolver, TaskService
 from punctual.netguard import Resolver, system_resolver
+from punctual.notify import Notifier, NotifyPolicy, Outbox
+from punctual.outcomes import Monitor
 from punctual.queue import WorkQueue
 from punctual.scanner import Scanner
 from punctual.service import JobService
@@ -35,6 +38,10 @@ class Punctual:
     cursors: Cursors
     worker: Worker
     tasks: TaskService
+    outbox: Outbox
+    monitor: Monitor
+    notifier: Notifier
+    dead_letters: DeadLetters
 
     def scanner(self, shards: list[int] | None = None) -> Scanner:
         return Scanner(
@@ -110,7 +117,16 @@ def build(
     )
     task_store = TaskStore(dynamodb, settings.table_name)
     named = TaskService(task_store, clock, task_policy)
-    service = JobService(store, dispatcher, clock, task_policy=task_policy, named_tasks=named)
+    notify_policy = NotifyPolicy(
+        allowed_networks=settings.webhook_allowed_networks, targets=settings.notification_targets
+    )
+    service = JobService(
+        store, dispatcher, clock, task_policy=task_policy, named_tasks=named, notify_policy=notify_policy
+    )
+    # The AWS target tasks' clients and the notifier's SNS and EventBridge ones: the same kind, kept once.
+    aws_clients = aws_clients or aws_clients_for(settings)
+    outbox = Outbox(sqs, settings.notify_queue_url)
+    monitor = Monitor(store, clock, outbox)
     worker = Worker(
         store,
         queue,
@@ -118,8 +134,18 @@ def build(
         WorkerConfig(task_policy=task_policy, result_max_bytes=settings.result_max_bytes),
         resolver=resolver,
         lambda_clients=lambda_clients or lambda_clients_for(settings),
-        aws_clients=aws_clients or aws_clients_for(settings),
+        aws_clients=aws_clients,
         named_tasks=TaskResolver(task_store, clock, ttl_seconds=settings.task_cache_seconds).effective,
+        monitor=monitor,
+    )
+    notifier = Notifier(
+        store,
+        sqs,
+        settings.notify_queue_url,
+        clock,
+        notify_policy,
+        resolver=resolver,
+        aws_clients=aws_clients,
     )
     return Punctual(
         settings=settings,
@@ -131,6 +157,10 @@ def build(
         cursors=Cursors(settings.cursor_secret),
         worker=worker,
         tasks=named,
+        outbox=outbox,
+        monitor=monitor,
+        notifier=notifier,
+        dead_letters=DeadLetters(store, queue, clock),
     )
 
 
@@ -155,8 +185,9 @@ def lambda_clients_for(settings: Settings, aws_session: Any = None) -> LambdaCli
 
 
 def aws_clients_for(settings: Settings, aws_session: Any = None) -> AwsClients:
-    """The AWS target tasks' clients, one per service, region and timeout, made when first needed
-    (as `lambda_clients_for`)."""
+    """AWS clients by service, region and read timeout, one attempt a call, each made when first
+    needed (as `lambda_clients_for`): the AWS target tasks' (the worker's) and the notifier's SNS and
+    EventBridge ones, whose retries are their own (the job's retry policy, the notification's message)."""
     lock = threading.Lock()
     made: dict[tuple[str, str, int], Any] = {}
     shared: list[Any] = [aws_session] if aws_session is not None else []

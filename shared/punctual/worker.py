@@ -41,6 +41,7 @@ from punctual.observability import (
     logger,
     metrics,
 )
+from punctual.outcomes import Monitor
 from punctual.queue import WorkItem, WorkQueue
 from punctual.store import JobStamp, Store
 from punctual.tasks import MAX_RESULT_DEPTH, AwsClients, LambdaClients, TaskContext, TaskFailed, TaskPolicy
@@ -94,6 +95,7 @@ class Worker:
         rng: random.Random | None = None,
         aws_clients: AwsClients | None = None,
         named_tasks: Callable[[Job | None], Job | None] | None = None,
+        monitor: Monitor | None = None,
     ) -> None:
         self._store = store
         self._queue = queue
@@ -107,6 +109,8 @@ class Worker:
         self._aws_clients = aws_clients
         # A job as it runs now: its named task resolved (named_tasks.TaskResolver.effective).
         self._effective = named_tasks or (lambda job: job)
+        # The job's outcome, auto-pause and notifications around each run (punctual.outcomes).
+        self._monitor = monitor or Monitor(store, clock, None, self._rng)
 
     def handle(self, item: WorkItem, receipt_handle: str, receive_count: int = 1) -> Outcome:
         try:
@@ -274,7 +278,9 @@ class Worker:
     def _policy_skip(self, job: Job, execution: Execution, reason: str, receipt_handle: str) -> Outcome:
         if not self._skip(job, execution, reason, status=ExecutionStatus.SKIPPED):
             return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
-        skipped = replace(execution, status=ExecutionStatus.SKIPPED)
+        skipped = replace(
+            execution, status=ExecutionStatus.SKIPPED, error=reason, finished_at=self._clock.now()
+        )
         self._record_outcome(job, skipped)
         return Outcome.DONE
 
@@ -294,6 +300,7 @@ class Worker:
             metrics.add_metric(
                 name=LATENESS_MS, unit="Milliseconds", value=execution.lateness_ms or 0, resolution=1
             )
+            self._monitor.started(job, execution)
         logger.debug("execution started", extra=log)
         context = TaskContext(
             job_id=job.id,
@@ -307,6 +314,7 @@ class Worker:
             lambda_clients=self._lambda_clients,
             aws_clients=self._aws_clients,
             job_name=job.name,
+            signing_keys=() if job.signing is None else job.signing.active(self._clock.now()),
         )
         began = self._clock.now()
         try:
@@ -381,15 +389,15 @@ class Worker:
         return Outcome.DONE
 
     def _record_outcome(self, job: Job, finished: Execution) -> None:
-        """Complete the job if this was its last execution. (Nothing else on the job changes: its last
-        execution is read from the execution items.)"""
-        if completes_job(job, finished):
-            self._persist(lambda: self._store.complete_job(job, finished))
+        """Complete the job if this was its last execution, or record its outcome on it; then what
+        follows (Monitor.ended: auto-pause, notifications)."""
+        self._monitor.ended(job, finished)
 
     def _ensure_outcome_recorded(self, execution: Execution) -> None:
         job = self._store.get_job(execution.job_id)
-        # (a paused job too: a one-time job notes that its run ended, so that resuming does not repeat it)
-        if job is not None and job.status in (JobStatus.ACTIVE, JobStatus.PAUSED):
+        # (a paused job too: a one-time job notes that its run ended, so that resuming does not repeat
+        # it; and a finished one, whose notifications may not have been queued)
+        if job is not None:
             self._record_outcome(job, execution)
 
     def _persist(self, write: Callable[[], _T]) -> _T:
@@ -489,8 +497,9 @@ def unstored_execution(
     )
 
 
-def dead_letter(store: Store, clock: Clock, item: WorkItem) -> None:
-    """A message that exhausted its receives: its execution fails, and a one-time job completes."""
+def dead_letter(store: Store, clock: Clock, item: WorkItem, monitor: Monitor | None = None) -> None:
+    """A message that exhausted its receives: its execution fails (marked dead-lettered), and a
+    one-time job completes; with a monitor, it is kept for its owner to redrive, and notified."""
     try:
         stored = store.get_execution(item.job_id, item.scheduled_at, item.execution_id)
     except UnreadableItem:
@@ -514,6 +523,7 @@ def dead_letter(store: Store, clock: Clock, item: WorkItem) -> None:
                 status=ExecutionStatus.FAILED,
                 finished_at=clock.now(),
                 error="gave up: the message exhausted its deliveries (dead-letter queue)",
+                dead_lettered=True,
             )
         except LostRace:
             return
@@ -521,7 +531,9 @@ def dead_letter(store: Store, clock: Clock, item: WorkItem) -> None:
         metrics.add_metric(name=EXECUTIONS_FAILED, unit="Count", value=1)
         logger.warning("execution dead-lettered", extra={"execution_id": execution.id})
     job = store.get_job(item.job_id)
-    if job is not None and completes_job(job, ended):
+    if job is not None and monitor is not None:
+        monitor.dead_lettered(job, ended)
+    elif job is not None and completes_job(job, ended):
         store.complete_job(job, ended)
 
 

@@ -261,6 +261,7 @@ class Call:
     path: str
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""  # the body as sent (what a signature covers)
 
 
 @dataclass
@@ -308,7 +309,9 @@ class _WebhookHandler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         with hooks.lock:
-            hooks.calls.append(Call(self.path, dict(self.headers.items()), json.loads(raw) if raw else None))
+            hooks.calls.append(
+                Call(self.path, dict(self.headers.items()), json.loads(raw) if raw else None, raw)
+            )
         status = hooks.answer(self.path)
         payload = json.dumps({"status": status}).encode()
         self.send_response(status)

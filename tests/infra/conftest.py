@@ -131,6 +131,9 @@ TARGET_PATTERNS = {
     "eventbridge_buses": ("arn:aws:events:eu-west-1:123456789012:event-bus/default",),
     "state_machines": ("arn:aws:states:eu-west-1:123456789012:stateMachine:nightly-*",),
 }
+# The SNS topics and EventBridge bus its jobs may notify.
+ALERT_TOPICS = "arn:aws:sns:*:123456789012:alerts-*"
+OPS_BUS = "arn:aws:events:eu-west-1:123456789012:event-bus/ops"
 
 
 @pytest.fixture(scope="session")
@@ -147,6 +150,8 @@ def unprotected(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
             "webhook_allowed_networks": "10.0.0.0/8, 192.168.1.0/24",
             "lambda_functions": f"{REPORTS_FUNCTIONS}, {BILLING_FUNCTION}",
             **{setting: ",".join(patterns) for setting, patterns in TARGET_PATTERNS.items()},
+            "notification_targets": f"{ALERT_TOPICS}, {OPS_BUS}",
+            "execution_events": "final",
             "worker_max_concurrency": "5",
             "log_level": "debug",
             "api_throttle_rate": "20",

@@ -255,12 +255,20 @@ def test_dead_letter_handler_reads_the_dead_letter_queue_and_updates_the_table(s
     assert {"dynamodb:GetItem", "dynamodb:UpdateItem"} <= _actions_on(statements, ids["table"])
 
 
+# Actions that support no resource-level permissions: X-Ray's (active tracing), and DynamoDB Streams'
+# ListStreams, which a function reading the table's stream needs (execution_events).
+_UNSCOPED = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "dynamodb:ListStreams"}
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_wildcard_resources_are_only_xray(synthesized, name: str):
+def test_wildcard_resources_are_only_actions_without_resource_permissions(synthesized, name: str):
     for statement in synthesized.statements_of(name):
         if statement["Resource"] == "*":
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-            assert all(action.startswith("xray:") for action in actions), statement
+            assert set(actions) <= _UNSCOPED, statement
+            assert name == "execution_events" or all(action.startswith("xray:") for action in actions), (
+                statement
+            )
 
 
 def test_function_roles_have_no_managed_policies(synthesized):
@@ -287,8 +295,9 @@ def test_the_worker_may_reach_the_targets_the_deployment_allows_and_no_other(unp
     # Given -c sqs_queues=...,sns_topics=...,eventbridge_buses=...,state_machines=... (see the fixture)
     statements = unprotected.statements_of("worker")
     for target in target_arns.TARGETS:
-        granted = [s for s in statements if target.action in _as_list(s["Action"])]
-        # Then the worker has the target's one action, on exactly the allowed resources
+        granted = _granted(statements, target.action)
+        # Then the worker has the target's one action, on exactly the allowed resources (beside
+        # Punctual's own: sqs:SendMessage on the notification queue, a reference, not a pattern)
         (statement,) = granted
         assert statement["Effect"] == "Allow"
         assert statement["Action"] == target.action
@@ -300,7 +309,7 @@ def test_the_worker_may_reach_the_targets_the_deployment_allows_and_no_other(unp
             assert getattr(settings, target.setting) == TARGET_PATTERNS[target.setting], (name, target.type)
         # while the default stack allows none, and grants none
         default_statements = synthesized.statements_of("worker")
-        assert [s for s in default_statements if target.action in _as_list(s["Action"])] == []
+        assert _granted(default_statements, target.action) == []
         assert target.env not in synthesized.function("worker")[1]["Environment"]["Variables"]
     # and no other function may reach any of them (the work queue aside, which is Punctual's own)
     allowed = {pattern for patterns in TARGET_PATTERNS.values() for pattern in patterns}
@@ -311,5 +320,15 @@ def test_the_worker_may_reach_the_targets_the_deployment_allows_and_no_other(unp
                 assert not allowed & resources_of, (name, statement)
 
 
+def _granted(statements, action):
+    """The statements granting `action` on ARN patterns (the deployment's allow-lists): Punctual's own
+    resources are CloudFormation references instead."""
+    return [
+        s
+        for s in statements
+        if action in _as_list(s["Action"]) and all(isinstance(r, str) for r in _as_list(s["Resource"]))
+    ]
+
+
 def _as_list(value):
-    return [value] if isinstance(value, str) else list(value)
+    return list(value) if isinstance(value, list) else [value]

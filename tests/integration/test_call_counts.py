@@ -40,8 +40,9 @@ def test_calls_for_one_one_time_job(world: World) -> None:
     # and the scanner reads its job (BatchGetItem) and sends it: it stores no execution and deletes
     # no marker (its position moves past it; the marker expires); the worker reads the execution
     # (absent) and the job, claims it (which stores it), reads the job again (a cancel between read
-    # and claim still counts), finishes the execution and completes the job. (The worker's job reads
-    # are BatchGetItems, shared with the executions reading at the same moment: the same read units.)
+    # and claim still counts), finishes the execution and completes the job (recording its outcome in
+    # the same write). (The worker's job reads are BatchGetItems, shared with the executions reading
+    # at the same moment: the same read units.)
     assert per_job == Counter(
         {
             "dynamodb.BatchGetItem": 3,
@@ -68,14 +69,15 @@ def test_calls_for_one_cron_occurrence(world: World) -> None:
     print("cron occurrence:", json.dumps(dict(per_occurrence)))
     # Then the scanner reads the job (BatchGetItem), files the next marker (one BatchWriteItem: due
     # within the next ticks' reach, under its shard's soon partition), moves next_run_at, sends, and
-    # deletes this marker from its soon partition (a second BatchWriteItem); the worker reads, claims
-    # (storing the execution), reads the job again and finishes; the job is not written again (its
-    # last execution is read from the executions)
+    # deletes this marker from its soon partition (a second BatchWriteItem); the worker reads the
+    # execution (GetItem) and the job (BatchGetItem), claims (storing the execution), reads the job
+    # again (its stamp, a BatchGetItem), finishes, and records the outcome on the job (an UpdateItem:
+    # its status, when and which: what lists show and filter by, without reading executions)
     assert per_occurrence == Counter(
         {
             "dynamodb.BatchGetItem": 3,
             "dynamodb.BatchWriteItem": 2,
-            "dynamodb.UpdateItem": 3,
+            "dynamodb.UpdateItem": 4,
             "sqs.SendMessageBatch": 1,
             "dynamodb.GetItem": 1,
             "sqs.DeleteMessageBatch": 1,
@@ -122,3 +124,38 @@ def test_a_named_task_adds_one_read_per_task_and_worker_not_one_per_execution(wo
     assert per_two["dynamodb.GetItem"] == 2 * 1 + 1  # each execution's, and the task's once
     assert per_two["dynamodb.UpdateItem"] == 2 * 3
     assert per_two["dynamodb.BatchGetItem"] <= 2 * 3 and per_two["sqs.SendMessageBatch"] <= 2
+
+
+def _listing_calls(world: World, query: str) -> Counter[str]:
+    with world.counting_calls() as calls:
+        answer = world.api("GET", "/jobs", query=query)
+    assert answer.status == 200, answer.body
+    return Counter(calls)
+
+
+def test_a_page_of_jobs_costs_the_same_calls_for_5_jobs_as_for_50(world: World) -> None:
+    # Given 5 jobs that have run (a few of them failing), listed one page of them
+    def make(count: int) -> None:
+        for i in range(count):
+            task = {"type": "fail"} if i % 4 == 0 else {"type": "noop"}
+            world.create({"type": "now"}, task=task, retry={"max_attempts": 1})
+        world.run_for(5)
+
+    make(5)
+    few = _listing_calls(world, "limit=50")
+    few_failed = _listing_calls(world, "limit=50&outcome=failed")
+    # When 45 more make a page of 50
+    make(45)
+    many = _listing_calls(world, "limit=50")
+    many_failed = _listing_calls(world, "limit=50&outcome=failed")
+    page = world.api("GET", "/jobs", query="limit=50").body["items"]
+    assert len(page) == 50 and all(job["last_execution"] is not None for job in page)
+    print("GET /jobs, 50 jobs:", json.dumps(dict(many)), "outcome=failed:", json.dumps(dict(many_failed)))
+    # Then a page costs the same calls however many jobs it shows: the index, the jobs, and the
+    # executions their outcomes name (no read per job)
+    assert many == few == Counter({"dynamodb.Query": 1, "dynamodb.BatchGetItem": 2})
+    # and a filtered page is bounded too: a Query and a BatchGetItem per page of the index it reads
+    # (at most 500 jobs a request), one BatchGetItem for the executions
+    assert many_failed == few_failed
+    assert set(many_failed) == {"dynamodb.Query", "dynamodb.BatchGetItem"}
+    assert many_failed["dynamodb.BatchGetItem"] == many_failed["dynamodb.Query"] + 1

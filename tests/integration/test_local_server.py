@@ -6,6 +6,7 @@ import http.client
 import json
 import socket
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -133,3 +134,30 @@ def test_writes_are_refused_with_503_and_the_reason_once_the_data_directory_fail
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_client_that_leaves_before_its_answer_is_one_line_and_the_server_goes_on(capsys):
+    # Given a slow answer, larger than the socket's buffers, to a client that leaves before it comes
+    # (the local stack's log printed a BrokenPipeError traceback for this)
+    def slow(event: dict[str, Any]) -> dict[str, Any]:
+        time.sleep(0.3)
+        return {
+            "statusCode": 200,
+            "headers": {"Content-Type": "application/json"},
+            "body": '"' + "x" * 4_000_000 + '"',
+        }
+
+    server = ApiServer(("127.0.0.1", 0), slow, {"t1": "alice"}, access_log=False)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        host, port = server.server_address[:2]
+        with socket.create_connection((str(host), int(port)), timeout=5) as client:
+            client.sendall(b"GET /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t1\r\n\r\n")
+        time.sleep(0.6)
+        # Then no traceback is printed, and the next request is answered
+        assert raw(server, "GET", "/jobs")[0] == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "Traceback" not in capsys.readouterr().err

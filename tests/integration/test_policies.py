@@ -192,6 +192,7 @@ def test_a_policy_can_be_changed_and_cleared(world: World) -> None:
         "overlap": "allow",
         "flexible_window_seconds": 0,
         "max_runs": None,
+        "pause_after_failures": None,
     }
     refused = world.api(
         "PATCH", f"/jobs/{job['id']}", {"schedule": {"type": "now"}, "policy": {"max_runs": 1}}

@@ -263,6 +263,7 @@ ON_DEMAND_FIELDS = {
     "dynamodb_write_units_per_second",
     "dynamodb_read_units_per_second",
     "sqs_requests_per_second",
+    "events_per_second",
     "cost_per_million",
     "monthly_cost",
     "warnings",
@@ -275,6 +276,7 @@ ON_DEMAND_COST_ROWS = [
     "dynamodb_reads",
     "dynamodb_storage",
     "sqs",
+    "eventbridge_events",
     "cloudwatch_logs",
     "xray",
 ]
@@ -301,7 +303,7 @@ def test_the_index_takes_one_write_of_a_one_time_execution_and_none_of_an_occurr
     assert capacity.index_write_units(capacity.blended(0.25)) == pytest.approx(0.75)
     # Projecting ALL, every rewrite of the job rewrites its entry: what ALL adds is the index's
     assert capacity.index_write_units(capacity.ONE_TIME, keys_only=False) == 1 + (7 - 6)
-    assert capacity.index_write_units(capacity.RECURRING, keys_only=False) == 0 + (6 - 5)
+    assert capacity.index_write_units(capacity.RECURRING, keys_only=False) == 0 + (8 - 6)
 
 
 def test_provisioned_units_are_priced_from_the_capacity_hour_prices() -> None:
@@ -399,10 +401,10 @@ def test_small_loads_get_the_floor_and_pay_for_it() -> None:
     assert min(v for k, v in c.items() if k.endswith("_units")) == 10
     assert c["index_min_write_units"] == c["index_min_read_units"] == 10
     # and the floor's capacity the load does not keep busy is a fixed cost: the index's 10 and 10,
-    # the table's reads 10 - 4 / 0.7, its writes 10 - (5 + 4 / 60) / 0.7 (5 an occurrence, and the
+    # the table's reads 10 - 4 / 0.7, its writes 10 - (6 + 4 / 60) / 0.7 (6 an occurrence, and the
     # scanner's bookkeeping: 4 writes a shard a tick)
     prices = capacity.PRICES
-    idle_writes = 10 + (10 - (5 + capacity.BOOKKEEPING_WRITES_PER_SHARD / 60) / 0.7)
+    idle_writes = 10 + (10 - (6 + capacity.BOOKKEEPING_WRITES_PER_SHARD / 60) / 0.7)
     idle_reads = 10 + (10 - 4 / 0.7)
     expected = (idle_writes * prices.dynamodb_wcu_hour + idle_reads * prices.dynamodb_rcu_hour) * HOURS
     assert p.monthly_cost["fixed_capacity_floor"] == pytest.approx(expected, abs=0.01)

@@ -198,19 +198,25 @@ def test_create_sends_friendly_flags_as_api_body_with_token_and_idempotency_key(
     assert "cron '0 10 * * *' Europe/Paris" in out
 
 
-def test_create_in_duration_is_an_at_schedule_from_the_clock(
+def test_create_in_duration_is_the_same_request_when_retried_later(
     api: FakeApi, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Given the clock reads 12:00:00Z
+    # Given the API creates jobs
     api.answer("POST", "/jobs", job(), status=201)
 
-    # When a job is created to run in 1h30m
+    # When a job is created to run in 1h30m, and the same command is retried a minute later
     code, _, _ = run(api, capsys, "jobs", "create", "--in", "1h30m", "--task", "noop")
+    cli.clock.advance(60)  # type: ignore[attr-defined]
+    run(api, capsys, "jobs", "create", "--in", "1h30m", "--task", "noop")
 
-    # Then its schedule is an `at` 90 minutes later, and the default token is sent
+    # Then its schedule is an `in` the API takes at the request, the same body both times (an instant
+    # computed here would differ, and the same Idempotency-Key would answer 409), and the default
+    # token is sent
     assert code == 0
-    [request] = api.sent()
-    assert request.body["schedule"] == {"type": "at", "at": "2026-06-01T13:30:00.000Z"}
+    first, second = api.sent()
+    assert first.body["schedule"] == {"type": "in", "seconds": 5400}
+    assert second.body == first.body
+    [request] = api.sent()[:1]
     assert request.body["task"] == {"type": "noop", "params": {}}
     assert request.headers["Authorization"] == "Bearer local"
     assert "Idempotency-Key" not in request.headers
@@ -457,7 +463,7 @@ def test_list_prints_an_aligned_table(api: FakeApi, capsys: pytest.CaptureFixtur
     assert code == 0
     assert api.sent()[0].query == {"status": ["ACTIVE"], "limit": ["10"]}
     header, first, second = out.splitlines()
-    for column in ("NAME", "STATUS", "SCHEDULE", "NEXT RUN", "LAST"):
+    for column in ("NAME", "STATUS", "SCHEDULE", "NEXT RUN", "OUTCOME"):
         position = header.index(column)
         assert first[position - 2 : position] == "  "
         assert second[position - 2 : position] == "  "

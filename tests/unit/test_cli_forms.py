@@ -55,15 +55,16 @@ def test_no_schedule_flag_means_now_on_create_and_nothing_on_update() -> None:
     assert build_schedule(args, default_now=False) is None
 
 
-def test_in_is_computed_from_the_injected_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_in_is_left_to_the_api_to_take_at_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
     # Given a clock at a known instant
     monkeypatch.setattr(cli, "clock", ManualClock(datetime(2026, 12, 31, 23, 59, 45, tzinfo=UTC)))
 
     # When a schedule 30 s ahead is built
     schedule = build_schedule(parse("--in", "30s"), default_now=True)
 
-    # Then it is an `at` schedule in the API's timestamp format
-    assert schedule == {"type": "at", "at": "2027-01-01T00:00:15.000Z"}
+    # Then it is an `in` schedule, which the API turns into the instant when it takes the request:
+    # whatever this machine's clock says, and the same body each time the command is retried
+    assert schedule == {"type": "in", "seconds": 30}
 
 
 def test_at_keeps_the_offset_as_written() -> None:

@@ -24,14 +24,16 @@ STOP_LIMIT_SECONDS = 8.0
 
 DESCRIPTION = """\
 Run all of Punctual on this machine: moto's DynamoDB and SQS, the HTTP API on 127.0.0.1, the
-scanner at every minute boundary (as the EventBridge rule runs it), and pollers feeding the work and
-dead-letter queues to the worker and dead-letter handlers (as Lambda's event source mappings do).
+scanner at every minute boundary (as the EventBridge rule runs it), and pollers feeding the work,
+dead-letter and notification queues to their handlers (as Lambda's event source mappings do).
 Jobs and execution history are kept in the data directory; executions that were queued when the
 stack stopped run after it starts again, late.
 
 Authentication: Authorization: Bearer <token>. Tokens come from PUNCTUAL_LOCAL_TOKENS
 (token=owner,token2=owner2); when it is unset the single token `local` maps to owner `local`.
-Webhooks may call loopback addresses. Metrics are not published locally.
+Webhooks (`http` tasks and notifications) may call loopback addresses: try one with
+`punctual receive`. Notifications may also go to any SNS topic or EventBridge bus created in the
+stack's moto. Metrics are not published locally, nor execution events (a bus of the deployed stack).
 """
 
 

@@ -4,7 +4,7 @@
     HTTP front end (API Gateway)                  -> API handler
     ticker (EventBridge rule)                     -> scanner handler, each minute or --tick-seconds
     delayed sends (SQS DelaySeconds)              -> held here until due, then sent to moto
-    poller pools (SQS event source mappings)      -> worker handler, dead-letter handler
+    poller pools (SQS event source mappings)      -> worker, dead-letter and notifier handlers
     journal + snapshot (<data dir>)               <- every write to the table, before it is answered
 
 The handlers are the Lambda handlers of functions/, called with the events AWS would send.
@@ -153,6 +153,7 @@ class LocalStack:
             table_name=provisioned.table_name,
             queue_url=provisioned.queue_url,
             dlq_url=provisioned.dlq_url,
+            notify_queue_url=provisioned.notify_queue_url,
             endpoint_url=moto_url,
             region=REGION,
             shard_count=LOCAL_SHARD_COUNT,
@@ -161,6 +162,8 @@ class LocalStack:
             webhook_allowed_networks=LOOPBACK_NETWORKS,
             lambda_functions=LOCAL_LAMBDA_FUNCTIONS,
             **targets,
+            # Any topic or bus in its moto, for job notifications (the same patterns as the tasks').
+            notification_targets=tuple(target.local for target in target_arns.NOTIFICATION_TARGETS),
             # A developer trying a change to a named task sees it at the next run.
             task_cache_seconds=LOCAL_TASK_CACHE_SECONDS,
             early_visibility_seconds=LOCAL_EARLY_VISIBILITY_SECONDS,
@@ -201,6 +204,15 @@ class LocalStack:
                 self.stop_requested,
                 minimum=1,
                 maximum=1,
+            ),
+            PollerPool(
+                "notifier",
+                sqs,
+                settings.notify_queue_url,
+                _containers(resources.FUNCTIONS["notifier"]),
+                self.stop_requested,
+                minimum=1,
+                maximum=2,
             ),
         ]
         for pool in self._pools:

@@ -72,6 +72,10 @@ class TaskContext:
     lambda_clients: LambdaClients | None = None
     aws_clients: AwsClients | None = None
     job_name: str = ""
+    # The job's signing keys (punctual.signing), current first: an `http` request is signed with each.
+    signing_keys: tuple[bytes, ...] = ()
+    # The request's `webhook-id` when signed: the execution's id unless told (a notification's id).
+    message_id: str | None = None
 
     def references(self) -> dict[str, Any]:
         """The values of `punctual.templating`'s references for this execution."""
@@ -225,6 +229,14 @@ def run(spec: TaskSpec | TaskRef, context: TaskContext) -> Any:
             f"the task's parameters are invalid for this run: {_first_problem(exc)}", retryable=False
         ) from exc
     return task_type.run(params, context)
+
+
+def run_given(spec: TaskSpec, context: TaskContext) -> Any:
+    """Run a task whose parameters Punctual made itself (the notifier's webhook request) as they are:
+    no references substituted, since they carry users' text verbatim (a job's name, a task's error);
+    ValidationError for parameters its type refuses."""
+    task_type = get(spec.type)
+    return task_type.run(task_type.params_model.model_validate(spec.params), context)
 
 
 def _first_problem(exc: Exception) -> str:

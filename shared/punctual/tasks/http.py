@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
 
+from punctual import signing
 from punctual.errors import InvalidRequest
 from punctual.netguard import (
     AddressRefused,
@@ -96,7 +97,9 @@ class HttpTask:
     description = (
         "Calls a URL. Headers X-Punctual-Job-Id, X-Punctual-Execution-Id, X-Punctual-Scheduled-At and "
         "X-Punctual-Attempt identify the execution. 2xx succeeds; 408, 429, 5xx and network errors are "
-        "retried; other statuses fail at once. Redirects are not followed."
+        "retried; other statuses fail at once. Redirects are not followed. A job with a signing secret "
+        "signs each request (Standard Webhooks: webhook-id, the execution id; webhook-timestamp; "
+        "webhook-signature)."
     )
     params_model: type[BaseModel] = HttpParams
 
@@ -148,6 +151,14 @@ class HttpTask:
                 "X-Punctual-Attempt": str(context.attempt),
             }
         )
+        if context.signing_keys:
+            # The signature covers exactly the bytes sent; a user's header of the same name would
+            # contradict it, so Punctual's replace it.
+            headers = {name: value for name, value in headers.items() if name.lower() not in signing.HEADERS}
+            message_id = context.message_id or context.execution_id
+            headers.update(
+                signing.headers(context.signing_keys, message_id, context.clock.now(), body or b"")
+            )
         connection_type = _PinnedHTTPSConnection if parts.scheme == "https" else _PinnedHTTPConnection
         connection = connection_type(host, addresses[0], port, timeout)
         try:

@@ -1,0 +1,52 @@
+"""SQS notification queue -> deliver each job notification; partial batch responses keep the retries.
+
+The records of a batch are delivered side by side (in threads): one slow webhook does not hold up
+the others.
+"""
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import (
+    AsyncBatchProcessor,
+    EventType,
+    async_process_partial_response,
+)
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from punctual import wiring
+from punctual.notify import Handled, Notification
+from punctual.observability import log_request_id, metrics, tracer
+
+_THREADS = ThreadPoolExecutor(max_workers=10)
+processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+
+class TryLater(Exception):
+    """Reported as a batch item failure: the message returns when the visibility set for it ends."""
+
+
+def handle_record(record: SQSRecord) -> None:
+    handled = wiring.default().notifier.deliver(
+        Notification.from_body(record.body),
+        record.receipt_handle,
+        receive_count=int(record.attributes.approximate_receive_count or 1),
+    )
+    if handled is Handled.LATER:
+        raise TryLater(record.message_id)
+
+
+async def record_handler(record: SQSRecord) -> None:
+    await asyncio.get_running_loop().run_in_executor(_THREADS, handle_record, record)
+
+
+@log_request_id
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    return async_process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

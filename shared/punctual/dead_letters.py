@@ -1,0 +1,83 @@
+"""Dead letters: executions whose message exhausted its deliveries, listed and redriven by their owner.
+
+The dead-letter queue's handler consumes each message as it arrives: it ends the execution FAILED
+(marked `dead_lettered`) and keeps a record of it under its job's owner (`Monitor.dead_lettered`), so
+that the queue itself stays empty (its alarm says when the handler cannot keep up) and each owner
+sees only their own. Redriving one puts its execution back to QUEUED and sends its message again: the
+same execution (the same `X-Punctual-Execution-Id`), its attempts so far still counted, is run once
+more as if its message had just come, and the record goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from punctual.clock import Clock
+from punctual.errors import LostRace
+from punctual.observability import logger
+from punctual.queue import WorkItem, WorkQueue
+from punctual.store import Page, Store
+
+MAX_REDRIVE = 100
+
+
+class Redriven(StrEnum):
+    REDRIVEN = "redriven"  # queued again
+    NOT_FOUND = "not_found"  # no such dead letter of this owner (or redriven already)
+    GONE = "gone"  # its execution has expired from the history: nothing to run (the record is dropped)
+    NOT_DEAD_LETTERED = "not_dead_lettered"  # its execution is no longer FAILED by the handler
+    FAILED = "failed"  # could not be sent: try again (the record stays)
+
+
+@dataclass(frozen=True)
+class RedriveResult:
+    execution_id: str
+    result: Redriven
+
+
+class DeadLetters:
+    def __init__(self, store: Store, queue: WorkQueue, clock: Clock) -> None:
+        self._store = store
+        self._queue = queue
+        self._clock = clock
+
+    def page(self, owner: str, limit: int, start_key: dict[str, Any] | None) -> Page:
+        return self._store.dead_letters(owner, limit, start_key)
+
+    def redrive(self, owner: str, execution_ids: Sequence[str]) -> list[RedriveResult]:
+        return [
+            RedriveResult(execution_id, self._redrive_one(owner, execution_id))
+            for execution_id in execution_ids
+        ]
+
+    def _redrive_one(self, owner: str, execution_id: str) -> Redriven:
+        letter = self._store.get_dead_letter(owner, execution_id)
+        if letter is None:
+            return Redriven.NOT_FOUND
+        execution = self._store.get_execution(letter.job_id, letter.scheduled_at, letter.execution_id)
+        if execution is None:
+            self._store.delete_dead_letter(owner, execution_id)
+            return Redriven.GONE
+        try:
+            # QUEUED first: a message naming a FAILED execution would be dropped as a duplicate.
+            self._store.requeue_dead_lettered(execution, self._clock.now())
+        except LostRace:
+            self._store.delete_dead_letter(owner, execution_id)
+            return Redriven.NOT_DEAD_LETTERED
+        item = WorkItem(
+            job_id=letter.job_id,
+            execution_id=letter.execution_id,
+            scheduled_at=letter.scheduled_at,
+            schedule_version=execution.schedule_version,
+            manual=execution.manual,
+        )
+        if self._queue.send([(item, 0)]):
+            # Left QUEUED with its record: redriving it again sends it (a QUEUED one may be requeued).
+            logger.warning("redrive could not send the message", extra={"execution_id": execution_id})
+            return Redriven.FAILED
+        self._store.delete_dead_letter(owner, execution_id)
+        logger.info("dead letter redriven", extra={"execution_id": execution_id, "job_id": letter.job_id})
+        return Redriven.REDRIVEN
