@@ -85,7 +85,9 @@ class PollerPool:
         self._mapping = EventSourceMapping(
             self._sqs, self.queue_url, self._unassigned, batch_size=self._batch_size
         )
-        self._load(self._minimum)
+        with self._lock:
+            reserved = self._reserve(self._minimum)
+        self._load(reserved)
         for _ in range(self._pollers):
             self._thread(self._poll, "poller")
 
@@ -102,9 +104,9 @@ class PollerPool:
         as many as their batches need beyond those warm, up to the limit."""
         with self._lock:
             wanted = min(-(-messages // self._batch_size), self._maximum) - len(self._warm)
-            wanted = min(wanted, self._maximum - self._loaded)
-        if wanted > 0:
-            self._thread(lambda: self._load(wanted), "loader")
+            reserved = self._reserve(wanted)
+        if reserved > 0:
+            self._thread(lambda: self._load(reserved), "loader")
 
     @property
     def size(self) -> int:
@@ -129,21 +131,31 @@ class PollerPool:
             self._threads.append(thread)
         thread.start()
 
+    def _reserve(self, count: int) -> int:
+        """Count up to `count` containers as loading, within the limit (the lock held)."""
+        count = max(0, min(count, self._maximum - self._loaded))
+        self._loaded += count
+        return count
+
     def _load(self, count: int) -> None:
+        """Load `count` reserved containers into the warm ones."""
         for _ in range(count):
-            with self._lock:
-                if self._loaded >= self._maximum:
-                    return
-                self._loaded += 1
-            try:
-                handler = self._new_container()
-            except Exception:
-                logger.exception("container could not load", extra={"function": self.name})
-                with self._lock:
-                    self._loaded -= 1
+            handler = self._loaded_container()
+            if handler is None:
                 return
             with self._lock:
                 self._warm.append(handler)
+
+    def _loaded_container(self) -> Handler | None:
+        """A new container, for one already reserved; None (and the reservation given back) if it
+        cannot load."""
+        try:
+            return self._new_container()
+        except Exception:
+            logger.exception("container could not load", extra={"function": self.name})
+            with self._lock:
+                self._loaded -= 1
+            return None
 
     def _poll(self) -> None:
         assert self._mapping is not None
@@ -182,14 +194,8 @@ class PollerPool:
         with self._lock:
             if self._warm:
                 return self._warm.pop()
-            self._loaded += 1
-        try:
-            return self._new_container()
-        except Exception:
-            logger.exception("container could not load", extra={"function": self.name})
-            with self._lock:
-                self._loaded -= 1
-            return None
+            self._loaded += 1  # beyond the limit only while a prepared load is still under way
+        return self._loaded_container()
 
     @staticmethod
     def _unassigned(event: dict[str, Any], context: Any) -> Any:
