@@ -29,6 +29,10 @@ NOOP = {"type": "noop"}
 BOTH_FORMATS = pytest.mark.usefixtures("api_format")
 
 
+def seconds_ahead(world: World, seconds: float) -> str:
+    return to_rfc3339(world.clock.now() + timedelta(seconds=seconds))
+
+
 def call(world: World, method: str, path: str, body: Any = None, **kwargs: Any) -> Answer:
     try:
         return world.api(method, path, body, **kwargs)
@@ -319,6 +323,17 @@ def test_an_idempotency_key_with_another_body_is_409_and_stores_nothing(world: W
     assert same.status == 201 and same.body["id"] == first.body["id"]
 
 
+def test_a_refused_request_does_not_use_up_its_idempotency_key(world: World) -> None:
+    # Given a request refused with 422 (a yearly cron whose window holds no run: refused only once
+    # its runs are computed), sent with a key
+    window = {"start_at": seconds_ahead(world, 0), "end_at": seconds_ahead(world, 3600)}
+    bad = {"task": NOOP, "schedule": {"type": "cron", "expression": "0 0 1 1 *", **window}}
+    good = {"task": NOOP, "schedule": {"type": "now"}}
+    assert world.api("POST", "/jobs", bad, headers={"Idempotency-Key": "k"}).status == 422
+    # When another request comes with the same key, Then it is taken
+    assert world.api("POST", "/jobs", good, headers={"Idempotency-Key": "k"}).status == 201
+
+
 # ------------------------------------------------------------------------------------------------
 # A schedule with no run in the future is refused (422), by POST and by PATCH alike.
 # ------------------------------------------------------------------------------------------------
@@ -402,6 +417,18 @@ def test_timestamps_that_are_not_rfc3339_are_refused(world: World) -> None:
     for stamp in ["2027-01-01t10:00:00z", "2027-01-01T10:00:00.123456+01:00", "2027-01-01T10:00:00.5-05:30"]:
         answer = world.api("POST", "/schedules/preview", {"schedule": {"type": "at", "at": stamp}})
         assert answer.status == 200, answer.body
+
+
+@pytest.mark.parametrize("instant", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_out_of_range_timestamps_are_refused_naming_the_field(world: World, instant: str) -> None:
+    # (their UTC instant falls outside what a datetime holds)
+    answer = world.api("POST", "/jobs", {"task": NOOP, "schedule": {"type": "at", "at": instant}})
+    assert answer.status == 422
+    assert "schedule.at" in answer.body["message"]
+    preview = world.api(
+        "POST", "/schedules/preview", {"schedule": {"type": "rate", "every_seconds": 60, "start_at": instant}}
+    )
+    assert preview.status == 422
 
 
 def test_nan_is_not_json(world: World) -> None:
@@ -961,3 +988,26 @@ def test_a_cancel_that_keeps_losing_the_race_gives_up_with_409(
     assert answer.status == 409 and "changed while this request ran" in answer.body["message"], answer.body
     assert lost.call_count == 3  # bounded
     assert snapshot(world) == before
+
+
+def test_a_patch_from_a_stale_read_is_409_and_leaves_no_run_behind(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given two clients that read the same one-time job
+    job = world.create({"type": "at", "at": seconds_ahead(world, 600)})
+    stale = world.punctual.service.get("alice", job["id"])
+    first = world.api(
+        "PATCH", f"/jobs/{job['id']}", {"schedule": {"type": "at", "at": seconds_ahead(world, 700)}}
+    )
+    # When the second changes it from its stale read
+    monkeypatch.setattr(world.punctual.service, "get", lambda owner, job_id: stale)
+    second = world.api(
+        "PATCH", f"/jobs/{job['id']}", {"schedule": {"type": "at", "at": seconds_ahead(world, 800)}}
+    )
+    monkeypatch.undo()
+    world.run_for(900)
+    # Then it is refused, and only the first change runs
+    assert first.status == 200
+    assert second.status == 409
+    ran = [e["scheduled_at"] for e in world.executions(job["id"]) if e["status"] == "SUCCEEDED"]
+    assert ran == [first.body["next_run_at"]]
