@@ -48,7 +48,7 @@ DUE_MINUTE = datetime(2026, 12, 1, 9, 1, tzinfo=UTC)
 DEPLOYED_SHARDS = DeploySettings.shard_count
 DEPLOYED_FANOUT = DeploySettings.scanner_fanout
 BURST = 1_000_000
-TARGET_RATE = 2_000  # executions a second, one invocation (issue 5)
+TARGET_RATE = 2_000  # executions a second, one invocation (docs/benchmarks.md)
 TARGET_DRAIN_SECONDS = 30.0
 # Time for the tick to start the fan-out's invocations (an asynchronous Invoke each, then a start):
 # an assumption, not measured here; cold starts of the Python function are about this long.

@@ -79,7 +79,7 @@ class DeploySettings:
     # Store every execution as QUEUED before its message is sent (one more write unit an execution).
     # Needed for one deployment when upgrading from a version whose workers drop a message naming an
     # execution that is not stored (before 2026-11-30): deploy with it on, then off once every
-    # function runs this version (README, "Upgrading").
+    # function runs this version (docs/upgrading.md).
     record_queued: bool = False
     worker_max_concurrency: int = 20
     # AWS's public Powertools layer (account 017000801446); 32 carries Powertools 3.28.0.

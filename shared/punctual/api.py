@@ -1,4 +1,4 @@
-"""The HTTP API (API.md), on Powertools' API Gateway resolvers with validation and OpenAPI.
+"""The HTTP API (docs/api.md), on Powertools' API Gateway resolvers with validation and OpenAPI.
 
 The routes are registered once, on a Router that both resolvers include: API Gateway HTTP APIs (the
 deployed default) send payload format 2.0 events, REST APIs payload 1.0; `resolve` answers either,
@@ -57,6 +57,7 @@ API_DESCRIPTION = """\
 Punctual schedules jobs: a task (call a webhook, …) with a schedule (now, at an instant, cron in a
 time zone, or a fixed rate). Every execution runs at least once; duplicates carry the same
 X-Punctual-Execution-Id so receivers can make them harmless.
+The contract, for client authors: docs/api.md in Punctual's repository (this document follows it).
 
 Choices where the contract is silent:
 - Every request is made by an authenticated owner (IAM on AWS, a bearer token locally); another
@@ -689,7 +690,7 @@ def _new_job(body: JobIn) -> NewJob:
 
 IDEMPOTENCY_KEY_FIELD = "header idempotency-key"
 # Fields whose bad values answer 400 rather than 422: not part of the body the client composed, but
-# what it carries along (a cursor it was given, a key it made up), as API.md says of cursors.
+# what it carries along (a cursor it was given, a key it made up), as docs/api.md says of cursors.
 _BAD_REQUEST_FIELDS = frozenset({"cursor", IDEMPOTENCY_KEY_FIELD})
 
 
@@ -847,7 +848,7 @@ def list_jobs(
     wanted = _tag_filter(tag)
     if task is not None:
         scope = f"jobs:task:{task}"
-    elif outcome is None and name_prefix is None:  # (as before: cursors given out then stay valid)
+    elif outcome is None and name_prefix is None:  # (its short scope: cursors given out stay valid)
         scope = f"jobs:{status.value if status else ''}" + (f":tag:{tag}" if tag is not None else "")
     else:
         scope = json.dumps(["jobs", status, outcome, name_prefix, tag])
@@ -1199,7 +1200,7 @@ def _invalid(exc: RequestValidationError) -> Response[Any]:
     errors = [_plain_error(e) for e in exc.errors()]
     first = errors[0] if errors else {"field": None, "message": "invalid request"}
     message = f"{first['field']}: {first['message']}" if first["field"] else str(first["message"])
-    # (a cursor too long to be one is as bad as an altered one: 400, as API.md says of those)
+    # (a cursor too long to be one is as bad as an altered one: 400, as docs/api.md says of those)
     status = 400 if first["field"] in _BAD_REQUEST_FIELDS else 422
     return _error(status, message, field=first["field"], errors=errors)
 
@@ -1350,7 +1351,7 @@ def _media_type(event: Mapping[str, Any]) -> str | None:
 def _reads_a_body(event: Mapping[str, Any]) -> bool:
     """Whether the request goes to a route that reads its body: POST /jobs, /jobs/batch, /tasks,
     /schedules/preview, /jobs/{id}/pause (optional) and /dead-letters/redrive, PATCH /jobs/{id} and
-    /tasks/{name}. (Others ignore a body, whatever its type, as they always did.) The path may carry a
+    /tasks/{name}. (Others ignore a body, whatever its type.) The path may carry a
     stage (`/v1/jobs`)."""
     method = event.get("httpMethod") or (event.get("requestContext") or {}).get("http", {}).get("method")
     path = _path(event)
@@ -1361,7 +1362,7 @@ def _reads_a_body(event: Mapping[str, Any]) -> bool:
     )
 
 
-# Routes whose body is optional, and which ignored any body before they read one (`curl -d` sends a
+# Routes whose body is optional, where a client may send one it does not mean (`curl -d` sends a
 # form): a body that is not JSON is dropped, not refused.
 _OPTIONAL_BODY_ROUTES = ("/pause",)
 
@@ -1371,7 +1372,7 @@ def _path(event: Mapping[str, Any]) -> str:
 
 
 def _refuse_non_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
-    """415 for a body that is not JSON (API.md: JSON in and out; the resolver would parse forms too).
+    """415 for a body that is not JSON (docs/api.md: JSON in and out; the resolver would parse forms too).
     A body without a Content-Type is read as JSON."""
     media_type = _media_type(event)
     if not event.get("body") or media_type in (None, JSON_MEDIA_TYPE) or not _reads_a_body(event):

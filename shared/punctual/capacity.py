@@ -485,7 +485,7 @@ class Plan:
     def as_dict(self) -> dict[str, Any]:
         found = asdict(self)
         if self.provisioned is None:
-            del found["provisioned"]  # on-demand: the plan's fields as they always were
+            del found["provisioned"]  # on-demand: no such key, as scripts reading the plan expect
         if self.worker_pollers is None:
             del found["worker_pollers"]
         return found

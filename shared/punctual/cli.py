@@ -1,4 +1,4 @@
-"""`punctual`: the command-line client of Punctual's HTTP API (shared/API.md).
+"""`punctual`: the command-line client of Punctual's HTTP API (docs/api.md).
 
 Exit codes: 0 ok, 1 the API answered an error (4xx/5xx), 2 usage error, 3 the endpoint is unreachable.
 """
@@ -1046,7 +1046,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="http" if defaults.http_api else "rest",
         help="the API Gateway type deployed (-c api_type; default http: $1.00 a million requests, rest: $3.50)",
     )
-    # (before the HTTP API was the default: kept so that scripts using it still run)
+    # (hidden: an alias of --api http that scripts may pass)
     plan.add_argument("--http-api", dest="api", action="store_const", const="http", help=argparse.SUPPRESS)
     plan.add_argument(
         "--batched",

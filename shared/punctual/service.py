@@ -752,7 +752,7 @@ def _pending_one_time(job: Job, now: datetime, *, ran: bool = False) -> datetime
     if ran or job.ran_at is not None:
         return None  # (its end noted on the job outlives the execution's record in the history)
     last = job.last_execution
-    # (A job paused by an earlier version has no paused_version: its last execution counts.)
+    # (A job item without paused_version, paused before an upgrade, counts its last execution.)
     if last is not None and not last.manual and job.paused_version in (None, last.schedule_version):
         return None
     if isinstance(job.schedule, AtSchedule):
@@ -790,7 +790,7 @@ def _body(new: NewJob) -> dict[str, Any]:
     }
     if new.tags is not None:  # (likewise)
         body["tags"] = dict(sorted(new.tags.items()))
-    if new.policy is not None:  # (absent otherwise: fingerprints of requests without one stay as they were)
+    if new.policy is not None:  # (absent otherwise: a retry across an upgrade matches its stored fingerprint)
         body["policy"] = new.policy.model_dump(mode="json")
     if new.notify:
         body["notify"] = [rule.model_dump(mode="json") for rule in new.notify]

@@ -726,7 +726,7 @@ class Store:
         sets.append("#rev = if_not_exists(#rev, :zero) + :one")
         names["#rev"] = "revision"
         values.update({":zero": 0, ":one": 1})
-        # The copy of the last execution earlier versions kept on the job goes with any write to it.
+        # A job item may hold a stale copy of its last execution (docs/upgrading.md): any write drops it.
         removes += ["last_execution", "last_execution_ms"]
         expression = "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes)
         conditions = ["attribute_exists(#pk)"]
@@ -775,7 +775,7 @@ class Store:
             self._table.update_item,
             Key={"pk": _job_pk(job.id), "sk": _JOB_SK},
             UpdateExpression="SET " + ", ".join(["#st = :done", "expires_at = :exp", *sets]) + " "
-            # (and the copy earlier versions kept, gone with their last write to the item)
+            # (and a stale copy of the last execution, which every write to a job drops)
             "REMOVE "
             + ", ".join(
                 ["next_run_at", "queued_run_at", "last_execution", "last_execution_ms", "task_ref", *removes]
@@ -1613,7 +1613,7 @@ class Store:
         """Record that `key` creates `job_ids`; if the key was seen (within its 24 hours), return its
         (fingerprint, job ids). An expired key's item, which DynamoDB's TTL may keep for days, is
         taken over: a key is remembered for 24 hours, no longer."""
-        # One job (POST /jobs) as `job_id`, as before batches; a batch's jobs as the list `job_ids`.
+        # One job (POST /jobs) as `job_id`, which every deployed version reads; a batch's as the list `job_ids`.
         ids: dict[str, Any] = {"job_id": job_ids[0]} if len(job_ids) == 1 else {"job_ids": list(job_ids)}
         item = {
             **_idempotency_key(owner, key),
@@ -1699,7 +1699,7 @@ class Store:
 
     def get_positions(self, shards: Iterable[int]) -> dict[int, tuple[datetime, str] | None]:
         """Per shard, where the scanner reads on: the minute and the position in its bucket (None: never
-        scanned). A checkpoint of an older version (a minute only) reads as that minute's start."""
+        scanned). A checkpoint holding only a minute (from before an upgrade) reads as that minute's start."""
         wanted = list(shards)
         found: dict[int, tuple[datetime, str] | None] = dict.fromkeys(wanted)
         keys = [{"pk": "SCANNER", "sk": f"CHECKPOINT#{shard:03d}"} for shard in wanted]

@@ -9,7 +9,7 @@ long poll wake when a delayed message comes due.
 HoldingSqs stands in for the SQS client: a message sent with a delay is kept here and sent to moto,
 without a delay, when that delay is over. moto then only ever holds messages that are visible or
 being processed, and a long poll wakes for a released message at once. Everything after the send is
-moto's, as before: visibility timeouts, receive counts, redrive to the dead-letter queue.
+moto's: visibility timeouts, receive counts, redrive to the dead-letter queue.
 
 Held messages are not saved, as moto's queued messages are not: each names an execution stored as
 QUEUED before its message was sent, and persistence.recover sends every unfinished execution's

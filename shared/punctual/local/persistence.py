@@ -43,7 +43,7 @@ class DataDirLock:
             raise DataDirError(f"cannot use the data directory {self._path.parent}: {exc.strerror}") from exc
         try:
             import fcntl
-        except ImportError:  # not POSIX: no lock, as before
+        except ImportError:  # not POSIX: no lock (a second stack on the directory is not refused)
             return
         try:
             # The lock goes with the process: a stack that was killed leaves the file, not the lock.
