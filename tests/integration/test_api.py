@@ -1,4 +1,4 @@
-"""The HTTP API of API.md, through the real API handler on moto.
+"""The HTTP API of docs/api.md, through the real API handler on moto.
 
 Tests marked BOTH_FORMATS run once with each of API Gateway's events: an HTTP API's (payload format
 2.0, the deployed default) and a REST API's (payload format 1.0); the others with the HTTP API's.

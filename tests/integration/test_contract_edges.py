@@ -1,4 +1,4 @@
-"""The API at the edges of its contract (API.md): bad bodies, content types, timestamps, cursors,
+"""The API at the edges of its contract (docs/api.md): bad bodies, content types, timestamps, cursors,
 idempotent retries, and every action on a job in every status.
 
 Bad input answers 4xx with a message naming the field, and changes nothing stored. A request whose
@@ -457,7 +457,7 @@ def job_in(world: World, status: str) -> dict[str, Any]:
     return job
 
 
-# (status, method, suffix, body) -> (answer status, job status after) as API.md and its documented choices say
+# (status, method, suffix, body) -> (answer status, job status after) as docs/api.md and its documented choices say
 TRANSITIONS = {
     ("ACTIVE", "POST", "/pause", None): (200, "PAUSED"),
     ("ACTIVE", "POST", "/resume", None): (200, "ACTIVE"),
@@ -506,7 +506,7 @@ def test_every_action_in_every_status(world: World) -> None:
 
 
 def test_a_completed_job_can_be_renamed_and_stays_completed(world: World) -> None:
-    # API.md: PATCH changes the name ... -> 200 Job; only a new schedule revives the job
+    # docs/api.md: PATCH changes the name ... -> 200 Job; only a new schedule revives the job
     job = job_in(world, "COMPLETED")
     answer = world.api("PATCH", f"/jobs/{job['id']}", {"name": "renamed"})
     assert answer.status == 200, answer.body
@@ -562,7 +562,7 @@ def test_an_altered_or_overlong_cursor_is_400(world: World) -> None:
         world.create(CRON)
         world.clock.advance(1)
     cursor = world.api("GET", "/jobs", query="limit=1").body["next_cursor"]
-    # API.md: "an altered or foreign cursor answers 400"
+    # docs/api.md: "an altered or foreign cursor answers 400"
     padded = world.api("GET", "/jobs", query="cursor=" + cursor + "A" * 5000)  # too long: 422
     junk = world.api("GET", "/jobs", query="cursor=" + cursor[:5] + "." + cursor[5:])  # b64 skips '.': 200
     assert (padded.status, junk.status) == (400, 400), (padded.body, junk.body)
