@@ -21,7 +21,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from punctual import tasks
-from punctual.api import JobIn, JobPatch, PreviewIn
+from punctual.api.schemas import JobIn, JobPatch, PreviewIn
 from punctual.cli import common
 from punctual.cli import main as cli
 from punctual.cli.client import ApiError, PunctualClient, SigV4Auth
