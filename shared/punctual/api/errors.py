@@ -20,7 +20,7 @@ router = Router()
 
 
 class Unauthorized(Exception):
-    pass
+    """The event names no authenticated caller: 401."""
 
 
 IDEMPOTENCY_KEY_FIELD = "header idempotency-key"

@@ -12,10 +12,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent, A
 from punctual.api.errors import IDEMPOTENCY_KEY_FIELD, Unauthorized
 from punctual.api.schemas import JobIn
 from punctual.errors import InvalidRequest
-from punctual.models import (
-    TaskRef,
-    TaskSpec,
-)
+from punctual.models import TaskRef, TaskSpec
 from punctual.service import NewJob
 from punctual.timefmt import parse_rfc3339
 from punctual.validation import parse_tag_filter

@@ -9,20 +9,8 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from pydantic import BaseModel
 
-from punctual.api.schemas import (
-    DeliveryOut,
-    ExecutionOut,
-    JobOut,
-    OutcomeOut,
-    SigningOut,
-    TaskOut,
-)
-from punctual.models import (
-    Delivery,
-    Execution,
-    Job,
-    TaskRef,
-)
+from punctual.api.schemas import DeliveryOut, ExecutionOut, JobOut, OutcomeOut, SigningOut, TaskOut
+from punctual.models import Delivery, Execution, Job, TaskRef
 from punctual.task_store import NamedTask
 from punctual.timefmt import to_rfc3339
 

@@ -64,9 +64,7 @@ from punctual.capacity.model import (
     reserved_prices,
     scanner_rate,
 )
-from punctual.capacity.render import (
-    render,
-)
+from punctual.capacity.render import render
 
 __all__ = [
     "BATCH_JOBS",

@@ -12,13 +12,7 @@ from punctual import wiring
 from punctual.api.errors import openapi_responses
 from punctual.api.inputs import caller
 from punctual.api.responses import json_response
-from punctual.api.schemas import (
-    DeadLetterOut,
-    DeadLetterPage,
-    RedriveIn,
-    RedriveItem,
-    RedriveOut,
-)
+from punctual.api.schemas import DeadLetterOut, DeadLetterPage, RedriveIn, RedriveItem, RedriveOut
 from punctual.timefmt import to_rfc3339
 
 router = Router()

@@ -13,13 +13,8 @@ from punctual import wiring
 from punctual.api.errors import openapi_responses
 from punctual.api.inputs import caller, instant_param
 from punctual.api.responses import execution_out, json_response
-from punctual.api.schemas import (
-    ExecutionOut,
-    ExecutionPage,
-)
-from punctual.models import (
-    ExecutionStatus,
-)
+from punctual.api.schemas import ExecutionOut, ExecutionPage
+from punctual.models import ExecutionStatus
 
 router = Router()
 

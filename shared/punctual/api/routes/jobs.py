@@ -27,11 +27,7 @@ from punctual.api.schemas import (
     OutcomeFilter,
     PauseIn,
 )
-from punctual.models import (
-    ExecutionStatus,
-    Job,
-    JobStatus,
-)
+from punctual.models import ExecutionStatus, Job, JobStatus
 from punctual.service import UNCHANGED, BulkChange, JobChanges
 from punctual.store import LIST_READ_BUDGET
 from punctual.wiring import Punctual

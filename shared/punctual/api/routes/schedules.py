@@ -12,11 +12,7 @@ from punctual import wiring
 from punctual.api.errors import openapi_responses
 from punctual.api.inputs import caller
 from punctual.api.responses import json_response
-from punctual.api.schemas import (
-    PreviewIn,
-    PreviewOut,
-    PreviewRun,
-)
+from punctual.api.schemas import PreviewIn, PreviewOut, PreviewRun
 from punctual.schedules import local_note
 from punctual.timefmt import to_rfc3339
 
