@@ -35,7 +35,7 @@ from typing import Any
 
 from bench import precision
 from bench.precision import LocalStack, percentile
-from punctual.client import PunctualClient
+from punctual.cli.client import PunctualClient
 from punctual.local.journal import SNAPSHOT_NAME, SnapshotWriter, compact, read_snapshot, segments
 
 TEMPLATE_JOBS = 20

@@ -78,7 +78,7 @@ from typing import Any
 
 from bench.calibration import calibrate, load_average
 from bench.common import emit, environment
-from punctual.client import ConnectionFailed, PunctualClient, PunctualError, is_loopback
+from punctual.cli.client import ConnectionFailed, PunctualClient, PunctualError, is_loopback
 from punctual.config import Settings
 from punctual.timefmt import from_epoch_ms, parse_rfc3339, to_rfc3339
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from punctual import capacity, execution_events, resources, target_arns
+from punctual import execution_events, resources, sizing, target_arns
 from punctual.config import Settings
 
 # Context values given on the command line arrive as strings; cdk.json gives JSON types.
@@ -268,9 +268,7 @@ class DeploySettings:
             burst_worker_concurrency=self.worker_concurrency(),
             burst_lambda_concurrency=self.lambda_concurrency_quota,
             burst_table_write_units=(
-                self.table_max_write_units
-                if self.table_capacity == PROVISIONED
-                else capacity.TABLE_QUOTA_UNITS
+                self.table_max_write_units if self.table_capacity == PROVISIONED else sizing.TABLE_QUOTA_UNITS
             ),
         )
 

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from punctual import lambda_events
+from punctual.local import lambda_events
 from punctual.observability import logger
 
 # The event format the API function is driven with: http_api_event (HTTP API, payload format 2.0, as

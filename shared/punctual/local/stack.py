@@ -29,12 +29,13 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from punctual import provision, resources, target_arns, wiring
+from punctual import resources, target_arns, wiring
 from punctual.clock import SystemClock
 from punctual.config import Settings
-from punctual.esm import Handler
-from punctual.lambda_events import FakeLambdaContext
+from punctual.local import provision
+from punctual.local.esm import Handler
 from punctual.local.holding import HoldingSqs
+from punctual.local.lambda_events import FakeLambdaContext
 from punctual.local.persistence import DataDirError, DataDirLock, recover, work_items
 from punctual.local.pollers import PollerPool, load_handler
 from punctual.local.server import ApiServer
