@@ -1,4 +1,4 @@
-"""moto's DynamoDB made atomic as DynamoDB is (punctual.moto_atomic), on the real table definition."""
+"""moto's DynamoDB made atomic as DynamoDB is (punctual.local.moto_atomic), on the real table definition."""
 
 from __future__ import annotations
 
