@@ -34,6 +34,7 @@ from punctual.clock import SystemClock
 from punctual.config import Settings
 from punctual.local import provision
 from punctual.local.esm import Handler
+from punctual.local.gate import Gate, gate_client
 from punctual.local.holding import HoldingSqs
 from punctual.local.lambda_events import FakeLambdaContext
 from punctual.local.persistence import DataDirError, DataDirLock, recover, work_items
@@ -144,6 +145,9 @@ class LocalStack:
         dynamodb_client = session.client("dynamodb", endpoint_url=moto_url, config=_CLIENT_CONFIG)
         sqs = session.client("sqs", endpoint_url=moto_url, config=_CLIENT_CONFIG)
         dynamodb = session.resource("dynamodb", endpoint_url=moto_url, config=_CLIENT_CONFIG)
+        gate = Gate()
+        gate_client(dynamodb_client, gate)
+        gate_client(dynamodb.meta.client, gate)
         provisioned = provision.create_all(dynamodb_client, sqs)
 
         clock = SystemClock()

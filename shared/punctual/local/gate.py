@@ -1,0 +1,81 @@
+"""The local stack's DynamoDB requests to moto: a few at a time, the reads executions wait on first.
+
+moto answers in one interpreter: requests in it at once share its one core, so each takes as much
+longer as there are others. When a burst's executions come due while the API creates jobs, the stack
+had well over a hundred requests in moto at once, and the read each execution makes at its instant
+(whether its job changed: a BatchGetItem, one for up to a hundred executions) took as long as all of
+them. Here at most `slots` requests are in moto at once; the others wait their turn in order, and a
+BatchGetItem goes before any waiting request of another kind: such a read is short, and what waits on
+it (a run at its instant, a listing) is waiting now, where most writes (an outcome, a claim seconds
+ahead of its instant) can wait some milliseconds without anyone seeing it.
+
+Only the DynamoDB clients go through the gate: SQS long polls wait in moto without working and would
+hold slots for nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+# Enough to keep moto busy while some writes wait for the journal's fsync, few enough that a read
+# let in shares moto with few others.
+SLOTS = 16
+_FIRST = "BatchGetItem"
+
+
+class Gate:
+    """At most `slots` holders at once; waiting `first` callers are let in before the others."""
+
+    def __init__(self, slots: int = SLOTS) -> None:
+        self._lock = threading.Lock()
+        self._free = slots
+        self._first: deque[threading.Event] = deque()
+        self._others: deque[threading.Event] = deque()
+
+    @contextmanager
+    def slot(self, *, first: bool) -> Iterator[None]:
+        self._acquire(first)
+        try:
+            yield
+        finally:
+            self._release()
+
+    @property
+    def waiting(self) -> int:
+        with self._lock:
+            return len(self._first) + len(self._others)
+
+    def _acquire(self, first: bool) -> None:
+        with self._lock:
+            if self._free > 0:  # (a free slot means no one waits: a release hands its slot on)
+                self._free -= 1
+                return
+            turn = threading.Event()
+            (self._first if first else self._others).append(turn)
+        turn.wait()
+
+    def _release(self) -> None:
+        with self._lock:
+            queue = self._first or self._others
+            if queue:
+                queue.popleft().set()  # the slot passes to it
+            else:
+                self._free += 1
+
+
+def gate_client(client: Any, gate: Gate) -> None:
+    """Send a boto3 DynamoDB client's requests through the gate (every attempt, retries included)."""
+    endpoint = client._endpoint
+    send = endpoint._send
+
+    def gated_send(request: Any) -> Any:
+        target = request.headers.get("X-Amz-Target", b"")
+        operation = (target.decode() if isinstance(target, bytes) else str(target)).rpartition(".")[2]
+        with gate.slot(first=operation == _FIRST):
+            return send(request)
+
+    endpoint._send = gated_send

@@ -1,0 +1,104 @@
+"""The local stack's gate on its DynamoDB requests to moto (punctual.local.gate)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from punctual.local.gate import Gate, gate_client
+
+
+def hold(gate: Gate, first: bool, entered: list[str], name: str, leave: threading.Event) -> threading.Thread:
+    def run() -> None:
+        with gate.slot(first=first):
+            entered.append(name)
+            assert leave.wait(10)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def wait_until(condition: Any) -> None:
+    done = threading.Event()
+    for _ in range(1000):
+        if condition():
+            return
+        done.wait(0.005)
+    raise AssertionError("condition not reached")
+
+
+def test_no_more_than_its_slots_hold_at_once_and_a_release_lets_the_next_in() -> None:
+    gate = Gate(2)
+    entered: list[str] = []
+    leave = [threading.Event() for _ in range(3)]
+    # Given two holders and a third caller
+    threads = [hold(gate, False, entered, f"c{n}", leave[n]) for n in range(2)]
+    wait_until(lambda: len(entered) == 2)
+    threads.append(hold(gate, False, entered, "c2", leave[2]))
+    wait_until(lambda: gate.waiting == 1)
+    # Then the third waits until one of them leaves, and then gets in
+    assert entered == ["c0", "c1"]
+    leave[0].set()
+    wait_until(lambda: len(entered) == 3)
+    assert entered[2] == "c2" and gate.waiting == 0
+    for event in leave:
+        event.set()
+    for thread in threads:
+        thread.join(10)
+
+
+def test_a_waiting_first_caller_goes_before_others_that_waited_longer() -> None:
+    gate = Gate(1)
+    entered: list[str] = []
+    leave = {name: threading.Event() for name in ("holder", "write", "read")}
+    # Given a holder, a write waiting, then a read (a BatchGetItem) waiting
+    threads = [hold(gate, False, entered, "holder", leave["holder"])]
+    wait_until(lambda: entered == ["holder"])
+    threads.append(hold(gate, False, entered, "write", leave["write"]))
+    wait_until(lambda: gate.waiting == 1)
+    threads.append(hold(gate, True, entered, "read", leave["read"]))
+    wait_until(lambda: gate.waiting == 2)
+    # When the holder leaves, Then the read goes in first, then the write
+    leave["holder"].set()
+    wait_until(lambda: len(entered) == 2)
+    assert entered[1] == "read"
+    leave["read"].set()
+    wait_until(lambda: len(entered) == 3)
+    assert entered[2] == "write"
+    leave["write"].set()
+    for thread in threads:
+        thread.join(10)
+
+
+class Request:
+    def __init__(self, target: bytes) -> None:
+        self.headers = {"X-Amz-Target": target}
+
+
+class Endpoint:
+    def __init__(self, gate: Gate, seen: list[tuple[str, int]]) -> None:
+        self._gate = gate
+        self._seen = seen
+
+    def _send(self, request: Request) -> str:
+        self._seen.append((request.headers["X-Amz-Target"].decode(), self._gate._free))
+        return "response"
+
+
+class Client:
+    def __init__(self, endpoint: Endpoint) -> None:
+        self._endpoint = endpoint
+
+
+def test_a_gated_client_sends_each_request_from_inside_a_slot_and_gives_it_back() -> None:
+    gate = Gate(1)
+    seen: list[tuple[str, int]] = []
+    client = Client(Endpoint(gate, seen))
+    gate_client(client, gate)
+    # When two requests are sent one after the other through a one-slot gate
+    assert client._endpoint._send(Request(b"DynamoDB_20120810.BatchGetItem")) == "response"
+    assert client._endpoint._send(Request(b"DynamoDB_20120810.PutItem")) == "response"
+    # Then each was sent holding the gate's one slot (none free meanwhile), given back after it
+    assert seen == [("DynamoDB_20120810.BatchGetItem", 0), ("DynamoDB_20120810.PutItem", 0)]
+    assert gate._free == 1
