@@ -38,6 +38,7 @@ from punctual.clock import ManualClock
 from punctual.config import Settings
 from punctual.models import DueMarker, execution_id_for
 from punctual.scanner import shard_groups
+from punctual.store import codec, keys
 from punctual.timefmt import to_rfc3339
 from punctual.wiring import Punctual
 
@@ -94,21 +95,21 @@ def populate(stack: Stack, count: int, shards: list[int]) -> None:
     """
     store = stack.punctual.store
     created = NOW - timedelta(hours=1)
-    template = _wire(store._job_item(webhook_job("job_" + "0" * 20, DUE_MINUTE, created)))
+    template = _wire(codec.job_item(webhook_job("job_" + "0" * 20, DUE_MINUTE, created)))
     step_ms = 60_000 / max(count, 1)
     for i in range(count):
         job_id = f"job_{i:020x}"
         at = DUE_MINUTE + timedelta(milliseconds=int(i * step_ms))
         job = dict(template)
         job.update(
-            pk={"S": f"JOB#{job_id}"},
+            pk={"S": keys.job_pk(job_id)},
             id={"S": job_id},
-            owner_sk={"S": f"{template['owner_sk']['S'][:14]}{job_id}"},
+            owner_sk={"S": keys.owner_sk(created, job_id)},
             next_run_at={"S": to_rfc3339(at)},
         )
         stack.table.put(job)
         marker = DueMarker(job_id, execution_id_for(job_id, at, 1), at, 1, shard=shards[i % len(shards)])
-        stack.table.put(_wire(store._marker_item(marker)))
+        stack.table.put(_wire(codec.marker_item(marker, store.shard_count)))
 
 
 def measure(stack: Stack, shards: list[int], count: int) -> dict[str, Any]:

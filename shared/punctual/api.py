@@ -49,7 +49,7 @@ from punctual.schedules import Schedule, local_note
 from punctual.service import UNCHANGED, BulkChange, JobChanges, NewJob
 from punctual.signing import key_of
 from punctual.store import LIST_READ_BUDGET
-from punctual.task_store import NamedTask
+from punctual.store.tasks import NamedTask
 from punctual.timefmt import parse_rfc3339, to_rfc3339
 from punctual.validation import JSON_NUMBER, PLAIN_TEXT, TAGS, json_problem, parse_tag_filter, refuse_constant
 
@@ -1057,7 +1057,7 @@ def list_dead_letters(
     punctual, owner = wiring.default(), _owner()
     start = punctual.cursors.decode(cursor, owner=owner, scope="dead-letters")
     page = punctual.dead_letters.page(owner, limit, start)
-    jobs = punctual.store.get_jobs({letter.job_id for letter in page.items})
+    jobs = punctual.store.jobs.get_many({letter.job_id for letter in page.items}).readable()
     items = [
         DeadLetterOut(
             execution_id=letter.execution_id,

@@ -63,7 +63,7 @@ def test_dispatching_a_marker_twice_never_resets_a_finished_execution(world: Wor
         [done] = world.executions(job["id"])
         assert done["status"] == "SUCCEEDED"
         # When its marker is dispatched again (an overlapping tick, a retried hand-off)
-        stored = world.store.get_job(job["id"])
+        stored = world.store.jobs.get(job["id"])
         world.punctual.dispatcher.dispatch(
             [marker_for(job["id"], parse_rfc3339(done["scheduled_at"]), stored.schedule_version)]
         )
@@ -76,7 +76,7 @@ def test_dispatching_a_marker_twice_never_resets_a_finished_execution(world: Wor
 
 def test_a_throttled_outcome_write_still_completes_the_job(world: World) -> None:
     job = world.create({"type": "now"})
-    once(world.store, "complete_job", RetryableStoreError("ThrottlingException"))
+    once(world.store.jobs, "complete", RetryableStoreError("ThrottlingException"))
     world.run_for(5)
     current = world.job(job["id"])
     assert current["status"] == "COMPLETED"
@@ -86,13 +86,13 @@ def test_a_throttled_outcome_write_still_completes_the_job(world: World) -> None
 def test_a_worker_dying_before_updating_the_job_is_made_good_on_redelivery(world: World) -> None:
     # Given a worker that dies after finishing the execution, before completing the job
     job = world.create({"type": "now"})
-    real = world.store.complete_job
+    real = world.store.jobs.complete
 
     def dies_once(*args: Any, **kwargs: Any) -> Any:
-        world.store.complete_job = real
+        world.store.jobs.complete = real
         raise RuntimeError("worker died")
 
-    world.store.complete_job = dies_once
+    world.store.jobs.complete = dies_once
     # When the message comes back after its visibility timeout
     world.run_for(420, step=10)
     # Then the duplicate completes the job without running the task again
@@ -124,13 +124,13 @@ def test_an_old_run_finishing_does_not_complete_a_rescheduled_job(
 def test_a_cancel_between_the_workers_read_and_its_claim_still_stops_the_run(world: World) -> None:
     with receiver() as hook:
         job = world.create({"type": "now"}, task={"type": "http", "params": {"url": hook.url}})
-        real_claim = world.store.claim_execution
+        real_claim = world.store.executions.claim
 
         def cancel_then_claim(*args: Any, **kwargs: Any) -> Any:
             world.api("DELETE", f"/jobs/{job['id']}")
             return real_claim(*args, **kwargs)
 
-        world.store.claim_execution = cancel_then_claim
+        world.store.executions.claim = cancel_then_claim
         world.run_for(5)
         assert hook.deliveries == []
         assert world.executions(job["id"])[0]["status"] == "CANCELLED"
