@@ -2,7 +2,7 @@
 
 The real Scanner, Dispatcher, Store and WorkQueue, on real boto3 clients whose HTTP round trips are
 answered in memory after a modelled latency (default 10 ms per DynamoDB call, 20 ms per SQS batch;
-see bench/fake_aws.py). The in-memory DynamoDB enforces the per-partition limit (1,000 write units a
+see shared/punctual_testing/fake_aws.py). The in-memory DynamoDB enforces the per-partition limit (1,000 write units a
 second per partition key), as AWS does, unless --no-partition-limits.
 
 Two measurements, then arithmetic:
@@ -30,8 +30,6 @@ from boto3.dynamodb.types import TypeSerializer
 
 from bench import offline  # noqa: F401  (first: it sets up the environment)
 from bench.common import emit, environment, logs_to, webhook_job
-from bench.fake_aws import FakeAws, Latency, clients
-from bench.fake_dynamodb import Table
 from infra.settings import DeploySettings
 from punctual import capacity, resources, wiring
 from punctual.clock import ManualClock
@@ -41,6 +39,8 @@ from punctual.scanner import shard_groups
 from punctual.store import codec, keys
 from punctual.timefmt import to_rfc3339
 from punctual.wiring import Punctual
+from punctual_testing.fake_aws import FakeAws, Latency, clients
+from punctual_testing.fake_dynamodb import Table
 
 # The tick runs at :30; every marker is due in the following minute, inside the 90 s lookahead.
 NOW = datetime(2026, 12, 1, 9, 0, 30, tzinfo=UTC)

@@ -12,9 +12,9 @@ import pytest
 
 from punctual.dispatch import Dispatcher, release_quarantined
 from punctual.errors import UnreadableItem
+from punctual.handoff import HANDOFF_CLAIM
 from punctual.models import DueMarker, ExecutionStatus, execution_id_for
 from punctual.queue import WorkItem
-from punctual.handoff import HANDOFF_CLAIM
 from punctual.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
 from punctual.worker import UNREADABLE_RETRY_SECONDS, dead_letter
 from tests.receiver import receiver

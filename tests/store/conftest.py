@@ -1,0 +1,49 @@
+"""One store over each backend: moto (in-process `mock_aws`) and the in-memory fake
+(`punctual_testing.fake_dynamodb`), both holding the table as resources.TABLE defines it. Every test
+taking `store` runs against both: the fake is held to what moto (and DynamoDB) answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from punctual import aws, resources
+from punctual.store import Store
+from punctual_testing.fake_aws import FakeAws, Latency
+
+TABLE_NAME = "punctual-contract"
+SHARDS = 4
+RETENTION_DAYS = 30
+
+
+def _store(dynamodb: object, client: object) -> Store:
+    return Store(dynamodb, client, TABLE_NAME, shard_count=SHARDS, retention_days=RETENTION_DAYS)
+
+
+@pytest.fixture(params=["moto", "fake"])
+def store(request: pytest.FixtureRequest) -> Iterator[Store]:
+    if request.param == "moto":
+        with mock_aws():
+            client = boto3.client("dynamodb", region_name="us-east-1")
+            client.create_table(**resources.TABLE.create_table_kwargs(TABLE_NAME))
+            yield _store(boto3.resource("dynamodb", region_name="us-east-1"), client)
+        return
+    fake = FakeAws(Latency(dynamodb=0.0, sqs=0.0), partition_limits=False)
+    definition = resources.TABLE
+    fake.dynamodb.create_table(
+        TABLE_NAME,
+        definition.partition_key,
+        definition.sort_key,
+        indexes={index.name: (index.partition_key, index.sort_key) for index in definition.indexes},
+    )
+    session = boto3.session.Session(
+        aws_access_key_id="fake", aws_secret_access_key="fake", region_name="us-east-1"
+    )
+    dynamodb = session.resource("dynamodb", config=aws._CONFIG)
+    client = session.client("dynamodb", config=aws._CONFIG)
+    fake.attach(dynamodb.meta.client)
+    fake.attach(client)
+    yield _store(dynamodb, client)
