@@ -43,6 +43,7 @@ from punctual import capacity, resources
 from punctual.capacity import Assumptions, ExecutionUsage, Prices
 from punctual.clock import ManualClock
 from punctual.observability import logger
+from punctual.store import keys
 from punctual.timefmt import to_rfc3339
 from punctual_testing.units import index_write_units, item_size, read_units, write_units
 from tests.receiver import receiver
@@ -220,7 +221,7 @@ class Meter:
                 continue
             if kind == "UpdateItem":
                 new = self._read(table, key)
-            if str(key["sk"].get("S", "")).startswith("EXEC#") and new is not None:
+            if keys.is_execution_sk(str(key["sk"].get("S", ""))) and new is not None:
                 changes += (old or {}).get("status") != new.get("status")
             table_units = write_units(item_size(old), item_size(new))
             write += table_units + sum(
@@ -367,8 +368,8 @@ def _result(
     run = busy.minus(idle)
     scan = world.dynamodb_client.get_paginator("scan").paginate(TableName=world.punctual.settings.table_name)
     items = [i for page in scan for i in page["Items"]]
-    execution_bytes = _mean(item_size(i) for i in items if i["sk"]["S"].startswith("EXEC#"))
-    job_bytes = _mean(item_size(i) for i in items if i["sk"]["S"] == "JOB")
+    execution_bytes = _mean(item_size(i) for i in items if keys.is_execution_sk(i["sk"]["S"]))
+    job_bytes = _mean(item_size(i) for i in items if i["sk"]["S"] == keys.JOB_SK)
     usage = _usage(
         created if not recurring else Tally(),
         run,

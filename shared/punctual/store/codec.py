@@ -18,15 +18,12 @@ from pydantic import TypeAdapter
 from punctual.models import (
     SCHEDULE_ADAPTER,
     DeadLetter,
-    Delivery,
-    DeliveryStatus,
     DueMarker,
     Execution,
     ExecutionStatus,
     Job,
     JobPolicy,
     JobStatus,
-    NotifyEvent,
     NotifyRule,
     Outcome,
     RetryPolicy,
@@ -35,6 +32,7 @@ from punctual.models import (
 )
 from punctual.signing import SigningKeys
 from punctual.store import keys
+from punctual.store.deliveries import deliveries_from
 from punctual.timefmt import from_epoch_ms, parse_rfc3339, to_epoch_ms, to_rfc3339
 
 # A job's timeout when it gives none (the API's default; a job with a named task may take the task's).
@@ -318,55 +316,8 @@ def execution_from(item: dict[str, Any]) -> Execution:
         task_version=_int(item.get("task_version")),
         retry_of=item.get("retry_of"),
         dead_lettered=bool(item.get("dead_lettered", False)),
-        deliveries=_deliveries_from(item),
+        deliveries=deliveries_from(item),
     )
-
-
-# A delivery's record on its execution's item: one attribute per rule and event, so that deliveries
-# of one execution never write the same attribute.
-_DELIVERY_PREFIX = "delivery#"
-
-
-def delivery_attribute(event: NotifyEvent, rule: int) -> str:
-    return f"{_DELIVERY_PREFIX}{rule}#{event.value}"
-
-
-def delivery_record(delivery: Delivery) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "to": delivery.to,
-        "status": delivery.status.value,
-        "attempts": delivery.attempts,
-        "at": to_epoch_ms(delivery.at),
-    }
-    if delivery.error is not None:
-        record["error"] = delivery.error
-    if delivery.next_attempt_at is not None:
-        record["next"] = to_epoch_ms(delivery.next_attempt_at)
-    return record
-
-
-def _deliveries_from(item: dict[str, Any]) -> tuple[Delivery, ...]:
-    found = []
-    for name, value in item.items():
-        if not name.startswith(_DELIVERY_PREFIX) or not isinstance(value, dict):
-            continue
-        try:
-            _, rule, event = name.split("#", 2)
-            found.append(
-                Delivery(
-                    event=NotifyEvent(event),
-                    rule=int(rule),
-                    to=str(value["to"]),
-                    status=DeliveryStatus(value["status"]),
-                    attempts=int(value["attempts"]),
-                    at=from_epoch_ms(int(value["at"])),
-                    error=value.get("error"),
-                    next_attempt_at=None if value.get("next") is None else from_epoch_ms(int(value["next"])),
-                )
-            )
-        except (KeyError, ValueError):
-            continue  # a newer version's record
-    return tuple(sorted(found, key=lambda d: (d.rule, d.event.value)))
 
 
 # ---------------------------------------------------------------- markers
