@@ -4,7 +4,9 @@ taking `store` runs against both: the fake is held to what moto (and DynamoDB) a
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
+from typing import Any
 
 import boto3
 import pytest
@@ -31,14 +33,22 @@ def store(request: pytest.FixtureRequest) -> Iterator[Store]:
             client.create_table(**resources.TABLE.create_table_kwargs(TABLE_NAME))
             yield _store(boto3.resource("dynamodb", region_name="us-east-1"), client)
         return
-    fake = FakeAws(Latency(dynamodb=0.0, sqs=0.0), partition_limits=False)
+    fake, dynamodb, client = _fake()
     definition = resources.TABLE
+    # (a fresh table a test: the clients, slow to make, are kept)
     fake.dynamodb.create_table(
         TABLE_NAME,
         definition.partition_key,
         definition.sort_key,
         indexes={index.name: (index.partition_key, index.sort_key) for index in definition.indexes},
     )
+    yield _store(dynamodb, client)
+
+
+@functools.cache
+def _fake() -> tuple[FakeAws, Any, Any]:
+    """The in-memory AWS, and a DynamoDB resource and client routed to it."""
+    fake = FakeAws(Latency(dynamodb=0.0, sqs=0.0), partition_limits=False)
     session = boto3.session.Session(
         aws_access_key_id="fake", aws_secret_access_key="fake", region_name="us-east-1"
     )
@@ -46,4 +56,4 @@ def store(request: pytest.FixtureRequest) -> Iterator[Store]:
     client = session.client("dynamodb", config=aws._CONFIG)
     fake.attach(dynamodb.meta.client)
     fake.attach(client)
-    yield _store(dynamodb, client)
+    return fake, dynamodb, client
