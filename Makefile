@@ -56,7 +56,7 @@ deploy: $(STAMP) $(NODE_STAMP)
 destroy: $(STAMP) $(NODE_STAMP)
 	$(CDK) destroy $(CDK_ARGS)
 
-# Benchmarks (issue 5): each prints JSON; not part of `make test`. docs/scaling.md uses their figures.
+# Benchmarks: each prints JSON; not part of `make test`. docs/benchmarks.md has their latest figures.
 # Options through BENCH_ARGS, e.g. make bench-scanner BENCH_ARGS="--markers 5000 --group-markers 0"
 .PHONY: bench-scanner bench-cost bench-burst
 bench-scanner: $(STAMP)
@@ -82,7 +82,7 @@ $(BENCH_STAMP): $(STAMP)
 bench-precision: $(BENCH_STAMP)
 	$(BIN)/python -m bench.precision --png docs/lateness.png $(BENCH_ARGS)
 
-# The local stack's durable store at 100,000 jobs (issue 17): start time, memory, the journal's cost per
+# The local stack's durable store at 100,000 jobs: start time, memory, the journal's cost per
 # request, compaction time and precision while it runs. A few minutes. Options through BENCH_ARGS.
 .PHONY: bench-local-store
 bench-local-store: $(BENCH_STAMP)

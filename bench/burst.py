@@ -26,7 +26,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from punctual import capacity
+from punctual import capacity, sizing
 
 DT = 0.01  # seconds a simulation step
 GOAL_SECONDS = 2.0
@@ -44,7 +44,7 @@ STANDARD_START = 5  # concurrent batches when messages appear (SCALING_PAGE)
 STANDARD_PER_MINUTE = 300  # concurrent invokes added a minute (SCALING_PAGE)
 PROVISIONED_PER_MINUTE = 1000  # concurrent invokes added a minute in provisioned mode (SCALING_PAGE)
 ENVIRONMENTS_PER_10_SECONDS = 1000  # new execution environments per function (LAMBDA_SCALING_PAGE)
-PARTITION_READ_UNITS = capacity.PARTITION_READ_UNITS  # a second, per partition (DDB_PARTITION_PAGE)
+PARTITION_READ_UNITS = sizing.PARTITION_READ_UNITS  # a second, per partition (DDB_PARTITION_PAGE)
 
 # Assumed.
 COLD_START = (0.25, 0.8)  # seconds, uniform: a Python function with boto3 and Powertools
@@ -147,8 +147,8 @@ def simulate(load: Load, d: Deployment, *, batch_seconds: float, seed: int = 1) 
             mapping = min(
                 d.max_pollers * 10, max(d.scaled_to, d.min_pollers * 10 + PROVISIONED_PER_MINUTE * ramp / 60)
             )
-            pollers = mapping / capacity.POLLER_CONCURRENT_INVOKES
-            receives_carry += pollers * capacity.POLLER_RECEIVES_PER_SECOND * DT
+            pollers = mapping / sizing.POLLER_CONCURRENT_INVOKES
+            receives_carry += pollers * sizing.POLLER_RECEIVES_PER_SECOND * DT
             receives = receives_carry
         env_cap = d.warm_environments + ENVIRONMENTS_PER_10_SECONDS * (1 + int(ramp / 10))
         limit = min(mapping, d.lambda_quota, env_cap)
@@ -157,7 +157,7 @@ def simulate(load: Load, d: Deployment, *, batch_seconds: float, seed: int = 1) 
         while free > 0 and receives >= 1 and dues and visible[0] <= t:
             size = 0
             first_due = dues[0]
-            while size < capacity.SQS_BATCH and visible and visible[0] <= t:
+            while size < sizing.SQS_BATCH and visible and visible[0] <= t:
                 size += 1
                 visible.popleft()
             # Beyond the table's rate its writes are throttled: the batch waits for capacity, holding
@@ -215,13 +215,13 @@ def scenarios(rate: float, args: argparse.Namespace) -> dict[str, tuple[Load, De
     instant, spread = Load(burst, 0.0), Load(burst, 60.0)
     standard = Deployment("standard", max_concurrency=1000, scanner_rate=rate)
     floor = Deployment("provisioned", min_pollers=2, max_pollers=2000, scanner_rate=rate)
-    warmed = replace(floor, min_pollers=capacity.MIN_POLLERS_RANGE[1])
+    warmed = replace(floor, min_pollers=sizing.MIN_POLLERS_RANGE[1])
     # Quotas raised to what the spread minute needs (16,667 executions/s: ~420 concurrent batches,
     # 50,000 write units/s), and the table warmed to them.
     raised = replace(warmed, lambda_quota=3000, table_write_units=args.raised_write_units)
     raised_all = replace(raised, lambda_quota=20_000, table_write_units=1_600_000, max_pollers=2000)
     steady_rate = 10_000
-    steady_concurrency = math.ceil(steady_rate / capacity.SQS_BATCH * args.batch_seconds * 1.5)
+    steady_concurrency = math.ceil(steady_rate / sizing.SQS_BATCH * args.batch_seconds * 1.5)
     steady = Load(steady_rate * args.steady_seconds, float(args.steady_seconds))
     return {
         "burst_instant_idle_standard": (instant, standard),

@@ -25,7 +25,7 @@ import boto3
 from botocore.config import Config
 
 from bench.common import emit
-from punctual import provision
+from punctual.local import provision
 
 CLIENT_THREADS = 8
 SECONDS_EACH = 2.0

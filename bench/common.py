@@ -16,7 +16,7 @@ from punctual.models import Job, JobStatus, RetryPolicy, TaskSpec
 from punctual.observability import logger
 from punctual.schedules import AtSchedule
 
-# An IAM principal, as the API records a caller (README: "each caller's IAM principal ARN is its owner").
+# An IAM principal, as the API records a caller (docs/api.md: the caller's IAM principal ARN is its owner).
 OWNER = "arn:aws:iam::123456789012:role/punctual-client"
 
 # A webhook as users schedule them: a URL, a header and a small JSON body.

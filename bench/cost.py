@@ -39,7 +39,7 @@ import boto3
 from bench import offline  # noqa: F401  (first: it sets up the environment)
 from bench.common import WEBHOOK, emit, environment, logs_to
 from infra.settings import DeploySettings
-from punctual import capacity, resources
+from punctual import capacity, resources, sizing
 from punctual.capacity import Assumptions, ExecutionUsage, Prices
 from punctual.clock import ManualClock
 from punctual.observability import logger
@@ -264,7 +264,7 @@ class Meter:
         billed = 1
         if operation == "SendMessageBatch":
             payload = sum(len(e["MessageBody"].encode()) for e in body["Entries"])
-            billed = max(1, math.ceil(payload / capacity.SQS_BILLING_CHUNK_BYTES))
+            billed = max(1, math.ceil(payload / sizing.SQS_BILLING_CHUNK_BYTES))
         with self._lock:
             self.tally.calls[f"sqs.{operation}"] += 1
             if operation != "ReceiveMessage":
@@ -417,7 +417,7 @@ def _usage(
         / count,
         # Under load every batch is full: a send per ten executions, and a receive and a delete per
         # worker batch of ten. (The run's own batches are reported beside.)
-        sqs_requests=3 / capacity.SQS_BATCH,
+        sqs_requests=3 / sizing.SQS_BATCH,
         log_bytes=(created.log_bytes + created.emf_bytes + run.log_bytes + run.emf_bytes) / count,
         metric_bytes=(created.emf_bytes + run.emf_bytes) / count,
         item_bytes=execution_bytes + STORAGE_OVERHEAD_BYTES,

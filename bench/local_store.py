@@ -1,4 +1,4 @@
-"""The local stack's durable store at scale (issue 17). Prints JSON; progress goes to stderr.
+"""The local stack's durable store at scale. Prints JSON; progress goes to stderr.
 
     make bench-local-store
     .venv/bin/python -m bench.local_store --jobs 100000
@@ -13,7 +13,7 @@
    wrote for them (records and bytes per request, records per fsync, time per fsync).
 5. Compaction: one is asked for while a precision probe runs (one-time jobs due 3 s after they are
    created, at 10 a second); the compaction's time, and the lateness of the probe's executions
-   against issue 5's targets (p99 <= 500 ms, max <= 2 s, none early).
+   against the precision targets (p99 <= 500 ms, max <= 2 s, none early).
 6. Ctrl-C: how long the stack takes to stop, and to start again on the compacted data.
 """
 
@@ -35,7 +35,7 @@ from typing import Any
 
 from bench import precision
 from bench.precision import LocalStack, percentile
-from punctual.client import PunctualClient
+from punctual.cli.client import PunctualClient
 from punctual.local.journal import SNAPSHOT_NAME, SnapshotWriter, compact, read_snapshot, segments
 
 TEMPLATE_JOBS = 20

@@ -31,7 +31,7 @@ from boto3.dynamodb.types import TypeSerializer
 from bench import offline  # noqa: F401  (first: it sets up the environment)
 from bench.common import emit, environment, logs_to, webhook_job
 from infra.settings import DeploySettings
-from punctual import capacity, resources, wiring
+from punctual import resources, sizing, wiring
 from punctual.clock import ManualClock
 from punctual.config import Settings
 from punctual.models import DueMarker, execution_id_for
@@ -49,7 +49,7 @@ DUE_MINUTE = datetime(2026, 12, 1, 9, 1, tzinfo=UTC)
 DEPLOYED_SHARDS = DeploySettings.shard_count
 DEPLOYED_FANOUT = DeploySettings.scanner_fanout
 BURST = 1_000_000
-TARGET_RATE = 2_000  # executions a second, one invocation (issue 5)
+TARGET_RATE = 2_000  # executions a second, one invocation (docs/benchmarks.md)
 TARGET_DRAIN_SECONDS = 30.0
 # Time for the tick to start the fan-out's invocations (an asynchronous Invoke each, then a start):
 # an assumption, not measured here; cold starts of the Python function are about this long.
@@ -169,7 +169,7 @@ def cpu_ceiling(cpu_ms_per_1000: float, memory_mb: int) -> float:
     Python on one core, so more memory than that does not help. This machine's core is taken as
     equal to a Lambda vCPU (Graviton arm64): an assumption.
     """
-    share = min(1.0, memory_mb / capacity.LAMBDA_MB_PER_VCPU)
+    share = min(1.0, memory_mb / sizing.LAMBDA_MB_PER_VCPU)
     return share * 1e6 / max(cpu_ms_per_1000, 1e-9)
 
 
@@ -189,7 +189,7 @@ def drain_table(rate: float, cpu_ms_per_1000: float) -> list[dict[str, Any]]:
             "shard_count": max(DEPLOYED_SHARDS, fanout),
             "markers_per_invocation": math.ceil(BURST / fanout),
         }
-        for memory in (512, capacity.LAMBDA_MB_PER_VCPU):
+        for memory in (512, sizing.LAMBDA_MB_PER_VCPU):
             per_invocation = min(rate, cpu_ceiling(cpu_ms_per_1000, memory))
             seconds = INVOCATION_START_SECONDS + row["markers_per_invocation"] / per_invocation
             row[f"seconds_at_{memory}_mb"] = round(seconds, 1)
@@ -230,7 +230,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         "measured": measured,
         "projected_at_lambda_memory": {
             "memory_mb": args.memory_mb,
-            "vcpu_share": round(min(1.0, args.memory_mb / capacity.LAMBDA_MB_PER_VCPU), 3),
+            "vcpu_share": round(min(1.0, args.memory_mb / sizing.LAMBDA_MB_PER_VCPU), 3),
             "cpu_bound_executions_per_second": round(cpu_ceiling(cpu_ms, args.memory_mb), 1),
             "executions_per_second": round(min(rate, cpu_ceiling(cpu_ms, args.memory_mb)), 1),
         },

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from punctual import capacity, execution_events, resources, target_arns
+from punctual import execution_events, resources, sizing, target_arns
 from punctual.config import Settings
 
 # Context values given on the command line arrive as strings; cdk.json gives JSON types.
@@ -79,7 +79,7 @@ class DeploySettings:
     # Store every execution as QUEUED before its message is sent (one more write unit an execution).
     # Needed for one deployment when upgrading from a version whose workers drop a message naming an
     # execution that is not stored (before 2026-11-30): deploy with it on, then off once every
-    # function runs this version (README, "Upgrading").
+    # function runs this version (docs/upgrading.md).
     record_queued: bool = False
     worker_max_concurrency: int = 20
     # AWS's public Powertools layer (account 017000801446); 32 carries Powertools 3.28.0.
@@ -268,9 +268,7 @@ class DeploySettings:
             burst_worker_concurrency=self.worker_concurrency(),
             burst_lambda_concurrency=self.lambda_concurrency_quota,
             burst_table_write_units=(
-                self.table_max_write_units
-                if self.table_capacity == PROVISIONED
-                else capacity.TABLE_QUOTA_UNITS
+                self.table_max_write_units if self.table_capacity == PROVISIONED else sizing.TABLE_QUOTA_UNITS
             ),
         )
 

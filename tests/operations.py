@@ -1,4 +1,4 @@
-"""The API's operations, as API.md lists them: what its OpenAPI document must describe."""
+"""The API's operations, as docs/api.md lists them: what its OpenAPI document must describe."""
 
 OPERATIONS = frozenset(
     {

@@ -25,12 +25,13 @@ from functions.dead_letter.handler import lambda_handler as dead_letter_handler
 from functions.notifier.handler import lambda_handler as notifier_handler
 from functions.scanner.handler import lambda_handler as scanner_handler
 from functions.worker.handler import lambda_handler as worker_handler
-from punctual import provision, wiring
+from punctual import wiring
 from punctual.clock import ManualClock
 from punctual.config import Settings
-from punctual.esm import EventSourceMapping
-from punctual.lambda_events import FakeLambdaContext, api_gateway_event, http_api_event
-from punctual.moto_atomic import make_writes_atomic
+from punctual.local import provision
+from punctual.local.esm import EventSourceMapping
+from punctual.local.lambda_events import FakeLambdaContext, api_gateway_event, http_api_event
+from punctual.local.moto_atomic import make_writes_atomic
 from punctual.store import keys
 from punctual.wiring import Punctual
 

@@ -224,11 +224,11 @@ class Api(Construct):
     def _acknowledge_rest(rest_api: apigateway.RestApi) -> None:
         reasons = {
             "AwsSolutions-APIG2": "Requests are validated by the API function (pydantic), which answers "
-            "400/422 naming the offending field as API.md requires; a gateway validator cannot.",
+            "400/422 naming the offending field as docs/api.md requires; a gateway validator cannot.",
             "AwsSolutions-APIG3": "Every method requires SigV4 (IAM) and the stage is throttled; a WAF web "
             "ACL is left to the deploying account's edge policy.",
             "AwsSolutions-COG4": "The API authorizes with IAM (SigV4): the owner is the caller's IAM "
-            "principal, as API.md specifies. Cognito is not used.",
+            "principal, as docs/api.md specifies. Cognito is not used.",
         }
         for rule, reason in reasons.items():
             Validations.of(rest_api).acknowledge(Acknowledgment(id=rule, reason=reason))

@@ -23,7 +23,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from punctual import capacity
+from punctual import sizing
 from punctual.clock import Clock
 from punctual.concurrency import parallel_map
 from punctual.observability import (
@@ -37,11 +37,11 @@ from punctual.store import bucket_minute, count_bucket
 
 MINUTE = timedelta(minutes=1)
 
-# Documented by AWS (capacity.py says where): each poller's limits, and MinimumPollers' range.
-POLLER_CONCURRENT_INVOKES = capacity.POLLER_CONCURRENT_INVOKES
-POLLER_RECEIVES_PER_SECOND = capacity.POLLER_RECEIVES_PER_SECOND
-POLLER_BYTES_PER_SECOND = capacity.POLLER_BYTES_PER_SECOND
-MIN_POLLERS_RANGE = capacity.MIN_POLLERS_RANGE
+# Documented by AWS (sizing.py says where): each poller's limits, and MinimumPollers' range.
+POLLER_CONCURRENT_INVOKES = sizing.POLLER_CONCURRENT_INVOKES
+POLLER_RECEIVES_PER_SECOND = sizing.POLLER_RECEIVES_PER_SECOND
+POLLER_BYTES_PER_SECOND = sizing.POLLER_BYTES_PER_SECOND
+MIN_POLLERS_RANGE = sizing.MIN_POLLERS_RANGE
 # Assumed: a work message (an execution's id, job id and instant) with SQS's attributes.
 MESSAGE_BYTES = 1024
 
@@ -50,7 +50,7 @@ MESSAGE_BYTES = 1024
 class PollerPolicy:
     """How many pollers a minute's load needs, and between which bounds the minimum may move.
 
-    `batch_seconds` is a worker batch's time (task + the worker's own calls, capacity.Assumptions);
+    `batch_seconds` is a worker batch's time (task + the worker's own calls, as punctual.sizing has them);
     `headroom` multiplies the need, for a minute whose executions are not spread evenly across it;
     a lower need lowers the minimum only when it is at least `hysteresis` below it, or at the floor,
     so that a load that wavers does not update the mapping every minute.
@@ -58,10 +58,8 @@ class PollerPolicy:
 
     floor: int
     ceiling: int
-    batch_size: int = capacity.SQS_BATCH
-    batch_seconds: float = (
-        capacity.Assumptions().task_seconds + capacity.Assumptions().worker_overhead_seconds
-    )
+    batch_size: int = sizing.SQS_BATCH
+    batch_seconds: float = sizing.TASK_SECONDS + sizing.WORKER_OVERHEAD_SECONDS
     headroom: float = 1.5
     hysteresis: float = 0.25
 
@@ -111,7 +109,7 @@ class Limits:
     worker_concurrency: int
     lambda_concurrency: int
     table_write_units: int
-    write_units_per_execution: float = capacity.ONE_TIME.write_units_keys_only
+    write_units_per_execution: float = sizing.ONE_TIME_WRITE_UNITS
 
 
 def load_percent(executions_in_minute: int, limits: Limits, policy: PollerPolicy) -> float:

@@ -33,10 +33,11 @@ class Settings(BaseModel):
     # The period of the scanner's tick (EventBridge: one minute).
     tick_seconds: int = Field(default=60, ge=1, le=300)
     retention_days: int = Field(default=30, ge=1, le=3650)
-    # Make messages visible this much before their instant; the worker waits out the rest (up to
-    # worker.MAX_EARLY_WAIT). 0 on AWS, where Lambda's pollers pick a message up at once; the local
-    # stack sets it because moto's long poll does not wake when a delayed message comes due.
-    early_visibility_seconds: int = Field(default=0, ge=0, le=4)
+    # Make messages visible this much before their instant; the worker reads and claims the execution
+    # then and waits out the rest. 0 on AWS, where Lambda's pollers pick a message up at once and a
+    # waiting invocation is billed; the local stack sets it: its store answers slowly when many
+    # executions share an instant, so their reads and claims need a head start.
+    early_visibility_seconds: int = Field(default=0, ge=0, le=15)
     # Networks a webhook may reach even though they are private, loopback or link-local.
     webhook_allowed_networks: tuple[str, ...] = ()
     # Lambda functions the `lambda` task may invoke: ARN patterns, * and ? as wildcards (lambda_arns).

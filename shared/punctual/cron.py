@@ -86,8 +86,8 @@ class CronSpec:
     dom_star: bool
     dow_star: bool
     wild: bool  # starred in its minute or hour field
-    # Extensions cron does not read but cronsim and Quartz do (kept so that jobs written with them
-    # still run): `L` in day-of-month, `5L` (the last Friday) and `5#3` (the third Friday).
+    # Extensions cron does not read but cronsim and Quartz do (accepted: stored jobs and their users
+    # rely on them): `L` in day-of-month, `5L` (the last Friday) and `5#3` (the third Friday).
     dom_last: bool = False
     dow_last: frozenset[int] = frozenset()
     dow_nth: frozenset[tuple[int, int]] = frozenset()

@@ -1,4 +1,4 @@
-"""Domain errors. The API maps them to HTTP status codes in one place (api.py)."""
+"""Domain errors. The API maps them to HTTP status codes in one place (punctual.api.errors)."""
 
 from __future__ import annotations
 

@@ -15,19 +15,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from punctual.clock import Clock
 from punctual.models import DueMarker, Job
 from punctual.observability import logger
 from punctual.store import Store
 
-if TYPE_CHECKING:
-    from punctual.dispatch import Dispatcher
-
 # How long a marker filed by a request stays that request's to enqueue: API Gateway gives up on a
 # request after 29 s. Past it (a request that crashed), the scanner enqueues it.
 HANDOFF_CLAIM = timedelta(seconds=30)
+
+
+class _Dispatched(Protocol):
+    failed: list[DueMarker]
+
+
+class Dispatches(Protocol):
+    """What hands off to: `punctual.dispatch.Dispatcher`."""
+
+    soon: timedelta
+
+    def dispatch(self, markers: Sequence[DueMarker], new_jobs: Sequence[Job] = ()) -> _Dispatched: ...
 
 
 def route(marker: DueMarker, now: datetime, soon: timedelta) -> DueMarker:
@@ -46,7 +55,7 @@ class HandOff:
     """An API request's side of the claim: file markers, claiming those due too soon for the
     scanner, then enqueue what it claimed."""
 
-    def __init__(self, store: Store, dispatcher: Dispatcher, clock: Clock) -> None:
+    def __init__(self, store: Store, dispatcher: Dispatches, clock: Clock) -> None:
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock

@@ -87,7 +87,7 @@ def resumed_one_time_run(job: Job, now: datetime, *, ran: bool = False) -> datet
     if ran or job.ran_at is not None:
         return None  # (its end noted on the job outlives the execution's record in the history)
     last = job.last_execution
-    # (A job paused by an earlier version has no paused_version: its last execution counts.)
+    # (A job item without paused_version, paused before an upgrade, counts its last execution.)
     if last is not None and not last.manual and job.paused_version in (None, last.schedule_version):
         return None
     if isinstance(job.schedule, AtSchedule):

@@ -26,8 +26,8 @@ class WorkItem:
 
     The execution may not be stored yet (the scanner stores none on AWS: the worker records it when it
     starts), so the message carries what the worker needs to record it: the schedule version it was
-    materialised under and whether it is an extra run. Messages of older versions lack both; their
-    executions were always stored before they were sent.
+    materialised under and whether it is an extra run. A message without them (sent before an upgrade,
+    docs/upgrading.md) names an execution that was stored before it was sent.
     """
 
     job_id: str

@@ -728,7 +728,7 @@ def _body(new: NewJob) -> dict[str, Any]:
     }
     if new.tags is not None:  # (likewise)
         body["tags"] = dict(sorted(new.tags.items()))
-    if new.policy is not None:  # (absent otherwise: fingerprints of requests without one stay as they were)
+    if new.policy is not None:  # (absent otherwise: a retry across an upgrade matches its stored fingerprint)
         body["policy"] = new.policy.model_dump(mode="json")
     if new.notify:
         body["notify"] = [rule.model_dump(mode="json") for rule in new.notify]

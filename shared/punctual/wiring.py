@@ -129,7 +129,11 @@ def build(
         store,
         queue,
         clock,
-        WorkerConfig(task_policy=task_policy, result_max_bytes=settings.result_max_bytes),
+        WorkerConfig(
+            task_policy=task_policy,
+            result_max_bytes=settings.result_max_bytes,
+            early_visibility_seconds=settings.early_visibility_seconds,
+        ),
         resolver=resolver,
         lambda_clients=lambda_clients or lambda_clients_for(settings),
         aws_clients=aws_clients,

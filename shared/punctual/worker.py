@@ -47,6 +47,7 @@ from punctual.tasks import MAX_RESULT_DEPTH, AwsClients, LambdaClients, TaskCont
 from punctual.validation import json_problem
 
 # A message that becomes visible this close to its instant waits in the worker; earlier, it goes back.
+# (Beyond the head start a deployment gives its messages: WorkerConfig.early_visibility_seconds.)
 MAX_EARLY_WAIT = timedelta(seconds=5)
 # Time a running execution's lease outlasts its timeout, before another worker may take it over.
 LEASE_MARGIN = timedelta(seconds=30)
@@ -79,6 +80,12 @@ class Outcome(Enum):
 class WorkerConfig:
     task_policy: TaskPolicy = field(default_factory=TaskPolicy)
     result_max_bytes: int = 4096
+    # Settings.early_visibility_seconds: messages meant to arrive this early wait in the worker too.
+    early_visibility_seconds: int = 0
+
+    @property
+    def max_early_wait(self) -> timedelta:
+        return MAX_EARLY_WAIT + timedelta(seconds=self.early_visibility_seconds)
 
 
 class Worker:
@@ -132,7 +139,7 @@ class Worker:
 
     def _handle(self, item: WorkItem, receipt_handle: str, receive_count: int) -> Outcome:
         wait = (item.scheduled_at - self._clock.now()).total_seconds()
-        if wait > MAX_EARLY_WAIT.total_seconds():
+        if wait > self._config.max_early_wait.total_seconds():
             return self._later(receipt_handle, wait)
 
         stored = self._store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
@@ -172,7 +179,7 @@ class Worker:
 
         if execution.status is ExecutionStatus.RETRYING and execution.next_attempt_at:
             early = (execution.next_attempt_at - now).total_seconds()
-            if early > MAX_EARLY_WAIT.total_seconds():
+            if early > self._config.max_early_wait.total_seconds():
                 return self._later(receipt_handle, early)
             if early > 0:
                 self._clock.sleep(early)

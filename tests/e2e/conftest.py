@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from punctual.client import ApiError, ConnectionFailed, PunctualClient
+from punctual.cli.client import ApiError, ConnectionFailed, PunctualClient
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from punctual.client import ApiError, ConnectionFailed
+from punctual.cli.client import ApiError, ConnectionFailed
 from tests.e2e.conftest import Stack, Stacks, Webhooks, eventually, in_seconds
 
 pytestmark = pytest.mark.e2e

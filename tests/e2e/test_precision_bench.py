@@ -38,7 +38,7 @@ def test_the_precision_benchmark_reports_every_job_delivered_once_and_never_earl
     command = [sys.executable, "-m", "bench.precision", *TINY]
     # When it runs, starting and stopping its own local stack
     finished = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
-    # Then it prints one JSON document with every figure the README quotes
+    # Then it prints one JSON document with every figure docs/benchmarks.md quotes
     assert finished.returncode == 0, finished.stderr[-3000:]
     result = json.loads(finished.stdout)
     assert {

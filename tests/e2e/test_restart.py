@@ -23,8 +23,8 @@ QUICK_EXIT_SECONDS = 5.0
 
 
 def test_a_restart_keeps_jobs_and_history_and_runs_queued_executions_late(stacks: Stacks) -> None:
-    # Given a stack with a finished job, and a job queued for 8 s ahead (its message is still held
-    # by the stack, not yet in moto, when the stack stops: it is released 2 s early)
+    # Given a stack with a finished job, and a job queued for 8 s ahead (its message released to a
+    # worker, which claims it and waits for its instant, when the stack stops)
     first = stacks.start()
     alice = first.client()
     done = alice.create_job({"name": "done", "task": {"type": "noop"}, "schedule": {"type": "now"}})
@@ -32,7 +32,9 @@ def test_a_restart_keeps_jobs_and_history_and_runs_queued_executions_late(stacks
     queued = alice.create_job(
         {"name": "queued", "task": {"type": "noop"}, "schedule": {"type": "at", "at": in_seconds(8)}}
     )
-    assert [e["status"] for e in executions(alice, queued["id"])] == ["QUEUED"]
+    # (QUEUED, or RUNNING without a start once a worker has claimed it ahead of its instant)
+    [waiting] = executions(alice, queued["id"])
+    assert waiting["status"] in ("QUEUED", "RUNNING") and waiting.get("started_at") is None
 
     # When the stack is stopped with Ctrl-C before that time, and started again after it
     assert first.interrupt() < QUICK_EXIT_SECONDS

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from punctual.client import PunctualClient
+from punctual.cli.client import PunctualClient
 from tests.e2e.conftest import (
     FINAL,
     HANDOFF_SECONDS,

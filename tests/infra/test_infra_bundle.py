@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+import punctual
 from infra.components import bundling
 from punctual import resources
+from tests.imports import HANDLERS, import_graph, package_modules, reached_from
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +28,25 @@ def test_asset_holds_the_handlers_the_punctual_package_and_pure_python_dependenc
     assert (asset / "punctual" / "resources.py").is_file()
     assert (asset / "punctual" / "cron.py").is_file()
     assert (asset / "tzdata" / "zoneinfo" / "Europe" / "Paris").is_file()
+
+
+def test_asset_holds_the_runtime_and_nothing_that_runs_off_lambda(asset: Path):
+    # Given the runtime: the modules of punctual that the handlers import, directly or not
+    runtime = reached_from(HANDLERS, import_graph())
+    # When the asset's copy of the package is read
+    bundled = package_modules(asset / "punctual")
+    # Then it holds those modules and no others: no CLI, local stack or capacity planner
+    assert sorted(set(bundled) - runtime) == []
+    assert sorted(runtime - set(bundled)) == []
+    for name in punctual.OFF_LAMBDA:
+        assert not (asset / "punctual" / name).exists(), name
+    assert not [p for p in (asset / "punctual").rglob("*") if p.is_file() and p.suffix != ".py"]
+    # and nothing else of the repository's: no esm, benchmarks or tests anywhere
+    names = {p.stem for p in asset.rglob("*.py")} | {p.name for p in asset.rglob("*") if p.is_dir()}
+    for unwanted in ("esm", "bench", "tests", "conftest", "cli", "local", "capacity"):
+        assert unwanted not in names, unwanted
+    handler_packages = {dotted.split(".")[1] for dotted in resources.FUNCTIONS.values()}
+    assert {p.name for p in (asset / "functions").iterdir()} <= {"__init__.py", *handler_packages}
 
 
 def test_asset_leaves_boto3_powertools_and_pydantic_to_runtime_and_layer(asset: Path):

@@ -1,4 +1,4 @@
-"""The HTTP API of API.md, through the real API handler on moto.
+"""The HTTP API of docs/api.md, through the real API handler on moto.
 
 Tests marked BOTH_FORMATS run once with each of API Gateway's events: an HTTP API's (payload format
 2.0, the deployed default) and a REST API's (payload format 1.0); the others with the HTTP API's.
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from functions.api.handler import lambda_handler as api_handler
-from punctual.lambda_events import FakeLambdaContext, http_api_event
+from punctual.local.lambda_events import FakeLambdaContext, http_api_event
 from tests.operations import OPERATIONS
 from tests.world import World
 
@@ -515,11 +515,11 @@ def test_requests_answered_side_by_side_each_keep_their_own_caller(world: World,
     # Given alice's job, and the API reading its caller only once a second request has been answered
     import threading
 
-    import punctual.api
+    from punctual.api.routes import jobs
 
     job_id = world.api("POST", "/jobs", {"task": {"type": "noop"}, "schedule": CRON}).body["id"]
     bob_answered = threading.Event()
-    read_caller = punctual.api._owner
+    read_caller = jobs._owner
     first = threading.Lock()
     alice_in = threading.Event()
 
@@ -529,7 +529,7 @@ def test_requests_answered_side_by_side_each_keep_their_own_caller(world: World,
             assert bob_answered.wait(10)
         return read_caller()
 
-    monkeypatch.setattr(punctual.api, "_owner", owner_after_bob)
+    monkeypatch.setattr(jobs, "_owner", owner_after_bob)
     answers: dict[str, int] = {}
 
     def get_as(owner: str) -> None:

@@ -75,6 +75,24 @@ def test_worker_crash_after_the_task_ran_before_the_result_was_written(world: Wo
         assert hook.by_execution() == {execution["id"]: 2}
 
 
+def test_a_worker_dying_before_completing_the_job_is_made_good_on_redelivery(world: World) -> None:
+    # Given a worker that dies after finishing the execution, before completing the job
+    job = world.create({"type": "now"})
+    real = world.store.jobs.complete
+
+    def dies_once(*args: Any, **kwargs: Any) -> Any:
+        world.store.jobs.complete = real
+        raise RuntimeError("worker died")
+
+    world.store.jobs.complete = dies_once
+    # When the message comes back after its visibility timeout
+    world.run_for(420, step=10)
+    # Then the duplicate completes the job without running the task again
+    [execution] = world.executions(job["id"])
+    assert (execution["status"], execution["attempts"]) == ("SUCCEEDED", 1)
+    assert world.job(job["id"])["status"] == "COMPLETED"
+
+
 def test_a_lost_delete_does_not_run_the_task_again(world: World) -> None:
     with receiver() as hook:
         # Given an acknowledgement (DeleteMessageBatch) that is lost
@@ -103,6 +121,18 @@ def test_throttled_writes_are_retried(world: World, repository: str, operation: 
         # a throttle never costs an extra run: before the task, the message comes back in seconds;
         # after it, the worker retries the write
         assert hook.by_execution() == {execution["id"]: 1}
+
+
+def test_a_throttled_job_completion_is_retried_and_completes_the_job(world: World) -> None:
+    # Given a one-time job whose completion (the write of its outcome) is throttled once
+    job = world.create({"type": "now"})
+    once(world.store.jobs, "complete", RetryableStoreError("ThrottlingException"))
+    # When it runs
+    world.run_for(5)
+    # Then the job is COMPLETED all the same, its run SUCCEEDED
+    current = world.job(job["id"])
+    assert current["status"] == "COMPLETED"
+    assert current["last_execution"]["status"] == "SUCCEEDED"
 
 
 def test_duplicate_messages_run_the_task_once(world: World) -> None:

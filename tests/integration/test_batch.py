@@ -301,12 +301,10 @@ def test_a_batch_files_the_markers_it_hands_off_with_a_claim(
     assert [e["status"] for e in world.executions(soon_job)] == ["SUCCEEDED"]
 
 
-def test_the_readmes_batch_file_is_a_valid_batch(world: World) -> None:
-    # The JSON block after "A batch file holds the API's JSON" in README.md, as a user would copy it
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    block = (
-        readme.split("A batch file holds the API's JSON", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
-    )
+def test_the_api_docs_batch_file_is_a_valid_batch(world: World) -> None:
+    # The JSON block after "A batch file for" in docs/api.md, as a user would copy it
+    doc = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
+    block = doc.split("A batch file for", 1)[1].split("```json\n", 1)[1].split("```", 1)[0]
     answer = world.api("POST", "/jobs/batch", json.loads(block))
     assert answer.status == 201, answer.body
     assert [job["status"] for job in answer.body["items"]] == ["ACTIVE"] * 3

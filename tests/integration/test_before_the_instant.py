@@ -4,6 +4,7 @@ claim), and how that is undone or skipped when the job changes in between, or th
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -12,12 +13,13 @@ import pytest
 from punctual import resources
 from punctual import worker as worker_module
 from punctual.clock import ManualClock
+from punctual.local.stack import LOCAL_EARLY_VISIBILITY_SECONDS
 from punctual.store import Store
 from punctual.timefmt import parse_rfc3339, to_rfc3339
 from tests.faults import Crash
 from tests.world import World, mocked_world
 
-EARLY = 3  # seconds: messages become visible this much ahead, as on the local stack
+EARLY = LOCAL_EARLY_VISIBILITY_SECONDS  # seconds: messages become visible this much ahead
 
 
 @pytest.fixture
@@ -221,3 +223,48 @@ def test_the_start_of_an_early_claimed_run_is_kept_by_its_outcome_write(early_wo
         result=None,
     )
     assert (finished.started_at, finished.lateness_ms) == (began, 40)
+
+
+def test_a_message_as_early_as_the_deployment_makes_them_waits_in_the_worker(
+    early_world: World, runs: list[datetime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = early_world
+    made = claims(world, monkeypatch)
+    # Given a job due in 60.5 s, its message received as soon as it is visible (EARLY s ahead, past
+    # the wait a worker allows any early message)
+    _job, due = one_time(world, 60.5)
+    assert worker_module.MAX_EARLY_WAIT.total_seconds() < EARLY
+    world.clock.advance(60.5 - EARLY)
+    queue = world.punctual.settings.queue_url
+    [message] = world.sqs.receive_message(QueueUrl=queue, AttributeNames=["All"]).get("Messages", [])
+    # When the worker handles it
+    outcome = world.punctual.worker.handle(
+        worker_module.WorkItem.from_body(message["Body"]), message["ReceiptHandle"]
+    )
+    # Then it was claimed then and run at its instant, not sent back to wait on the queue
+    assert outcome is worker_module.Outcome.DONE
+    assert len(made) == 1 and made[0] <= due - timedelta(seconds=EARLY - 1)
+    assert len(runs) == 1 and runs[0] >= due
+
+
+def test_a_message_further_ahead_than_the_deployment_makes_them_goes_back_to_the_queue(
+    early_world: World, runs: list[datetime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = early_world
+    made = claims(world, monkeypatch)
+    later: list[float] = []
+    monkeypatch.setattr(world.punctual.worker, "_later", lambda receipt, seconds: later.append(seconds))
+    # Given a message for an instant further ahead than the deployment's head start and the wait a
+    # worker allows any early message
+    _job, _due = one_time(world, 60.5)
+    world.clock.advance(60.5 - EARLY)
+    queue = world.punctual.settings.queue_url
+    [message] = world.sqs.receive_message(QueueUrl=queue, AttributeNames=["All"]).get("Messages", [])
+    item = worker_module.WorkItem.from_body(message["Body"])
+    ahead = EARLY + worker_module.MAX_EARLY_WAIT.total_seconds() + 1
+    far = replace(item, scheduled_at=world.clock.now() + timedelta(seconds=ahead))
+    # When the worker handles it
+    world.punctual.worker.handle(far, message["ReceiptHandle"])
+    # Then it neither claimed nor ran it: the message waits on the queue for about that long
+    assert made == [] and runs == []
+    assert later == [pytest.approx(ahead)]

@@ -1,4 +1,4 @@
-"""The API at the edges of its contract (API.md): bad bodies, content types, timestamps, cursors,
+"""The API at the edges of its contract (docs/api.md): bad bodies, content types, timestamps, cursors,
 idempotent retries, and every action on a job in every status.
 
 Bad input answers 4xx with a message naming the field, and changes nothing stored. A request whose
@@ -27,6 +27,10 @@ from tests.world import Answer, World, mocked_world
 CRON = {"type": "cron", "expression": "0 10 * * *", "timezone": "Europe/Paris"}
 NOOP = {"type": "noop"}
 BOTH_FORMATS = pytest.mark.usefixtures("api_format")
+
+
+def seconds_ahead(world: World, seconds: float) -> str:
+    return to_rfc3339(world.clock.now() + timedelta(seconds=seconds))
 
 
 def call(world: World, method: str, path: str, body: Any = None, **kwargs: Any) -> Answer:
@@ -319,6 +323,17 @@ def test_an_idempotency_key_with_another_body_is_409_and_stores_nothing(world: W
     assert same.status == 201 and same.body["id"] == first.body["id"]
 
 
+def test_a_refused_request_does_not_use_up_its_idempotency_key(world: World) -> None:
+    # Given a request refused with 422 (a yearly cron whose window holds no run: refused only once
+    # its runs are computed), sent with a key
+    window = {"start_at": seconds_ahead(world, 0), "end_at": seconds_ahead(world, 3600)}
+    bad = {"task": NOOP, "schedule": {"type": "cron", "expression": "0 0 1 1 *", **window}}
+    good = {"task": NOOP, "schedule": {"type": "now"}}
+    assert world.api("POST", "/jobs", bad, headers={"Idempotency-Key": "k"}).status == 422
+    # When another request comes with the same key, Then it is taken
+    assert world.api("POST", "/jobs", good, headers={"Idempotency-Key": "k"}).status == 201
+
+
 # ------------------------------------------------------------------------------------------------
 # A schedule with no run in the future is refused (422), by POST and by PATCH alike.
 # ------------------------------------------------------------------------------------------------
@@ -404,6 +419,18 @@ def test_timestamps_that_are_not_rfc3339_are_refused(world: World) -> None:
         assert answer.status == 200, answer.body
 
 
+@pytest.mark.parametrize("instant", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"])
+def test_out_of_range_timestamps_are_refused_naming_the_field(world: World, instant: str) -> None:
+    # (their UTC instant falls outside what a datetime holds)
+    answer = world.api("POST", "/jobs", {"task": NOOP, "schedule": {"type": "at", "at": instant}})
+    assert answer.status == 422
+    assert "schedule.at" in answer.body["message"]
+    preview = world.api(
+        "POST", "/schedules/preview", {"schedule": {"type": "rate", "every_seconds": 60, "start_at": instant}}
+    )
+    assert preview.status == 422
+
+
 def test_nan_is_not_json(world: World) -> None:
     raw = http_task_raw(b"NaN")
     answer = world.api("POST", "/jobs", raw=raw)
@@ -430,7 +457,7 @@ def job_in(world: World, status: str) -> dict[str, Any]:
     return job
 
 
-# (status, method, suffix, body) -> (answer status, job status after) as API.md and its documented choices say
+# (status, method, suffix, body) -> (answer status, job status after) as docs/api.md and its documented choices say
 TRANSITIONS = {
     ("ACTIVE", "POST", "/pause", None): (200, "PAUSED"),
     ("ACTIVE", "POST", "/resume", None): (200, "ACTIVE"),
@@ -479,7 +506,7 @@ def test_every_action_in_every_status(world: World) -> None:
 
 
 def test_a_completed_job_can_be_renamed_and_stays_completed(world: World) -> None:
-    # API.md: PATCH changes the name ... -> 200 Job; only a new schedule revives the job
+    # docs/api.md: PATCH changes the name ... -> 200 Job; only a new schedule revives the job
     job = job_in(world, "COMPLETED")
     answer = world.api("PATCH", f"/jobs/{job['id']}", {"name": "renamed"})
     assert answer.status == 200, answer.body
@@ -535,7 +562,7 @@ def test_an_altered_or_overlong_cursor_is_400(world: World) -> None:
         world.create(CRON)
         world.clock.advance(1)
     cursor = world.api("GET", "/jobs", query="limit=1").body["next_cursor"]
-    # API.md: "an altered or foreign cursor answers 400"
+    # docs/api.md: "an altered or foreign cursor answers 400"
     padded = world.api("GET", "/jobs", query="cursor=" + cursor + "A" * 5000)  # too long: 422
     junk = world.api("GET", "/jobs", query="cursor=" + cursor[:5] + "." + cursor[5:])  # b64 skips '.': 200
     assert (padded.status, junk.status) == (400, 400), (padded.body, junk.body)
@@ -961,3 +988,26 @@ def test_a_cancel_that_keeps_losing_the_race_gives_up_with_409(
     assert answer.status == 409 and "changed while this request ran" in answer.body["message"], answer.body
     assert lost.call_count == 3  # bounded
     assert snapshot(world) == before
+
+
+def test_a_patch_from_a_stale_read_is_409_and_leaves_no_run_behind(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given two clients that read the same one-time job
+    job = world.create({"type": "at", "at": seconds_ahead(world, 600)})
+    stale = world.punctual.service.get("alice", job["id"])
+    first = world.api(
+        "PATCH", f"/jobs/{job['id']}", {"schedule": {"type": "at", "at": seconds_ahead(world, 700)}}
+    )
+    # When the second changes it from its stale read
+    monkeypatch.setattr(world.punctual.service, "get", lambda owner, job_id: stale)
+    second = world.api(
+        "PATCH", f"/jobs/{job['id']}", {"schedule": {"type": "at", "at": seconds_ahead(world, 800)}}
+    )
+    monkeypatch.undo()
+    world.run_for(900)
+    # Then it is refused, and only the first change runs
+    assert first.status == 200
+    assert second.status == 409
+    ran = [e["scheduled_at"] for e in world.executions(job["id"]) if e["status"] == "SUCCEEDED"]
+    assert ran == [first.body["next_run_at"]]

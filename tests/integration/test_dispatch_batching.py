@@ -13,7 +13,7 @@ import pytest
 from punctual.dispatch import Dispatcher, release_quarantined
 from punctual.errors import UnreadableItem
 from punctual.handoff import HANDOFF_CLAIM
-from punctual.models import DueMarker, ExecutionStatus, execution_id_for
+from punctual.models import DueMarker, ExecutionStatus, execution_id_for, marker_for
 from punctual.queue import WorkItem
 from punctual.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
 from punctual.worker import UNREADABLE_RETRY_SECONDS, dead_letter
@@ -98,6 +98,27 @@ def test_a_repeated_dispatch_of_a_finished_execution_sends_a_duplicate_the_worke
         [execution] = world.executions(job["id"])
         assert (execution["status"], execution["attempts"]) == ("SUCCEEDED", 1)
         assert world.unread_markers() == []
+
+
+def test_a_marker_dispatched_again_after_its_run_never_resets_the_execution(world: World) -> None:
+    with receiver() as hook:
+        # Given a job that ran
+        job = world.create(
+            {"type": "at", "at": at(world, 5)}, task={"type": "http", "params": {"url": hook.url}}
+        )
+        world.run_for(10)
+        [done] = world.executions(job["id"])
+        assert done["status"] == "SUCCEEDED"
+        # When its marker is dispatched again (an overlapping tick, a retried hand-off)
+        stored = world.store.jobs.get(job["id"])
+        world.punctual.dispatcher.dispatch(
+            [marker_for(job["id"], parse_rfc3339(done["scheduled_at"]), stored.schedule_version)]
+        )
+        world.run_for(10)
+        # Then the execution stays finished and the task did not run again
+        [again] = world.executions(job["id"])
+        assert (again["status"], again["attempts"]) == ("SUCCEEDED", 1)
+        assert len(hook.deliveries) == 1
 
 
 @pytest.mark.parametrize("records", [False, True], ids=["scanner", "recording"])

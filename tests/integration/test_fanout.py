@@ -8,7 +8,7 @@ from typing import Any
 from unittest import mock
 
 from functions.scanner.handler import lambda_handler as scanner_handler
-from punctual.lambda_events import FakeLambdaContext
+from punctual.local.lambda_events import FakeLambdaContext
 from punctual.scanner import shard_groups
 from punctual.timefmt import to_rfc3339
 from tests.world import World

@@ -14,8 +14,9 @@ from punctual.local.durable import DurableTables, install_hooks
 from punctual.local.holding import HoldingSqs
 from punctual.local.journal import compact, segments
 from punctual.local.moto_process import query_only_the_partition
-from punctual.local.persistence import work_items
+from punctual.local.persistence import recover, work_items
 from punctual.queue import WorkItem, WorkQueue
+from punctual.timefmt import parse_rfc3339, to_rfc3339
 from tests.world import World, mocked_world
 
 
@@ -34,12 +35,12 @@ def test_a_held_message_reaches_moto_when_its_delay_ends_and_is_received_once(wo
     assert WorkQueue(holding, world.punctual.settings.queue_url).send([(item, 30)]) == []
 
     # When less than the delay has passed, Then moto has nothing to receive
-    clock.advance(29)
+    clock.advance(28)
     holding.release_due()
     assert receive(world) == []
 
     # When the delay ends
-    clock.advance(1)
+    clock.advance(2)
     holding.release_due()
 
     # Then the message is received, once, with its body and a first receive count
@@ -246,3 +247,33 @@ def test_a_restore_ignores_a_torn_last_record_and_keeps_everything_before_it(
     back, found = _restored(clock, tmp_path)
     assert len(back) == 10
     assert found["torn"] == [{"segment": last.name, "ignored_bytes": 6}]
+
+
+def test_a_restart_gives_back_a_claim_made_ahead_of_its_instant_and_queues_its_message_again(
+    clock: ManualClock,
+) -> None:
+    with mocked_world(clock, record_queued=True) as world:
+        store = world.punctual.store
+        # Given an execution a worker claimed ahead of its instant, and then the stack stopped
+        job = world.create({"type": "at", "at": to_rfc3339(clock.now() + timedelta(seconds=60))})
+        [shown] = world.executions(job["id"])
+        due = parse_rfc3339(shown["scheduled_at"])
+        execution = store.executions.get(job["id"], due, shown["id"])
+        assert execution is not None
+        store.executions.claim(
+            execution,
+            now=clock.now(),
+            lease_until=due + timedelta(minutes=5),
+            lateness_ms=None,
+            task_version=None,
+        )
+        world.sqs.purge_queue(QueueUrl=world.punctual.settings.queue_url)
+        # When the next stack starts and recovers the unfinished executions
+        work = work_items([[job["id"], shown["id"], shown["scheduled_at"]]])
+        assert recover(work, world.punctual.queue, clock.now(), store) == 1
+        # Then the claim was given back (waiting again, no attempt counted) and its message sent again
+        [after] = world.executions(job["id"])
+        assert after["status"] == "QUEUED" and after["attempts"] == 0
+        clock.advance(60)
+        [message] = receive(world)
+        assert WorkItem.from_body(str(message["Body"])).execution_id == shown["id"]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
+
+import pytest
 
 from punctual.clock import ManualClock
 from punctual.timefmt import parse_rfc3339, to_rfc3339
@@ -103,6 +106,21 @@ def test_pause_stops_runs_and_resume_skips_what_was_missed(world: World) -> None
     assert ran == ["2026-12-01T09:00:00.000Z", "2026-12-01T09:04:00.000Z"]
 
 
+def test_pause_and_resume_after_an_extra_run_keep_the_scheduled_run(world: World) -> None:
+    # Given a one-time job for 10 minutes ahead that was also run once by hand
+    job = world.create({"type": "at", "at": at(world, 600)})
+    world.api("POST", f"/jobs/{job['id']}/run")
+    world.run_for(5)
+    # When it is paused and resumed before its time
+    world.api("POST", f"/jobs/{job['id']}/pause")
+    resumed = world.api("POST", f"/jobs/{job['id']}/resume").body
+    world.run_for(660)
+    # Then its scheduled run still happened
+    assert resumed["status"] == "ACTIVE"
+    scheduled = [e for e in world.executions(job["id"]) if not e["manual"] and e["status"] == "SUCCEEDED"]
+    assert [e["scheduled_at"] for e in scheduled] == [job["next_run_at"]]
+
+
 def test_cancel_stops_an_execution_that_is_already_queued(world: World) -> None:
     with receiver() as hook:
         # Given a webhook job queued for 20 s ahead
@@ -120,6 +138,24 @@ def test_cancel_stops_an_execution_that_is_already_queued(world: World) -> None:
         assert hook.deliveries == []
 
 
+def test_a_cancel_between_the_workers_read_and_its_claim_still_stops_the_run(world: World) -> None:
+    with receiver() as hook:
+        # Given a webhook job due now, cancelled after the worker read it and before it claims it
+        job = world.create({"type": "now"}, task={"type": "http", "params": {"url": hook.url}})
+        real_claim = world.store.executions.claim
+
+        def cancel_then_claim(*args: Any, **kwargs: Any) -> Any:
+            world.api("DELETE", f"/jobs/{job['id']}")
+            return real_claim(*args, **kwargs)
+
+        world.store.executions.claim = cancel_then_claim
+        # When the worker runs
+        world.run_for(5)
+        # Then the claim sees the cancel: nothing was delivered, the execution is CANCELLED
+        assert hook.deliveries == []
+        assert world.executions(job["id"])[0]["status"] == "CANCELLED"
+
+
 def test_rescheduling_supersedes_the_queued_occurrence(world: World) -> None:
     # Given a one-time job queued for 100 s ahead
     job = world.create({"type": "at", "at": at(world, 100)})
@@ -131,6 +167,26 @@ def test_rescheduling_supersedes_the_queued_occurrence(world: World) -> None:
     assert set(by_status) == {"SUCCEEDED", "CANCELLED"}
     assert by_status["SUCCEEDED"]["scheduled_at"] == "2026-12-01T09:02:50.000Z"
     assert "superseded" in by_status["CANCELLED"]["error"]
+
+
+def test_a_run_finishing_after_its_job_was_rescheduled_leaves_the_job_active(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a one-time job whose run is in progress
+    job = world.create({"type": "now"}, task={"type": "sleep", "params": {"seconds": 30}})
+    real_run = world.punctual.worker._run
+
+    def reschedule_mid_run(*args: Any, **kwargs: Any) -> Any:
+        world.api("PATCH", f"/jobs/{job['id']}", {"schedule": {"type": "at", "at": at(world, 3600)}})
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(world.punctual.worker, "_run", reschedule_mid_run)
+    # When it is rescheduled while it runs, and the run then finishes
+    world.run_for(60)
+    # Then the job stays ACTIVE with its new run to come
+    current = world.job(job["id"])
+    assert current["status"] == "ACTIVE"
+    assert current["next_run_at"] is not None
 
 
 def test_failures_retry_with_backoff_then_fail(world: World) -> None:

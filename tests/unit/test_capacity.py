@@ -10,8 +10,9 @@ import pytest
 
 from bench import cost
 from infra.settings import DeploySettings
-from punctual import capacity, cli
+from punctual import capacity
 from punctual.capacity import Assumptions, ExecutionUsage, Prices
+from punctual.cli import main as cli
 
 # A full vCPU: the scanner's rate is then capped by the bucket partition (500 deletes/s, half of
 # 1,000 write units), not by the measured CPU figures, so the plan's numbers are round.
@@ -380,16 +381,16 @@ def test_a_busier_minute_sets_the_maximums() -> None:
     peak = 1_000_000 / 60
     bookkeeping = BOOKKEEPING * p.shard_count / 60
     # Then the minimums follow the sustained rate, the maximums the busiest minute's
-    assert c["table_min_write_units"] == capacity._capacity(10_000 * TABLE_WRITES + bookkeeping, 0.7)
-    assert c["table_max_write_units"] == capacity._capacity(peak * TABLE_WRITES + bookkeeping, 0.7)
+    assert c["table_min_write_units"] == capacity.model._capacity(10_000 * TABLE_WRITES + bookkeeping, 0.7)
+    assert c["table_max_write_units"] == capacity.model._capacity(peak * TABLE_WRITES + bookkeeping, 0.7)
     assert c["table_max_read_units"] == math.ceil(peak * 4 / 0.7)
     assert c["index_max_write_units"] == math.ceil(peak / 0.7) == 23_810
 
 
 def test_capacity_is_rounded_up_from_the_exact_quotient() -> None:
     # 21 / 0.7 is 30.000000000000004 in floating point: not a reason to provision 31
-    assert capacity._capacity(21, 0.7) == 30
-    assert capacity._capacity(21.01, 0.7) == 31
+    assert capacity.model._capacity(21, 0.7) == 30
+    assert capacity.model._capacity(21.01, 0.7) == 31
 
 
 def test_small_loads_get_the_floor_and_pay_for_it() -> None:

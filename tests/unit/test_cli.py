@@ -20,9 +20,11 @@ from botocore.auth import SigV4Auth as BotocoreSigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from punctual import cli, tasks
-from punctual.api import JobIn, JobPatch, PreviewIn
-from punctual.client import ApiError, PunctualClient, SigV4Auth
+from punctual import tasks
+from punctual.api.schemas import JobIn, JobPatch, PreviewIn
+from punctual.cli import common
+from punctual.cli import main as cli
+from punctual.cli.client import ApiError, PunctualClient, SigV4Auth
 from punctual.clock import ManualClock
 
 NOW = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
@@ -97,7 +99,7 @@ def _handler_for(api: FakeApi) -> type[BaseHTTPRequestHandler]:
 def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeApi]:
     for variable in ("PUNCTUAL_ENDPOINT", "PUNCTUAL_PORT", "PUNCTUAL_TOKEN"):
         monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setattr(cli, "clock", ManualClock(NOW))
+    monkeypatch.setattr(common, "clock", ManualClock(NOW))
     fake = FakeApi()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(fake))
     fake.url = f"http://127.0.0.1:{server.server_address[1]}"
@@ -206,7 +208,7 @@ def test_create_in_duration_is_the_same_request_when_retried_later(
 
     # When a job is created to run in 1h30m, and the same command is retried a minute later
     code, _, _ = run(api, capsys, "jobs", "create", "--in", "1h30m", "--task", "noop")
-    cli.clock.advance(60)  # type: ignore[attr-defined]
+    common.clock.advance(60)  # type: ignore[attr-defined]
     run(api, capsys, "jobs", "create", "--in", "1h30m", "--task", "noop")
 
     # Then its schedule is an `in` the API takes at the request, the same body both times (an instant
@@ -737,7 +739,7 @@ def test_watch_prints_new_executions_and_changes_until_final(
     assert len(lines) == 5
     assert len(api.sent("GET")) == 10
     # And the polls were spaced by the interval on the injected clock
-    assert cli.clock.now() == datetime(2026, 6, 1, 12, 0, 4, tzinfo=UTC)
+    assert common.clock.now() == datetime(2026, 6, 1, 12, 0, 4, tzinfo=UTC)
 
 
 def test_watch_count_stops_after_n_finished_executions_as_json_lines(
@@ -796,7 +798,7 @@ def test_watch_ends_quietly_on_ctrl_c(
     def interrupt(seconds: float) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli.clock, "sleep", interrupt)
+    monkeypatch.setattr(common.clock, "sleep", interrupt)
 
     # When watched
     code, _, _ = run(api, capsys, "watch", "job-1")
@@ -949,7 +951,7 @@ def test_a_reader_that_stops_early_is_not_an_error(monkeypatch: pytest.MonkeyPat
 
 
 def test_policy_options_build_the_job_policy() -> None:
-    from punctual.cli import build_parser, build_policy
+    from punctual.cli.main import build_parser, build_policy
 
     args = build_parser().parse_args(
         [

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from punctual import cli, cli_format
-from punctual.cli import UsageError, build_schedule, build_task, parse_duration
-from punctual.client import (
+from punctual.cli import common
+from punctual.cli import formatting as cli_format
+from punctual.cli import main as cli
+from punctual.cli.client import (
     BearerAuth,
     ConfigurationError,
     PunctualClient,
@@ -21,6 +22,8 @@ from punctual.client import (
     region_for,
     sign_request,
 )
+from punctual.cli.common import UsageError, parse_duration
+from punctual.cli.main import build_schedule, build_task
 from punctual.clock import ManualClock
 
 
@@ -57,7 +60,7 @@ def test_no_schedule_flag_means_now_on_create_and_nothing_on_update() -> None:
 
 def test_in_is_left_to_the_api_to_take_at_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
     # Given a clock at a known instant
-    monkeypatch.setattr(cli, "clock", ManualClock(datetime(2026, 12, 31, 23, 59, 45, tzinfo=UTC)))
+    monkeypatch.setattr(common, "clock", ManualClock(datetime(2026, 12, 31, 23, 59, 45, tzinfo=UTC)))
 
     # When a schedule 30 s ahead is built
     schedule = build_schedule(parse("--in", "30s"), default_now=True)

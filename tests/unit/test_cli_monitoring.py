@@ -13,8 +13,9 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from punctual import cli, signing
-from punctual.cli_monitoring import serve_receiver
+from punctual import signing
+from punctual.cli import common
+from punctual.cli.monitoring import serve_receiver
 from punctual.clock import ManualClock
 from tests.unit.test_cli import NOW, FakeApi, _handler_for, execution, job, run
 
@@ -27,7 +28,7 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeApi]:
     """test_cli's HTTP test double on 127.0.0.1, and the CLI's clock at NOW."""
     for variable in ("PUNCTUAL_ENDPOINT", "PUNCTUAL_PORT", "PUNCTUAL_TOKEN"):
         monkeypatch.delenv(variable, raising=False)
-    monkeypatch.setattr(cli, "clock", ManualClock(NOW))
+    monkeypatch.setattr(common, "clock", ManualClock(NOW))
     fake = FakeApi()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(fake))
     fake.url = f"http://127.0.0.1:{server.server_address[1]}"
@@ -183,7 +184,7 @@ def test_watch_without_a_job_tails_every_jobs_executions(api: FakeApi, capsys: C
     assert all(r.path != "/jobs/job-2/executions" for r in api.sent())
     # and with -q only the ids, and the job's own change is told (with its note) when not quiet
     api.requests.clear()
-    cli.clock = ManualClock(NOW)  # (the fixture's monkeypatch puts the real one back)
+    common.clock = ManualClock(NOW)  # (the fixture's monkeypatch puts the real one back)
     for jobs in ([due, later], [paused, later]):
         api.answer("GET", "/jobs", {"items": jobs, "next_cursor": None})
     api.routes[("GET", "/jobs")] = api.routes[("GET", "/jobs")][-2:]

@@ -163,3 +163,58 @@ def test_a_write_the_disk_refuses_is_never_acknowledged_and_later_ones_are_refus
         journal.append(key(2), item(2))
     assert journal.failure is not None and "errno 28" in journal.failure
     journal.close()
+
+
+class HeldDisk:
+    """A file that takes its header, then holds every later write until released."""
+
+    def __init__(self, path: Path) -> None:
+        self._file: IO[bytes] = open(path, "xb")  # noqa: SIM115
+        self.writes = 0
+        self.writing = threading.Event()
+        self.release = threading.Event()
+
+    def write(self, data: bytes) -> int:
+        self.writes += 1
+        if self.writes > 1:
+            self.writing.set()
+            assert self.release.wait(10)
+        return self._file.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._file, name)
+
+
+def test_an_append_wakes_the_writer_thread_not_the_writers_waiting_for_their_batch(tmp_path: Path) -> None:
+    disk: list[HeldDisk] = []
+    journal = Journal(tmp_path, 1, opener=lambda path: disk.append(HeldDisk(path)) or disk[-1])
+    wakes = [0]
+    real_wait = journal._written.wait
+
+    def counted_wait(timeout: float | None = None) -> bool:
+        woke = real_wait(timeout)
+        wakes[0] += 1
+        return woke
+
+    journal._written.wait = counted_wait  # type: ignore[method-assign]
+    # Given 20 writers waiting for their records while the disk holds the batch being written
+    first = journal.append(key(0), item(0))
+    assert disk[0].writing.wait(5)
+    waiters = [
+        threading.Thread(target=journal.wait, args=(journal.append(key(n), item(n)),)) for n in range(1, 21)
+    ]
+    for waiter in waiters:
+        waiter.start()
+    # When 200 more records are appended meanwhile
+    for n in range(21, 221):
+        journal.append(key(n), item(n))
+    wakes_while_held = wakes[0]
+    disk[0].release.set()
+    journal.wait(first)
+    for waiter in waiters:
+        waiter.join(10)
+    journal.close()
+    # Then no waiter woke for an append, and each woke about once per batch written after
+    assert wakes_while_held == 0
+    assert wakes[0] <= 3 * len(waiters)
+    assert len(list(read_segment(segment_path(tmp_path, 1)))) == 221

@@ -14,8 +14,6 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from punctual.cli import positive_int
-
 DEFAULT_PORT = 8765
 DEFAULT_DATA_DIR = ".punctual"
 # Ctrl-C ends the process within this long whatever is still running: every change the stack
@@ -71,11 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--concurrency",
-        type=positive_int,
-        default=64,
+        type=_positive_int,
+        default=200,
         metavar="N",
         help="most worker invocations (batches of up to 10 messages) at once: pollers are added while "
-        "all are busy, and ahead of messages about to come due, up to N (default 64)",
+        "all are busy, and ahead of messages about to come due, up to N (default 200: a batch waits in "
+        "its invocation for its instant, from up to 10 s before it)",
     )
     parser.add_argument(
         "--moto-port", type=_port, default=0, metavar="PORT", help="moto's port (default: a free one)"
@@ -193,7 +192,18 @@ def _port(text: str) -> int:
 
 
 def _tick(text: str) -> int:
-    value = positive_int(text)
+    value = _positive_int(text)
     if value > 60:
         raise argparse.ArgumentTypeError("at most 60 (the default: each minute)")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    # The CLI has its own; importing it here would make the CLI and the local stack import each other.
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
     return value

@@ -9,7 +9,7 @@ long poll wake when a delayed message comes due.
 HoldingSqs stands in for the SQS client: a message sent with a delay is kept here and sent to moto,
 without a delay, when that delay is over. moto then only ever holds messages that are visible or
 being processed, and a long poll wakes for a released message at once. Everything after the send is
-moto's, as before: visibility timeouts, receive counts, redrive to the dead-letter queue.
+moto's: visibility timeouts, receive counts, redrive to the dead-letter queue.
 
 Held messages are not saved, as moto's queued messages are not: each names an execution stored as
 QUEUED before its message was sent, and persistence.recover sends every unfinished execution's
@@ -30,9 +30,10 @@ from typing import Any
 from punctual.clock import Clock
 from punctual.observability import logger
 
-# Released this much before the delay ends: one release sends everything due within it in batches,
-# and the worker waits out what is left (worker.MAX_EARLY_WAIT), so nothing starts early.
-RELEASE_AHEAD_SECONDS = 0.2
+# Released this much before the delay ends: one release sends everything due within it in batches
+# (so that a poller receives them ten at a time rather than one by one, each holding a container
+# while it waits), and the worker waits out what is left, so nothing starts early.
+RELEASE_AHEAD_SECONDS = 1.0
 RETRY_SECONDS = 0.5
 SEND_BATCH = 10
 # How far ahead `on_coming` hears how many messages are about to be released (so that pollers for

@@ -290,7 +290,12 @@ class Journal:
         self.failure: str | None = None
         self._opener = opener or (lambda path: open(path, "xb"))  # noqa: SIM115
         self._after_batch = after_batch
-        self._changed = threading.Condition()
+        # One lock, two conditions, so that an append wakes only the writer thread and a batch on disk
+        # wakes its waiters once: waking every waiting writer on each append costs, per append, as
+        # many wake-ups as writers wait, and a burst keeps many waiting.
+        lock = threading.Lock()
+        self._changed = threading.Condition(lock)  # pending records, closing: for the writer thread
+        self._written = threading.Condition(lock)  # durable, failure: for waiters
         self._pending = _Batch()
         self._sequence = 0
         self._durable = 0
@@ -321,20 +326,20 @@ class Journal:
             self._sequence += 1
             self._pending.data.append(data)
             self._pending.last_sequence = self._sequence
-            self._changed.notify_all()
+            self._changed.notify()
             return self._sequence
 
     def wait(self, sequence: int, timeout: float = 30.0) -> None:
         """Return once the record `sequence` (and every one before it) is on disk."""
         deadline = time.monotonic() + timeout
-        with self._changed:
+        with self._written:
             while self._durable < sequence:
                 if self.failure is not None:
                     raise StorageFailed(self.failure)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise StorageFailed(f"the journal did not reach the disk within {timeout:.0f} s")
-                self._changed.wait(remaining)
+                self._written.wait(remaining)
 
     def rotate(self) -> int:
         """Start the next segment (on the writer thread, between batches); returns the closed one."""
@@ -382,15 +387,16 @@ class Journal:
         stats.fsync_seconds += time.monotonic() - started
         stats.largest_batch = max(stats.largest_batch, len(batch.data))
         self.segment_bytes += len(data)
-        with self._changed:
+        with self._written:
             self._durable = batch.last_sequence
-            self._changed.notify_all()
+            self._written.notify_all()
         return True
 
     def _fail(self, why: str) -> None:
         print(f"punctual local: {why}; writes are refused until the stack restarts", file=sys.stderr)
-        with self._changed:
+        with self._written:
             self.failure = why
+            self._written.notify_all()
             self._changed.notify_all()
 
     def close(self, timeout: float = 5.0) -> None:

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from punctual.local.durable import DurableApp, DurableTables, install_hooks
     from punctual.local.journal import StoreError
-    from punctual.moto_atomic import make_writes_atomic
+    from punctual.local.moto_atomic import make_writes_atomic
 
     for noisy in ("werkzeug", "moto"):
         logging.getLogger(noisy).setLevel(logging.ERROR)

@@ -18,8 +18,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO
 
+from punctual.errors import LostRace, RetryableStoreError, UnreadableItem
+from punctual.models import ExecutionStatus
 from punctual.observability import logger
 from punctual.queue import WorkItem, WorkQueue, delay_seconds
+from punctual.store import Store
 from punctual.timefmt import parse_rfc3339
 
 LOCK_NAME = "lock"
@@ -43,7 +46,7 @@ class DataDirLock:
             raise DataDirError(f"cannot use the data directory {self._path.parent}: {exc.strerror}") from exc
         try:
             import fcntl
-        except ImportError:  # not POSIX: no lock, as before
+        except ImportError:  # not POSIX: no lock (a second stack on the directory is not refused)
             return
         try:
             # The lock goes with the process: a stack that was killed leaves the file, not the lock.
@@ -66,9 +69,29 @@ def work_items(unfinished: Iterable[list[str]]) -> list[WorkItem]:
     return [WorkItem(job_id, execution_id, parse_rfc3339(at)) for job_id, execution_id, at in unfinished]
 
 
-def recover(work: list[WorkItem], queue: WorkQueue, now: datetime) -> int:
-    """Send the message of every unfinished execution again; returns how many."""
+def recover(work: list[WorkItem], queue: WorkQueue, now: datetime, store: Store) -> int:
+    """Send the message of every unfinished execution again; returns how many.
+
+    An execution claimed ahead of its instant by the stack that stopped is given back first: its worker
+    is gone (the data directory's lock says no other stack runs), and its lease would otherwise hold the
+    run back until it ran out, a timeout and more after its instant."""
+    for item in work:
+        _release_unstarted_claim(item, store)
     unsent = queue.send([(item, delay_seconds(item.scheduled_at, now)) for item in work])
     if unsent:
         logger.warning("could not re-queue some executions", extra={"count": len(unsent)})
     return len(work) - len(unsent)
+
+
+def _release_unstarted_claim(item: WorkItem, store: Store) -> None:
+    try:
+        execution = store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
+        if (
+            execution is not None
+            and execution.status is ExecutionStatus.RUNNING
+            and execution.started_at is None
+        ):
+            store.executions.release_claim(execution)
+    except (LostRace, RetryableStoreError, UnreadableItem):
+        # Its lease runs out instead: the message waits for it.
+        logger.warning("claim not given back", extra={"execution_id": item.execution_id})

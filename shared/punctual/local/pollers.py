@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from punctual.esm import EventSourceMapping, Handler
+from punctual.local.esm import EventSourceMapping, Handler
 from punctual.observability import logger
 
 POLLERS = 2

@@ -1,6 +1,6 @@
 """The local stack's HTTP front end: what API Gateway does in front of the API function.
 
-Each request is authenticated by its bearer token (API.md: `PUNCTUAL_LOCAL_TOKENS`), turned into a
+Each request is authenticated by its bearer token (docs/api.md: `PUNCTUAL_LOCAL_TOKENS`), turned into a
 proxy event with the token's owner where IAM authorization puts the caller, and handed to the API
 handler; its answer becomes the HTTP response. The events are those of an HTTP API (payload format
 2.0), the deployed default; `api_event` chooses.
@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from punctual import lambda_events
+from punctual.local import lambda_events
 from punctual.observability import logger
 
 # The event format the API function is driven with: http_api_event (HTTP API, payload format 2.0, as

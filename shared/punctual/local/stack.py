@@ -29,12 +29,13 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from punctual import provision, resources, target_arns, wiring
+from punctual import resources, target_arns, wiring
 from punctual.clock import SystemClock
 from punctual.config import Settings
-from punctual.esm import Handler
-from punctual.lambda_events import FakeLambdaContext
+from punctual.local import provision
+from punctual.local.esm import Handler
 from punctual.local.holding import HoldingSqs
+from punctual.local.lambda_events import FakeLambdaContext
 from punctual.local.persistence import DataDirError, DataDirLock, recover, work_items
 from punctual.local.pollers import PollerPool, load_handler
 from punctual.local.server import ApiServer
@@ -52,10 +53,11 @@ LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
 # Any function created in moto (whose account is always this one), for the `lambda` task.
 LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
 # Messages become visible this early and the worker waits out the rest: a head start for receiving,
-# reading and claiming an execution before its instant, which many may share. (Delayed messages are
-# held by HoldingSqs and sent to moto when due,
-# which wakes a waiting long poll; moto's own delays would not.)
-LOCAL_EARLY_VISIBILITY_SECONDS = 3
+# reading and claiming an execution before its instant, which many may share. moto answers a few
+# hundred writes a second and a burst's executions share it with the API's creations, so a burst of
+# a thousand needs several seconds of it. (Delayed messages are held by HoldingSqs and sent to moto
+# when due, which wakes a waiting long poll; moto's own delays would not.)
+LOCAL_EARLY_VISIBILITY_SECONDS = 10
 LOCAL_TASK_CACHE_SECONDS = 2.0
 STOP_GRACE_SECONDS = 3.0
 MOTO_STOP_SECONDS = 5.0
@@ -72,7 +74,7 @@ class Options:
     data_dir: Path = Path(".punctual")
     tick_seconds: int = 60
     moto_port: int = 0
-    concurrency: int = 64
+    concurrency: int = 200
     tokens: dict[str, str] = field(default_factory=lambda: {"local": "local"})
     reset: bool = False
     json_logs: bool = False
@@ -184,7 +186,7 @@ class LocalStack:
         )
         wiring.set_default(punctual)
         work = work_items(restored["unfinished"])
-        requeued = recover(work, punctual.queue, punctual.clock.now()) if work else 0
+        requeued = recover(work, punctual.queue, punctual.clock.now(), punctual.store) if work else 0
 
         self._pools = [
             PollerPool(

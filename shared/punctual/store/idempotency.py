@@ -38,7 +38,7 @@ class IdempotencyKeys:
     ) -> IdempotencyRecord | None:
         """Record that `key` creates `job_ids`; if the key was seen (within its 24 hours), return its
         record instead. A key is remembered for 24 hours, no longer."""
-        # One job (POST /jobs) as `job_id`, as before batches; a batch's jobs as the list `job_ids`.
+        # One job (POST /jobs) as `job_id`, which every deployed version reads; a batch's as the list `job_ids`.
         ids: dict[str, Any] = {"job_id": job_ids[0]} if len(job_ids) == 1 else {"job_ids": list(job_ids)}
         item = {
             **keys.idempotency_key(owner, key),

@@ -13,20 +13,32 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 from punctual import resources
 from punctual.concurrency import parallel_map
 from punctual.models import Execution, ExecutionStatus, Job, JobStatus
+from punctual.observability import logger
 from punctual.store import codec, keys
 from punctual.store.table import Page, Table, call, cursor_key
 from punctual.validation import has_tag
 
-if TYPE_CHECKING:
-    from punctual.store.jobs import JobsRead
-
 LAST_EXECUTION_READ = 4
 LAST_EXECUTION_PAGES = 6
+
+
+class JobsRead(NamedTuple):
+    """Jobs by id, and apart the ids of items that exist but cannot be read (e.g. a time zone this
+    runtime's tzdata no longer has), with the reason."""
+
+    found: dict[str, Job]
+    unreadable: dict[str, str]
+
+    def readable(self) -> dict[str, Job]:
+        """The jobs found, the unreadable ones logged as errors."""
+        for job_id, error in self.unreadable.items():
+            logger.error("job item cannot be read", extra={"job_id": job_id, "error": error})
+        return self.found
 
 
 class JobViews:

@@ -19,13 +19,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 from punctual.errors import LostRace
 from punctual.models import Execution, Job, JobStatus
-from punctual.observability import logger
 from punctual.store import codec, keys, lifecycle
-from punctual.store.job_views import JobViews
+from punctual.store.job_views import JobsRead, JobViews
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS, JOB_TRANSITIONS
 from punctual.store.table import Table, call, put
 from punctual.timefmt import parse_rfc3339, to_rfc3339
@@ -42,20 +41,6 @@ class JobStamp:
     @staticmethod
     def of(job: Job) -> JobStamp:
         return JobStamp(job.status, job.schedule_version, job.updated_at)
-
-
-class JobsRead(NamedTuple):
-    """Jobs by id, and apart the ids of items that exist but cannot be read (e.g. a time zone this
-    runtime's tzdata no longer has), with the reason."""
-
-    found: dict[str, Job]
-    unreadable: dict[str, str]
-
-    def readable(self) -> dict[str, Job]:
-        """The jobs found, the unreadable ones logged as errors."""
-        for job_id, error in self.unreadable.items():
-            logger.error("job item cannot be read", extra={"job_id": job_id, "error": error})
-        return self.found
 
 
 class JobRepository(JobViews):
@@ -158,7 +143,7 @@ class JobRepository(JobViews):
         sets.append("#rev = if_not_exists(#rev, :zero) + :one")
         names["#rev"] = "revision"
         values.update({":zero": 0, ":one": 1})
-        # The copy of the last execution earlier versions kept on the job goes with any write to it.
+        # A job item may hold a stale copy of its last execution (docs/upgrading.md): any write drops it.
         removes += ["last_execution", "last_execution_ms"]
         expression = "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes)
         conditions = ["attribute_exists(#pk)"]
@@ -211,7 +196,7 @@ class JobRepository(JobViews):
             self._table.resource.update_item,
             Key=keys.job_key(job.id),
             UpdateExpression="SET " + ", ".join(["#st = :done", "expires_at = :exp", *sets]) + " "
-            # (and the copy earlier versions kept, gone with their last write to the item)
+            # (and a stale copy of the last execution, which every write to a job drops)
             "REMOVE "
             + ", ".join(
                 ["next_run_at", "queued_run_at", "last_execution", "last_execution_ms", "task_ref", *removes]

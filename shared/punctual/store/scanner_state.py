@@ -72,8 +72,8 @@ class ScannerState:
         parallel_map(give_back, list(shards))
 
     def positions(self, shards: Iterable[int]) -> dict[int, Position | None]:
-        """Per shard, where the scanner reads on (None: never scanned). A position without a place
-        in its bucket (an older version's: a minute only) reads as that minute's start."""
+        """Per shard, where the scanner reads on (None: never scanned). A checkpoint holding only a
+        minute (from before an upgrade) reads as that minute's start."""
         wanted = list(shards)
         found: dict[int, Position | None] = dict.fromkeys(wanted)
         for item in self._table.batch_get([keys.position_key(shard) for shard in wanted]):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from punctual.lambda_events import FakeLambdaContext, sqs_event
+from punctual.local.lambda_events import FakeLambdaContext, sqs_event
 from punctual.observability import logger
 
 Handler = Callable[[dict[str, Any], Any], Any]

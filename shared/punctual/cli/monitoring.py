@@ -13,8 +13,10 @@ from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import IO, Any
 
-from punctual import cli_format, signing
-from punctual.client import ConnectionFailed, JsonObject, PunctualClient
+from punctual import signing
+from punctual.cli import common
+from punctual.cli import formatting as cli_format
+from punctual.cli.client import ConnectionFailed, JsonObject, PunctualClient
 from punctual.clock import Clock
 from punctual.timefmt import parse_rfc3339, to_rfc3339
 
@@ -26,15 +28,11 @@ MAX_REDRIVE = 100
 
 
 def _usage(message: str) -> Exception:
-    from punctual.cli import UsageError
-
-    return UsageError(message)
+    return common.UsageError(message)
 
 
 def _duration(text: str) -> int:
-    from punctual.cli import parse_duration
-
-    return parse_duration(text)
+    return common.parse_duration(text)
 
 
 # -- job options ---------------------------------------------------------------------------------------
@@ -93,9 +91,7 @@ def add_job_options(parser: argparse.ArgumentParser, *, updating: bool = False) 
 
 
 def _positive(text: str) -> int:
-    from punctual.cli import positive_int
-
-    return positive_int(text)
+    return common.positive_int(text)
 
 
 def job_fields(args: argparse.Namespace, *, updating: bool = False) -> JsonObject:
@@ -392,8 +388,6 @@ def serve_receiver(
 
 
 def cmd_receive(client: PunctualClient, args: argparse.Namespace) -> int:
-    from punctual import cli
-
     if args.secret is not None:
         try:
             signing.key_of(args.secret)
@@ -402,7 +396,7 @@ def cmd_receive(client: PunctualClient, args: argparse.Namespace) -> int:
     statuses = [args.fail_with] * args.fail_first
     try:
         server = serve_receiver(
-            args.port, secret=args.secret, statuses=statuses, clock=cli.clock, out=sys.stdout
+            args.port, secret=args.secret, statuses=statuses, clock=common.clock, out=sys.stdout
         )
     except OSError as exc:
         raise _usage(f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
@@ -415,7 +409,7 @@ def cmd_receive(client: PunctualClient, args: argparse.Namespace) -> int:
     )
     try:
         while True:
-            cli.clock.sleep(3600)
+            common.clock.sleep(3600)
     except KeyboardInterrupt:
         return 0
     finally:
@@ -483,11 +477,9 @@ def since_value(text: str | None, flag: str, clock: Clock) -> str | None:
         return text
     except ValueError:
         pass
-    from punctual.cli import UsageError
-
     try:
         return to_rfc3339(clock.now() - timedelta(seconds=_duration(text)))
-    except UsageError:
+    except common.UsageError:
         raise _usage(
             f"{flag}: an RFC 3339 time with offset, or a duration ago (30m, 2h, 1d), not {text!r}"
         ) from None

@@ -1,4 +1,4 @@
-"""A small HTTP client for Punctual's public API (see shared/API.md).
+"""A small HTTP client for Punctual's public API (see docs/api.md).
 
 Standard library only for HTTP; botocore signs requests to a deployed API. Against a loopback
 endpoint (the local stack) it sends `Authorization: Bearer <token>`; against anything else it signs

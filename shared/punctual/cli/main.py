@@ -1,4 +1,4 @@
-"""`punctual`: the command-line client of Punctual's HTTP API (shared/API.md).
+"""`punctual`: the command-line client of Punctual's HTTP API (docs/api.md).
 
 Exit codes: 0 ok, 1 the API answered an error (4xx/5xx), 2 usage error, 3 the endpoint is unreachable.
 """
@@ -9,14 +9,16 @@ import argparse
 import importlib
 import json
 import os
-import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from punctual import __version__, capacity, cli_format, cli_monitoring
-from punctual.client import (
+from punctual import __version__, capacity, sizing
+from punctual.cli import common
+from punctual.cli import formatting as cli_format
+from punctual.cli import monitoring as cli_monitoring
+from punctual.cli.client import (
     ApiError,
     ConfigurationError,
     ConnectionFailed,
@@ -25,7 +27,7 @@ from punctual.client import (
     default_endpoint,
     is_loopback,
 )
-from punctual.clock import Clock, SystemClock
+from punctual.cli.common import UsageError, parse_duration, positive_int
 from punctual.timefmt import parse_rfc3339
 
 EXIT_OK = 0
@@ -41,32 +43,11 @@ FINAL_EXECUTION_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "SKIPP
 MAX_BATCH_JOBS = 100  # POST /jobs/batch
 DEFAULT_UTILISATION = 70  # `capacity --provisioned`: as infra/settings.py deploys
 
-# Every read of the time (for `--in`, `watch`) goes through this; tests swap in a ManualClock.
-clock: Clock = SystemClock()
-
 Handler = Callable[[PunctualClient, argparse.Namespace], int]
 OptionAdder = Callable[[argparse.ArgumentParser], None]
 
 
-class UsageError(Exception):
-    """The command line makes no sense; exit 2 without calling the API."""
-
-
 # -- friendly forms ----------------------------------------------------------------------------------
-
-_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
-_UNIT_SECONDS = (86400, 3600, 60, 1)
-
-
-def parse_duration(text: str) -> int:
-    """`90s`, `5m`, `1h30m`, `2d`, or plain seconds (`45`) → whole seconds."""
-    value = text.strip().lower()
-    if value.isdigit():
-        return int(value)
-    match = _DURATION.fullmatch(value)
-    if not value or match is None:
-        raise UsageError(f"invalid duration {text!r}: use a number with units d/h/m/s, e.g. 90s, 5m, 1h30m")
-    return sum(int(count) * size for count, size in zip(match.groups(), _UNIT_SECONDS, strict=True) if count)
 
 
 def check_timestamp(text: str, flag: str) -> str:
@@ -469,8 +450,8 @@ def cmd_jobs_run(client: PunctualClient, args: argparse.Namespace) -> int:
 def cmd_executions(client: PunctualClient, args: argparse.Namespace) -> int:
     filters = {
         "status": args.status,
-        "since": cli_monitoring.since_value(args.since, "--since", clock),
-        "until": cli_monitoring.since_value(args.until, "--until", clock),
+        "since": cli_monitoring.since_value(args.since, "--since", common.clock),
+        "until": cli_monitoring.since_value(args.until, "--until", common.clock),
     }
     if args.all:
         items = list(client.iter_executions(args.job, limit=args.limit, **filters))
@@ -616,8 +597,8 @@ def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
     if args.job is None:
         if args.until_final:
             raise UsageError("--until-final watches one job: name it")
-        return cli_monitoring.watch_all(client, args, clock)
-    deadline = clock.now() + timedelta(seconds=args.timeout) if args.timeout is not None else None
+        return cli_monitoring.watch_all(client, args, common.clock)
+    deadline = common.clock.now() + timedelta(seconds=args.timeout) if args.timeout is not None else None
     seen: dict[str, JsonObject] = {}
     job_status: str | None = None
     if not args.json:
@@ -633,7 +614,7 @@ def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
                 # The local stack restarting is no reason to end a live view.
                 print(f"punctual: watch: {exc}; retrying", file=sys.stderr)
             else:
-                now = clock.now()
+                now = common.clock.now()
                 if job.get("status") != job_status and not args.json:
                     change = f"{job_status} -> {job.get('status')}" if job_status else str(job.get("status"))
                     print(f"{now.strftime('%H:%M:%S')}  job {args.job}  {change}", flush=True)
@@ -641,10 +622,10 @@ def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
                 _print_watch_changes(args, now, page.get("items") or [], seen)
                 if _watch_done(args, job, seen):
                     return EXIT_OK
-            if deadline is not None and clock.now() >= deadline:
+            if deadline is not None and common.clock.now() >= deadline:
                 print(f"punctual: watch: gave up after {args.timeout:g}s", file=sys.stderr)
                 return EXIT_FAILURE
-            clock.sleep(args.interval)
+            common.clock.sleep(args.interval)
     except KeyboardInterrupt:
         return EXIT_OK  # Ctrl-C is how a person ends a live view
 
@@ -666,7 +647,7 @@ def cmd_capacity(client: PunctualClient, args: argparse.Namespace) -> int:
         raise UsageError("--utilisation is the provisioned table's target: add --provisioned")
     elif args.reserved:
         raise UsageError("--reserved prices the provisioned table's capacity: add --provisioned")
-    low, high = capacity.MIN_POLLERS_RANGE
+    low, high = sizing.MIN_POLLERS_RANGE
     if args.pollers and not low <= args.pollers + args.warm_pollers <= high:
         raise UsageError(f"--pollers (with --warm-pollers) is between {low} and {high}: MinimumPollers")
     if (args.warm_pollers or args.warm_hours) and not args.pollers:
@@ -706,16 +687,6 @@ def run_local(args: Sequence[str]) -> int:
 
 
 # -- parser ------------------------------------------------------------------------------------------
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
 
 
 def _positive_float(text: str) -> float:
@@ -1046,7 +1017,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="http" if defaults.http_api else "rest",
         help="the API Gateway type deployed (-c api_type; default http: $1.00 a million requests, rest: $3.50)",
     )
-    # (before the HTTP API was the default: kept so that scripts using it still run)
+    # (hidden: an alias of --api http that scripts may pass)
     plan.add_argument("--http-api", dest="api", action="store_const", const="http", help=argparse.SUPPRESS)
     plan.add_argument(
         "--batched",

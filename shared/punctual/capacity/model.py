@@ -1,12 +1,6 @@
-"""Capacity plan and cost model: how to deploy Punctual for N executions a second, and what it costs.
-
-Pure arithmetic on three kinds of input, each stated where it is defined:
-- AWS list prices and limits (the price table is here and nowhere else);
-- figures measured by the benchmarks (`bench/scanner_throughput.py`, `bench/cost.py`), pasted as
-  constants with the command that produced them;
-- assumptions (task duration, Lambda memory, batch fill), which the caller can change.
-docs/scaling.md walks through the same arithmetic for 10,000 a second and a 1,000,000 burst minute.
-The table is priced on-demand, or provisioned and auto scaled (`plan(..., utilisation_percent=70)`).
+"""The capacity planner's arithmetic: cost per execution by service, and the plan (shards, fan-out,
+worker concurrency, provisioned capacity, warnings near AWS's limits) for a sustained rate and a
+busiest minute. Pure functions of punctual.capacity.figures and punctual.sizing.
 """
 
 from __future__ import annotations
@@ -15,248 +9,48 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from punctual import resources
-
-# --------------------------------------------------------------------------------------- prices
-
-
-@dataclass(frozen=True)
-class Prices:
-    """us-east-1 list prices in USD, without free tiers.
-
-    As published by AWS in 2025: DynamoDB on-demand after its 1 November 2024 reduction, Lambda arm64
-    at the first duration tier, API Gateway at the first request tier. Re-check before relying on them.
-    """
-
-    api_rest_per_million: float = 3.50  # REST API requests (first 333 M a month)
-    api_http_per_million: float = 1.00  # HTTP API requests (first 300 M a month, 512 KB each)
-    lambda_requests_per_million: float = 0.20
-    lambda_arm64_gb_second: float = 0.0000133334
-    dynamodb_write_units_per_million: float = 0.625  # on-demand write request units
-    dynamodb_read_units_per_million: float = 0.125  # on-demand read request units
-    dynamodb_storage_gb_month: float = 0.25
-    dynamodb_pitr_gb_month: float = 0.20  # point-in-time recovery (on in the stack)
-    dynamodb_wcu_hour: float = 0.00065  # provisioned capacity
-    dynamodb_rcu_hour: float = 0.00013
-    # Reserved capacity, one-year term (provisioned tables of the Standard class): a fee upfront and an
-    # hourly rate, for each 100 units reserved.
-    dynamodb_reserved_100_wcu_upfront: float = 150.0
-    dynamodb_reserved_100_wcu_hour: float = 0.0128
-    dynamodb_reserved_100_rcu_upfront: float = 30.0
-    dynamodb_reserved_100_rcu_hour: float = 0.0025
-    sqs_per_million: float = 0.40  # standard queue requests, each 64 KB of payload a request
-    logs_ingested_gb: float = 0.50  # CloudWatch Logs (function logs and EMF metrics)
-    metric_month: float = 0.30  # CloudWatch custom metric (EMF), first 10,000
-    alarm_month: float = 0.10
-    dashboard_month: float = 3.00
-    xray_traces_per_million: float = 5.00
-    secret_month: float = 0.40  # Secrets Manager: the cursor-signing key
-    eventbridge_scheduler_per_million: float = 1.00  # for comparison; scheduled rules are free
-    eventbridge_events_per_million: float = 1.00  # custom events put on a bus (each 64 KB)
-    # Provisioned mode of an SQS event source mapping, per Event Poller Unit-hour: documented by AWS in
-    # the Lambda pricing page's SQS example (https://aws.amazon.com/lambda/pricing/, "Pricing Example
-    # 2", US East (N. Virginia)). One poller taken as one EPU (assumed: that example's 10 minimum
-    # pollers bill about 8,000 EPU-hours a month).
-    sqs_poller_epu_hour: float = 0.00925
-
-
-PRICES = Prices()
-
-# ------------------------------------------------------------------------------- AWS limits
-# DynamoDB: per partition 1,000 write units and 3,000 read units a second (or a linear combination);
-# adaptive capacity moves hot keys apart but never lifts a partition past this.
-PARTITION_WRITE_UNITS = 1000.0
-PARTITION_READ_UNITS = 3000.0
-# On-demand table throughput quota (per table, adjustable), and what a new on-demand table serves
-# before it has seen a higher peak (it then doubles within 30 minutes of a new peak). Provisioned,
-# the same 40,000 caps the table and each of its indexes, and the account's tables and indexes
-# together may provision 80,000 write and 80,000 read units (all adjustable).
-TABLE_QUOTA_UNITS = 40_000
-NEW_TABLE_WRITE_UNITS = 4_000
-ACCOUNT_PROVISIONED_UNITS = 80_000
-# Lambda: concurrent executions per account and region (adjustable); an SQS event source mapping's
-# maximum concurrency setting goes up to 1,000.
-LAMBDA_ACCOUNT_CONCURRENCY = 1_000
-ESM_MAX_CONCURRENCY = 1_000
-# Lambda gives CPU in proportion to memory: one vCPU at 1,769 MB.
-LAMBDA_MB_PER_VCPU = 1769
-# SQS standard queue: about 120,000 messages in flight (received, not yet deleted); delayed
-# messages are not in flight. API Gateway: 10,000 requests a second per account and region.
-SQS_IN_FLIGHT = 120_000
-API_GATEWAY_RPS = 10_000
-# EventBridge PutEvents: 10,000 entries a second per account in us-east-1 (adjustable; fewer in most
-# other regions).
-EVENTBRIDGE_PUT_EVENTS_PER_SECOND = 10_000
-SQS_BATCH = 10
-# An SQS event source mapping in provisioned mode: each event poller takes up to 10 concurrent
-# invokes, 10 receives a second or 1 MB/s; MinimumPollers is 2-200, MaximumPollers 2-2,000; scaling
-# adds up to 1,000 concurrent invokes a minute (https://docs.aws.amazon.com/lambda/latest/dg/
-# services-sqs-scaling.html). Standard mode starts at 5 and adds up to 300 a minute.
-POLLER_CONCURRENT_INVOKES = 10
-POLLER_RECEIVES_PER_SECOND = 10
-POLLER_BYTES_PER_SECOND = 1_000_000
-MIN_POLLERS_RANGE = (2, 200)
-MAX_POLLERS_RANGE = (2, 2000)
-SQS_BILLING_CHUNK_BYTES = 64 * 1024
-
-SECONDS_PER_MONTH = 730 * 3600  # AWS bills a month as 730 hours
-
-# ------------------------------------------------------------------- measured (benchmark 2)
-# The scanner's own CPU per execution, and one invocation's rate with a whole core, from
-#   .venv/bin/python -m bench.scanner_throughput     (make bench-scanner)
-# on a shared 2-vCPU x86_64 machine: one invocation over 64 shards, 20,000 executions, 10 ms per
-# DynamoDB call, 20 ms per SQS batch (201 ms of CPU per 1,000 executions, 4,098 a second measured
-# with the benchmark's in-process fake AWS taking its share of the GIL; every call batched, no
-# execution stored, no marker deleted from a minute's bucket; 3,902-4,310 a second over eleven runs).
-# On Lambda the CPU share of the memory caps the rate.
-SCANNER_CPU_MS_PER_1000 = 201.0
-SCANNER_RATE_FULL_CORE = 4098.0
+from punctual.capacity.figures import (
+    BATCH_JOBS,
+    BOOKKEEPING_WRITES_PER_SHARD,
+    FIXED_ALARMS,
+    FIXED_METRICS,
+    IDLE_POLLS_PER_MINUTE,
+    INDEXES,
+    KEYS_ONLY_ENTRY_BYTES,
+    ONE_TIME,
+    ONE_TIME_BATCHED,
+    PRICES,
+    RECURRING,
+    SCANNER_CPU_MS_PER_1000,
+    SCANNER_RATE_FULL_CORE,
+    SECONDS_PER_MONTH,
+    Assumptions,
+    ExecutionUsage,
+    Prices,
+    batch_api_seconds,
+)
+from punctual.sizing import (
+    ACCOUNT_PROVISIONED_UNITS,
+    API_GATEWAY_RPS,
+    ESM_MAX_CONCURRENCY,
+    EVENTBRIDGE_PUT_EVENTS_PER_SECOND,
+    LAMBDA_ACCOUNT_CONCURRENCY,
+    LAMBDA_MB_PER_VCPU,
+    MIN_POLLERS_RANGE,
+    NEW_TABLE_WRITE_UNITS,
+    PARTITION_WRITE_UNITS,
+    POLLER_CONCURRENT_INVOKES,
+    POLLER_RECEIVES_PER_SECOND,
+    SQS_BATCH,
+    SQS_IN_FLIGHT,
+    TABLE_QUOTA_UNITS,
+)
 
 
 def scanner_rate(memory_mb: int) -> float:
     """Executions a second one scanner invocation enqueues at `memory_mb` (GIL: one core at most)."""
     share = min(1.0, memory_mb / LAMBDA_MB_PER_VCPU)
     return min(SCANNER_RATE_FULL_CORE, share * 1e6 / SCANNER_CPU_MS_PER_1000)
-
-
-# ------------------------------------------------------------------- measured (benchmark 3)
-
-
-@dataclass(frozen=True)
-class ExecutionUsage:
-    """What one execution uses of each service, creation (if any) included."""
-
-    api_requests: float  # API Gateway requests, and API function invocations
-    write_units: float  # DynamoDB write request units, index writes included
-    read_units: float  # DynamoDB read request units
-    write_units_keys_only: float  # the same, if the indexes projected KEYS_ONLY
-    index_write_units_keys_only: float  # of write_units_keys_only, those of the indexes' entries
-    sqs_requests: float  # billed SQS requests: sends, receives and deletes, batches of 10
-    log_bytes: float  # CloudWatch Logs ingested: Powertools lines and EMF metrics
-    metric_bytes: float  # of which EMF metrics (kept when INFO lines are turned off)
-    item_bytes: float  # stored bytes of the execution's item (kept for the retention period)
-    job_bytes: float  # stored bytes of a one-time job's item (expires with its history)
-    # Changes of the execution's status, each an event on the stack's bus (execution_events "all"):
-    # on AWS, RUNNING and its end (and two more a retry: RETRYING, RUNNING again).
-    status_changes: float = 0.0
-
-
-# Per execution, from a run on moto of 50 one-time (one a request), 100 one-time (a batch of 100)
-# and 10 every-minute cron webhook jobs:
-#   .venv/bin/python -m bench.cost     (make bench-cost)
-# Request units are computed from item sizes by DynamoDB's rules (bench/units.py); SQS requests
-# assume full batches of ten (sends, receives, deletes), as under load.
-# A one-time job due three minutes or more after its creation: the scanner sends it from its minute's
-# bucket and leaves the marker to expire. One due sooner is handed off by the API through its shard's
-# soon partition, whose marker is deleted once sent: one write unit more (the cost run's `handed_off`),
-# and one read unit less: the API dispatches the job it has just stored without reading it back.
-HANDED_OFF_EXTRA_WRITE_UNITS = 1.0
-HANDED_OFF_FEWER_READ_UNITS = 1.0
-ONE_TIME = ExecutionUsage(
-    api_requests=1.0,
-    write_units=7.0,  # as if the index projected ALL
-    read_units=4.0,
-    write_units_keys_only=6.0,  # creation 3 (marker, job, its by_owner entry); scan 0; worker 3
-    index_write_units_keys_only=1.0,  # the by_owner entry, put at creation
-    sqs_requests=0.3,
-    log_bytes=597.0,
-    metric_bytes=250.0,
-    # Measured with an assumed-role ARN as the owner (bench.cost.CALLER), as callers are named on AWS:
-    # the job item, which stores it twice, is 953 B when completed (with its outcome: status, when,
-    # which run), under the 1 KB of a write unit.
-    item_bytes=600.0,
-    job_bytes=953.0,
-    status_changes=2.0,
-)
-# One-time jobs created through POST /jobs/batch, BATCH_JOBS a request: the same DynamoDB and SQS
-# use (the writes are BatchWriteItems), a hundredth of the API requests and of their log lines.
-BATCH_JOBS = 100
-ONE_TIME_BATCHED = ExecutionUsage(
-    api_requests=0.01,
-    write_units=7.0,
-    read_units=4.0,
-    write_units_keys_only=6.0,
-    index_write_units_keys_only=1.0,
-    sqs_requests=0.3,
-    log_bytes=392.0,
-    metric_bytes=50.0,
-    item_bytes=600.0,
-    job_bytes=953.0,
-    status_changes=2.0,
-)
-RECURRING = ExecutionUsage(
-    api_requests=0.0,
-    write_units=8.0,  # with ALL, each of the occurrence's two job updates rewrites the index entry
-    read_units=4.0,
-    # An every-minute job: scan 3 (next marker, filed under the soon partition since it is due within
-    # the hand-off window, that marker's delete, the job's next_run_at); worker 3 (claim, finish, and
-    # the job's outcome: what lists show and filter by without reading executions). A job with a
-    # period of three minutes or more files into a minute bucket and deletes nothing: 5.
-    write_units_keys_only=6.0,
-    index_write_units_keys_only=0.0,  # the job's entry was put once, at its creation
-    sqs_requests=0.3,
-    log_bytes=387.0,
-    metric_bytes=48.0,
-    item_bytes=600.0,
-    job_bytes=0.0,
-    status_changes=2.0,
-)
-
-# ----------------------------------------------------------------------------- assumptions
-
-
-@dataclass(frozen=True)
-class Assumptions:
-    """What the benchmarks cannot measure here (`punctual capacity` has flags for the main ones)."""
-
-    task_seconds: float = 0.2  # mean task duration (a webhook round trip)
-    worker_overhead_seconds: float = 0.05  # a worker batch's own DynamoDB calls
-    batch_fill: float = 10.0  # messages per worker invocation under load (batch size 10)
-    worker_memory_mb: int = 512
-    api_seconds: float = 0.05  # one POST /jobs: validation and two PutItem (a batch: batch_api_seconds)
-    api_memory_mb: int = 512
-    scanner_memory_mb: int = 1769  # one vCPU, as deployed (infra/components/ticker.py)
-    retention_days: int = 30
-    # Share of invocations X-Ray records: its default rule samples the first request each second
-    # and 5 % of the rest; under load, about 5 %.
-    xray_sampled: float = 0.05
-    # Lambda's START/END/REPORT lines per invocation, in bytes.
-    platform_log_bytes: float = 260.0
-    # API Gateway as deployed by default: an HTTP API ($1.00 a million requests); False prices the REST
-    # API that `-c api_type=rest` deploys ($3.50).
-    http_api: bool = True
-    # Price the indexes as projected KEYS_ONLY (as resources.py defines them) rather than ALL.
-    keys_only_indexes: bool = all(index.projection == "KEYS_ONLY" for index in resources.TABLE.indexes)
-    # Execution status events on the stack's bus (the deployment's execution_events): "all" (each
-    # status change), "final" (one an execution: its end) or "off". The stream's records reach their
-    # function in batches (EVENTS_BATCH records, about events_seconds each).
-    execution_events: str = "all"
-    events_batch: float = 100.0
-    events_seconds: float = 0.25
-    events_memory_mb: int = 256
-
-
-def batch_api_seconds(jobs: int) -> float:
-    """Assumed duration of one POST /jobs/batch of `jobs` jobs: a single create's, plus validating each
-    job (a cron or time zone parse, a task check) and its share of the parallel BatchWriteItems."""
-    return 0.05 + 0.005 * jobs
-
-
-# Stored bytes of one index entry projecting KEYS_ONLY: the table's and the index's keys, and the
-# 100 bytes DynamoDB adds to every stored item.
-KEYS_ONLY_ENTRY_BYTES = 250
-# Indexes holding every job (by_owner); a sparse one (by_task: jobs using a named task) holds few.
-INDEXES = sum(not index.sparse for index in resources.TABLE.indexes)
-
-# Fixed monthly cost, whatever the load: dashboard, 11 alarms, 12 EMF metrics, the cursor secret, the
-# worker event source mapping's idle long polls (about 15 a minute), a tick a minute plus the
-# fan-out's invocations, and each tick's lease on its shards (a put and a delete a shard, 1 write unit
-# each) and its positions (a put a shard for each minute it reads: two a tick, the horizon's minute
-# and the one before).
-FIXED_ALARMS = 11
-FIXED_METRICS = 12
-IDLE_POLLS_PER_MINUTE = 15
-BOOKKEEPING_WRITES_PER_SHARD = 4  # write units a shard a tick
 
 
 def fixed_monthly(fanout: int, shard_count: int, prices: Prices = PRICES) -> dict[str, float]:
@@ -485,7 +279,7 @@ class Plan:
     def as_dict(self) -> dict[str, Any]:
         found = asdict(self)
         if self.provisioned is None:
-            del found["provisioned"]  # on-demand: the plan's fields as they always were
+            del found["provisioned"]  # on-demand: no such key, as scripts reading the plan expect
         if self.worker_pollers is None:
             del found["worker_pollers"]
         return found
@@ -846,89 +640,3 @@ def _warnings(p: Plan, prices: Prices = PRICES) -> list[str]:
     if p.scanner_drain_seconds > p.drain_target_seconds:
         found.append(f"the busiest minute drains in {p.scanner_drain_seconds:,.0f} s, over the target")
     return found
-
-
-_API_NAMES = {"http": "HTTP API", "rest": "REST API"}
-
-
-def render(p: Plan) -> str:
-    """The plan for people: one line a figure, the reason in brackets."""
-    lines = [
-        f"Punctual capacity plan: {p.executions_per_second:,.0f} executions/s ({p.recurring_share:.0%} "
-        f"recurring), busiest minute {p.busiest_minute:,} executions",
-        "",
-        "deploy (CDK context), at least",
-        f"  shard_count             {p.shard_count:>9,}   {p.markers_per_shard:,} markers a shard in the "
-        f"busiest minute; filing {p.bucket_filing_write_units:,.0f} writes/s a bucket",
-        f"  scanner_fanout          {p.scanner_fanout:>9,}   {p.scanner_rate_per_invocation:,.0f} executions/s "
-        f"an invocation at {p.scanner_memory_mb} MB: drains in {p.scanner_drain_seconds:,.1f} s "
-        f"(target {p.drain_target_seconds:,.0f} s)",
-        f"  worker_max_concurrency  {p.worker_max_concurrency:>9,}   {p.worker_concurrency:,.1f} busy on "
-        f"average, {p.worker_executions_in_flight:,.0f} executions in flight",
-        *(
-            []
-            if p.worker_pollers is None
-            else [
-                f"  worker_max_pollers      {p.worker_pollers:>9,}   provisioned mode (instead): 10 invokes, "
-                f"10 receives/s a poller (${PRICES.sqs_poller_epu_hour:.5f} a poller-hour)"
-            ]
-        ),
-        "",
-        f"load, at {p.peak_per_second:,.0f} executions/s",
-        f"  DynamoDB write units/s  {p.dynamodb_write_units_per_second:>9,.0f}",
-        f"  DynamoDB read units/s   {p.dynamodb_read_units_per_second:>9,.0f}",
-        f"  bucket writes/s         {p.bucket_drain_write_units + p.bucket_filing_write_units:>9,.0f}   "
-        f"draining and filing, of {PARTITION_WRITE_UNITS:,.0f} a partition",
-        f"  SQS requests/s          {p.sqs_requests_per_second:>9,.0f}",
-        f"  API requests/s          {p.api_requests_per_second:>9,.0f}",
-        f"  Lambda concurrency      {p.lambda_concurrency:>9,.0f}   API {p.api_concurrency:,.0f}, workers "
-        f"{p.worker_concurrency:,.0f}, scanners {p.scanner_fanout:,}",
-        "",
-    ]
-    if p.provisioned is None:
-        lines += [f"cost per month (us-east-1 list prices, {_API_NAMES[p.api_type]}, on-demand)"]
-    else:
-        lines += [
-            *_render_provisioned(p.provisioned),
-            "",
-            f"cost per month (us-east-1 list prices, {_API_NAMES[p.api_type]}, provisioned "
-            f"{p.provisioned.target_utilisation}% busy"
-            f"{', one-year reserved capacity' if p.provisioned.reserved else ''}: a steady load assumed)",
-        ]
-    lines += [f"  {name:<26} ${value:>13,.2f}" for name, value in p.monthly_cost.items() if name != "total"]
-    lines += [
-        f"  {'total':<26} ${p.monthly_cost['total']:>13,.2f}",
-        f"  {'per million executions':<26} ${p.cost_per_million['total']:>13,.2f}",
-    ]
-    if p.provisioned is not None:
-        lines += [
-            f"  {'minimums, busy or idle':<26} ${p.provisioned.minimums_monthly:>13,.2f}   the floor "
-            "if the load stops",
-        ]
-    if p.warnings:
-        lines += ["", "limits", *(f"  ! {w}" for w in p.warnings)]
-    return "\n".join(lines)
-
-
-def _render_provisioned(p: ProvisionedPlan) -> list[str]:
-    """The provisioned settings, each with the load it is sized from."""
-    c = p.context
-    share = f"/ {p.target_utilisation}%"
-    reasons = {
-        "table_capacity": "auto scaled between the bounds below",
-        "table_min_write_units": f"sustained {p.table_write_units:,.0f} write units/s {share}",
-        "table_max_write_units": f"busiest minute {p.table_write_units_peak:,.0f} write units/s {share}",
-        "table_min_read_units": f"sustained {p.table_read_units:,.0f} read units/s {share}",
-        "table_max_read_units": f"busiest minute {p.table_read_units_peak:,.0f} read units/s {share}",
-        "index_min_write_units": f"by_owner: sustained {p.index_write_units:,.0f} write units/s {share}",
-        "index_max_write_units": f"busiest minute {p.index_write_units_peak:,.0f} write units/s {share}",
-        "index_min_read_units": "list requests only, not modelled: none assumed, a floor",
-        "index_max_read_units": "room for list requests, about one unit a page",
-        "table_target_utilisation": f"write unit ${p.write_unit_price * 1e6:,.4f}/M, "
-        f"read unit ${p.read_unit_price * 1e6:,.4f}/M",
-    }
-    lines = [f"deploy provisioned (CDK context), kept {p.target_utilisation}% busy"]
-    for key, value in c.items():
-        shown = f"{value:>11,}" if isinstance(value, int) else f"{value:>11}"
-        lines.append(f"  {key:<25}{shown}   {reasons[key]}")
-    return lines

@@ -1,0 +1,125 @@
+"""Checks of a request's body before the resolver parses it: JSON only (415 otherwise), parsed
+strictly (no repeated keys, no NaN, bounded nesting), the Content-Type's case ignored."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from punctual.api.schemas import ErrorOut
+from punctual.validation import json_problem, refuse_constant
+
+# A request body nests at most this deep (a task's parameters, inside it, at most 32 levels).
+MAX_BODY_DEPTH = 64
+
+
+def strict_json(text: str) -> Any:
+    """A request body parsed as JSON, refusing (as JSONDecodeError, which the resolver answers 422)
+    what `json.loads` lets through but no store can keep (`json_problem`: nesting past MAX_BODY_DEPTH,
+    numbers no float holds, unpaired surrogates; and NaN and Infinity), an object that repeats a key
+    (`json.loads` keeps the last, silently: which one the client meant is anyone's guess, and other
+    parsers keep the first), and what it raises instead of JSONDecodeError: nesting past the
+    interpreter's recursion limit, an integer thousands of digits long."""
+    try:
+        value = json.loads(text, parse_constant=refuse_constant, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError(f"nested deeper than {MAX_BODY_DEPTH} levels", text, 0) from None
+    except ValueError as exc:
+        raise json.JSONDecodeError(str(exc), text, 0) from None
+    problem = json_problem(value, MAX_BODY_DEPTH)
+    if problem is not None:
+        raise json.JSONDecodeError(problem, text, 0)
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's members as a dict; ValueError (a 422 naming the key) if one key comes twice."""
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"the key {json.dumps(key[:100])} appears more than once in one object")
+            seen.add(key)
+    return value
+
+
+JSON_MEDIA_TYPE = "application/json"
+
+
+def content_media_type(event: Mapping[str, Any]) -> str | None:
+    """The Content-Type's media type, lower case, without parameters; None when there is none."""
+    for name, value in (event.get("headers") or {}).items():
+        if name.lower() == "content-type" and value:
+            return str(value).split(";")[0].strip().lower()
+    return None
+
+
+def _reads_a_body(event: Mapping[str, Any]) -> bool:
+    """Whether the request goes to a route that reads its body: POST /jobs, /jobs/batch, /tasks,
+    /schedules/preview, /jobs/{id}/pause (optional) and /dead-letters/redrive, PATCH /jobs/{id} and
+    /tasks/{name}. (Others ignore a body, whatever its type.) The path may carry a
+    stage (`/v1/jobs`)."""
+    method = event.get("httpMethod") or (event.get("requestContext") or {}).get("http", {}).get("method")
+    path = request_path(event)
+    if str(method).upper() == "PATCH":
+        return True
+    return str(method).upper() == "POST" and path.endswith(
+        ("/jobs", "/jobs/batch", "/schedules/preview", "/tasks", "/pause", "/dead-letters/redrive")
+    )
+
+
+# Routes whose body is optional, where a client may send one it does not mean (`curl -d` sends a
+# form): a body that is not JSON is dropped, not refused.
+OPTIONAL_BODY_ROUTES = ("/pause",)
+
+
+def request_path(event: Mapping[str, Any]) -> str:
+    return str(event.get("rawPath") or event.get("path") or "").rstrip("/")
+
+
+def refuse_non_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """415 for a body that is not JSON (docs/api.md: JSON in and out; the resolver would parse forms too).
+    A body without a Content-Type is read as JSON."""
+    media_type = content_media_type(event)
+    if not event.get("body") or media_type in (None, JSON_MEDIA_TYPE) or not _reads_a_body(event):
+        return None
+    if request_path(event).endswith(OPTIONAL_BODY_ROUTES):
+        return None
+    body = ErrorOut(
+        message=f"Content-Type {media_type} is not supported: send JSON, with Content-Type: {JSON_MEDIA_TYPE}",
+        field="header content-type",
+    )
+    return {
+        "statusCode": 415,
+        "headers": {"Content-Type": JSON_MEDIA_TYPE},
+        "body": body.model_dump_json(exclude_none=True),
+        "isBase64Encoded": False,
+    }
+
+
+def with_json_media_type(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The event with its Content-Type's media type in lower case, as the resolver compares it (media
+    types ignore case: `Application/JSON` is JSON too)."""
+
+    def lowered(value: str) -> str:
+        media_type, sep, parameters = value.partition(";")
+        return media_type.strip().lower() + sep + parameters
+
+    def spelt(headers: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            name: (
+                ([lowered(str(v)) for v in value] if isinstance(value, list) else lowered(str(value)))
+                if name.lower() == "content-type" and value
+                else value
+            )
+            for name, value in headers.items()
+        }
+
+    fixed = {**event, "headers": spelt(event.get("headers") or {})}
+    if event.get("multiValueHeaders"):
+        fixed["multiValueHeaders"] = spelt(event["multiValueHeaders"])
+    return fixed

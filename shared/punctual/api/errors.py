@@ -1,0 +1,171 @@
+"""Domain errors to HTTP, once: the exception handlers (on `router`, which the resolvers include),
+the error body, and the error answers each route documents in the OpenAPI document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from pydantic import BaseModel
+
+from punctual.api.schemas import ErrorOut
+from punctual.errors import Conflict, InvalidRequest, NotFound, RetryableStoreError
+from punctual.observability import logger
+
+# The exception handlers; the resolvers include this router with the routes'.
+router = Router()
+
+
+class Unauthorized(Exception):
+    """The event names no authenticated caller: 401."""
+
+
+IDEMPOTENCY_KEY_FIELD = "header idempotency-key"
+# Fields whose bad values answer 400 rather than 422: not part of the body the client composed, but
+# what it carries along (a cursor it was given, a key it made up), as docs/api.md says of cursors.
+BAD_REQUEST_FIELDS = frozenset({"cursor", IDEMPOTENCY_KEY_FIELD})
+
+
+def error_response(status: int, message: str, **extra: Any) -> Response[Any]:
+    body = ErrorOut(message=message, **extra)
+    return Response(
+        status_code=status, content_type="application/json", body=body.model_dump_json(exclude_none=True)
+    )
+
+
+_ERRORS = {
+    400: {
+        "description": "Bad input outside the body: an invalid cursor, an empty or over-long Idempotency-Key.",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
+    401: {
+        "description": "Missing or unknown credentials.",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
+    404: {
+        "description": "No such job (or task) for this owner.",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
+    409: {
+        "description": "Not possible in the job's state.",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
+    415: {
+        "description": "A body that is not JSON (send Content-Type: application/json).",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
+    422: {
+        "description": "Invalid request, naming the field.",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
+    503: {
+        "description": "The store is throttled; retry shortly (with the same Idempotency-Key).",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
+}
+
+
+def openapi_responses(status: int, model: type[BaseModel], description: str, *errors: int) -> dict[int, Any]:
+    answer: dict[int, Any] = {
+        status: {"description": description, "content": {"application/json": {"model": model}}}
+    }
+    for code in (401, 415, 422, *errors):
+        answer[code] = _ERRORS[code]
+    return answer
+
+
+@router.exception_handler(RequestValidationError)
+def _invalid(exc: RequestValidationError) -> Response[Any]:
+    errors = [_plain_error(e) for e in exc.errors()]
+    first = errors[0] if errors else {"field": None, "message": "invalid request"}
+    message = f"{first['field']}: {first['message']}" if first["field"] else str(first["message"])
+    # (a cursor too long to be one is as bad as an altered one: 400, as docs/api.md says of those)
+    status = 400 if first["field"] in BAD_REQUEST_FIELDS else 422
+    return error_response(status, message, field=first["field"], errors=errors)
+
+
+@router.exception_handler(UnicodeDecodeError)
+def _not_utf8(exc: UnicodeDecodeError) -> Response[Any]:
+    # Powertools decodes a base64 body as UTF-8 before parsing it as JSON; other bytes raise here.
+    return error_response(422, "body: request body is not valid JSON (not UTF-8)", field="body")
+
+
+@router.exception_handler(InvalidRequest)
+def _invalid_domain(exc: InvalidRequest) -> Response[Any]:
+    status = 400 if exc.field in BAD_REQUEST_FIELDS else 422
+    return error_response(status, str(exc), field=exc.field)
+
+
+@router.exception_handler(NotFound)
+def _not_found(exc: NotFound) -> Response[Any]:
+    return error_response(404, str(exc))
+
+
+@router.exception_handler(Conflict)
+def _conflict(exc: Conflict) -> Response[Any]:
+    return error_response(409, str(exc))
+
+
+@router.exception_handler(Unauthorized)
+def _unauthorized(exc: Unauthorized) -> Response[Any]:
+    return error_response(401, str(exc))
+
+
+@router.exception_handler(RetryableStoreError)
+def _busy(exc: RetryableStoreError) -> Response[Any]:
+    logger.warning("store throttled", extra={"error": str(exc)})
+    return error_response(503, "busy; retry shortly")
+
+
+@router.exception_handler(ServiceError)
+def _service_error(exc: ServiceError) -> Response[Any]:
+    return error_response(exc.status_code, str(exc.msg))
+
+
+@router.exception_handler(NotFoundError)  # what a resolver's `not_found` registers
+def _no_route(exc: Exception) -> Response[Any]:
+    event = router.current_event
+    return error_response(404, f"no such endpoint: {event.http_method} {event.path}")
+
+
+_LOCATIONS: dict[str, str] = {"body": "", "query": "", "header": "header ", "path": ""}
+
+
+def _plain_error(error: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic error as {field, message}, with the field as a path into the request:
+    `schedule.expression`, `jobs[3].task.type`."""
+    loc = list(error.get("loc", ()))
+    prefix = ""
+    if loc and loc[0] in _LOCATIONS:
+        prefix = _LOCATIONS[str(loc[0])]
+        loc = loc[1:]
+    # Drop pydantic's names for union members: "schedule.cron.expression" -> "schedule.expression".
+    path: list[str] = []
+    for i, part in enumerate(loc):
+        if isinstance(part, int) and path:
+            path[-1] += f"[{part}]"
+            continue
+        part = str(part)
+        if part.startswith("function-") or (i > 0 and loc[i - 1] == "schedule" and part in _UNION_TAGS):
+            continue
+        if i > 0 and loc[i - 1] == "task" and part in ("inline", "named"):
+            continue
+        path.append(part)
+    if path and path[0] == "body":
+        path = path[1:]
+    field = prefix + ".".join(path) if path else None
+    message = str(error.get("msg", "invalid"))
+    if error.get("type") == "value_error":
+        message = message.removeprefix("Value error, ")  # pydantic's, for a validator's ValueError
+    if error.get("type") == "json_invalid":
+        why = (error.get("ctx") or {}).get("error")
+        field, message = "body", "request body is not valid JSON" + (f" ({why})" if why else "")
+    elif field is None and prefix == "":
+        field = "body"  # the body as a whole: missing, null, or not an object
+    return {"field": field, "message": message, "type": error.get("type")}
+
+
+_UNION_TAGS: frozenset[str] = frozenset({"now", "at", "in", "cron", "rate"})

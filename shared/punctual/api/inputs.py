@@ -1,0 +1,85 @@
+"""What the routes make of a request beyond its validated body: the caller, a job's task and the
+domain's NewJob, tag filters, the Idempotency-Key, instants in the query. Bad values raise
+InvalidRequest naming the field (errors.py answers it)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent, APIGatewayProxyEventV2
+
+from punctual.api.errors import IDEMPOTENCY_KEY_FIELD, Unauthorized
+from punctual.api.schemas import JobIn
+from punctual.errors import InvalidRequest
+from punctual.models import TaskRef, TaskSpec
+from punctual.service import NewJob
+from punctual.timefmt import parse_rfc3339
+from punctual.validation import parse_tag_filter
+
+
+def caller(event: Any) -> str:
+    """The caller's IAM principal ARN, where API Gateway's IAM authorization puts it in `event` (a
+    router's current_event)."""
+    owner = ""
+    if isinstance(event, APIGatewayProxyEventV2):  # HTTP API: the IAM authorizer's caller
+        owner = event.request_context.authorizer.iam.user_arn
+    elif isinstance(event, APIGatewayProxyEvent):  # REST API
+        identity = event.request_context.identity
+        owner = identity.user_arn or identity.caller or ""
+    if not owner:
+        raise Unauthorized("no authenticated caller")
+    return owner
+
+
+def job_task(task: TaskSpec | str, params: dict[str, Any] | None) -> TaskSpec | TaskRef:
+    if isinstance(task, str):
+        return TaskRef(name=task, params=params or {})
+    if params is not None:
+        raise InvalidRequest("params: an inline task takes its parameters in task.params", field="params")
+    return task
+
+
+def tag_filter(tag: str | None) -> tuple[str, str | None] | None:
+    if tag is None:
+        return None
+    try:
+        return parse_tag_filter(tag)
+    except ValueError as exc:
+        raise InvalidRequest(str(exc), field="tag") from None
+
+
+def new_job(body: JobIn) -> NewJob:
+    return NewJob(
+        task=job_task(body.task, body.params),
+        tags=body.tags,
+        schedule=body.schedule,
+        name=body.name,
+        retry=body.retry,
+        timeout_seconds=body.timeout_seconds,
+        policy=body.policy,
+        notify=tuple(body.notify),
+        signing_secret=body.signing_secret,
+    )
+
+
+def checked_idempotency_key(value: str | None) -> str | None:
+    """The Idempotency-Key header's value. One sent empty is refused rather than read as none: the
+    client meant its retries to be safe, and they would each create a job."""
+    if value is not None and not value.strip():
+        raise InvalidRequest(
+            f"{IDEMPOTENCY_KEY_FIELD}: Idempotency-Key is empty: send a non-empty key (up to 200 "
+            "characters), or no header at all",
+            field=IDEMPOTENCY_KEY_FIELD,
+        )
+    return value
+
+
+def instant_param(value: str | None, field: str) -> datetime | None:
+    """A query parameter's RFC 3339 instant (422 naming it otherwise)."""
+    if value is None:
+        return None
+    try:
+        return parse_rfc3339(value)
+    except ValueError as exc:
+        raise InvalidRequest(f"{field}: {exc}", field=field) from None
