@@ -28,10 +28,10 @@ def _store(dynamodb: object, client: object) -> Store:
 @pytest.fixture(params=["moto", "fake"])
 def store(request: pytest.FixtureRequest) -> Iterator[Store]:
     if request.param == "moto":
-        with mock_aws():
-            client = boto3.client("dynamodb", region_name="us-east-1")
+        dynamodb, client = _moto_clients()
+        with mock_aws():  # (moto's hook intercepts clients made before it starts too)
             client.create_table(**resources.TABLE.create_table_kwargs(TABLE_NAME))
-            yield _store(boto3.resource("dynamodb", region_name="us-east-1"), client)
+            yield _store(dynamodb, client)
         return
     fake, dynamodb, client = _fake()
     definition = resources.TABLE
@@ -43,6 +43,13 @@ def store(request: pytest.FixtureRequest) -> Iterator[Store]:
         indexes={index.name: (index.partition_key, index.sort_key) for index in definition.indexes},
     )
     yield _store(dynamodb, client)
+
+
+@functools.cache
+def _moto_clients() -> tuple[Any, Any]:
+    """A DynamoDB resource and client for moto: made once, they are slow to make."""
+    session = boto3.session.Session(region_name="us-east-1")
+    return session.resource("dynamodb"), session.client("dynamodb")
 
 
 @functools.cache
