@@ -10,7 +10,7 @@ in its own moto world driven minute by minute as AWS drives Punctual (tests/worl
 Each figure is the difference between a busy stretch and an idle one of the same length, so the
 scanner's fixed cost per tick is left out (and reported on its own). Every AWS call is counted by
 operation; DynamoDB request units are computed from the items' sizes by DynamoDB's rules (old and
-new images read back from moto; bench/units.py), index writes included, for the indexes as deployed
+new images read back from moto; punctual_testing/units.py), index writes included, for the indexes as deployed
 (projection ALL) and as KEYS_ONLY. SQS ReceiveMessage is the event source mapping's polling, billed
 per poll: reported apart. Dollars use the one price table, `punctual.capacity`.
 
@@ -38,13 +38,14 @@ import boto3
 
 from bench import offline  # noqa: F401  (first: it sets up the environment)
 from bench.common import WEBHOOK, emit, environment, logs_to
-from bench.units import index_write_units, item_size, read_units, write_units
 from infra.settings import DeploySettings
 from punctual import capacity, resources, sizing
 from punctual.capacity import Assumptions, ExecutionUsage, Prices
 from punctual.clock import ManualClock
 from punctual.observability import logger
+from punctual.store import keys
 from punctual.timefmt import to_rfc3339
+from punctual_testing.units import index_write_units, item_size, read_units, write_units
 from tests.receiver import receiver
 from tests.world import World, mocked_world
 
@@ -220,7 +221,7 @@ class Meter:
                 continue
             if kind == "UpdateItem":
                 new = self._read(table, key)
-            if str(key["sk"].get("S", "")).startswith("EXEC#") and new is not None:
+            if keys.is_execution_sk(str(key["sk"].get("S", ""))) and new is not None:
                 changes += (old or {}).get("status") != new.get("status")
             table_units = write_units(item_size(old), item_size(new))
             write += table_units + sum(
@@ -367,8 +368,8 @@ def _result(
     run = busy.minus(idle)
     scan = world.dynamodb_client.get_paginator("scan").paginate(TableName=world.punctual.settings.table_name)
     items = [i for page in scan for i in page["Items"]]
-    execution_bytes = _mean(item_size(i) for i in items if i["sk"]["S"].startswith("EXEC#"))
-    job_bytes = _mean(item_size(i) for i in items if i["sk"]["S"] == "JOB")
+    execution_bytes = _mean(item_size(i) for i in items if keys.is_execution_sk(i["sk"]["S"]))
+    job_bytes = _mean(item_size(i) for i in items if i["sk"]["S"] == keys.JOB_SK)
     usage = _usage(
         created if not recurring else Tally(),
         run,

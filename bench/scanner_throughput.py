@@ -2,7 +2,7 @@
 
 The real Scanner, Dispatcher, Store and WorkQueue, on real boto3 clients whose HTTP round trips are
 answered in memory after a modelled latency (default 10 ms per DynamoDB call, 20 ms per SQS batch;
-see bench/fake_aws.py). The in-memory DynamoDB enforces the per-partition limit (1,000 write units a
+see shared/punctual_testing/fake_aws.py). The in-memory DynamoDB enforces the per-partition limit (1,000 write units a
 second per partition key), as AWS does, unless --no-partition-limits.
 
 Two measurements, then arithmetic:
@@ -30,16 +30,17 @@ from boto3.dynamodb.types import TypeSerializer
 
 from bench import offline  # noqa: F401  (first: it sets up the environment)
 from bench.common import emit, environment, logs_to, webhook_job
-from bench.fake_aws import FakeAws, Latency, clients
-from bench.fake_dynamodb import Table
 from infra.settings import DeploySettings
 from punctual import resources, sizing, wiring
 from punctual.clock import ManualClock
 from punctual.config import Settings
 from punctual.models import DueMarker, execution_id_for
 from punctual.scanner import shard_groups
+from punctual.store import codec, keys
 from punctual.timefmt import to_rfc3339
 from punctual.wiring import Punctual
+from punctual_testing.fake_aws import FakeAws, Latency, clients
+from punctual_testing.fake_dynamodb import Table
 
 # The tick runs at :30; every marker is due in the following minute, inside the 90 s lookahead.
 NOW = datetime(2026, 12, 1, 9, 0, 30, tzinfo=UTC)
@@ -94,21 +95,21 @@ def populate(stack: Stack, count: int, shards: list[int]) -> None:
     """
     store = stack.punctual.store
     created = NOW - timedelta(hours=1)
-    template = _wire(store._job_item(webhook_job("job_" + "0" * 20, DUE_MINUTE, created)))
+    template = _wire(codec.job_item(webhook_job("job_" + "0" * 20, DUE_MINUTE, created)))
     step_ms = 60_000 / max(count, 1)
     for i in range(count):
         job_id = f"job_{i:020x}"
         at = DUE_MINUTE + timedelta(milliseconds=int(i * step_ms))
         job = dict(template)
         job.update(
-            pk={"S": f"JOB#{job_id}"},
+            pk={"S": keys.job_pk(job_id)},
             id={"S": job_id},
-            owner_sk={"S": f"{template['owner_sk']['S'][:14]}{job_id}"},
+            owner_sk={"S": keys.owner_sk(created, job_id)},
             next_run_at={"S": to_rfc3339(at)},
         )
         stack.table.put(job)
         marker = DueMarker(job_id, execution_id_for(job_id, at, 1), at, 1, shard=shards[i % len(shards)])
-        stack.table.put(_wire(store._marker_item(marker)))
+        stack.table.put(_wire(codec.marker_item(marker, store.shard_count)))
 
 
 def measure(stack: Stack, shards: list[int], count: int) -> dict[str, Any]:

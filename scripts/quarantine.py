@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                 "scheduled_at": to_rfc3339(marker.scheduled_at),
                 "reason": reason,
             }
-            for marker, reason in punctual.store.quarantined()
+            for marker, reason in punctual.store.markers.quarantined()
         ]
         print(json.dumps(rows, indent=2))
         return 0

@@ -32,6 +32,7 @@ from punctual.local import provision
 from punctual.local.esm import EventSourceMapping
 from punctual.local.lambda_events import FakeLambdaContext, api_gateway_event, http_api_event
 from punctual.local.moto_atomic import make_writes_atomic
+from punctual.store import keys
 from punctual.wiring import Punctual
 
 # API Gateway's proxy events: an HTTP API's (payload format 2.0, the deployed default) and a REST
@@ -135,19 +136,20 @@ class World:
         and those in a minute's bucket at or past their shard's position (it leaves the rest to
         expire)."""
         items = self.dynamodb_client.scan(TableName=self.punctual.settings.table_name)["Items"]
-        positions = self.store.get_positions(range(self.punctual.settings.shard_count))
+        positions = self.store.scanner.positions(range(self.punctual.settings.shard_count))
         unread = []
         for item in items:
             pk, sk = item["pk"]["S"], item["sk"]["S"]
-            if not pk.startswith("DUE#"):
+            if not keys.is_marker_pk(pk):
                 continue
-            _, minute, shard = pk.split("#")
-            position = positions.get(int(shard))
-            if minute == "SOON" or position is None:
+            shard, soon = keys.marker_place(pk)
+            position = positions.get(shard)
+            if soon or position is None:
                 unread.append(item)
                 continue
-            at, after = position
-            if minute > at.strftime("%Y%m%d%H%M") or (minute == at.strftime("%Y%m%d%H%M") and sk >= after):
+            # (bucket keys sort by minute: a later bucket's, or this one's past the position)
+            at = keys.bucket_pk(position.minute, shard)
+            if pk > at or (pk == at and sk >= position.after):
                 unread.append(item)
         return unread
 

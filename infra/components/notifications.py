@@ -16,6 +16,7 @@ from infra.components.functions import FunctionFactory
 from infra.components.queues import Queues
 from infra.components.storage import Storage
 from punctual import execution_events, resources, target_arns
+from punctual.store import keys
 
 NOTIFIER_BATCH_SIZE = 10
 # The stream's records reach the function in batches of up to this many, within this long.
@@ -110,13 +111,19 @@ class ExecutionEvents(Construct):
             lambda_.FilterCriteria.filter(
                 {
                     "eventName": lambda_.FilterRule.is_equal("INSERT"),
-                    "dynamodb": {"Keys": {"sk": {"S": lambda_.FilterRule.begins_with("EXEC#")}}, **image},
+                    "dynamodb": {
+                        "Keys": {"sk": {"S": lambda_.FilterRule.begins_with(keys.EXECUTION_SK_PREFIX)}},
+                        **image,
+                    },
                 }
             ),
             lambda_.FilterCriteria.filter(
                 {
                     "eventName": lambda_.FilterRule.is_equal("MODIFY"),
-                    "dynamodb": {"Keys": {"sk": {"S": lambda_.FilterRule.begins_with("EXEC#")}}, **image},
+                    "dynamodb": {
+                        "Keys": {"sk": {"S": lambda_.FilterRule.begins_with(keys.EXECUTION_SK_PREFIX)}},
+                        **image,
+                    },
                 }
             ),
         ]

@@ -45,7 +45,7 @@ class DeadLetters:
         self._clock = clock
 
     def page(self, owner: str, limit: int, start_key: dict[str, Any] | None) -> Page:
-        return self._store.dead_letters(owner, limit, start_key)
+        return self._store.dead_letters.page(owner, limit, start_key)
 
     def redrive(self, owner: str, execution_ids: Sequence[str]) -> list[RedriveResult]:
         return [
@@ -54,18 +54,18 @@ class DeadLetters:
         ]
 
     def _redrive_one(self, owner: str, execution_id: str) -> Redriven:
-        letter = self._store.get_dead_letter(owner, execution_id)
+        letter = self._store.dead_letters.get(owner, execution_id)
         if letter is None:
             return Redriven.NOT_FOUND
-        execution = self._store.get_execution(letter.job_id, letter.scheduled_at, letter.execution_id)
+        execution = self._store.executions.get(letter.job_id, letter.scheduled_at, letter.execution_id)
         if execution is None:
-            self._store.delete_dead_letter(owner, execution_id)
+            self._store.dead_letters.delete(owner, execution_id)
             return Redriven.GONE
         try:
             # QUEUED first: a message naming a FAILED execution would be dropped as a duplicate.
-            self._store.requeue_dead_lettered(execution, self._clock.now())
+            self._store.executions.requeue_dead_lettered(execution, self._clock.now())
         except LostRace:
-            self._store.delete_dead_letter(owner, execution_id)
+            self._store.dead_letters.delete(owner, execution_id)
             return Redriven.NOT_DEAD_LETTERED
         item = WorkItem(
             job_id=letter.job_id,
@@ -78,6 +78,6 @@ class DeadLetters:
             # Left QUEUED with its record: redriving it again sends it (a QUEUED one may be requeued).
             logger.warning("redrive could not send the message", extra={"execution_id": execution_id})
             return Redriven.FAILED
-        self._store.delete_dead_letter(owner, execution_id)
+        self._store.dead_letters.delete(owner, execution_id)
         logger.info("dead letter redriven", extra={"execution_id": execution_id, "job_id": letter.job_id})
         return Redriven.REDRIVEN

@@ -15,7 +15,7 @@ duplicates that the worker recognises by the execution's stored status.
 Where a marker is filed: one due before now + `soon` (the API's hand-off window: the scanner's
 lookahead, a tick and a margin) goes to its shard's soon partition, which every tick reads whole,
 since a tick may already have read past that instant in the minute's bucket; anything later goes to
-its minute's bucket, which no tick has reached yet.
+its minute's bucket, which no tick has reached yet (handoff.py: who enqueues which).
 
 The execution itself is stored by the worker when it starts (the message carries what it needs): on
 AWS the queue keeps the message, so a record written here would be one more write per execution for
@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from punctual import handoff
 from punctual.clock import Clock
 from punctual.concurrency import parallel_map
 from punctual.errors import LostRace, RetryableStoreError
@@ -90,8 +91,8 @@ class Dispatcher:
         self._record_queued = record_queued
 
     def route(self, marker: DueMarker, now: datetime) -> DueMarker:
-        """The marker as it must be filed: under the soon partition if due before now + `soon`."""
-        return replace(marker, soon=marker.scheduled_at - now < self.soon)
+        """The marker as it must be filed (`handoff.route`)."""
+        return handoff.route(marker, now, self.soon)
 
     def _recorded(self, marker: DueMarker) -> bool:
         """Whether this marker's execution is stored as QUEUED before its message is sent."""
@@ -108,9 +109,9 @@ class Dispatcher:
         reads: list[Callable[[], Any]] = []
         unknown = [m.job_id for m in markers if m.job_id not in given]
         if unknown:
-            reads.append(lambda: self._store.read_jobs(unknown))
+            reads.append(lambda: self._store.jobs.get_many(unknown))
         if recorded:
-            reads.append(lambda: self._store.execution_statuses(recorded))
+            reads.append(lambda: self._store.executions.statuses(recorded))
         answers = parallel_map(lambda read: read(), reads)
         jobs, unreadable = answers[0] if unknown else ({}, {})
         jobs = {**jobs, **given}
@@ -163,7 +164,7 @@ class Dispatcher:
         if not done:
             return result
         try:
-            self._store.delete_markers(done)
+            self._store.markers.delete_many(done)
         except RetryableStoreError:
             logger.warning(
                 "could not delete markers; the next tick reads them again", extra={"count": len(done)}
@@ -174,7 +175,7 @@ class Dispatcher:
         """A job that cannot be read would hold its bucket (and the scanner's checkpoint) up forever:
         its markers are set aside, loudly, until an operator fixes the job and releases them."""
         # (The scanner counts them in its metrics: Powertools' metric set is not for many threads.)
-        self._store.quarantine_markers(markers, reasons, self._clock.now())
+        self._store.markers.quarantine(markers, reasons, self._clock.now())
         for marker in markers:
             logger.error(
                 "job cannot be read; its execution is quarantined",
@@ -236,7 +237,7 @@ class Dispatcher:
             if (at := following[m.execution_id]) is not None
         ]
         try:
-            self._store.put_new_executions(new, markers=filed)
+            self._store.executions.put_new_many(new, markers=filed)
         except Exception:
             logger.exception(
                 "could not record executions and next occurrences; the next tick retries them",
@@ -258,7 +259,7 @@ class Dispatcher:
         if following is None:
             changes["final_execution_id"] = marker.execution_id
         try:
-            self._store.update_job(
+            self._store.jobs.update(
                 job,
                 changes,
                 allowed_statuses=[job.status],
@@ -283,10 +284,10 @@ def release_quarantined(store: Store, dispatcher: Dispatcher, clock: Clock, job_
     A recurring job's chain stopped at its quarantined occurrence; dispatching it files the next one,
     which is by now in a minute the scanner has passed. So the schedule picks up from now instead, as
     on resume: the occurrences missed meanwhile are not run, the quarantined one is."""
-    markers = [marker for marker, _ in store.quarantined(job_id)]
+    markers = [marker for marker, _ in store.markers.quarantined(job_id)]
     result = dispatcher.dispatch(markers)
-    store.drop_quarantined(result.enqueued + result.skipped)
-    job = store.read_jobs([job_id])[0].get(job_id)  # None too while it still cannot be read
+    store.markers.release_quarantined(result.enqueued + result.skipped)
+    job = store.jobs.get_many([job_id]).found.get(job_id)  # None too while it still cannot be read
     now = clock.now()
     if job is None or not job.recurring or job.status is not JobStatus.ACTIVE:
         return result
@@ -300,11 +301,11 @@ def release_quarantined(store: Store, dispatcher: Dispatcher, clock: Clock, job_
         job.policy.flexible_window_seconds,
     )
     if runs_at is not None:
-        store.put_marker(dispatcher.route(marker_for(job.id, runs_at, job.schedule_version), now))
+        store.markers.put(dispatcher.route(marker_for(job.id, runs_at, job.schedule_version), now))
     # The occurrence the chain stopped at, wherever it was filed (it is in the past: not run).
     stale = marker_for(job.id, job.next_run_at, job.schedule_version)
-    store.delete_markers([stale, replace(stale, soon=True)])
-    store.update_job(
+    store.markers.delete_many([stale, replace(stale, soon=True)])
+    store.jobs.update(
         job,
         {"next_run_at": runs_at},
         allowed_statuses=[JobStatus.ACTIVE],

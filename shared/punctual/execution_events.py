@@ -26,6 +26,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from punctual.models import FINAL_STATUSES
 from punctual.observability import logger
+from punctual.store import keys
 
 SOURCE = "punctual"
 DETAIL_TYPE = "Punctual Execution Status Change"
@@ -35,7 +36,6 @@ FINAL = "final"  # only those that reach a final status: SUCCEEDED, FAILED, CANC
 OFF = "off"
 MODES = (ALL, FINAL, OFF)
 PUT_ATTEMPTS = 3
-_EXECUTION_SK_PREFIX = "EXEC#"
 FINAL_STATUS_VALUES = frozenset(status.value for status in FINAL_STATUSES)
 _DESERIALIZER = TypeDeserializer()
 
@@ -54,7 +54,7 @@ def detail_of(record: dict[str, Any], mode: str = ALL) -> dict[str, Any] | None:
     """The event's detail for a stream record that changes an execution's status, or None."""
     change = record.get("dynamodb") or {}
     sk = ((change.get("Keys") or {}).get("sk") or {}).get("S", "")
-    if not sk.startswith(_EXECUTION_SK_PREFIX) or "NewImage" not in change:
+    if not keys.is_execution_sk(sk) or "NewImage" not in change:
         return None  # another kind of item, or an execution expiring from the history
     new = _plain(change["NewImage"])
     old = _plain(change.get("OldImage") or {})

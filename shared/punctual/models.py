@@ -529,22 +529,6 @@ def scheduled_at_of(job_id: str, execution_id: str) -> datetime | None:
 MAX_PAUSE_NOTE_CHARS = 500
 
 
-def pause_changes(job: Job, now: datetime, note: str | None) -> dict[str, Any]:
-    """The changes that pause an ACTIVE job: nothing of it runs until resumed (a fresh schedule
-    version makes every execution already filed stale), with a note saying why (or none)."""
-    return {
-        "status": JobStatus.PAUSED,
-        "next_run_at": None,
-        "queued_run_at": None,
-        "schedule_version": new_version(),
-        # A one-time job's run under way may end while it is paused: it notes so on the job.
-        "paused_version": None if job.recurring else job.schedule_version,
-        "pause_note": note,
-        "paused_at": now,
-        "updated_at": now,
-    }
-
-
 def new_version() -> int:
     """A fresh schedule version. Random, not version + 1: a request that loses a race to another
     change must not share the winner's version, or the marker it filed first would stay valid. (None

@@ -22,7 +22,7 @@ from punctual.clock import Clock
 from punctual.errors import Conflict, InvalidRequest, LostRace, NotFound
 from punctual.models import UNRESOLVED_TASK, Job, RetryPolicy, TaskRef, TaskSpec
 from punctual.store import DEFAULT_TIMEOUT_SECONDS, Page
-from punctual.task_store import NamedTask, TaskStore
+from punctual.store.tasks import NamedTask, TaskRepository
 from punctual.validation import has_tag, json_problem
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -79,7 +79,7 @@ def compiled_schema(task: NamedTask) -> paramschema.CompiledSchema | None:
 class TaskService:
     """The owner's named tasks: define, read, change, delete; and checking a job's reference to one."""
 
-    def __init__(self, store: TaskStore, clock: Clock, policy: tasks.TaskPolicy) -> None:
+    def __init__(self, store: TaskRepository, clock: Clock, policy: tasks.TaskPolicy) -> None:
         self._store = store
         self._clock = clock
         self._policy = policy
@@ -154,26 +154,25 @@ class TaskService:
     ) -> Page:
         """A page of the owner's tasks by name; with a tag, filtered, reading at most LIST_READ_BUDGET."""
         if tag is None:
-            return self._store.list(owner, limit, start_key)
+            return self._store.page(owner, limit, start_key)
         found: list[NamedTask] = []
         read = 0
         while True:
-            page = self._store.list(owner, min(100, LIST_READ_BUDGET - read), start_key)
+            page = self._store.page(owner, min(100, LIST_READ_BUDGET - read), start_key)
             read += len(page.items)
             for task in page.items:
                 if has_tag(task.tags, tag):
                     found.append(task)
                     if len(found) == limit:
                         return Page(
-                            found, self._key_of(task) if task is not page.items[-1] or page.last_key else None
+                            found,
+                            self._store.key_after(task)
+                            if task is not page.items[-1] or page.last_key
+                            else None,
                         )
             start_key = page.last_key
             if start_key is None or read >= LIST_READ_BUDGET:
                 return Page(found, start_key)
-
-    @staticmethod
-    def _key_of(task: NamedTask) -> dict[str, Any]:
-        return TaskStore._key(task.owner, task.name)
 
     def jobs_using(self, owner: str, name: str, limit: int, start_key: dict[str, Any] | None) -> Page:
         """Ids of the ACTIVE and PAUSED jobs that use the owner's task, newest first."""
@@ -290,7 +289,7 @@ class TaskResolver:
     container that often), their schemas compiled once per version."""
 
     def __init__(
-        self, store: TaskStore, clock: Clock, *, ttl_seconds: float = DEFINITION_TTL_SECONDS
+        self, store: TaskRepository, clock: Clock, *, ttl_seconds: float = DEFINITION_TTL_SECONDS
     ) -> None:
         self._store = store
         self._ttl = timedelta(seconds=ttl_seconds)

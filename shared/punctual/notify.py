@@ -377,7 +377,7 @@ class Notifier:
         delay: int = 0,
     ) -> None:
         now = self._clock.now()
-        self._store.record_delivery(
+        self._store.deliveries.record(
             notification.job_id,
             notification.scheduled_at,
             notification.execution_id,
@@ -396,7 +396,7 @@ class Notifier:
     def _webhook(self, notification: Notification, attempt: int, body: bytes) -> None:
         # The `http` task's request, signed with the job's current keys (read now: a rotation since the
         # event signs with the new secret), its address checked after every lookup.
-        job = self._store.get_job(notification.job_id)
+        job = self._store.jobs.get(notification.job_id)
         keys = () if job is None or job.signing is None else job.signing.active(self._clock.now())
         context = TaskContext(
             job_id=notification.job_id,

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
+from punctual import pausing
 from punctual.clock import Clock
 from punctual.errors import LostRace, RetryableStoreError
 from punctual.models import (
@@ -29,7 +30,6 @@ from punctual.models import (
     NotifyRule,
     Outcome,
     completes_job,
-    pause_changes,
 )
 from punctual.notify import Outbox, events_at_end, is_late, notifications
 from punctual.observability import JOBS_AUTO_PAUSED, logger, metrics
@@ -85,10 +85,10 @@ class Monitor:
         the queue stays busy: the caller tries again later."""
         shown = job
         if completes_job(job, execution) and job.status in (JobStatus.ACTIVE, JobStatus.PAUSED):
-            failures = self._persist(lambda: self._store.complete_job(job, execution))
+            failures = self._persist(lambda: pausing.complete_job(self._store, job, execution))
             shown = self._with_outcome(job, execution, failures)
         elif execution.status.ran_to_end:
-            failures = self._persist(lambda: self._store.record_outcome(execution))
+            failures = self._persist(lambda: self._store.jobs.record_outcome(execution))
             shown = self._with_outcome(job, execution, failures)
             if failures is not None:
                 shown = self._pause_after_failures(shown, execution, failures)
@@ -99,7 +99,7 @@ class Monitor:
         as `ended`."""
         if execution.dead_lettered:
             self._persist(
-                lambda: self._store.put_dead_letter(
+                lambda: self._store.dead_letters.put(
                     DeadLetter(
                         owner=job.owner,
                         job_id=job.id,
@@ -159,14 +159,14 @@ class Monitor:
             if current is None or current.status is not JobStatus.ACTIVE:
                 return job if current is None else replace(current, outcome=job.outcome)
             try:
-                paused = self._store.update_job(
+                paused = self._store.jobs.update(
                     current,
-                    pause_changes(current, self._clock.now(), note),
+                    pausing.pause_changes(current, self._clock.now(), note),
                     allowed_statuses=[JobStatus.ACTIVE],
                     schedule_version=current.schedule_version,
                 )
             except LostRace:
-                current = self._store.get_job(job.id)  # changed meanwhile (a run moved it on): again
+                current = self._store.jobs.get(job.id)  # changed meanwhile (a run moved it on): again
                 continue
             metrics.add_metric(name=JOBS_AUTO_PAUSED, unit="Count", value=1)
             logger.warning("job paused after failures", extra={"job_id": job.id, "failures": failures})

@@ -81,11 +81,11 @@ class QueueDefinition:
 
 
 # One table holds jobs, their executions, the time-bucketed due markers and small bookkeeping items.
-# Key formats live in store.py; only the attribute names are shared here. There is no index by
+# Key formats live in store/keys.py; only the attribute names are shared here. There is no index by
 # status: its key would move on every status change (two more writes when a one-time job completes);
-# a list by status filters by_owner instead (store.Store.list_jobs).
+# a list by status filters by_owner instead (store/job_views.py).
 BY_OWNER_INDEX = Index(name="by_owner", partition_key="owner_pk", sort_key="owner_sk")
-# The ACTIVE and PAUSED jobs that use a named task (task_store.py): sparse, only those jobs carry its
+# The ACTIVE and PAUSED jobs that use a named task (store/tasks.py): sparse, only those jobs carry its
 # key, so a job with an inline task writes nothing to it, and a named task's is written when the job
 # is created and removed when it completes or is cancelled.
 BY_TASK_INDEX = Index(name="by_task", partition_key="task_ref", sort_key="owner_sk", sparse=True)

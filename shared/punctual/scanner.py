@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
+from punctual import handoff
 from punctual.clock import Clock
 from punctual.concurrency import chunks, parallel_map
 from punctual.dispatch import Dispatcher
@@ -36,8 +37,7 @@ from punctual.observability import (
     logger,
     metrics,
 )
-from punctual.store import START_OF_BUCKET, Store, bucket_minute, shard_of
-from punctual.timefmt import from_epoch_ms
+from punctual.store import Position, Store, shard_of
 
 # Soon markers read from a shard at a time (a backlog is worked through in several readings).
 SOON_READ = 2000
@@ -68,12 +68,6 @@ def fan_out(invoke: Callable[[dict[str, Any]], None], shard_count: int, fanout: 
 
 def floor_minute(instant: datetime) -> datetime:
     return instant.replace(second=0, microsecond=0)
-
-
-def position_instant(position: tuple[datetime, str]) -> datetime:
-    """The instant up to which a shard has been read: its minute, or the markers' time it stopped at."""
-    minute, after = position
-    return minute if after == START_OF_BUCKET else from_epoch_ms(int(after[:13]))
 
 
 @dataclass
@@ -127,7 +121,7 @@ class Scanner:
         retried or slow invocation): two ticks at once could both record an execution as new."""
         holder = secrets.token_hex(8)
         now = self._clock.now()
-        if not self._store.acquire_scan_lease(self._shards, holder, now, now + LEASE):
+        if not self._store.scanner.acquire_leases(self._shards, holder, now, now + LEASE):
             logger.warning(
                 "another scanner tick holds these shards; leaving them to it", extra={"shards": self._shards}
             )
@@ -135,138 +129,48 @@ class Scanner:
         try:
             return self._tick(budget)
         finally:
-            self._store.release_scan_lease(self._shards, holder)
+            self._store.scanner.release_leases(self._shards, holder)
 
     def _tick(self, budget: timedelta) -> ScanReport:
         started = time.monotonic()
         now = self._clock.now()
-        horizon = now + self._lookahead
-        last_minute = floor_minute(horizon)
-        # Positions are per shard, so that changing how shards are grouped across scanner invocations
-        # never skips a bucket. None is past the horizon: one that is (a shorter lookahead since, or a
-        # clock that ran ahead) comes back to it, so that what is filed before the horizon is read.
-        stored = self._store.get_positions(self._shards)
-        fresh = (floor_minute(now - FIRST_SCAN_BACK), START_OF_BUCKET)
-        cap = (last_minute, Store.bound_position(horizon))
-        positions = {shard: min(stored[shard] or fresh, cap) for shard in self._shards}
-        saved = dict(stored)
-        first = min(minute for minute, _ in positions.values())
-        report = ScanReport(first_minute=first)
-        held: dict[int, str] = {}  # shards stopped at a marker this tick (could not be set aside)
-        due_soon: list[DueMarker] = []  # follow-ups filed under a soon partition, due within this tick
-        seen: set[str] = set()  # soon markers dispatched (or set there) this tick: once a tick each
-        error: BaseException | None = None
+        stored, positions = self._positions(now)
+        tick = _Tick(self, now, stored, positions, deadline=started + budget.total_seconds())
         with ThreadPoolExecutor(max_workers=self._lanes, thread_name_prefix="scanner") as lanes:
-
-            def run(batches: list[tuple[int, list[DueMarker]]]) -> None:
-                """Dispatch the markers of some shards on the lanes. A minute bucket's markers that could
-                not be sent (a failure, or a hand-off claim still running) are moved to their shard's
-                soon partition, which every tick reads, so that one marker failing again and again never
-                holds up the rest of its shard; only if that fails too does the shard stop at it."""
-                nonlocal error
-                futures = [
-                    (shard, list(chunk), lanes.submit(self._dispatch, list(chunk), now))
-                    for shard, markers in batches
-                    for chunk in chunks(markers, DISPATCH_CHUNK)
-                ]
-                stuck: dict[int, list[DueMarker]] = {}
-                for shard, chunk, future in futures:
-                    try:
-                        counts = future.result()
-                    except Exception as exc:
-                        # The other chunks still count; the tick fails once its positions are safe.
-                        error = error or exc
-                        failed = chunk
-                    else:
-                        report.enqueued += counts.enqueued
-                        report.skipped += counts.skipped
-                        report.failed += len(counts.failed)
-                        report.deferred += len(counts.deferred)
-                        report.quarantined += counts.quarantined
-                        failed = counts.failed + counts.deferred
-                        due_soon.extend(m for m in counts.filed if m.soon and m.scheduled_at < horizon)
-                    stuck.setdefault(shard, []).extend(m for m in failed if not m.soon)
-                for shard, markers in stuck.items():
-                    if not markers:
-                        continue
-                    try:
-                        self._store.put_markers([replace(m, soon=True) for m in markers])
-                        seen.update(m.execution_id for m in markers)  # retried from there next tick
-                    except Exception:
-                        logger.exception("could not set markers aside; the shard waits at them")
-                        held[shard] = min(Store.marker_position(m) for m in markers)
-
-            def read_soon(shards: Sequence[int]) -> list[int]:
-                """The soon partitions: what is due, each marker once a tick, at most SOON_READ a
-                shard at a time (a backlog, after an outage, never takes a whole tick). Returns the
-                shards that had more."""
-                read = parallel_map(partial(self._read_soon, horizon), list(shards))
-                report.buckets_read += len(read)
-                unseen = [
-                    (shard, [m for m in markers if m.execution_id not in seen]) for shard, markers in read
-                ]
-                seen.update(m.execution_id for _, markers in unseen for m in markers)
-                due_soon.clear()
-                run(unseen)
-                return [
-                    shard
-                    for (shard, markers), (_, fresh) in zip(read, unseen, strict=True)
-                    if len(markers) >= SOON_READ and fresh
-                ]
-
+            tick.lanes = lanes
             # The soon partitions first (failed hand-offs, short-period chains: never left behind a
-            # backlog of buckets), then the buckets minute by minute.
-            more = read_soon(self._shards)
-            minute = first
-            while minute <= last_minute:
-                if time.monotonic() - started > budget.total_seconds():
-                    report.complete = False
-                    logger.warning(
-                        "scanner out of time; the next tick continues", extra={"minute": str(minute)}
-                    )
-                    break
-                # A minute's buckets are read side by side and their chunks dispatched on the lanes;
-                # the next minute is read only once this one is done, because dispatching files
-                # recurring jobs' next occurrences into later minutes, which must be read after.
-                reading = [s for s in self._shards if s not in held and positions[s][0] <= minute]
-                batches = parallel_map(partial(self._read_bucket, minute, horizon, positions), reading)
-                report.buckets_read += len(batches)
-                run(batches)
-                for shard in reading:
-                    if shard in held:
-                        positions[shard] = (minute, held[shard])
-                    elif minute < last_minute:
-                        positions[shard] = (minute + MINUTE, START_OF_BUCKET)
-                    else:
-                        positions[shard] = (minute, Store.bound_position(horizon))
-                # Saved after each minute that held markers: a tick stopped part way (its function
-                # timed out) keeps what it did, and the next one goes on from there. (Minutes without
-                # any are saved once, at the end: a catch-up writes little to the positions' partition.)
-                if any(markers for _, markers in batches):
-                    self._save(positions, reading, saved)
-                report.last_minute = minute
-                minute += MINUTE
+            # backlog of buckets), then the buckets minute by minute, then the soon partitions again
+            # while they have more.
+            more = tick.read_soon(self._shards)
+            tick.read_buckets()
+            tick.chase_soon(more)
+        tick.save_the_rest()
+        self._report(tick, started)
+        if tick.error is not None:
+            raise tick.error
+        return tick.report
 
-            # Then the soon partitions again, as long as there is more there (a backlog) or
-            # dispatching files more that are due: a recurring job caught up after an outage files
-            # each next occurrence there (it is due soon), and its chain goes on within this tick, as
-            # it does through the buckets.
-            while (more or due_soon) and time.monotonic() - started <= budget.total_seconds():
-                chased = {shard_of(m.execution_id, self._store.shard_count) for m in due_soon}
-                wanted = [s for s in self._shards if s in more or s in chased]
-                more = read_soon(wanted)
+    def _positions(self, now: datetime) -> tuple[dict[int, Position | None], dict[int, Position]]:
+        """The shards' stored positions, and where each is read from this tick. Positions are per shard, so that changing how
+        shards are grouped across scanner invocations never skips a bucket. None is past the horizon:
+        one that is (a shorter lookahead since, or a clock that ran ahead) comes back to it, so that
+        what is filed before the horizon is read."""
+        horizon = now + self._lookahead
+        stored = self._store.scanner.positions(self._shards)
+        fresh = Position(floor_minute(now - FIRST_SCAN_BACK))
+        cap = Position.bound(floor_minute(horizon), horizon)
+        return stored, {shard: min(stored[shard] or fresh, cap) for shard in self._shards}
 
-        report.complete = report.complete and not held and error is None and not report.failed
-        # What the loop did not save: a position brought back to the horizon on a shard it did not read.
-        unsaved = {shard: p for shard, p in positions.items() if saved.get(shard) != p}
-        if unsaved:
-            self._store.set_positions(unsaved)
+    def _report(self, tick: _Tick, started: float) -> None:
+        report = tick.report
+        report.complete = report.complete and not tick.held and tick.error is None and not report.failed
         elapsed_ms = (time.monotonic() - started) * 1000
         metrics.add_metric(name=EXECUTIONS_ENQUEUED, unit="Count", value=report.enqueued)
         if report.quarantined:
             metrics.add_metric(name=EXECUTIONS_QUARANTINED, unit="Count", value=report.quarantined)
         metrics.add_metric(name=SCANNER_DURATION_MS, unit="Milliseconds", value=elapsed_ms)
-        behind = max(0.0, max((now - position_instant(p)).total_seconds() for p in positions.values()))
+        positions = tick.positions.values()
+        behind = max(0.0, max((tick.now - p.instant()).total_seconds() for p in positions))
         report.behind_seconds = behind
         metrics.add_metric(name=SCANNER_BEHIND_SECONDS, unit="Seconds", value=behind)
         logger.info(
@@ -278,48 +182,16 @@ class Scanner:
                 "deferred": report.deferred,
                 "quarantined": report.quarantined,
                 "buckets": report.buckets_read,
-                "from": str(first),
+                "from": str(report.first_minute),
                 "duration_ms": round(elapsed_ms, 1),
             },
         )
-        if error is not None:
-            raise error
-        return report
-
-    def _read_soon(self, horizon: datetime, shard: int) -> tuple[int, list[DueMarker]]:
-        return shard, list(self._store.soon_markers(shard, horizon, SOON_READ))
-
-    def _save(
-        self,
-        positions: dict[int, tuple[datetime, str]],
-        shards: Sequence[int],
-        saved: dict[int, tuple[datetime, str] | None],
-    ) -> None:
-        """Record the shards' positions now; if the store is busy, at the end of the tick instead."""
-        wanted = {shard: positions[shard] for shard in shards}
-        try:
-            self._store.set_positions(wanted)
-        except RetryableStoreError:
-            logger.warning(
-                "positions not saved; the tick saves them at its end", extra={"shards": list(shards)}
-            )
-            return
-        saved.update(wanted)
-
-    def _read_bucket(
-        self, minute: datetime, horizon: datetime, positions: dict[int, tuple[datetime, str]], shard: int
-    ) -> tuple[int, list[DueMarker]]:
-        at, after = positions[shard]
-        start = after if at == minute else START_OF_BUCKET
-        return shard, list(self._store.due_markers(bucket_minute(minute), shard, horizon, start))
 
     def _dispatch(self, markers: list[DueMarker], now: datetime) -> _Counts:
         # A marker an API request is still enqueueing stays for a later tick (in a minute bucket, the
         # shard's position stops at it).
-        mine = [m for m in markers if m.handoff_until is None or m.handoff_until <= now]
-        counts = _Counts(
-            deferred=[m for m in markers if m.handoff_until is not None and m.handoff_until > now]
-        )
+        mine, claimed = handoff.split_claimed(markers, now)
+        counts = _Counts(deferred=claimed)
         result = self._dispatcher.dispatch(mine)
         counts.enqueued = len(result.enqueued)
         counts.skipped = len(result.skipped)
@@ -327,3 +199,164 @@ class Scanner:
         counts.quarantined = len(result.quarantined)
         counts.filed = result.filed
         return counts
+
+
+class _Tick:
+    """One tick's work and what it has done so far: its positions, its report, the shards held at a
+    marker, the soon markers already dispatched."""
+
+    def __init__(
+        self,
+        scanner: Scanner,
+        now: datetime,
+        stored: dict[int, Position | None],
+        positions: dict[int, Position],
+        deadline: float,
+    ) -> None:
+        self._scanner = scanner
+        self._store = scanner._store
+        self.now = now
+        self.horizon = now + scanner._lookahead
+        self.last_minute = floor_minute(self.horizon)
+        self.positions = positions
+        self.saved = dict(stored)
+        self.deadline = deadline
+        self.report = ScanReport(first_minute=min(p.minute for p in positions.values()))
+        self.held: dict[int, Position] = {}  # shards stopped at a marker this tick (could not be set aside)
+        self.due_soon: list[DueMarker] = []  # follow-ups filed under a soon partition, due within this tick
+        self.seen: set[str] = set()  # soon markers dispatched (or set there) this tick: once a tick each
+        self.error: BaseException | None = None
+        self.lanes: ThreadPoolExecutor | None = None
+
+    def out_of_time(self) -> bool:
+        return time.monotonic() > self.deadline
+
+    def read_soon(self, shards: Sequence[int]) -> list[int]:
+        """The soon partitions: what is due, each marker once a tick, at most SOON_READ a shard at a
+        time (a backlog, after an outage, never takes a whole tick). Returns the shards that had more."""
+        read = parallel_map(self._read_soon, list(shards))
+        self.report.buckets_read += len(read)
+        unseen = [(shard, [m for m in markers if m.execution_id not in self.seen]) for shard, markers in read]
+        self.seen.update(m.execution_id for _, markers in unseen for m in markers)
+        self.due_soon.clear()
+        self.run(unseen)
+        return [
+            shard
+            for (shard, markers), (_, fresh) in zip(read, unseen, strict=True)
+            if len(markers) >= SOON_READ and fresh
+        ]
+
+    def read_buckets(self) -> None:
+        """The minute buckets, from the earliest position to the horizon's minute, within the budget."""
+        minute = self.report.first_minute
+        assert minute is not None
+        while minute <= self.last_minute:
+            if self.out_of_time():
+                self.report.complete = False
+                logger.warning("scanner out of time; the next tick continues", extra={"minute": str(minute)})
+                return
+            self.read_minute(minute)
+            self.report.last_minute = minute
+            minute += MINUTE
+
+    def read_minute(self, minute: datetime) -> None:
+        """A minute's buckets, read side by side and their chunks dispatched on the lanes. The next
+        minute is read only once this one is done, because dispatching files recurring jobs' next
+        occurrences into later minutes, which must be read after."""
+        shards = self._scanner._shards
+        reading = [s for s in shards if s not in self.held and self.positions[s].minute <= minute]
+        batches = parallel_map(partial(self._read_bucket, minute), reading)
+        self.report.buckets_read += len(batches)
+        self.run(batches)
+        for shard in reading:
+            if shard in self.held:
+                self.positions[shard] = self.held[shard]
+            elif minute < self.last_minute:
+                self.positions[shard] = Position(minute + MINUTE)
+            else:
+                self.positions[shard] = Position.bound(minute, self.horizon)
+        # Saved after each minute that held markers: a tick stopped part way (its function timed
+        # out) keeps what it did, and the next one goes on from there. (Minutes without any are saved
+        # once, at the end: a catch-up writes little to the positions' partition.)
+        if any(markers for _, markers in batches):
+            self.save(reading)
+
+    def chase_soon(self, more: list[int]) -> None:
+        """The soon partitions again, as long as there is more there (a backlog) or dispatching files
+        more that are due: a recurring job caught up after an outage files each next occurrence there
+        (it is due soon), and its chain goes on within this tick, as it does through the buckets."""
+        shards = self._scanner._shards
+        while (more or self.due_soon) and not self.out_of_time():
+            chased = {shard_of(m.execution_id, self._store.shard_count) for m in self.due_soon}
+            more = self.read_soon([s for s in shards if s in more or s in chased])
+
+    def run(self, batches: list[tuple[int, list[DueMarker]]]) -> None:
+        """Dispatch the markers of some shards on the lanes. A minute bucket's markers that could not
+        be sent (a failure, or a hand-off claim still running) are moved to their shard's soon
+        partition, which every tick reads, so that one marker failing again and again never holds up
+        the rest of its shard; only if that fails too does the shard stop at it."""
+        assert self.lanes is not None
+        futures = [
+            (shard, list(chunk), self.lanes.submit(self._scanner._dispatch, list(chunk), self.now))
+            for shard, markers in batches
+            for chunk in chunks(markers, DISPATCH_CHUNK)
+        ]
+        stuck: dict[int, list[DueMarker]] = {}
+        for shard, chunk, future in futures:
+            try:
+                counts = future.result()
+            except Exception as exc:
+                # The other chunks still count; the tick fails once its positions are safe.
+                self.error = self.error or exc
+                failed = chunk
+            else:
+                self._count(counts)
+                failed = counts.failed + counts.deferred
+            stuck.setdefault(shard, []).extend(m for m in failed if not m.soon)
+        for shard, markers in stuck.items():
+            if markers:
+                self._set_aside(shard, markers)
+
+    def save(self, shards: Sequence[int]) -> None:
+        """Record the shards' positions now; if the store is busy, at the end of the tick instead."""
+        wanted = {shard: self.positions[shard] for shard in shards}
+        try:
+            self._store.scanner.save_positions(wanted)
+        except RetryableStoreError:
+            logger.warning(
+                "positions not saved; the tick saves them at its end", extra={"shards": list(shards)}
+            )
+            return
+        self.saved.update(wanted)
+
+    def save_the_rest(self) -> None:
+        """What the minutes did not save: a position brought back to the horizon on a shard not read."""
+        unsaved = {shard: p for shard, p in self.positions.items() if self.saved.get(shard) != p}
+        if unsaved:
+            self._store.scanner.save_positions(unsaved)
+
+    def _count(self, counts: _Counts) -> None:
+        report = self.report
+        report.enqueued += counts.enqueued
+        report.skipped += counts.skipped
+        report.failed += len(counts.failed)
+        report.deferred += len(counts.deferred)
+        report.quarantined += counts.quarantined
+        self.due_soon.extend(m for m in counts.filed if m.soon and m.scheduled_at < self.horizon)
+
+    def _set_aside(self, shard: int, markers: list[DueMarker]) -> None:
+        try:
+            self._store.markers.put_many([replace(m, soon=True) for m in markers])
+            self.seen.update(m.execution_id for m in markers)  # retried from there next tick
+        except Exception:
+            logger.exception("could not set markers aside; the shard waits at them")
+            # (a bucket's markers are all due in its minute)
+            self.held[shard] = min(Position.at(floor_minute(m.scheduled_at), m) for m in markers)
+
+    def _read_soon(self, shard: int) -> tuple[int, list[DueMarker]]:
+        return shard, list(self._store.markers.soon(shard, self.horizon, SOON_READ))
+
+    def _read_bucket(self, minute: datetime, shard: int) -> tuple[int, list[DueMarker]]:
+        position = self.positions[shard]
+        start = position if position.minute == minute else Position(minute)
+        return shard, list(self._store.markers.in_bucket(shard, start, self.horizon))

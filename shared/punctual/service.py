@@ -11,10 +11,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from punctual import tasks
+from punctual import pausing, tasks
 from punctual.clock import Clock
 from punctual.dispatch import Dispatcher
 from punctual.errors import Conflict, InvalidRequest, LostRace, NotFound
+from punctual.handoff import HandOff
 from punctual.models import (
     NO_VERSION,
     DueMarker,
@@ -33,11 +34,10 @@ from punctual.models import (
     manual_execution_id,
     marker_for,
     new_version,
-    pause_changes,
     scheduled_at_of,
 )
 from punctual.notify import NotifyPolicy, check_rules
-from punctual.observability import JOBS_CREATED, logger, metrics
+from punctual.observability import JOBS_CREATED, metrics
 from punctual.schedules import (
     PAST_TOLERANCE,
     AtSchedule,
@@ -53,9 +53,6 @@ from punctual.store import DEFAULT_TIMEOUT_SECONDS, Page, Store
 if TYPE_CHECKING:
     from punctual.named_tasks import TaskService
 
-# How long a marker filed by a request stays that request's to enqueue: API Gateway gives up on a
-# request after 29 s. Past it (a request that crashed), the scanner enqueues it.
-HANDOFF_CLAIM = timedelta(seconds=30)
 # A request that claimed an Idempotency-Key this recently may still be storing its jobs (API Gateway
 # gives up on it after 29 s): a retry meanwhile is told to wait, not that its jobs cannot be created.
 REQUEST_IN_PROGRESS = timedelta(seconds=30)
@@ -124,6 +121,7 @@ class JobService:
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
+        self._handoff = HandOff(store, dispatcher, clock)
         self._task_policy = task_policy or tasks.TaskPolicy()
         self._named_tasks = named_tasks
         self._notify_policy = notify_policy or NotifyPolicy()
@@ -138,19 +136,18 @@ class JobService:
             return self._replay(owner, idempotency_key, _fingerprint(new), refused)[0], False
         if idempotency_key is not None:
             fingerprint = _fingerprint(new)
-            seen = self._store.claim_idempotency_key(owner, idempotency_key, fingerprint, [job.id], now)
+            seen = self._store.idempotency.claim(owner, idempotency_key, fingerprint, [job.id], now)
             if seen is not None:
-                seen_fingerprint, seen_job_ids = seen
-                if seen_fingerprint != fingerprint or len(seen_job_ids) != 1:
+                if seen.fingerprint != fingerprint or len(seen.job_ids) != 1:
                     raise Conflict("Idempotency-Key was already used with a different request body")
-                existing = self._store.get_job_shown(seen_job_ids[0])
+                existing = self._store.jobs.get_with_last_execution(seen.job_ids[0])
                 if existing is not None:
                     return existing, False
-                job = _reissued(job, seen_job_ids[0])  # the first attempt failed before storing it
+                job = _reissued(job, seen.job_ids[0])  # the first attempt failed before storing it
         stored, marker = self._store_one(job)
         if marker is not None:
             metrics.add_metric(name=JOBS_CREATED, unit="Count", value=1)
-            self._hand_off(marker, new_jobs=[stored])
+            self._handoff.enqueue(marker, new_jobs=[stored])
         return stored, marker is not None
 
     def create_many(
@@ -178,16 +175,15 @@ class JobService:
         if idempotency_key is not None:
             fingerprint = _batch_fingerprint(news)
             ids = [job.id for job in jobs]
-            seen = self._store.claim_idempotency_key(owner, idempotency_key, fingerprint, ids, now)
+            seen = self._store.idempotency.claim(owner, idempotency_key, fingerprint, ids, now)
             if seen is not None:
-                seen_fingerprint, seen_ids = seen
-                if seen_fingerprint != fingerprint or len(seen_ids) != len(jobs):
+                if seen.fingerprint != fingerprint or len(seen.job_ids) != len(jobs):
                     raise Conflict("Idempotency-Key was already used with a different request body")
-                return self._finish_batch(owner, jobs, seen_ids), False
-        markers = self._file_many([_first_marker(job) for job in jobs])
-        self._store.put_new_jobs(jobs)
+                return self._finish_batch(owner, jobs, seen.job_ids), False
+        markers = self._handoff.file(*[_first_marker(job) for job in jobs])
+        self._store.jobs.put_new_many(jobs)
         metrics.add_metric(name=JOBS_CREATED, unit="Count", value=len(jobs))
-        self._hand_off(*markers)
+        self._handoff.enqueue(*markers)
         return jobs, True
 
     def _replay(self, owner: str, key: str | None, fingerprint: str, refused: InvalidRequest) -> list[Job]:
@@ -196,28 +192,28 @@ class JobService:
         then. Raises `refused` if there was no such request, and Conflict if it stored only some of its
         jobs (it failed part way, or is still running): the rest cannot be created now."""
         now = self._clock.now()
-        seen = None if key is None else self._store.idempotency_key(owner, key, now)
-        if seen is None or seen[0] != fingerprint:
+        seen = None if key is None else self._store.idempotency.get(owner, key, now)
+        if seen is None or seen.fingerprint != fingerprint:
             raise refused
-        found = self._store.get_jobs(seen[1])
-        jobs = [found[job_id] for job_id in seen[1] if job_id in found and found[job_id].owner == owner]
-        if len(jobs) < len(seen[1]) and now - seen[2] < REQUEST_IN_PROGRESS:
+        found = self._store.jobs.get_many(seen.job_ids).readable()
+        jobs = [found[job_id] for job_id in seen.job_ids if job_id in found and found[job_id].owner == owner]
+        if len(jobs) < len(seen.job_ids) and now - seen.claimed_at < REQUEST_IN_PROGRESS:
             raise Conflict(
                 "a request with this Idempotency-Key is still in progress (taken "
-                f"{(now - seen[2]).total_seconds():.0f} s ago): retry in a few seconds"
+                f"{(now - seen.claimed_at).total_seconds():.0f} s ago): retry in a few seconds"
             ) from None
-        if len(jobs) < len(seen[1]):
+        if len(jobs) < len(seen.job_ids):
             raise Conflict(
                 f"the request first made with this Idempotency-Key stored {len(jobs)} of its "
-                f"{len(seen[1])} jobs (it failed part way, or is still running), and the rest cannot be "
+                f"{len(seen.job_ids)} jobs (it failed part way, or is still running), and the rest cannot be "
                 f"created now: {refused}"
             ) from None
-        return self._store.with_last_executions(jobs)
+        return self._store.jobs.with_last_executions(jobs)
 
     def _finish_batch(self, owner: str, drafts: list[Job], ids: list[str]) -> list[Job]:
         """A repeated batch: the jobs the first attempt stored, and the others created now under the ids
         it claimed (one by one: this only follows a failure)."""
-        existing = self._store.get_jobs(ids)
+        existing = self._store.jobs.get_many(ids).readable()
         if any(job.owner != owner for job in existing.values()):
             raise Conflict("Idempotency-Key was already used with a different request body")
         jobs: list[Job] = []
@@ -227,9 +223,9 @@ class JobService:
                 job, marker = self._store_one(_reissued(draft, job_id))
                 if marker is not None:
                     metrics.add_metric(name=JOBS_CREATED, unit="Count", value=1)
-                    self._hand_off(marker)
+                    self._handoff.enqueue(marker)
             jobs.append(job)
-        return self._store.with_last_executions(jobs)
+        return self._store.jobs.with_last_executions(jobs)
 
     def _checked_task(
         self, owner: str, task: TaskSpec | TaskRef, seen: dict[str, Any] | None = None
@@ -289,12 +285,12 @@ class JobService:
         # without its job is dropped harmlessly by the scanner.
         marker = self._file(_first_marker(job))
         try:
-            self._store.put_new_job(job)
+            self._store.jobs.put_new(job)
         except LostRace:
             # A concurrent retry with the same idempotency key stored the job first, with its own
             # marker: withdraw ours so the job runs once.
-            self._store.delete_markers([marker])
-            existing = self._store.get_job(job.id)
+            self._store.markers.delete_many([marker])
+            existing = self._store.jobs.get(job.id)
             if existing is None or existing.owner != job.owner:
                 raise
             return existing, None
@@ -303,7 +299,7 @@ class JobService:
     # ----------------------------------------------------------------- read
     def get(self, owner: str, job_id: str) -> Job:
         """The caller's job, with its last execution (read with it)."""
-        return _owned(self._store.get_job_shown(job_id), owner, job_id)
+        return _owned(self._store.jobs.get_with_last_execution(job_id), owner, job_id)
 
     def list_jobs(
         self,
@@ -329,14 +325,14 @@ class JobService:
             if self._named_tasks is None:
                 raise InvalidRequest("task: named tasks are not available here", field="task")
             ids = self._named_tasks.jobs_using(owner, task, limit, start_key)
-            found = self._store.get_jobs(ids.items)
+            found = self._store.jobs.get_many(ids.items).readable()
             jobs = [found[i] for i in ids.items if i in found and found[i].owner == owner]
             page = Page(jobs, ids.last_key)
         else:
-            page = self._store.list_jobs(
+            page = self._store.jobs.page(
                 owner, status, limit, start_key, tag=tag, outcome=outcome, name_prefix=name_prefix
             )
-        return replace(page, items=self._store.with_recorded_outcomes(page.items))
+        return replace(page, items=self._store.jobs.with_outcome_executions(page.items))
 
     def executions(
         self,
@@ -349,10 +345,10 @@ class JobService:
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> Page:
-        _owned(self._store.get_job(job_id), owner, job_id)  # the page reads the executions itself
+        _owned(self._store.jobs.get(job_id), owner, job_id)  # the page reads the executions itself
         if since is not None and until is not None and until <= since:
             raise InvalidRequest("until: must be after since", field="until")
-        return self._store.list_executions(job_id, limit, start_key, status=status, since=since, until=until)
+        return self._store.executions.page(job_id, limit, start_key, status=status, since=since, until=until)
 
     def preview(self, schedule: _Schedule, count: int) -> list[datetime]:
         now = self._clock.now()
@@ -429,7 +425,7 @@ class JobService:
                 marker = self._file(marker_for(job.id, runs_at, version))
         updated = self._write(job, fields, withdraw=marker)
         if marker is not None:
-            self._hand_off(marker)
+            self._handoff.enqueue(marker)
         return updated
 
     def _task_change(self, owner: str, job: Job, changes: JobChanges) -> dict[str, Any]:
@@ -505,7 +501,7 @@ class JobService:
             return self._write(job, {"pause_note": note, "updated_at": now})
         if job.status is not JobStatus.ACTIVE:
             raise Conflict(f"job is {job.status.value}; only an ACTIVE job can be paused")
-        return self._write(job, pause_changes(job, now, note))
+        return self._write(job, pausing.pause_changes(job, now, note))
 
     def resume(self, owner: str, job_id: str, *, attempts: int = 3) -> Job:
         job = self.get(owner, job_id)
@@ -516,15 +512,13 @@ class JobService:
         now = self._clock.now()
         # A one-time job's run from before the pause (read after the job, consistently): one still
         # under way goes on, and one that ended is the job's run.
-        run = None
-        if not job.recurring and job.paused_version and job.ran_at is None:
-            run = self._store.scheduled_run(job.id, job.paused_version)
+        run = pausing.run_before_pause(self._store, job)
         if run is not None and run.status.under_way:
             # The job takes back that run's version, so that the run goes on (its retries too) and
             # completes the job when it ends. Only while the run is still under way: one that ends
             # or is skipped meanwhile makes this write fail, and the decision is taken again.
             try:
-                resumed = self._store.resume_with_run(job, run, now)
+                resumed = self._store.jobs.resume_with_run(job, run, now)
             except LostRace:
                 if attempts <= 1:
                     raise Conflict(
@@ -540,7 +534,7 @@ class JobService:
             runs_at = (
                 first_run(job.schedule, now, job.anchor_at, job.id, job.policy.flexible_window_seconds)
                 if job.recurring
-                else _pending_one_time(job, now, ran=ran)
+                else pausing.resumed_one_time_run(job, now, ran=ran)
             )
         marker = None
         if runs_at is not None:
@@ -560,7 +554,7 @@ class JobService:
             withdraw=marker,
         )
         if marker is not None:
-            self._hand_off(marker)
+            self._handoff.enqueue(marker)
         return updated
 
     def pause_tagged(
@@ -585,7 +579,7 @@ class JobService:
         start_key: dict[str, Any] | None,
         change: Any,
     ) -> BulkChange:
-        page = self._store.list_jobs(owner, status, limit, start_key, tag=tag)
+        page = self._store.jobs.page(owner, status, limit, start_key, tag=tag)
         changed: list[Job] = []
         failed: list[tuple[str, str]] = []
         for job in page.items:
@@ -606,7 +600,7 @@ class JobService:
         job = self.get(owner, job_id)
         scheduled_at = scheduled_at_of(job.id, execution_id)
         original = (
-            None if scheduled_at is None else self._store.get_execution(job.id, scheduled_at, execution_id)
+            None if scheduled_at is None else self._store.executions.get(job.id, scheduled_at, execution_id)
         )
         if original is None:
             raise NotFound(f"execution {execution_id!r} of job {job_id!r} not found")
@@ -635,7 +629,7 @@ class JobService:
         )
         if retry_of is not None:
             # Stored before its marker, with what it retries: the dispatch leaves a stored one as it is.
-            self._store.put_execution_if_absent(queued)
+            self._store.executions.put_if_absent(queued)
         marker = self._file(
             DueMarker(
                 job_id=job.id,
@@ -645,8 +639,8 @@ class JobService:
                 manual=True,
             )
         )
-        self._hand_off(marker)
-        execution = self._store.get_execution(job.id, now, marker.execution_id)
+        self._handoff.enqueue(marker)
+        execution = self._store.executions.get(job.id, now, marker.execution_id)
         return execution or replace(queued, status=ExecutionStatus.PENDING)
 
     # -------------------------------------------------------------- helpers
@@ -654,62 +648,20 @@ class JobService:
         """Apply a change if the job is still as read; otherwise 409, withdrawing the marker filed for it
         (its version is unique, so even if it stayed it would be skipped as superseded)."""
         try:
-            updated = self._store.update_job(
+            updated = self._store.jobs.update(
                 job, fields, allowed_statuses=[job.status], schedule_version=job.schedule_version
             )
             # Its last execution as read before the change: one ending meanwhile shows on the next read.
             return replace(updated, last_execution=job.last_execution)
         except LostRace:
             if withdraw is not None:
-                self._store.delete_markers([withdraw])
+                self._store.markers.delete_many([withdraw])
             raise Conflict("the job changed while this request ran; read it again and retry") from None
 
     def _file(self, marker: DueMarker) -> DueMarker:
-        """Store a marker. One due before the scanner's next tick is this request's to enqueue: it is
-        filed in its shard's soon partition with a hand-off claim, which keeps a scanner tick running
-        meanwhile from sending it too."""
-        [filed] = self._file_many([marker])
+        """File a marker, claimed for this request to enqueue if due before the next tick (handoff.py)."""
+        [filed] = self._handoff.file(marker)
         return filed
-
-    def _file_many(self, markers: Sequence[DueMarker]) -> list[DueMarker]:
-        """`_file` for several markers: one PutItem for one, BatchWriteItems for more."""
-        now = self._clock.now()
-        # Due before the scanner's next tick could read it (`Dispatcher.soon`): this request's to send.
-        routed = [self._dispatcher.route(m, now) for m in markers]
-        claimed = [replace(m, handoff_until=now + HANDOFF_CLAIM) if m.soon else m for m in routed]
-        self._put_markers(claimed)
-        return claimed
-
-    def _put_markers(self, markers: list[DueMarker]) -> None:
-        if len(markers) == 1:
-            self._store.put_marker(markers[0])
-        else:
-            self._store.put_markers(markers)
-
-    def _hand_off(self, *markers: DueMarker, new_jobs: Sequence[Job] = ()) -> None:
-        """Enqueue the executions of the markers filed with a hand-off claim (due too soon for the
-        scanner's next tick), all in one dispatch.
-
-        What fails to be enqueued (all of it, or some) stays, its claims withdrawn, and the scanner
-        enqueues it (late); the request still succeeds. Should the withdrawal fail too, the claims run
-        out on their own.
-        """
-        claimed = [m for m in markers if m.handoff_until is not None]
-        if not claimed:
-            return
-        try:
-            unsent = self._dispatcher.dispatch(claimed, new_jobs).failed
-        except Exception:
-            logger.exception("hand-off failed", extra={"execution_ids": [m.execution_id for m in claimed]})
-            unsent = claimed
-        if not unsent:
-            return
-        ids = [m.execution_id for m in unsent]
-        logger.warning("hand-off incomplete; the scanner will enqueue the rest", extra={"execution_ids": ids})
-        try:
-            self._put_markers([replace(m, handoff_until=None) for m in unsent])
-        except Exception:
-            logger.exception("could not withdraw the hand-off claim", extra={"execution_ids": ids})
 
     def _check_not_past(self, schedule: _Schedule, now: datetime) -> None:
         if isinstance(schedule, AtSchedule) and schedule.at < now - PAST_TOLERANCE:
@@ -744,20 +696,6 @@ def _owned(job: Job | None, owner: str, job_id: str) -> Job:
     if job is None or job.owner != owner:
         raise NotFound(f"job {job_id!r} not found")
     return job
-
-
-def _pending_one_time(job: Job, now: datetime, *, ran: bool = False) -> datetime | None:
-    """When a resumed one-time job runs: never if it already ran (`ran`: its run from before the pause
-    ended) or its instant passed while paused."""
-    if ran or job.ran_at is not None:
-        return None  # (its end noted on the job outlives the execution's record in the history)
-    last = job.last_execution
-    # (A job item without paused_version, paused before an upgrade, counts its last execution.)
-    if last is not None and not last.manual and job.paused_version in (None, last.schedule_version):
-        return None
-    if isinstance(job.schedule, AtSchedule):
-        return job.schedule.at if job.schedule.at >= now else None
-    return now  # a "now" job paused before it ran
 
 
 _new_version = new_version

@@ -22,7 +22,6 @@ from punctual.queue import WorkQueue
 from punctual.scanner import Scanner
 from punctual.service import JobService
 from punctual.store import Store
-from punctual.task_store import TaskStore
 from punctual.tasks import AwsClients, LambdaClients, TaskPolicy
 from punctual.worker import Worker, WorkerConfig
 
@@ -115,8 +114,7 @@ def build(
         eventbridge_buses=settings.eventbridge_buses,
         state_machines=settings.state_machines,
     )
-    task_store = TaskStore(dynamodb, settings.table_name)
-    named = TaskService(task_store, clock, task_policy)
+    named = TaskService(store.tasks, clock, task_policy)
     notify_policy = NotifyPolicy(
         allowed_networks=settings.webhook_allowed_networks, targets=settings.notification_targets
     )
@@ -139,7 +137,7 @@ def build(
         resolver=resolver,
         lambda_clients=lambda_clients or lambda_clients_for(settings),
         aws_clients=aws_clients,
-        named_tasks=TaskResolver(task_store, clock, ttl_seconds=settings.task_cache_seconds).effective,
+        named_tasks=TaskResolver(store.tasks, clock, ttl_seconds=settings.task_cache_seconds).effective,
         monitor=monitor,
     )
     notifier = Notifier(

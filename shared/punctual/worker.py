@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar
 
-from punctual import tasks
+from punctual import pausing, tasks
 from punctual.batched_reads import BatchedReads
 from punctual.clock import Clock
 from punctual.errors import LostRace, RetryableStoreError, UnreadableItem
@@ -23,7 +23,6 @@ from punctual.models import (
     Execution,
     ExecutionStatus,
     Job,
-    JobStatus,
     Overlap,
     TaskSpec,
     completes_job,
@@ -111,8 +110,8 @@ class Worker:
         self._resolver = resolver
         self._lambda_clients = lambda_clients
         self._rng = rng or random.Random()
-        self._jobs = BatchedReads(lambda job_ids: self._store.read_jobs(job_ids))
-        self._stamps = BatchedReads(lambda job_ids: self._store.job_stamps(job_ids))
+        self._jobs = BatchedReads(lambda job_ids: self._store.jobs.get_many(job_ids))
+        self._stamps = BatchedReads(lambda job_ids: self._store.jobs.stamps(job_ids))
         self._aws_clients = aws_clients
         # A job as it runs now: its named task resolved (named_tasks.TaskResolver.effective).
         self._effective = named_tasks or (lambda job: job)
@@ -143,7 +142,7 @@ class Worker:
         if wait > self._config.max_early_wait.total_seconds():
             return self._later(receipt_handle, wait)
 
-        stored = self._store.get_execution(item.job_id, item.scheduled_at, item.execution_id)
+        stored = self._store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
         if stored is not None and stored.status.is_final:
             # A duplicate or redelivered message. If the worker that finished it died before updating
             # the job, do that now.
@@ -192,7 +191,7 @@ class Worker:
         ahead = now < execution.scheduled_at
         starts = max(now, execution.scheduled_at)
         try:
-            running = self._store.claim_execution(
+            running = self._store.executions.claim(
                 execution,
                 now=now,
                 lease_until=starts + timedelta(seconds=job.timeout_seconds) + LEASE_MARGIN,
@@ -228,7 +227,7 @@ class Worker:
                 if self._skip(job, running, reason):
                     return Outcome.DONE
                 # The job changed meanwhile (resumed, cancelled): this worker holds the run; look again.
-                job = self._effective(self._store.get_job(item.job_id))
+                job = self._effective(self._store.jobs.get(item.job_id))
             except RetryableStoreError:
                 # Throttled, or a resume's transaction at the same moment: look again shortly.
                 self._clock.sleep(0.1 * 2**attempt)
@@ -257,7 +256,7 @@ class Worker:
             return self._policy_skip(job, execution, reason, receipt_handle)
         if not job.recurring or policy.overlap is Overlap.ALLOW:
             return None
-        earlier = self._store.executions_before(execution)
+        earlier = self._store.executions.before(execution)
         busy = next((e for e in earlier if _still_under_way(e, now)), None)
         if busy is None:
             return None
@@ -274,7 +273,7 @@ class Worker:
             reason = f"skipped: the job's previous run ({busy.id}) was still under way after waiting"
             return self._policy_skip(job, execution, reason, receipt_handle)
         # Stored as QUEUED so that a later run sees that one is already waiting.
-        self._store.put_execution_if_absent(execution)
+        self._store.executions.put_if_absent(execution)
         delay = min(MAX_BUFFER_RECHECK_SECONDS, BUFFER_RECHECK_SECONDS * 2 ** max(0, receive_count - 1))
         logger.info(
             "execution waits for the job's previous run",
@@ -293,7 +292,7 @@ class Worker:
 
     def _release(self, running: Execution) -> None:
         try:
-            self._store.release_claim(running)
+            self._store.executions.release_claim(running)
         except (LostRace, RetryableStoreError):
             # Its lease runs out instead: the message waits for it.
             logger.warning("claim not given back", extra={"execution_id": running.id})
@@ -338,7 +337,7 @@ class Worker:
         log["took_ms"] = _ms(self._clock.now() - began)
         try:
             finished = self._persist(
-                lambda: self._store.finish_execution(
+                lambda: self._store.executions.finish_attempt(
                     execution,
                     status=ExecutionStatus.SUCCEEDED,
                     finished_at=self._clock.now(),
@@ -369,7 +368,7 @@ class Worker:
             delay = job.retry.delay_after(execution.attempts, self._rng)
             try:
                 self._persist(
-                    lambda: self._store.retry_execution(
+                    lambda: self._store.executions.retry_later(
                         execution, next_attempt_at=self._clock.now() + timedelta(seconds=delay), error=error
                     )
                 )
@@ -380,7 +379,7 @@ class Worker:
             return self._later(receipt_handle, delay)
         try:
             finished = self._persist(
-                lambda: self._store.finish_execution(
+                lambda: self._store.executions.finish_attempt(
                     execution,
                     status=ExecutionStatus.FAILED,
                     finished_at=self._clock.now(),
@@ -401,7 +400,7 @@ class Worker:
         self._monitor.ended(job, finished)
 
     def _ensure_outcome_recorded(self, execution: Execution) -> None:
-        job = self._store.get_job(execution.job_id)
+        job = self._store.jobs.get(execution.job_id)
         # (a paused job too: a one-time job notes that its run ended, so that resuming does not repeat
         # it; and a finished one, whose notifications may not have been queued)
         if job is not None:
@@ -430,12 +429,8 @@ class Worker:
         False when it is not (another worker claimed or ended it), or, for a run under way of a
         paused job, when the job is no longer paused (resumed, it may go on)."""
         try:
-            self._store.skip_execution(
-                execution,
-                finished_at=self._clock.now(),
-                reason=reason,
-                job_paused=job is not None and job.status is JobStatus.PAUSED,
-                status=status,
+            pausing.skip_run(
+                self._store, job, execution, finished_at=self._clock.now(), reason=reason, status=status
             )
         except LostRace:
             return False
@@ -444,7 +439,7 @@ class Worker:
         return True
 
     def _after_lost_claim(self, item: WorkItem, receipt_handle: str) -> Outcome:
-        current = self._store.get_execution(item.job_id, item.scheduled_at, item.execution_id)
+        current = self._store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
         if current is None or current.status.is_final:
             return Outcome.DONE
         return self._later(receipt_handle, 5)
@@ -508,7 +503,7 @@ def dead_letter(store: Store, clock: Clock, item: WorkItem, monitor: Monitor | N
     """A message that exhausted its receives: its execution fails (marked dead-lettered), and a
     one-time job completes; with a monitor, it is kept for its owner to redrive, and notified."""
     try:
-        stored = store.get_execution(item.job_id, item.scheduled_at, item.execution_id)
+        stored = store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
     except UnreadableItem:
         # Leave the message on the dead-letter queue (its retention, 14 days) for a version that can
         # read the execution: failing here keeps it there.
@@ -520,12 +515,12 @@ def dead_letter(store: Store, clock: Clock, item: WorkItem, monitor: Monitor | N
         ended: Execution = stored
     else:
         execution = stored or unstored_execution(
-            item, store.get_job(item.job_id), clock.now(), store.retention
+            item, store.jobs.get(item.job_id), clock.now(), store.retention
         )
         if execution is None:
             return
         try:
-            ended = store.end_execution(
+            ended = store.executions.give_up(
                 execution,
                 status=ExecutionStatus.FAILED,
                 finished_at=clock.now(),
@@ -537,11 +532,11 @@ def dead_letter(store: Store, clock: Clock, item: WorkItem, monitor: Monitor | N
         metrics.add_metric(name=DEAD_LETTERED, unit="Count", value=1)
         metrics.add_metric(name=EXECUTIONS_FAILED, unit="Count", value=1)
         logger.warning("execution dead-lettered", extra={"execution_id": execution.id})
-    job = store.get_job(item.job_id)
+    job = store.jobs.get(item.job_id)
     if job is not None and monitor is not None:
         monitor.dead_lettered(job, ended)
     elif job is not None and completes_job(job, ended):
-        store.complete_job(job, ended)
+        pausing.complete_job(store, job, ended)
 
 
 def _attempt_log(job: Job, execution: Execution) -> dict[str, Any]:

@@ -38,7 +38,7 @@ def test_scanner_crash_after_sending_before_recording_its_position(world: World)
         world.tick()
         job = http_job(world, hook, 240)
         world.clock.advance(200)
-        once(world.store, "set_positions", Crash("after send"))
+        once(world.store.scanner, "save_positions", Crash("after send"))
         with pytest.raises(Crash):
             world.tick()
         # When the next tick runs (and sends the message again)
@@ -66,7 +66,7 @@ def test_worker_crash_after_the_task_ran_before_the_result_was_written(world: Wo
     with receiver() as hook:
         # Given a worker that dies after the webhook answered, before recording SUCCEEDED
         job = http_job(world, hook, 5)
-        once(world.store, "finish_execution", Crash("after task"))
+        once(world.store.executions, "finish_attempt", Crash("after task"))
         # When the message comes back after its visibility timeout
         world.run_for(500, step=5)
         # Then the task ran again (at least once), with the same execution id, and one final record
@@ -78,13 +78,13 @@ def test_worker_crash_after_the_task_ran_before_the_result_was_written(world: Wo
 def test_a_worker_dying_before_completing_the_job_is_made_good_on_redelivery(world: World) -> None:
     # Given a worker that dies after finishing the execution, before completing the job
     job = world.create({"type": "now"})
-    real = world.store.complete_job
+    real = world.store.jobs.complete
 
     def dies_once(*args: Any, **kwargs: Any) -> Any:
-        world.store.complete_job = real
+        world.store.jobs.complete = real
         raise RuntimeError("worker died")
 
-    world.store.complete_job = dies_once
+    world.store.jobs.complete = dies_once
     # When the message comes back after its visibility timeout
     world.run_for(420, step=10)
     # Then the duplicate completes the job without running the task again
@@ -106,11 +106,15 @@ def test_a_lost_delete_does_not_run_the_task_again(world: World) -> None:
         assert hook.by_execution() == {execution["id"]: 1}
 
 
-@pytest.mark.parametrize("operation", ["claim_execution", "read_jobs", "finish_execution"])
-def test_throttled_writes_are_retried(world: World, operation: str) -> None:
+@pytest.mark.parametrize(
+    ("repository", "operation"),
+    [("executions", "claim"), ("jobs", "get_many"), ("executions", "finish_attempt")],
+)
+def test_throttled_writes_are_retried(world: World, repository: str, operation: str) -> None:
     with receiver() as hook:
         job = http_job(world, hook, 5)
-        calls = once(world.store, operation, RetryableStoreError("ProvisionedThroughputExceeded"))
+        target = getattr(world.store, repository)
+        calls = once(target, operation, RetryableStoreError("ProvisionedThroughputExceeded"))
         world.run_for(60)
         execution = only_final_record(world, job["id"])
         assert calls["n"] >= 2
@@ -122,7 +126,7 @@ def test_throttled_writes_are_retried(world: World, operation: str) -> None:
 def test_a_throttled_job_completion_is_retried_and_completes_the_job(world: World) -> None:
     # Given a one-time job whose completion (the write of its outcome) is throttled once
     job = world.create({"type": "now"})
-    once(world.store, "complete_job", RetryableStoreError("ThrottlingException"))
+    once(world.store.jobs, "complete", RetryableStoreError("ThrottlingException"))
     # When it runs
     world.run_for(5)
     # Then the job is COMPLETED all the same, its run SUCCEEDED
@@ -181,16 +185,16 @@ def _body_of_first_message(world: World) -> str:
 def test_a_message_that_exhausts_its_receives_is_dead_lettered_and_fails(world: World) -> None:
     # Given a worker that dies on this execution at every delivery
     job = world.create({"type": "now"})
-    real_claim = world.store.claim_execution
+    real_claim = world.store.executions.claim
 
     def dies(*args: Any, **kwargs: Any) -> Any:
         raise Crash("worker died")
 
-    world.store.claim_execution = dies
+    world.store.executions.claim = dies
     # When it has been received as often as the redrive policy allows (each time after the
     # visibility timeout)
     world.run_for(30 * 420, step=30)
-    world.store.claim_execution = real_claim
+    world.store.executions.claim = real_claim
     world.run_for(10)
     # Then SQS moved it to the dead-letter queue, whose handler failed the execution
     [execution] = world.executions(job["id"])
@@ -202,14 +206,14 @@ def test_a_message_that_exhausts_its_receives_is_dead_lettered_and_fails(world: 
 def test_a_long_throttle_backs_off_instead_of_using_up_the_receives(world: World) -> None:
     # Given a store that throttles this worker for 20 minutes
     job = world.create({"type": "now"})
-    real_claim = world.store.claim_execution
+    real_claim = world.store.executions.claim
 
     def throttled(*args: Any, **kwargs: Any) -> Any:
         raise RetryableStoreError("ThrottlingException")
 
-    world.store.claim_execution = throttled
+    world.store.executions.claim = throttled
     world.run_for(20 * 60, step=5)
-    world.store.claim_execution = real_claim
+    world.store.executions.claim = real_claim
     # When it ends
     world.run_for(20 * 60, step=5)
     # Then the execution still ran: it was never dead-lettered
@@ -221,7 +225,7 @@ def test_a_long_throttle_backs_off_instead_of_using_up_the_receives(world: World
 def test_two_workers_claiming_an_unstored_execution_at_once_store_it_once(world: World) -> None:
     # Given an execution the scanner enqueued (stored by nobody yet), read as absent by two workers
     job = world.create({"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=240))})
-    stored_job = world.store.get_job(job["id"])
+    stored_job = world.store.jobs.get(job["id"])
     assert stored_job is not None and stored_job.next_run_at is not None
     item = WorkItem(
         job["id"],
@@ -234,11 +238,11 @@ def test_two_workers_claiming_an_unstored_execution_at_once_store_it_once(world:
     assert first is not None and second is not None
     lease = now + timedelta(minutes=5)
     # When both claim it
-    running = world.store.claim_execution(first, now=now, lease_until=lease, lateness_ms=0)
+    running = world.store.executions.claim(first, now=now, lease_until=lease, lateness_ms=0)
     # Then the first stores it as RUNNING, attempt 1, and the second loses the race
     assert (running.status.value, running.attempts, running.owner) == ("RUNNING", 1, "alice")
     with pytest.raises(LostRace):
-        world.store.claim_execution(second, now=now, lease_until=lease, lateness_ms=0)
+        world.store.executions.claim(second, now=now, lease_until=lease, lateness_ms=0)
     [execution] = world.executions(job["id"])
     assert (execution["status"], execution["attempts"]) == ("RUNNING", 1)
 
@@ -266,7 +270,7 @@ def test_a_message_older_than_the_retention_does_not_bring_back_an_expired_execu
         job = http_job(world, hook, 5)
         world.run_for(30)
         [execution] = world.executions(job["id"])
-        stored = world.store.get_job(job["id"])
+        stored = world.store.jobs.get(job["id"])
         assert stored is not None
         key = {"pk": {"S": f"JOB#{job['id']}"}, "sk": {"S": ""}}
         items = world.dynamodb_client.query(
@@ -297,7 +301,7 @@ def test_an_old_message_of_an_execution_stored_as_queued_runs_it(world: World) -
     # Given an execution stored as QUEUED and its message without a schedule version (the previous
     # version's scanner)
     job = world.create({"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=240))})
-    stored = world.store.get_job(job["id"])
+    stored = world.store.jobs.get(job["id"])
     assert stored is not None and stored.next_run_at is not None
     execution = Execution(
         id=execution_id_for(job["id"], stored.next_run_at, stored.schedule_version),
@@ -308,7 +312,7 @@ def test_an_old_message_of_an_execution_stored_as_queued_runs_it(world: World) -
         schedule_version=stored.schedule_version,
         created_at=world.clock.now(),
     )
-    world.store.put_new_executions([execution])
+    world.store.executions.put_new_many([execution])
     old = WorkItem(job["id"], execution.id, stored.next_run_at)
     world.clock.advance(241)
     world.sqs.send_message(QueueUrl=world.punctual.settings.queue_url, MessageBody=old.to_body())

@@ -181,7 +181,7 @@ def test_a_batch_that_fails_after_its_markers_leaves_no_job_behind(
     def throttled(jobs: Any) -> None:
         raise RetryableStoreError("BatchWriteItem left items unprocessed")
 
-    monkeypatch.setattr(world.store, "put_new_jobs", throttled)
+    monkeypatch.setattr(world.store.jobs, "put_new_many", throttled)
     jobs = [{"task": NOOP, "schedule": {"type": "now"}}, {"task": NOOP, "schedule": in_minutes(world, 2)}]
     # When a batch is posted
     answer = batch(world, jobs)
@@ -199,19 +199,19 @@ def test_a_retry_with_the_key_finishes_a_batch_that_failed_part_way(
 ) -> None:
     # Given a batch whose write stored only its first job, after all markers, then failed
     store = world.store
-    real = store.put_new_jobs
+    real = store.jobs.put_new_many
 
     def partly(jobs: Any) -> None:
         real(jobs[:1])
         raise RetryableStoreError("BatchWriteItem left items unprocessed")
 
-    monkeypatch.setattr(store, "put_new_jobs", partly)
+    monkeypatch.setattr(store.jobs, "put_new_many", partly)
     jobs = [{"name": f"j{i}", "task": NOOP, "schedule": in_minutes(world, 2)} for i in range(3)]
     jobs.append({"task": NOOP, "schedule": {"type": "now"}})  # unnamed, and handed off
     failed = batch(world, jobs, headers={"Idempotency-Key": "retry-me"})
     assert failed.status == 503
     assert len(items(world, "JOB")) == 1
-    monkeypatch.setattr(store, "put_new_jobs", real)
+    monkeypatch.setattr(store.jobs, "put_new_many", real)
     # When the client retries with the same key, a little later (the "now" job's first marker, filed
     # for the earlier instant, must not run it a second time)
     world.clock.advance(5)

@@ -45,7 +45,7 @@ def runs(early_world: World, monkeypatch: pytest.MonkeyPatch) -> list[datetime]:
 def claims(world: World, monkeypatch: pytest.MonkeyPatch, then: Any = None) -> list[datetime]:
     """The clock's time at each claim; `then(execution)` runs right after a claim is written."""
     made: list[datetime] = []
-    real = world.store.claim_execution
+    real = world.store.executions.claim
 
     def claim(execution: Any, **kwargs: Any) -> Any:
         made.append(world.clock.now())
@@ -54,7 +54,7 @@ def claims(world: World, monkeypatch: pytest.MonkeyPatch, then: Any = None) -> l
             then(claimed)
         return claimed
 
-    monkeypatch.setattr(world.store, "claim_execution", claim)
+    monkeypatch.setattr(world.store.executions, "claim", claim)
     return made
 
 
@@ -205,17 +205,17 @@ def test_the_start_of_an_early_claimed_run_is_kept_by_its_outcome_write(early_wo
     job, due = one_time(world, 200)  # left to the scanner: nothing runs it here
     execution = worker_module.unstored_execution(
         worker_module.WorkItem(job["id"], "exec_early", due, 1),
-        world.store.get_job(job["id"]),
+        world.store.jobs.get(job["id"]),
         due,
         store.retention,
     )
     assert execution is not None
-    claimed = store.claim_execution(
+    claimed = store.executions.claim(
         execution, now=due - timedelta(seconds=2), lease_until=due + timedelta(seconds=90), lateness_ms=None
     )
     assert claimed.started_at is None and claimed.lateness_ms is None
     began = due + timedelta(milliseconds=40)
-    finished = store.finish_execution(
+    finished = store.executions.finish_attempt(
         worker_module.replace(claimed, started_at=began, lateness_ms=40),
         status=worker_module.ExecutionStatus.SUCCEEDED,
         finished_at=began,

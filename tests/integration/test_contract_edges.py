@@ -228,18 +228,18 @@ def test_a_partly_stored_batch_retried_once_invalid_is_409_naming_what_was_store
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a batch whose first attempt stored one of its two jobs, then failed (503)
-    real = world.store.put_new_jobs
+    real = world.store.jobs.put_new_many
 
     def partly(jobs: Any) -> None:
         real(jobs[:1])
         raise RetryableStoreError("BatchWriteItem left items unprocessed")
 
-    monkeypatch.setattr(world.store, "put_new_jobs", partly)
+    monkeypatch.setattr(world.store.jobs, "put_new_many", partly)
     at = {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(minutes=2))}
     body = {"jobs": [{"name": f"j{i}", "task": NOOP, "schedule": at} for i in range(2)]}
     key = {"Idempotency-Key": "k"}
     assert world.api("POST", "/jobs/batch", body, headers=key).status == 503
-    monkeypatch.setattr(world.store, "put_new_jobs", real)
+    monkeypatch.setattr(world.store.jobs, "put_new_many", real)
     # When it is retried with the key once its instant has passed (more than 5 minutes: refused)
     world.clock.advance(600)
     retried = world.api("POST", "/jobs/batch", body, headers=key)
@@ -250,7 +250,7 @@ def test_a_partly_stored_batch_retried_once_invalid_is_409_naming_what_was_store
     # and a single create whose first attempt failed before storing its job answers the same way
     soon = {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(minutes=2))}
     single = {"task": NOOP, "schedule": soon}
-    monkeypatch.setattr(world.store, "put_new_job", mock.Mock(side_effect=RetryableStoreError("throttled")))
+    monkeypatch.setattr(world.store.jobs, "put_new", mock.Mock(side_effect=RetryableStoreError("throttled")))
     assert world.api("POST", "/jobs", single, headers={"Idempotency-Key": "s"}).status == 503
     monkeypatch.undo()
     world.clock.advance(600)
@@ -267,7 +267,7 @@ def test_a_retry_while_the_first_attempt_is_still_storing_is_told_to_wait(
     at = world.clock.now() - PAST_TOLERANCE + timedelta(seconds=2)
     body = {"task": NOOP, "schedule": {"type": "at", "at": to_rfc3339(at)}}
     key = {"Idempotency-Key": "k"}
-    real = world.store.put_new_job
+    real = world.store.jobs.put_new
     retried: list[Answer] = []
 
     def slow(job: Any) -> Any:
@@ -276,7 +276,7 @@ def test_a_retry_while_the_first_attempt_is_still_storing_is_told_to_wait(
             retried.append(world.api("POST", "/jobs", body, headers=key))
         return real(job)
 
-    monkeypatch.setattr(world.store, "put_new_job", slow)
+    monkeypatch.setattr(world.store.jobs, "put_new", slow)
     first = world.api("POST", "/jobs", body, headers=key)
     # Then the first attempt creates the job, and the retry is told to wait, not that it cannot be
     assert first.status == 201, first.body
@@ -954,7 +954,7 @@ def test_a_cancel_racing_the_run_that_completes_the_job_still_cancels_it(
 ) -> None:
     # Given a one-time job whose run is queued
     job = world.create({"type": "now"})
-    real = world.store.get_job_shown
+    real = world.store.jobs.get_with_last_execution
     reads: list[str] = []
 
     def read_then_run(job_id: str) -> Any:
@@ -964,7 +964,7 @@ def test_a_cancel_racing_the_run_that_completes_the_job_still_cancels_it(
             world.drain()  # the run ends (the job COMPLETED) after DELETE read the job, before it writes
         return found
 
-    monkeypatch.setattr(world.store, "get_job_shown", read_then_run)
+    monkeypatch.setattr(world.store.jobs, "get_with_last_execution", read_then_run)
     # When it is cancelled meanwhile
     answer = call(world, "DELETE", f"/jobs/{job['id']}")
     # Then the request read the job again and cancelled it: 200, not 409
@@ -983,7 +983,7 @@ def test_a_cancel_that_keeps_losing_the_race_gives_up_with_409(
     job = world.create(CRON)
     before = snapshot(world)
     lost = mock.Mock(side_effect=LostRace("ConditionalCheckFailed"))
-    monkeypatch.setattr(world.store, "update_job", lost)
+    monkeypatch.setattr(world.store.jobs, "update", lost)
     answer = call(world, "DELETE", f"/jobs/{job['id']}")
     assert answer.status == 409 and "changed while this request ran" in answer.body["message"], answer.body
     assert lost.call_count == 3  # bounded

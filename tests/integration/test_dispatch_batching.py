@@ -12,9 +12,9 @@ import pytest
 
 from punctual.dispatch import Dispatcher, release_quarantined
 from punctual.errors import UnreadableItem
+from punctual.handoff import HANDOFF_CLAIM
 from punctual.models import DueMarker, ExecutionStatus, execution_id_for, marker_for
 from punctual.queue import WorkItem
-from punctual.service import HANDOFF_CLAIM
 from punctual.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
 from punctual.worker import UNREADABLE_RETRY_SECONDS, dead_letter
 from tests.receiver import receiver
@@ -32,7 +32,7 @@ def markers(world: World) -> list[dict[str, Any]]:
 
 def marker_of(world: World, job: dict[str, Any]) -> DueMarker:
     scheduled = parse_rfc3339(job["next_run_at"])
-    stored = world.store.get_job(job["id"])
+    stored = world.store.jobs.get(job["id"])
     return DueMarker(
         job["id"],
         execution_id_for(job["id"], scheduled, stored.schedule_version),
@@ -60,7 +60,7 @@ def test_a_repeated_dispatch_leaves_a_finished_execution_as_it_is_and_sends_noth
     world.run_for(300)
     assert world.executions(job["id"])[0]["status"] == "SUCCEEDED"
     marker = replace(marker, soon=True)
-    world.store.put_marker(marker)
+    world.store.markers.put(marker)
     # When a dispatcher that stores executions dispatches it again
     with world.counting_calls() as calls:
         result = recording(world).dispatch([marker])
@@ -86,7 +86,7 @@ def test_a_repeated_dispatch_of_a_finished_execution_sends_a_duplicate_the_worke
         world.run_for(300)
         assert len(hook.deliveries) == 1
         marker = replace(marker, soon=True)
-        world.store.put_marker(marker)
+        world.store.markers.put(marker)
         # When the scanner's dispatcher (which stores no executions, so reads none) dispatches it again
         with world.counting_calls() as calls:
             result = world.punctual.dispatcher.dispatch([marker])
@@ -110,7 +110,7 @@ def test_a_marker_dispatched_again_after_its_run_never_resets_the_execution(worl
         [done] = world.executions(job["id"])
         assert done["status"] == "SUCCEEDED"
         # When its marker is dispatched again (an overlapping tick, a retried hand-off)
-        stored = world.store.get_job(job["id"])
+        stored = world.store.jobs.get(job["id"])
         world.punctual.dispatcher.dispatch(
             [marker_for(job["id"], parse_rfc3339(done["scheduled_at"]), stored.schedule_version)]
         )
@@ -220,26 +220,26 @@ def test_a_job_that_cannot_be_read_is_quarantined_and_holds_nothing_up(world: Wo
     # Then the readable one ran, the other's execution is set aside with the reason, and its bucket
     # no longer holds the scanner's checkpoint back
     assert world.executions(fine["id"])[0]["status"] == "SUCCEEDED"
-    [(marker, reason)] = world.store.quarantined()
+    [(marker, reason)] = world.store.markers.quarantined()
     assert marker.job_id == broken["id"]
     assert "Mars/Olympus_Mons" in reason or "timezone" in reason
     assert world.unread_markers() == []
-    positions = world.store.get_positions(range(world.punctual.settings.shard_count))
+    positions = world.store.scanner.positions(range(world.punctual.settings.shard_count))
     due = parse_rfc3339(broken["next_run_at"])
-    assert all(p is not None and p[0] > due for p in positions.values())
+    assert all(p is not None and p.minute > due for p in positions.values())
 
 
 def test_a_released_quarantined_execution_runs_once_its_job_is_fixed(world: World) -> None:
     # Given a quarantined execution
     world.tick()
     job = world.create({"type": "at", "at": at(world, 240)})
-    schedule = world.store.get_job(job["id"]).schedule.model_dump(mode="json")
+    schedule = world.store.jobs.get(job["id"]).schedule.model_dump(mode="json")
     corrupt_job(world, job["id"])
     world.run_for(300)
-    assert len(world.store.quarantined()) == 1
+    assert len(world.store.markers.quarantined()) == 1
     # When releasing it before the job is fixed / Then it stays quarantined
     result = release_quarantined(world.store, world.punctual.dispatcher, world.clock, job["id"])
-    assert len(result.quarantined) == 1 and len(world.store.quarantined(job["id"])) == 1
+    assert len(result.quarantined) == 1 and len(world.store.markers.quarantined(job["id"])) == 1
     # When the job is fixed and the execution released
     set_stored_schedule(world, job["id"], schedule)
     result = release_quarantined(world.store, world.punctual.dispatcher, world.clock, job["id"])
@@ -249,7 +249,7 @@ def test_a_released_quarantined_execution_runs_once_its_job_is_fixed(world: Worl
     [execution] = world.executions(job["id"])
     assert execution["status"] == "SUCCEEDED"
     assert execution["lateness_ms"] > 0
-    assert world.store.quarantined() == []
+    assert world.store.markers.quarantined() == []
 
 
 def test_recurring_chains_survive_a_scanner_outage_of_several_minutes(world: World) -> None:
@@ -272,7 +272,7 @@ def test_a_released_recurring_job_picks_its_schedule_up_from_now(world: World) -
     job = world.create({"type": "cron", "expression": "*/5 * * * *"})
     corrupt_job(world, job["id"])
     world.run_for(1800)
-    assert world.store.quarantined(job["id"])
+    assert world.store.markers.quarantined(job["id"])
     # When it is fixed and released
     set_stored_schedule(world, job["id"], {"type": "cron", "expression": "*/5 * * * *", "timezone": "UTC"})
     release_quarantined(world.store, world.punctual.dispatcher, world.clock, job["id"])
@@ -289,12 +289,12 @@ def test_a_second_tick_on_the_same_shards_leaves_them_to_the_first(world: World)
     world.clock.advance(200)
     shards = list(range(world.punctual.settings.shard_count))
     now = world.clock.now()
-    assert world.store.acquire_scan_lease(shards, "first", now, now + timedelta(seconds=58))
+    assert world.store.scanner.acquire_leases(shards, "first", now, now + timedelta(seconds=58))
     # When another tick starts / Then it does nothing
     report = world.tick()
     assert report["busy"] is True and report["enqueued"] == 0
     # and once the first lets go, the next tick does the work
-    world.store.release_scan_lease(shards, "first")
+    world.store.scanner.release_leases(shards, "first")
     assert world.tick()["enqueued"] == 1
 
 
@@ -302,7 +302,7 @@ def test_a_lease_left_by_a_tick_that_died_runs_out(world: World) -> None:
     # Given a tick that died holding its shards
     shards = list(range(world.punctual.settings.shard_count))
     now = world.clock.now()
-    assert world.store.acquire_scan_lease(shards, "dead", now, now + timedelta(seconds=58))
+    assert world.store.scanner.acquire_leases(shards, "dead", now, now + timedelta(seconds=58))
     # When the next minute's tick comes / Then the lease has run out and it proceeds
     world.clock.advance(60)
     assert world.tick()["busy"] is False
@@ -348,7 +348,7 @@ def test_an_execution_with_a_status_this_version_does_not_know_is_left_as_it_is(
     world.tick()
     job = world.create({"type": "at", "at": at(world, 240)})
     marker, key = stored_with_a_future_status(world, job)
-    world.store.put_marker(marker)
+    world.store.markers.put(marker)
     # When it is dispatched again / Then it is neither overwritten nor sent, and the marker is done with
     with world.counting_calls() as calls:
         result = recording(world).dispatch([marker])
@@ -400,8 +400,8 @@ def test_marker_writes_are_paced_per_bucket_partition(world: World) -> None:
     due = world.clock.now() + timedelta(minutes=5)
     markers_ = [DueMarker(f"job_{i}", f"job_{i}.e", due, 1, shard=i % 2) for i in range(60)]
     # When 60 markers are filed into two buckets, then deleted
-    world.store.put_markers(markers_)
-    world.store.delete_markers(markers_)
+    world.store.markers.put_many(markers_)
+    world.store.markers.delete_many(markers_)
     # Then every one of them was paced against its own bucket's partition, and nothing else was
     per_key: dict[str, float] = {}
     for key, units in asked:

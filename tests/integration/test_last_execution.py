@@ -64,7 +64,7 @@ def test_a_running_execution_is_not_the_last(world: World) -> None:
         schedule_version=0,
         manual=True,
     )
-    world.store.claim_execution(running, now=now, lease_until=now + timedelta(minutes=1), lateness_ms=0)
+    world.store.executions.claim(running, now=now, lease_until=now + timedelta(minutes=1), lateness_ms=0)
     statuses = [e["status"] for e in world.executions(job["id"])]
     assert statuses == ["RUNNING", "SUCCEEDED"], statuses
     # Then the last execution is the one that finished

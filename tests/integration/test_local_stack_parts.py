@@ -258,9 +258,9 @@ def test_a_restart_gives_back_a_claim_made_ahead_of_its_instant_and_queues_its_m
         job = world.create({"type": "at", "at": to_rfc3339(clock.now() + timedelta(seconds=60))})
         [shown] = world.executions(job["id"])
         due = parse_rfc3339(shown["scheduled_at"])
-        execution = store.get_execution(job["id"], due, shown["id"])
+        execution = store.executions.get(job["id"], due, shown["id"])
         assert execution is not None
-        store.claim_execution(
+        store.executions.claim(
             execution,
             now=clock.now(),
             lease_until=due + timedelta(minutes=5),

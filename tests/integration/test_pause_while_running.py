@@ -13,7 +13,7 @@ from unittest import mock
 import boto3
 from botocore.exceptions import ClientError
 
-from punctual import resources, tasks
+from punctual import pausing, resources, tasks
 from punctual.models import ExecutionStatus
 from punctual.queue import WorkItem
 from punctual.tasks import TaskContext
@@ -173,7 +173,7 @@ def test_a_run_superseded_before_the_pause_does_not_count_as_the_run(world: Worl
 def test_a_redelivered_message_notes_the_run_on_a_job_paused_since(world: World) -> None:
     # Given a worker that recorded the outcome and died before completing the job
     job = world.create({"type": "now"})
-    calls = once(world.store, "complete_job", Crash("worker died"))
+    calls = once(world.store.jobs, "complete", Crash("worker died"))
     world.run_for(5)
     assert world.job(job["id"])["status"] == "ACTIVE"
     # and the job paused before the message came back
@@ -190,10 +190,10 @@ def test_a_redelivered_message_notes_the_run_on_a_job_paused_since(world: World)
 def test_the_dead_letter_handler_completes_the_job_of_an_execution_that_already_ended(world: World) -> None:
     # Given a job whose execution succeeded, the worker dying before it completed the job
     job = world.create({"type": "now"})
-    real = world.store.complete_job
-    world.store.complete_job = mock.Mock(side_effect=RuntimeError("worker died"))
+    real = world.store.jobs.complete
+    world.store.jobs.complete = mock.Mock(side_effect=RuntimeError("worker died"))
     world.run_for(5)
-    world.store.complete_job = real
+    world.store.jobs.complete = real
     [execution] = world.executions(job["id"])
     assert execution["status"] == "SUCCEEDED"
     assert world.job(job["id"])["status"] == "ACTIVE"
@@ -263,24 +263,24 @@ def test_a_retrying_run_goes_on_once_its_job_is_resumed(world: World) -> None:
 
 
 def the_run(world: World, job_id: str) -> Any:
-    [execution] = world.store.list_executions(job_id, 10, None).items
+    [execution] = world.store.executions.page(job_id, 10, None).items
     return execution
 
 
 def worker_ends_the_run(world: World, job_id: str) -> None:
     """What the worker does when the task returns: record the outcome, then complete the job."""
     execution = the_run(world, job_id)
-    finished = world.store.finish_execution(
+    finished = world.store.executions.finish_attempt(
         execution, status=ExecutionStatus.SUCCEEDED, finished_at=world.clock.now(), error=None, result=None
     )
-    job = world.store.get_job(job_id)
-    world.store.complete_job(job, finished)
+    job = world.store.jobs.get(job_id)
+    pausing.complete_job(world.store, job, finished)
 
 
 def test_a_run_that_ends_just_before_resume_reads_it_is_not_repeated(world: World) -> None:
     # Given a job paused while its task runs, its run ending as the resume request reads the job
     job = world.create({"type": "now"})
-    real = world.store.scheduled_run
+    real = world.store.executions.scheduled_run
 
     def ends_first(job_id: str, version: int) -> Any:
         worker_ends_the_run(world, job_id)
@@ -288,7 +288,7 @@ def test_a_run_that_ends_just_before_resume_reads_it_is_not_repeated(world: Worl
 
     def pause_then_resume() -> None:
         pause(world, job["id"])
-        with mock.patch.object(world.store, "scheduled_run", side_effect=ends_first):
+        with mock.patch.object(world.store.executions, "scheduled_run", side_effect=ends_first):
             assert resume(world, job["id"])["status"] == "COMPLETED"
 
     with during_the_run(world, pause_then_resume) as ran:
@@ -301,7 +301,7 @@ def test_a_run_that_ends_just_before_resume_reads_it_is_not_repeated(world: Worl
 def test_a_run_that_ends_while_resume_decides_completes_the_job(world: World) -> None:
     # Given a resume that saw the run under way, the run ending before the resume writes
     job = world.create({"type": "now"})
-    real = world.store.scheduled_run
+    real = world.store.executions.scheduled_run
 
     def ends_after(job_id: str, version: int) -> Any:
         seen = real(job_id, version)
@@ -310,7 +310,7 @@ def test_a_run_that_ends_while_resume_decides_completes_the_job(world: World) ->
 
     def pause_then_resume() -> None:
         pause(world, job["id"])
-        with mock.patch.object(world.store, "scheduled_run", side_effect=ends_after):
+        with mock.patch.object(world.store.executions, "scheduled_run", side_effect=ends_after):
             resume(world, job["id"])
 
     with during_the_run(world, pause_then_resume) as ran:
@@ -328,7 +328,7 @@ def test_a_retry_skipped_while_resume_decides_leaves_the_job_to_run(world: World
         world.run_for(5)
         assert the_run(world, job["id"]).status is ExecutionStatus.RETRYING
         pause(world, job["id"])
-        real = world.store.scheduled_run
+        real = world.store.executions.scheduled_run
 
         def skipped_after(job_id: str, version: int) -> Any:
             seen = real(job_id, version)
@@ -337,7 +337,7 @@ def test_a_retry_skipped_while_resume_decides_leaves_the_job_to_run(world: World
             assert the_run(world, job_id).status is ExecutionStatus.CANCELLED
             return seen
 
-        with mock.patch.object(world.store, "scheduled_run", side_effect=skipped_after):
+        with mock.patch.object(world.store.executions, "scheduled_run", side_effect=skipped_after):
             resumed = resume(world, job["id"])
         world.run_for(120)
     # Then the resume saw the run cut short: the job ("now") runs anew and completes
@@ -350,7 +350,7 @@ def test_a_resume_landing_as_the_worker_skips_the_retry_lets_the_run_go_on(world
     # Given a paused job whose run waits for its retry, the job resumed just as a worker, having read
     # the job paused, is about to cancel the retry
     job = world.create({"type": "now"}, retry={"max_attempts": 3, "backoff_seconds": 60})
-    real_skip = world.store.skip_execution
+    real_skip = world.store.executions.skip_while_paused
 
     def resumed_first(*args: Any, **kwargs: Any) -> None:
         resume(world, job["id"])
@@ -359,7 +359,7 @@ def test_a_resume_landing_as_the_worker_skips_the_retry_lets_the_run_go_on(world
     with first_attempt_fails(world) as attempts:
         world.run_for(5)
         pause(world, job["id"])
-        with mock.patch.object(world.store, "skip_execution", side_effect=resumed_first):
+        with mock.patch.object(world.store.executions, "skip_while_paused", side_effect=resumed_first):
             world.run_for(120)
     # Then the run goes on: its retry runs, and completes the job
     assert attempts == [1, 2]
@@ -414,7 +414,7 @@ def test_a_duplicate_that_read_the_execution_before_the_claim_does_not_cancel_th
         pause(world, job["id"])
         running = the_run(world, job["id"])
         with (
-            mock.patch.object(world.store, "get_execution", return_value=None),
+            mock.patch.object(world.store.executions, "get", return_value=None),
             mock.patch.object(world.punctual.queue, "change_visibility"),
         ):
             seen.append(world.punctual.worker.handle(message_of(running), "duplicate").value)
@@ -435,21 +435,20 @@ def test_a_run_whose_paused_job_is_cancelled_as_it_is_skipped_ends_at_once(world
     # Given a worker that claimed a run and then read its job paused, the job cancelled just as the
     # worker cancels the run for the pause (its transaction fails: the job is no longer paused)
     job = world.create({"type": "now"}, timeout_seconds=300)
-    real_claim = world.store.claim_execution
-    real_skip = world.store.skip_execution
+    real_claim = world.store.executions.claim
+    real_skip = world.store.executions.skip_while_paused
 
     def paused_then_claimed(*args: Any, **kwargs: Any) -> Any:
         pause(world, job["id"])
         return real_claim(*args, **kwargs)
 
     def cancelled_first(*args: Any, **kwargs: Any) -> None:
-        if kwargs.get("job_paused"):
-            assert world.api("DELETE", f"/jobs/{job['id']}").status == 200
+        assert world.api("DELETE", f"/jobs/{job['id']}").status == 200
         real_skip(*args, **kwargs)
 
     with (
-        mock.patch.object(world.store, "claim_execution", side_effect=paused_then_claimed),
-        mock.patch.object(world.store, "skip_execution", side_effect=cancelled_first),
+        mock.patch.object(world.store.executions, "claim", side_effect=paused_then_claimed),
+        mock.patch.object(world.store.executions, "skip_while_paused", side_effect=cancelled_first),
         during_the_run(world, lambda: None) as ran,
     ):
         world.run_for(5)
@@ -464,7 +463,7 @@ def test_a_write_that_meets_a_transaction_under_way_is_retried(world: World) -> 
     # Given the worker's outcome write meeting a resume's transaction on the execution (DynamoDB
     # refuses it: TransactionConflictException)
     job = world.create({"type": "now"})
-    table = world.store._table
+    table = world.store.table.resource
     real_update = table.update_item
     refused: list[str] = []
 
@@ -490,7 +489,7 @@ def test_a_resume_meeting_a_new_schedule_decides_again(world: World) -> None:
     # run under way, is about to give the job back the run's version
     job = world.create({"type": "now"})
     later = at(world, 600)
-    real = world.store.scheduled_run
+    real = world.store.executions.scheduled_run
     resumed: list[dict[str, Any]] = []
 
     def rescheduled_after(job_id: str, version: int) -> Any:
@@ -501,7 +500,7 @@ def test_a_resume_meeting_a_new_schedule_decides_again(world: World) -> None:
 
     def pause_then_resume() -> None:
         pause(world, job["id"])
-        with mock.patch.object(world.store, "scheduled_run", side_effect=rescheduled_after):
+        with mock.patch.object(world.store.executions, "scheduled_run", side_effect=rescheduled_after):
             resumed.append(resume(world, job["id"]))
 
     with during_the_run(world, pause_then_resume):
@@ -527,8 +526,8 @@ def test_a_worker_whose_skip_meets_the_resume_transaction_runs_the_resumed_run(w
     # Given a worker that claimed a run and read its job paused, its skip meeting the resume's
     # transaction (which lands: the job is ACTIVE at the run's version)
     job = world.create({"type": "now"}, timeout_seconds=300)
-    real_claim = world.store.claim_execution
-    client = world.store._table.meta.client
+    real_claim = world.store.executions.claim
+    client = world.store.table.resource.meta.client
     real_transact = client.transact_write_items
     conflicts: list[str] = []
 
@@ -545,7 +544,7 @@ def test_a_worker_whose_skip_meets_the_resume_transaction_runs_the_resumed_run(w
         return real_transact(**kwargs)
 
     with (
-        mock.patch.object(world.store, "claim_execution", side_effect=paused_then_claimed),
+        mock.patch.object(world.store.executions, "claim", side_effect=paused_then_claimed),
         mock.patch.object(client, "transact_write_items", side_effect=transact),
         during_the_run(world, lambda: None) as ran,
     ):
@@ -561,16 +560,16 @@ def test_an_undecided_worker_gives_its_claim_back(world: World) -> None:
     # Given a worker that claimed a run, read its job paused, and cannot cancel the run (every try
     # refused as a conflict)
     job = world.create({"type": "now"}, timeout_seconds=300)
-    real_claim = world.store.claim_execution
+    real_claim = world.store.executions.claim
 
     def paused_then_claimed(*args: Any, **kwargs: Any) -> Any:
         pause(world, job["id"])
         return real_claim(*args, **kwargs)
 
     with (
-        mock.patch.object(world.store, "claim_execution", side_effect=paused_then_claimed),
+        mock.patch.object(world.store.executions, "claim", side_effect=paused_then_claimed),
         mock.patch.object(
-            world.store._table.meta.client, "transact_write_items", side_effect=transaction_conflict()
+            world.store.table.resource.meta.client, "transact_write_items", side_effect=transaction_conflict()
         ),
         during_the_run(world, lambda: None) as ran,
     ):
@@ -595,7 +594,7 @@ def test_a_running_execution_without_a_lease_can_be_claimed(world: World) -> Non
     job = world.create(at(world, 600))
     world.run_for(700, step=10)
     execution = the_run(world, job["id"])
-    table = world.store._table
+    table = world.store.table.resource
     key = {"pk": f"JOB#{job['id']}", "sk": f"EXEC#{to_epoch_ms(execution.scheduled_at):013d}#{execution.id}"}
     table.update_item(
         Key=key,

@@ -26,7 +26,7 @@ def _by_status(world: World, job_id: str) -> dict[str, list[dict]]:
 
 
 def _stored_job(world: World, job_id: str) -> Job:
-    job = world.store.get_job(job_id)
+    job = world.store.jobs.get(job_id)
     assert job is not None
     return job
 
@@ -50,7 +50,7 @@ def _hold_running(world: World, job_id: str, scheduled_at: str, minutes: float) 
     execution = unstored_execution(item, job, world.clock.now(), world.store.retention)
     assert execution is not None
     now = world.clock.now()
-    world.store.claim_execution(
+    world.store.executions.claim(
         execution, now=now, lease_until=now + timedelta(minutes=minutes), lateness_ms=0
     )
 
@@ -122,8 +122,8 @@ def test_overlap_buffer_one_waits_for_the_previous_run_and_skips_the_one_after(w
     assert "already waits" in skipped["error"]
     # When the first run ends, the waiting one starts
     [running] = statuses["RUNNING"]
-    stored = world.store.get_execution(job["id"], parse_rfc3339(running["scheduled_at"]), running["id"])
-    world.store.finish_execution(
+    stored = world.store.executions.get(job["id"], parse_rfc3339(running["scheduled_at"]), running["id"])
+    world.store.executions.finish_attempt(
         stored, status=ExecutionStatus.SUCCEEDED, finished_at=world.clock.now(), error=None, result=None
     )
     world.run_for(65)

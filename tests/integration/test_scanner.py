@@ -12,7 +12,7 @@ import pytest
 from punctual import scanner as scanner_module
 from punctual.models import execution_id_for, marker_for
 from punctual.scanner import Scanner
-from punctual.store import MARKER_TTL, shard_of
+from punctual.store import MARKER_TTL, Position, shard_of
 from punctual.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
 from tests.world import World
 
@@ -119,18 +119,18 @@ def test_no_execution_falls_between_the_api_and_the_scanner(world: World, tick_p
     world.tick()
     created = [world.create({"type": "at", "at": at(world, d)}) for d in offsets()]
     # and another created while a tick is in the middle of reading its buckets
-    real = world.store.due_markers
+    real = world.store.markers.in_bucket
     late: list[dict[str, Any]] = []
 
-    def interleaved(minute: str, shard: int, before: Any, after: str) -> Iterator[Any]:
-        yield from real(minute, shard, before, after)
+    def interleaved(shard: int, start: Any, before: Any) -> Iterator[Any]:
+        yield from real(shard, start, before)
         if not late:
             late.append(world.create({"type": "at", "at": at(world, 181)}))
 
     world.clock.advance(60)
-    world.store.due_markers = interleaved  # type: ignore[method-assign]
+    world.store.markers.in_bucket = interleaved  # type: ignore[method-assign]
     world.tick()
-    world.store.due_markers = real  # type: ignore[method-assign]
+    world.store.markers.in_bucket = real  # type: ignore[method-assign]
     # When time runs on
     world.run_for(300)
     # Then every one of them ran exactly once, never early
@@ -143,7 +143,7 @@ def test_no_execution_falls_between_the_api_and_the_scanner(world: World, tick_p
 
 
 def positions_of(world: World) -> dict[int, Any]:
-    return world.store.get_positions(range(world.punctual.settings.shard_count))
+    return world.store.scanner.positions(range(world.punctual.settings.shard_count))
 
 
 def test_a_failed_send_moves_its_markers_to_the_soon_partition_and_the_next_tick_sends_them(
@@ -177,11 +177,11 @@ def test_a_claimed_marker_in_a_minute_bucket_waits_for_its_claim_to_run_out(
     # request died
     world.tick()
     job = world.create({"type": "at", "at": at(world, 240)})
-    stored = world.store.get_job(job["id"])
+    stored = world.store.jobs.get(job["id"])
     assert stored is not None and stored.next_run_at is not None
     marker = marker_for(job["id"], stored.next_run_at, stored.schedule_version)
     world.clock.advance(200)
-    world.store.put_marker(replace(marker, handoff_until=world.clock.now() + timedelta(seconds=45)))
+    world.store.markers.put(replace(marker, handoff_until=world.clock.now() + timedelta(seconds=45)))
     # When a tick reads it while the claim runs
     report = world.tick()
     # Then it is left alone, set aside under its shard's soon partition with its claim
@@ -205,10 +205,10 @@ def test_minute_markers_expire_and_quarantined_ones_do_not(world: World) -> None
     due = parse_rfc3339(job["next_run_at"])
     # Then the bucket's marker expires a week after its instant (the scanner never deletes it)
     assert int(item["expires_at"]["N"]) == int((due + MARKER_TTL).timestamp())
-    stored = world.store.get_job(job["id"])
+    stored = world.store.jobs.get(job["id"])
     assert stored is not None
     marker = marker_for(job["id"], due, stored.schedule_version)
-    world.store.quarantine_markers([marker], {job["id"]: "test"}, world.clock.now())
+    world.store.markers.quarantine([marker], {job["id"]: "test"}, world.clock.now())
     quarantined = [
         i
         for i in world.dynamodb_client.scan(TableName=world.punctual.settings.table_name)["Items"]
@@ -229,7 +229,7 @@ def test_a_checkpoint_of_the_previous_version_reads_as_the_start_of_its_minute(w
         },
     )
     # Then it reads as that minute's start
-    assert positions_of(world)[0] == (minute, "0")
+    assert positions_of(world)[0] == Position(minute, "0")
 
 
 def test_a_shorter_lookahead_loses_nothing(world: World) -> None:
@@ -239,7 +239,7 @@ def test_a_shorter_lookahead_loses_nothing(world: World) -> None:
         world.store, world.punctual.dispatcher, world.clock, lookahead=timedelta(minutes=10), shards=shards
     ).tick()
     assert all(
-        p is not None and p[0] > world.clock.now() + timedelta(minutes=9)
+        p is not None and p.minute > world.clock.now() + timedelta(minutes=9)
         for p in positions_of(world).values()
     )
     # When the lookahead is back to 90 s and a job is created for 5 minutes ahead (filed in its
@@ -286,7 +286,7 @@ def test_a_marker_that_keeps_failing_holds_up_nothing_else_on_its_shard(
 
 
 def marker_shard(world: World, job: dict[str, Any]) -> int:
-    stored = world.store.get_job(job["id"])
+    stored = world.store.jobs.get(job["id"])
     assert stored is not None and stored.next_run_at is not None
     execution_id = execution_id_for(job["id"], stored.next_run_at, stored.schedule_version)
     return shard_of(execution_id, world.punctual.settings.shard_count)
@@ -313,7 +313,7 @@ def test_a_tick_stopped_part_way_keeps_the_minutes_it_finished(
     monkeypatch.undo()
     # Then the minutes it finished are recorded: every shard reads on from the third minute
     third = parse_rfc3339(jobs[2]["next_run_at"]).replace(second=0, microsecond=0)
-    assert all(p is not None and p >= (third, "0") for p in positions_of(world).values())
+    assert all(p is not None and p >= Position(third, "0") for p in positions_of(world).values())
     # and the next tick sends the rest: each job runs once
     world.run_for(60)
     for job in jobs:

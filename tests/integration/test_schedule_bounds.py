@@ -148,7 +148,7 @@ def test_a_stored_job_that_hits_the_bound_is_quarantined_and_its_neighbours_run(
         with mock.patch.object(cron, "runs", runs):
             world.run_for(150)
         # Then the costly job's occurrence is set aside with its reason, and the other job ran on
-        quarantined = world.store.quarantined(costly["id"])
+        quarantined = world.store.markers.quarantined(costly["id"])
         assert quarantined, "the costly job's occurrence is quarantined"
         assert "bound" in quarantined[0][1]
         assert calls["n"] >= 1

@@ -142,13 +142,13 @@ def test_a_cancel_between_the_workers_read_and_its_claim_still_stops_the_run(wor
     with receiver() as hook:
         # Given a webhook job due now, cancelled after the worker read it and before it claims it
         job = world.create({"type": "now"}, task={"type": "http", "params": {"url": hook.url}})
-        real_claim = world.store.claim_execution
+        real_claim = world.store.executions.claim
 
         def cancel_then_claim(*args: Any, **kwargs: Any) -> Any:
             world.api("DELETE", f"/jobs/{job['id']}")
             return real_claim(*args, **kwargs)
 
-        world.store.claim_execution = cancel_then_claim
+        world.store.executions.claim = cancel_then_claim
         # When the worker runs
         world.run_for(5)
         # Then the claim sees the cancel: nothing was delivered, the execution is CANCELLED

@@ -173,16 +173,25 @@ def test_an_execution_id_carries_its_instant() -> None:
         assert scheduled_at_of("job_1", other) is None
 
 
-class FakeStore:
+class FakeJobs:
     def __init__(self, stored: Job | None) -> None:
         self.stored = stored
-        self.deliveries: list[Any] = []
 
-    def get_job(self, job_id: str) -> Job | None:
+    def get(self, job_id: str) -> Job | None:
         return self.stored
 
-    def record_delivery(self, job_id: str, scheduled_at: datetime, execution_id: str, delivery: Any) -> None:
-        self.deliveries.append(delivery)
+
+class FakeDeliveries(list[Any]):
+    """The deliveries recorded, in order."""
+
+    def record(self, job_id: str, scheduled_at: datetime, execution_id: str, delivery: Any) -> None:
+        self.append(delivery)
+
+
+class FakeStore:
+    def __init__(self, stored: Job | None) -> None:
+        self.jobs = FakeJobs(stored)
+        self.deliveries = FakeDeliveries()
 
 
 class FakeSqs:

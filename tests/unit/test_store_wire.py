@@ -9,7 +9,8 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from hypothesis import given
 from hypothesis import strategies as st
 
-from punctual.store import _from_wire, _to_wire
+from punctual.store.table import from_wire as _from_wire
+from punctual.store.table import to_wire as _to_wire
 
 scalars = st.one_of(
     st.text(max_size=20),

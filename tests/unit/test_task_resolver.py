@@ -11,7 +11,7 @@ from punctual.clock import ManualClock
 from punctual.models import Job, JobStatus, RetryPolicy, TaskRef, TaskSpec
 from punctual.named_tasks import TaskResolver
 from punctual.schedules import NowSchedule
-from punctual.task_store import NamedTask
+from punctual.store.tasks import NamedTask
 
 NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
 

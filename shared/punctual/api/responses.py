@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from punctual.api.schemas import DeliveryOut, ExecutionOut, JobOut, OutcomeOut, SigningOut, TaskOut
 from punctual.models import Delivery, Execution, Job, TaskRef
-from punctual.task_store import NamedTask
+from punctual.store.tasks import NamedTask
 from punctual.timefmt import to_rfc3339
 
 

@@ -50,6 +50,7 @@ from punctual.local.journal import (
     segments,
     snapshot_header,
 )
+from punctual.store import keys
 
 LOCK_NAME = "journal.lock"
 # A moto process of a stack that was just killed may still be finishing (it exits when its stdin
@@ -62,9 +63,8 @@ MIN_COMPACT_BYTES = 8 * 1024 * 1024
 COMPACT_RATIO = 0.5
 # After a compaction failed (a full disk, say), the next one waits this long rather than retry at once.
 COMPACT_RETRY_SECONDS = 60.0
-# Items written by Punctual's store (store.py): executions sort under EXEC#, with their status and,
+# Items written by Punctual's store: executions (keys.is_execution_sk), with their status and,
 # while RUNNING, a lease (epoch ms) that the worker which held it will not renew after a restart.
-_EXECUTION_SK_PREFIX = "EXEC#"
 _UNFINISHED = frozenset({"QUEUED", "RETRYING", "RUNNING"})
 
 _local = threading.local()
@@ -401,7 +401,7 @@ def _unfinished_and_expire_leases(tables: Iterable[Any], now_ms: int) -> list[li
     found = []
     for table in tables:
         for item in _all_items(table):
-            if item.range_key is None or not str(item.range_key.value).startswith(_EXECUTION_SK_PREFIX):
+            if item.range_key is None or not keys.is_execution_sk(str(item.range_key.value)):
                 continue
             attrs = item.attrs
             status = attrs.get("status")

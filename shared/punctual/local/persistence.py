@@ -85,13 +85,13 @@ def recover(work: list[WorkItem], queue: WorkQueue, now: datetime, store: Store)
 
 def _release_unstarted_claim(item: WorkItem, store: Store) -> None:
     try:
-        execution = store.get_execution(item.job_id, item.scheduled_at, item.execution_id)
+        execution = store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
         if (
             execution is not None
             and execution.status is ExecutionStatus.RUNNING
             and execution.started_at is None
         ):
-            store.release_claim(execution)
+            store.executions.release_claim(execution)
     except (LostRace, RetryableStoreError, UnreadableItem):
         # Its lease runs out instead: the message waits for it.
         logger.warning("claim not given back", extra={"execution_id": item.execution_id})

@@ -36,7 +36,7 @@ def list_dead_letters(
     punctual, owner = wiring.default(), _owner()
     start = punctual.cursors.decode(cursor, owner=owner, scope="dead-letters")
     page = punctual.dead_letters.page(owner, limit, start)
-    jobs = punctual.store.get_jobs({letter.job_id for letter in page.items})
+    jobs = punctual.store.jobs.get_many({letter.job_id for letter in page.items}).readable()
     items = [
         DeadLetterOut(
             execution_id=letter.execution_id,

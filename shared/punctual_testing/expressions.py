@@ -1,8 +1,9 @@
 """DynamoDB condition, key-condition and update expressions, evaluated on wire-format items.
 
-Only what Punctual writes is supported: top-level attributes (no document paths), comparisons, IN,
-BETWEEN, AND/OR/NOT, attribute_exists/attribute_not_exists/begins_with, and SET (with + and
-if_not_exists) and REMOVE updates. Anything else raises `Unsupported`, so a new expression in the
+Only what Punctual writes is supported: top-level attributes (and map members in conditions:
+`#a.#b`), comparisons, IN, BETWEEN, AND/OR/NOT, attribute_exists/attribute_not_exists/begins_with,
+and SET (with + and if_not_exists) and REMOVE updates. Redundant parentheses are refused, as
+DynamoDB refuses them. Anything else raises `Unsupported`, so a new expression in the
 store fails the benchmark loudly instead of being evaluated wrongly.
 """
 
@@ -49,10 +50,11 @@ class Names:
         return self.values[token]
 
 
-def tokens(expression: str) -> list[str]:
+def tokens(expression: str, *, members: bool = False) -> list[str]:
+    """The expression's tokens; with `members`, a map member's dot is one."""
     found = _TOKEN.findall(expression)
     for token in found:
-        if token in {".", "[", "]"}:
+        if token in {"[", "]"} or (token == "." and not members):
             raise Unsupported(f"document paths are not supported: {expression!r}")
     return found
 
@@ -90,8 +92,10 @@ def compare(left: dict[str, Any] | None, op: str, right: dict[str, Any] | None) 
 
 
 class _Parser:
+    members = False
+
     def __init__(self, expression: str, names: Names) -> None:
-        self.tokens = tokens(expression)
+        self.tokens = tokens(expression, members=self.members)
         self.position = 0
         self.names = names
         self.expression = expression
@@ -116,6 +120,8 @@ Operand = Callable[[Item], dict[str, Any] | None]
 
 
 class _ConditionParser(_Parser):
+    members = True
+
     def parse(self) -> Condition:
         condition = self.disjunction()
         self.done()
@@ -146,6 +152,10 @@ class _ConditionParser(_Parser):
         token = self.peek()
         if token == "(":
             self.take()
+            if self.peek() == "(" and self._closes_together():
+                raise ValidationError(
+                    "Invalid ConditionExpression: The expression has redundant parentheses;"
+                )
             inner = self.disjunction()
             self.take(")")
             return inner
@@ -172,6 +182,16 @@ class _ConditionParser(_Parser):
             high = self.operand()
             return lambda item: compare(left(item), ">=", low(item)) and compare(left(item), "<=", high(item))
         raise ValidationError(f"unexpected {op!r} in {self.expression!r}")
+
+    def _closes_together(self) -> bool:
+        """Whether the parenthesis at the current token closes right before its enclosing one does."""
+        depth = 0
+        for index in range(self.position, len(self.tokens)):
+            token = self.tokens[index]
+            depth += {"(": 1, ")": -1}.get(token, 0)
+            if depth == 0:
+                return index + 1 < len(self.tokens) and self.tokens[index + 1] == ")"
+        return False
 
     def function(self, name: str) -> Condition:
         self.take("(")
@@ -200,8 +220,20 @@ class _ConditionParser(_Parser):
             return lambda item: value
         if token == "(" or token in _COMPARATORS or token == ",":
             raise ValidationError(f"unexpected {token!r} in {self.expression!r}")
-        name = self.names.name(token)
-        return lambda item: item.get(name)
+        path = [self.names.name(token)]
+        while self.peek() == ".":
+            self.take()
+            path.append(self.names.name(self.take()))
+
+        def member(item: Item) -> dict[str, Any] | None:
+            value: dict[str, Any] | None = item.get(path[0])
+            for name in path[1:]:
+                if value is None or "M" not in value:
+                    return None
+                value = value["M"].get(name)
+            return value
+
+        return member
 
 
 def condition(expression: str, names: Names) -> Condition:
@@ -301,6 +333,7 @@ class _UpdateParser(_Parser):
                 updated.pop(name, None)
             return updated
 
+        self.targets = [name for name, _ in sets]
         return apply
 
     def value(self) -> Operand:
@@ -339,6 +372,13 @@ class _UpdateParser(_Parser):
 
 def update(expression: str, names: Names) -> Update:
     return _UpdateParser(expression, names).parse()
+
+
+def update_targets(expression: str, names: Names) -> list[str]:
+    """The attributes an update expression SETs (what ReturnValues=UPDATED_NEW returns)."""
+    parser = _UpdateParser(expression, names)
+    parser.parse()
+    return parser.targets
 
 
 def projection(expression: str | None, names: Names) -> Callable[[Item], Item]:

@@ -25,10 +25,10 @@ import boto3
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.compat import HTTPHeaders
 
-from bench.expressions import Unsupported
-from bench.fake_dynamodb import AwsError, FakeDynamoDB
 from punctual import aws
 from punctual.config import Settings
+from punctual_testing.expressions import Unsupported
+from punctual_testing.fake_dynamodb import AwsError, FakeDynamoDB
 
 SQS_MAX_BATCH_ENTRIES = 10
 # SendMessageBatch's total payload: 1 MiB since August 2025 (256 KiB before; Punctual's are ~120 B).
@@ -154,7 +154,7 @@ class FakeAws:
             answer = backend_call(operation, payload)
         except AwsError as exc:
             prefix = "com.amazonaws.dynamodb.v20120810#" if backend_name == "dynamodb" else ""
-            status, answer = 400, {"__type": prefix + exc.code, "message": exc.message}
+            status, answer = 400, {"__type": prefix + exc.code, "message": exc.message, **exc.extra}
         raw = json.dumps(answer).encode()
         with self._lock:
             self.calls[f"{backend_name}.{operation}"] += 1

@@ -1,13 +1,16 @@
-"""An in-memory DynamoDB speaking the wire protocol (JSON, typed attribute values), for benchmarks.
+"""An in-memory DynamoDB speaking the wire protocol (JSON, typed attribute values), for the
+benchmarks and the store's contract tests.
 
 It implements the operations Punctual's store calls, with DynamoDB's semantics for them: Query on the
-table's key (sort-key conditions, Limit, ExclusiveStartKey/LastEvaluatedKey, a 1 MB page), GetItem,
-PutItem, UpdateItem and DeleteItem with condition expressions, BatchGetItem (100 keys) and
-BatchWriteItem (25 requests, no duplicate keys). Optionally it enforces DynamoDB's per-partition
-limit — 1,000 write units and 3,000 read units a second, or a linear combination of both — on each
-partition key, answering as DynamoDB does: UnprocessedItems/UnprocessedKeys in batches,
-ProvisionedThroughputExceededException otherwise. Index queries, scans, transactions and filters
-raise `Unsupported`.
+table's key or a global secondary index's (sort-key conditions, FilterExpression, Select COUNT,
+Limit, ExclusiveStartKey/LastEvaluatedKey, a 1 MB page), GetItem, PutItem, UpdateItem (ReturnValues
+NONE, ALL_NEW, UPDATED_NEW) and DeleteItem with condition expressions, TransactWriteItems (all
+conditions first, then every write, or none: TransactionCanceledException with its reasons),
+BatchGetItem (100 keys) and BatchWriteItem (25 requests, no duplicate keys). Optionally it enforces
+DynamoDB's per-partition limit — 1,000 write units and 3,000 read units a second, or a linear
+combination of both — on each partition key, answering as DynamoDB does: UnprocessedItems/
+UnprocessedKeys in batches, ProvisionedThroughputExceededException otherwise. Scans and anything
+else it does not know raise `Unsupported`.
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench import expressions
-from bench.expressions import Item, Names, Unsupported, ValidationError
-from bench.units import item_size, read_units, write_units
+from punctual_testing import expressions
+from punctual_testing.expressions import Item, Names, Unsupported, ValidationError
+from punctual_testing.units import item_size, read_units, write_units
 
 PAGE_BYTES = 1024 * 1024
 PARTITION_WRITE_UNITS = 1000.0
@@ -29,10 +32,11 @@ PARTITION_READ_UNITS = 3000.0
 
 
 class AwsError(Exception):
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, extra: dict[str, Any] | None = None) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+        self.extra = extra or {}  # more of the error's body (a transaction's CancellationReasons)
 
 
 class _Partition:
@@ -93,6 +97,8 @@ class Table:
     partition_key: str
     sort_key: str
     partitions: dict[str, _Partition] = field(default_factory=dict)
+    # Global secondary indexes, by name: (partition key, sort key); they project keys only.
+    indexes: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def key_of(self, item: Item) -> tuple[str, str]:
         try:
@@ -143,10 +149,13 @@ class FakeDynamoDB:
             "DeleteItem": self._delete_item,
             "BatchGetItem": self._batch_get_item,
             "BatchWriteItem": self._batch_write_item,
+            "TransactWriteItems": self._transact_write_items,
         }
 
-    def create_table(self, name: str, partition_key: str, sort_key: str) -> Table:
-        table = Table(name, partition_key, sort_key)
+    def create_table(
+        self, name: str, partition_key: str, sort_key: str, indexes: dict[str, tuple[str, str]] | None = None
+    ) -> Table:
+        table = Table(name, partition_key, sort_key, indexes=dict(indexes or {}))
         self.tables[name] = table
         return table
 
@@ -196,9 +205,14 @@ class FakeDynamoDB:
 
     # -------------------------------------------------------- operations
     def _query(self, request: dict[str, Any]) -> dict[str, Any]:
-        self._refuse(request, "IndexName", "FilterExpression", "Select", "QueryFilter", "KeyConditions")
+        self._refuse(request, "QueryFilter", "KeyConditions")
+        if request.get("IndexName"):
+            return self._query_index(request)
+        if request.get("Select", "ALL_ATTRIBUTES") not in {"ALL_ATTRIBUTES", "COUNT"}:
+            raise Unsupported(f"Select={request['Select']}")
         table = self._table(request)
         names = self._names(request)
+        keep = self._filter(request, names)
         key = expressions.key_condition(
             request["KeyConditionExpression"], names, table.partition_key, table.sort_key
         )
@@ -219,6 +233,7 @@ class FakeDynamoDB:
             limit = min(limit or self.page_items, self.page_items)
         indexes = range(low, high) if forward else range(high - 1, low - 1, -1)
         found: list[Item] = []
+        scanned = 0
         read_bytes = 0
         last: Item | None = None
         for index in indexes:
@@ -226,17 +241,60 @@ class FakeDynamoDB:
             item = partition.items.get(sort_key) if partition is not None else None
             if item is None or partition is None:
                 continue  # deleted
-            found.append(project(item))
+            scanned += 1
+            if keep(item):
+                found.append(project(item))
             read_bytes += partition.sizes[sort_key]
-            if (limit is not None and len(found) >= limit) or read_bytes >= PAGE_BYTES:
+            if (limit is not None and scanned >= limit) or read_bytes >= PAGE_BYTES:
                 last = {table.partition_key: {"S": key.partition_value}, table.sort_key: {"S": sort_key}}
                 break
         units = read_units(read_bytes, consistent=bool(request.get("ConsistentRead")))
         self._throttle(key.partition_value, read=units)
-        response: dict[str, Any] = {"Items": found, "Count": len(found), "ScannedCount": len(found)}
-        if last is not None:
-            response["LastEvaluatedKey"] = last
-        return response
+        return _query_response(request, found, scanned, last)
+
+    def _query_index(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A Query on a global secondary index: keys only, eventually consistent (as DynamoDB, which
+        refuses a consistent read of one)."""
+        table = self._table(request)
+        if request["IndexName"] not in table.indexes:
+            raise AwsError("ValidationException", f"no index {request['IndexName']}")
+        if request.get("ConsistentRead"):
+            raise AwsError(
+                "ValidationException", "Consistent reads are not supported on global secondary indexes"
+            )
+        index_pk, index_sk = table.indexes[request["IndexName"]]
+        names = self._names(request)
+        key = expressions.key_condition(request["KeyConditionExpression"], names, index_pk, index_sk)
+        keep = self._filter(request, names)
+        key_names = (table.partition_key, table.sort_key, index_pk, index_sk)
+        entries = sorted(
+            (
+                (str(item[index_sk]["S"]), *table.key_of(item), {k: item[k] for k in key_names})
+                for partition in table.partitions.values()
+                for item in partition.items.values()
+                if item.get(index_pk) == {"S": key.partition_value} and index_sk in item
+            ),
+            key=lambda entry: entry[:3],
+        )
+        sort_keys = [entry[0] for entry in entries]
+        low, high = _sort_range(sort_keys, key)
+        selected = entries[low:high]
+        if not request.get("ScanIndexForward", True):
+            selected.reverse()
+        start = request.get("ExclusiveStartKey")
+        if start is not None:
+            marker = (str(start[index_sk]["S"]), *table.key_of(start))
+            position = next((i for i, entry in enumerate(selected) if entry[:3] == marker), None)
+            selected = selected[position + 1 :] if position is not None else []
+        limit = int(request.get("Limit") or 0) or None
+        page = selected[:limit] if limit is not None else selected
+        found = [entry[3] for entry in page if keep(entry[3])]
+        last = page[-1][3] if limit is not None and len(selected) > limit else None
+        return _query_response(request, found, len(page), last)
+
+    def _filter(self, request: dict[str, Any], names: Names) -> Callable[[Item], bool]:
+        expression = request.get("FilterExpression")
+        return expressions.condition(expression, names) if expression else lambda item: True
 
     def _get_item(self, request: dict[str, Any]) -> dict[str, Any]:
         table = self._table(request)
@@ -280,6 +338,9 @@ class FakeDynamoDB:
         returns = request.get("ReturnValues", "NONE")
         if returns == "ALL_NEW":
             return {"Attributes": updated}
+        if returns == "UPDATED_NEW":
+            targets = expressions.update_targets(request.get("UpdateExpression", ""), names)
+            return {"Attributes": {k: updated[k] for k in targets if k in updated}}
         if returns != "NONE":
             raise Unsupported(f"UpdateItem ReturnValues={returns}")
         return {}
@@ -351,6 +412,65 @@ class FakeDynamoDB:
                     else:
                         unprocessed.setdefault(name, []).append(entry)
         return {"UnprocessedItems": unprocessed}
+
+    def _transact_write_items(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Every item's condition is checked first, against the table as it is; only if all hold are
+        the writes made (the fake serialises every request, so nothing comes between)."""
+        entries = request["TransactItems"]
+        if not 1 <= len(entries) <= 100:
+            raise AwsError("ValidationException", "a transaction holds 1 to 100 items")
+        writes: list[tuple[Table, Item, Item | None]] = []  # (table, key, new item or None: delete)
+        reasons: list[dict[str, str]] = []
+        seen: set[tuple[str, str, str]] = set()
+        for entry in entries:
+            ((kind, spec),) = entry.items()
+            if kind not in {"ConditionCheck", "Update", "Put", "Delete"}:
+                raise Unsupported(f"TransactWriteItems {kind}")
+            table = self._table(spec)
+            key = _key_dict(table, spec["Item"]) if kind == "Put" else spec["Key"]
+            identity = (table.name, *table.key_of(key))
+            if identity in seen:
+                raise AwsError(
+                    "ValidationException",
+                    "Transaction request cannot include multiple operations on one item",
+                )
+            seen.add(identity)
+            current = table.get(key)
+            names = self._names(spec)
+            expression = spec.get("ConditionExpression")
+            holds = not expression or expressions.condition(expression, names)(current or {})
+            reasons.append({"Code": "None"} if holds else {"Code": "ConditionalCheckFailed"})
+            if kind == "Update":
+                writes.append(
+                    (table, key, expressions.update(spec["UpdateExpression"], names)(current or dict(key)))
+                )
+            elif kind == "Put":
+                writes.append((table, key, spec["Item"]))
+            elif kind == "Delete":
+                writes.append((table, key, None))
+        if any(reason["Code"] != "None" for reason in reasons):
+            raise AwsError(
+                "TransactionCanceledException",
+                "Transaction cancelled, please refer cancellation reasons for specific reasons",
+                {"CancellationReasons": reasons},
+            )
+        for table, key, item in writes:
+            if item is None:
+                table.delete(key)
+            else:
+                table.put(item)
+        return {}
+
+
+def _query_response(
+    request: dict[str, Any], found: list[Item], scanned: int, last: Item | None
+) -> dict[str, Any]:
+    response: dict[str, Any] = {"Count": len(found), "ScannedCount": scanned}
+    if request.get("Select") != "COUNT":
+        response["Items"] = found
+    if last is not None:
+        response["LastEvaluatedKey"] = last
+    return response
 
 
 def _key_dict(table: Table, item: Item) -> Item:

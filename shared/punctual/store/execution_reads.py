@@ -1,0 +1,142 @@
+"""Reads of executions (pk JOB#<job id>, sk EXEC#<scheduled ms>#<execution id>): one by key
+(consistent); a job's executions newest first, by a range of instants and a status filter (`page`,
+at most the list's read budget a request); those before one (`before`); a one-time job's scheduled
+run of a schedule version; the statuses of many (BatchGetItem, a projection). Nothing here writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from punctual.errors import UnreadableItem
+from punctual.models import DueMarker, Execution, ExecutionStatus
+from punctual.store import codec, keys
+from punctual.store.table import Page, Table, call, cursor_key
+
+
+class ExecutionReads:
+    def __init__(self, table: Table) -> None:
+        self._table = table
+
+    def get(self, job_id: str, scheduled_at: datetime, execution_id: str) -> Execution | None:
+        """Raises UnreadableItem for an item this version cannot read (a newer version's status)."""
+        key = keys.execution_key(job_id, scheduled_at, execution_id)
+        item = call(lambda: self._table.resource.get_item(Key=key, ConsistentRead=True)).get("Item")
+        if item is None:
+            return None
+        try:
+            return codec.execution_from(item)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise UnreadableItem(f"execution {execution_id}: {type(exc).__name__}: {exc}") from exc
+
+    def statuses(self, markers: Iterable[DueMarker]) -> dict[str, ExecutionStatus | None]:
+        """The status of each of these markers' executions that exists, by execution id (consistent);
+        None for a status this code does not know (one written by a newer version, say): it exists,
+        and is left as it is."""
+        wanted = [
+            keys.execution_key(m.job_id, m.scheduled_at, m.execution_id)
+            for m in {m.execution_id: m for m in markers}.values()
+        ]
+        items = self._table.batch_get(wanted, projection="id, #st", names={"#st": "status"})
+        known = {status.value: status for status in ExecutionStatus}
+        return {str(item["id"]): known.get(str(item.get("status"))) for item in items}
+
+    def page(
+        self,
+        job_id: str,
+        limit: int,
+        start_key: dict[str, Any] | None,
+        *,
+        status: ExecutionStatus | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Page:
+        """A page of the job's executions, newest first: those scheduled at or after `since` and
+        before `until` (a range of the sort key: nothing else is read), and with `status` (a filter:
+        the executions in the range are read on until the page is full, at most `list_read_budget` a
+        request, past which the page may be short, even empty, with a `last_key` to continue from)."""
+        pk = keys.job_pk(job_id)
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": {":pk": pk, ":prefix": keys.EXECUTION_SK_PREFIX},
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if since is not None or until is not None:
+            low, high = keys.executions_between(since, until)
+            kwargs["KeyConditionExpression"] = "pk = :pk AND sk BETWEEN :low AND :high"
+            kwargs["ExpressionAttributeValues"] = {":pk": pk, ":low": low, ":high": high}
+        if start_key:
+            kwargs["ExclusiveStartKey"] = cursor_key(
+                start_key, equal={"pk": pk}, prefixed={"sk": keys.EXECUTION_SK_PREFIX}
+            )
+        if status is None:
+            response = call(lambda: self._table.resource.query(**kwargs))
+            items = [codec.execution_from(i) for i in response.get("Items", [])]
+            return Page(items, response.get("LastEvaluatedKey"))
+        kwargs["FilterExpression"] = "#st = :st"
+        kwargs["ExpressionAttributeNames"] = {"#st": "status"}
+        kwargs["ExpressionAttributeValues"][":st"] = status.value
+        budget = self._table.list_read_budget
+        found: list[dict[str, Any]] = []
+        read = 0
+        while True:
+            kwargs["Limit"] = min(100, budget - read)
+            response = call(partial(self._table.resource.query, **kwargs))
+            read += int(response.get("ScannedCount", 0))
+            found += response.get("Items", [])
+            last_key = response.get("LastEvaluatedKey")
+            if len(found) >= limit:
+                # Continue after the page's last execution (the query may have read past it).
+                more = len(found) > limit or last_key is not None
+                page = found[:limit]
+                key = {"pk": page[-1]["pk"], "sk": page[-1]["sk"]}
+                return Page([codec.execution_from(i) for i in page], key if more else None)
+            if last_key is None or read >= budget:
+                return Page([codec.execution_from(i) for i in found], last_key)
+            kwargs["ExclusiveStartKey"] = last_key
+
+    def before(self, execution: Execution, limit: int = 10) -> list[Execution]:
+        """The job's executions scheduled before this one, newest first (at most `limit`; consistent:
+        a run that has just started shows)."""
+        response = call(
+            lambda: self._table.resource.query(
+                KeyConditionExpression="pk = :pk AND sk BETWEEN :first AND :this",
+                ExpressionAttributeValues={
+                    ":pk": keys.job_pk(execution.job_id),
+                    ":first": keys.EXECUTION_SK_PREFIX,
+                    ":this": keys.execution_sk(execution.scheduled_at, execution.id),
+                },
+                ScanIndexForward=False,
+                Limit=limit + 1,
+                ConsistentRead=True,
+            )
+        )
+        found = [codec.execution_from(i) for i in response.get("Items", [])]
+        return [e for e in found if e.id != execution.id][:limit]
+
+    def scheduled_run(self, job_id: str, schedule_version: int) -> Execution | None:
+        """The scheduled (not extra) execution of a one-time job's schedule version, if stored — there
+        is one per version: its id comes from the job, its instant and the version (consistent)."""
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "FilterExpression": "schedule_version = :sv",
+            "ExpressionAttributeValues": {
+                ":pk": keys.job_pk(job_id),
+                ":prefix": keys.EXECUTION_SK_PREFIX,
+                ":sv": schedule_version,
+            },
+            "ScanIndexForward": False,
+            "ConsistentRead": True,
+        }
+        while True:
+            response: dict[str, Any] = call(partial(self._table.resource.query, **kwargs))
+            for item in response.get("Items", []):
+                if not item.get("manual", False):
+                    return codec.execution_from(item)
+            if "LastEvaluatedKey" not in response:
+                return None
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]

@@ -1,0 +1,309 @@
+"""Jobs: pk JOB#<job id>, sk JOB, with owner_pk/owner_sk for the by_owner index and, while a job keeps
+a named task in use, task_ref for the sparse by_task index.
+
+Reads: a job by id, many by id (BatchGetItem, consistent; items this version cannot read reported
+apart), their stamps (what tells whether a job changed since read). Lists and a job with its last
+execution: job_views.py.
+Writes: a new job (conditional: its id is new), many new jobs (a batch, unconditional: fresh ids);
+a field update, only while the job is in the status and at the schedule version the caller read
+(a status change checked against `lifecycle.JOB_STATUS_CHANGES`); completion, with its outcome in
+the same write (`lifecycle.JOB_TRANSITIONS["complete"]`); an outcome, never over a later one; a
+paused one-time job's note that its run ended, and its resume with that run (the pause protocol:
+punctual/pausing.py). Every write adds one to the job's revision; a finished job expires with its
+history (`retention_days` after it), a revived one is kept again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from punctual.errors import LostRace
+from punctual.models import Execution, Job, JobStatus
+from punctual.store import codec, keys, lifecycle
+from punctual.store.job_views import JobsRead, JobViews
+from punctual.store.lifecycle import EXECUTION_TRANSITIONS, JOB_TRANSITIONS
+from punctual.store.table import Table, call, put
+from punctual.timefmt import parse_rfc3339, to_rfc3339
+
+
+@dataclass(frozen=True)
+class JobStamp:
+    """A job's status, schedule version and time of last change: whether it changed since a read."""
+
+    status: JobStatus
+    schedule_version: int
+    updated_at: datetime
+
+    @staticmethod
+    def of(job: Job) -> JobStamp:
+        return JobStamp(job.status, job.schedule_version, job.updated_at)
+
+
+class JobRepository(JobViews):
+    def __init__(self, table: Table) -> None:
+        super().__init__(table)
+
+    # ------------------------------------------------------------------ reads
+    def get(self, job_id: str) -> Job | None:
+        response = call(lambda: self._table.resource.get_item(Key=keys.job_key(job_id), ConsistentRead=True))
+        item = response.get("Item")
+        return None if item is None else codec.job_from(item)
+
+    def get_many(self, job_ids: Iterable[str]) -> JobsRead:
+        """Jobs by id, read consistently (one BatchGetItem a hundred)."""
+        found: dict[str, Job] = {}
+        unreadable: dict[str, str] = {}
+        for item in self._table.batch_get([keys.job_key(job_id) for job_id in dict.fromkeys(job_ids)]):
+            job_id = keys.job_id_of(str(item["pk"]))
+            try:
+                found[job_id] = codec.job_from(item)
+            except Exception as exc:
+                unreadable[job_id] = f"{type(exc).__name__}: {exc}"[:500]
+        return JobsRead(found, unreadable)
+
+    def stamps(self, job_ids: Iterable[str]) -> tuple[dict[str, JobStamp], dict[str, str]]:
+        """What tells whether each job changed since it was read (its status, schedule version and
+        time of last change), read consistently; apart the ids of items that cannot be read."""
+        wanted = [keys.job_key(job_id) for job_id in dict.fromkeys(job_ids)]
+        stamps: dict[str, JobStamp] = {}
+        unreadable: dict[str, str] = {}
+        projection, names = codec.STAMP_ATTRIBUTES
+        for item in self._table.batch_get(wanted, projection, names):
+            job_id = keys.job_id_of(str(item["pk"]))
+            try:
+                stamps[job_id] = JobStamp(
+                    JobStatus(item["status"]),
+                    int(item.get("schedule_version", 1)),
+                    parse_rfc3339(item["updated_at"]),
+                )
+            except Exception as exc:
+                unreadable[job_id] = f"{type(exc).__name__}: {exc}"[:500]
+        return stamps, unreadable
+
+    # ----------------------------------------------------------------- writes
+    def put_new(self, job: Job) -> None:
+        """Store a new job; LostRace if one with its id is stored (a concurrent idempotent retry)."""
+        call(
+            lambda: self._table.resource.put_item(
+                Item=codec.job_item(job), ConditionExpression="attribute_not_exists(pk)"
+            )
+        )
+
+    def put_new_many(self, jobs: Sequence[Job]) -> None:
+        """Store new jobs with BatchWriteItem, retrying unprocessed ones. Unconditional: only for jobs
+        whose ids were just drawn (an idempotent retry of a batch uses put_new for the rest)."""
+        self._table.batch_write([put(codec.job_item(job)) for job in jobs])
+
+    def update(
+        self,
+        job: Job,
+        changes: dict[str, Any],
+        *,
+        allowed_statuses: Iterable[JobStatus] | None = None,
+        schedule_version: int | None = None,
+        next_run_before: datetime | None = None,
+    ) -> Job:
+        """Set some of a job's fields if it is in one of `allowed_statuses` (and at `schedule_version`,
+        and, with `next_run_before`, if its next_run_at is missing or earlier: never moved back).
+
+        Raises LostRace when the job is missing or its state no longer matches, IllegalTransition
+        (before writing) for a status change the lifecycle does not allow from `allowed_statuses`.
+        """
+        allowed = None if allowed_statuses is None else list(allowed_statuses)
+        if "status" in changes:
+            lifecycle.check_status_change(allowed or list(JobStatus), changes["status"])
+        names: dict[str, str] = {"#pk": "pk"}
+        values: dict[str, Any] = {}
+        sets: list[str] = []
+        removes: list[str] = []
+        attributes = codec.job_attributes(changes)
+        if "task" in changes or "status" in changes:
+            # The by_task index holds the jobs that keep a named task in use.
+            attributes["task_ref"] = codec.task_ref_of(
+                job.owner, changes.get("task", job.task), changes.get("status", job.status)
+            )
+        if "status" in changes:
+            status = changes["status"]
+            # A finished job expires with its history; a revived one is kept again.
+            final = status in (JobStatus.CANCELLED, JobStatus.COMPLETED)
+            attributes["expires_at"] = (
+                self._table.expiry(changes.get("updated_at") or job.updated_at) if final else None
+            )
+        for i, (name, value) in enumerate(attributes.items()):
+            names[f"#a{i}"] = name
+            if value is None:
+                removes.append(f"#a{i}")
+            else:
+                values[f":a{i}"] = value
+                sets.append(f"#a{i} = :a{i}")
+        sets.append("#rev = if_not_exists(#rev, :zero) + :one")
+        names["#rev"] = "revision"
+        values.update({":zero": 0, ":one": 1})
+        # A job item may hold a stale copy of its last execution (docs/upgrading.md): any write drops it.
+        removes += ["last_execution", "last_execution_ms"]
+        expression = "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes)
+        conditions = ["attribute_exists(#pk)"]
+        if allowed is not None:
+            names["#st"] = "status"
+            placeholders = []
+            for i, status in enumerate(allowed):
+                values[f":s{i}"] = status.value
+                placeholders.append(f":s{i}")
+            conditions.append(f"#st IN ({', '.join(placeholders)})")
+        if schedule_version is not None:
+            names["#sv"] = "schedule_version"
+            values[":sv"] = schedule_version
+            conditions.append("#sv = :sv")
+        if next_run_before is not None:
+            names["#next"] = "next_run_at"
+            values[":next"] = to_rfc3339(next_run_before)
+            conditions.append("(attribute_not_exists(#next) OR #next < :next)")
+        response = call(
+            lambda: self._table.resource.update_item(
+                Key=keys.job_key(job.id),
+                UpdateExpression=expression,
+                ConditionExpression=" AND ".join(conditions),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        )
+        return codec.job_from(response["Attributes"])
+
+    def complete(self, job: Job, execution: Execution) -> int | None:
+        """Complete a job whose last execution this was (a one-time job's, or a recurring job's last
+        occurrence), recording it as the job's outcome in the same write (`record_outcome`: its
+        consecutive failures returned; None for a skipped run, which records none). Only if the job
+        still runs the schedule this execution belonged to; LostRace otherwise.
+
+        The job keeps no copy of its last execution, only its outcome, a few bytes: readers take the
+        execution from the job's partition (`get_with_last_execution`), or by the key the outcome
+        names (`with_outcome_executions`). (A copy's bytes pushed job items over 1 KB, where every
+        write of them costs two units.)
+        """
+        finished = execution.finished_at or execution.scheduled_at
+        sets, removes, values = (
+            codec.outcome_update(execution) if execution.status.ran_to_end else ([], [], {})
+        )
+        condition = lifecycle.condition(
+            JOB_TRANSITIONS["complete"], schedule_version=execution.schedule_version
+        )
+        completing = partial(
+            self._table.resource.update_item,
+            Key=keys.job_key(job.id),
+            UpdateExpression="SET " + ", ".join(["#st = :done", "expires_at = :exp", *sets]) + " "
+            # (and a stale copy of the last execution, which every write to a job drops)
+            "REMOVE "
+            + ", ".join(
+                ["next_run_at", "queued_run_at", "last_execution", "last_execution_ms", "task_ref", *removes]
+            ),
+            ConditionExpression=condition.expression,
+            ExpressionAttributeNames=condition.names,
+            ExpressionAttributeValues={
+                ":done": JobStatus.COMPLETED.value,
+                ":exp": self._table.expiry(finished),
+                **condition.values,
+                **values,
+            },
+            ReturnValues="UPDATED_NEW",
+        )
+        response = call(completing)
+        if not execution.status.ran_to_end:
+            return None
+        return int(response.get("Attributes", {}).get("failures", 0))
+
+    def record_outcome(self, execution: Execution) -> int | None:
+        """Record a finished execution (SUCCEEDED or FAILED) as its job's outcome, unless the job has
+        recorded this one already or one that finished after it (a redelivered message, runs ending
+        out of order). Returns the job's consecutive failures with it, or None when not recorded (or
+        the job is gone)."""
+        sets, removes, values = codec.outcome_update(execution)
+        expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        try:
+            response = call(
+                partial(
+                    self._table.resource.update_item,
+                    Key=keys.job_key(execution.job_id),
+                    UpdateExpression=expression,
+                    ConditionExpression="attribute_exists(pk) AND (attribute_not_exists(outcome_at) "
+                    "OR outcome_at < :oat OR (outcome_at = :oat AND outcome_run < :orun))",
+                    ExpressionAttributeValues=values,
+                    ReturnValues="UPDATED_NEW",
+                )
+            )
+        except LostRace:
+            return None
+        return int(response.get("Attributes", {}).get("failures", 0))
+
+    # ------------------------------------------------------- pause protocol
+    def note_ran_while_paused(self, job: Job, execution: Execution, finished: datetime) -> bool:
+        """Note on a paused one-time job that its run (`execution`) ended at `finished`, if the job was
+        paused from that run's schedule version; False if it was not (nothing to note)."""
+        condition = lifecycle.condition(
+            JOB_TRANSITIONS["note_ran_while_paused"], schedule_version=execution.schedule_version
+        )
+        try:
+            call(
+                partial(
+                    self._table.resource.update_item,
+                    Key=keys.job_key(job.id),
+                    UpdateExpression="SET ran_at = :at",
+                    ConditionExpression=condition.expression,
+                    ExpressionAttributeNames=condition.names,
+                    ExpressionAttributeValues={**condition.values, ":at": to_rfc3339(finished)},
+                )
+            )
+        except LostRace:
+            return False
+        return True
+
+    def resume_with_run(self, job: Job, run: Execution, now: datetime) -> Job:
+        """Resume a paused one-time job at the version of its run under way, so that the run goes on
+        and completes it: one transaction, which holds only while the run is still RUNNING or
+        RETRYING and the job still paused at the version read. Raises LostRace when either changed."""
+        under_way = lifecycle.condition(EXECUTION_TRANSITIONS["still_under_way"])
+        paused = lifecycle.condition(
+            JOB_TRANSITIONS["resume_with_run"], schedule_version=job.schedule_version
+        )
+        self._table.transact(
+            [
+                {
+                    "ConditionCheck": {
+                        "TableName": self._table.name,
+                        "Key": keys.execution_key(run.job_id, run.scheduled_at, run.id),
+                        "ConditionExpression": under_way.expression,
+                        "ExpressionAttributeNames": under_way.names,
+                        "ExpressionAttributeValues": under_way.values,
+                    }
+                },
+                {
+                    "Update": {
+                        "TableName": self._table.name,
+                        "Key": keys.job_key(job.id),
+                        # next_run_at: the run's instant, as on an active one-time job until it completes
+                        "UpdateExpression": "SET #st = :active, schedule_version = :run, updated_at = :now, "
+                        "next_run_at = :run_at, #rev = if_not_exists(#rev, :zero) + :one "
+                        "REMOVE paused_version, ran_at, queued_run_at, expires_at",
+                        "ConditionExpression": paused.expression,
+                        "ExpressionAttributeNames": {**paused.names, "#rev": "revision"},
+                        "ExpressionAttributeValues": {
+                            **paused.values,
+                            ":active": JobStatus.ACTIVE.value,
+                            ":run": run.schedule_version,
+                            ":run_at": to_rfc3339(run.scheduled_at),
+                            ":now": to_rfc3339(now),
+                            ":zero": 0,
+                            ":one": 1,
+                        },
+                    }
+                },
+            ]
+        )
+        resumed = self.get(job.id)
+        if resumed is None:
+            raise LostRace(f"job {job.id} is gone")
+        return resumed

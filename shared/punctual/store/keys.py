@@ -1,0 +1,218 @@
+"""Every key of the Punctual table, built and parsed here only.
+
+- a job:            pk JOB#<job id>                  sk JOB
+- an execution:     pk JOB#<job id>                  sk EXEC#<scheduled ms, 13 digits>#<execution id>
+- a due marker:     pk DUE#<yyyymmddHHMM>#<shard>    sk <scheduled ms>#<execution id>
+                    (or, due soon, pk DUE#SOON#<shard>: see `DueMarker.soon`)
+- a quarantined marker: pk QUARANTINE             sk <job id>#<scheduled ms>#<execution id>
+- an idempotency key:   pk IDEM#<sha256 of owner and key>  sk IDEM
+- a dead letter:        pk DEADLETTER#<owner>     sk <execution id>
+- a scanner lease:      pk SCANNER                sk LEASE#<shard>
+- a scanner position:   pk SCANNER                sk CHECKPOINT#<shard>
+- a named task:         pk TASK#<owner digest>    sk TASK#<name>
+Index keys: a job's owner_pk OWNER#<owner>, owner_sk <created ms>#<job id> (by_owner), and while it
+keeps a named task in use, task_ref <owner digest>#<name> (by_task).
+
+A `Position` is where the scanner reads on in a shard: a minute and a place in that minute's bucket.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from dataclasses import dataclass
+from datetime import datetime
+
+from punctual.models import DueMarker
+from punctual.timefmt import from_epoch_ms, to_epoch_ms
+
+Key = dict[str, str]
+
+JOB_SK = "JOB"
+JOB_PK_PREFIX = "JOB#"
+EXECUTION_SK_PREFIX = "EXEC#"
+MARKER_PK_PREFIX = "DUE#"
+SOON_PK_PREFIX = "DUE#SOON#"
+QUARANTINE_PK = "QUARANTINE"
+SCANNER_PK = "SCANNER"
+TASK_PREFIX = "TASK#"
+# Above every sort key of an execution (every id sorts below U+FFFF).
+_ABOVE_IDS = "\uffff"
+
+
+def _ms(instant: datetime) -> str:
+    return f"{to_epoch_ms(instant):013d}"
+
+
+# ------------------------------------------------------------------- jobs
+def job_pk(job_id: str) -> str:
+    return f"{JOB_PK_PREFIX}{job_id}"
+
+
+def job_key(job_id: str) -> Key:
+    return {"pk": job_pk(job_id), "sk": JOB_SK}
+
+
+def job_id_of(pk: str) -> str:
+    """The job id of a job's (or its executions') partition key."""
+    return pk.removeprefix(JOB_PK_PREFIX)
+
+
+def owner_pk(owner: str) -> str:
+    return f"OWNER#{owner}"
+
+
+def owner_sk(created_at: datetime, job_id: str) -> str:
+    return f"{_ms(created_at)}#{job_id}"
+
+
+def owner_digest(owner: str) -> str:
+    """An owner as a key part: owners are IAM ARNs, up to 2 KB; a key has room for far less."""
+    return hashlib.sha256(owner.encode()).hexdigest()[:32]
+
+
+def task_ref(owner: str, name: str) -> str:
+    """The by_task index key of the jobs of `owner` that use its named task `name`."""
+    return f"{owner_digest(owner)}#{name}"
+
+
+# ------------------------------------------------------------- executions
+def execution_sk(scheduled_at: datetime, execution_id: str) -> str:
+    return f"{EXECUTION_SK_PREFIX}{_ms(scheduled_at)}#{execution_id}"
+
+
+def execution_key(job_id: str, scheduled_at: datetime, execution_id: str) -> Key:
+    return {"pk": job_pk(job_id), "sk": execution_sk(scheduled_at, execution_id)}
+
+
+def is_execution_sk(sk: str) -> bool:
+    return sk.startswith(EXECUTION_SK_PREFIX)
+
+
+def executions_between(since: datetime | None, until: datetime | None) -> tuple[str, str]:
+    """The sort-key range of a job's executions scheduled at or after `since` and before `until`."""
+    low = EXECUTION_SK_PREFIX if since is None else f"{EXECUTION_SK_PREFIX}{_ms(since)}"
+    high = (
+        EXECUTION_SK_PREFIX + _ABOVE_IDS
+        if until is None
+        else f"{EXECUTION_SK_PREFIX}{to_epoch_ms(until) - 1:013d}#{_ABOVE_IDS}"
+    )
+    return low, high
+
+
+# ---------------------------------------------------------------- markers
+def bucket_minute(instant: datetime) -> str:
+    return instant.strftime("%Y%m%d%H%M")
+
+
+def shard_of(execution_id: str, shard_count: int) -> int:
+    return zlib.crc32(execution_id.encode()) % shard_count
+
+
+def bucket_pk(minute: datetime, shard: int) -> str:
+    return f"{MARKER_PK_PREFIX}{bucket_minute(minute)}#{shard:03d}"
+
+
+def soon_pk(shard: int) -> str:
+    return f"{SOON_PK_PREFIX}{shard:03d}"
+
+
+def is_marker_pk(pk: str) -> bool:
+    return pk.startswith(MARKER_PK_PREFIX)
+
+
+def marker_sk(marker: DueMarker) -> str:
+    """A marker's place in its bucket (or soon partition)."""
+    return f"{_ms(marker.scheduled_at)}#{marker.execution_id}"
+
+
+def marker_key(marker: DueMarker, shard_count: int) -> Key:
+    # A marker read back keeps the shard it was filed under, even if the shard count changed since.
+    shard = marker.shard if marker.shard is not None else shard_of(marker.execution_id, shard_count)
+    return {
+        "pk": soon_pk(shard) if marker.soon else bucket_pk(marker.scheduled_at, shard),
+        "sk": marker_sk(marker),
+    }
+
+
+def marker_place(pk: str) -> tuple[int, bool]:
+    """The shard a marker's partition key names, and whether it is a soon partition."""
+    return int(pk.rsplit("#", 1)[1]), pk.startswith(SOON_PK_PREFIX)
+
+
+def sk_bound(instant: datetime) -> str:
+    """A sort key between the markers due before `instant` and those due at or after it."""
+    return _ms(instant)
+
+
+def quarantine_key(marker: DueMarker) -> Key:
+    return {"pk": QUARANTINE_PK, "sk": f"{marker.job_id}#{_ms(marker.scheduled_at)}#{marker.execution_id}"}
+
+
+def quarantine_prefix(job_id: str) -> str:
+    return f"{job_id}#"
+
+
+# The lowest place in a bucket: every marker's sort key (scheduled ms, 13 digits) is above it.
+START_OF_BUCKET = "0"
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    """Where the scanner reads on in a shard: `minute`'s bucket from `after` (inclusive: a marker's
+    sort key, or a bound between instants). Ordered as the scanner reads: by minute, then place."""
+
+    minute: datetime
+    after: str = START_OF_BUCKET
+
+    @staticmethod
+    def bound(minute: datetime, instant: datetime) -> Position:
+        """In `minute`'s bucket, after every marker due before `instant`."""
+        return Position(minute, sk_bound(instant))
+
+    @staticmethod
+    def at(minute: datetime, marker: DueMarker) -> Position:
+        """In `minute`'s bucket, at `marker` (read again from it)."""
+        return Position(minute, marker_sk(marker))
+
+    @property
+    def at_start(self) -> bool:
+        return self.after == START_OF_BUCKET
+
+    def instant(self) -> datetime:
+        """The instant up to which the shard has been read: its minute, or the markers' time it stopped at."""
+        return self.minute if self.at_start else from_epoch_ms(int(self.after[:13]))
+
+
+def lease_key(shard: int) -> Key:
+    return {"pk": SCANNER_PK, "sk": f"LEASE#{shard:03d}"}
+
+
+def position_key(shard: int) -> Key:
+    return {"pk": SCANNER_PK, "sk": f"CHECKPOINT#{shard:03d}"}
+
+
+def shard_of_position(sk: str) -> int:
+    return int(sk.split("#")[1])
+
+
+# ------------------------------------------------------------ bookkeeping
+def idempotency_key(owner: str, key: str) -> Key:
+    digest = hashlib.sha256(f"{owner}\0{key}".encode()).hexdigest()
+    return {"pk": f"IDEM#{digest}", "sk": "IDEM"}
+
+
+def dead_letter_pk(owner: str) -> str:
+    return f"DEADLETTER#{owner}"
+
+
+def dead_letter_key(owner: str, execution_id: str) -> Key:
+    return {"pk": dead_letter_pk(owner), "sk": execution_id}
+
+
+def task_pk(owner: str) -> str:
+    return TASK_PREFIX + owner_digest(owner)
+
+
+def task_key(owner: str, name: str) -> Key:
+    return {"pk": task_pk(owner), "sk": TASK_PREFIX + name}

@@ -1,0 +1,112 @@
+"""Due markers, and those set aside in quarantine.
+
+- in a minute's bucket: pk DUE#<yyyymmddHHMM>#<shard>, sk <scheduled ms>#<execution id>; read once
+  by the scanner, from its position (`in_bucket`), never deleted by it: they expire (codec.MARKER_TTL);
+- due soon: pk DUE#SOON#<shard>; read whole every tick (`soon`), deleted once sent;
+- quarantined: pk QUARANTINE, sk <job id>#<scheduled ms>#<execution id>, with the reason, kept until
+  released (no expiry).
+Writes are unconditional and idempotent (a marker's key derives from its execution): one PutItem,
+or BatchWriteItems paced per marker partition. Reads are strongly consistent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from punctual.models import DueMarker
+from punctual.store import codec, keys
+from punctual.store.keys import Position
+from punctual.store.table import Table, call, delete, put
+
+
+def count_bucket(client: Any, table_name: str, minute: datetime, shard: int) -> int:
+    """How many markers a minute's bucket of a shard holds (they stay until they expire, so a minute
+    already dispatched still counts): COUNT queries on a low-level client, no item read back."""
+    kwargs: dict[str, Any] = {
+        "TableName": table_name,
+        "KeyConditionExpression": "pk = :pk",
+        "ExpressionAttributeValues": {":pk": {"S": keys.bucket_pk(minute, shard)}},
+        "Select": "COUNT",
+    }
+    total = 0
+    while True:
+        page = call(lambda: client.query(**kwargs))
+        total += int(page["Count"])
+        if "LastEvaluatedKey" not in page:
+            return total
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+class MarkerRepository:
+    def __init__(self, table: Table) -> None:
+        self._table = table
+
+    def put(self, marker: DueMarker) -> None:
+        """File the intent to enqueue an execution."""
+        item = codec.marker_item(marker, self._table.shard_count)
+        call(lambda: self._table.resource.put_item(Item=item))
+
+    def put_many(self, markers: Iterable[DueMarker]) -> None:
+        """File markers in batches."""
+        self._table.batch_write([put(codec.marker_item(m, self._table.shard_count)) for m in markers])
+
+    def delete_many(self, markers: Iterable[DueMarker]) -> None:
+        self._table.batch_write([delete(keys.marker_key(m, self._table.shard_count)) for m in markers])
+
+    def in_bucket(self, shard: int, start: Position, before: datetime) -> Iterator[DueMarker]:
+        """Markers in the bucket of `start`'s minute, from `start` (inclusive) to those due before
+        `before`, oldest first."""
+        upper = keys.sk_bound(before)
+        if start.after >= upper:
+            return iter(())
+        return self._query(
+            "pk = :pk AND sk BETWEEN :after AND :before",
+            {
+                ":pk": {"S": keys.bucket_pk(start.minute, shard)},
+                ":after": {"S": start.after},
+                ":before": {"S": upper},
+            },
+        )
+
+    def soon(self, shard: int, before: datetime, limit: int | None = None) -> Iterator[DueMarker]:
+        """The shard's markers filed as due soon, those due before `before`, oldest first (at most
+        `limit` of them)."""
+        return self._query(
+            "pk = :pk AND sk < :before",
+            {":pk": {"S": keys.soon_pk(shard)}, ":before": {"S": keys.sk_bound(before)}},
+            limit,
+        )
+
+    def _query(self, condition: str, values: dict[str, Any], limit: int | None = None) -> Iterator[DueMarker]:
+        items = self._table.query_wire(
+            limit, KeyConditionExpression=condition, ExpressionAttributeValues=values, ConsistentRead=True
+        )
+        return (codec.marker_from(item) for item in items)
+
+    # ------------------------------------------------------------- quarantine
+    def quarantine(self, markers: Iterable[DueMarker], reasons: dict[str, str], now: datetime) -> None:
+        """Set markers whose job cannot be read aside, with the reason (by job id), so that they stop
+        holding up their bucket (`punctual.dispatch.release_quarantined` sends them once the job is
+        fixed)."""
+        shards = self._table.shard_count
+        self._table.batch_write(
+            [put(codec.quarantine_item(m, reasons.get(m.job_id, "unknown"), now, shards)) for m in markers]
+        )
+
+    def quarantined(self, job_id: str | None = None) -> list[tuple[DueMarker, str]]:
+        """Quarantined markers (all, or one job's), with why each was set aside."""
+        kwargs: dict[str, Any] = {
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": keys.QUARANTINE_PK},
+            "ConsistentRead": True,
+        }
+        if job_id is not None:
+            kwargs["KeyConditionExpression"] += " AND begins_with(sk, :prefix)"
+            kwargs["ExpressionAttributeValues"][":prefix"] = keys.quarantine_prefix(job_id)
+        return [codec.quarantined_from(item) for item in self._table.query_all(**kwargs)]
+
+    def release_quarantined(self, markers: Iterable[DueMarker]) -> None:
+        """Drop these markers from quarantine (sent, or dropped as not to run)."""
+        self._table.batch_write([delete(keys.quarantine_key(m)) for m in markers])
