@@ -95,7 +95,7 @@ class ExecutionUsage:
 # Per execution, from a run on moto of 50 one-time (one a request), 100 one-time (a batch of 100)
 # and 10 every-minute cron webhook jobs:
 #   .venv/bin/python -m bench.cost     (make bench-cost)
-# Request units are computed from item sizes by DynamoDB's rules (bench/units.py); SQS requests
+# Request units are computed from item sizes by DynamoDB's rules (punctual_testing/units.py); SQS requests
 # assume full batches of ten (sends, receives, deletes), as under load.
 # A one-time job due three minutes or more after its creation: the scanner sends it from its minute's
 # bucket and leaves the marker to expire. One due sooner is handed off by the API through its shard's
