@@ -26,7 +26,7 @@ def test_asset_holds_the_handlers_the_punctual_package_and_pure_python_dependenc
         module = dotted.rsplit(".", 1)[0]
         assert (asset / Path(*module.split("."))).with_suffix(".py").is_file(), module
     assert (asset / "punctual" / "resources.py").is_file()
-    assert (asset / "punctual" / "cron.py").is_file()
+    assert (asset / "punctual" / "cron" / "__init__.py").is_file()
     assert (asset / "tzdata" / "zoneinfo" / "Europe" / "Paris").is_file()
 
 
