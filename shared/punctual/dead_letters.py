@@ -1,8 +1,8 @@
 """Dead letters: executions whose message exhausted its deliveries, listed and redriven by their owner.
 
-The dead-letter queue's handler consumes each message as it arrives: it ends the execution FAILED
-(marked `dead_lettered`) and keeps a record of it under its job's owner (`Monitor.dead_lettered`), so
-that the queue itself stays empty (its alarm says when the handler cannot keep up) and each owner
+The dead-letter queue's handler consumes each message as it arrives (`dead_letter`): it ends the
+execution FAILED (marked `dead_lettered`) and keeps a record of it under its job's owner
+(`Monitor.dead_lettered`), so that the queue itself stays empty (its alarm says when the handler cannot keep up) and each owner
 sees only their own. Redriving one puts its execution back to QUEUED and sends its message again: the
 same execution (the same `X-Punctual-Execution-Id`), its attempts so far still counted, is run once
 more as if its message had just come, and the record goes.
@@ -15,10 +15,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from punctual import pausing
 from punctual.clock import Clock
-from punctual.errors import LostRace
-from punctual.observability import logger
+from punctual.errors import LostRace, UnreadableItem
+from punctual.models import Execution, ExecutionStatus, completes_job
+from punctual.observability import DEAD_LETTERED, EXECUTIONS_FAILED, logger, metrics
+from punctual.outcomes import Monitor
 from punctual.queue import WorkItem, WorkQueue
+from punctual.run_records import unstored_execution
 from punctual.store import Page, Store
 
 MAX_REDRIVE = 100
@@ -81,3 +85,43 @@ class DeadLetters:
         self._store.dead_letters.delete(owner, execution_id)
         logger.info("dead letter redriven", extra={"execution_id": execution_id, "job_id": letter.job_id})
         return Redriven.REDRIVEN
+
+
+def dead_letter(store: Store, clock: Clock, item: WorkItem, monitor: Monitor | None = None) -> None:
+    """A message that exhausted its receives: its execution fails (marked dead-lettered), and a
+    one-time job completes; with a monitor, it is kept for its owner to redrive, and notified."""
+    try:
+        stored = store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
+    except UnreadableItem:
+        # Leave the message on the dead-letter queue (its retention, 14 days) for a version that can
+        # read the execution: failing here keeps it there.
+        logger.error("dead-lettered execution cannot be read; the message stays on the dead-letter queue")
+        raise
+    if stored is not None and stored.status.is_final:
+        # Ended already (the last delivery's worker died after recording it, say): its job may not
+        # have been completed yet.
+        ended: Execution = stored
+    else:
+        execution = stored or unstored_execution(
+            item, store.jobs.get(item.job_id), clock.now(), store.retention
+        )
+        if execution is None:
+            return
+        try:
+            ended = store.executions.give_up(
+                execution,
+                status=ExecutionStatus.FAILED,
+                finished_at=clock.now(),
+                error="gave up: the message exhausted its deliveries (dead-letter queue)",
+                dead_lettered=True,
+            )
+        except LostRace:
+            return
+        metrics.add_metric(name=DEAD_LETTERED, unit="Count", value=1)
+        metrics.add_metric(name=EXECUTIONS_FAILED, unit="Count", value=1)
+        logger.warning("execution dead-lettered", extra={"execution_id": execution.id})
+    job = store.jobs.get(item.job_id)
+    if job is not None and monitor is not None:
+        monitor.dead_lettered(job, ended)
+    elif job is not None and completes_job(job, ended):
+        pausing.complete_job(store, job, ended)

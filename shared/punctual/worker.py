@@ -7,44 +7,39 @@ took over. Retries wait by message visibility, not by sleeping.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
-from typing import Any, TypeVar
 
-from punctual import pausing, tasks
+from punctual import pausing, run_policy, run_records, tasks
+from punctual.attempts import Attempts
 from punctual.batched_reads import BatchedReads
 from punctual.clock import Clock
+from punctual.dead_letters import dead_letter
 from punctual.errors import LostRace, RetryableStoreError, UnreadableItem
-from punctual.models import (
-    Execution,
-    ExecutionStatus,
-    Job,
-    Overlap,
-    TaskSpec,
-    completes_job,
-    skip_reason,
-)
+from punctual.models import Execution, ExecutionStatus, Job, skip_reason
 from punctual.netguard import Resolver, system_resolver
-from punctual.observability import (
-    DEAD_LETTERED,
-    EXECUTIONS_FAILED,
-    EXECUTIONS_RETRIED,
-    EXECUTIONS_SKIPPED,
-    EXECUTIONS_STARTED,
-    EXECUTIONS_SUCCEEDED,
-    LATENESS_MS,
-    logger,
-    metrics,
-)
+from punctual.observability import EXECUTIONS_SKIPPED, logger, metrics
 from punctual.outcomes import Monitor
 from punctual.queue import WorkItem, WorkQueue
+from punctual.run_records import truncate, unstored_execution
 from punctual.store import JobStamp, Store
-from punctual.tasks import MAX_RESULT_DEPTH, AwsClients, LambdaClients, TaskContext, TaskFailed, TaskPolicy
-from punctual.validation import json_problem
+from punctual.tasks import AwsClients, LambdaClients, TaskPolicy
+
+# What the handlers and the tests import from here, some of it defined in the modules the worker uses
+# (`tasks` too: a test replaces `punctual.worker.tasks.run`, which the attempts call).
+__all__ = [
+    "MAX_EARLY_WAIT",
+    "Outcome",
+    "Worker",
+    "WorkerConfig",
+    "dead_letter",
+    "tasks",
+    "truncate",
+    "unstored_execution",
+]
 
 # A message that becomes visible this close to its instant waits in the worker; earlier, it goes back.
 # (Beyond the head start a deployment gives its messages: WorkerConfig.early_visibility_seconds.)
@@ -53,22 +48,11 @@ MAX_EARLY_WAIT = timedelta(seconds=5)
 LEASE_MARGIN = timedelta(seconds=30)
 THROTTLE_BACKOFF_SECONDS = 5
 MAX_THROTTLE_BACKOFF_SECONDS = 900
-PERSIST_ATTEMPTS = 4
 UNREADABLE_RETRY_SECONDS = 300
 # A message whose execution changed as it was being skipped comes back this much later, looked at afresh;
 # a worker holding the run tries this many times first.
 LOST_SKIP_RETRY_SECONDS = 5
 SKIP_ATTEMPTS = 4
-MAX_ERROR_CHARS = 1000
-# A run buffered behind the job's previous one (overlap `buffer_one`) looks again after this long,
-# doubling to the cap; after this many receives of its message it is skipped rather than left to use
-# up the queue's receives (the previous run has then been under way for about twenty minutes).
-BUFFER_RECHECK_SECONDS = 2
-MAX_BUFFER_RECHECK_SECONDS = 60
-MAX_BUFFER_RECEIVES = 20
-
-
-_T = TypeVar("_T")
 
 
 class Outcome(Enum):
@@ -117,6 +101,17 @@ class Worker:
         self._effective = named_tasks or (lambda job: job)
         # The job's outcome, auto-pause and notifications around each run (punctual.outcomes).
         self._monitor = monitor or Monitor(store, clock, None, self._rng)
+        self._attempts = Attempts(
+            store,
+            clock,
+            self._monitor,
+            self._rng,
+            task_policy=config.task_policy,
+            result_max_bytes=config.result_max_bytes,
+            resolver=resolver,
+            lambda_clients=lambda_clients,
+            aws_clients=aws_clients,
+        )
 
     def handle(self, item: WorkItem, receipt_handle: str, receive_count: int = 1) -> Outcome:
         try:
@@ -152,7 +147,7 @@ class Worker:
         execution = stored or unstored_execution(item, job, self._clock.now(), self._store.retention)
         if execution is None:
             return Outcome.DONE
-        if self._clock.now() < execution.scheduled_at and not _early_claim(job, execution):
+        if self._clock.now() < execution.scheduled_at and not run_policy.early_claim(job, execution):
             # Claimed at its instant: its job's policy is judged then (whether its previous run is still
             # under way). A duplicate's claim meanwhile makes this one's fail.
             self._clock.sleep((execution.scheduled_at - self._clock.now()).total_seconds())
@@ -195,7 +190,7 @@ class Worker:
                 execution,
                 now=now,
                 lease_until=starts + timedelta(seconds=job.timeout_seconds) + LEASE_MARGIN,
-                lateness_ms=None if ahead else _lateness_ms(execution, now),
+                lateness_ms=None if ahead else run_records.lateness_ms(execution, now),
                 task_version=job.task_version,
             )
         except LostRace:
@@ -203,14 +198,10 @@ class Worker:
         if ahead:
             self._clock.sleep((execution.scheduled_at - self._clock.now()).total_seconds())
             began = self._clock.now()
-            late = (began - running.scheduled_at).total_seconds()
-            window = job.policy.max_lateness_seconds
-            if window is not None and not running.manual and late > window:
-                # Its catch-up window is judged at its start, as for a run claimed then.
-                reason = f"skipped: it would have started {late:.0f} s after its time, past the job's " + (
-                    f"max_lateness_seconds ({window})"
-                )
-                return self._policy_skip(job, running, reason, receipt_handle)
+            # Its catch-up window is judged at its start, as for a run claimed then.
+            late = None if running.manual else run_policy.too_late(job, running, began)
+            if late is not None:
+                return self._policy_skip(job, running, late, receipt_handle)
         # Read the job again now that the execution is claimed and its instant has come: a cancel or
         # pause that landed between the first read and now still stops it, and one after this read
         # came after its start. (Whether it changed is read first: all of it only if it did.)
@@ -221,7 +212,9 @@ class Worker:
                 assert job is not None
                 if ahead:  # its start, recorded with its outcome
                     began = self._clock.now()
-                    running = replace(running, started_at=began, lateness_ms=_lateness_ms(running, began))
+                    running = replace(
+                        running, started_at=began, lateness_ms=run_records.lateness_ms(running, began)
+                    )
                 return self._run(job, running, receipt_handle)
             try:
                 if self._skip(job, running, reason):
@@ -246,40 +239,28 @@ class Worker:
     ) -> Outcome | None:
         """The job's policy on a scheduled run about to start: None to start it; otherwise what was
         done (SKIPPED with its reason, or held back behind the job's previous run)."""
-        policy = job.policy
-        late = (now - execution.scheduled_at).total_seconds()
-        if policy.max_lateness_seconds is not None and late > policy.max_lateness_seconds:
-            reason = (
-                f"skipped: it would have started {late:.0f} s after its time, past the job's "
-                f"max_lateness_seconds ({policy.max_lateness_seconds})"
-            )
-            return self._policy_skip(job, execution, reason, receipt_handle)
-        if not job.recurring or policy.overlap is Overlap.ALLOW:
+        decision = run_policy.before_start(
+            job, execution, now, receive_count, lambda: self._store.executions.before(execution)
+        )
+        if decision is None:
             return None
-        earlier = self._store.executions.before(execution)
-        busy = next((e for e in earlier if _still_under_way(e, now)), None)
-        if busy is None:
-            return None
-        if policy.overlap is Overlap.SKIP:
-            reason = f"skipped: the job's previous run ({busy.id}) was still under way (overlap: skip)"
-            return self._policy_skip(job, execution, reason, receipt_handle)
-        waiting = next((e for e in earlier if e.status is ExecutionStatus.QUEUED and not e.manual), None)
-        if waiting is not None:
-            reason = (
-                f"skipped: run {waiting.id} already waits for the job's previous run (overlap: buffer_one)"
-            )
-            return self._policy_skip(job, execution, reason, receipt_handle)
-        if receive_count >= MAX_BUFFER_RECEIVES:
-            reason = f"skipped: the job's previous run ({busy.id}) was still under way after waiting"
-            return self._policy_skip(job, execution, reason, receipt_handle)
+        if isinstance(decision, run_policy.Skip):
+            return self._policy_skip(job, execution, decision.reason, receipt_handle)
         # Stored as QUEUED so that a later run sees that one is already waiting.
         self._store.executions.put_if_absent(execution)
-        delay = min(MAX_BUFFER_RECHECK_SECONDS, BUFFER_RECHECK_SECONDS * 2 ** max(0, receive_count - 1))
         logger.info(
             "execution waits for the job's previous run",
-            extra={"execution_id": execution.id, "previous": busy.id, "delay_seconds": delay},
+            extra={
+                "execution_id": execution.id,
+                "previous": decision.busy.id,
+                "delay_seconds": decision.delay_seconds,
+            },
         )
-        return self._later(receipt_handle, delay)
+        return self._later(receipt_handle, decision.delay_seconds)
+
+    def _run(self, job: Job, execution: Execution, receipt_handle: str) -> Outcome:
+        delay = self._attempts.run(job, execution)
+        return Outcome.DONE if delay is None else self._later(receipt_handle, delay)
 
     def _policy_skip(self, job: Job, execution: Execution, reason: str, receipt_handle: str) -> Outcome:
         if not self._skip(job, execution, reason, status=ExecutionStatus.SKIPPED):
@@ -297,103 +278,6 @@ class Worker:
             # Its lease runs out instead: the message waits for it.
             logger.warning("claim not given back", extra={"execution_id": running.id})
 
-    def _run(self, job: Job, execution: Execution, receipt_handle: str) -> Outcome:
-        # One INFO line per attempt, at its end (CloudWatch Logs bills every byte: a start line too cost
-        # as much as all of an execution's DynamoDB reads); the start is at DEBUG.
-        log = _attempt_log(job, execution)
-        if execution.attempts == 1:
-            metrics.add_metric(name=EXECUTIONS_STARTED, unit="Count", value=1)
-            metrics.add_metric(
-                name=LATENESS_MS, unit="Milliseconds", value=execution.lateness_ms or 0, resolution=1
-            )
-            self._monitor.started(job, execution)
-        logger.debug("execution started", extra=log)
-        context = TaskContext(
-            job_id=job.id,
-            execution_id=execution.id,
-            scheduled_at=execution.scheduled_at,
-            attempt=execution.attempts,
-            timeout_seconds=job.timeout_seconds,
-            clock=self._clock,
-            policy=self._config.task_policy,
-            resolver=self._resolver,
-            lambda_clients=self._lambda_clients,
-            aws_clients=self._aws_clients,
-            job_name=job.name,
-            signing_keys=() if job.signing is None else job.signing.active(self._clock.now()),
-        )
-        began = self._clock.now()
-        try:
-            result = tasks.run(job.task, context)
-        except TaskFailed as exc:
-            took = _ms(self._clock.now() - began)
-            return self._failed(job, execution, receipt_handle, str(exc), exc.retryable, exc.result, took)
-        except Exception as exc:
-            logger.exception("task raised", extra=log)
-            error = f"{type(exc).__name__}: {exc}"
-            return self._failed(
-                job, execution, receipt_handle, error, True, None, _ms(self._clock.now() - began)
-            )
-        log["took_ms"] = _ms(self._clock.now() - began)
-        try:
-            finished = self._persist(
-                lambda: self._store.executions.finish_attempt(
-                    execution,
-                    status=ExecutionStatus.SUCCEEDED,
-                    finished_at=self._clock.now(),
-                    error=None,
-                    result=truncate(result, self._config.result_max_bytes),
-                )
-            )
-        except LostRace:
-            return Outcome.DONE  # our lease ran out and another worker took over: its outcome stands
-        metrics.add_metric(name=EXECUTIONS_SUCCEEDED, unit="Count", value=1)
-        logger.info("execution succeeded", extra=log)
-        self._record_outcome(job, finished)
-        return Outcome.DONE
-
-    def _failed(
-        self,
-        job: Job,
-        execution: Execution,
-        receipt_handle: str,
-        error: str,
-        retryable: bool,
-        result: Any,
-        took_ms: int,
-    ) -> Outcome:
-        error = error[:MAX_ERROR_CHARS]
-        log = {**_attempt_log(job, execution), "took_ms": took_ms, "error": error}
-        if retryable and execution.attempts < job.retry.max_attempts:
-            delay = job.retry.delay_after(execution.attempts, self._rng)
-            try:
-                self._persist(
-                    lambda: self._store.executions.retry_later(
-                        execution, next_attempt_at=self._clock.now() + timedelta(seconds=delay), error=error
-                    )
-                )
-            except LostRace:
-                return Outcome.DONE
-            metrics.add_metric(name=EXECUTIONS_RETRIED, unit="Count", value=1)
-            logger.info("execution will retry", extra={**log, "delay_seconds": round(delay, 3)})
-            return self._later(receipt_handle, delay)
-        try:
-            finished = self._persist(
-                lambda: self._store.executions.finish_attempt(
-                    execution,
-                    status=ExecutionStatus.FAILED,
-                    finished_at=self._clock.now(),
-                    error=error,
-                    result=truncate(result, self._config.result_max_bytes),
-                )
-            )
-        except LostRace:
-            return Outcome.DONE
-        metrics.add_metric(name=EXECUTIONS_FAILED, unit="Count", value=1)
-        logger.info("execution failed", extra=log)
-        self._record_outcome(job, finished)
-        return Outcome.DONE
-
     def _record_outcome(self, job: Job, finished: Execution) -> None:
         """Complete the job if this was its last execution, or record its outcome on it; then what
         follows (Monitor.ended: auto-pause, notifications)."""
@@ -405,17 +289,6 @@ class Worker:
         # it; and a finished one, whose notifications may not have been queued)
         if job is not None:
             self._record_outcome(job, execution)
-
-    def _persist(self, write: Callable[[], _T]) -> _T:
-        """Record a task's outcome, riding out throttling: losing it would mean running the task again."""
-        for attempt in range(PERSIST_ATTEMPTS):
-            try:
-                return write()
-            except RetryableStoreError:
-                if attempt == PERSIST_ATTEMPTS - 1:
-                    raise
-                self._clock.sleep(0.2 * 2**attempt * (1 + self._rng.random()))
-        raise AssertionError("unreachable")
 
     def _skip(
         self,
@@ -447,123 +320,3 @@ class Worker:
     def _later(self, receipt_handle: str, seconds: float) -> Outcome:
         self._queue.change_visibility(receipt_handle, seconds)
         return Outcome.LATER
-
-
-def _lateness_ms(execution: Execution, started: datetime) -> int:
-    return int((started - execution.scheduled_at) / timedelta(milliseconds=1))
-
-
-def _early_claim(job: Job | None, execution: Execution) -> bool:
-    """Whether an execution whose message came before its instant may be claimed before it: its first
-    scheduled attempt, unless its job's overlap policy must see, at the instant, whether the previous
-    run is still under way."""
-    if execution.attempts or execution.status is not ExecutionStatus.QUEUED:
-        return False
-    if job is None or execution.manual or not job.recurring:
-        return True
-    return job.policy.overlap is Overlap.ALLOW
-
-
-def _still_under_way(execution: Execution, now: datetime) -> bool:
-    """Whether an earlier run of the job is under way: running on a live lease (a crashed worker's
-    run, its lease run out, does not hold the job up), or between attempts."""
-    if execution.status is ExecutionStatus.RETRYING:
-        return True
-    return execution.status is ExecutionStatus.RUNNING and (
-        execution.lease_until is None or execution.lease_until > now
-    )
-
-
-def unstored_execution(
-    item: WorkItem, job: Job | None, now: datetime, retention: timedelta
-) -> Execution | None:
-    """The execution a message names that is not stored yet (the scanner stores none: its first claim
-    does), as QUEUED; None if it cannot be: its job is gone, the message predates the fields, or it is
-    older than the history's retention (its record may have expired after it ran: running it anew
-    would repeat it)."""
-    if item.schedule_version is None or job is None or now - item.scheduled_at >= retention:
-        logger.warning(
-            "no such execution; dropping message",
-            extra={"execution_id": item.execution_id, "job_exists": job is not None},
-        )
-        return None
-    return Execution(
-        id=item.execution_id,
-        job_id=item.job_id,
-        owner=job.owner,
-        scheduled_at=item.scheduled_at,
-        status=ExecutionStatus.QUEUED,
-        schedule_version=item.schedule_version,
-        manual=item.manual,
-        created_at=now,
-    )
-
-
-def dead_letter(store: Store, clock: Clock, item: WorkItem, monitor: Monitor | None = None) -> None:
-    """A message that exhausted its receives: its execution fails (marked dead-lettered), and a
-    one-time job completes; with a monitor, it is kept for its owner to redrive, and notified."""
-    try:
-        stored = store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
-    except UnreadableItem:
-        # Leave the message on the dead-letter queue (its retention, 14 days) for a version that can
-        # read the execution: failing here keeps it there.
-        logger.error("dead-lettered execution cannot be read; the message stays on the dead-letter queue")
-        raise
-    if stored is not None and stored.status.is_final:
-        # Ended already (the last delivery's worker died after recording it, say): its job may not
-        # have been completed yet.
-        ended: Execution = stored
-    else:
-        execution = stored or unstored_execution(
-            item, store.jobs.get(item.job_id), clock.now(), store.retention
-        )
-        if execution is None:
-            return
-        try:
-            ended = store.executions.give_up(
-                execution,
-                status=ExecutionStatus.FAILED,
-                finished_at=clock.now(),
-                error="gave up: the message exhausted its deliveries (dead-letter queue)",
-                dead_lettered=True,
-            )
-        except LostRace:
-            return
-        metrics.add_metric(name=DEAD_LETTERED, unit="Count", value=1)
-        metrics.add_metric(name=EXECUTIONS_FAILED, unit="Count", value=1)
-        logger.warning("execution dead-lettered", extra={"execution_id": execution.id})
-    job = store.jobs.get(item.job_id)
-    if job is not None and monitor is not None:
-        monitor.dead_lettered(job, ended)
-    elif job is not None and completes_job(job, ended):
-        pausing.complete_job(store, job, ended)
-
-
-def _attempt_log(job: Job, execution: Execution) -> dict[str, Any]:
-    """The fields of an attempt's log line."""
-    return {
-        "job_id": job.id,
-        "execution_id": execution.id,
-        "attempt": execution.attempts,
-        "lateness_ms": execution.lateness_ms,
-        "task": job.task.type if isinstance(job.task, TaskSpec) else job.task.name,
-    }
-
-
-def _ms(duration: timedelta) -> int:
-    return round(duration / timedelta(milliseconds=1))
-
-
-def truncate(result: Any, max_bytes: int) -> Any:
-    """Keep a result small and readable: if its JSON is too long, or cannot be stored as JSON (nested
-    too deep, a number no float holds, an unpaired surrogate), store a truncated string of it instead."""
-    if result is None:
-        return None
-    unfit = json_problem(result, MAX_RESULT_DEPTH)
-    try:
-        text = json.dumps(result, default=str)  # (ASCII: a surrogate is escaped)
-    except RecursionError:
-        text = f"(a result nested deeper than {MAX_RESULT_DEPTH} levels)"
-    if not unfit and len(text.encode()) <= max_bytes:
-        return result
-    return {"truncated": True, "preview": text.encode()[:max_bytes].decode("utf-8", errors="ignore")}
