@@ -1,0 +1,73 @@
+"""The checks a job's request passes whether it creates the job or changes it: its task (inline or
+named), that its schedule still has a future, that its policy fits its schedule. Each refusal is an
+InvalidRequest naming the field. Shared by `punctual.job_creation`, `punctual.job_lifecycle` and the
+service's preview, so that a new job and a changed one are refused alike."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from punctual import tasks
+from punctual.errors import InvalidRequest
+from punctual.handoff import HandOff
+from punctual.models import DueMarker, JobPolicy, TaskRef, TaskSpec, check_policy
+from punctual.schedules import PAST_TOLERANCE, AtSchedule, CronBoundExceeded, _Schedule
+
+if TYPE_CHECKING:
+    from punctual.named_tasks import TaskService
+
+
+@dataclass(frozen=True)
+class TaskChecker:
+    """Validates a job's task against the deployment's task policy and the owner's named tasks."""
+
+    task_policy: tasks.TaskPolicy
+    named_tasks: TaskService | None = None
+
+    def check(
+        self, owner: str, task: TaskSpec | TaskRef, seen: dict[str, Any] | None = None
+    ) -> TaskSpec | TaskRef:
+        """A job's task, validated: inline, or a reference to one of the owner's named tasks."""
+        if isinstance(task, TaskRef):
+            if self.named_tasks is None:
+                raise InvalidRequest("task: named tasks are not available here", field="task")
+            return self.named_tasks.check_job_task(owner, task, seen=seen)
+        return tasks.validate(task, self.task_policy)
+
+
+def check_not_past(schedule: _Schedule, now: datetime) -> None:
+    if isinstance(schedule, AtSchedule) and schedule.at < now - PAST_TOLERANCE:
+        raise InvalidRequest("schedule.at is in the past", field="schedule.at")
+    end_at = getattr(schedule, "end_at", None)
+    if end_at is not None and end_at <= now:
+        raise InvalidRequest("schedule.end_at is in the past", field="schedule.end_at")
+
+
+def check_job_policy(policy: JobPolicy, schedule: _Schedule) -> None:
+    try:
+        check_policy(policy, schedule)
+    except ValueError as exc:
+        field = str(exc).split(":", 1)[0]
+        raise InvalidRequest(str(exc), field=field) from None
+
+
+@contextmanager
+def bounded() -> Iterator[None]:
+    """A schedule whose runs cannot be found within the computation's bound is refused, by field."""
+    try:
+        yield
+    except CronBoundExceeded as exc:
+        raise InvalidRequest(
+            f"schedule.expression: {exc} (within its bound); choose a schedule that runs more often",
+            field="schedule.expression",
+        ) from None
+
+
+def file_one(handoff: HandOff, marker: DueMarker) -> DueMarker:
+    """File a marker, claimed for this request to enqueue if due before the next tick (handoff.py)."""
+    [filed] = handoff.file(marker)
+    return filed
