@@ -18,10 +18,11 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/punctual local $(LOCAL_ARGS)
 
+# Three test processes on two cores: the end-to-end tests mostly wait on the clock.
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest -n 2 -q
+	$(BIN)/pytest -n 3 -q
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
