@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from punctual import run_records, tasks
 from punctual.clock import Clock
-from punctual.errors import LostRace, RetryableStoreError
+from punctual.errors import LostRace
 from punctual.models import Execution, ExecutionStatus, Job
 from punctual.netguard import Resolver
 from punctual.observability import (
@@ -27,12 +27,11 @@ from punctual.observability import (
     logger,
     metrics,
 )
-from punctual.outcomes import Monitor
+from punctual.outcomes import Monitor, persist
 from punctual.run_records import truncate
 from punctual.store import Store
 from punctual.tasks import AwsClients, LambdaClients, TaskContext, TaskFailed, TaskPolicy
 
-PERSIST_ATTEMPTS = 4
 MAX_ERROR_CHARS = 1000
 
 _T = TypeVar("_T")
@@ -159,12 +158,4 @@ class Attempts:
         return None
 
     def _persist(self, write: Callable[[], _T]) -> _T:
-        """Record a task's outcome, riding out throttling: losing it would mean running the task again."""
-        for attempt in range(PERSIST_ATTEMPTS):
-            try:
-                return write()
-            except RetryableStoreError:
-                if attempt == PERSIST_ATTEMPTS - 1:
-                    raise
-                self._clock.sleep(0.2 * 2**attempt * (1 + self._rng.random()))
-        raise AssertionError("unreachable")
+        return persist(write, self._clock, self._rng)

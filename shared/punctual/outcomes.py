@@ -174,12 +174,17 @@ class Monitor:
         return job
 
     def _persist(self, write: Callable[[], _T]) -> _T:
-        """A write that must happen, riding out throttling a while before giving the message back."""
-        for attempt in range(PERSIST_ATTEMPTS):
-            try:
-                return write()
-            except RetryableStoreError:
-                if attempt == PERSIST_ATTEMPTS - 1:
-                    raise
-                self._clock.sleep(0.2 * 2**attempt * (1 + self._rng.random()))
-        raise AssertionError("unreachable")
+        return persist(write, self._clock, self._rng)
+
+
+def persist(write: Callable[[], _T], clock: Clock, rng: random.Random) -> _T:
+    """A write that must happen (an outcome: losing it would mean running the task again), riding out
+    throttling a while before giving the message back."""
+    for attempt in range(PERSIST_ATTEMPTS):
+        try:
+            return write()
+        except RetryableStoreError:
+            if attempt == PERSIST_ATTEMPTS - 1:
+                raise
+            clock.sleep(0.2 * 2**attempt * (1 + rng.random()))
+    raise AssertionError("unreachable")
