@@ -1,0 +1,233 @@
+"""Make moto's DynamoDB cheaper per call, for the local stack. Never used on AWS.
+
+Under a burst, moto's DynamoDB was the local stack's bottleneck: an UpdateItem on an execution cost
+7 to 13 ms of moto's one core (a PutItem about 1.6 ms), so some forty executions a second used all
+of it and left nothing for creating jobs. Where that time went, and what is done about it here:
+
+- Serialising the answer through the service model (`moto.core.serialize`), member by member, was a
+  quarter of an UpdateItem that returns its item and most of a GetItem. The item operations' results
+  are DynamoDB JSON already, so they are written with `json.dumps`; what the two give is checked
+  equal in tests/integration/test_moto_speedups.py.
+- moto's validator walks the update expression's tree once per check (ten of them), and one check
+  (at most one SET, one REMOVE...) counted the clauses again under every node of a SET's chain of
+  actions, which grows with the square of the expression's length: a claim that stores its
+  execution sets some twenty attributes. That check is made once, on the whole expression (the
+  counts under a node are never more than the whole's), and each walk looks up which nodes it
+  handles once rather than at every node. A tree is walked, and copied for the validator, by code that
+  asks each node's class once whether it is a node (moto's nodes have an ABC metaclass, whose
+  isinstance is slow) instead of by `copy.deepcopy` and isinstance at every node.
+- Every UpdateItem parsed its update expression twice (once to validate the request, once to apply
+  it). Parsing depends on the expression's text alone and moto's validator works on a deep copy of
+  the tree, so one parse per distinct expression is kept.
+
+Everything else (conditions, validation, the write itself) is moto's own code, unchanged.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import importlib
+import json
+from typing import Any
+
+# Operations whose results hold items, keys and counts only (no timestamps, no shapes to apply).
+_JSON_AS_IS = frozenset(
+    {
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "BatchGetItem",
+        "BatchWriteItem",
+        "Query",
+        "TransactWriteItems",
+        "TransactGetItems",
+    }
+)
+_PARSES_KEPT = 4096
+
+
+def _module(name: str) -> Any:
+    """(moto's expression modules have no types: taken as Any)"""
+    return importlib.import_module(name)
+
+
+_PATCHED = False
+
+
+def speed_up_dynamodb() -> None:
+    global _PATCHED
+    if _PATCHED:
+        return
+    _write_item_results_as_json()
+    _parse_each_update_expression_once()
+    _validate_in_one_pass_per_processor()
+    _walk_trees_faster()
+    _PATCHED = True
+
+
+def _write_item_results_as_json() -> None:
+    from moto.core.responses import ActionResult
+    from moto.dynamodb.responses import DynamoHandler
+
+    serialized = DynamoHandler.serialized
+
+    def fast(self: Any, action_result: ActionResult) -> Any:
+        result = action_result.result
+        if isinstance(result, dict) and self._get_action() in _JSON_AS_IS:
+            if "ConsumedCapacity" in result:
+                result = {**result, "ConsumedCapacity": _as_doubles(result["ConsumedCapacity"])}
+            body = json.dumps(result, separators=(",", ":"), default=_blob)
+            headers = {"Content-Type": "application/x-amz-json-1.0", **self.response_headers}
+            return 200, headers, body
+        return serialized(self, action_result)
+
+    DynamoHandler.serialized = fast  # type: ignore[method-assign]
+
+
+def _as_doubles(capacity: Any) -> Any:
+    """Capacity units as the service model's Double writes them (3.0, not 3)."""
+    if isinstance(capacity, list):
+        return [_as_doubles(entry) for entry in capacity]
+    if isinstance(capacity, dict):
+        return {
+            name: float(value)
+            if name in ("CapacityUnits", "ReadCapacityUnits", "WriteCapacityUnits")
+            else _as_doubles(value)
+            for name, value in capacity.items()
+        }
+    return capacity
+
+
+def _blob(value: Any) -> str:
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def _parse_each_update_expression_once() -> None:
+    models = _module("moto.dynamodb.models")
+    responses = _module("moto.dynamodb.responses")
+    make = _module("moto.dynamodb.parsing.expressions").UpdateExpressionParser.make
+
+    @functools.lru_cache(maxsize=_PARSES_KEPT)
+    def parsed(expression: str) -> Any:
+        return make(expression)
+
+    class _Parser:
+        @staticmethod
+        def make(expression: str) -> Any:
+            return parsed(expression)
+
+    # (both modules imported the class by name)
+    models.UpdateExpressionParser = _Parser
+    responses.UpdateExpressionParser = _Parser
+
+
+def _validate_in_one_pass_per_processor() -> None:
+    ast_nodes = _module("moto.dynamodb.parsing.ast_nodes")
+    DepthFirstTraverser, UpdateExpression = ast_nodes.DepthFirstTraverser, ast_nodes.UpdateExpression
+    ActionCountValidator = _module("moto.dynamodb.parsing.validators").ActionCountValidator
+
+    def count_once(self: Any, node: Any) -> Any:
+        if isinstance(node, UpdateExpression):
+            self.verify_action_counts(node)
+        return node
+
+    ActionCountValidator.traverse = count_once
+
+    def processing_map(self: Any) -> dict[type, Any]:
+        kept = self.__dict__.get("_punctual_map")
+        if kept is None:
+            kept = self.__dict__["_punctual_map"] = self._processing_map()
+        return kept
+
+    def nodes_to_be_processed(self: Any) -> tuple[type, ...]:
+        kept = self.__dict__.get("_punctual_types")
+        if kept is None:
+            kept = self.__dict__["_punctual_types"] = tuple(processing_map(self))
+        return kept
+
+    def process(self: Any, node: Any) -> Any:
+        for class_key, processor in processing_map(self).items():
+            if isinstance(node, class_key):
+                return processor(node)
+        return None
+
+    # (subclasses that define their own keep theirs)
+    DepthFirstTraverser.nodes_to_be_processed = nodes_to_be_processed
+    DepthFirstTraverser.process = process
+
+
+def _walk_trees_faster() -> None:
+    import copy
+
+    validators = _module("moto.dynamodb.parsing.validators")
+    ast_nodes = _module("moto.dynamodb.parsing.ast_nodes")
+    DepthFirstTraverser, Node = ast_nodes.DepthFirstTraverser, ast_nodes.Node
+
+    is_node: dict[type, bool] = {}
+
+    def node_class(kind: type) -> bool:
+        known = is_node.get(kind)
+        if known is None:
+            known = is_node[kind] = issubclass(kind, Node)
+        return known
+
+    def clone(node: Any, parent: Any) -> Any:
+        """A deep copy of a tree of moto's nodes (whose attributes are type, children and parent)."""
+        new = object.__new__(type(node))
+        attributes = dict(node.__dict__)
+        attributes["parent"] = parent
+        children = attributes.get("children")
+        if children is not None:
+            attributes["children"] = [
+                clone(child, new) if node_class(type(child)) else copy.deepcopy(child) for child in children
+            ]
+        new.__dict__ = attributes
+        return new
+
+    def deepcopy(value: Any, memo: Any = None) -> Any:
+        if (
+            memo is None
+            and node_class(type(value))
+            and value.parent is None
+            and set(value.__dict__) <= _NODE_ATTRS
+        ):
+            return clone(value, None)
+        return copy.deepcopy(value, memo)
+
+    validators.deepcopy = deepcopy
+
+    plain_pre = DepthFirstTraverser.pre_processing_of_child
+
+    def traverse_node_recursively(self: Any, node: Any, child_id: int = -1) -> Any:
+        if not node_class(type(node)):
+            return node
+        handled = self.__dict__.get("_punctual_handled")
+        if handled is None:
+            handled = self.__dict__["_punctual_handled"] = {}
+        parent_node = node.parent
+        children = node.children
+        if children is not None:
+            pre = None if type(self).pre_processing_of_child is plain_pre else self.pre_processing_of_child
+            for i, child_node in enumerate(children):
+                if pre is not None:
+                    pre(node, i)
+                self.traverse_node_recursively(child_node, i)
+        kind = type(node)
+        handles = handled.get(kind)
+        if handles is None:
+            handles = handled[kind] = issubclass(kind, self.nodes_to_be_processed())
+        if handles:
+            node = self.process(node)
+            node.parent = parent_node
+            if parent_node:
+                parent_node.children[child_id] = node
+        return node
+
+    DepthFirstTraverser.traverse_node_recursively = traverse_node_recursively
+
+
+_NODE_ATTRS = frozenset({"type", "children", "parent"})

@@ -1,0 +1,312 @@
+"""A fixed sequence of DynamoDB calls on moto, printed as JSON: what each answered or raised.
+
+Run as `python tests/integration/moto_sequence.py [--speedups]` by test_moto_speedups.py, once on
+moto as it is and once with punctual.local.moto_speedups, in processes of their own (the speedups
+patch moto's classes for good). The two outputs must be equal: the speedups change how fast moto
+answers, never what.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+TABLE = "sequence"
+
+
+def _answer(call: Callable[[], Any]) -> Any:
+    try:
+        response = call()
+    except ClientError as exc:
+        error = exc.response["Error"]
+        return {"error": error.get("Code"), "message": error.get("Message"), **_extra(exc.response)}
+    if isinstance(response, dict):
+        response.pop("ResponseMetadata", None)
+    return response
+
+
+def _extra(response: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in response.items() if key in ("Item", "CancellationReasons")}
+
+
+def _calls(client: Any) -> list[tuple[str, Callable[[], Any]]]:
+    key = {"pk": {"S": "JOB#1"}, "sk": {"S": "JOB"}}
+    rich = {
+        **key,
+        "status": {"S": "ACTIVE"},
+        "count": {"N": "3"},
+        "ok": {"BOOL": True},
+        "none": {"NULL": True},
+        "blob": {"B": b"\x00\x01binary"},
+        "blobs": {"BS": [b"a", b"b"]},
+        "numbers": {"NS": ["1", "2.5"]},
+        "names": {"SS": ["x", "y"]},
+        "list": {"L": [{"S": "a"}, {"N": "1"}, {"M": {"inner": {"S": "deep"}}}]},
+        "map": {"M": {"a": {"N": "1"}, "b": {"L": []}}},
+        "owner_pk": {"S": "OWNER#alice"},
+        "owner_sk": {"S": "2026-12-01"},
+    }
+    update = client.update_item
+    calls: list[tuple[str, Callable[[], Any]]] = [
+        ("put", lambda: client.put_item(TableName=TABLE, Item=rich)),
+        (
+            "put again, old values",
+            lambda: client.put_item(TableName=TABLE, Item=rich, ReturnValues="ALL_OLD"),
+        ),
+        (
+            "put refused",
+            lambda: client.put_item(
+                TableName=TABLE, Item=rich, ConditionExpression="attribute_not_exists(pk)"
+            ),
+        ),
+        ("get", lambda: client.get_item(TableName=TABLE, Key=key)),
+        ("get missing", lambda: client.get_item(TableName=TABLE, Key={"pk": {"S": "NO"}, "sk": {"S": "NO"}})),
+        (
+            "get projected",
+            lambda: client.get_item(
+                TableName=TABLE,
+                Key=key,
+                ProjectionExpression="#s, #m.a",
+                ExpressionAttributeNames={"#s": "status", "#m": "map"},
+            ),
+        ),
+    ]
+    for returns in ("ALL_NEW", "UPDATED_NEW", "UPDATED_OLD", "ALL_OLD", "NONE"):
+        calls.append(
+            (
+                f"update {returns}",
+                lambda returns=returns: update(
+                    TableName=TABLE,
+                    Key=key,
+                    UpdateExpression="SET #st = :s, #c = if_not_exists(#c, :zero) + :one, "
+                    "#m.a = :one, #l[0] = :s, fresh = if_not_exists(fresh, :s), "
+                    "more = list_append(if_not_exists(more, :empty), :items) REMOVE #ok ADD numbers :ns",
+                    ConditionExpression="#st IN (:a, :s) AND (attribute_not_exists(gone) OR gone < :one)",
+                    ExpressionAttributeNames={
+                        "#st": "status",
+                        "#c": "count",
+                        "#ok": "ok",
+                        "#m": "map",
+                        "#l": "list",
+                    },
+                    ExpressionAttributeValues={
+                        ":s": {"S": "RUNNING"},
+                        ":a": {"S": "ACTIVE"},
+                        ":zero": {"N": "0"},
+                        ":one": {"N": "1"},
+                        ":empty": {"L": []},
+                        ":items": {"L": [{"S": "i"}]},
+                        ":ns": {"NS": ["7"]},
+                    },
+                    ReturnValues=returns,
+                ),
+            )
+        )
+    chain = ", ".join(f"f{i} = if_not_exists(f{i}, :v)" for i in range(25))
+    calls += [
+        (
+            "update that stores an absent item",
+            lambda: update(
+                TableName=TABLE,
+                Key={"pk": {"S": "JOB#2"}, "sk": {"S": "EXEC#1"}},
+                UpdateExpression=f"SET {chain} REMOVE lease",
+                ConditionExpression="attribute_not_exists(pk) OR #st = :v",
+                ExpressionAttributeNames={"#st": "status"},
+                ExpressionAttributeValues={":v": {"S": "v"}},
+                ReturnValues="ALL_NEW",
+            ),
+        ),
+        (
+            "update refused, old item returned",
+            lambda: update(
+                TableName=TABLE,
+                Key=key,
+                UpdateExpression="SET #st = :s",
+                ConditionExpression="#st = :other",
+                ExpressionAttributeNames={"#st": "status"},
+                ExpressionAttributeValues={":s": {"S": "X"}, ":other": {"S": "NOPE"}},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            ),
+        ),
+        (
+            "two SET clauses",
+            lambda: update(
+                TableName=TABLE,
+                Key=key,
+                UpdateExpression="SET a = :v SET b = :v",
+                ExpressionAttributeValues={":v": {"S": "v"}},
+            ),
+        ),
+        (
+            "overlapping paths",
+            lambda: update(
+                TableName=TABLE,
+                Key=key,
+                UpdateExpression="SET doc = :v, doc.a = :v",
+                ExpressionAttributeValues={":v": {"S": "v"}},
+            ),
+        ),
+        (
+            "a key attribute",
+            lambda: update(
+                TableName=TABLE,
+                Key=key,
+                UpdateExpression="SET sk = :v",
+                ExpressionAttributeValues={":v": {"S": "v"}},
+            ),
+        ),
+        (
+            "an unused value",
+            lambda: update(
+                TableName=TABLE,
+                Key=key,
+                UpdateExpression="SET a = :v",
+                ExpressionAttributeValues={":v": {"S": "v"}, ":w": {"S": "w"}},
+            ),
+        ),
+        (
+            "a syntax error",
+            lambda: update(
+                TableName=TABLE,
+                Key=key,
+                UpdateExpression="SET a = = :v",
+                ExpressionAttributeValues={":v": {"S": "v"}},
+            ),
+        ),
+        (
+            "arithmetic on a string",
+            lambda: update(
+                TableName=TABLE,
+                Key=key,
+                UpdateExpression="SET #st = #st + :one",
+                ExpressionAttributeNames={"#st": "status"},
+                ExpressionAttributeValues={":one": {"N": "1"}},
+            ),
+        ),
+        (
+            "batch write",
+            lambda: client.batch_write_item(
+                RequestItems={
+                    TABLE: [
+                        {
+                            "PutRequest": {
+                                "Item": {"pk": {"S": "DUE#1"}, "sk": {"S": f"{n:03d}"}, "n": {"N": str(n)}}
+                            }
+                        }
+                        for n in range(12)
+                    ]
+                    + [{"DeleteRequest": {"Key": {"pk": {"S": "JOB#2"}, "sk": {"S": "EXEC#1"}}}}]
+                }
+            ),
+        ),
+        (
+            "batch get",
+            lambda: client.batch_get_item(
+                RequestItems={
+                    TABLE: {
+                        "Keys": [
+                            key,
+                            {"pk": {"S": "DUE#1"}, "sk": {"S": "003"}},
+                            {"pk": {"S": "NO"}, "sk": {"S": "NO"}},
+                        ]
+                    }
+                }
+            ),
+        ),
+        (
+            "query",
+            lambda: client.query(
+                TableName=TABLE,
+                KeyConditionExpression="pk = :pk AND sk > :from",
+                FilterExpression="n < :top",
+                ExpressionAttributeValues={":pk": {"S": "DUE#1"}, ":from": {"S": "002"}, ":top": {"N": "9"}},
+                Limit=5,
+            ),
+        ),
+        (
+            "query backwards, counted",
+            lambda: client.query(
+                TableName=TABLE,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": {"S": "DUE#1"}},
+                ScanIndexForward=False,
+                Select="COUNT",
+            ),
+        ),
+        (
+            "query an index",
+            lambda: client.query(
+                TableName=TABLE,
+                IndexName="by_owner",
+                KeyConditionExpression="owner_pk = :o",
+                ExpressionAttributeValues={":o": {"S": "OWNER#alice"}},
+            ),
+        ),
+        (
+            "transaction",
+            lambda: client.transact_write_items(
+                TransactItems=[
+                    {"Put": {"TableName": TABLE, "Item": {"pk": {"S": "T#1"}, "sk": {"S": "T"}}}},
+                    {
+                        "Update": {
+                            "TableName": TABLE,
+                            "Key": key,
+                            "UpdateExpression": "SET t = :t",
+                            "ExpressionAttributeValues": {":t": {"S": "t"}},
+                        }
+                    },
+                ]
+            ),
+        ),
+        (
+            "transaction cancelled",
+            lambda: client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": TABLE,
+                            "Item": {"pk": {"S": "T#1"}, "sk": {"S": "T"}},
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    },
+                    {
+                        "ConditionCheck": {
+                            "TableName": TABLE,
+                            "Key": key,
+                            "ConditionExpression": "attribute_exists(pk)",
+                        }
+                    },
+                ]
+            ),
+        ),
+        (
+            "transact get",
+            lambda: client.transact_get_items(TransactItems=[{"Get": {"TableName": TABLE, "Key": key}}]),
+        ),
+        ("delete, old values", lambda: client.delete_item(TableName=TABLE, Key=key, ReturnValues="ALL_OLD")),
+        ("describe", lambda: client.describe_table(TableName=TABLE)["Table"]["KeySchema"]),
+    ]
+    return calls
+
+
+def run(speedups: bool) -> list[Any]:
+    if speedups:
+        from punctual.local.moto_speedups import speed_up_dynamodb
+
+        speed_up_dynamodb()
+    from punctual import resources
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(**resources.TABLE.create_table_kwargs(TABLE))
+        return [[name, _answer(call)] for name, call in _calls(client)]
+
+
+if __name__ == "__main__":
+    print(json.dumps(run("--speedups" in sys.argv[1:]), default=str, sort_keys=True, indent=1))

@@ -1,0 +1,46 @@
+"""punctual.local.moto_speedups changes how fast moto answers, never what: the same sequence of
+DynamoDB calls (successes, refusals and validation errors alike) answers the same with and without."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+SEQUENCE = Path(__file__).with_name("moto_sequence.py")
+
+
+def _run(*args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(SEQUENCE), *args], capture_output=True, text=True, timeout=120, check=True
+    )
+    return {name: answer for name, answer in json.loads(done.stdout)}
+
+
+def test_moto_answers_the_same_with_the_speedups() -> None:
+    plain, fast = _run(), _run("--speedups")
+    assert list(fast) == list(plain)
+    for name in plain:
+        assert fast[name] == plain[name], name
+    # The sequence does reach what it means to compare: writes that apply, and each kind of refusal.
+    assert plain["update ALL_NEW"]["Attributes"]["count"] == {"N": "4"}
+    assert plain["update UPDATED_NEW"]["Attributes"] == {"count": {"N": "5"}, "more": {"L": [{"S": "i"}] * 2}}
+    assert plain["update that stores an absent item"]["Attributes"]["f24"] == {"S": "v"}
+    assert plain["get projected"]["Item"] == {"status": {"S": "ACTIVE"}, "map": {"M": {"a": {"N": "1"}}}}
+    refusals = {name: answer.get("error") for name, answer in plain.items() if "error" in answer}
+    assert refusals == {
+        "put refused": "ConditionalCheckFailedException",
+        "update refused, old item returned": "ConditionalCheckFailedException",
+        "two SET clauses": "ValidationException",
+        "overlapping paths": "ValidationException",
+        "a key attribute": "ValidationException",
+        "an unused value": "ValidationException",
+        "a syntax error": "ValidationException",
+        "arithmetic on a string": "ValidationException",
+        "transaction cancelled": "TransactionCanceledException",
+    }
+    assert "Item" in plain["update refused, old item returned"]
+    assert plain["batch get"]["ConsumedCapacity"][0]["CapacityUnits"] == 3.0
+    assert plain["query"]["Count"] == 5 and "LastEvaluatedKey" in plain["query"]
