@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
+from functools import partial
 
 from punctual import pausing, run_policy, run_records, tasks
 from punctual.attempts import Attempts
@@ -185,16 +186,27 @@ class Worker:
         # counted from the instant; its start and lateness are recorded when it starts.
         ahead = now < execution.scheduled_at
         starts = max(now, execution.scheduled_at)
+        claim = partial(
+            self._store.executions.claim,
+            execution,
+            now=now,
+            lease_until=starts + timedelta(seconds=job.timeout_seconds) + LEASE_MARGIN,
+            lateness_ms=None if ahead else run_records.lateness_ms(execution, now),
+            task_version=job.task_version,
+        )
         try:
-            running = self._store.executions.claim(
-                execution,
-                now=now,
-                lease_until=starts + timedelta(seconds=job.timeout_seconds) + LEASE_MARGIN,
-                lateness_ms=None if ahead else run_records.lateness_ms(execution, now),
-                task_version=job.task_version,
-            )
+            # One read as stored is claimed as stored: the write need not carry the fields that would
+            # store it.
+            running = claim(stored=stored is not None)
         except LostRace:
-            return self._after_lost_claim(item, receipt_handle)
+            current = self._store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
+            if stored is None or current is not None:
+                return self._after_lost_claim(current, receipt_handle)
+            try:  # (gone since it was read: claimed as if never stored, as before it was)
+                running = claim()
+            except LostRace:
+                current = self._store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
+                return self._after_lost_claim(current, receipt_handle)
         if ahead:
             self._clock.sleep((execution.scheduled_at - self._clock.now()).total_seconds())
             began = self._clock.now()
@@ -311,8 +323,8 @@ class Worker:
         logger.info("execution skipped", extra={"execution_id": execution.id, "reason": reason})
         return True
 
-    def _after_lost_claim(self, item: WorkItem, receipt_handle: str) -> Outcome:
-        current = self._store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
+    def _after_lost_claim(self, current: Execution | None, receipt_handle: str) -> Outcome:
+        """`current`: the execution as read after its claim failed (None: not stored)."""
         if current is None or current.status.is_final:
             return Outcome.DONE
         return self._later(receipt_handle, 5)

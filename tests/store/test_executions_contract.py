@@ -34,6 +34,30 @@ def test_a_claim_stores_an_absent_execution_and_holds_it_until_its_lease_runs_ou
     assert taken.attempts == 2 and taken.lateness_ms == 12  # (its first start stands)
 
 
+def test_a_claim_of_a_copy_read_from_the_store_only_changes_the_item_while_it_is_there(store: Store) -> None:
+    # Given an execution stored QUEUED (a manual run, or the local stack's), and one never stored
+    queued = execution(job())
+    store.executions.put_new_many([queued])
+    absent = execution(job("job_2"))
+    # When each is claimed as read from the store
+    running = store.executions.claim(queued, now=NOW, lease_until=LEASE, lateness_ms=5, stored=True)
+    # Then the stored one is RUNNING as after any claim, its fixed fields kept
+    assert (running.status, running.attempts, running.lateness_ms) == (ExecutionStatus.RUNNING, 1, 5)
+    assert store.executions.get(queued.job_id, queued.scheduled_at, queued.id) == running
+    assert (running.owner, running.schedule_version, running.created_at) == (
+        queued.owner,
+        queued.schedule_version,
+        queued.created_at,
+    )
+    # and the claim of the absent one is refused, storing nothing
+    with pytest.raises(LostRace):
+        store.executions.claim(absent, now=NOW, lease_until=LEASE, lateness_ms=0, stored=True)
+    assert store.executions.get(absent.job_id, absent.scheduled_at, absent.id) is None
+    # as is a second claim while the first one's lease runs
+    with pytest.raises(LostRace):
+        store.executions.claim(queued, now=NOW, lease_until=LEASE, lateness_ms=0, stored=True)
+
+
 def test_an_attempt_ends_only_for_the_worker_that_holds_it(store: Store) -> None:
     # Given a claimed execution, and a copy of it from before its claim
     queued = execution(job())

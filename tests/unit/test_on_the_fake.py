@@ -4,6 +4,7 @@ no moto, no network, each step driven by hand (as Dynein's PartitionWorkerTest d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from punctual import resources, wiring
 from punctual.clock import ManualClock
 from punctual.config import Settings
-from punctual.models import ExecutionStatus, JobStatus, TaskSpec, marker_for
+from punctual.models import Execution, ExecutionStatus, JobStatus, TaskSpec, marker_for
 from punctual.queue import WorkItem
 from punctual.schedules import AtSchedule, RateSchedule
 from punctual.service import NewJob
@@ -29,6 +30,7 @@ class Stack:
     punctual: wiring.Punctual
     clock: ManualClock
     queue_url: str
+    dynamodb: Any
 
     def sent(self) -> list[SentMessage]:
         return self.fake.sqs.queues[self.queue_url]
@@ -60,7 +62,7 @@ def stack() -> Stack:
     punctual = wiring.build(
         settings, clock=clock, dynamodb=dynamodb, dynamodb_client=dynamodb_client, sqs=sqs
     )
-    return Stack(fake, punctual, clock, queue_url)
+    return Stack(fake, punctual, clock, queue_url, dynamodb)
 
 
 def test_a_tick_sends_what_is_due_within_its_lookahead_once(stack: Stack) -> None:
@@ -133,6 +135,42 @@ def test_the_worker_runs_a_due_execution_once_and_completes_its_job(stack: Stack
     completed = stack.punctual.store.jobs.get(job.id)
     assert completed is not None and completed.status is JobStatus.COMPLETED
     assert completed.outcome is not None and completed.outcome.execution_id == execution.id
+
+
+def test_an_execution_read_as_stored_and_gone_before_its_claim_still_runs_once(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job due now whose execution is stored QUEUED before its message (as the local stack does)
+    job, _ = stack.punctual.service.create(OWNER, NewJob(task=NOOP, schedule=stack.at_in(0)))
+    [item] = stack.items()
+    store = stack.punctual.store
+    queued = Execution(
+        id=item.execution_id,
+        job_id=job.id,
+        owner=OWNER,
+        scheduled_at=item.scheduled_at,
+        status=ExecutionStatus.QUEUED,
+        schedule_version=item.schedule_version,
+        created_at=NOW,
+    )
+    store.executions.put_new_many([queued])
+    # whose item goes away between the worker's read and its claim
+    claims: list[bool] = []
+    claim = store.executions.claim
+
+    def vanishing(execution: Execution, **kwargs: Any) -> Execution:
+        claims.append(kwargs.get("stored", False))
+        if len(claims) == 1:
+            stack.dynamodb.Table(resources.TABLE.name).delete_item(Key=store.executions.key(execution))
+        return claim(execution, **kwargs)
+
+    monkeypatch.setattr(store.executions, "claim", vanishing)
+    # When the worker handles its message
+    assert stack.punctual.worker.handle(item, "receipt-1") is Outcome.DONE
+    # Then its first claim was the short one of a stored copy, and, refused, the one that stores it
+    assert claims == [True, False]
+    execution = store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
+    assert execution is not None and (execution.status, execution.attempts) == (ExecutionStatus.SUCCEEDED, 1)
 
 
 def test_the_worker_skips_an_execution_of_a_paused_job(stack: Stack) -> None:

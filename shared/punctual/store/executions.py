@@ -63,12 +63,14 @@ class ExecutionRepository(ExecutionReads):
         lease_until: datetime,
         lateness_ms: int | None,
         task_version: int | None = None,
+        stored: bool = False,
     ) -> Execution:
         """(not stored)/QUEUED/RETRYING (or RUNNING with an expired lease) -> RUNNING, counting one more
         attempt. An execution not stored yet (the scanner stores none) is stored by its first claim.
         Without `lateness_ms` (a claim made before the execution's instant) its start is recorded by
         the write of its attempt's outcome. `task_version`: the version of the job's named task this
-        attempt runs, recorded with it."""
+        attempt runs, recorded with it. `stored`: the copy was read from the store, so the claim only
+        changes the item (a shorter write, and LostRace if the item is gone)."""
         started = (
             ""
             if lateness_ms is None
@@ -94,6 +96,7 @@ class ExecutionRepository(ExecutionReads):
                 **values,
             },
             now=now,
+            stored=stored,
         )
 
     def release_claim(self, running: Execution) -> None:
@@ -287,14 +290,16 @@ class ExecutionRepository(ExecutionReads):
         values: dict[str, Any],
         *,
         now: datetime | None = None,
+        stored: bool = False,
     ) -> Execution:
-        condition = lifecycle.condition(transition, copy=execution, now=now)
+        condition = lifecycle.condition(transition, copy=execution, now=now, stored=stored)
         condition.values.update(values)
         if "#err" in update:
             condition.names["#err"] = "error"
         if "#res" in update:
             condition.names["#res"] = "result"
-        return self._write(execution, update, condition, stores=transition.stores_absent(execution))
+        stores = transition.stores_absent(execution) and not stored
+        return self._write(execution, update, condition, stores=stores)
 
     def _write(
         self, execution: Execution, update: str, condition: lifecycle.Condition, *, stores: bool

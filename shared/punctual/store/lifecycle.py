@@ -181,10 +181,13 @@ def condition(
     copy: Execution | None = None,
     now: datetime | None = None,
     schedule_version: int | None = None,
+    stored: bool = False,
 ) -> Condition:
     """The condition under which an item may take `transition`: `copy` is the execution as the caller
     read it (SAME_CLAIM, SAME_ATTEMPT, `as_read`), `now` the instant a lease must have run out by, and
-    `schedule_version` the version a job must be at (SAME_SCHEDULE, PAUSED_FROM)."""
+    `schedule_version` the version a job must be at (SAME_SCHEDULE, PAUSED_FROM). `stored`: the caller
+    read the item from the store, so it must still be there (not absent, even where the transition
+    may store one)."""
     names = {"#st": "status"}
     values: dict[str, Any] = {}
     if transition.all_but:
@@ -199,7 +202,7 @@ def condition(
         sources = {s: r for s, r in sources.items() if s == copy.status}
     plain = [s for s, r in sources.items() if r is _R.NONE and s != ABSENT]
     clauses: list[str] = []
-    if transition.stores_absent(copy):
+    if transition.stores_absent(copy) and not stored:
         clauses.append("attribute_not_exists(pk)")
     if len(plain) == 1:
         clauses.append(f"#st = {_value(values, plain[0])}")
