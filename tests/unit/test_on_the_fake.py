@@ -4,8 +4,8 @@ no moto, no network, each step driven by hand (as Dynein's PartitionWorkerTest d
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
