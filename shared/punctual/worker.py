@@ -194,19 +194,16 @@ class Worker:
             lateness_ms=None if ahead else run_records.lateness_ms(execution, now),
             task_version=job.task_version,
         )
-        try:
-            # One read as stored is claimed as stored: the write need not carry the fields that would
-            # store it.
-            running = claim(stored=stored is not None)
-        except LostRace:
-            current = self._store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
-            if stored is None or current is not None:
-                return self._after_lost_claim(current, receipt_handle)
-            try:  # (gone since it was read: claimed as if never stored, as before it was)
-                running = claim()
+        # One read as stored is claimed as stored: the write need not carry the fields that would
+        # store it. Should it have gone since it was read, it is claimed as if never stored.
+        for as_stored in (True, False) if stored is not None else (False,):
+            try:
+                running = claim(stored=as_stored)
+                break
             except LostRace:
                 current = self._store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
-                return self._after_lost_claim(current, receipt_handle)
+                if not as_stored or current is not None:
+                    return self._after_lost_claim(current, receipt_handle)
         if ahead:
             self._clock.sleep((execution.scheduled_at - self._clock.now()).total_seconds())
             began = self._clock.now()

@@ -18,6 +18,7 @@ from punctual.schedules import AtSchedule, RateSchedule
 from punctual.service import NewJob
 from punctual.worker import Outcome
 from punctual_testing.fake_aws import FakeAws, Latency, SentMessage, clients
+from tests.store import builders
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 OWNER = "alice"
@@ -144,15 +145,8 @@ def test_an_execution_read_as_stored_and_gone_before_its_claim_still_runs_once(
     job, _ = stack.punctual.service.create(OWNER, NewJob(task=NOOP, schedule=stack.at_in(0)))
     [item] = stack.items()
     store = stack.punctual.store
-    queued = Execution(
-        id=item.execution_id,
-        job_id=job.id,
-        owner=OWNER,
-        scheduled_at=item.scheduled_at,
-        status=ExecutionStatus.QUEUED,
-        schedule_version=item.schedule_version,
-        created_at=NOW,
-    )
+    queued = builders.execution(job, at=item.scheduled_at)
+    assert queued.id == item.execution_id
     store.executions.put_new_many([queued])
     # whose item goes away between the worker's read and its claim
     claims: list[bool] = []

@@ -20,7 +20,7 @@ of it and left nothing for creating jobs. Where that time went, and what is done
   it). Parsing depends on the expression's text alone and moto's validator works on a deep copy of
   the tree, so one parse per distinct expression is kept.
 
-Everything else (conditions, validation, the write itself) is moto's own code, unchanged.
+Conditions, the checks themselves and the write are moto's own code, unchanged.
 """
 
 from __future__ import annotations
