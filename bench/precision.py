@@ -34,7 +34,9 @@ Ctrl-C's SIGINT at the end, on errors and on Ctrl-C too):
 
 A run lasts from the first creation (the scanned burst part, the hand-off window plus 30 s before
 B) to B + `--around` + `--grace`: about 5 minutes at the defaults (tick one minute), 2 minutes with
-`--tick-seconds 10`.
+`--tick-seconds 10`. The grace runs from the last due time or the last creation answered, whichever
+is later; what has not arrived by then is waited for up to `--settle` seconds more (its lateness
+counted as it comes) before it is counted missed.
 
 Deployed stack (`--endpoint`, not testable here): requests to a non-loopback endpoint are signed
 with SigV4 from the standard AWS credential chain (AWS_PROFILE, AWS_REGION or the region in the
@@ -861,6 +863,12 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_argument("--threads", type=int, default=8, help="clients per stream of creations (default 8)")
     load.add_argument("--grace", type=float, default=10.0, help="seconds to wait after the last due time")
     load.add_argument(
+        "--settle",
+        type=float,
+        default=60.0,
+        help="seconds more to wait for executions not received after the grace, before counting them missed",
+    )
+    load.add_argument(
         "--sample", type=int, default=100, help="jobs cross-checked through the API (default 100)"
     )
     load.add_argument("--seed", type=int, default=1, help="seed of the lead draws")
@@ -956,10 +964,18 @@ def run(args: argparse.Namespace, cleanup: ExitStack) -> dict[str, Any]:
     for failure in [c for c in created if c.error][:5]:
         log(f"create failed: {failure.error}")
     last_due = max([c.planned.due for c in made if c.planned.kind != CRON] + [shape.burst_at])
-    deadline = last_due + args.grace
+    # A create answered after its due time (the API that slow) has its execution still to come.
+    deadline = max([last_due] + [c.sent + c.latency for c in made]) + args.grace
     while (remaining := deadline - time.time()) > 0:
         log(f"received {receiver.count()}; last due time + grace in {remaining:.0f} s")
         time.sleep(min(10.0, remaining))
+    # Missed means never run, not late: what has not come yet gets up to --settle more seconds (its
+    # lateness counted as it is), so that a loss and a long delay are told apart.
+    expected = {c.job_id for c in made if c.planned.kind != CRON}
+    settle_until = time.time() + args.settle
+    while (waiting := len(expected - {d.job_id for d in receiver.snapshot()})) and time.time() < settle_until:
+        log(f"{waiting} executions not received yet; waiting up to {settle_until - time.time():.0f} s more")
+        time.sleep(2.0)
     meter.mark("end")
     deliveries = receiver.snapshot()
     analysis = analyse(created, deliveries, shape.burst_at, last_due)
@@ -989,6 +1005,7 @@ def run(args: argparse.Namespace, cleanup: ExitStack) -> dict[str, Any]:
             "flood_seconds": args.flood_seconds,
             "clients_per_stream": args.threads,
             "grace_s": args.grace,
+            "settle_s": args.settle,
             "seed": args.seed,
         },
         "calibration": {
