@@ -10,13 +10,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
-_A = TypeVar("_A")
-_B = TypeVar("_B")
 
 POOL_THREADS = 32
 
@@ -44,19 +42,6 @@ def parallel_map(fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
     if len(items) <= 1 or getattr(_inside, "active", False):
         return [fn(item) for item in items]
     return list(_shared_pool().map(fn, items))
-
-
-def side_by_side(first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A, _B]:
-    """`(first(), second())`, the two at once (on the shared pool); both have run when either raises."""
-    if getattr(_inside, "active", False):
-        return first(), second()
-    other = _shared_pool().submit(second)
-    try:
-        mine = first()
-    except BaseException:
-        wait([other])
-        raise
-    return mine, other.result()
 
 
 def chunks(items: Sequence[_T], size: int) -> list[Sequence[_T]]:

@@ -15,7 +15,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from punctual.clock import Clock
-from punctual.concurrency import side_by_side
 from punctual.errors import Conflict, InvalidRequest, LostRace
 from punctual.handoff import HandOff
 from punctual.job_checks import TaskChecker, bounded, check_job_policy, check_not_past, file_one
@@ -34,7 +33,7 @@ from punctual.models import (
     new_version,
 )
 from punctual.notify import NotifyPolicy, check_rules
-from punctual.observability import JOBS_CREATED, logger, metrics
+from punctual.observability import JOBS_CREATED, metrics
 from punctual.schedules import _Schedule, absolute
 from punctual.signing import SigningKeys
 from punctual.store import DEFAULT_TIMEOUT_SECONDS, Store
@@ -74,27 +73,17 @@ class JobCreation:
             job = self.new_job(owner, new, now, _new_id("job"))
         except InvalidRequest as refused:
             return self._replay(owner, idempotency_key, _fingerprint(new), refused)[0], False
-        filed: DueMarker | None = None
         if idempotency_key is not None:
             fingerprint = _fingerprint(new)
-            key = idempotency_key
-            # The key's claim and the job's marker side by side, a round trip fewer: a marker whose job
-            # is then not stored (the key was seen) is withdrawn, or else dropped by the scanner.
-            seen, its_marker = side_by_side(
-                lambda: self._store.idempotency.claim(owner, key, fingerprint, [job.id], now),
-                lambda: file_one(self._handoff, _first_marker(job)),
-            )
-            if seen is None:
-                filed = its_marker
-            else:
-                self._withdraw(its_marker)
+            seen = self._store.idempotency.claim(owner, idempotency_key, fingerprint, [job.id], now)
+            if seen is not None:
                 if seen.fingerprint != fingerprint or len(seen.job_ids) != 1:
                     raise Conflict("Idempotency-Key was already used with a different request body")
                 existing = self._store.jobs.get_with_last_execution(seen.job_ids[0])
                 if existing is not None:
                     return existing, False
                 job = _reissued(job, seen.job_ids[0])  # the first attempt failed before storing it
-        stored, marker = self._store_one(job, filed)
+        stored, marker = self._store_one(job)
         if marker is not None:
             metrics.add_metric(name=JOBS_CREATED, unit="Count", value=1)
             self._handoff.enqueue(marker, new_jobs=[stored])
@@ -218,12 +207,12 @@ class JobCreation:
             signing=None if new.signing_secret is None else SigningKeys(current=new.signing_secret),
         )
 
-    def _store_one(self, job: Job, filed: DueMarker | None = None) -> tuple[Job, DueMarker | None]:
-        """Store a new job with its marker (`filed`: already filed); returns the stored job and, if this
-        call stored it, the marker it filed (None: a concurrent retry stored it first)."""
+    def _store_one(self, job: Job) -> tuple[Job, DueMarker | None]:
+        """Store a new job with its marker; returns the stored job and, if this call stored it, the
+        marker it filed (None: a concurrent retry stored it first)."""
         # The marker goes first: a job stored without its marker would never run, while a marker
         # without its job is dropped harmlessly by the scanner.
-        marker = filed or file_one(self._handoff, _first_marker(job))
+        marker = file_one(self._handoff, _first_marker(job))
         try:
             self._store.jobs.put_new(job)
         except LostRace:
@@ -235,13 +224,6 @@ class JobCreation:
                 raise
             return existing, None
         return job, marker
-
-    def _withdraw(self, marker: DueMarker) -> None:
-        try:
-            self._store.markers.delete_many([marker])
-        except Exception:
-            # Its job is never stored: the scanner drops it when it comes due.
-            logger.warning("could not withdraw an unused marker", extra={"execution_id": marker.execution_id})
 
 
 def _new_id(prefix: str) -> str:

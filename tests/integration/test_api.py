@@ -343,26 +343,6 @@ def test_idempotency_key_returns_the_same_job_and_conflicts_on_another_body(worl
     assert len(world.api("GET", "/jobs").body["items"]) == 1
 
 
-def test_a_repeated_idempotency_key_leaves_one_marker_and_the_job_runs_once(world: World) -> None:
-    # (a key's claim and its job's marker are written side by side: a repeat files a marker before it
-    # learns that the key was used)
-    later = {"task": {"type": "noop"}, "schedule": {"type": "at", "at": "2026-12-01T10:00:00Z"}}
-    soon = {"task": {"type": "noop"}, "schedule": {"type": "at", "at": "2026-12-01T08:59:35Z"}}
-    ids = {}
-    for key, body in (("later", later), ("soon", soon)):
-        # Given a job created twice with one key
-        first = world.api("POST", "/jobs", body, headers={"Idempotency-Key": key})
-        again = world.api("POST", "/jobs", body, headers={"Idempotency-Key": key})
-        assert (first.status, again.status) == (201, 201) and again.body["id"] == first.body["id"]
-        ids[key] = first.body["id"]
-    # Then the repeats' markers are withdrawn: the one due later has its first marker only (the one
-    # due soon was handed off, its marker deleted once sent)
-    assert [m["job_id"]["S"] for m in world.unread_markers()] == [ids["later"]]
-    # And the one due soon runs once
-    world.run_for(10)
-    assert [e["status"] for e in world.executions(ids["soon"])] == ["SUCCEEDED"]
-
-
 def test_patch_reschedules_and_renames(world: World) -> None:
     job = world.create(CRON)
     answer = world.api(
