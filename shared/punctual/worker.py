@@ -26,7 +26,6 @@ from punctual.observability import EXECUTIONS_SKIPPED, logger, metrics
 from punctual.outcomes import Monitor
 from punctual.queue import WorkItem, WorkQueue
 from punctual.run_records import truncate, unstored_execution
-from punctual.starts_first import StartsFirst
 from punctual.store import JobStamp, Store
 from punctual.tasks import AwsClients, LambdaClients, TaskPolicy
 
@@ -103,8 +102,6 @@ class Worker:
         self._effective = named_tasks or (lambda job: job)
         # The job's outcome, auto-pause and notifications around each run (punctual.outcomes).
         self._monitor = monitor or Monitor(store, clock, None, self._rng)
-        # Attempts that ended write their outcome once the starts due meanwhile are made.
-        self._starts = StartsFirst()
         self._attempts = Attempts(
             store,
             clock,
@@ -115,7 +112,6 @@ class Worker:
             resolver=resolver,
             lambda_clients=lambda_clients,
             aws_clients=aws_clients,
-            starts=self._starts,
         )
 
     def handle(self, item: WorkItem, receipt_handle: str, receive_count: int = 1) -> Outcome:
@@ -215,26 +211,10 @@ class Worker:
             late = None if running.manual else run_policy.too_late(job, running, began)
             if late is not None:
                 return self._policy_skip(job, running, late, receipt_handle)
-        leave = self._starts.enter()
-        try:
-            return self._start(job, running, item, receipt_handle, ahead, leave)
-        finally:
-            leave()
-
-    def _start(
-        self,
-        read: Job,
-        running: Execution,
-        item: WorkItem,
-        receipt_handle: str,
-        ahead: bool,
-        started: Callable[[], None],
-    ) -> Outcome:
-        """Its instant has come and it is claimed: start it unless its job changed meanwhile."""
         # Read the job again now that the execution is claimed and its instant has come: a cancel or
         # pause that landed between the first read and now still stops it, and one after this read
         # came after its start. (Whether it changed is read first: all of it only if it did.)
-        job = self._reread(read)
+        job = self._reread(job)
         for attempt in range(SKIP_ATTEMPTS):
             reason = skip_reason(job, running)
             if reason is None:
@@ -244,7 +224,7 @@ class Worker:
                     running = replace(
                         running, started_at=began, lateness_ms=run_records.lateness_ms(running, began)
                     )
-                return self._run(job, running, receipt_handle, started)
+                return self._run(job, running, receipt_handle)
             try:
                 if self._skip(job, running, reason):
                     return Outcome.DONE
@@ -287,10 +267,8 @@ class Worker:
         )
         return self._later(receipt_handle, decision.delay_seconds)
 
-    def _run(
-        self, job: Job, execution: Execution, receipt_handle: str, started: Callable[[], None] = lambda: None
-    ) -> Outcome:
-        delay = self._attempts.run(job, execution, started)
+    def _run(self, job: Job, execution: Execution, receipt_handle: str) -> Outcome:
+        delay = self._attempts.run(job, execution)
         return Outcome.DONE if delay is None else self._later(receipt_handle, delay)
 
     def _policy_skip(self, job: Job, execution: Execution, reason: str, receipt_handle: str) -> Outcome:

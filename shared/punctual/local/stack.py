@@ -58,7 +58,7 @@ LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
 # hundred writes a second and a burst's executions share it with the API's creations, so a burst of
 # a thousand needs several seconds of it. (Delayed messages are held by HoldingSqs and sent to moto
 # when due, which wakes a waiting long poll; moto's own delays would not.)
-LOCAL_EARLY_VISIBILITY_SECONDS = 15
+LOCAL_EARLY_VISIBILITY_SECONDS = 10
 LOCAL_TASK_CACHE_SECONDS = 2.0
 STOP_GRACE_SECONDS = 3.0
 MOTO_STOP_SECONDS = 5.0
