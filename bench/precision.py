@@ -634,6 +634,8 @@ def analyse(created: list[Created], deliveries: list[Delivery], burst_at: float,
             **Counter(c.planned.kind for c in missed_one_time),
             **({CRON: missed_cron} if missed_cron else {}),
         },
+        # (the first few, to look up: `punctual jobs get`, or the table)
+        "missed_job_ids": [c.job_id for c in missed_one_time][:20],
         "duplicates": sum(n - 1 for n in per_execution.values() if n > 1),
         "retried_attempts": sum(1 for d in deliveries if d.attempt > 1),
         # A one-time job has one execution: more distinct execution ids for it would be a bug.
