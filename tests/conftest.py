@@ -18,9 +18,13 @@ os.environ.update(
     }
 )
 
+import functools
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
+import botocore.hooks
+import botocore.session
 import pytest
 from hypothesis import settings
 
@@ -33,6 +37,34 @@ settings.register_profile("punctual", deadline=None)
 settings.load_profile("punctual")
 
 START = datetime(2026, 12, 1, 8, 59, 30, tzinfo=UTC)
+
+
+def _share_botocore_loading() -> None:
+    """Every test builds its own boto3 sessions, and each session decodes botocore's service models
+    and inspects its event handlers' signatures again: a third of a moto world's set-up. The models
+    are read-only once loaded, so one loader (whose cache is per instance) serves every session of the
+    process, and a handler's signature is inspected once."""
+    botocore.session.create_loader = functools.cache(botocore.session.create_loader)
+    accepts = botocore.hooks.accepts_kwargs
+
+    @functools.cache
+    def accepts_function(func: Any) -> Any:
+        return accepts(func)
+
+    def accepts_kwargs(func: Any) -> Any:
+        # Bound methods are new objects each session: their function says the same.
+        return accepts_function(getattr(func, "__func__", func))
+
+    botocore.hooks.accepts_kwargs = accepts_kwargs
+
+
+_share_botocore_loading()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # `make test` hands out whole files in collection order (--dist loadfile --no-loadscope-reorder):
+    # the longest go first, so that the workers end together.
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 @pytest.fixture

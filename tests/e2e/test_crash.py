@@ -12,7 +12,7 @@ import pytest
 from punctual.cli.client import ApiError, ConnectionFailed
 from tests.e2e.conftest import Stack, Stacks, Webhooks, eventually, in_seconds
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 CLIENTS = 8
 SCENARIO_JOBS = 120  # issue 17's scenario: 35 of these were lost before the journal

@@ -10,7 +10,7 @@ import pytest
 
 from tests.e2e.conftest import ROOT
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 # A burst of 6 due at one whole second (3 handed off 4 s before it, 3 created 40 s before it,
 # beyond the 37 s hand-off window of a 2 s tick, for a scanner tick),

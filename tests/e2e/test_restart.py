@@ -17,7 +17,7 @@ from tests.e2e.conftest import (
     wait_for_job_status,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 QUICK_EXIT_SECONDS = 5.0
 
