@@ -41,7 +41,7 @@ START = datetime(2026, 12, 1, 8, 59, 30, tzinfo=UTC)
 
 def _share_botocore_loading() -> None:
     """Every test builds its own boto3 sessions, and each session decodes botocore's service models
-    and inspects its event handlers' signatures again: a third of a moto world's set-up. The models
+    and inspects its event handlers' signatures again: most of a moto world's set-up. The models
     are read-only once loaded, so one loader (whose cache is per instance) serves every session of the
     process, and a handler's signature is inspected once."""
     botocore.session.create_loader = functools.cache(botocore.session.create_loader)
