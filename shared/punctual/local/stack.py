@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore import UNSIGNED
 from botocore.config import Config
 
 from punctual import resources, target_arns, wiring
@@ -37,6 +38,7 @@ from punctual.local.esm import Handler
 from punctual.local.gate import Gate, gate_client
 from punctual.local.holding import HoldingSqs
 from punctual.local.lambda_events import FakeLambdaContext
+from punctual.local.loopback_http import use_loopback_http
 from punctual.local.persistence import DataDirError, DataDirLock, recover, work_items
 from punctual.local.pollers import PollerPool, load_handler
 from punctual.local.server import ApiServer
@@ -62,7 +64,11 @@ LOCAL_EARLY_VISIBILITY_SECONDS = 10
 LOCAL_TASK_CACHE_SECONDS = 2.0
 STOP_GRACE_SECONDS = 3.0
 MOTO_STOP_SECONDS = 5.0
-_CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=256)
+# Unsigned: moto checks no signature (loopback_http.use_loopback_http gives its requests the header
+# moto reads the service and region from).
+_CLIENT_CONFIG = Config(
+    retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=256, signature_version=UNSIGNED
+)
 
 
 class StackError(Exception):
@@ -145,6 +151,8 @@ class LocalStack:
         dynamodb_client = session.client("dynamodb", endpoint_url=moto_url, config=_CLIENT_CONFIG)
         sqs = session.client("sqs", endpoint_url=moto_url, config=_CLIENT_CONFIG)
         dynamodb = session.resource("dynamodb", endpoint_url=moto_url, config=_CLIENT_CONFIG)
+        for client in (dynamodb_client, sqs, dynamodb.meta.client):
+            use_loopback_http(client)
         gate = Gate()
         gate_client(dynamodb_client, gate)
         gate_client(dynamodb.meta.client, gate)
