@@ -65,15 +65,15 @@ destroy: $(STAMP) $(NODE_STAMP)
 # Options through BENCH_ARGS, e.g. make bench-scanner BENCH_ARGS="--markers 5000 --group-markers 0"
 .PHONY: bench-scanner bench-cost bench-burst
 bench-scanner: $(STAMP)
-	$(BIN)/python -m bench.scanner_throughput $(BENCH_ARGS)
+	@$(BIN)/python -m bench.scanner_throughput $(BENCH_ARGS)
 
 # Benchmark 4: a model of the deployed pipeline under a burst (AWS's documented scaling rules, the
 # scanner's measured rate); seconds. BENCH_ARGS="--measure-scanner" measures that rate first.
 bench-burst: $(STAMP)
-	$(BIN)/python -m bench.burst $(BENCH_ARGS)
+	@$(BIN)/python -m bench.burst $(BENCH_ARGS)
 
 bench-cost: $(STAMP)
-	$(BIN)/python -m bench.cost $(BENCH_ARGS)
+	@$(BIN)/python -m bench.cost $(BENCH_ARGS)
 
 # Benchmark 1: precision end to end on the local stack under a burst, cron at :00 and steady load (about
 # 6 minutes at the defaults; prints the machine's calibration too); draws docs/lateness.png. Options through BENCH_ARGS.
@@ -85,10 +85,10 @@ $(BENCH_STAMP): $(STAMP)
 
 .PHONY: bench-precision
 bench-precision: $(BENCH_STAMP)
-	$(BIN)/python -m bench.precision --png docs/lateness.png $(BENCH_ARGS)
+	@$(BIN)/python -m bench.precision --png docs/lateness.png $(BENCH_ARGS)
 
 # The local stack's durable store at 100,000 jobs: start time, memory, the journal's cost per
 # request, compaction time and precision while it runs. A few minutes. Options through BENCH_ARGS.
 .PHONY: bench-local-store
 bench-local-store: $(BENCH_STAMP)
-	$(BIN)/python -m bench.local_store $(BENCH_ARGS)
+	@$(BIN)/python -m bench.local_store $(BENCH_ARGS)
