@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
-from punctual import pausing
+from punctual import call_class, pausing
 from punctual.clock import Clock
 from punctual.errors import LostRace, RetryableStoreError
 from punctual.models import (
@@ -182,7 +182,8 @@ def persist(write: Callable[[], _T], clock: Clock, rng: random.Random) -> _T:
     throttling a while before giving the message back."""
     for attempt in range(PERSIST_ATTEMPTS):
         try:
-            return write()
+            with call_class.bookkeeping():
+                return write()
         except RetryableStoreError:
             if attempt == PERSIST_ATTEMPTS - 1:
                 raise

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from random import Random
 from typing import Any
 
+from punctual import call_class
+from punctual.clock import ManualClock
 from punctual.local.gate import Gate, gate_client
+from punctual.outcomes import persist
 
 
-def hold(gate: Gate, first: bool, entered: list[str], name: str, leave: threading.Event) -> threading.Thread:
+def hold(
+    gate: Gate, first: bool, entered: list[str], name: str, leave: threading.Event, *, last: bool = False
+) -> threading.Thread:
     def run() -> None:
-        with gate.slot(first=first):
+        with gate.slot(first=first, last=last):
             entered.append(name)
             assert leave.wait(10)
 
@@ -71,6 +80,54 @@ def test_a_waiting_first_caller_goes_before_others_that_waited_longer() -> None:
         thread.join(10)
 
 
+def test_bookkeeping_waits_behind_the_others_until_it_has_waited_its_limit() -> None:
+    gate = Gate(1, last_limit=60)
+    entered: list[str] = []
+    leave = {name: threading.Event() for name in ("holder", "outcome", "claim")}
+    # Given a holder, an outcome waiting, then a claim waiting
+    threads = [hold(gate, False, entered, "holder", leave["holder"])]
+    wait_until(lambda: entered == ["holder"])
+    threads.append(hold(gate, False, entered, "outcome", leave["outcome"], last=True))
+    wait_until(lambda: gate.waiting == 1)
+    threads.append(hold(gate, False, entered, "claim", leave["claim"]))
+    wait_until(lambda: gate.waiting == 2)
+    # When the holder leaves, Then the claim goes in first, then the outcome
+    leave["holder"].set()
+    wait_until(lambda: len(entered) == 2)
+    assert entered[1] == "claim"
+    leave["claim"].set()
+    wait_until(lambda: len(entered) == 3)
+    assert entered[2] == "outcome"
+    leave["outcome"].set()
+    for thread in threads:
+        thread.join(10)
+
+
+def test_bookkeeping_that_waited_its_limit_goes_before_the_others_but_not_before_reads() -> None:
+    now = [100.0]
+    gate = Gate(1, last_limit=2.0, monotonic=lambda: now[0])
+    entered: list[str] = []
+    leave = {name: threading.Event() for name in ("holder", "outcome", "claim", "read")}
+    threads = [hold(gate, False, entered, "holder", leave["holder"])]
+    wait_until(lambda: entered == ["holder"])
+    threads.append(hold(gate, False, entered, "outcome", leave["outcome"], last=True))
+    wait_until(lambda: gate.waiting == 1)
+    threads.append(hold(gate, False, entered, "claim", leave["claim"]))
+    wait_until(lambda: gate.waiting == 2)
+    threads.append(hold(gate, True, entered, "read", leave["read"]))
+    wait_until(lambda: gate.waiting == 3)
+    # When the outcome has waited its 2 s and the slot is given back each time
+    now[0] += 2.0
+    # Then the read, the overdue outcome, then the claim
+    for count, name in enumerate(("holder", "read", "outcome"), start=2):
+        leave[name].set()
+        wait_until(lambda count=count: len(entered) == count)
+    assert entered == ["holder", "read", "outcome", "claim"]
+    leave["claim"].set()
+    for thread in threads:
+        thread.join(10)
+
+
 class Request:
     def __init__(self, target: bytes) -> None:
         self.headers = {"X-Amz-Target": target}
@@ -102,3 +159,25 @@ def test_a_gated_client_sends_each_request_from_inside_a_slot_and_gives_it_back(
     # Then each was sent holding the gate's one slot (none free meanwhile), given back after it
     assert seen == [("DynamoDB_20120810.BatchGetItem", 0), ("DynamoDB_20120810.PutItem", 0)]
     assert gate._free == 1
+
+
+def test_a_gated_client_sends_an_outcome_write_as_bookkeeping() -> None:
+    classes: list[tuple[bool, bool]] = []
+
+    class Recording(Gate):
+        @contextmanager
+        def slot(self, *, first: bool = False, last: bool = False) -> Iterator[None]:
+            classes.append((first, last))
+            yield
+
+    gate = Recording(1)
+    client = Client(Endpoint(gate, []))
+    gate_client(client, gate)
+    client._endpoint._send(Request(b"DynamoDB_20120810.UpdateItem"))
+    persist(
+        lambda: client._endpoint._send(Request(b"DynamoDB_20120810.UpdateItem")),
+        ManualClock(datetime(2026, 1, 1, tzinfo=UTC)),
+        Random(1),
+    )
+    assert classes == [(False, False), (False, True)]
+    assert not call_class.is_bookkeeping()
