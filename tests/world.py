@@ -31,7 +31,7 @@ from punctual.config import Settings
 from punctual.local import provision
 from punctual.local.esm import EventSourceMapping
 from punctual.local.lambda_events import FakeLambdaContext, api_gateway_event, http_api_event
-from punctual.local.moto_atomic import make_writes_atomic
+from punctual.local.moto_atomic import make_queues_atomic, make_writes_atomic
 from punctual.store import keys
 from punctual.wiring import Punctual
 
@@ -205,6 +205,7 @@ def mocked_world(clock: ManualClock, **settings: Any) -> Iterator[World]:
         return clock.now().timestamp() * 1000
 
     make_writes_atomic()
+    make_queues_atomic()
     with (
         # moto cannot run a function without Docker: its Lambda answers an invocation with its event.
         mock_aws(config={"lambda": {"use_docker": False}}),

@@ -25,6 +25,7 @@ from punctual.netguard import Resolver, system_resolver
 from punctual.observability import EXECUTIONS_SKIPPED, logger, metrics
 from punctual.outcomes import Monitor
 from punctual.queue import WorkItem, WorkQueue
+from punctual.resources import WORK_QUEUE
 from punctual.run_records import truncate, unstored_execution
 from punctual.store import JobStamp, Store
 from punctual.tasks import AwsClients, LambdaClients, TaskPolicy
@@ -50,6 +51,11 @@ LEASE_MARGIN = timedelta(seconds=30)
 THROTTLE_BACKOFF_SECONDS = 5
 MAX_THROTTLE_BACKOFF_SECONDS = 900
 UNREADABLE_RETRY_SECONDS = 300
+# An unexpected error (a store or network failure no rule covers, a bug) brings the message back after
+# this, doubling with each receive up to the work queue's visibility timeout: a passing fault costs
+# seconds, not the 6.5 minutes a message left to its visibility timeout would, and a lasting one still
+# uses up its receives no faster than that and ends in the dead-letter queue.
+UNEXPECTED_RETRY_SECONDS = 5
 # A message whose execution changed as it was being skipped comes back this much later, looked at afresh;
 # a worker holding the run tries this many times first.
 LOST_SKIP_RETRY_SECONDS = 5
@@ -132,6 +138,16 @@ class Worker:
                 "store busy; message returns later", extra={"error": str(exc), "delay_seconds": delay}
             )
             return self._later(receipt_handle, delay * (1 + self._rng.random() / 2))
+        except Exception:
+            delay = min(
+                WORK_QUEUE.visibility_timeout_seconds,
+                UNEXPECTED_RETRY_SECONDS * 2 ** max(0, receive_count - 1),
+            )
+            logger.exception(
+                "execution failed unexpectedly; message returns later",
+                extra={"execution_id": item.execution_id, "delay_seconds": delay},
+            )
+            return self._later(receipt_handle, delay)
 
     def _handle(self, item: WorkItem, receipt_handle: str, receive_count: int) -> Outcome:
         wait = (item.scheduled_at - self._clock.now()).total_seconds()

@@ -76,6 +76,25 @@ def _calls(client: Any) -> list[tuple[str, Callable[[], Any]]]:
                 ExpressionAttributeNames={"#s": "status", "#m": "map"},
             ),
         ),
+        (
+            "get projected, top-level attributes",
+            lambda: client.get_item(
+                TableName=TABLE,
+                Key=key,
+                # (no sets: moto's own projection gives their members back in another order)
+                ProjectionExpression="pk, #s, #c, #o, #n, #b, #l, #m, #absent",
+                ExpressionAttributeNames={
+                    "#s": "status",
+                    "#c": "count",
+                    "#o": "ok",
+                    "#n": "none",
+                    "#b": "blob",
+                    "#l": "list",
+                    "#m": "map",
+                    "#absent": "absent",
+                },
+            ),
+        ),
     ]
     for returns in ("ALL_NEW", "UPDATED_NEW", "UPDATED_OLD", "ALL_OLD", "NONE"):
         calls.append(
@@ -215,6 +234,19 @@ def _calls(client: Any) -> list[tuple[str, Callable[[], Any]]]:
                             {"pk": {"S": "DUE#1"}, "sk": {"S": "003"}},
                             {"pk": {"S": "NO"}, "sk": {"S": "NO"}},
                         ]
+                    }
+                }
+            ),
+        ),
+        (
+            "batch get projected",
+            lambda: client.batch_get_item(
+                RequestItems={
+                    TABLE: {
+                        "Keys": [key, {"pk": {"S": "NO"}, "sk": {"S": "NO"}}],
+                        "ConsistentRead": True,
+                        "ProjectionExpression": "pk, #s, #c",
+                        "ExpressionAttributeNames": {"#s": "status", "#c": "count"},
                     }
                 }
             ),

@@ -123,6 +123,21 @@ def test_throttled_writes_are_retried(world: World, repository: str, operation: 
         assert hook.by_execution() == {execution["id"]: 1}
 
 
+def test_an_unexpected_error_brings_the_message_back_in_seconds_not_at_its_visibility_timeout(
+    world: World,
+) -> None:
+    with receiver() as hook:
+        # Given a worker whose claim fails once in a way no rule covers (a dropped connection, say)
+        job = http_job(world, hook, 5)
+        calls = once(world.store.executions, "claim", ConnectionResetError("connection reset by peer"))
+        # When it runs for well under the work queue's visibility timeout (390 s)
+        world.run_for(30)
+        # Then the message came back and the execution ran, once
+        execution = only_final_record(world, job["id"])
+        assert calls["n"] == 2
+        assert hook.by_execution() == {execution["id"]: 1}
+
+
 def test_a_throttled_job_completion_is_retried_and_completes_the_job(world: World) -> None:
     # Given a one-time job whose completion (the write of its outcome) is throttled once
     job = world.create({"type": "now"})

@@ -1,4 +1,5 @@
-"""moto's DynamoDB made atomic as DynamoDB is (punctual.local.moto_atomic), on the real table definition."""
+"""moto's DynamoDB and SQS made atomic as AWS's are (punctual.local.moto_atomic), on the real table and
+queue definitions."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models.table import Table
+from moto.sqs.models import sqs_backends
 
 from punctual.local import provision
-from punctual.local.moto_atomic import make_writes_atomic
+from punctual.local.moto_atomic import make_queues_atomic, make_writes_atomic
 
 
 @pytest.fixture
@@ -58,3 +61,60 @@ def test_a_batch_read_holds_the_write_lock_for_all_its_keys(
     # Then the write went after all of the batch's reads, not between two of them
     assert len(found["Responses"][name]) == 3
     assert events == ["read", "read", "read", "write"]
+
+
+@pytest.fixture
+def queue() -> Iterator[tuple[Any, str]]:
+    make_queues_atomic()
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        yield sqs, provision.create_all(client, sqs).queue_url
+
+
+def test_a_message_sent_while_another_is_deleted_is_kept(queue: tuple[Any, str]) -> None:
+    sqs, url = queue
+    sqs.send_message(QueueUrl=url, MessageBody="first")
+    [received] = sqs.receive_message(QueueUrl=url)["Messages"]
+    sender: list[threading.Thread] = []
+
+    def send_second() -> None:
+        sender.append(threading.Thread(target=lambda: sqs.send_message(QueueUrl=url, MessageBody="second")))
+        sender[0].start()
+        sender[0].join(0.2)  # it waits for the lock, however long it is given
+
+    class Messages(list):  # type: ignore[type-arg]
+        def __iter__(self) -> Iterator[Any]:
+            yield from super().__iter__()
+            # A send that arrives once the delete has copied the list, before it puts the copy back
+            if not sender:
+                send_second()
+
+    moto_queue = sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].queues[url.rsplit("/", 1)[1]]
+    moto_queue._messages = Messages(moto_queue._messages)
+    # When the first message is deleted while the second is sent
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=received["ReceiptHandle"])
+    sender[0].join(10)
+    # Then the second is on the queue, and only it
+    bodies = [
+        m["Body"] for m in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+    ]
+    assert bodies == ["second"]
+
+
+def test_a_long_poll_lets_sends_in_while_it_waits(queue: tuple[Any, str]) -> None:
+    sqs, url = queue
+    answer: list[list[str]] = []
+
+    def poll() -> None:
+        messages = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=5).get("Messages", [])
+        answer.append([m["Body"] for m in messages])
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    # When a message is sent while the long poll waits
+    threading.Event().wait(0.3)
+    sqs.send_message(QueueUrl=url, MessageBody="hello")
+    poller.join(10)
+    # Then the poll received it (it did not hold the lock the send needs)
+    assert answer == [["hello"]]

@@ -29,6 +29,10 @@ def test_moto_answers_the_same_with_the_speedups() -> None:
     assert plain["update UPDATED_NEW"]["Attributes"] == {"count": {"N": "5"}, "more": {"L": [{"S": "i"}] * 2}}
     assert plain["update that stores an absent item"]["Attributes"]["f24"] == {"S": "v"}
     assert plain["get projected"]["Item"] == {"status": {"S": "ACTIVE"}, "map": {"M": {"a": {"N": "1"}}}}
+    assert len(plain["get projected, top-level attributes"]["Item"]) == 8
+    assert plain["batch get projected"]["Responses"]["sequence"] == [
+        {"pk": {"S": "JOB#1"}, "status": {"S": "RUNNING"}, "count": {"N": "8"}}
+    ]
     refusals = {name: answer.get("error") for name, answer in plain.items() if "error" in answer}
     assert refusals == {
         "put refused": "ConditionalCheckFailedException",

@@ -128,6 +128,30 @@ def test_bookkeeping_that_waited_its_limit_goes_before_the_others_but_not_before
         thread.join(10)
 
 
+def test_overdue_bookkeeping_takes_every_other_turn_so_the_others_still_go() -> None:
+    now = [100.0]
+    gate = Gate(1, last_limit=2.0, monotonic=lambda: now[0])
+    entered: list[str] = []
+    names = ("holder", "outcome1", "outcome2", "outcome3", "create1", "create2")
+    leave = {name: threading.Event() for name in names}
+    threads = [hold(gate, False, entered, "holder", leave["holder"])]
+    wait_until(lambda: entered == ["holder"])
+    # Given three outcomes waiting, then two creations
+    for waiting, name in enumerate(names[1:], start=1):
+        threads.append(hold(gate, False, entered, name, leave[name], last=name.startswith("outcome")))
+        wait_until(lambda waiting=waiting: gate.waiting == waiting)
+    # When the outcomes have waited past their limit and each holder leaves in turn
+    now[0] += 5.0
+    for count in range(2, len(names) + 1):
+        leave[entered[-1]].set()
+        wait_until(lambda count=count: len(entered) == count)
+    # Then outcomes and creations alternate (an outcome first) until the creations have gone
+    assert entered == ["holder", "outcome1", "create1", "outcome2", "create2", "outcome3"]
+    leave["outcome3"].set()
+    for thread in threads:
+        thread.join(10)
+
+
 class Request:
     def __init__(self, target: bytes) -> None:
         self.headers = {"X-Amz-Target": target}

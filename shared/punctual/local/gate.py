@@ -10,7 +10,9 @@ it (a run at its instant, a listing) is waiting now, where most writes (an outco
 ahead of its instant) can wait some milliseconds without anyone seeing it. The outcomes written after
 runs (punctual.call_class.bookkeeping) wait behind every other call, for `LAST_LIMIT_SECONDS` at most:
 at a burst's instant they were two writes an execution, and the creations and claims queued behind
-them waited up to 0.8 s each. (Giving the API's calls precedence over the workers' claims was tried
+them waited up to 0.8 s each. Past that limit they take every other turn, not every turn: a burst of
+1,000 left two thousand of them overdue at once, and letting them all go first held the API's
+creations and the scanner's tick for 20 s. (Giving the API's calls precedence over the workers' claims was tried
 before and made the claims miss their instants.)
 
 Only the DynamoDB clients go through the gate: SQS long polls wait in moto without working and would
@@ -38,7 +40,7 @@ LAST_LIMIT_SECONDS = 2.0
 
 class Gate:
     """At most `slots` holders at once; waiting `first` callers are let in before the others, `last`
-    callers after them unless they have waited `last_limit` seconds."""
+    callers after them until the oldest has waited `last_limit` seconds, then in turn with them."""
 
     def __init__(
         self,
@@ -53,6 +55,7 @@ class Gate:
         self._first: deque[threading.Event] = deque()
         self._others: deque[threading.Event] = deque()
         self._last: deque[tuple[float, threading.Event]] = deque()  # with when each began to wait
+        self._last_went = False  # whether the last turn handed out while overdue went to `last`
 
     @contextmanager
     def slot(self, *, first: bool = False, last: bool = False) -> Iterator[None]:
@@ -86,9 +89,11 @@ class Gate:
             overdue = bool(self._last) and self._monotonic() - self._last[0][0] >= self._last_limit
             if self._first:
                 self._first.popleft().set()  # the slot passes to it
-            elif self._others and not overdue:
+            elif self._others and not (overdue and not self._last_went):
+                self._last_went = False
                 self._others.popleft().set()
             elif self._last:
+                self._last_went = True
                 self._last.popleft()[1].set()
             else:
                 self._free += 1

@@ -1,9 +1,15 @@
-"""Make moto's DynamoDB writes atomic, as DynamoDB's are.
+"""Make moto's DynamoDB writes and its SQS queues atomic, as DynamoDB's and SQS's are.
 
 DynamoDB evaluates a condition and applies the write as one step. moto checks and writes without a
 lock, so two threads (the local stack's pollers, or a batch's records) can both pass the same
 condition. Punctual relies on conditional writes for at-least-once without duplicate runs, so the
 local stack and the tests serialise moto's writes. Never used on AWS.
+
+moto's SQS queues are no safer: a delete rebuilds the queue's message list and puts the copy back,
+so a message sent between the two is gone (an execution left QUEUED with no message for it, under a
+burst's sends and deletes at once), and two receives at once can hand out the same message. Its
+queue operations are serialised too (`make_queues_atomic`), a long poll giving the lock up while it
+waits.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from typing import Any
 
 _LOCK = threading.RLock()
 _PATCHED = False
+_QUEUE_LOCK = threading.RLock()
+_QUEUES_PATCHED = False
 
 
 def make_writes_atomic() -> None:
@@ -32,11 +40,43 @@ def make_writes_atomic() -> None:
     _PATCHED = True
 
 
-def _lock_method(owner: type, name: str) -> None:
+def _lock_method(owner: type, name: str, lock: Any = _LOCK) -> None:
     original = getattr(owner, name)
 
     def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with _LOCK:
+        with lock:
             return original(self, *args, **kwargs)
 
     setattr(owner, name, functools.wraps(original)(locked))
+
+
+def make_queues_atomic() -> None:
+    global _QUEUES_PATCHED
+    if _QUEUES_PATCHED:
+        return
+    from moto.sqs.models import Queue, SQSBackend
+
+    for name in (
+        "send_message",
+        "send_message_batch",
+        "receive_message",
+        "delete_message",
+        "delete_message_batch",
+        "change_message_visibility",
+        "change_message_visibility_batch",
+        "purge_queue",
+        "get_queue_attributes",
+    ):
+        _lock_method(SQSBackend, name, _QUEUE_LOCK)
+    wait = Queue.wait_for_messages
+
+    def wait_unlocked(self: Any, timeout: int) -> None:
+        # Called only inside a receive, which holds the lock once: the sends it waits for need it.
+        _QUEUE_LOCK.release()
+        try:
+            wait(self, timeout)
+        finally:
+            _QUEUE_LOCK.acquire()
+
+    Queue.wait_for_messages = functools.wraps(wait)(wait_unlocked)  # type: ignore[method-assign]
+    _QUEUES_PATCHED = True

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from punctual.local.durable import DurableApp, DurableTables, install_hooks
     from punctual.local.journal import StoreError
-    from punctual.local.moto_atomic import make_writes_atomic
+    from punctual.local.moto_atomic import make_queues_atomic, make_writes_atomic
     from punctual.local.moto_speedups import speed_up_dynamodb
 
     for noisy in ("werkzeug", "moto"):
@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         install_hooks()  # before the write lock, so that the journal's order is moto's
     make_writes_atomic()
+    make_queues_atomic()
     speed_up_dynamodb()
     query_only_the_partition()
     lighten_sqs_receives()
