@@ -9,11 +9,13 @@ unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install run test unit lint format synth deploy destroy clean
 
+# Installs report on stderr: a benchmark's standard output is its JSON alone, on a fresh clone too.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,infra]'
-	touch $(STAMP)
+	@echo "installing into $(VENV)" >&2
+	@$(PYTHON) -m venv $(VENV) >&2
+	@$(BIN)/pip install --quiet --upgrade pip >&2
+	@$(BIN)/pip install --quiet -e '.[dev,infra]' >&2
+	@touch $(STAMP)
 
 install: $(STAMP)
 
@@ -80,8 +82,9 @@ bench-cost: $(STAMP)
 BENCH_STAMP := $(VENV)/.bench-installed
 
 $(BENCH_STAMP): $(STAMP)
-	$(BIN)/pip install -q -e '.[bench]'
-	touch $(BENCH_STAMP)
+	@echo "installing the benchmarks' extras" >&2
+	@$(BIN)/pip install -q -e '.[bench]' >&2
+	@touch $(BENCH_STAMP)
 
 .PHONY: bench-precision
 bench-precision: $(BENCH_STAMP)
