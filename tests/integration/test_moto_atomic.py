@@ -19,12 +19,24 @@ from punctual.local.moto_atomic import make_queues_atomic, make_writes_atomic
 
 
 @pytest.fixture
-def table() -> Iterator[tuple[Any, str]]:
+def aws() -> Iterator[tuple[Any, Any, provision.Provisioned]]:
+    """moto made atomic, with the real table and queues: (DynamoDB client, SQS client, their names)."""
     make_writes_atomic()
+    make_queues_atomic()
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         sqs = boto3.client("sqs", region_name="us-east-1")
-        yield client, provision.create_all(client, sqs).table_name
+        yield client, sqs, provision.create_all(client, sqs)
+
+
+@pytest.fixture
+def table(aws: tuple[Any, Any, provision.Provisioned]) -> tuple[Any, str]:
+    return aws[0], aws[2].table_name
+
+
+@pytest.fixture
+def queue(aws: tuple[Any, Any, provision.Provisioned]) -> tuple[Any, str]:
+    return aws[1], aws[2].queue_url
 
 
 def test_a_batch_read_holds_the_write_lock_for_all_its_keys(
@@ -61,15 +73,6 @@ def test_a_batch_read_holds_the_write_lock_for_all_its_keys(
     # Then the write went after all of the batch's reads, not between two of them
     assert len(found["Responses"][name]) == 3
     assert events == ["read", "read", "read", "write"]
-
-
-@pytest.fixture
-def queue() -> Iterator[tuple[Any, str]]:
-    make_queues_atomic()
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        sqs = boto3.client("sqs", region_name="us-east-1")
-        yield sqs, provision.create_all(client, sqs).queue_url
 
 
 def test_a_message_sent_while_another_is_deleted_is_kept(queue: tuple[Any, str]) -> None:
