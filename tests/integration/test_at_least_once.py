@@ -206,9 +206,9 @@ def test_a_message_that_exhausts_its_receives_is_dead_lettered_and_fails(world: 
         raise Crash("worker died")
 
     world.store.executions.claim = dies
-    # When it has been received as often as the redrive policy allows (each time after the
-    # visibility timeout)
-    world.run_for(30 * 420, step=30)
+    # When it has been received as often as the redrive policy allows (each time after the worker's
+    # backoff for an unexpected error: 5 s doubling, up to the visibility timeout; about 2 h 10 min)
+    world.run_for(30 * 300, step=30)
     world.store.executions.claim = real_claim
     world.run_for(10)
     # Then SQS moved it to the dead-letter queue, whose handler failed the execution
