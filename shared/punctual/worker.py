@@ -53,13 +53,18 @@ MAX_THROTTLE_BACKOFF_SECONDS = 900
 UNREADABLE_RETRY_SECONDS = 300
 # An unexpected error (a store or network failure no rule covers, a bug) brings the message back after
 # this, doubling with each receive up to the work queue's visibility timeout: a passing fault costs
-# seconds, not the 6.5 minutes a message left to its visibility timeout would, and a lasting one still
-# uses up its receives no faster than that and ends in the dead-letter queue.
+# seconds, not the 6.5 minutes a message left to its visibility timeout would, and a lasting one ends
+# in the dead-letter queue after its receives (about 2 h 10 min rather than 2 h 45).
 UNEXPECTED_RETRY_SECONDS = 5
 # A message whose execution changed as it was being skipped comes back this much later, looked at afresh;
 # a worker holding the run tries this many times first.
 LOST_SKIP_RETRY_SECONDS = 5
 SKIP_ATTEMPTS = 4
+
+
+def _doubling(first_seconds: int, receive_count: int, most_seconds: int) -> int:
+    """A delay that doubles with each receive of a message, from its first up to its most."""
+    return min(most_seconds, first_seconds * 2 ** max(0, receive_count - 1))
 
 
 class Outcome(Enum):
@@ -131,18 +136,13 @@ class Worker:
         except RetryableStoreError as exc:
             # Throttled: come back sooner than the visibility timeout, backing off with each receive
             # so that a long throttle does not use up the receives and dead-letter the execution.
-            delay = min(
-                MAX_THROTTLE_BACKOFF_SECONDS, THROTTLE_BACKOFF_SECONDS * 2 ** max(0, receive_count - 1)
-            )
+            delay = _doubling(THROTTLE_BACKOFF_SECONDS, receive_count, MAX_THROTTLE_BACKOFF_SECONDS)
             logger.warning(
                 "store busy; message returns later", extra={"error": str(exc), "delay_seconds": delay}
             )
             return self._later(receipt_handle, delay * (1 + self._rng.random() / 2))
         except Exception:
-            delay = min(
-                WORK_QUEUE.visibility_timeout_seconds,
-                UNEXPECTED_RETRY_SECONDS * 2 ** max(0, receive_count - 1),
-            )
+            delay = _doubling(UNEXPECTED_RETRY_SECONDS, receive_count, WORK_QUEUE.visibility_timeout_seconds)
             logger.exception(
                 "execution failed unexpectedly; message returns later",
                 extra={"execution_id": item.execution_id, "delay_seconds": delay},

@@ -10,10 +10,10 @@ it (a run at its instant, a listing) is waiting now, where most writes (an outco
 ahead of its instant) can wait some milliseconds without anyone seeing it. The outcomes written after
 runs (punctual.call_class.bookkeeping) wait behind every other call, for `LAST_LIMIT_SECONDS` at most:
 at a burst's instant they were two writes an execution, and the creations and claims queued behind
-them waited up to 0.8 s each. Past that limit they take every other turn, not every turn: a burst of
-1,000 left two thousand of them overdue at once, and letting them all go first held the API's
-creations and the scanner's tick for 20 s. (Giving the API's calls precedence over the workers' claims was tried
-before and made the claims miss their instants.)
+them waited up to 0.8 s each. Past that limit they take every other turn, not every turn: a burst
+of 1,000 left two thousand of them overdue at once, and letting them all go first held the API's
+creations and the scanner's tick for 20 s. (Giving the API's calls precedence over the workers'
+claims was tried before and made the claims miss their instants.)
 
 Only the DynamoDB clients go through the gate: SQS long polls wait in moto without working and would
 hold slots for nothing.
@@ -87,9 +87,10 @@ class Gate:
     def _release(self) -> None:
         with self._lock:
             overdue = bool(self._last) and self._monotonic() - self._last[0][0] >= self._last_limit
+            last_turn = overdue and not self._last_went
             if self._first:
                 self._first.popleft().set()  # the slot passes to it
-            elif self._others and not (overdue and not self._last_went):
+            elif self._others and not last_turn:
                 self._last_went = False
                 self._others.popleft().set()
             elif self._last:
