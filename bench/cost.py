@@ -12,7 +12,8 @@ scanner's fixed cost per tick is left out (and reported on its own). Every AWS c
 operation; DynamoDB request units are computed from the items' sizes by DynamoDB's rules (old and
 new images read back from moto; punctual_testing/units.py), index writes included, for the indexes as deployed
 (projection ALL) and as KEYS_ONLY. SQS ReceiveMessage is the event source mapping's polling, billed
-per poll: reported apart. Dollars use the one price table, `punctual.capacity`.
+per poll and left out (the emulation polls only when a message is visible; Lambda's long polls are
+priced in `punctual capacity`). Dollars use the one price table, `punctual.capacity`.
 
     .venv/bin/python -m bench.cost                      # 50 + 50 + 100 one-time and 10 cron jobs
     .venv/bin/python -m bench.cost --scenarios handed_off,recurring --one-time 3 --cron 2 --minutes 1
@@ -384,7 +385,6 @@ def _result(
         "per_job_creation": None if recurring else created.per(count),
         "per_execution_scan_and_run": run.per(count),
         "worker_batch_fill": round(run.worker_messages / max(run.worker_invocations, 1), 2),
-        "polling_receive_messages_in_emulation": busy.calls[POLLING],
         "idle_per_minute": {k: round(v / minutes, 2) for k, v in sorted(idle.calls.items()) if k != POLLING},
         "execution_item_bytes": round(execution_bytes, 1),
         "job_item_bytes": round(job_bytes, 1),
