@@ -3,7 +3,8 @@
 Run as `python tests/integration/moto_sequence.py [--speedups]` by test_moto_speedups.py, once on
 moto as it is and once with punctual.local.moto_speedups, in processes of their own (the speedups
 patch moto's classes for good). The two outputs must be equal: the speedups change how fast moto
-answers, never what.
+answers, never what. Likewise `--server [--lane]`: through moto's server, with and without the local
+stack's lane for JSON calls (punctual.local.moto_process.JsonCallsLane), statuses and headers too.
 """
 
 from __future__ import annotations
@@ -327,6 +328,96 @@ def _calls(client: Any) -> list[tuple[str, Callable[[], Any]]]:
     return calls
 
 
+def _queue_calls(sqs: Any) -> list[tuple[str, Callable[[], Any]]]:
+    url: list[str] = []
+
+    def receive() -> Any:
+        answer = sqs.receive_message(QueueUrl=url[0], MaxNumberOfMessages=10, AttributeNames=["All"])
+        return [(m["Body"], m["Attributes"]["ApproximateReceiveCount"]) for m in answer["Messages"]]
+
+    def create() -> Any:
+        url.append(sqs.create_queue(QueueName="sequence-queue")["QueueUrl"])
+        return url[0].rsplit("/", 1)[-1]
+
+    return [
+        ("create queue", create),
+        (
+            "send",
+            lambda: sorted(set(sqs.send_message(QueueUrl=url[0], MessageBody="one")) - {"ResponseMetadata"}),
+        ),
+        (
+            "send a batch",
+            lambda: len(
+                sqs.send_message_batch(
+                    QueueUrl=url[0], Entries=[{"Id": str(i), "MessageBody": f"m{i}"} for i in range(3)]
+                )["Successful"]
+            ),
+        ),
+        ("receive", receive),
+        ("receive from no queue", lambda: sqs.receive_message(QueueUrl=url[0] + "-missing")),
+        (
+            "send too long a delay",
+            lambda: sqs.send_message(QueueUrl=url[0], MessageBody="x", DelaySeconds=901),
+        ),
+        ("attributes", lambda: sqs.get_queue_attributes(QueueUrl=url[0], AttributeNames=["QueueArn"])),
+    ]
+
+
+def on_server(lane: bool) -> list[Any]:
+    """The DynamoDB sequence and some SQS calls through moto's server, as punctual.local.moto_process
+    serves them (with its lane for JSON calls, or moto's app alone): answers, statuses and headers."""
+    import logging
+    import threading
+
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from werkzeug.serving import make_server
+
+    from punctual import resources
+    from punctual.local.moto_process import JsonCallsLane
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    app: Any = DomainDispatcherApplication(create_backend_app)
+    server = make_server("127.0.0.1", 0, JsonCallsLane(app) if lane else app, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        options = {
+            "endpoint_url": f"http://127.0.0.1:{server.port}",
+            "region_name": "us-east-1",
+            "aws_access_key_id": "local",
+            "aws_secret_access_key": "local",
+        }
+        client = boto3.client("dynamodb", **options)
+        sqs = boto3.client("sqs", **options)
+        http: list[dict[str, Any]] = []
+        for service in (client, sqs):
+            service.meta.events.register(
+                "after-call.*.*",
+                lambda http_response, **_: http.append(
+                    {"status": http_response.status_code, "headers": _http_headers(http_response.headers)}
+                ),
+            )
+        client.create_table(**resources.TABLE.create_table_kwargs(TABLE))
+        answers = []
+        for name, call in [*_calls(client), *_queue_calls(sqs)]:
+            before = len(http)
+            answer = _answer(call)
+            # (a table's description holds its creation time: its length and checksum vary)
+            said = [] if name == "describe" else http[before:]
+            answers.append([name, {"answer": answer, "http": said}])
+        return answers
+    finally:
+        server.shutdown()
+
+
+def _http_headers(headers: Any) -> dict[str, str]:
+    varying = {"date", "x-amzn-requestid", "x-amz-request-id", "server", "connection"}
+    return {
+        name.lower(): value
+        for name, value in headers.items()
+        if name.lower() not in varying and not name.lower().startswith("access-control-")
+    }
+
+
 def run(speedups: bool) -> list[Any]:
     if speedups:
         from punctual.local.moto_speedups import speed_up_dynamodb
@@ -341,4 +432,6 @@ def run(speedups: bool) -> list[Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(run("--speedups" in sys.argv[1:]), default=str, sort_keys=True, indent=1))
+    args = sys.argv[1:]
+    result = on_server(lane="--lane" in args) if "--server" in args else run("--speedups" in args)
+    print(json.dumps(result, default=str, sort_keys=True, indent=1))

@@ -1,5 +1,6 @@
 """punctual.local.moto_speedups changes how fast moto answers, never what: the same sequence of
-DynamoDB calls (successes, refusals and validation errors alike) answers the same with and without."""
+DynamoDB calls (successes, refusals and validation errors alike) answers the same with and without.
+Likewise moto's server with and without the local stack's lane for JSON calls (moto_process)."""
 
 from __future__ import annotations
 
@@ -48,3 +49,16 @@ def test_moto_answers_the_same_with_the_speedups() -> None:
     assert "Item" in plain["update refused, old item returned"]
     assert plain["batch get"]["ConsumedCapacity"][0]["CapacityUnits"] == 3.0
     assert plain["query"]["Count"] == 5 and "LastEvaluatedKey" in plain["query"]
+
+
+def test_moto_s_server_answers_the_same_through_the_lane_for_json_calls() -> None:
+    plain, lane = _run("--server"), _run("--server", "--lane")
+    assert list(lane) == list(plain)
+    for name in plain:
+        assert lane[name] == plain[name], name
+    # Successes and refusals of both services, each with its status and moto's checksum header
+    assert plain["put refused"]["http"][0]["status"] == 400
+    assert plain["receive from no queue"]["answer"]["error"] == "AWS.SimpleQueueService.NonExistentQueue"
+    assert plain["receive"]["answer"] == [["one", "1"], ["m0", "1"], ["m1", "1"], ["m2", "1"]]
+    assert plain["send too long a delay"]["http"][0]["status"] == 400
+    assert "x-amz-crc32" in plain["put"]["http"][0]["headers"]

@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     answer_invocations_with_their_event()
     app: Any = DomainDispatcherApplication(create_backend_app)
     remember_each_services_app(app)
+    app = JsonCallsLane(app)
     # Bound here rather than by werkzeug, which exits the process when the port is taken.
     try:
         listener = socket.create_server((HOST, args.port))
@@ -174,6 +175,49 @@ def answer_invocations_with_their_event() -> None:
     from moto.core.models import default_user_config
 
     default_user_config["lambda"] = {"use_docker": False}
+
+
+class JsonCallsLane:
+    """WSGI: DynamoDB's and SQS's calls (a POST to / naming its action in X-Amz-Target) go straight to
+    moto's handler for the service, not through its Flask app.
+
+    For each such call moto's server finds the service's Flask app, which routes the one URL those
+    services have to the handler, wraps the request and the answer and runs its CORS hook: a fifth
+    of moto's CPU per DynamoDB call (sampled, under the calibration's load). The handler here gets
+    the request as the app would have given it (moto's Request, marked as coming from its server),
+    and its answer becomes the response the app would have made; the CORS headers, which no AWS SDK
+    reads, are left out. Anything else goes to the app.
+    """
+
+    def __init__(self, app: Any) -> None:
+        from flask import Response
+        from moto.core.request import Request
+        from moto.dynamodb.responses import DynamoHandler
+        from moto.sqs.responses import SQSResponse
+
+        class ServerRequest(Request):
+            from_wsgi_server = True
+
+        self._app = app
+        self._request = ServerRequest
+        self._response = Response
+        self._handlers = {"DynamoDB_20120810": DynamoHandler.dispatch, "AmazonSQS": SQSResponse.dispatch}
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
+        handler = None
+        if environ.get("REQUEST_METHOD") == "POST" and environ.get("PATH_INFO") == "/":
+            handler = self._handlers.get(environ.get("HTTP_X_AMZ_TARGET", "").partition(".")[0])
+        if handler is None:
+            return self._app(environ, start_response)
+        from botocore.exceptions import ClientError
+
+        request = self._request(environ)
+        try:
+            result = handler(request, request.raw_url, dict(request.headers))
+        except ClientError as exc:  # (as moto's app answers one)
+            result = 400, {}, exc.response["Error"]["Message"]
+        status, headers, content = result if len(result) == 3 else (200, {}, result)
+        return self._response(response=content, status=status, headers=headers)(environ, start_response)
 
 
 _request = threading.local()
