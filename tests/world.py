@@ -58,16 +58,6 @@ class World:
         self.work = EventSourceMapping(sqs, punctual.settings.queue_url, worker_handler)
         self.dead_letters = EventSourceMapping(sqs, punctual.settings.dlq_url, dead_letter_handler)
         self.notifications = EventSourceMapping(sqs, punctual.settings.notify_queue_url, notifier_handler)
-        # The notification queue is polled only once something was sent to it: most tests send nothing,
-        # and a poll a simulated second would slow them all.
-        self.notified = False
-        send = punctual.outbox.send
-
-        def noted(messages: Any) -> None:
-            self.notified = self.notified or bool(messages)
-            send(messages)
-
-        punctual.outbox.send = noted  # type: ignore[method-assign]
         self.last_tick_minute: datetime | None = None
         self.api_format = "http"
 
@@ -169,9 +159,11 @@ class World:
         a poll answers nothing, and a test running an hour of clock made thousands of them (most of
         its time)."""
         settings = self.punctual.settings
-        mappings = [(self.work, settings.queue_url), (self.dead_letters, settings.dlq_url)]
-        if self.notified:
-            mappings.append((self.notifications, settings.notify_queue_url))
+        mappings = [
+            (self.work, settings.queue_url),
+            (self.dead_letters, settings.dlq_url),
+            (self.notifications, settings.notify_queue_url),
+        ]
         return sum(mapping.drain() for mapping, url in mappings if _holds_visible(url))
 
     def run_for(self, seconds: float, step: float = 1.0) -> None:

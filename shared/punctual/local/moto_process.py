@@ -190,6 +190,7 @@ class JsonCallsLane:
     """
 
     def __init__(self, app: Any) -> None:
+        from botocore.exceptions import ClientError
         from flask import Response
         from moto.core.request import Request
         from moto.dynamodb.responses import DynamoHandler
@@ -201,6 +202,7 @@ class JsonCallsLane:
         self._app = app
         self._request = ServerRequest
         self._response = Response
+        self._client_error = ClientError
         self._handlers = {"DynamoDB_20120810": DynamoHandler.dispatch, "AmazonSQS": SQSResponse.dispatch}
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
@@ -209,12 +211,10 @@ class JsonCallsLane:
             handler = self._handlers.get(environ.get("HTTP_X_AMZ_TARGET", "").partition(".")[0])
         if handler is None:
             return self._app(environ, start_response)
-        from botocore.exceptions import ClientError
-
         request = self._request(environ)
         try:
             result = handler(request, request.raw_url, dict(request.headers))
-        except ClientError as exc:  # (as moto's app answers one)
+        except self._client_error as exc:  # (as moto's app answers one)
             result = 400, {}, exc.response["Error"]["Message"]
         status, headers, content = result if len(result) == 3 else (200, {}, result)
         return self._response(response=content, status=status, headers=headers)(environ, start_response)
