@@ -207,13 +207,21 @@ def _walk_trees_faster() -> None:
     def clone(node: Any, parent: Any) -> Any:
         """A deep copy of a tree of moto's nodes (whose attributes are type, children and parent)."""
         new = object.__new__(type(node))
-        attributes = dict(node.__dict__)
+        attributes = node.__dict__.copy()
         attributes["parent"] = parent
         children = attributes.get("children")
         if children is not None:
-            attributes["children"] = [
-                clone(child, new) if node_class(type(child)) else copy.deepcopy(child) for child in children
-            ]
+            copied = []
+            for child in children:
+                kind = type(child)
+                # (names and tokens, nearly half a tree's children: immutable, kept as they are)
+                if kind in _IMMUTABLE:
+                    copied.append(child)
+                elif node_class(kind):
+                    copied.append(clone(child, new))
+                else:
+                    copied.append(copy.deepcopy(child))
+            attributes["children"] = copied
         new.__dict__ = attributes
         return new
 
@@ -260,6 +268,7 @@ def _walk_trees_faster() -> None:
 
 
 _NODE_ATTRS = frozenset({"type", "children", "parent"})
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 
 
 def _project_top_level_attributes_directly() -> None:
