@@ -29,6 +29,7 @@ from punctual.observability import (
 )
 from punctual.outcomes import Monitor, persist
 from punctual.run_records import truncate
+from punctual.starts_first import StartsFirst
 from punctual.store import Store
 from punctual.tasks import AwsClients, LambdaClients, TaskContext, TaskFailed, TaskPolicy
 
@@ -50,8 +51,10 @@ class Attempts:
         resolver: Resolver,
         lambda_clients: LambdaClients | None,
         aws_clients: AwsClients | None,
+        starts: StartsFirst | None = None,
     ) -> None:
         self._store = store
+        self._starts = starts or StartsFirst()
         self._clock = clock
         self._monitor = monitor
         self._rng = rng
@@ -61,9 +64,10 @@ class Attempts:
         self._lambda_clients = lambda_clients
         self._aws_clients = aws_clients
 
-    def run(self, job: Job, execution: Execution) -> float | None:
+    def run(self, job: Job, execution: Execution, started: Callable[[], None] = lambda: None) -> float | None:
         """Run the claimed attempt and record its outcome: the seconds until its retry, or None when
-        the work message is done with (ended, or another worker took over)."""
+        the work message is done with (ended, or another worker took over). `started` is called as
+        its task starts."""
         # One INFO line per attempt, at its end (CloudWatch Logs bills every byte: a start line too cost
         # as much as all of an execution's DynamoDB reads); the start is at DEBUG.
         log = run_records.attempt_log(job, execution)
@@ -89,6 +93,7 @@ class Attempts:
             signing_keys=() if job.signing is None else job.signing.active(self._clock.now()),
         )
         began = self._clock.now()
+        started()
         try:
             result = tasks.run(job.task, context)
         except TaskFailed as exc:
@@ -98,13 +103,14 @@ class Attempts:
             logger.exception("task raised", extra=log)
             error = f"{type(exc).__name__}: {exc}"
             return self._failed(job, execution, error, True, None, run_records.ms(self._clock.now() - began))
-        log["took_ms"] = run_records.ms(self._clock.now() - began)
+        ended = self._clock.now()
+        log["took_ms"] = run_records.ms(ended - began)
         try:
             finished = self._persist(
                 lambda: self._store.executions.finish_attempt(
                     execution,
                     status=ExecutionStatus.SUCCEEDED,
-                    finished_at=self._clock.now(),
+                    finished_at=ended,
                     error=None,
                     result=truncate(result, self._result_max_bytes),
                 )
@@ -126,6 +132,7 @@ class Attempts:
         took_ms: int,
     ) -> float | None:
         error = error[:MAX_ERROR_CHARS]
+        ended = self._clock.now()
         log = {**run_records.attempt_log(job, execution), "took_ms": took_ms, "error": error}
         if retryable and execution.attempts < job.retry.max_attempts:
             delay = job.retry.delay_after(execution.attempts, self._rng)
@@ -145,7 +152,7 @@ class Attempts:
                 lambda: self._store.executions.finish_attempt(
                     execution,
                     status=ExecutionStatus.FAILED,
-                    finished_at=self._clock.now(),
+                    finished_at=ended,
                     error=error,
                     result=truncate(result, self._result_max_bytes),
                 )
@@ -158,4 +165,5 @@ class Attempts:
         return None
 
     def _persist(self, write: Callable[[], _T]) -> _T:
+        self._starts.wait()  # the starts of this process's executions due now go first
         return persist(write, self._clock, self._rng)

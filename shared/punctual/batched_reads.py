@@ -3,10 +3,13 @@
 Executions due at one instant all read their job at that instant (the worker's read after its claim,
 which lets a pause or cancel that landed meanwhile stop the run). Each asking for itself, a burst of
 them makes as many GetItem calls at once, and the last waits for all the others. Here a read that
-arrives while another is on its way waits for it to come back and then goes with every read that
-arrived meanwhile, up to 100, in one BatchGetItem: the same consistent read, the same read units
-(DynamoDB counts a batch's items one by one), a call per wave instead of a call per execution. A lone
-read goes at once, so nothing waits for company.
+arrives while `max_in_flight` calls are on their way waits for one of them to come back and then
+goes with every read that arrived meanwhile, up to 100, in one BatchGetItem: the same consistent
+read, the same read units (DynamoDB counts a batch's items one by one), a call per wave instead of a
+call per execution. A read that finds fewer calls on their way goes at once, so nothing waits for
+company. Several calls at once, not one: a process that runs many executions (the local stack runs
+all its worker invocations in one) would otherwise make a burst's thousand reads in ten calls one
+after the other, each waiting out the one before.
 """
 
 from __future__ import annotations
@@ -14,72 +17,97 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from itertools import islice
 from typing import Generic, TypeVar
 
 from punctual.errors import UnreadableItem
 
 # BatchGetItem's limit.
 MAX_KEYS = 100
+# Calls on their way at once: enough to overlap their round trips, few enough that a burst's reads
+# still go a hundred to a call.
+MAX_IN_FLIGHT = 10
 
 T = TypeVar("T")
 # Job ids -> what was found by id, and apart the ids of items that cannot be read, with why.
 ReadMany = Callable[[Iterable[str]], tuple[dict[str, T], dict[str, str]]]
 
 
+class _Turn(Generic[T]):
+    def __init__(self, answer: Future[T | None]) -> None:
+        self.answer = answer
+        self.event = threading.Event()
+        self.given = False  # a call to make, handed over by a call that came back
+
+
 class BatchedReads(Generic[T]):
     """`get(job_id)`, answered by a call shared with the reads waiting at the time (None: no such job).
 
-    The reader that finds no call on its way makes one; when it comes back, the next call (for the
-    reads that arrived meanwhile) is made by one of their readers, so no reader makes calls for
-    others after its own answer has come."""
+    A reader that finds a call free makes one, its own read first; when a call comes back, the next
+    (for the reads that arrived meanwhile) is made by one of their readers, so no reader makes calls
+    for others after its own answer has come."""
 
-    def __init__(self, read_many: ReadMany[T]) -> None:
+    def __init__(self, read_many: ReadMany[T], max_in_flight: int = MAX_IN_FLIGHT) -> None:
         self._read_many = read_many
+        self._max_in_flight = max_in_flight
         self._lock = threading.Lock()
         self._waiting: dict[str, list[Future[T | None]]] = {}  # by job id, in arrival order
-        self._turns: list[tuple[Future[T | None], threading.Event]] = []
-        self._busy = False  # a call is on its way
+        self._turns: list[_Turn[T]] = []  # readers waiting for their answer or for a call to make
+        self._in_flight = 0  # calls on their way, or about to be made by a reader given its turn
 
     def get(self, job_id: str) -> T | None:
         answer: Future[T | None] = Future()
         with self._lock:
             self._waiting.setdefault(job_id, []).append(answer)
             turn = None
-            if self._busy:
-                turn = threading.Event()
-                self._turns.append((answer, turn))
-                # Woken by its answer, or to make the next call.
-                answer.add_done_callback(lambda _: turn.set())
+            if self._in_flight >= self._max_in_flight:
+                turn = _Turn(answer)
+                self._turns.append(turn)
+                # Woken by its answer, or given a call to make.
+                answer.add_done_callback(lambda _: turn.event.set())
             else:
-                self._busy = True
+                self._in_flight += 1
         if turn is not None:
-            turn.wait()
-        if not answer.done():
-            self._call()
+            turn.event.wait()
+            with self._lock:
+                if not turn.given:  # answered by a call another reader made: no call to make
+                    self._turns.remove(turn)
+                    return answer.result()
+        self._call(job_id)
         return answer.result()
 
-    def _call(self) -> None:
+    def _call(self, own: str) -> None:
         with self._lock:
-            ids = list(self._waiting)[:MAX_KEYS]
+            # Its own read first (unless a call on its way carries it), then the others in arrival order.
+            mine = [own] if own in self._waiting else []
+            others = [i for i in islice(self._waiting, MAX_KEYS + 1) if i != own]
+            ids = (mine + others)[:MAX_KEYS]
             answers = {job_id: self._waiting.pop(job_id) for job_id in ids}
+        try:
+            if ids:
+                self._read(ids, answers)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                # Everything still waiting has a reader waiting for its turn: the first makes a call.
+                waiting = next((turn for turn in self._turns if not turn.answer.done()), None)
+                if waiting is not None:
+                    self._turns.remove(waiting)
+                    waiting.given = True
+                    self._in_flight += 1
+                    waiting.event.set()
+
+    def _read(self, ids: list[str], answers: dict[str, list[Future[T | None]]]) -> None:
         try:
             jobs, unreadable = self._read_many(ids)
         except BaseException as exc:
             for futures in answers.values():
                 for future in futures:
                     future.set_exception(exc)
-        else:
-            for job_id, futures in answers.items():
-                for future in futures:
-                    if job_id in unreadable:
-                        future.set_exception(UnreadableItem(f"job {job_id}: {unreadable[job_id]}"))
-                    else:
-                        future.set_result(jobs.get(job_id))
-        with self._lock:
-            self._turns = [(future, turn) for future, turn in self._turns if not future.done()]
-            if self._turns:
-                # Everything still waiting has a reader waiting for its turn: the first makes the call.
-                _, turn = self._turns.pop(0)
-                turn.set()
-            else:
-                self._busy = False
+            return
+        for job_id, futures in answers.items():
+            for future in futures:
+                if job_id in unreadable:
+                    future.set_exception(UnreadableItem(f"job {job_id}: {unreadable[job_id]}"))
+                else:
+                    future.set_result(jobs.get(job_id))

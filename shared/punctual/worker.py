@@ -27,6 +27,7 @@ from punctual.outcomes import Monitor
 from punctual.queue import WorkItem, WorkQueue
 from punctual.resources import WORK_QUEUE
 from punctual.run_records import truncate, unstored_execution
+from punctual.starts_first import StartsFirst
 from punctual.store import JobStamp, Store
 from punctual.tasks import AwsClients, LambdaClients, TaskPolicy
 
@@ -113,6 +114,8 @@ class Worker:
         self._effective = named_tasks or (lambda job: job)
         # The job's outcome, auto-pause and notifications around each run (punctual.outcomes).
         self._monitor = monitor or Monitor(store, clock, None, self._rng)
+        # Attempts that ended write their outcome once the starts due meanwhile are made.
+        self._starts = StartsFirst()
         self._attempts = Attempts(
             store,
             clock,
@@ -123,6 +126,7 @@ class Worker:
             resolver=resolver,
             lambda_clients=lambda_clients,
             aws_clients=aws_clients,
+            starts=self._starts,
         )
 
     def handle(self, item: WorkItem, receipt_handle: str, receive_count: int = 1) -> Outcome:
@@ -227,10 +231,26 @@ class Worker:
             late = None if running.manual else run_policy.too_late(job, running, began)
             if late is not None:
                 return self._policy_skip(job, running, late, receipt_handle)
+        leave = self._starts.enter()
+        try:
+            return self._start(job, running, item, receipt_handle, ahead, leave)
+        finally:
+            leave()
+
+    def _start(
+        self,
+        read: Job,
+        running: Execution,
+        item: WorkItem,
+        receipt_handle: str,
+        ahead: bool,
+        started: Callable[[], None],
+    ) -> Outcome:
+        """Its instant has come and it is claimed: start it unless its job changed meanwhile."""
         # Read the job again now that the execution is claimed and its instant has come: a cancel or
         # pause that landed between the first read and now still stops it, and one after this read
         # came after its start. (Whether it changed is read first: all of it only if it did.)
-        job = self._reread(job)
+        job = self._reread(read)
         for attempt in range(SKIP_ATTEMPTS):
             reason = skip_reason(job, running)
             if reason is None:
@@ -240,7 +260,7 @@ class Worker:
                     running = replace(
                         running, started_at=began, lateness_ms=run_records.lateness_ms(running, began)
                     )
-                return self._run(job, running, receipt_handle)
+                return self._run(job, running, receipt_handle, started)
             try:
                 if self._skip(job, running, reason):
                     return Outcome.DONE
@@ -283,8 +303,10 @@ class Worker:
         )
         return self._later(receipt_handle, decision.delay_seconds)
 
-    def _run(self, job: Job, execution: Execution, receipt_handle: str) -> Outcome:
-        delay = self._attempts.run(job, execution)
+    def _run(
+        self, job: Job, execution: Execution, receipt_handle: str, started: Callable[[], None] = lambda: None
+    ) -> Outcome:
+        delay = self._attempts.run(job, execution, started)
         return Outcome.DONE if delay is None else self._later(receipt_handle, delay)
 
     def _policy_skip(self, job: Job, execution: Execution, reason: str, receipt_handle: str) -> Outcome:

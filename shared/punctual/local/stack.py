@@ -65,9 +65,13 @@ LOCAL_TASK_CACHE_SECONDS = 2.0
 STOP_GRACE_SECONDS = 3.0
 MOTO_STOP_SECONDS = 5.0
 # Unsigned: moto checks no signature (loopback_http.use_loopback_http gives its requests the header
-# moto reads the service and region from).
+# moto reads the service and region from). Unvalidated, as the deployed clients are (punctual.aws):
+# the store builds its own requests, and moto checks them anyway.
 _CLIENT_CONFIG = Config(
-    retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=256, signature_version=UNSIGNED
+    retries={"max_attempts": 3, "mode": "standard"},
+    max_pool_connections=256,
+    signature_version=UNSIGNED,
+    parameter_validation=False,
 )
 
 

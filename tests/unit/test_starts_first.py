@@ -1,0 +1,47 @@
+"""Starts before bookkeeping (punctual.starts_first): an ended attempt's outcome waits for the starts."""
+
+from __future__ import annotations
+
+import threading
+
+from punctual.starts_first import StartsFirst
+
+
+def test_with_nothing_starting_an_outcome_goes_at_once() -> None:
+    starts = StartsFirst(limit_seconds=10)
+    done = threading.Event()
+    threading.Thread(target=lambda: (starts.wait(), done.set())).start()
+    assert done.wait(5)
+
+
+def test_an_outcome_waits_while_an_execution_is_starting_and_goes_when_it_has_started() -> None:
+    starts = StartsFirst(limit_seconds=30)
+    # Given an execution whose instant has come, not started yet
+    leave = starts.enter()
+    written = threading.Event()
+    writer = threading.Thread(target=lambda: (starts.wait(), written.set()))
+    writer.start()
+    # Then another's outcome waits
+    assert not written.wait(0.1)
+    # When it starts (its task begins), Then the outcome goes
+    leave()
+    assert written.wait(5)
+    writer.join(5)
+
+
+def test_an_outcome_waits_no_longer_than_the_limit() -> None:
+    starts = StartsFirst(limit_seconds=0.05)
+    starts.enter()  # never leaves (a stuck read, say)
+    written = threading.Event()
+    threading.Thread(target=lambda: (starts.wait(), written.set())).start()
+    assert written.wait(5)
+
+
+def test_leaving_twice_counts_once() -> None:
+    starts = StartsFirst()
+    first, second = starts.enter(), starts.enter()
+    first()
+    first()  # (its task started, then its handler's finally leaves again)
+    assert starts.starting == 1
+    second()
+    assert starts.starting == 0
