@@ -48,8 +48,10 @@ class StartsFirst:
 
         return leave
 
-    def wait(self) -> None:
-        """Until no execution is starting, or `limit` seconds."""
+    def wait(self, limit_seconds: float | None = None) -> None:
+        """Until no execution is starting, or `limit_seconds` (by default the limit it was made with)."""
         with self._changed:
-            # (a real-time bound: it only orders writes, and must never wait on a test's clock)
-            self._changed.wait_for(lambda: not self._starting, timeout=self._limit)
+            # (a real-time bound: it only orders work, and must never wait on a test's clock)
+            self._changed.wait_for(
+                lambda: not self._starting, timeout=self._limit if limit_seconds is None else limit_seconds
+            )

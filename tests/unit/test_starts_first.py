@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from punctual.local.stack import api_invoker
 from punctual.starts_first import StartsFirst
 
 
@@ -45,3 +46,41 @@ def test_leaving_twice_counts_once() -> None:
     assert starts.starting == 1
     second()
     assert starts.starting == 0
+
+
+def test_a_wait_can_be_given_a_shorter_limit_than_its_own() -> None:
+    starts = StartsFirst(limit_seconds=30)
+    starts.enter()  # never leaves
+    waited = threading.Event()
+    threading.Thread(target=lambda: (starts.wait(0.05), waited.set())).start()
+    assert waited.wait(5)
+
+
+def test_a_local_api_request_lets_the_executions_starting_go_first_and_then_runs() -> None:
+    starts = StartsFirst(limit_seconds=30)
+    calls: list[dict[str, object]] = []
+
+    def handler(event: dict[str, object], context: object) -> dict[str, object]:
+        calls.append(event)
+        return {"statusCode": 201}
+
+    invoke = api_invoker(handler, lambda: starts, yield_seconds=30)
+    # Given an execution whose instant has come, not started yet
+    leave = starts.enter()
+    answered: list[dict[str, object]] = []
+    request = threading.Thread(target=lambda: answered.append(invoke({"path": "/jobs"})))
+    request.start()
+    # Then a request waits for it
+    request.join(0.1)
+    assert not calls
+    # When it starts, Then the request runs
+    leave()
+    request.join(5)
+    assert calls == [{"path": "/jobs"}] and answered == [{"statusCode": 201}]
+
+
+def test_a_local_api_request_waits_no_longer_than_its_limit() -> None:
+    starts = StartsFirst(limit_seconds=30)
+    starts.enter()  # never leaves
+    invoke = api_invoker(lambda event, context: {"statusCode": 200}, lambda: starts, yield_seconds=0.05)
+    assert invoke({}) == {"statusCode": 200}

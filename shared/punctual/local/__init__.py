@@ -70,11 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--concurrency",
         type=_positive_int,
-        default=200,
+        default=400,
         metavar="N",
         help="most worker invocations (batches of up to 10 messages) at once: pollers are added while "
-        "all are busy, and ahead of messages about to come due, up to N (default 200: a batch waits in "
-        "its invocation for its instant, from up to 10 s before it)",
+        "all are busy, and ahead of messages about to come due, up to N (default 400: a batch waits in "
+        "its invocation for its instant, from up to 10 s before it, and receives come in batches of "
+        "fewer than 10, so a burst of 1,000 with steady load around it holds a couple of hundred)",
     )
     parser.add_argument(
         "--moto-port", type=_port, default=0, metavar="PORT", help="moto's port (default: a free one)"

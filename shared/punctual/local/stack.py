@@ -43,6 +43,7 @@ from punctual.local.persistence import DataDirError, DataDirLock, recover, work_
 from punctual.local.pollers import PollerPool, load_handler
 from punctual.local.server import ApiServer
 from punctual.observability import logger
+from punctual.starts_first import StartsFirst
 from punctual.timefmt import to_epoch_ms
 
 REGION = "us-east-1"
@@ -62,6 +63,8 @@ LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
 # when due, which wakes a waiting long poll; moto's own delays would not.)
 LOCAL_EARLY_VISIBILITY_SECONDS = 10
 LOCAL_TASK_CACHE_SECONDS = 2.0
+# How long an API request waits at most for the executions starting at that moment.
+API_YIELD_SECONDS = 1.0
 STOP_GRACE_SECONDS = 3.0
 MOTO_STOP_SECONDS = 5.0
 # Unsigned: moto checks no signature (loopback_http.use_loopback_http gives its requests the header
@@ -85,7 +88,7 @@ class Options:
     data_dir: Path = Path(".punctual")
     tick_seconds: int = 60
     moto_port: int = 0
-    concurrency: int = 200
+    concurrency: int = 400
     tokens: dict[str, str] = field(default_factory=lambda: {"local": "local"})
     reset: bool = False
     json_logs: bool = False
@@ -251,15 +254,10 @@ class LocalStack:
                 pool.prepare(messages)
 
     def _bind_api(self, handler: Handler) -> ApiServer:
-        def invoke(event: dict[str, Any]) -> dict[str, Any]:
-            # Side by side, as many API containers would be: the resolvers keep each request's state
-            # in its thread (api._PerThread).
-            return dict(handler(event, FakeLambdaContext(function_name="punctual-api")))
-
         try:
             return ApiServer(
                 (HOST, self.options.port),
-                invoke,
+                api_invoker(handler, lambda: wiring.default().worker.starts),
                 self.options.tokens,
                 access_log=self.options.verbose,
                 storage_failure=self.storage_failure,
@@ -437,6 +435,23 @@ def _cli() -> str:
         return str(script.relative_to(Path.cwd()))
     except ValueError:
         return str(script)
+
+
+def api_invoker(
+    handler: Handler, starts: Callable[[], StartsFirst], yield_seconds: float = API_YIELD_SECONDS
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The API function as the local server calls it, side by side in its threads as many API
+    containers would be (the resolvers keep each request's state in its thread: api._PerThread).
+
+    One process runs the API and the workers here, where on AWS they run apart: a request first lets
+    the executions whose instant has come start (for at most `yield_seconds`). Their starts are a
+    burst's scarce second; a creation can wait a moment."""
+
+    def invoke(event: dict[str, Any]) -> dict[str, Any]:
+        starts().wait(yield_seconds)
+        return dict(handler(event, FakeLambdaContext(function_name="punctual-api")))
+
+    return invoke
 
 
 def _containers(dotted_path: str) -> Callable[[], Handler]:
