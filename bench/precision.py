@@ -720,6 +720,10 @@ def creation_report(created: list[Created], flooded: Flooded | None, burst_at: f
             "failed": flooded.failed,
             "rate_per_s": round(sum(inner) / len(inner), 1) if inner else None,
             "slowest_second": min(inner) if inner else None,
+            # answered in each second from the burst's instant (0: the burst's own second)
+            "answered_by_second_around_burst": {
+                f"{s - math.floor(burst_at):+d}": per_second[s] for s in seconds
+            },
             "latency_ms": summary_ms(flooded.latencies_ms),
         }
     return report

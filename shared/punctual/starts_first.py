@@ -1,16 +1,20 @@
-"""Starts before bookkeeping: in one process, an attempt that ended writes its outcome only once no
-execution whose instant has come is still on its way to its start (or after `limit` seconds).
+"""Starts before bookkeeping: in one process, an attempt that ended writes its outcome only once the
+executions whose instant had come when it ended are on their way no more (or after `limit` seconds).
 
 Executions due at one instant wake together. Each reads whether its job changed, starts its task,
 and then writes its end and the job's outcome. Those writes of the first to finish take the store's
 time and the process's that the others' reads and starts wait on, and an outcome can wait a moment
 without anyone seeing it, where a start cannot. The wait is bounded: at worst an outcome is written
 `limit` seconds later (the execution stays RUNNING under its lease meanwhile, as it would have
-anyway while it ran).
+anyway while it ran). A wait is for the starts under way when it began, not for those that come
+after it: under steady load some execution is nearly always starting, and waiting for none would
+make every wait its limit.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
 from collections.abc import Callable
 
@@ -22,18 +26,22 @@ class StartsFirst:
     def __init__(self, limit_seconds: float = LIMIT_SECONDS) -> None:
         self._limit = limit_seconds
         self._changed = threading.Condition()
-        self._starting = 0
+        self._numbers = itertools.count()
+        self._entered = -1  # the number of the last to enter
+        self._starting: list[int] = []  # a heap of the numbers of those starting, and of some that left
+        self._left: set[int] = set()  # those in the heap that left
 
     @property
     def starting(self) -> int:
         with self._changed:
-            return self._starting
+            return len(self._starting) - len(self._left)
 
     def enter(self) -> Callable[[], None]:
         """An execution's instant has come: counted as starting until the function returned is called
         (at its task's start, or when it does not start after all; calling it again does nothing)."""
         with self._changed:
-            self._starting += 1
+            number = self._entered = next(self._numbers)
+            heapq.heappush(self._starting, number)
         left = False
 
         def leave() -> None:
@@ -42,16 +50,22 @@ class StartsFirst:
                 if left:
                     return
                 left = True
-                self._starting -= 1
-                if not self._starting:
-                    self._changed.notify_all()
+                self._left.add(number)
+                if self._starting[0] != number:
+                    return  # an earlier one is still starting: no wait can end on this
+                while self._starting and self._starting[0] in self._left:
+                    self._left.discard(heapq.heappop(self._starting))
+                self._changed.notify_all()
 
         return leave
 
     def wait(self, limit_seconds: float | None = None) -> None:
-        """Until no execution is starting, or `limit_seconds` (by default the limit it was made with)."""
+        """Until the executions starting now have started (or left), or `limit_seconds` (by default
+        the limit it was made with)."""
         with self._changed:
+            last = self._entered
             # (a real-time bound: it only orders work, and must never wait on a test's clock)
             self._changed.wait_for(
-                lambda: not self._starting, timeout=self._limit if limit_seconds is None else limit_seconds
+                lambda: not self._starting or self._starting[0] > last,
+                timeout=self._limit if limit_seconds is None else limit_seconds,
             )

@@ -84,3 +84,37 @@ def test_a_local_api_request_waits_no_longer_than_its_limit() -> None:
     starts.enter()  # never leaves
     invoke = api_invoker(lambda event, context: {"statusCode": 200}, lambda: starts, yield_seconds=0.05)
     assert invoke({}) == {"statusCode": 200}
+
+
+def test_a_wait_is_for_the_starts_under_way_when_it_began_not_for_those_after() -> None:
+    starts = StartsFirst(limit_seconds=30)
+    # Given an execution starting when an outcome begins to wait
+    earlier = starts.enter()
+    written = threading.Event()
+    writer = threading.Thread(target=lambda: (starts.wait(), written.set()))
+    writer.start()
+    assert not written.wait(0.1)
+    # When another comes due meanwhile, and the first starts
+    later = starts.enter()
+    earlier()
+    # Then the outcome goes, though the later one is still starting
+    assert written.wait(5)
+    assert starts.starting == 1
+    later()
+    assert starts.starting == 0
+    writer.join(5)
+
+
+def test_a_wait_goes_only_once_every_earlier_start_has_left_in_any_order() -> None:
+    starts = StartsFirst(limit_seconds=30)
+    first, second, third = starts.enter(), starts.enter(), starts.enter()
+    written = threading.Event()
+    writer = threading.Thread(target=lambda: (starts.wait(), written.set()))
+    writer.start()
+    # When they leave out of order, Then the wait goes only after the last of them
+    third()
+    second()
+    assert not written.wait(0.1)
+    first()
+    assert written.wait(5)
+    writer.join(5)
