@@ -8,6 +8,13 @@ from punctual.local.stack import api_invoker
 from punctual.starts_first import StartsFirst
 
 
+def waiting(starts: StartsFirst) -> threading.Event:
+    """An outcome's wait, in a thread of its own: the event is set when it has gone."""
+    written = threading.Event()
+    threading.Thread(target=lambda: (starts.wait(), written.set()), daemon=True).start()
+    return written
+
+
 def test_with_nothing_starting_an_outcome_goes_at_once() -> None:
     starts = StartsFirst(limit_seconds=10)
     done = threading.Event()
@@ -19,15 +26,12 @@ def test_an_outcome_waits_while_an_execution_is_starting_and_goes_when_it_has_st
     starts = StartsFirst(limit_seconds=30)
     # Given an execution whose instant has come, not started yet
     leave = starts.enter()
-    written = threading.Event()
-    writer = threading.Thread(target=lambda: (starts.wait(), written.set()))
-    writer.start()
+    written = waiting(starts)
     # Then another's outcome waits
     assert not written.wait(0.1)
     # When it starts (its task begins), Then the outcome goes
     leave()
     assert written.wait(5)
-    writer.join(5)
 
 
 def test_an_outcome_waits_no_longer_than_the_limit() -> None:
@@ -90,9 +94,7 @@ def test_a_wait_is_for_the_starts_under_way_when_it_began_not_for_those_after() 
     starts = StartsFirst(limit_seconds=30)
     # Given an execution starting when an outcome begins to wait
     earlier = starts.enter()
-    written = threading.Event()
-    writer = threading.Thread(target=lambda: (starts.wait(), written.set()))
-    writer.start()
+    written = waiting(starts)
     assert not written.wait(0.1)
     # When another comes due meanwhile, and the first starts
     later = starts.enter()
@@ -102,19 +104,15 @@ def test_a_wait_is_for_the_starts_under_way_when_it_began_not_for_those_after() 
     assert starts.starting == 1
     later()
     assert starts.starting == 0
-    writer.join(5)
 
 
 def test_a_wait_goes_only_once_every_earlier_start_has_left_in_any_order() -> None:
     starts = StartsFirst(limit_seconds=30)
     first, second, third = starts.enter(), starts.enter(), starts.enter()
-    written = threading.Event()
-    writer = threading.Thread(target=lambda: (starts.wait(), written.set()))
-    writer.start()
+    written = waiting(starts)
     # When they leave out of order, Then the wait goes only after the last of them
     third()
     second()
     assert not written.wait(0.1)
     first()
     assert written.wait(5)
-    writer.join(5)
