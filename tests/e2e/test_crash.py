@@ -10,7 +10,15 @@ from dataclasses import dataclass, field
 import pytest
 
 from punctual.cli.client import ApiError, ConnectionFailed
-from tests.e2e.conftest import Stack, Stacks, Webhooks, eventually, in_seconds
+from tests.e2e.conftest import (
+    Stack,
+    Stacks,
+    Webhooks,
+    eventually,
+    in_seconds,
+    wait_for_executions,
+    wait_for_job_status,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
@@ -200,4 +208,45 @@ def test_sigkill_loses_no_acknowledged_change_and_every_due_execution_runs(
     print(
         f"after {RANDOM_ROUNDS} random kills: {len(ledger.jobs)} acknowledged jobs kept ({paused} paused), "
         f"{len(calls)} due ran at least once, {sum(calls.values()) - len(calls)} more than once"
+    )
+
+
+BURST_JOBS = 40
+
+
+def test_sigkill_as_a_bursts_executions_start_runs_each_at_least_once_and_records_its_end(
+    stacks: Stacks, webhooks: Webhooks
+) -> None:
+    ledger = Ledger()
+    stack = stacks.start(own_group=True, timeout=60)
+    client = stack.client()
+    # Given a burst of one-time jobs due at one instant, claimed ahead of it
+    instant = in_seconds(15)
+    for _ in range(BURST_JOBS):
+        job, path = webhook_job(webhooks, at=instant)
+        ledger.jobs[client.create_job(job)["id"]] = Expected(path, {str(job["name"])}, must_run=True)
+    paths = [e.path for e in ledger.jobs.values()]
+    # When the stack is killed once half of them have called their webhook: the others are between
+    # their instant and their start, and those that ran still wait to write their outcome (starts
+    # first) or are writing it
+    eventually(
+        lambda: sum(1 for path in paths if webhooks.calls_to(path)) >= BURST_JOBS // 2,
+        timeout=40,
+        interval=0.005,
+        what="half the burst's calls",
+        stack=stack,
+    )
+    stack.kill_group()
+    started_before_kill = sum(1 for path in paths if webhooks.calls_to(path))
+    stack = stacks.start(own_group=True, timeout=60)
+    # Then every one of them runs at least once, and each ends SUCCEEDED, its job COMPLETED
+    check(stack, ledger)
+    calls = all_ran(stack, ledger, webhooks)
+    for job_id in ledger.jobs:
+        [execution] = wait_for_executions(stack, job_id, timeout=60)
+        assert execution["status"] == "SUCCEEDED", execution
+        wait_for_job_status(stack.client(), job_id, "COMPLETED", stack, timeout=30)
+    print(
+        f"burst of {BURST_JOBS}: {started_before_kill} had called before the kill; all ran, "
+        f"{sum(calls.values()) - len(calls)} twice"
     )

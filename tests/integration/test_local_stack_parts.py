@@ -16,7 +16,7 @@ from punctual.local.journal import compact, segments
 from punctual.local.moto_process import query_only_the_partition
 from punctual.local.persistence import recover, work_items
 from punctual.queue import WorkItem, WorkQueue
-from punctual.timefmt import parse_rfc3339, to_rfc3339
+from punctual.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
 from tests.world import World, mocked_world
 
 
@@ -176,6 +176,58 @@ def test_a_restore_requeues_unfinished_executions_and_ends_their_leases(
     [running] = [item for item in back if item["status"]["S"] == "RUNNING"]
     assert running["lease_until"] == {"N": "0"}  # the restore's "now"
     assert {w.job_id for w in work_items(found["unfinished"])} == {"job_1", "job_2"}
+
+
+def test_a_restore_requeues_an_execution_that_ended_without_its_job_recording_it(
+    clock: ManualClock, tmp_path: Path
+) -> None:
+    # Given executions that ran to their end: one whose job recorded it, one whose worker stopped
+    # before its job did, one whose job recorded a later run, and one whose job is gone
+    install_hooks()
+    finished = "2030-01-01T00:00:01.000Z"
+    finished_ms = to_epoch_ms(parse_rfc3339(finished))
+
+    def ended(n: int, status: str) -> dict[str, Any]:
+        fields = {
+            "job_id": f"job_{n}",
+            "id": f"job_{n}.e",
+            "scheduled_at": "2030-01-01T00:00:00.000Z",
+            "finished_at": finished,
+            "status": status,
+        }
+        return {
+            "pk": {"S": f"JOB#job_{n}"},
+            "sk": {"S": f"EXEC#1#job_{n}.e"},
+            **{k: {"S": v} for k, v in fields.items()},
+        }
+
+    def job(n: int, **more: Any) -> dict[str, Any]:
+        return {"pk": {"S": f"JOB#job_{n}"}, "sk": {"S": "JOB"}, "status": {"S": "ACTIVE"}, **more}
+
+    with mocked_world(clock) as world:
+        tables = DurableTables(tmp_path)
+        tables.restore(0)
+        try:
+            _put_items(
+                world,
+                [
+                    ended(1, "SUCCEEDED"),
+                    job(1, outcome_at={"N": str(finished_ms)}),
+                    ended(2, "FAILED"),
+                    job(2),
+                    ended(3, "SUCCEEDED"),
+                    job(3, outcome_at={"N": str(finished_ms + 60_000)}),
+                    ended(4, "SUCCEEDED"),
+                ],
+            )
+        finally:
+            tables.close()
+
+    # When the data is read back
+    _, found = _restored(clock, tmp_path)
+
+    # Then only the one its job has not recorded is sent again (its worker then records it)
+    assert found["unfinished"] == [["job_2", "job_2.e", "2030-01-01T00:00:00.000Z"]]
 
 
 def test_moto_queries_on_the_table_key_answer_as_before_from_their_partition(clock: ManualClock) -> None:

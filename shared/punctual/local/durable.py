@@ -51,6 +51,7 @@ from punctual.local.journal import (
     snapshot_header,
 )
 from punctual.store import keys
+from punctual.timefmt import parse_rfc3339, to_epoch_ms
 
 LOCK_NAME = "journal.lock"
 # A moto process of a stack that was just killed may still be finishing (it exits when its stdin
@@ -66,6 +67,7 @@ COMPACT_RETRY_SECONDS = 60.0
 # Items written by Punctual's store: executions (keys.is_execution_sk), with their status and,
 # while RUNNING, a lease (epoch ms) that the worker which held it will not renew after a restart.
 _UNFINISHED = frozenset({"QUEUED", "RETRYING", "RUNNING"})
+_RAN_TO_END = frozenset({"SUCCEEDED", "FAILED"})
 
 _local = threading.local()
 _active: DurableTables | None = None
@@ -394,25 +396,42 @@ def _count(table: Any) -> int:
 
 
 def _unfinished_and_expire_leases(tables: Iterable[Any], now_ms: int) -> list[list[str]]:
-    """[job_id, id, scheduled_at] of each unfinished execution. A RUNNING one's worker stopped with the
-    stack: its lease ends now, so it runs again (not journaled: a later start ends it again)."""
+    """[job_id, id, scheduled_at] of each unfinished execution, and of each that ran to its end
+    without its job recording it as its outcome (its worker stopped between the two writes, and
+    moto's queue, which is not saved, held the message that would have made that good). A RUNNING
+    one's worker stopped with the stack: its lease ends now, so it runs again (not journaled: a later
+    start ends it again)."""
     from moto.dynamodb.models.dynamo_type import DynamoType
 
     found = []
+    ended: list[tuple[Any, list[str]]] = []  # (its attributes, its triple): checked against its job
+    outcome_at: dict[str, int] = {}  # by job partition key: the finish of the outcome its job records
     for table in tables:
         for item in _all_items(table):
+            attrs = item.attrs
+            if item.range_key is not None and str(item.range_key.value) == keys.JOB_SK:
+                recorded = attrs.get("outcome_at")
+                outcome_at[str(item.hash_key.value)] = -1 if recorded is None else int(recorded.value)
+                continue
             if item.range_key is None or not keys.is_execution_sk(str(item.range_key.value)):
                 continue
-            attrs = item.attrs
             status = attrs.get("status")
+            try:
+                triple = [attrs["job_id"].value, attrs["id"].value, attrs["scheduled_at"].value]
+            except KeyError:
+                continue
+            if status is not None and status.value in _RAN_TO_END and "finished_at" in attrs:
+                ended.append((attrs, triple))
+                continue
             if status is None or status.value not in _UNFINISHED:
                 continue
             if status.value == "RUNNING" and "lease_until" in attrs:
                 dict.__setitem__(attrs, "lease_until", DynamoType({"N": str(now_ms)}))
-            try:
-                found.append([attrs["job_id"].value, attrs["id"].value, attrs["scheduled_at"].value])
-            except KeyError:
-                continue
+            found.append(triple)
+    for attrs, triple in ended:
+        recorded = outcome_at.get(keys.job_pk(triple[0]))
+        if recorded is not None and recorded < to_epoch_ms(parse_rfc3339(attrs["finished_at"].value)):
+            found.append(triple)
     return found
 
 
