@@ -139,34 +139,40 @@ def test_every_kind_of_write_is_journaled_and_comes_back_with_and_without_compac
     assert found["journal_records"] == 0 and found["snapshot_items"] == len(expected)
 
 
-def test_a_restore_requeues_unfinished_executions_and_ends_their_leases(
-    clock: ManualClock, tmp_path: Path
-) -> None:
-    # Given executions saved QUEUED, RUNNING with a lease, and SUCCEEDED
+def _execution(n: int, status: str, **more: Any) -> dict[str, Any]:
+    """An execution's item as saved, of job_<n>."""
+    fields = {"job_id": f"job_{n}", "id": f"job_{n}.e", "scheduled_at": "2030-01-01T00:00:00.000Z"}
+    item = {"pk": {"S": f"JOB#job_{n}"}, "sk": {"S": f"EXEC#1#job_{n}.e"}, "status": {"S": status}}
+    return {**item, **{k: {"S": v} for k, v in fields.items()}, **more}
+
+
+def _saved_then_restored(
+    clock: ManualClock, tmp_path: Path, items: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The items saved in a data directory, then read back: what came back, and what was found."""
     install_hooks()
-
-    def execution(n: int, status: str, **more: Any) -> dict[str, Any]:
-        fields = {"job_id": f"job_{n}", "id": f"job_{n}.e", "scheduled_at": "2030-01-01T00:00:00.000Z"}
-        item = {"pk": {"S": f"JOB#job_{n}"}, "sk": {"S": f"EXEC#1#job_{n}.e"}, "status": {"S": status}}
-        return {**item, **{k: {"S": v} for k, v in fields.items()}, **more}
-
     with mocked_world(clock) as world:
         tables = DurableTables(tmp_path)
         tables.restore(0)
         try:
-            _put_items(
-                world,
-                [
-                    execution(1, "QUEUED"),
-                    execution(2, "RUNNING", lease_until={"N": "99999999999999"}),
-                    execution(3, "SUCCEEDED"),
-                ],
-            )
+            _put_items(world, items)
         finally:
             tables.close()
+    return _restored(clock, tmp_path)
+
+
+def test_a_restore_requeues_unfinished_executions_and_ends_their_leases(
+    clock: ManualClock, tmp_path: Path
+) -> None:
+    # Given executions saved QUEUED, RUNNING with a lease, and SUCCEEDED
+    items = [
+        _execution(1, "QUEUED"),
+        _execution(2, "RUNNING", lease_until={"N": "99999999999999"}),
+        _execution(3, "SUCCEEDED"),
+    ]
 
     # When the data is read back
-    back, found = _restored(clock, tmp_path)
+    back, found = _saved_then_restored(clock, tmp_path, items)
 
     # Then the unfinished ones are reported, and the running one's lease is over
     assert sorted(found["unfinished"]) == [
@@ -183,48 +189,27 @@ def test_a_restore_requeues_an_execution_that_ended_without_its_job_recording_it
 ) -> None:
     # Given executions that ran to their end: one whose job recorded it, one whose worker stopped
     # before its job did, one whose job recorded a later run, and one whose job is gone
-    install_hooks()
     finished = "2030-01-01T00:00:01.000Z"
     finished_ms = to_epoch_ms(parse_rfc3339(finished))
 
     def ended(n: int, status: str) -> dict[str, Any]:
-        fields = {
-            "job_id": f"job_{n}",
-            "id": f"job_{n}.e",
-            "scheduled_at": "2030-01-01T00:00:00.000Z",
-            "finished_at": finished,
-            "status": status,
-        }
-        return {
-            "pk": {"S": f"JOB#job_{n}"},
-            "sk": {"S": f"EXEC#1#job_{n}.e"},
-            **{k: {"S": v} for k, v in fields.items()},
-        }
+        return _execution(n, status, finished_at={"S": finished})
 
     def job(n: int, **more: Any) -> dict[str, Any]:
         return {"pk": {"S": f"JOB#job_{n}"}, "sk": {"S": "JOB"}, "status": {"S": "ACTIVE"}, **more}
 
-    with mocked_world(clock) as world:
-        tables = DurableTables(tmp_path)
-        tables.restore(0)
-        try:
-            _put_items(
-                world,
-                [
-                    ended(1, "SUCCEEDED"),
-                    job(1, outcome_at={"N": str(finished_ms)}),
-                    ended(2, "FAILED"),
-                    job(2),
-                    ended(3, "SUCCEEDED"),
-                    job(3, outcome_at={"N": str(finished_ms + 60_000)}),
-                    ended(4, "SUCCEEDED"),
-                ],
-            )
-        finally:
-            tables.close()
+    items = [
+        ended(1, "SUCCEEDED"),
+        job(1, outcome_at={"N": str(finished_ms)}),
+        ended(2, "FAILED"),
+        job(2),
+        ended(3, "SUCCEEDED"),
+        job(3, outcome_at={"N": str(finished_ms + 60_000)}),
+        ended(4, "SUCCEEDED"),
+    ]
 
     # When the data is read back
-    _, found = _restored(clock, tmp_path)
+    _, found = _saved_then_restored(clock, tmp_path, items)
 
     # Then only the one its job has not recorded is sent again (its worker then records it)
     assert found["unfinished"] == [["job_2", "job_2.e", "2030-01-01T00:00:00.000Z"]]
