@@ -51,10 +51,10 @@ class Attempts:
         resolver: Resolver,
         lambda_clients: LambdaClients | None,
         aws_clients: AwsClients | None,
-        starts: StartsFirst | None = None,
+        starts: StartsFirst,
     ) -> None:
         self._store = store
-        self._starts = starts or StartsFirst()
+        self._starts = starts
         self._clock = clock
         self._monitor = monitor
         self._rng = rng
@@ -64,7 +64,7 @@ class Attempts:
         self._lambda_clients = lambda_clients
         self._aws_clients = aws_clients
 
-    def run(self, job: Job, execution: Execution, started: Callable[[], None] = lambda: None) -> float | None:
+    def run(self, job: Job, execution: Execution, started: Callable[[], None]) -> float | None:
         """Run the claimed attempt and record its outcome: the seconds until its retry, or None when
         the work message is done with (ended, or another worker took over). `started` is called as
         its task starts."""

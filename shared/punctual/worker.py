@@ -309,7 +309,7 @@ class Worker:
         return self._later(receipt_handle, decision.delay_seconds)
 
     def _run(
-        self, job: Job, execution: Execution, receipt_handle: str, started: Callable[[], None] = lambda: None
+        self, job: Job, execution: Execution, receipt_handle: str, started: Callable[[], None]
     ) -> Outcome:
         delay = self._attempts.run(job, execution, started)
         return Outcome.DONE if delay is None else self._later(receipt_handle, delay)
