@@ -3,6 +3,9 @@
 An outcome written after a run (the execution's end, the job's completion) can wait a moment without
 anyone seeing it; a start, a claim ahead of an instant or a user's request cannot. Marked here per
 thread, read by whoever orders the calls; on AWS nothing reads it and the calls go as they are.
+A process that runs many executions in one interpreter (the local stack) also bounds how many
+threads are in such blocks at once (`limit_bookkeeping`): their CPU is the interpreter's, which the
+starts need.
 """
 
 from __future__ import annotations
@@ -12,17 +15,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 _local = threading.local()
+_lanes: threading.Semaphore | None = None
+
+
+def limit_bookkeeping(lanes: int | None) -> None:
+    """At most `lanes` threads of this process in bookkeeping blocks at once (None: no limit)."""
+    global _lanes
+    _lanes = None if lanes is None else threading.Semaphore(lanes)
 
 
 @contextmanager
 def bookkeeping() -> Iterator[None]:
     """The calls made in this block record what has happened (they may be ordered after others)."""
     before = getattr(_local, "bookkeeping", False)
+    lanes = None if before else _lanes
+    if lanes is not None:
+        lanes.acquire()
     _local.bookkeeping = True
     try:
         yield
     finally:
         _local.bookkeeping = before
+        if lanes is not None:
+            lanes.release()
 
 
 def is_bookkeeping() -> bool:

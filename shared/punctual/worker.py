@@ -20,6 +20,7 @@ from punctual.batched_reads import BatchedReads
 from punctual.clock import Clock
 from punctual.dead_letters import dead_letter
 from punctual.errors import LostRace, RetryableStoreError, UnreadableItem
+from punctual.instant_reads import Expected, InstantReads
 from punctual.models import Execution, ExecutionStatus, Job, skip_reason
 from punctual.netguard import Resolver, system_resolver
 from punctual.observability import EXECUTIONS_SKIPPED, logger, metrics
@@ -109,6 +110,10 @@ class Worker:
         self._rng = rng or random.Random()
         self._jobs = BatchedReads(lambda job_ids: self._store.jobs.get_many(job_ids))
         self._stamps = BatchedReads(lambda job_ids: self._store.jobs.stamps(job_ids))
+        # Executions claimed ahead read their jobs' stamps at their instant together.
+        self._stamps_at: InstantReads[JobStamp] = InstantReads(
+            lambda job_ids: self._store.jobs.stamps(job_ids), self._stamps.get, clock
+        )
         self._aws_clients = aws_clients
         # A job as it runs now: its named task resolved (named_tasks.TaskResolver.effective).
         self._effective = named_tasks or (lambda job: job)
@@ -229,18 +234,23 @@ class Worker:
                 current = self._store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
                 if not as_stored or current is not None:
                     return self._after_lost_claim(current, receipt_handle)
-        if ahead:
-            self._clock.sleep((execution.scheduled_at - self._clock.now()).total_seconds())
-            began = self._clock.now()
-            # Its catch-up window is judged at its start, as for a run claimed then.
-            late = None if running.manual else run_policy.too_late(job, running, began)
-            if late is not None:
-                return self._policy_skip(job, running, late, receipt_handle)
-        leave = self._starts.enter()
+        expected = self._stamps_at.expect(job.id, execution.scheduled_at) if ahead else None
         try:
-            return self._start(job, running, item, receipt_handle, ahead, leave)
+            if ahead:
+                self._clock.sleep((execution.scheduled_at - self._clock.now()).total_seconds())
+                began = self._clock.now()
+                # Its catch-up window is judged at its start, as for a run claimed then.
+                late = None if running.manual else run_policy.too_late(job, running, began)
+                if late is not None:
+                    return self._policy_skip(job, running, late, receipt_handle)
+            leave = self._starts.enter()
+            try:
+                return self._start(job, running, item, receipt_handle, expected, leave)
+            finally:
+                leave()
         finally:
-            leave()
+            if expected is not None:
+                expected.drop()
 
     def _start(
         self,
@@ -248,14 +258,16 @@ class Worker:
         running: Execution,
         item: WorkItem,
         receipt_handle: str,
-        ahead: bool,
+        expected: Expected[JobStamp] | None,
         started: Callable[[], None],
     ) -> Outcome:
-        """Its instant has come and it is claimed: start it unless its job changed meanwhile."""
+        """Its instant has come and it is claimed: start it unless its job changed meanwhile.
+        `expected`: its read at the instant, when it was claimed ahead of it."""
         # Read the job again now that the execution is claimed and its instant has come: a cancel or
         # pause that landed between the first read and now still stops it, and one after this read
         # came after its start. (Whether it changed is read first: all of it only if it did.)
-        job = self._reread(read)
+        job = self._reread(read, expected)
+        ahead = expected is not None
         for attempt in range(SKIP_ATTEMPTS):
             reason = skip_reason(job, running)
             if reason is None:
@@ -277,10 +289,11 @@ class Worker:
         self._release(running)
         return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
 
-    def _reread(self, job: Job) -> Job | None:
+    def _reread(self, job: Job, expected: Expected[JobStamp] | None) -> Job | None:
         """The job as it is now: the copy read before, unless its status, schedule version or time of
         last change differ (or it is gone)."""
-        if self._stamps.get(job.id) == JobStamp.of(job):
+        stamp = expected.get() if expected is not None else self._stamps.get(job.id)
+        if stamp == JobStamp.of(job):
             return job
         return self._effective(self._jobs.get(job.id))
 

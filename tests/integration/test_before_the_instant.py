@@ -3,6 +3,7 @@ claim), and how that is undone or skipped when the job changes in between, or th
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -268,3 +269,46 @@ def test_a_message_further_ahead_than_the_deployment_makes_them_goes_back_to_the
     # Then it neither claimed nor ran it: the message waits on the queue for about that long
     assert made == [] and runs == []
     assert later == [pytest.approx(ahead)]
+
+
+def test_jobs_sharing_an_instant_are_read_at_it_and_one_paused_while_they_wait_does_not_run(
+    early_world: World, runs: list[datetime], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = early_world
+    # Given three one-time jobs due at the same instant, claimed ahead of it
+    due = world.clock.now() + timedelta(seconds=30.5)
+    jobs = [world.create({"type": "at", "at": to_rfc3339(due)}) for _ in range(3)]
+    paused = jobs[1]["id"]
+    reads: list[tuple[datetime, list[str]]] = []
+    real_stamps = world.store.jobs.stamps
+
+    def stamps(job_ids: Any) -> Any:
+        job_ids = list(job_ids)
+        reads.append((world.clock.now(), job_ids))
+        return real_stamps(job_ids)
+
+    monkeypatch.setattr(world.store.jobs, "stamps", stamps)
+    real_sleep = world.clock.sleep
+    pauses: list[datetime] = []
+    one_at_a_time = threading.Lock()  # (no other run's sleep moves the clock while the pause is made)
+
+    def sleep(seconds: float) -> None:
+        # When one of them is paused while the claimed runs wait for their instant
+        with one_at_a_time:
+            if not pauses and world.clock.now() + timedelta(seconds=seconds) >= due:
+                pauses.append(world.clock.now())
+                assert world.api("POST", f"/jobs/{paused}/pause").status == 200
+            real_sleep(seconds)
+
+    monkeypatch.setattr(world.clock, "sleep", sleep)
+    world.run_for(40, step=0.25)
+    # Then whether each job changed was read at the instant, not before, and the pause was seen
+    assert pauses and pauses[0] < due
+    assert reads and all(at >= due for at, _ in reads)
+    assert {job_id for _, ids in reads for job_id in ids} >= {
+        job["id"] for job in jobs if job["id"] != paused
+    }
+    statuses = {job["id"]: world.executions(job["id"])[0]["status"] for job in jobs}
+    assert statuses[paused] == "CANCELLED"
+    assert [s for job_id, s in statuses.items() if job_id != paused] == ["SUCCEEDED", "SUCCEEDED"]
+    assert len(runs) == 2 and all(at >= due for at in runs)
