@@ -69,7 +69,7 @@ LOCAL_TASK_CACHE_SECONDS = 2.0
 # while steady executions due then waited to start (steady p99 1,258 ms beside a burst of 1,000).
 BOOKKEEPING_LANES = 6
 # How long an API request waits at most for the executions starting at that moment.
-API_YIELD_SECONDS = 1.0
+API_YIELD_SECONDS = 0.1
 STOP_GRACE_SECONDS = 3.0
 MOTO_STOP_SECONDS = 5.0
 # Unsigned: moto checks no signature (loopback_http.use_loopback_http gives its requests the header
