@@ -1,10 +1,10 @@
 """The reads a process's executions claimed ahead of one instant make at it, made once for all of them.
 
 An execution claimed before its instant reads, at its instant, whether its job changed since (a pause
-or cancel that landed meanwhile stops it). A burst's executions share an instant and all wake at it,
-and each asking for its own read as it got its turn in the interpreter, the reads went in waves as
-the thousand threads trickled in: half of a burst of 1,000 had its answer only 0.9 s after the
-instant. Which jobs will be read at an instant is known when they are claimed, before it. So each
+or cancel that landed meanwhile stops it). A burst's executions share an instant and all wake at it;
+each asking for its own read as it gets its turn in the interpreter, the reads would go in waves as
+the threads trickle in. Which jobs will be read at an instant is known when they are claimed, before
+it. So each
 claimed execution says so then (`expect`), and at the instant the first of them to ask reads every
 job expected there in one read (BatchGetItems side by side) while the others wait for it; those that
 wake later find their answer made.
@@ -29,8 +29,9 @@ from punctual.errors import UnreadableItem
 
 T = TypeVar("T")
 # An instant's group is dropped once this long past if some expected read never came (a crash of its
-# thread): a bound on what is kept, not a time any read waits.
+# thread): a bound on what is kept, not a time any read waits. Looked for at most this often:
 FORGET_AFTER = timedelta(minutes=10)
+SWEEP_EVERY = timedelta(minutes=1)
 
 
 @dataclass
@@ -41,7 +42,7 @@ class _Group(Generic[T]):
     done: threading.Event = field(default_factory=threading.Event)
     found: dict[str, T] = field(default_factory=dict)
     unreadable: dict[str, str] = field(default_factory=dict)
-    covered: frozenset[str] = frozenset()  # ids the read answered (all it asked, unless it failed)
+    answered: bool = False  # the shared read answered every id it asked (it did not fail)
 
 
 class Expected(Generic[T]):
@@ -69,6 +70,7 @@ class InstantReads(Generic[T]):
         self._clock = clock
         self._lock = threading.Lock()
         self._groups: dict[datetime, _Group[T]] = {}
+        self._next_sweep: datetime | None = None
 
     def expect(self, job_id: str, at: datetime) -> Expected[T]:
         """An execution claimed ahead of `at` will read its job there."""
@@ -90,8 +92,8 @@ class InstantReads(Generic[T]):
         with self._lock:
             group = self._groups.get(expected.at)
             lead = group is not None and not group.started
-            if group is not None and lead:
-                group.started = True
+            if group is not None:
+                group.started = True  # (whoever comes first leads)
         if group is None:
             return self._read_one(expected.job_id)
         try:
@@ -99,7 +101,7 @@ class InstantReads(Generic[T]):
                 self._read_for(group, expected.at)
             else:
                 group.done.wait()
-            if expected.job_id not in group.covered:
+            if not group.answered or expected.job_id not in group.ids:
                 return self._read_one(expected.job_id)
             if expected.job_id in group.unreadable:
                 raise UnreadableItem(f"job {expected.job_id}: {group.unreadable[expected.job_id]}")
@@ -113,11 +115,11 @@ class InstantReads(Generic[T]):
             wait = (at - self._clock.now()).total_seconds()
             if wait > 0:
                 self._clock.sleep(wait)
-            ids = sorted(group.ids)
-            group.found, group.unreadable = self._read_many(ids)
-            group.covered = frozenset(ids)
+            # (no id joins once started: `ids` is what the read asks)
+            group.found, group.unreadable = self._read_many(sorted(group.ids))
+            group.answered = True
         except Exception:
-            pass  # (covered stays empty: each reads on its own, and meets the failure itself)
+            pass  # (not answered: each reads on its own, and meets the failure itself)
         finally:
             group.done.set()
 
@@ -134,6 +136,9 @@ class InstantReads(Generic[T]):
                 del self._groups[expected.at]
 
     def _forget(self, now: datetime) -> None:
+        if self._next_sweep is not None and now < self._next_sweep:
+            return
+        self._next_sweep = now + SWEEP_EVERY
         for at in [at for at in self._groups if at < now - FORGET_AFTER]:
             self._groups[at].done.set()
             del self._groups[at]

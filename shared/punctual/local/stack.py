@@ -64,9 +64,9 @@ LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
 LOCAL_EARLY_VISIBILITY_SECONDS = 10
 LOCAL_TASK_CACHE_SECONDS = 2.0
 # Threads of the stack writing outcomes at once (call_class.bookkeeping). Their writes wait behind the
-# others in the gate anyway; what this bounds is their CPU in the one interpreter: a burst's thousand
-# outcomes, written together once its starts were made, held the interpreter for most of a second
-# while steady executions due then waited to start (steady p99 1,258 ms beside a burst of 1,000).
+# others in the gate anyway; what this bounds is their CPU in the one interpreter: a burst's outcomes,
+# written together once its starts are made, would hold it while steady executions due then wait to
+# start.
 BOOKKEEPING_LANES = 6
 # How long an API request waits at most for the executions starting at that moment.
 API_YIELD_SECONDS = 0.1
