@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from punctual import randomness
 from punctual.clock import Clock
 from punctual.errors import Conflict, InvalidRequest, LostRace
 from punctual.handoff import HandOff
@@ -227,7 +227,7 @@ class JobCreation:
 
 
 def _new_id(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_hex(10)}"
+    return f"{prefix}_{randomness.token_hex(10)}"
 
 
 def _reissued(draft: Job, job_id: str) -> Job:

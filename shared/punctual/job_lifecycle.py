@@ -5,11 +5,10 @@ idempotency concerns it does not share; `JobService` delegates to it."""
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from punctual import pausing
+from punctual import pausing, randomness
 from punctual.clock import Clock
 from punctual.errors import Conflict, InvalidRequest, LostRace, NotFound
 from punctual.handoff import HandOff
@@ -310,7 +309,7 @@ class JobLifecycle:
             raise Conflict("job is CANCELLED and cannot run again; create a new job")
         now = self._clock.now()
         queued = Execution(
-            id=manual_execution_id(job.id, now, secrets.token_hex(4)),
+            id=manual_execution_id(job.id, now, randomness.token_hex(4)),
             job_id=job.id,
             owner=job.owner,
             scheduled_at=now,

@@ -6,10 +6,12 @@ Metric names are defined here and nowhere else: the dashboard and the alarms in 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.tracing.base import BaseProvider, BaseSegment
 
 _Handler = TypeVar("_Handler", bound=Callable[..., Any])
 
@@ -42,7 +44,58 @@ WORKER_MINIMUM_POLLERS = "WorkerMinimumPollers"
 
 logger = Logger(service=SERVICE)
 metrics = Metrics(namespace=NAMESPACE, service=SERVICE)
-tracer = Tracer(service=SERVICE)
+
+
+class _NoSegment(BaseSegment):
+    def close(self, end_time: int | None = None) -> None:
+        pass
+
+    def add_subsegment(self, subsegment: Any) -> None:
+        pass
+
+    def remove_subsegment(self, subsegment: Any) -> None:
+        pass
+
+    def put_annotation(self, key: str, value: Any) -> None:
+        pass
+
+    def put_metadata(self, key: str, value: Any, namespace: str = "default") -> None:
+        pass
+
+    def add_exception(self, exception: BaseException, stack: Any, remote: bool = False) -> None:
+        pass
+
+
+class _NoTracing(BaseProvider):
+    """Where tracing is off. Powertools' tracer still opens a (dummy) X-Ray subsegment for every
+    traced call when disabled, and each draws its id from a system call that lets go of the
+    interpreter lock (punctual.randomness says why that matters); this opens none."""
+
+    _segment = _NoSegment()
+
+    @contextmanager
+    def in_subsegment(self, name: Any = None, **kwargs: Any) -> Iterator[BaseSegment]:
+        yield self._segment
+
+    @asynccontextmanager
+    async def in_subsegment_async(self, name: Any = None, **kwargs: Any) -> AsyncIterator[BaseSegment]:
+        yield self._segment
+
+    def put_annotation(self, key: str, value: Any) -> None:
+        pass
+
+    def put_metadata(self, key: str, value: Any, namespace: str = "default") -> None:
+        pass
+
+    def patch(self, modules: Sequence[str]) -> None:
+        pass
+
+    def patch_all(self) -> None:
+        pass
+
+
+# (tracing is off outside Lambda, with POWERTOOLS_TRACE_DISABLED, and under SAM local: Powertools' rule)
+tracer = Tracer(service=SERVICE, provider=_NoTracing() if Tracer._is_tracer_disabled() else None)
 
 
 def log_request_id(handler: _Handler) -> _Handler:

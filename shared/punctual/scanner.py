@@ -14,7 +14,6 @@ from there (sending again what followed it, which the worker recognises).
 
 from __future__ import annotations
 
-import secrets
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +22,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from punctual import handoff
+from punctual import handoff, randomness
 from punctual.clock import Clock
 from punctual.concurrency import chunks, parallel_map
 from punctual.dispatch import Dispatcher
@@ -119,7 +118,7 @@ class Scanner:
     def tick(self, budget: timedelta = timedelta(seconds=50)) -> ScanReport:
         """Dispatch what is due on this scanner's shards, unless another tick still works on them (a
         retried or slow invocation): two ticks at once could both record an execution as new."""
-        holder = secrets.token_hex(8)
+        holder = randomness.token_hex(8)
         now = self._clock.now()
         if not self._store.scanner.acquire_leases(self._shards, holder, now, now + LEASE):
             logger.warning(

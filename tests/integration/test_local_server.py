@@ -92,6 +92,26 @@ def test_a_request_line_too_long_is_answered_as_json(served):
     assert body["message"]
 
 
+def test_a_client_that_expects_100_continue_gets_it_before_it_sends_its_body_and_then_its_answer(served):
+    server, events = served
+    host, port = server.server_address[:2]
+    with socket.create_connection((str(host), int(port)), timeout=5) as client:
+        client.sendall(
+            b"POST /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t1\r\nContent-Length: 2\r\n"
+            b"Expect: 100-continue\r\n\r\n"
+        )
+        # (answered at once, though the answers after it wait in a buffer until their request is done)
+        assert client.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n")
+        client.sendall(b"{}")
+        answer = b""
+        while b'{"ok": true}' not in answer:
+            chunk = client.recv(4096)
+            assert chunk, answer
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert events[0]["body"] == "{}"
+
+
 def test_a_client_that_disconnects_early_is_one_line_and_the_server_goes_on(served, capsys):
     server, events = served
     host, port = server.server_address[:2]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import http.server
 import socket
+import struct
 import threading
+import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +16,7 @@ import pytest
 from botocore import UNSIGNED
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
-from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
+from botocore.exceptions import ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
 from moto.server import ThreadedMotoServer
 
 from punctual.local.loopback_http import LoopbackHttp, use_loopback_http
@@ -26,7 +29,8 @@ class _Server(http.server.ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.connections = 0
         self.requests: list[tuple[str, bytes, dict[str, str]]] = []
-        self.mode = "length"  # length | chunked | close-after | quiet-close | hang-up
+        self.mode = "length"  # length | chunked | close-after | quiet-close | hang-up | silent
+        self.silence = threading.Event()
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -41,6 +45,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         self.server.requests.append((self.path, body, dict(self.headers.items())))
         mode = self.server.mode
+        if mode == "silent":
+            self.server.silence.wait(5)
+            self.close_connection = True
+            return
         if mode == "hang-up":
             self.close_connection = True
             return
@@ -139,6 +147,29 @@ def test_an_answer_cut_off_on_a_new_connection_is_a_connection_error(server: _Se
     assert len(server.requests) == 1  # not sent again: botocore's retries decide that
 
 
+def test_an_answer_that_does_not_come_is_a_read_timeout_after_the_read_timeout(server: _Server) -> None:
+    server.mode = "silent"
+    transport = LoopbackHttp(url(server), read_timeout=0.3)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ReadTimeoutError):
+            post(transport, url(server), b"x")
+    finally:
+        server.silence.set()
+    assert 0.25 <= time.monotonic() - started < 3
+    assert len(server.requests) == 1
+
+
+def test_the_read_timeout_is_the_kernels_on_a_blocking_socket(server: _Server) -> None:
+    # (a socket with a timeout in Python polls before each send and receive: punctual.local.loopback_http)
+    transport = LoopbackHttp(url(server), read_timeout=2.5)
+    post(transport, url(server), b"x")
+    (conn,) = transport._idle
+    assert conn.gettimeout() is None
+    seconds, micros = struct.unpack("ll", conn.getsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, 16))
+    assert (seconds, micros) == (2, 500_000)
+
+
 def test_no_server_is_an_endpoint_connection_error() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -173,11 +204,18 @@ def test_unsigned_boto3_clients_reach_moto_through_it() -> None:
             BillingMode="PAY_PER_REQUEST",
         )
         dynamodb.put_item(TableName="t", Item={"pk": {"S": "a"}, "v": {"N": "1"}})
-        with pytest.raises(dynamodb.exceptions.ConditionalCheckFailedException):
-            dynamodb.put_item(
-                TableName="t", Item={"pk": {"S": "a"}}, ConditionExpression="attribute_not_exists(pk)"
-            )
-        assert dynamodb.get_item(TableName="t", Key={"pk": {"S": "a"}})["Item"]["v"] == {"N": "1"}
+        # Each call has an invocation id of its own (from punctual.randomness), kept on its retries
+        ids: set[str] = set()
+
+        def keep_id(request: Any, **_: Any) -> None:
+            value = request.headers["amz-sdk-invocation-id"]
+            ids.add(value.decode() if isinstance(value, bytes) else value)
+
+        dynamodb.meta.events.register("before-send.dynamodb", keep_id)
+        for _ in range(3):
+            dynamodb.get_item(TableName="t", Key={"pk": {"S": "a"}})
+        assert len(ids) == 3
+        assert all(uuid.UUID(i).version == 4 for i in ids)
         queue = sqs.create_queue(QueueName="q")["QueueUrl"]
         sqs.send_message(QueueUrl=queue, MessageBody="hello")
         messages = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1)["Messages"]

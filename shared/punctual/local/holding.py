@@ -22,11 +22,11 @@ import hashlib
 import heapq
 import itertools
 import threading
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from punctual import randomness
 from punctual.clock import Clock
 from punctual.observability import logger
 
@@ -90,7 +90,7 @@ class HoldingSqs:
         response["Successful"] += [
             {
                 "Id": entry["Id"],
-                "MessageId": str(uuid.uuid4()),
+                "MessageId": str(randomness.uuid4()),
                 "MD5OfMessageBody": hashlib.md5(entry["MessageBody"].encode()).hexdigest(),
             }
             for entry in delayed

@@ -8,11 +8,12 @@ event source mapping would.
 from __future__ import annotations
 
 import base64
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, unquote
+
+from punctual import randomness
 
 
 @dataclass
@@ -23,7 +24,7 @@ class FakeLambdaContext:
     aws_request_id: str = ""
 
     def __post_init__(self) -> None:
-        self.aws_request_id = self.aws_request_id or str(uuid.uuid4())
+        self.aws_request_id = self.aws_request_id or str(randomness.uuid4())
 
     def get_remaining_time_in_millis(self) -> int:
         return 300_000
@@ -58,7 +59,7 @@ def api_gateway_event(
             "httpMethod": method.upper(),
             "path": path,
             "stage": "local",
-            "requestId": str(uuid.uuid4()),
+            "requestId": str(randomness.uuid4()),
             "identity": {"userArn": owner, "caller": owner, "sourceIp": "127.0.0.1"},
         },
         "body": text,
@@ -116,7 +117,7 @@ def http_api_event(
                 "sourceIp": "127.0.0.1",
                 "userAgent": header_map.get("user-agent", ""),
             },
-            "requestId": str(uuid.uuid4()),
+            "requestId": str(randomness.uuid4()),
             "routeKey": f"ANY {route}",
             "stage": stage,
             "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),

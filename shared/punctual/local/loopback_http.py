@@ -6,17 +6,26 @@ third of its process's CPU (py-spy over a creation flood: 33 % of the samples ho
 lock were in `URLLib3Session.send`), CPU the API, the scanner and the workers share. moto is on
 loopback, over plain HTTP/1.1 with keep-alive, so a request here is one `sendall` and an answer a
 status line, a few headers and a body of a known length (or chunked). Never used on AWS.
+
+A socket given a timeout in Python polls before every send and receive, and each of those system
+calls lets go of the interpreter lock: under a burst, a thread that lets go of it waits behind all
+the others for it back, so a call to moto took four turns where two do. The read timeout is the
+kernel's here (SO_RCVTIMEO, SO_SNDTIMEO) on a blocking socket. For the same reason the invocation id
+botocore gives each call is taken from punctual.randomness rather than from a system call of its own.
 """
 
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 from typing import Any, cast
 from urllib.parse import urlsplit
 
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.exceptions import ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
+
+from punctual import randomness
 
 # Idle connections kept for reuse; more than this at once are closed after their answer.
 MAX_IDLE = 64
@@ -72,7 +81,7 @@ class LoopbackHttp:
                     # A kept-alive connection the server had closed: it never read this request.
                     continue
                 raise ConnectionClosedError(endpoint_url=request.url, request=request, error=exc) from exc
-            except TimeoutError as exc:
+            except (TimeoutError, BlockingIOError) as exc:  # (the kernel's timeout: EAGAIN)
                 conn.close()
                 raise ReadTimeoutError(endpoint_url=request.url, error=exc) from exc
             except OSError as exc:
@@ -98,7 +107,7 @@ class LoopbackHttp:
             conn = socket.create_connection(self._address, timeout=CONNECT_TIMEOUT_SECONDS)
         except OSError as exc:
             raise EndpointConnectionError(endpoint_url=url, error=exc) from exc
-        conn.settimeout(self._read_timeout)
+        _kernel_timeout(conn, self._read_timeout)
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn, False
 
@@ -203,6 +212,31 @@ def _more(conn: socket.socket) -> bytes:
     return chunk
 
 
+def _kernel_timeout(conn: socket.socket, seconds: float) -> None:
+    """A blocking socket whose sends and receives end with EAGAIN after `seconds` (Python's own
+    timeout where the kernel's cannot be set)."""
+    whole = int(seconds)
+    value = struct.pack("ll", whole, int((seconds - whole) * 1_000_000))  # a struct timeval
+    try:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+    except OSError:
+        conn.settimeout(seconds)
+        return
+    conn.settimeout(None)
+
+
+def _invocation_ids(endpoint: Any) -> None:
+    """botocore's per-call invocation id, from punctual.randomness (the module docstring says why)."""
+    update = endpoint._update_retries_context
+
+    def with_id(context: dict[str, Any], attempt: int, success_response: Any = None) -> None:
+        context.setdefault("retries", {}).setdefault("invocation-id", str(randomness.uuid4()))
+        update(context, attempt, success_response)
+
+    endpoint._update_retries_context = with_id
+
+
 def use_loopback_http(client: Any) -> None:
     """Send a boto3 client's requests (every attempt, retries included) through LoopbackHttp.
 
@@ -215,3 +249,4 @@ def use_loopback_http(client: Any) -> None:
     scope = f"local/20260101/{meta.region_name}/{meta.service_model.signing_name}/aws4_request"
     authorization = f"AWS4-HMAC-SHA256 Credential={scope}, SignedHeaders=host, Signature=0"
     endpoint.http_session = LoopbackHttp(endpoint.host, authorization=authorization)
+    _invocation_ids(endpoint)

@@ -118,9 +118,17 @@ class _Handler(BaseHTTPRequestHandler):
     server: ApiServer
     protocol_version = "HTTP/1.1"
     server_version = "PunctualLocal/1"
+    # An answer's headers and body leave in one send (flushed after each request), not one each:
+    # every send lets go of the interpreter lock, which the executions starting at that moment share.
+    wbufsize = 64 * 1024
 
     def do_GET(self) -> None:
         self._handle()
+
+    def handle_expect_100(self) -> bool:
+        answered = super().handle_expect_100()
+        self.wfile.flush()  # now: the client waits for it before it sends its body
+        return answered
 
     do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = do_GET
 

@@ -19,7 +19,6 @@ import sys
 import threading
 import time
 import urllib.request
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,7 +29,7 @@ import boto3
 from botocore import UNSIGNED
 from botocore.config import Config
 
-from punctual import call_class, resources, target_arns, wiring
+from punctual import call_class, randomness, resources, target_arns, wiring
 from punctual.clock import SystemClock
 from punctual.config import Settings
 from punctual.local import provision
@@ -342,7 +341,7 @@ class LocalStack:
         now = datetime.now(UTC)
         event = {  # what the EventBridge rule sends
             "version": "0",
-            "id": str(uuid.uuid4()),
+            "id": str(randomness.uuid4()),
             "detail-type": "Scheduled Event",
             "source": "aws.events",
             "account": ACCOUNT,
