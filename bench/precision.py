@@ -483,6 +483,7 @@ class Flooded:
     answered: list[float]  # epoch seconds each create was answered
     latencies_ms: list[float]
     failed: int
+    window: tuple[float, float]  # when the clients began and stopped sending (epoch seconds)
 
 
 def flood(client: PunctualClient, window: tuple[float, float], threads: int, run_id: str) -> Flooded:
@@ -522,7 +523,7 @@ def flood(client: PunctualClient, window: tuple[float, float], threads: int, run
         worker.start()
     for worker in workers:
         worker.join()
-    return Flooded(answered, latencies, failed[0])
+    return Flooded(answered, latencies, failed[0], window)
 
 
 def run_streams(
@@ -761,9 +762,11 @@ def creation_report(created: list[Created], flooded: Flooded | None, burst_at: f
     }
     if flooded is not None:
         per_second = Counter(math.floor(t) for t in flooded.answered)
-        seconds = sorted(per_second)
-        # Whole seconds only: the first and last are partly outside the flood.
-        inner = [per_second[s] for s in seconds[1:-1]]
+        # Every whole second of the flood's window, those without an answer included (a stall at its
+        # start is a second of none, not a flood that began later).
+        whole = range(math.ceil(flooded.window[0]), math.floor(flooded.window[1]))
+        inner = [per_second[s] for s in whole]
+        seconds = sorted(set(per_second) | set(whole))
         report["flood"] = {
             "jobs_created": len(flooded.answered),
             "failed": flooded.failed,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from punctual.local.stack import api_invoker
 from punctual.starts_first import StartsFirst
@@ -68,7 +69,7 @@ def test_a_local_api_request_lets_the_executions_starting_go_first_and_then_runs
         calls.append(event)
         return {"statusCode": 201}
 
-    invoke = api_invoker(handler, lambda: starts, yield_seconds=30)
+    invoke = api_invoker(handler, lambda: starts, yield_seconds=30, floor_per_second=0)
     # Given an execution whose instant has come, not started yet
     leave = starts.enter()
     answered: list[dict[str, object]] = []
@@ -86,8 +87,42 @@ def test_a_local_api_request_lets_the_executions_starting_go_first_and_then_runs
 def test_a_local_api_request_waits_no_longer_than_its_limit() -> None:
     starts = StartsFirst(limit_seconds=30)
     starts.enter()  # never leaves
-    invoke = api_invoker(lambda event, context: {"statusCode": 200}, lambda: starts, yield_seconds=0.05)
+    invoke = api_invoker(
+        lambda event, context: {"statusCode": 200}, lambda: starts, yield_seconds=0.05, floor_per_second=0
+    )
     assert invoke({}) == {"statusCode": 200}
+
+
+def test_below_its_floor_of_requests_a_second_the_api_does_not_wait_for_the_starts() -> None:
+    starts = StartsFirst(limit_seconds=30)
+    leave = starts.enter()  # an execution starting, until told otherwise
+    now = [100.0]
+    invoke = api_invoker(
+        lambda event, context: {"statusCode": 200},
+        lambda: starts,
+        yield_seconds=30,
+        floor_per_second=3,
+        monotonic=lambda: now[0],
+    )
+    # Given three requests let in within one second: none waited
+    for _ in range(3):
+        assert invoke({}) == {"statusCode": 200}
+        now[0] += 0.3
+    # Then a fourth within that second waits for the start
+    answered: list[dict[str, object]] = []
+    fourth = threading.Thread(target=lambda: answered.append(invoke({})))
+    fourth.start()
+    fourth.join(0.2)
+    assert not answered
+    leave()
+    fourth.join(5)
+    assert answered == [{"statusCode": 200}]
+    # And once fewer than three were let in over the last second, one goes in at once again
+    starts.enter()  # another, which never starts
+    now[0] += 0.5  # the first two were let in 1.4 and 1.1 s ago
+    started = time.monotonic()
+    assert invoke({}) == {"statusCode": 200}
+    assert time.monotonic() - started < 5
 
 
 def test_a_wait_is_for_the_starts_under_way_when_it_began_not_for_those_after() -> None:

@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -69,6 +70,9 @@ LOCAL_TASK_CACHE_SECONDS = 2.0
 BOOKKEEPING_LANES = 6
 # How long an API request waits at most for the executions starting at that moment.
 API_YIELD_SECONDS = 0.1
+# Requests let in over the last second below which a request does not wait for them: under a burst
+# the API keeps this share at least (creating 50 jobs a second from a user's clients is the promise).
+API_FLOOR_PER_SECOND = 60
 STOP_GRACE_SECONDS = 3.0
 MOTO_STOP_SECONDS = 5.0
 # Unsigned: moto checks no signature (loopback_http.use_loopback_http gives its requests the header
@@ -443,17 +447,36 @@ def _cli() -> str:
 
 
 def api_invoker(
-    handler: Handler, starts: Callable[[], StartsFirst], yield_seconds: float = API_YIELD_SECONDS
+    handler: Handler,
+    starts: Callable[[], StartsFirst],
+    yield_seconds: float = API_YIELD_SECONDS,
+    floor_per_second: int = API_FLOOR_PER_SECOND,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The API function as the local server calls it, side by side in its threads as many API
     containers would be (the resolvers keep each request's state in its thread: api._PerThread).
 
     One process runs the API and the workers here, where on AWS they run apart: a request first lets
     the executions whose instant has come start (for at most `yield_seconds`). Their starts are a
-    burst's scarce second; a creation can wait a moment."""
+    burst's scarce second; a creation can wait a moment. But not every creation: while fewer than
+    `floor_per_second` requests were let in over the last second, a request goes in at once, so that
+    a burst starting for a second or two does not hold the API below that pace meanwhile.
+    (`monotonic` is real time, as the wait's: this only orders work.)"""
+    lock = threading.Lock()
+    admitted: deque[float] = deque()  # when the requests of the last second were let in
+
+    def recent() -> int:
+        with lock:
+            now = monotonic()
+            while admitted and admitted[0] <= now - 1.0:
+                admitted.popleft()
+            return len(admitted)
 
     def invoke(event: dict[str, Any]) -> dict[str, Any]:
-        starts().wait(yield_seconds)
+        if recent() >= floor_per_second:
+            starts().wait(yield_seconds)
+        with lock:
+            admitted.append(monotonic())
         return dict(handler(event, FakeLambdaContext(function_name="punctual-api")))
 
     return invoke
