@@ -6,9 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from punctual.clock import ManualClock
-from punctual.local import holding as holding_module
-from punctual.local.holding import RELEASE_AHEAD_SECONDS, STEP_SECONDS, HoldingSqs
-from punctual.worker import MAX_EARLY_WAIT
+from punctual.local.holding import RELEASE_AHEAD_SECONDS, HoldingSqs
 
 START = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 QUEUE = "http://127.0.0.1/000000000000/work"
@@ -121,45 +119,3 @@ def test_a_release_that_sqs_refuses_is_tried_again() -> None:
     # Then it was held again, and sent by the retry
     assert held_after_failure == 1
     assert bodies(sqs) == ["m"] and holding.held == 0
-
-
-def test_many_messages_for_one_instant_go_ahead_of_it_at_a_pace_and_spread_ones_at_their_time() -> None:
-    clock = ManualClock(START)
-    sqs = RecordingSqs()
-    holding = HoldingSqs(sqs, clock)
-    # Given 1,000 messages for one instant 60 s away, and one message alone 30 s after it
-    for start in range(0, 1000, 10):
-        holding.send_message_batch(
-            QueueUrl=QUEUE,
-            Entries=[{"Id": str(i), "MessageBody": f"b{start + i}", "DelaySeconds": 60} for i in range(10)],
-        )
-    holding.send_message_batch(
-        QueueUrl=QUEUE, Entries=[{"Id": "0", "MessageBody": "alone", "DelaySeconds": 90}]
-    )
-    # When the releases run as their loop would, at the times they ask for
-    released_at: dict[str, float] = {}
-    while (wait := holding.release_due()) is not None or holding.held:
-        for body in bodies(sqs):
-            released_at.setdefault(body, (clock.now() - START).total_seconds())
-        assert wait is not None and wait > -1e-6
-        clock.advance(max(wait, 0.001))
-    for body in bodies(sqs):
-        released_at.setdefault(body, (clock.now() - START).total_seconds())
-    # Then the burst's went from PACE_SECONDS before their release time, ten at a time, no more than
-    # PACE_PER_SECOND a second, the last at its release time, in due order
-    burst = [released_at[f"b{i}"] for i in range(1000)]
-    release = 60 - RELEASE_AHEAD_SECONDS
-    assert release - holding_module.PACE_SECONDS - STEP_SECONDS <= min(burst)
-    assert max(burst) <= release and burst == sorted(burst)
-    assert all(len(batch) == 10 for batch in sqs.sent[:100])
-    for second in range(54, 60):
-        within = [t for t in burst if second <= t < second + 1]
-        assert len(within) <= holding_module.PACE_PER_SECOND + 10
-    # And the message alone went at its own time, not early
-    assert release + 30 - STEP_SECONDS - 1e-6 <= released_at["alone"] <= release + 30
-
-
-def test_the_earliest_paced_release_is_within_the_workers_wait_for_an_early_message() -> None:
-    # (a message the worker receives further ahead than its wait goes back to the queue until then)
-    earliest = RELEASE_AHEAD_SECONDS + holding_module.PACE_SECONDS + STEP_SECONDS
-    assert earliest < MAX_EARLY_WAIT.total_seconds() - 0.5

@@ -11,12 +11,6 @@ without a delay, when that delay is over. moto then only ever holds messages tha
 being processed, and a long poll wakes for a released message at once. Everything after the send is
 moto's: visibility timeouts, receive counts, redrive to the dead-letter queue.
 
-Many messages for one instant (a burst) are released ahead of it at a pace rather than all at once:
-each release is the receiving, reading and claiming of ten executions, and a thousand of them at once
-held the API's requests behind their calls to moto for seconds. A message goes no earlier than it
-must for the pace, and at most `PACE_SECONDS` early, within the worker's wait for a message that
-comes early (worker.MAX_EARLY_WAIT); messages spread out are released as they come due, as before.
-
 Held messages are not saved, as moto's queued messages are not: each names an execution stored as
 QUEUED before its message was sent, and persistence.recover sends every unfinished execution's
 message again when the stack starts.
@@ -42,12 +36,6 @@ from punctual.observability import logger
 RELEASE_AHEAD_SECONDS = 1.0
 RETRY_SECONDS = 0.5
 SEND_BATCH = 10
-# Released at most this many a second where more come due at once, up to PACE_SECONDS earlier than
-# their release: what moto's claims can keep up with while leaving room for the API's requests.
-PACE_PER_SECOND = 300
-PACE_SECONDS = 3.0
-# Released this much before their time at most, so that paced messages go ten at a time.
-STEP_SECONDS = (SEND_BATCH - 0.5) / PACE_PER_SECOND
 # How far ahead `on_coming` hears how many messages are about to be released (so that pollers for
 # them are started in time), and how often it hears it again while any are held.
 COMING_SECONDS = 5.0
@@ -126,9 +114,9 @@ class HoldingSqs:
         """Send what is due; returns the seconds until the next release (None: nothing held)."""
         now = self._clock.now().timestamp()
         with self._changed:
-            times = self._release_times(now)
-            count = next((i for i, at in enumerate(times) if at > now + STEP_SECONDS), len(times))
-            due = [heapq.heappop(self._held) for _ in range(count)]
+            due: list[_Held] = []
+            while self._held and self._held[0].release_at <= now + RELEASE_AHEAD_SECONDS:
+                due.append(heapq.heappop(self._held))
         if self._on_coming is not None:
             self._tell_coming(due, now)
         for batch in _batches(due):
@@ -136,25 +124,8 @@ class HoldingSqs:
         with self._changed:
             if not self._held:
                 return None
-            times = self._release_times(now)
-            # The next one's time (the pace's next ten then go with it), or when the first comes within
-            # the pace's reach.
-            reach = RELEASE_AHEAD_SECONDS + PACE_SECONDS + STEP_SECONDS
-            wait = (times[0] if times else self._held[0].release_at - reach) - now
+            wait = self._held[0].release_at - RELEASE_AHEAD_SECONDS - now
             return min(wait, COMING_EVERY_SECONDS) if self._on_coming is not None else wait
-
-    def _release_times(self, now: float) -> list[float]:
-        """When each held message within reach of the pace goes, earliest first (the lock held): as
-        late as it can while no more than PACE_PER_SECOND go a second, at most PACE_SECONDS early."""
-        horizon = now + STEP_SECONDS + RELEASE_AHEAD_SECONDS + PACE_SECONDS
-        near = sorted(held for held in self._held if held.release_at <= horizon)
-        times: list[float] = []
-        latest = float("inf")
-        for held in reversed(near):
-            own = held.release_at - RELEASE_AHEAD_SECONDS
-            latest = max(min(own, latest - 1 / PACE_PER_SECOND), own - PACE_SECONDS)
-            times.append(latest)
-        return times[::-1]
 
     def _tell_coming(self, due: list[_Held], now: float) -> None:
         coming: dict[str, int] = {}
