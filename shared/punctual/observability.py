@@ -94,8 +94,13 @@ class _NoTracing(BaseProvider):
         pass
 
 
-# (tracing is off outside Lambda, with POWERTOOLS_TRACE_DISABLED, and under SAM local: Powertools' rule)
-tracer = Tracer(service=SERVICE, provider=_NoTracing() if Tracer._is_tracer_disabled() else None)
+def _tracer_provider() -> BaseProvider | None:
+    """None (Powertools' X-Ray provider) where tracing is on; off outside Lambda, with
+    POWERTOOLS_TRACE_DISABLED and under SAM local, by Powertools' own rule."""
+    return _NoTracing() if Tracer._is_tracer_disabled() else None
+
+
+tracer = Tracer(service=SERVICE, provider=_tracer_provider())
 
 
 def log_request_id(handler: _Handler) -> _Handler:
