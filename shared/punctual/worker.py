@@ -8,7 +8,7 @@ took over. Retries wait by message visibility, not by sleeping.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
@@ -109,11 +109,9 @@ class Worker:
         self._lambda_clients = lambda_clients
         self._rng = rng or random.Random()
         self._jobs = BatchedReads(lambda job_ids: self._store.jobs.get_many(job_ids))
-        self._stamps = BatchedReads(lambda job_ids: self._store.jobs.stamps(job_ids))
+        self._stamps = BatchedReads(self._read_stamps)
         # Executions claimed ahead read their jobs' stamps at their instant together.
-        self._stamps_at: InstantReads[JobStamp] = InstantReads(
-            lambda job_ids: self._store.jobs.stamps(job_ids), self._stamps.get, clock
-        )
+        self._stamps_at: InstantReads[JobStamp] = InstantReads(self._read_stamps, self._stamps.get, clock)
         self._aws_clients = aws_clients
         # A job as it runs now: its named task resolved (named_tasks.TaskResolver.effective).
         self._effective = named_tasks or (lambda job: job)
@@ -288,6 +286,11 @@ class Worker:
                 self._clock.sleep(0.1 * 2**attempt)
         self._release(running)
         return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
+
+    def _read_stamps(self, job_ids: Iterable[str]) -> tuple[dict[str, JobStamp], dict[str, str]]:
+        """Whether jobs changed (status, schedule version, time of last change), for the batched reads
+        (the store's method looked up at each call, so that a test may replace it)."""
+        return self._store.jobs.stamps(job_ids)
 
     def _reread(self, job: Job, expected: Expected[JobStamp] | None) -> Job | None:
         """The job as it is now: the copy read before, unless its status, schedule version or time of
