@@ -60,7 +60,10 @@ class Stack:
         tokens: dict[str, str] = TOKENS,
         own_group: bool = False,
         file_size_limit: int | None = None,
+        launcher: list[str] | None = None,
     ) -> None:
+        # How `punctual` is run: `python -m punctual.cli`, or a script that wraps it.
+        self.launcher = launcher or [sys.executable, "-m", "punctual.cli"]
         self.own_group = own_group  # in a process group of its own, for kill_group
         # Writes past this size fail with EFBIG (RLIMIT_FSIZE; Python ignores SIGXFSZ): a full disk.
         self.file_size_limit = file_size_limit
@@ -78,7 +81,7 @@ class Stack:
             "PYTHONUNBUFFERED": "1",
         }
         env.pop("POWERTOOLS_LOG_LEVEL", None)  # the suite's WARNING would hide the execution lines
-        command = [sys.executable, "-m", "punctual.cli", "local", "--port", str(self.port)]
+        command = [*self.launcher, "local", "--port", str(self.port)]
         command += ["--data-dir", str(self.data_dir), "--tick-seconds", str(TICK_SECONDS)]
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(
@@ -203,8 +206,11 @@ class Stacks:
         self.root = root
         self.started: list[Stack] = []
 
-    def start(self, *, own_group: bool = False, timeout: float = 30) -> Stack:
-        stack = Stack(self.root / "data", self.root / f"stack-{len(self.started)}.log", own_group=own_group)
+    def start(
+        self, *, own_group: bool = False, timeout: float = 30, launcher: list[str] | None = None
+    ) -> Stack:
+        log = self.root / f"stack-{len(self.started)}.log"
+        stack = Stack(self.root / "data", log, own_group=own_group, launcher=launcher)
         self.started.append(stack)
         return stack.start(timeout=timeout)
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
 import pytest
 
+from punctual.local import STOP_LIMIT_SECONDS
 from tests.e2e.conftest import (
     Stacks,
     eventually,
@@ -81,6 +83,73 @@ def test_ctrl_c_stops_quickly_during_a_long_task_which_runs_again_after_a_restar
     alice = second.client()
     eventually(lambda: running(2), timeout=10, what="the second attempt", stack=second)
     assert second.interrupt() < QUICK_EXIT_SECONDS, second.log()
+
+
+# The stack as `punctual local` runs it, except that its start stays unfinished after the banner: the
+# API and the pollers already run (they start just before it), and a Ctrl-C lands inside the start.
+SLOW_TO_FINISH_STARTING = """
+import sys, time
+from punctual.local import stack
+banner = stack.LocalStack.banner
+def banner_then_wait(self, *args):
+    banner(self, *args)
+    time.sleep(120)
+stack.LocalStack.banner = banner_then_wait
+from punctual.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_while_the_stack_is_still_starting_and_a_task_already_runs_stops_quickly(
+    stacks: Stacks,
+) -> None:
+    # Given a stack whose API and workers run while its start has not returned yet
+    stack = stacks.start(launcher=[sys.executable, "-c", SLOW_TO_FINISH_STARTING])
+    alice = stack.client()
+    # And a task of a minute running in a worker (its thread would hold a normal interpreter exit)
+    job = alice.create_job(
+        {
+            "task": {"type": "sleep", "params": {"seconds": 60}},
+            "schedule": {"type": "now"},
+            "timeout_seconds": 90,
+        }
+    )
+    eventually(
+        lambda: [e for e in executions(alice, job["id"]) if e["status"] == "RUNNING"],
+        timeout=10,
+        what="the task to start",
+        stack=stack,
+    )
+    # When Ctrl-C is pressed, Then the stack exits within a few seconds, as interrupted
+    assert stack.interrupt() < QUICK_EXIT_SECONDS, stack.log()
+    assert stack.process is not None and stack.process.returncode == 130, stack.log()
+    # And the execution is attempted again after a restart
+    second = stacks.start()
+    eventually(
+        lambda: [e for e in executions(second.client(), job["id"]) if e["attempts"] == 2],
+        timeout=10,
+        what="the second attempt",
+        stack=second,
+    )
+    assert second.interrupt() < QUICK_EXIT_SECONDS, second.log()
+
+
+STUCK_WHILE_STOPPING = """
+import sys, time
+from punctual.local import stack
+stack.LocalStack.stop = lambda self: time.sleep(120)
+from punctual.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_stack_whose_stop_hangs_still_exits_within_the_stop_limit(stacks: Stacks) -> None:
+    # Given a stack whose stop never finishes (a handler or moto that will not let go)
+    stack = stacks.start(launcher=[sys.executable, "-c", STUCK_WHILE_STOPPING])
+    # When Ctrl-C is pressed, Then it leaves once the stop limit has passed, and says why
+    took = stack.interrupt(timeout=STOP_LIMIT_SECONDS + 5)
+    assert STOP_LIMIT_SECONDS <= took < STOP_LIMIT_SECONDS + 3, stack.log()
+    assert "still stopping after" in stack.log(), stack.log()
 
 
 def children_of(pid: int) -> list[int]:

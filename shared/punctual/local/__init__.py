@@ -11,8 +11,10 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 DEFAULT_PORT = 8765
 DEFAULT_DATA_DIR = ".punctual"
@@ -137,28 +139,42 @@ def main(args: list[str]) -> int:
         if starting:
             raise KeyboardInterrupt  # reading back a large data directory takes a while: stop it
 
+    # Started before anything else so that it bounds every way out, a stop during the start too;
+    # a thread started from the handler could find the main thread inside Thread.start's lock.
+    threading.Thread(target=_watchdog, args=(stack.stop_requested,), name="watchdog", daemon=True).start()
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
     try:
-        stack.start()
+        try:
+            stack.start()
+        finally:
+            starting = False
+        stack.wait()
     except (StackError, DataDirError) as exc:
         print(f"punctual local: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("stopped", file=sys.stderr, flush=True)
-        return 130
-    starting = False
-    stack.wait()
-    watchdog = threading.Timer(STOP_LIMIT_SECONDS, _stop_now)
-    watchdog.daemon = True
-    watchdog.start()
+        # Ctrl-C during the start (which stopped what it had started) or just after it returned.
+        stack.stop()
+        _leave(130)
     stack.stop()
+    _leave(0)
+
+
+def _leave(code: int) -> NoReturn:
+    """Exit without waiting for the tasks still running in handler threads (and their executors),
+    which would hold a normal exit until they end; their executions stay RUNNING on disk and run
+    again on the next start."""
     print("stopped", file=sys.stderr, flush=True)
-    # Tasks still running in handler threads (and their executors) would hold the interpreter's exit
-    # until they end; their executions stay RUNNING on disk and run again on the next start.
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(code)
+
+
+def _watchdog(stop_requested: threading.Event) -> None:
+    stop_requested.wait()
+    time.sleep(STOP_LIMIT_SECONDS)
+    _stop_now()
 
 
 def _stop_now() -> None:

@@ -125,6 +125,7 @@ class LocalStack:
         self.options = options
         self.stop_requested = threading.Event()
         self.lingering = 0  # handler invocations still running when the stack stopped
+        self._stopped = False
         self._threads: list[threading.Thread] = []
         self._lock = DataDirLock(options.data_dir)
         self._api: ApiServer | None = None
@@ -366,7 +367,11 @@ class LocalStack:
             pass
 
     def stop(self) -> None:
-        """Stop taking requests and messages, let running handlers finish briefly, stop moto."""
+        """Stop taking requests and messages, let running handlers finish briefly, stop moto.
+        Once: a Ctrl-C during the start stops it there, and the caller may not know it did."""
+        if self._stopped:
+            return
+        self._stopped = True
         self.stop_requested.set()
         deadline = time.monotonic() + STOP_GRACE_SECONDS
         if self._api is not None:
