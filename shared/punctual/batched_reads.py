@@ -1,4 +1,4 @@
-"""Reads of jobs that arrive together share one call.
+"""Reads of jobs (or of executions) that arrive together share one call.
 
 Executions due at one instant all read their job at that instant (the worker's read after its claim,
 which lets a pause or cancel that landed meanwhile stop the run). Each asking for itself, a burst of
@@ -15,7 +15,7 @@ after the other, each waiting out the one before.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import Future
 from itertools import islice
 from typing import Generic, TypeVar
@@ -29,8 +29,9 @@ MAX_KEYS = 100
 MAX_IN_FLIGHT = 10
 
 T = TypeVar("T")
-# Job ids -> what was found by id, and apart the ids of items that cannot be read, with why.
-ReadMany = Callable[[Iterable[str]], tuple[dict[str, T], dict[str, str]]]
+K = TypeVar("K", bound=Hashable)
+# Keys (job ids, say) -> what was found by key, and apart the keys of items that cannot be read, with why.
+ReadMany = Callable[[Iterable[K]], tuple[dict[K, T], dict[K, str]]]
 
 
 class _Turn(Generic[T]):
@@ -40,25 +41,28 @@ class _Turn(Generic[T]):
         self.given = False  # a call to make, handed over by a call that came back
 
 
-class BatchedReads(Generic[T]):
-    """`get(job_id)`, answered by a call shared with the reads waiting at the time (None: no such job).
+class BatchedReads(Generic[K, T]):
+    """`get(key)`, answered by a call shared with the reads waiting at the time (None: no such item).
 
     A reader that finds a call free makes one, its own read first; when a call comes back, the next
     (for the reads that arrived meanwhile) is made by one of their readers, so no reader makes calls
     for others after its own answer has come."""
 
-    def __init__(self, read_many: ReadMany[T], max_in_flight: int = MAX_IN_FLIGHT) -> None:
+    def __init__(
+        self, read_many: ReadMany[K, T], max_in_flight: int = MAX_IN_FLIGHT, *, what: str = "job"
+    ) -> None:
         self._read_many = read_many
+        self._what = what  # what a key names, for the error of an item that cannot be read
         self._max_in_flight = max_in_flight
         self._lock = threading.Lock()
-        self._waiting: dict[str, list[Future[T | None]]] = {}  # by job id, in arrival order
+        self._waiting: dict[K, list[Future[T | None]]] = {}  # by key, in arrival order
         self._turns: list[_Turn[T]] = []  # readers waiting for their answer or for a call to make
         self._in_flight = 0  # calls on their way, or about to be made by a reader given its turn
 
-    def get(self, job_id: str) -> T | None:
+    def get(self, key: K) -> T | None:
         answer: Future[T | None] = Future()
         with self._lock:
-            self._waiting.setdefault(job_id, []).append(answer)
+            self._waiting.setdefault(key, []).append(answer)
             turn = None
             if self._in_flight >= self._max_in_flight:
                 turn = _Turn(answer)
@@ -73,16 +77,16 @@ class BatchedReads(Generic[T]):
                 if not turn.given:  # answered by a call another reader made: no call to make
                     self._turns.remove(turn)
                     return answer.result()
-        self._call(job_id)
+        self._call(key)
         return answer.result()
 
-    def _call(self, own: str) -> None:
+    def _call(self, own: K) -> None:
         with self._lock:
             # Its own read first (unless a call on its way carries it), then the others in arrival order.
             mine = [own] if own in self._waiting else []
             others = [i for i in islice(self._waiting, MAX_KEYS + 1) if i != own]
             ids = (mine + others)[:MAX_KEYS]
-            answers = {job_id: self._waiting.pop(job_id) for job_id in ids}
+            answers = {key: self._waiting.pop(key) for key in ids}
         try:
             if ids:
                 self._read(ids, answers)
@@ -97,17 +101,17 @@ class BatchedReads(Generic[T]):
                     self._in_flight += 1
                     waiting.event.set()
 
-    def _read(self, ids: list[str], answers: dict[str, list[Future[T | None]]]) -> None:
+    def _read(self, ids: list[K], answers: dict[K, list[Future[T | None]]]) -> None:
         try:
-            jobs, unreadable = self._read_many(ids)
+            found, unreadable = self._read_many(ids)
         except BaseException as exc:
             for futures in answers.values():
                 for future in futures:
                     future.set_exception(exc)
             return
-        for job_id, futures in answers.items():
+        for key, futures in answers.items():
             for future in futures:
-                if job_id in unreadable:
-                    future.set_exception(UnreadableItem(f"job {job_id}: {unreadable[job_id]}"))
+                if key in unreadable:
+                    future.set_exception(UnreadableItem(f"{self._what} {key}: {unreadable[key]}"))
                 else:
-                    future.set_result(jobs.get(job_id))
+                    future.set_result(found.get(key))

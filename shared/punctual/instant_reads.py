@@ -64,7 +64,9 @@ class Expected(Generic[T]):
 
 
 class InstantReads(Generic[T]):
-    def __init__(self, read_many: ReadMany[T], read_one: Callable[[str], T | None], clock: Clock) -> None:
+    def __init__(
+        self, read_many: ReadMany[str, T], read_one: Callable[[str], T | None], clock: Clock
+    ) -> None:
         self._read_many = read_many
         self._read_one = read_one  # for what the shared read did not cover
         self._clock = clock

@@ -30,6 +30,7 @@ from punctual.resources import WORK_QUEUE
 from punctual.run_records import truncate, unstored_execution
 from punctual.starts_first import StartsFirst
 from punctual.store import JobStamp, Store
+from punctual.store.execution_reads import ExecutionRef
 from punctual.tasks import AwsClients, LambdaClients, TaskPolicy
 
 # What the handlers and the tests import from here, some of it defined in the modules the worker uses
@@ -108,6 +109,8 @@ class Worker:
         self._resolver = resolver
         self._lambda_clients = lambda_clients
         self._rng = rng or random.Random()
+        # Executions read on receipt, and their jobs: many received together share a call each.
+        self._executions = BatchedReads(self._read_executions, what="execution")
         self._jobs = BatchedReads(lambda job_ids: self._store.jobs.get_many(job_ids))
         self._stamps = BatchedReads(self._read_stamps)
         # Executions claimed ahead read their jobs' stamps at their instant together.
@@ -166,7 +169,7 @@ class Worker:
         if wait > self._config.max_early_wait.total_seconds():
             return self._later(receipt_handle, wait)
 
-        stored = self._store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
+        stored = self._executions.get((item.job_id, item.scheduled_at, item.execution_id))
         if stored is not None and stored.status.is_final:
             # A duplicate or redelivered message. If the worker that finished it died before updating
             # the job, do that now.
@@ -286,6 +289,13 @@ class Worker:
                 self._clock.sleep(0.1 * 2**attempt)
         self._release(running)
         return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
+
+    def _read_executions(
+        self, refs: Iterable[ExecutionRef]
+    ) -> tuple[dict[ExecutionRef, Execution], dict[ExecutionRef, str]]:
+        """Executions as stored, for the batched reads on receipt (the store's method looked up at
+        each call, so that a test may replace it)."""
+        return self._store.executions.get_many(refs)
 
     def _read_stamps(self, job_ids: Iterable[str]) -> tuple[dict[str, JobStamp], dict[str, str]]:
         """Whether jobs changed (status, schedule version, time of last change), for the batched reads

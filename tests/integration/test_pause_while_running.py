@@ -414,7 +414,7 @@ def test_a_duplicate_that_read_the_execution_before_the_claim_does_not_cancel_th
         pause(world, job["id"])
         running = the_run(world, job["id"])
         with (
-            mock.patch.object(world.store.executions, "get", return_value=None),
+            mock.patch.object(world.store.executions, "get_many", return_value=({}, {})),
             mock.patch.object(world.punctual.queue, "change_visibility"),
         ):
             seen.append(world.punctual.worker.handle(message_of(running), "duplicate").value)

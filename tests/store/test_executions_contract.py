@@ -10,7 +10,7 @@ import pytest
 
 from punctual.errors import LostRace
 from punctual.models import Delivery, DeliveryStatus, ExecutionStatus, JobStatus, NotifyEvent
-from punctual.store import Store
+from punctual.store import Store, keys
 from tests.store.builders import NOW, execution, job, marker
 
 LEASE = NOW + timedelta(minutes=2)
@@ -32,6 +32,28 @@ def test_a_claim_stores_an_absent_execution_and_holds_it_until_its_lease_runs_ou
         running, now=later, lease_until=later + timedelta(minutes=2), lateness_ms=0
     )
     assert taken.attempts == 2 and taken.lateness_ms == 12  # (its first start stands)
+
+
+def test_many_executions_read_together_report_the_absent_and_the_unreadable_apart(store: Store) -> None:
+    # Given three executions stored, one with a status this version does not know (a newer one's)
+    stored = [execution(job(f"job_{n}")) for n in (1, 2, 3)]
+    store.executions.put_new_many(stored)
+    newer = stored[2]
+    store.table.resource.update_item(
+        Key=keys.execution_key(newer.job_id, newer.scheduled_at, newer.id),
+        UpdateExpression="SET #st = :s",
+        ExpressionAttributeNames={"#st": "status"},
+        ExpressionAttributeValues={":s": "HIBERNATING"},
+    )
+    absent = execution(job("job_4"))
+    refs = [(e.job_id, e.scheduled_at, e.id) for e in [*stored, absent]]
+    # When they are read together, with one never stored
+    found, unreadable = store.executions.get_many(refs)
+    # Then each readable one is found by its key as one read alone finds it, the unreadable one is
+    # reported with why, and the absent one is in neither
+    assert found == {ref: store.executions.get(*ref) for ref in refs[:2]}
+    assert list(unreadable) == [refs[2]] and "HIBERNATING" in unreadable[refs[2]]
+    assert refs[3] not in found
 
 
 def test_a_claim_of_a_copy_read_from_the_store_only_changes_the_item_while_it_is_there(store: Store) -> None:

@@ -69,3 +69,16 @@ def test_a_block_that_raises_gives_its_lane_back() -> None:
     worker = threading.Thread(target=lambda: (call_class.bookkeeping().__enter__(), done.set()))
     worker.start()
     assert done.wait(5)
+
+
+def test_a_prompt_block_marks_its_thread_only_and_nests() -> None:
+    seen: list[bool] = []
+    with call_class.prompt():
+        with call_class.prompt():
+            seen.append(call_class.is_prompt())
+        seen.append(call_class.is_prompt())
+        other = threading.Thread(target=lambda: seen.append(call_class.is_prompt()))
+        other.start()
+        other.join(5)
+    seen.append(call_class.is_prompt())
+    assert seen == [True, True, False, False]

@@ -16,10 +16,17 @@ from punctual.outcomes import persist
 
 
 def hold(
-    gate: Gate, first: bool, entered: list[str], name: str, leave: threading.Event, *, last: bool = False
+    gate: Gate,
+    first: bool,
+    entered: list[str],
+    name: str,
+    leave: threading.Event,
+    *,
+    last: bool = False,
+    prompt: bool = False,
 ) -> threading.Thread:
     def run() -> None:
-        with gate.slot(first=first, last=last):
+        with gate.slot(prompt=prompt, first=first, last=last):
             entered.append(name)
             assert leave.wait(10)
 
@@ -76,6 +83,29 @@ def test_a_waiting_first_caller_goes_before_others_that_waited_longer() -> None:
     wait_until(lambda: len(entered) == 3)
     assert entered[2] == "write"
     leave["write"].set()
+    for thread in threads:
+        thread.join(10)
+
+
+def test_a_prompt_caller_goes_before_waiting_reads_and_others() -> None:
+    gate = Gate(1)
+    entered: list[str] = []
+    leave = {name: threading.Event() for name in ("holder", "claim", "read", "creation")}
+    # Given a holder, a claim and a read waiting, then a user's creation within the API's prompt pace
+    threads = [hold(gate, False, entered, "holder", leave["holder"])]
+    wait_until(lambda: entered == ["holder"])
+    threads.append(hold(gate, False, entered, "claim", leave["claim"]))
+    wait_until(lambda: gate.waiting == 1)
+    threads.append(hold(gate, True, entered, "read", leave["read"]))
+    wait_until(lambda: gate.waiting == 2)
+    threads.append(hold(gate, False, entered, "creation", leave["creation"], prompt=True))
+    wait_until(lambda: gate.waiting == 3)
+    # When each holder leaves in turn, Then the creation goes first, then the read, then the claim
+    for count, name in enumerate(("holder", "creation", "read"), start=2):
+        leave[name].set()
+        wait_until(lambda count=count: len(entered) == count)
+    assert entered == ["holder", "creation", "read", "claim"]
+    leave["claim"].set()
     for thread in threads:
         thread.join(10)
 
@@ -185,13 +215,13 @@ def test_a_gated_client_sends_each_request_from_inside_a_slot_and_gives_it_back(
     assert gate._free == 1
 
 
-def test_a_gated_client_sends_an_outcome_write_as_bookkeeping() -> None:
-    classes: list[tuple[bool, bool]] = []
+def test_a_gated_client_sends_an_outcome_write_as_bookkeeping_and_a_prompt_call_as_prompt() -> None:
+    classes: list[tuple[bool, bool, bool]] = []
 
     class Recording(Gate):
         @contextmanager
-        def slot(self, *, first: bool = False, last: bool = False) -> Iterator[None]:
-            classes.append((first, last))
+        def slot(self, *, prompt: bool = False, first: bool = False, last: bool = False) -> Iterator[None]:
+            classes.append((prompt, first, last))
             yield
 
     gate = Recording(1)
@@ -203,5 +233,7 @@ def test_a_gated_client_sends_an_outcome_write_as_bookkeeping() -> None:
         ManualClock(datetime(2026, 1, 1, tzinfo=UTC)),
         Random(1),
     )
-    assert classes == [(False, False), (False, True)]
-    assert not call_class.is_bookkeeping()
+    with call_class.prompt():
+        client._endpoint._send(Request(b"DynamoDB_20120810.PutItem"))
+    assert classes == [(False, False, False), (False, False, True), (True, False, False)]
+    assert not call_class.is_bookkeeping() and not call_class.is_prompt()

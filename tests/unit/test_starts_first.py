@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+from punctual import call_class
 from punctual.local.stack import api_invoker
 from punctual.starts_first import StartsFirst
 
@@ -123,6 +124,39 @@ def test_below_its_floor_of_requests_a_second_the_api_does_not_wait_for_the_star
     started = time.monotonic()
     assert invoke({}) == {"statusCode": 200}
     assert time.monotonic() - started < 5
+
+
+def test_the_api_s_calls_go_first_and_while_moto_s_calls_queue_at_its_prompt_pace_at_most() -> None:
+    now = [100.0]
+    slept: list[float] = []
+    prompt: list[bool] = []
+    congested = [False]
+
+    def sleep(seconds: float) -> None:
+        slept.append(round(seconds, 3))
+        now[0] += seconds
+
+    invoke = api_invoker(
+        lambda event, context: prompt.append(call_class.is_prompt()) or {"statusCode": 200},
+        lambda: StartsFirst(limit_seconds=30),
+        lambda: congested[0],
+        floor_per_second=100,
+        prompt_per_second=2,
+        monotonic=lambda: now[0],
+        sleep=sleep,
+    )
+    # Given three requests within a second while nothing queues for moto: none waits
+    for _ in range(3):
+        assert invoke({}) == {"statusCode": 200}
+        now[0] += 0.1
+    assert slept == []
+    # When calls queue for moto, Then a request past two in the last second waits until it is the
+    # second (the second-last one let in leaves the window 1 s after it was let in)
+    congested[0] = True
+    assert invoke({}) == {"statusCode": 200}
+    assert slept == [0.8]
+    # And every request made its calls as prompt ones, the mark off the thread after each
+    assert prompt == [True] * 4 and not call_class.is_prompt()
 
 
 def test_a_wait_is_for_the_starts_under_way_when_it_began_not_for_those_after() -> None:

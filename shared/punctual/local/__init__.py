@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="most worker invocations (batches of up to 10 messages) at once: pollers are added while "
         "all are busy, and ahead of messages about to come due, up to N (default 400: a batch waits in "
-        "its invocation for its instant, from up to 10 s before it, and receives come in batches of "
+        "its invocation for its instant, from up to 15 s before it, and receives come in batches of "
         "fewer than 10, so a burst of 1,000 with steady load around it holds a couple of hundred)",
     )
     parser.add_argument(

@@ -58,10 +58,10 @@ LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
 LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
 # Messages become visible this early and the worker waits out the rest: a head start for receiving,
 # reading and claiming an execution before its instant, which many may share. moto answers a few
-# hundred writes a second and a burst's executions share it with the API's creations, so a burst of
-# a thousand needs several seconds of it. (Delayed messages are held by HoldingSqs and sent to moto
+# hundred writes a second and a burst's executions share it with the API's creations, which go first
+# (api_invoker), so a burst of a thousand needs most of this lead for its claims. (Delayed messages are held by HoldingSqs and sent to moto
 # when due, which wakes a waiting long poll; moto's own delays would not.)
-LOCAL_EARLY_VISIBILITY_SECONDS = 10
+LOCAL_EARLY_VISIBILITY_SECONDS = 15
 LOCAL_TASK_CACHE_SECONDS = 2.0
 # Threads of the stack writing outcomes at once (call_class.bookkeeping). Their writes wait behind the
 # others in the gate anyway; what this bounds is their CPU in the one interpreter: a burst's outcomes,
@@ -73,6 +73,10 @@ API_YIELD_SECONDS = 0.1
 # Requests let in over the last second below which a request does not wait for them: under a burst
 # the API keeps this share at least (creating 50 jobs a second from a user's clients is the promise).
 API_FLOOR_PER_SECOND = 60
+# Requests a second let in at most while calls queue for moto (the local gate), their calls going
+# first: above the floor, with other clients' steady traffic counted in it, and bounded, so that the
+# claims queued there keep the rest of moto.
+API_PROMPT_PER_SECOND = 100
 STOP_GRACE_SECONDS = 3.0
 MOTO_STOP_SECONDS = 5.0
 # Unsigned: moto checks no signature (loopback_http.use_loopback_http gives its requests the header
@@ -134,6 +138,7 @@ class LocalStack:
         self._moto_url = ""
         self._storage_failure: str | None = None
         self._delays: HoldingSqs | None = None
+        self._gate: Gate | None = None
         self._started = time.monotonic()
 
     # ------------------------------------------------------------------ start
@@ -169,7 +174,7 @@ class LocalStack:
         dynamodb = session.resource("dynamodb", endpoint_url=moto_url, config=_CLIENT_CONFIG)
         for client in (dynamodb_client, sqs, dynamodb.meta.client):
             use_loopback_http(client)
-        gate = Gate()
+        self._gate = gate = Gate()
         call_class.limit_bookkeeping(BOOKKEEPING_LANES)
         gate_client(dynamodb_client, gate)
         gate_client(dynamodb.meta.client, gate)
@@ -263,11 +268,15 @@ class LocalStack:
             if pool.queue_url == queue_url:
                 pool.prepare(messages)
 
+    def _moto_queued(self) -> bool:
+        """Whether more calls wait for moto than the gate lets in at once."""
+        return self._gate is not None and self._gate.waiting > self._gate.slots
+
     def _bind_api(self, handler: Handler) -> ApiServer:
         try:
             return ApiServer(
                 (HOST, self.options.port),
-                api_invoker(handler, lambda: wiring.default().worker.starts),
+                api_invoker(handler, lambda: wiring.default().worker.starts, self._moto_queued),
                 self.options.tokens,
                 access_log=self.options.verbose,
                 storage_failure=self.storage_failure,
@@ -454,9 +463,12 @@ def _cli() -> str:
 def api_invoker(
     handler: Handler,
     starts: Callable[[], StartsFirst],
+    congested: Callable[[], bool] = lambda: False,
     yield_seconds: float = API_YIELD_SECONDS,
     floor_per_second: int = API_FLOOR_PER_SECOND,
+    prompt_per_second: int = API_PROMPT_PER_SECOND,
     monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The API function as the local server calls it, side by side in its threads as many API
     containers would be (the resolvers keep each request's state in its thread: api._PerThread).
@@ -466,23 +478,41 @@ def api_invoker(
     burst's scarce second; a creation can wait a moment. But not every creation: while fewer than
     `floor_per_second` requests were let in over the last second, a request goes in at once, so that
     a burst starting for a second or two does not hold the API below that pace meanwhile.
-    (`monotonic` is real time, as the wait's: this only orders work.)"""
+
+    A request's calls to moto go before the workers' (call_class.prompt): seconds before a burst its
+    claims queue for moto by the thousand, and a creation behind them waited seconds. While they
+    queue (`congested`), requests go at `prompt_per_second` at most, so that the claims keep the rest
+    of moto: past that pace a request waits here for its turn, for a second at most.
+    (`monotonic` and `sleep` are real time, as the waits': this only orders work.)"""
     lock = threading.Lock()
     admitted: deque[float] = deque()  # when the requests of the last second were let in
 
-    def recent() -> int:
+    def recent(now: float) -> int:
+        while admitted and admitted[0] <= now - 1.0:
+            admitted.popleft()
+        return len(admitted)
+
+    def turn_in() -> float:
+        """Seconds until fewer than `prompt_per_second` requests were let in over the last second."""
         with lock:
             now = monotonic()
-            while admitted and admitted[0] <= now - 1.0:
-                admitted.popleft()
-            return len(admitted)
+            if recent(now) < prompt_per_second:
+                return 0.0
+            return admitted[-prompt_per_second] + 1.0 - now
 
     def invoke(event: dict[str, Any]) -> dict[str, Any]:
-        if recent() >= floor_per_second:
+        context = FakeLambdaContext(function_name="punctual-api")
+        with lock:
+            busy = recent(monotonic()) >= floor_per_second
+        if busy:
             starts().wait(yield_seconds)
+        deadline = monotonic() + 1.0
+        while congested() and (wait := min(turn_in(), deadline - monotonic())) > 0:
+            sleep(wait)
         with lock:
             admitted.append(monotonic())
-        return dict(handler(event, FakeLambdaContext(function_name="punctual-api")))
+        with call_class.prompt():
+            return dict(handler(event, context))
 
     return invoke
 
