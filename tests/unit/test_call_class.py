@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 
 import pytest
 
@@ -17,16 +18,22 @@ def two_lanes() -> Iterator[None]:
     call_class.limit_bookkeeping(None)
 
 
-def test_a_block_marks_its_thread_only_and_nests() -> None:
+@pytest.mark.parametrize(
+    ("block", "marked"),
+    [(call_class.bookkeeping, call_class.is_bookkeeping), (call_class.prompt, call_class.is_prompt)],
+)
+def test_a_block_marks_its_thread_only_and_nests(
+    block: Callable[[], AbstractContextManager[None]], marked: Callable[[], bool]
+) -> None:
     seen: list[bool] = []
-    with call_class.bookkeeping():
-        with call_class.bookkeeping():
-            seen.append(call_class.is_bookkeeping())
-        seen.append(call_class.is_bookkeeping())
-        other = threading.Thread(target=lambda: seen.append(call_class.is_bookkeeping()))
+    with block():
+        with block():
+            seen.append(marked())
+        seen.append(marked())
+        other = threading.Thread(target=lambda: seen.append(marked()))
         other.start()
         other.join(5)
-    seen.append(call_class.is_bookkeeping())
+    seen.append(marked())
     assert seen == [True, True, False, False]
 
 
@@ -69,16 +76,3 @@ def test_a_block_that_raises_gives_its_lane_back() -> None:
     worker = threading.Thread(target=lambda: (call_class.bookkeeping().__enter__(), done.set()))
     worker.start()
     assert done.wait(5)
-
-
-def test_a_prompt_block_marks_its_thread_only_and_nests() -> None:
-    seen: list[bool] = []
-    with call_class.prompt():
-        with call_class.prompt():
-            seen.append(call_class.is_prompt())
-        seen.append(call_class.is_prompt())
-        other = threading.Thread(target=lambda: seen.append(call_class.is_prompt()))
-        other.start()
-        other.join(5)
-    seen.append(call_class.is_prompt())
-    assert seen == [True, True, False, False]
