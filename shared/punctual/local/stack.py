@@ -59,8 +59,9 @@ LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
 # Messages become visible this early and the worker waits out the rest: a head start for receiving,
 # reading and claiming an execution before its instant, which many may share. moto answers a few
 # hundred writes a second and a burst's executions share it with the API's creations, which go first
-# (api_invoker), so a burst of a thousand needs most of this lead for its claims. (Delayed messages are held by HoldingSqs and sent to moto
-# when due, which wakes a waiting long poll; moto's own delays would not.)
+# (api_invoker), so a burst of a thousand needs most of this lead for its claims. (Delayed messages
+# are held by HoldingSqs and sent to moto when due, which wakes a waiting long poll; moto's own
+# delays would not.)
 LOCAL_EARLY_VISIBILITY_SECONDS = 15
 LOCAL_TASK_CACHE_SECONDS = 2.0
 # Threads of the stack writing outcomes at once (call_class.bookkeeping). Their writes wait behind the

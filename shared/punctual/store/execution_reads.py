@@ -1,7 +1,8 @@
 """Reads of executions (pk JOB#<job id>, sk EXEC#<scheduled ms>#<execution id>): one by key
-(consistent), or many in one call; a job's executions newest first, by a range of instants and a status filter (`page`,
-at most the list's read budget a request); those before one (`before`); a one-time job's scheduled
-run of a schedule version; the statuses of many (BatchGetItem, a projection). Nothing here writes.
+(consistent), or many in one call; a job's executions newest first, by a range of instants and a
+status filter (`page`, at most the list's read budget a request); those before one (`before`); a
+one-time job's scheduled run of a schedule version; the statuses of many (BatchGetItem, a
+projection). Nothing here writes.
 """
 
 from __future__ import annotations
