@@ -3,8 +3,8 @@
 An outcome written after a run (the execution's end, the job's completion) can wait a moment without
 anyone seeing it; a start, a claim ahead of an instant or a user's request cannot. And a user's
 request, within the pace a process owes its users, waits least: it may go before claims made seconds
-ahead of their instant (`prompt`). Marked here per
-thread, read by whoever orders the calls; on AWS nothing reads it and the calls go as they are.
+ahead of their instant (`prompt`). Marked here per thread, read by whoever orders the calls; on AWS
+nothing reads it and the calls go as they are.
 A process that runs many executions in one interpreter (the local stack) also bounds how many
 threads are in such blocks at once (`limit_bookkeeping`): their CPU is the interpreter's, which the
 starts need.
@@ -27,17 +27,26 @@ def limit_bookkeeping(lanes: int | None) -> None:
 
 
 @contextmanager
-def bookkeeping() -> Iterator[None]:
-    """The calls made in this block record what has happened (they may be ordered after others)."""
-    before = getattr(_local, "bookkeeping", False)
-    lanes = None if before else _lanes
-    if lanes is not None:
-        lanes.acquire()
-    _local.bookkeeping = True
+def _marked(name: str) -> Iterator[None]:
+    """This thread's calls marked `name` in the block (as they were after it: blocks nest)."""
+    before = getattr(_local, name, False)
+    setattr(_local, name, True)
     try:
         yield
     finally:
-        _local.bookkeeping = before
+        setattr(_local, name, before)
+
+
+@contextmanager
+def bookkeeping() -> Iterator[None]:
+    """The calls made in this block record what has happened (they may be ordered after others)."""
+    lanes = None if is_bookkeeping() else _lanes
+    if lanes is not None:
+        lanes.acquire()
+    try:
+        with _marked("bookkeeping"):
+            yield
+    finally:
         if lanes is not None:
             lanes.release()
 
@@ -49,12 +58,8 @@ def is_bookkeeping() -> bool:
 @contextmanager
 def prompt() -> Iterator[None]:
     """The calls made in this block answer a user who is waiting (they may be ordered before others)."""
-    before = getattr(_local, "prompt", False)
-    _local.prompt = True
-    try:
+    with _marked("prompt"):
         yield
-    finally:
-        _local.prompt = before
 
 
 def is_prompt() -> bool:

@@ -35,6 +35,37 @@ def hold(
     return thread
 
 
+def line_up(
+    gate: Gate, entered: list[str], callers: list[tuple[str, str]]
+) -> tuple[list[threading.Thread], dict[str, threading.Event]]:
+    """A holder in the gate's slot, then each (name, kind) caller waiting in turn, in that order;
+    kind: "first", "last", "prompt" or "" (any other call). Their threads, and what lets each leave."""
+    leave = {name: threading.Event() for name in ["holder", *(name for name, _ in callers)]}
+    threads = [hold(gate, False, entered, "holder", leave["holder"])]
+    wait_until(lambda: entered == ["holder"])
+    for waiting, (name, kind) in enumerate(callers, start=1):
+        threads.append(
+            hold(
+                gate,
+                kind == "first",
+                entered,
+                name,
+                leave[name],
+                last=kind == "last",
+                prompt=kind == "prompt",
+            )
+        )
+        wait_until(lambda waiting=waiting: gate.waiting == waiting)
+    return threads, leave
+
+
+def leave_in_turn(entered: list[str], leave: dict[str, threading.Event], names: tuple[str, ...]) -> None:
+    """Each of `names` leaves in turn, and the next caller is let in each time."""
+    for count, name in enumerate(names, start=len(entered) + 1):
+        leave[name].set()
+        wait_until(lambda count=count: len(entered) == count)
+
+
 def wait_until(condition: Any) -> None:
     done = threading.Event()
     for _ in range(1000):
@@ -67,14 +98,8 @@ def test_no_more_than_its_slots_hold_at_once_and_a_release_lets_the_next_in() ->
 def test_a_waiting_first_caller_goes_before_others_that_waited_longer() -> None:
     gate = Gate(1)
     entered: list[str] = []
-    leave = {name: threading.Event() for name in ("holder", "write", "read")}
     # Given a holder, a write waiting, then a read (a BatchGetItem) waiting
-    threads = [hold(gate, False, entered, "holder", leave["holder"])]
-    wait_until(lambda: entered == ["holder"])
-    threads.append(hold(gate, False, entered, "write", leave["write"]))
-    wait_until(lambda: gate.waiting == 1)
-    threads.append(hold(gate, True, entered, "read", leave["read"]))
-    wait_until(lambda: gate.waiting == 2)
+    threads, leave = line_up(gate, entered, [("write", ""), ("read", "first")])
     # When the holder leaves, Then the read goes in first, then the write
     leave["holder"].set()
     wait_until(lambda: len(entered) == 2)
@@ -90,20 +115,10 @@ def test_a_waiting_first_caller_goes_before_others_that_waited_longer() -> None:
 def test_a_prompt_caller_goes_before_waiting_reads_and_others() -> None:
     gate = Gate(1)
     entered: list[str] = []
-    leave = {name: threading.Event() for name in ("holder", "claim", "read", "creation")}
     # Given a holder, a claim and a read waiting, then a user's creation within the API's prompt pace
-    threads = [hold(gate, False, entered, "holder", leave["holder"])]
-    wait_until(lambda: entered == ["holder"])
-    threads.append(hold(gate, False, entered, "claim", leave["claim"]))
-    wait_until(lambda: gate.waiting == 1)
-    threads.append(hold(gate, True, entered, "read", leave["read"]))
-    wait_until(lambda: gate.waiting == 2)
-    threads.append(hold(gate, False, entered, "creation", leave["creation"], prompt=True))
-    wait_until(lambda: gate.waiting == 3)
+    threads, leave = line_up(gate, entered, [("claim", ""), ("read", "first"), ("creation", "prompt")])
     # When each holder leaves in turn, Then the creation goes first, then the read, then the claim
-    for count, name in enumerate(("holder", "creation", "read"), start=2):
-        leave[name].set()
-        wait_until(lambda count=count: len(entered) == count)
+    leave_in_turn(entered, leave, ("holder", "creation", "read"))
     assert entered == ["holder", "creation", "read", "claim"]
     leave["claim"].set()
     for thread in threads:
@@ -113,14 +128,8 @@ def test_a_prompt_caller_goes_before_waiting_reads_and_others() -> None:
 def test_bookkeeping_waits_behind_the_others_until_it_has_waited_its_limit() -> None:
     gate = Gate(1, last_limit=60)
     entered: list[str] = []
-    leave = {name: threading.Event() for name in ("holder", "outcome", "claim")}
     # Given a holder, an outcome waiting, then a claim waiting
-    threads = [hold(gate, False, entered, "holder", leave["holder"])]
-    wait_until(lambda: entered == ["holder"])
-    threads.append(hold(gate, False, entered, "outcome", leave["outcome"], last=True))
-    wait_until(lambda: gate.waiting == 1)
-    threads.append(hold(gate, False, entered, "claim", leave["claim"]))
-    wait_until(lambda: gate.waiting == 2)
+    threads, leave = line_up(gate, entered, [("outcome", "last"), ("claim", "")])
     # When the holder leaves, Then the claim goes in first, then the outcome
     leave["holder"].set()
     wait_until(lambda: len(entered) == 2)
@@ -137,21 +146,11 @@ def test_bookkeeping_that_waited_its_limit_goes_before_the_others_but_not_before
     now = [100.0]
     gate = Gate(1, last_limit=2.0, monotonic=lambda: now[0])
     entered: list[str] = []
-    leave = {name: threading.Event() for name in ("holder", "outcome", "claim", "read")}
-    threads = [hold(gate, False, entered, "holder", leave["holder"])]
-    wait_until(lambda: entered == ["holder"])
-    threads.append(hold(gate, False, entered, "outcome", leave["outcome"], last=True))
-    wait_until(lambda: gate.waiting == 1)
-    threads.append(hold(gate, False, entered, "claim", leave["claim"]))
-    wait_until(lambda: gate.waiting == 2)
-    threads.append(hold(gate, True, entered, "read", leave["read"]))
-    wait_until(lambda: gate.waiting == 3)
+    threads, leave = line_up(gate, entered, [("outcome", "last"), ("claim", ""), ("read", "first")])
     # When the outcome has waited its 2 s and the slot is given back each time
     now[0] += 2.0
     # Then the read, the overdue outcome, then the claim
-    for count, name in enumerate(("holder", "read", "outcome"), start=2):
-        leave[name].set()
-        wait_until(lambda count=count: len(entered) == count)
+    leave_in_turn(entered, leave, ("holder", "read", "outcome"))
     assert entered == ["holder", "read", "outcome", "claim"]
     leave["claim"].set()
     for thread in threads:
@@ -163,13 +162,10 @@ def test_overdue_bookkeeping_takes_every_other_turn_so_the_others_still_go() -> 
     gate = Gate(1, last_limit=2.0, monotonic=lambda: now[0])
     entered: list[str] = []
     names = ("holder", "outcome1", "outcome2", "outcome3", "create1", "create2")
-    leave = {name: threading.Event() for name in names}
-    threads = [hold(gate, False, entered, "holder", leave["holder"])]
-    wait_until(lambda: entered == ["holder"])
     # Given three outcomes waiting, then two creations
-    for waiting, name in enumerate(names[1:], start=1):
-        threads.append(hold(gate, False, entered, name, leave[name], last=name.startswith("outcome")))
-        wait_until(lambda waiting=waiting: gate.waiting == waiting)
+    threads, leave = line_up(
+        gate, entered, [(name, "last" if name.startswith("outcome") else "") for name in names[1:]]
+    )
     # When the outcomes have waited past their limit and each holder leaves in turn
     now[0] += 5.0
     for count in range(2, len(names) + 1):
