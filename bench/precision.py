@@ -2,7 +2,7 @@
 progress goes to stderr.
 
 Real schedules pile up on round instants (`0 * * * *`, a batch of reminders for 10:00 sharp). So the
-benchmark runs, through the HTTP API, against a webhook receiver this process runs:
+benchmark runs, through the HTTP API, against a webhook receiver in a process of its own:
 
 - a burst: `--burst` one-time jobs due at one instant B, a minute boundary. Part of them
   (`--burst-scanned-share`) is created before the API's hand-off window, so a scanner tick
@@ -57,7 +57,9 @@ the deployment's history until their retention ends (the flood's jobs run an hou
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import multiprocessing
 import os
 import random
 import signal
@@ -75,6 +77,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from multiprocessing.connection import Connection
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -98,6 +101,7 @@ TARGET_CREATES_PER_S = 50
 CREATE_ATTEMPTS = 3
 REQUEST_TIMEOUT_SECONDS = 60.0
 STACK_START_SECONDS = 60.0
+RECEIVER_START_SECONDS = 30.0
 STACK_STOP_SECONDS = 15.0  # it stops within 8 s (punctual.local.STOP_LIMIT_SECONDS), whatever runs
 # Seconds of scheduled time around the burst reported one by one.
 SECONDS_AROUND_REPORTED = 10
@@ -127,8 +131,8 @@ class Receiver(ThreadingHTTPServer):
 
     When: the kernel's receive time of the request's first bytes (SO_TIMESTAMPNS), not the moment a
     handler thread gets to it. At a burst's instant the receiver has hundreds of connections to
-    accept and parse in an interpreter it shares with the benchmark's creating clients, and its own
-    queue would count as the scheduler's lateness. Where the kernel gives no such time (not Linux),
+    accept and parse in its one interpreter, and its own queue would count as the scheduler's
+    lateness. Where the kernel gives no such time (not Linux),
     the handler's clock is used; `receiver_delay_ms` in the JSON says how far apart the two were.
     """
 
@@ -219,16 +223,73 @@ def kernel_arrival(connection: socket.socket) -> float | None:
     return None
 
 
-@contextmanager
-def running_receiver(host: str, port: int) -> Iterator[Receiver]:
+def _serve_receiver(host: str, port: int, commands: Connection) -> None:
+    """The receiver's own process: answers webhooks, and the benchmark's questions over `commands`
+    until it says stop or goes away."""
     receiver = Receiver(host, port)
-    thread = threading.Thread(target=receiver.serve_forever, args=(0.1,), name="receiver", daemon=True)
-    thread.start()
+    threading.Thread(target=receiver.serve_forever, args=(0.1,), name="receiver", daemon=True).start()
+    commands.send((receiver.server_address[1], receiver.kernel_times))
     try:
-        yield receiver
+        while (command := commands.recv()) != "stop":
+            commands.send(receiver.count() if command == "count" else receiver.snapshot())
+    except (EOFError, OSError):
+        pass  # the benchmark is gone
     finally:
         receiver.shutdown()
         receiver.server_close()
+
+
+class ReceiverProcess:
+    """The receiver in a process of its own. A webhook's receiver is not its scheduler's API
+    client: in the benchmark's process, a burst's thousand calls, each a thread there, held the
+    interpreter the creating clients need, and the creation rate measured around a burst was the
+    benchmark's own."""
+
+    def __init__(self, host: str, port: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._commands, theirs = context.Pipe()
+        self._lock = threading.Lock()
+        self.process = context.Process(
+            target=_serve_receiver, args=(host, port, theirs), name="receiver", daemon=True
+        )
+        self.process.start()
+        theirs.close()
+        if not self._commands.poll(RECEIVER_START_SECONDS):
+            self.process.kill()
+            raise SystemExit(f"the receiver did not start on {host}:{port}")
+        try:
+            bound, self.kernel_times = self._commands.recv()
+        except EOFError:
+            raise SystemExit(f"the receiver could not listen on {host}:{port}") from None
+        self.server_address = (host, int(bound))
+
+    def _ask(self, command: str) -> Any:
+        with self._lock:
+            self._commands.send(command)
+            return self._commands.recv()
+
+    def count(self) -> int:
+        return int(self._ask("count"))
+
+    def snapshot(self) -> list[Delivery]:
+        return list(self._ask("snapshot"))
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self._commands.send("stop")
+        self.process.join(RECEIVER_START_SECONDS)
+        if self.process.is_alive():
+            self.process.kill()
+        self._commands.close()
+
+
+@contextmanager
+def running_receiver(host: str, port: int) -> Iterator[ReceiverProcess]:
+    receiver = ReceiverProcess(host, port)
+    try:
+        yield receiver
+    finally:
+        receiver.stop()
 
 
 # ------------------------------------------------------------------------------------- local stack
@@ -303,16 +364,18 @@ class CpuMeter:
     On a shared machine the difference says whether a run measured Punctual or a busy neighbour.
     """
 
-    def __init__(self, stack_pid: int | None) -> None:
+    def __init__(self, stack_pid: int | None, receiver_pid: int | None = None) -> None:
         self.stack_pid = stack_pid
+        self.receiver_pid = receiver_pid  # counted as the benchmark's
         self.marks: dict[str, dict[str, float | None]] = {}
 
     def mark(self, name: str) -> None:
         own = os.times()
+        receiver = _process_cpu_seconds(self.receiver_pid) if self.receiver_pid else None
         self.marks[name] = {
             "wall": time.monotonic(),
             "stack": _process_cpu_seconds(self.stack_pid) if self.stack_pid else None,
-            "self": own.user + own.system,
+            "self": own.user + own.system + (receiver or 0.0),
             "machine": _machine_busy_seconds(),
         }
 
@@ -1010,7 +1073,7 @@ def run(args: argparse.Namespace, cleanup: ExitStack) -> dict[str, Any]:
         log(f"starting the local stack: {' '.join(stack.command[2:])}")
         stack.start()
         endpoint = stack.url
-    meter = CpuMeter(stack.process.pid if stack and stack.process else None)
+    meter = CpuMeter(stack.process.pid if stack and stack.process else None, receiver.process.pid)
     client = PunctualClient.from_endpoint(endpoint, token=args.token, timeout=REQUEST_TIMEOUT_SECONDS)
     run_id = f"{int(time.time())}"
     shape = plan_shape(args, limit, time.time())
