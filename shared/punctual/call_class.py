@@ -1,10 +1,8 @@
 """What a store call is for, for a stand-in that orders calls (the local stack's gate on moto).
 
 An outcome written after a run (the execution's end, the job's completion) can wait a moment without
-anyone seeing it; a start, a claim ahead of an instant or a user's request cannot. And a user's
-request, within the pace a process owes its users, waits least: it may go before claims made seconds
-ahead of their instant (`prompt`). Marked here per thread, read by whoever orders the calls; on AWS
-nothing reads it and the calls go as they are.
+anyone seeing it; a start, a claim ahead of an instant or a user's request cannot. Marked here per
+thread, read by whoever orders the calls; on AWS nothing reads it and the calls go as they are.
 A process that runs many executions in one interpreter (the local stack) also bounds how many
 threads are in such blocks at once (`limit_bookkeeping`): their CPU is the interpreter's, which the
 starts need.
@@ -53,14 +51,3 @@ def bookkeeping() -> Iterator[None]:
 
 def is_bookkeeping() -> bool:
     return bool(getattr(_local, "bookkeeping", False))
-
-
-@contextmanager
-def prompt() -> Iterator[None]:
-    """The calls made in this block answer a user who is waiting (they may be ordered before others)."""
-    with _marked("prompt"):
-        yield
-
-
-def is_prompt() -> bool:
-    return bool(getattr(_local, "prompt", False))

@@ -59,13 +59,12 @@ class StartsFirst:
 
         return leave
 
-    def wait(self, limit_seconds: float | None = None) -> None:
-        """Until the executions starting now have started (or left), or `limit_seconds` (by default
-        the limit it was made with)."""
+    def wait(self) -> None:
+        """Until the executions starting now have started (or left), or the limit it was made with."""
         with self._changed:
             last = self._entered
             # (a real-time bound: it only orders work, and must never wait on a test's clock)
             self._changed.wait_for(
                 lambda: not self._starting or self._starting[0] > last,
-                timeout=self._limit if limit_seconds is None else limit_seconds,
+                timeout=self._limit,
             )

@@ -135,11 +135,6 @@ class Worker:
             starts=self._starts,
         )
 
-    @property
-    def starts(self) -> StartsFirst:
-        """Its executions on their way to their start (other work of the process may wait for them)."""
-        return self._starts
-
     def handle(self, item: WorkItem, receipt_handle: str, receive_count: int = 1) -> Outcome:
         try:
             return self._handle(item, receipt_handle, receive_count)

@@ -61,13 +61,14 @@ class Stack:
         own_group: bool = False,
         file_size_limit: int | None = None,
         launcher: list[str] | None = None,
+        port: int | None = None,
     ) -> None:
         # How `punctual` is run: `python -m punctual.cli`, or a script that wraps it.
         self.launcher = launcher or [sys.executable, "-m", "punctual.cli"]
         self.own_group = own_group  # in a process group of its own, for kill_group
         # Writes past this size fail with EFBIG (RLIMIT_FSIZE; Python ignores SIGXFSZ): a full disk.
         self.file_size_limit = file_size_limit
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.data_dir = data_dir
         self.log_path = log_path
@@ -207,10 +208,15 @@ class Stacks:
         self.started: list[Stack] = []
 
     def start(
-        self, *, own_group: bool = False, timeout: float = 30, launcher: list[str] | None = None
+        self,
+        *,
+        own_group: bool = False,
+        timeout: float = 30,
+        launcher: list[str] | None = None,
+        port: int | None = None,
     ) -> Stack:
         log = self.root / f"stack-{len(self.started)}.log"
-        stack = Stack(self.root / "data", log, own_group=own_group, launcher=launcher)
+        stack = Stack(self.root / "data", log, own_group=own_group, launcher=launcher, port=port)
         self.started.append(stack)
         return stack.start(timeout=timeout)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
 from typing import Any
@@ -159,22 +161,54 @@ def children_of(pid: int) -> list[int]:
         pytest.skip("needs Linux's /proc")
 
 
-def test_a_killed_stack_leaves_no_moto_process_behind(stacks: Stacks) -> None:
-    # Given a stack, whose moto server runs in a child process
+def command_line(pid: int) -> str:
+    try:
+        return open(f"/proc/{pid}/cmdline").read().replace("\0", " ")
+    except OSError:
+        return ""
+
+
+def module_of(pid: int) -> str:
+    """The module a `python -m <module> ...` process runs."""
+    return command_line(pid).split()[2]
+
+
+def exited(pid: int) -> bool:
+    try:  # a zombie (state Z) has exited and waits to be reaped
+        return open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_a_killed_stack_leaves_no_moto_or_api_process_behind(stacks: Stacks) -> None:
+    # Given a stack, whose moto server and API run in child processes
     first = stacks.start()
     assert first.process is not None
-    [moto] = children_of(first.process.pid)
+    children = children_of(first.process.pid)
+    assert sorted(module_of(child) for child in children) == [
+        "punctual.local.api_process",
+        "punctual.local.moto_process",
+    ]
 
     # When the stack is killed outright
     first.kill()
 
-    # Then its moto process exits too, and a new stack starts on the same data directory
-    def gone() -> bool:
-        try:  # a zombie (state Z) has exited and waits to be reaped
-            return open(f"/proc/{moto}/stat").read().rpartition(")")[2].split()[0] == "Z"
-        except OSError:
-            return True
-
-    eventually(gone, timeout=10, what="moto's process to exit")
-    second = stacks.start()
+    # Then both exit too, and a new stack starts on the same data directory and the same port
+    for child in children:
+        eventually(lambda child=child: exited(child), timeout=10, what=f"{command_line(child)} to exit")
+    second = stacks.start(port=first.port)
     assert second.client().health()
+
+
+def test_a_stack_whose_api_process_dies_stops_with_an_error(stacks: Stacks) -> None:
+    # Given a stack
+    stack = stacks.start()
+    assert stack.process is not None
+    [api] = [c for c in children_of(stack.process.pid) if module_of(c) == "punctual.local.api_process"]
+
+    # When its API's process dies
+    os.kill(api, signal.SIGKILL)
+
+    # Then the stack stops by itself, saying why, with a failing exit status
+    assert stack.process.wait(STOP_LIMIT_SECONDS + 5) == 1
+    assert "the API's process stopped unexpectedly" in stack.log(), stack.log()

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 
 import pytest
 
@@ -18,13 +17,8 @@ def two_lanes() -> Iterator[None]:
     call_class.limit_bookkeeping(None)
 
 
-@pytest.mark.parametrize(
-    ("block", "marked"),
-    [(call_class.bookkeeping, call_class.is_bookkeeping), (call_class.prompt, call_class.is_prompt)],
-)
-def test_a_block_marks_its_thread_only_and_nests(
-    block: Callable[[], AbstractContextManager[None]], marked: Callable[[], bool]
-) -> None:
+def test_a_bookkeeping_block_marks_its_thread_only_and_nests() -> None:
+    block, marked = call_class.bookkeeping, call_class.is_bookkeeping
     seen: list[bool] = []
     with block():
         with block():

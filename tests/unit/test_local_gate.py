@@ -23,10 +23,9 @@ def hold(
     leave: threading.Event,
     *,
     last: bool = False,
-    prompt: bool = False,
 ) -> threading.Thread:
     def run() -> None:
-        with gate.slot(prompt=prompt, first=first, last=last):
+        with gate.slot(first=first, last=last):
             entered.append(name)
             assert leave.wait(10)
 
@@ -39,22 +38,12 @@ def line_up(
     gate: Gate, entered: list[str], callers: list[tuple[str, str]]
 ) -> tuple[list[threading.Thread], dict[str, threading.Event]]:
     """A holder in the gate's slot, then each (name, kind) caller waiting in turn, in that order;
-    kind: "first", "last", "prompt" or "" (any other call). Their threads, and what lets each leave."""
+    kind: "first", "last" or "" (any other call). Their threads, and what lets each leave."""
     leave = {name: threading.Event() for name in ["holder", *(name for name, _ in callers)]}
     threads = [hold(gate, False, entered, "holder", leave["holder"])]
     wait_until(lambda: entered == ["holder"])
     for waiting, (name, kind) in enumerate(callers, start=1):
-        threads.append(
-            hold(
-                gate,
-                kind == "first",
-                entered,
-                name,
-                leave[name],
-                last=kind == "last",
-                prompt=kind == "prompt",
-            )
-        )
+        threads.append(hold(gate, kind == "first", entered, name, leave[name], last=kind == "last"))
         wait_until(lambda waiting=waiting: gate.waiting == waiting)
     return threads, leave
 
@@ -108,19 +97,6 @@ def test_a_waiting_first_caller_goes_before_others_that_waited_longer() -> None:
     wait_until(lambda: len(entered) == 3)
     assert entered[2] == "write"
     leave["write"].set()
-    for thread in threads:
-        thread.join(10)
-
-
-def test_a_prompt_caller_goes_before_waiting_reads_and_others() -> None:
-    gate = Gate(1)
-    entered: list[str] = []
-    # Given a holder, a claim and a read waiting, then a user's creation within the API's prompt pace
-    threads, leave = line_up(gate, entered, [("claim", ""), ("read", "first"), ("creation", "prompt")])
-    # When each holder leaves in turn, Then the creation goes first, then the read, then the claim
-    leave_in_turn(entered, leave, ("holder", "creation", "read"))
-    assert entered == ["holder", "creation", "read", "claim"]
-    leave["claim"].set()
     for thread in threads:
         thread.join(10)
 
@@ -211,13 +187,13 @@ def test_a_gated_client_sends_each_request_from_inside_a_slot_and_gives_it_back(
     assert gate._free == 1
 
 
-def test_a_gated_client_sends_an_outcome_write_as_bookkeeping_and_a_prompt_call_as_prompt() -> None:
-    classes: list[tuple[bool, bool, bool]] = []
+def test_a_gated_client_sends_an_outcome_write_as_bookkeeping() -> None:
+    classes: list[tuple[bool, bool]] = []
 
     class Recording(Gate):
         @contextmanager
-        def slot(self, *, prompt: bool = False, first: bool = False, last: bool = False) -> Iterator[None]:
-            classes.append((prompt, first, last))
+        def slot(self, *, first: bool = False, last: bool = False) -> Iterator[None]:
+            classes.append((first, last))
             yield
 
     gate = Recording(1)
@@ -229,7 +205,6 @@ def test_a_gated_client_sends_an_outcome_write_as_bookkeeping_and_a_prompt_call_
         ManualClock(datetime(2026, 1, 1, tzinfo=UTC)),
         Random(1),
     )
-    with call_class.prompt():
-        client._endpoint._send(Request(b"DynamoDB_20120810.PutItem"))
-    assert classes == [(False, False, False), (False, False, True), (True, False, False)]
-    assert not call_class.is_bookkeeping() and not call_class.is_prompt()
+    client._endpoint._send(Request(b"DynamoDB_20120810.PutItem"))
+    assert classes == [(False, False), (False, True), (False, False)]
+    assert not call_class.is_bookkeeping()

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from punctual.clock import ManualClock
-from punctual.local.holding import RELEASE_AHEAD_SECONDS, HoldingSqs
+from punctual.local.holding import COMING_EVERY_SECONDS, RELEASE_AHEAD_SECONDS, ComingCounts, HoldingSqs
 
 START = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 QUEUE = "http://127.0.0.1/000000000000/work"
@@ -119,3 +119,25 @@ def test_a_release_that_sqs_refuses_is_tried_again() -> None:
     # Then it was held again, and sent by the retry
     assert held_after_failure == 1
     assert bodies(sqs) == ["m"] and holding.held == 0
+
+
+def test_pollers_prepare_for_the_sum_of_what_every_holder_has_coming_while_its_report_is_fresh() -> None:
+    now = [100.0]
+    prepared: list[tuple[str, int]] = []
+    coming = ComingCounts(lambda queue, count: prepared.append((queue, count)), monotonic=lambda: now[0])
+    stack, api = coming.reporter("stack"), coming.reporter("api")
+    # Given the stack's held sends report 500 messages coming on the work queue
+    stack("work", 500)
+    # When the API's process reports 400 on it, and 3 on another queue
+    api("work", 400)
+    api("notify", 3)
+    # Then the work queue's pollers prepare for both holders' messages, the other's for its own
+    assert prepared == [("work", 500), ("work", 900), ("notify", 3)]
+    # And a holder that has not reported for two of its periods no longer counts (all released)
+    now[0] += 2 * COMING_EVERY_SECONDS + 0.01
+    api("work", 10)
+    assert prepared[-1] == ("work", 10)
+    # And a holder's new report replaces its last
+    stack("work", 20)
+    api("work", 5)
+    assert prepared[-2:] == [("work", 30), ("work", 25)]

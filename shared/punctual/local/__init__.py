@@ -158,6 +158,9 @@ def main(args: list[str]) -> int:
         stack.stop()
         _leave(130)
     stack.stop()
+    if stack.failure is not None:
+        print(f"punctual local: error: {stack.failure}", file=sys.stderr, flush=True)
+        _leave(1)
     _leave(0)
 
 

@@ -11,11 +11,9 @@ ahead of its instant) can wait some milliseconds without anyone seeing it. The o
 runs (punctual.call_class.bookkeeping) wait behind every other call, for `LAST_LIMIT_SECONDS` at most:
 at a burst's instant they were two writes an execution, and the creations and claims queued behind
 them waited up to 0.8 s each. Past that limit they take every other turn, not every turn: a burst
-of 1,000 left two thousand of them overdue at once, and letting them all go first held the API's
-creations and the scanner's tick for 20 s. A user's request (punctual.call_class.prompt) goes before
-all of them: a burst's claims, made together seconds ahead of it, queue here by the thousand, and a
-creation behind them waited seconds; the local API bounds how many such requests go a second while
-calls queue (stack.api_invoker), so that the claims keep the rest of moto.
+of 1,000 left two thousand of them overdue at once, and letting them all go first held the scanner's
+tick for 20 s. The API's process (api_process.py) has clients of its own: its requests do not queue
+here behind a burst's claims.
 
 Only the DynamoDB clients go through the gate: SQS long polls wait in moto without working and would
 hold slots for nothing.
@@ -30,7 +28,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from punctual.call_class import is_bookkeeping, is_prompt
+from punctual.call_class import is_bookkeeping
 
 # Enough to keep moto busy while some writes wait for the journal's fsync, few enough that a read
 # let in shares moto with few others.
@@ -41,9 +39,9 @@ LAST_LIMIT_SECONDS = 2.0
 
 
 class Gate:
-    """At most `slots` holders at once; waiting `prompt` callers are let in first, then `first`
-    callers, then the others, `last` callers after them until the oldest has waited `last_limit`
-    seconds, then in turn with them."""
+    """At most `slots` holders at once; waiting `first` callers are let in first, then the others,
+    `last` callers after them until the oldest has waited `last_limit` seconds, then in turn with
+    them."""
 
     def __init__(
         self,
@@ -56,15 +54,14 @@ class Gate:
         self.slots = slots
         self._free = slots
         self._last_limit = last_limit
-        self._prompt: deque[threading.Event] = deque()
         self._first: deque[threading.Event] = deque()
         self._others: deque[threading.Event] = deque()
         self._last: deque[tuple[float, threading.Event]] = deque()  # with when each began to wait
         self._last_went = False  # whether the last turn handed out while overdue went to `last`
 
     @contextmanager
-    def slot(self, *, prompt: bool = False, first: bool = False, last: bool = False) -> Iterator[None]:
-        self._acquire(prompt, first, last)
+    def slot(self, *, first: bool = False, last: bool = False) -> Iterator[None]:
+        self._acquire(first, last)
         try:
             yield
         finally:
@@ -73,17 +70,15 @@ class Gate:
     @property
     def waiting(self) -> int:
         with self._lock:
-            return len(self._prompt) + len(self._first) + len(self._others) + len(self._last)
+            return len(self._first) + len(self._others) + len(self._last)
 
-    def _acquire(self, prompt: bool, first: bool, last: bool) -> None:
+    def _acquire(self, first: bool, last: bool) -> None:
         with self._lock:
             if self._free > 0:  # (a free slot means no one waits: a release hands its slot on)
                 self._free -= 1
                 return
             turn = threading.Event()
-            if prompt:
-                self._prompt.append(turn)
-            elif first:
+            if first:
                 self._first.append(turn)
             elif last:
                 self._last.append((self._monotonic(), turn))
@@ -95,10 +90,8 @@ class Gate:
         with self._lock:
             overdue = bool(self._last) and self._monotonic() - self._last[0][0] >= self._last_limit
             last_turn = overdue and not self._last_went
-            if self._prompt:
-                self._prompt.popleft().set()  # the slot passes to it
-            elif self._first:
-                self._first.popleft().set()
+            if self._first:
+                self._first.popleft().set()  # the slot passes to it
             elif self._others and not last_turn:
                 self._last_went = False
                 self._others.popleft().set()
@@ -117,7 +110,7 @@ def gate_client(client: Any, gate: Gate) -> None:
     def gated_send(request: Any) -> Any:
         target = request.headers.get("X-Amz-Target", b"")
         operation = (target.decode() if isinstance(target, bytes) else str(target)).rpartition(".")[2]
-        with gate.slot(prompt=is_prompt(), first=operation == _FIRST, last=is_bookkeeping()):
+        with gate.slot(first=operation == _FIRST, last=is_bookkeeping()):
             return send(request)
 
     endpoint._send = gated_send

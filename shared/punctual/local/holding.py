@@ -22,6 +22,7 @@ import hashlib
 import heapq
 import itertools
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -182,3 +183,34 @@ def _batches(due: list[_Held]) -> list[list[_Held]]:
         for messages in by_queue.values()
         for start in range(0, len(messages), SEND_BATCH)
     ]
+
+
+class ComingCounts:
+    """Held messages about to come due on each queue, as several holders report them (the stack's own
+    and the API process's): `prepare` hears their sum. A holder reports while it holds messages
+    coming due, every COMING_EVERY_SECONDS; a report older than two of those no longer counts."""
+
+    def __init__(
+        self,
+        prepare: Callable[[str, int], None],
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._prepare = prepare
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._latest: dict[tuple[str, str], tuple[int, float]] = {}  # (holder, queue) -> (count, when)
+
+    def reporter(self, holder: str) -> Callable[[str, int], None]:
+        """The `on_coming` of one holder."""
+        return lambda queue_url, count: self.report(holder, queue_url, count)
+
+    def report(self, holder: str, queue_url: str, count: int) -> None:
+        now = self._monotonic()
+        with self._lock:
+            self._latest[(holder, queue_url)] = (count, now)
+            total = sum(
+                n
+                for (_, queue), (n, when) in self._latest.items()
+                if queue == queue_url and now - when <= 2 * COMING_EVERY_SECONDS
+            )
+        self._prepare(queue_url, total)

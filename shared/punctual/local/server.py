@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hmac
 import json
+import socket
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -78,7 +79,10 @@ class ApiServer(ThreadingHTTPServer):
         *,
         access_log: bool,
         storage_failure: Callable[[], str | None] | None = None,
+        listening: socket.socket | None = None,
     ) -> None:
+        """`listening`: a socket already bound and listening (the stack binds it, then hands it to
+        the API's process), used instead of binding `address`."""
         self.invoke = invoke
         self.tokens = dict(tokens)
         self.access_log = access_log
@@ -86,7 +90,11 @@ class ApiServer(ThreadingHTTPServer):
         # Asked after a write failed: why the data directory refuses writes, if it does.
         self.storage_failure = storage_failure or (lambda: None)
         self.refusing_writes: str | None = None
-        super().__init__(address, _Handler)
+        super().__init__(address, _Handler, bind_and_activate=listening is None)
+        if listening is not None:
+            self.socket.close()
+            self.socket = listening
+            self.server_address = listening.getsockname()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that went away is one line in the log, not a traceback."""

@@ -1,7 +1,7 @@
-"""All of Punctual in one process, and moto in a second: the handlers, and what AWS does between them.
+"""All of Punctual on this machine in three processes: the handlers, and what AWS does between them.
 
     moto server (DynamoDB + SQS, on 127.0.0.1)   <- table and queues from resources.py; own process
-    HTTP front end (API Gateway)                  -> API handler
+    HTTP front end (API Gateway)                  -> API handler; own process (api_process.py says why)
     ticker (EventBridge rule)                     -> scanner handler, each minute or --tick-seconds
     delayed sends (SQS DelaySeconds)              -> held here until due, then sent to moto
     poller pools (SQS event source mappings)      -> worker, dead-letter and notifier handlers
@@ -13,40 +13,36 @@ The handlers are the Lambda handlers of functions/, called with the events AWS w
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import boto3
-from botocore import UNSIGNED
-from botocore.config import Config
+from typing import IO, Any
 
 from punctual import call_class, randomness, resources, target_arns, wiring
 from punctual.clock import SystemClock
 from punctual.config import Settings
-from punctual.local import provision
+from punctual.local import clients, provision
+from punctual.local.api_process import Config as ApiConfig
+from punctual.local.clients import REGION, StackError
 from punctual.local.esm import Handler
 from punctual.local.gate import Gate, gate_client
-from punctual.local.holding import HoldingSqs
+from punctual.local.holding import ComingCounts, HoldingSqs
 from punctual.local.lambda_events import FakeLambdaContext
-from punctual.local.loopback_http import use_loopback_http
 from punctual.local.persistence import DataDirError, DataDirLock, recover, work_items
 from punctual.local.pollers import PollerPool, load_handler
-from punctual.local.server import ApiServer
 from punctual.observability import logger
-from punctual.starts_first import StartsFirst
 from punctual.timefmt import to_epoch_ms
 
-REGION = "us-east-1"
+__all__ = ["LocalStack", "Options", "StackError", "lookahead_for"]
+
 ACCOUNT = "000000000000"
 HOST = "127.0.0.1"
 # Fewer shards than on AWS: the scanner queries every shard of every due minute on each tick, and
@@ -58,8 +54,8 @@ LOOPBACK_NETWORKS = ("127.0.0.0/8", "::1/128")
 LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
 # Messages become visible this early and the worker waits out the rest: a head start for receiving,
 # reading and claiming an execution before its instant, which many may share. moto answers a few
-# hundred writes a second and a burst's executions share it with the API's creations, which go first
-# (api_invoker), so a burst of a thousand needs most of this lead for its claims. (Delayed messages
+# hundred writes a second and a burst's executions share it with the API's creations, so a burst of a
+# thousand needs most of this lead for its claims. (Delayed messages
 # are held by HoldingSqs and sent to moto when due, which wakes a waiting long poll; moto's own
 # delays would not.)
 LOCAL_EARLY_VISIBILITY_SECONDS = 15
@@ -69,30 +65,13 @@ LOCAL_TASK_CACHE_SECONDS = 2.0
 # written together once its starts are made, would hold it while steady executions due then wait to
 # start.
 BOOKKEEPING_LANES = 6
-# How long an API request waits at most for the executions starting at that moment.
-API_YIELD_SECONDS = 0.1
-# Requests let in over the last second below which a request does not wait for them: under a burst
-# the API keeps this share at least (creating 50 jobs a second from a user's clients is the promise).
-API_FLOOR_PER_SECOND = 60
-# Requests a second let in at most while calls queue for moto (the local gate), their calls going
-# first: above the floor, with other clients' steady traffic counted in it, and bounded, so that the
-# claims queued there keep the rest of moto.
-API_PROMPT_PER_SECOND = 100
+# Many clients connecting at once (the listen backlog's default is 5 or so) would be reset.
+API_BACKLOG = 1024
+# How long the API's process may take to load and serve, and to stop.
+API_START_SECONDS = 60.0
+API_STOP_SECONDS = 3.0
 STOP_GRACE_SECONDS = 3.0
 MOTO_STOP_SECONDS = 5.0
-# Unsigned: moto checks no signature (loopback_http.use_loopback_http gives its requests the header
-# moto reads the service and region from). Unvalidated, as the deployed clients are (punctual.aws):
-# the store builds its own requests, and moto checks them anyway.
-_CLIENT_CONFIG = Config(
-    retries={"max_attempts": 3, "mode": "standard"},
-    max_pool_connections=256,
-    signature_version=UNSIGNED,
-    parameter_validation=False,
-)
-
-
-class StackError(Exception):
-    """The stack cannot start; the message says why and what to do."""
 
 
 @dataclass
@@ -115,30 +94,24 @@ def lookahead_for(tick_seconds: int) -> int:
     return max(5, 2 * tick_seconds)
 
 
-def source_root() -> Path:
-    """The checkout holding functions/ (the handlers), which is not part of the installed package."""
-    import punctual
-
-    for root in (Path(punctual.__file__).resolve().parents[2], Path.cwd()):
-        if (root / "functions" / "__init__.py").is_file():
-            return root
-    raise StackError("the Lambda handlers (functions/) were not found: run from a Punctual source checkout")
-
-
 class LocalStack:
     def __init__(self, options: Options) -> None:
         self.options = options
         self.stop_requested = threading.Event()
         self.lingering = 0  # handler invocations still running when the stack stopped
+        self.failure: str | None = None  # why the stack stopped by itself, if it did
         self._stopped = False
         self._threads: list[threading.Thread] = []
         self._lock = DataDirLock(options.data_dir)
-        self._api: ApiServer | None = None
+        self._api: subprocess.Popen[str] | None = None
+        self._api_url = ""
+        self._api_ready = threading.Event()
+        self._api_error: str | None = None
         self._moto: subprocess.Popen[str] | None = None
         self._pools: list[PollerPool] = []
         self._moto_url = ""
-        self._storage_failure: str | None = None
         self._delays: HoldingSqs | None = None
+        self._coming = ComingCounts(self._prepare_pool)
         self._gate: Gate | None = None
         self._started = time.monotonic()
 
@@ -157,29 +130,19 @@ class LocalStack:
         except OSError as exc:
             raise DataDirError(f"cannot use the data directory {options.data_dir}: {exc}") from exc
         self._lock.acquire()
-        root = str(source_root())
-        if root not in sys.path:
-            sys.path.insert(0, root)
-
-        api_handler = load_handler(resources.FUNCTIONS["api"], fresh=False)
+        clients.add_source_root()
         scanner = load_handler(resources.FUNCTIONS["scanner"], fresh=False)
-        # Bound before anything starts: a port in use is the likeliest reason not to start.
-        self._api = self._bind_api(api_handler)
+        # Bound before anything starts: a port in use is the likeliest reason not to start. Its
+        # process loads the API while moto starts.
+        self._launch_api(self._bind_api())
         moto_url = self._start_moto()
 
-        session = boto3.session.Session(
-            aws_access_key_id="local", aws_secret_access_key="local", region_name=REGION
-        )
-        dynamodb_client = session.client("dynamodb", endpoint_url=moto_url, config=_CLIENT_CONFIG)
-        sqs = session.client("sqs", endpoint_url=moto_url, config=_CLIENT_CONFIG)
-        dynamodb = session.resource("dynamodb", endpoint_url=moto_url, config=_CLIENT_CONFIG)
-        for client in (dynamodb_client, sqs, dynamodb.meta.client):
-            use_loopback_http(client)
+        aws = clients.connect(moto_url)
         self._gate = gate = Gate()
         call_class.limit_bookkeeping(BOOKKEEPING_LANES)
-        gate_client(dynamodb_client, gate)
-        gate_client(dynamodb.meta.client, gate)
-        provisioned = provision.create_all(dynamodb_client, sqs)
+        gate_client(aws.dynamodb_client, gate)
+        gate_client(aws.dynamodb.meta.client, gate)
+        provisioned = provision.create_all(aws.dynamodb_client, aws.sqs)
 
         clock = SystemClock()
         restored = self._restore(to_epoch_ms(clock.now()))
@@ -208,16 +171,16 @@ class LocalStack:
             record_queued=True,
         )
         # Pollers for messages about to come due are started before they are due (pools set below).
-        self._delays = HoldingSqs(sqs, clock, on_coming=self._prepare_pool)
+        self._delays = HoldingSqs(aws.sqs, clock, on_coming=self._coming.reporter("stack"))
         self._delays.start()
         punctual = wiring.build(
             settings,
             clock=clock,
-            dynamodb=dynamodb,
-            dynamodb_client=dynamodb_client,
+            dynamodb=aws.dynamodb,
+            dynamodb_client=aws.dynamodb_client,
             sqs=self._delays,
-            lambda_clients=wiring.lambda_clients_for(settings, session),
-            aws_clients=wiring.aws_clients_for(settings, session),
+            lambda_clients=wiring.lambda_clients_for(settings, aws.session),
+            aws_clients=wiring.aws_clients_for(settings, aws.session),
         )
         wiring.set_default(punctual)
         work = work_items(restored["unfinished"])
@@ -226,7 +189,7 @@ class LocalStack:
         self._pools = [
             PollerPool(
                 "worker",
-                sqs,
+                aws.sqs,
                 settings.queue_url,
                 _containers(resources.FUNCTIONS["worker"]),
                 self.stop_requested,
@@ -235,7 +198,7 @@ class LocalStack:
             ),
             PollerPool(
                 "dead-letter",
-                sqs,
+                aws.sqs,
                 settings.dlq_url,
                 _containers(resources.FUNCTIONS["dead_letter"]),
                 self.stop_requested,
@@ -244,7 +207,7 @@ class LocalStack:
             ),
             PollerPool(
                 "notifier",
-                sqs,
+                aws.sqs,
                 settings.notify_queue_url,
                 _containers(resources.FUNCTIONS["notifier"]),
                 self.stop_requested,
@@ -255,7 +218,7 @@ class LocalStack:
         for pool in self._pools:
             pool.start()
         self._thread("ticker", self._tick_loop, scanner)
-        self._thread("api", self._api.serve_forever, 0.2)
+        self._serve_api(settings, moto_url)
 
         if restored["torn"]:
             logger.warning(
@@ -269,24 +232,87 @@ class LocalStack:
             if pool.queue_url == queue_url:
                 pool.prepare(messages)
 
-    def _moto_queued(self) -> bool:
-        """Whether more calls wait for moto than the gate lets in at once."""
-        return self._gate is not None and self._gate.waiting > self._gate.slots
-
-    def _bind_api(self, handler: Handler) -> ApiServer:
+    # -------------------------------------------------------------------- api
+    def _bind_api(self) -> socket.socket:
         try:
-            return ApiServer(
-                (HOST, self.options.port),
-                api_invoker(handler, lambda: wiring.default().worker.starts, self._moto_queued),
-                self.options.tokens,
-                access_log=self.options.verbose,
-                storage_failure=self.storage_failure,
-            )
+            return socket.create_server((HOST, self.options.port), backlog=API_BACKLOG)
         except OSError as exc:
             raise StackError(
                 f"cannot listen on {HOST}:{self.options.port}: {exc.strerror or exc}. Is another "
                 "`punctual local` running? Pick another port with --port or PUNCTUAL_PORT."
             ) from exc
+
+    def _launch_api(self, listening: socket.socket) -> None:
+        """Start the API's process on the bound socket (api_process.py): it loads meanwhile."""
+        with listening:
+            host, port = listening.getsockname()[:2]
+            self._api_url = f"http://{host}:{port}"
+            theirs, ours = os.pipe()[::-1]
+            command = [sys.executable, "-m", "punctual.local.api_process"]
+            command += ["--socket-fd", str(listening.fileno()), "--notices-fd", str(theirs)]
+            command += ["--json-logs"] * self.options.json_logs + ["--verbose"] * self.options.verbose
+            try:
+                self._api = subprocess.Popen(
+                    command, stdin=subprocess.PIPE, text=True, pass_fds=(listening.fileno(), theirs)
+                )
+            finally:
+                os.close(theirs)
+        notices = os.fdopen(ours, encoding="utf-8")
+        self._thread("api-notices", self._follow_api, notices)
+
+    def _serve_api(self, settings: Settings, moto_url: str) -> None:
+        """Give the API's process its configuration; returns once it serves."""
+        api = self._api
+        assert api is not None and api.stdin is not None
+        config = ApiConfig(
+            settings=settings.model_dump(mode="json"),
+            tokens=self.options.tokens,
+            moto_url=moto_url,
+            access_log=self.options.verbose,
+        )
+        try:
+            api.stdin.write(config.line())
+            api.stdin.flush()
+        except OSError:
+            pass  # it has stopped: its notices say why
+        if not self._api_ready.wait(API_START_SECONDS):
+            raise StackError(f"the API did not start within {API_START_SECONDS:.0f} s")
+        if self._api_error is not None:
+            raise StackError(f"the API could not start: {self._api_error}")
+
+    def _follow_api(self, notices: IO[str]) -> None:
+        """Read the API process's notices until it stops; it stopping unbidden stops the stack."""
+        with notices:
+            for line in notices:
+                word, _, rest = line.strip().partition(" ")
+                if word == "ready":
+                    self._api_ready.set()
+                elif word == "error":
+                    self._api_error = rest
+                elif word == "coming":
+                    count, _, queue_url = rest.partition(" ")
+                    self._coming.report("api", queue_url, int(count))
+        if self._api_error is None and not self._api_ready.is_set():
+            self._api_error = "its process stopped"
+        self._api_ready.set()
+        if not self.stop_requested.is_set() and self._api_error is None:
+            self.failure = "the API's process stopped unexpectedly; the stack stopped too"
+            self.stop_requested.set()
+
+    def _stop_api(self) -> None:
+        api, self._api = self._api, None
+        if api is None:
+            return
+        assert api.stdin is not None
+        try:
+            api.stdin.close()  # its signal to stop
+        except OSError:
+            pass
+        try:
+            api.wait(API_STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            api.kill()
+            api.wait()
 
     def _start_moto(self) -> str:
         """moto's server in a process of its own (moto_process.py says why); returns its URL."""
@@ -315,16 +341,6 @@ class LocalStack:
         if word != "restored":
             raise DataDirError(value or "moto's process stopped while reading the data directory")
         return dict(json.loads(value))
-
-    def storage_failure(self) -> str | None:
-        """Why moto's process refuses writes (its disk failed), or None; asked after a failed write."""
-        if self._storage_failure is None and self._moto_url:
-            try:
-                with urllib.request.urlopen(f"{self._moto_url}/_punctual/status", timeout=2.0) as answer:
-                    self._storage_failure = json.loads(answer.read()).get("failure")
-            except (OSError, ValueError):
-                return None
-        return self._storage_failure
 
     def _stop_moto(self) -> None:
         moto, self._moto = self._moto, None
@@ -384,11 +400,7 @@ class LocalStack:
         self._stopped = True
         self.stop_requested.set()
         deadline = time.monotonic() + STOP_GRACE_SECONDS
-        if self._api is not None:
-            self._api.stopping = True
-            if any(t.name == "api" for t in self._threads):
-                self._api.shutdown()
-            self._api.server_close()
+        self._stop_api()
         self.lingering = sum(pool.join(deadline) for pool in self._pools)
         if self._delays is not None:
             self._delays.stop()
@@ -402,7 +414,7 @@ class LocalStack:
     # ----------------------------------------------------------------- banner
     def banner(self, moto_url: str, restored: int, requeued: int, table: str) -> None:
         options = self.options
-        api_url = self._api.url if self._api else ""
+        api_url = self._api_url
         token, owner = next(iter(options.tokens.items()))
         ready = time.monotonic() - self._started
         tick = "every minute" if options.tick_seconds >= 60 else f"every {options.tick_seconds} s"
@@ -459,63 +471,6 @@ def _cli() -> str:
         return str(script.relative_to(Path.cwd()))
     except ValueError:
         return str(script)
-
-
-def api_invoker(
-    handler: Handler,
-    starts: Callable[[], StartsFirst],
-    congested: Callable[[], bool] = lambda: False,
-    yield_seconds: float = API_YIELD_SECONDS,
-    floor_per_second: int = API_FLOOR_PER_SECOND,
-    prompt_per_second: int = API_PROMPT_PER_SECOND,
-    monotonic: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The API function as the local server calls it, side by side in its threads as many API
-    containers would be (the resolvers keep each request's state in its thread: api._PerThread).
-
-    One process runs the API and the workers here, where on AWS they run apart: a request first lets
-    the executions whose instant has come start (for at most `yield_seconds`). Their starts are a
-    burst's scarce second; a creation can wait a moment. But not every creation: while fewer than
-    `floor_per_second` requests were let in over the last second, a request goes in at once, so that
-    a burst starting for a second or two does not hold the API below that pace meanwhile.
-
-    A request's calls to moto go before the workers' (call_class.prompt): seconds before a burst its
-    claims queue for moto by the thousand, and a creation behind them waited seconds. While they
-    queue (`congested`), requests go at `prompt_per_second` at most, so that the claims keep the rest
-    of moto: past that pace a request waits here for its turn, for a second at most.
-    (`monotonic` and `sleep` are real time, as the waits': this only orders work.)"""
-    lock = threading.Lock()
-    admitted: deque[float] = deque()  # when the requests of the last second were let in
-
-    def recent(now: float) -> int:
-        while admitted and admitted[0] <= now - 1.0:
-            admitted.popleft()
-        return len(admitted)
-
-    def turn_in() -> float:
-        """Seconds until fewer than `prompt_per_second` requests were let in over the last second."""
-        with lock:
-            now = monotonic()
-            if recent(now) < prompt_per_second:
-                return 0.0
-            return admitted[-prompt_per_second] + 1.0 - now
-
-    def invoke(event: dict[str, Any]) -> dict[str, Any]:
-        context = FakeLambdaContext(function_name="punctual-api")
-        with lock:
-            busy = recent(monotonic()) >= floor_per_second
-        if busy:
-            starts().wait(yield_seconds)
-        deadline = monotonic() + 1.0
-        while congested() and (wait := min(turn_in(), deadline - monotonic())) > 0:
-            sleep(wait)
-        with lock:
-            admitted.append(monotonic())
-        with call_class.prompt():
-            return dict(handler(event, context))
-
-    return invoke
 
 
 def _containers(dotted_path: str) -> Callable[[], Handler]:
