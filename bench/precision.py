@@ -62,6 +62,7 @@ import math
 import multiprocessing
 import os
 import random
+import selectors
 import signal
 import socket
 import struct
@@ -76,7 +77,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing.connection import Connection
 from pathlib import Path
 from types import FrameType
@@ -126,35 +126,81 @@ class Delivery:
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 
 
-class Receiver(ThreadingHTTPServer):
-    """Answers every request 200 and records who called when.
+class Receiver:
+    """Answers every request 200 and records who called when, in one thread on non-blocking sockets.
 
-    When: the kernel's receive time of the request's first bytes (SO_TIMESTAMPNS), not the moment a
-    handler thread gets to it. At a burst's instant the receiver has hundreds of connections to
-    accept and parse in its one interpreter, and its own queue would count as the scheduler's
-    lateness. Where the kernel gives no such time (not Linux),
-    the handler's clock is used; `receiver_delay_ms` in the JSON says how far apart the two were.
+    When: the kernel's receive time of the request's first bytes (SO_TIMESTAMPNS), not the moment the
+    receiver gets to it. At a burst's instant it has hundreds of connections to accept and read, and
+    its own queue would count as the scheduler's lateness. Where the kernel gives no such time (not
+    Linux), the receiver's clock is used; `receiver_delay_ms` in the JSON says how far apart the two
+    were. One thread and a plain read of each request, rather than http.server's thread and header
+    parsing per request: it stands in for a user's service, which runs elsewhere, and at a burst's
+    instant its CPU is the CPU the scheduler on this machine needs.
     """
-
-    daemon_threads = True
-    # A minute boundary brings many calls at once; socketserver's default backlog of 5 would drop
-    # connection attempts, and each dropped SYN costs the caller a one-second retransmission.
-    request_queue_size = 1024
 
     def __init__(self, host: str, port: int) -> None:
         self.lock = threading.Lock()
         self.deliveries: list[Delivery] = []
-        self.kernel_times = False  # whether the kernel stamps what arrives (set once listening)
-        super().__init__((host, port), _ReceiverHandler)
-
-    def server_bind(self) -> None:
-        super().server_bind()
+        # A minute boundary brings many calls at once; a short backlog would drop connection
+        # attempts, and each dropped SYN costs the caller a one-second retransmission.
+        self.listener = socket.create_server((host, port), backlog=1024)
         try:
             # On the listening socket, so that packets are stamped from before each accept on.
-            self.socket.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            self.listener.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             self.kernel_times = True
         except OSError:
-            pass
+            self.kernel_times = False
+        self.listener.setblocking(False)
+        self.server_address = self.listener.getsockname()[:2]
+        self._stop = threading.Event()
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.listener, selectors.EVENT_READ, None)
+
+    def serve_forever(self) -> None:
+        while not self._stop.is_set():
+            for key, _ in self._selector.select(timeout=0.1):
+                if key.data is None:
+                    self._accept()
+                else:
+                    self._read(key.fileobj, key.data)  # type: ignore[arg-type]
+
+    def shutdown(self) -> None:
+        self._stop.set()
+
+    def server_close(self) -> None:
+        self._selector.close()
+        self.listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            connection.setblocking(False)
+            self._selector.register(connection, selectors.EVENT_READ, _Request())
+
+    def _read(self, connection: socket.socket, request: _Request) -> None:
+        if request.handled is None:
+            request.handled = time.time()
+            request.arrived = kernel_arrival(connection) if self.kernel_times else None
+        try:
+            data = connection.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        request.data += data
+        headers = request.complete() if data else None
+        if data and headers is None:
+            return  # more to come
+        self._selector.unregister(connection)
+        if headers is not None:
+            self.record(request.delivery(headers))
+            with contextlib.suppress(OSError):
+                connection.setblocking(True)
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        connection.close()
 
     def record(self, delivery: Delivery) -> None:
         with self.lock:
@@ -169,49 +215,49 @@ class Receiver(ThreadingHTTPServer):
             return list(self.deliveries)
 
 
-class _ReceiverHandler(BaseHTTPRequestHandler):
-    def setup(self) -> None:
-        super().setup()
-        receiver: Receiver = self.server  # type: ignore[assignment]
-        # (Punctual's webhook requests come one per connection; a later request on a kept-alive
-        # connection is timed by the handler.)
-        self.first_arrival = kernel_arrival(self.connection) if receiver.kernel_times else None
+@dataclass
+class _Request:
+    """One connection's request as it is read (Punctual's webhooks send one per connection)."""
 
-    def do_POST(self) -> None:
-        handled = time.time()
-        arrived, self.first_arrival = self.first_arrival or handled, None
-        length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(length)
-        scheduled = self.headers.get("X-Punctual-Scheduled-At")
+    data: bytes = b""
+    handled: float | None = None  # time.time() when the receiver first read from it
+    arrived: float | None = None  # the kernel's receive time of its first bytes, where known
+
+    def complete(self) -> dict[str, str] | None:
+        """Its headers (names lower case) once the whole request is in, body included; else None."""
+        head, separator, body = self.data.partition(b"\r\n\r\n")
+        if not separator:
+            return None
+        headers: dict[str, str] = {}
+        for line in head.decode("latin-1").split("\r\n")[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
         try:
-            attempt = int(self.headers.get("X-Punctual-Attempt") or 0)
+            length = int(headers.get("content-length") or 0)
+        except ValueError:
+            length = 0
+        return headers if len(body) >= length else None
+
+    def delivery(self, headers: dict[str, str]) -> Delivery:
+        assert self.handled is not None
+        scheduled = headers.get("x-punctual-scheduled-at")
+        try:
+            attempt = int(headers.get("x-punctual-attempt") or 0)
         except ValueError:
             attempt = 0
-        receiver: Receiver = self.server  # type: ignore[assignment]
-        receiver.record(
-            Delivery(
-                arrived=arrived,
-                job_id=self.headers.get("X-Punctual-Job-Id") or "",
-                execution_id=self.headers.get("X-Punctual-Execution-Id") or "",
-                scheduled_at=parse_rfc3339(scheduled).timestamp() if scheduled else None,
-                attempt=attempt,
-                handled=handled,
-            )
+        return Delivery(
+            arrived=self.arrived or self.handled,
+            job_id=headers.get("x-punctual-job-id") or "",
+            execution_id=headers.get("x-punctual-execution-id") or "",
+            scheduled_at=parse_rfc3339(scheduled).timestamp() if scheduled else None,
+            attempt=attempt,
+            handled=self.handled,
         )
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    do_GET = do_PUT = do_PATCH = do_DELETE = do_POST
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 def kernel_arrival(connection: socket.socket) -> float | None:
     """When the first bytes waiting on a connection arrived, by the kernel's stamp (they stay to read);
-    None without one. Waits for those bytes, as reading the request would."""
+    None without one (asked once the connection is readable)."""
     try:
         _, ancillary, _, _ = connection.recvmsg(1, socket.CMSG_SPACE(16), socket.MSG_PEEK)
     except OSError:
@@ -227,7 +273,7 @@ def _serve_receiver(host: str, port: int, commands: Connection) -> None:
     """The receiver's own process: answers webhooks, and the benchmark's questions over `commands`
     until it says stop or goes away."""
     receiver = Receiver(host, port)
-    threading.Thread(target=receiver.serve_forever, args=(0.1,), name="receiver", daemon=True).start()
+    threading.Thread(target=receiver.serve_forever, name="receiver", daemon=True).start()
     commands.send((receiver.server_address[1], receiver.kernel_times))
     try:
         while (command := commands.recv()) != "stop":

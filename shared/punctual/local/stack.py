@@ -55,9 +55,8 @@ LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
 # Messages become visible this early and the worker waits out the rest: a head start for receiving,
 # reading and claiming an execution before its instant, which many may share. moto answers a few
 # hundred writes a second and a burst's executions share it with the API's creations, so a burst of a
-# thousand needs most of this lead for its claims. (Delayed messages
-# are held by HoldingSqs and sent to moto when due, which wakes a waiting long poll; moto's own
-# delays would not.)
+# thousand needs most of this lead for its claims. (Delayed messages are held by HoldingSqs and sent
+# to moto when due, which wakes a waiting long poll; moto's own delays would not.)
 LOCAL_EARLY_VISIBILITY_SECONDS = 15
 LOCAL_TASK_CACHE_SECONDS = 2.0
 # Threads of the stack writing outcomes at once (call_class.bookkeeping). Their writes wait behind the
@@ -112,7 +111,6 @@ class LocalStack:
         self._moto_url = ""
         self._delays: HoldingSqs | None = None
         self._coming = ComingCounts(self._prepare_pool)
-        self._gate: Gate | None = None
         self._started = time.monotonic()
 
     # ------------------------------------------------------------------ start
@@ -138,7 +136,7 @@ class LocalStack:
         moto_url = self._start_moto()
 
         aws = clients.connect(moto_url)
-        self._gate = gate = Gate()
+        gate = Gate()
         call_class.limit_bookkeeping(BOOKKEEPING_LANES)
         gate_client(aws.dynamodb_client, gate)
         gate_client(aws.dynamodb.meta.client, gate)
