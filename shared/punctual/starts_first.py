@@ -25,28 +25,34 @@ LIMIT_SECONDS = 2.0
 class StartsFirst:
     def __init__(self, limit_seconds: float = LIMIT_SECONDS) -> None:
         self._limit = limit_seconds
-        self._changed = threading.Condition()
+        self._lock = threading.Lock()
         self._numbers = itertools.count()
         self._entered = -1  # the number of the last to enter
         self._starting: list[int] = []  # a heap of the numbers of those starting, and of some that left
         self._left: set[int] = set()  # those in the heap that left
+        # A heap of the waits: the last number each waits for, and what wakes it. Each is woken once,
+        # when its last has gone: at a burst's instant hundreds of outcomes wait while a thousand
+        # executions start, and waking them all at each start (a condition's notify_all) cost the
+        # interpreter the starts need.
+        self._waits: list[tuple[int, int, threading.Event]] = []
+        self._order = itertools.count()
 
     @property
     def starting(self) -> int:
-        with self._changed:
+        with self._lock:
             return len(self._starting) - len(self._left)
 
     def enter(self) -> Callable[[], None]:
         """An execution's instant has come: counted as starting until the function returned is called
         (at its task's start, or when it does not start after all; calling it again does nothing)."""
-        with self._changed:
+        with self._lock:
             number = self._entered = next(self._numbers)
             heapq.heappush(self._starting, number)
         left = False
 
         def leave() -> None:
             nonlocal left
-            with self._changed:
+            with self._lock:
                 if left:
                     return
                 left = True
@@ -55,16 +61,31 @@ class StartsFirst:
                     return  # an earlier one is still starting: no wait can end on this
                 while self._starting and self._starting[0] in self._left:
                     self._left.discard(heapq.heappop(self._starting))
-                self._changed.notify_all()
+                ended = self._ended_waits()
+            for wait in ended:
+                wait.set()
 
         return leave
 
     def wait(self) -> None:
         """Until the executions starting now have started (or left), or the limit it was made with."""
-        with self._changed:
+        with self._lock:
             last = self._entered
-            # (a real-time bound: it only orders work, and must never wait on a test's clock)
-            self._changed.wait_for(
-                lambda: not self._starting or self._starting[0] > last,
-                timeout=self._limit,
-            )
+            if self._started_through(last):
+                return
+            ended = threading.Event()
+            heapq.heappush(self._waits, (last, next(self._order), ended))
+        # (a real-time bound: it only orders work, and must never wait on a test's clock)
+        ended.wait(self._limit)
+
+    def _started_through(self, last: int) -> bool:
+        """Whether every execution numbered up to `last` has left (under the lock)."""
+        return not self._starting or self._starting[0] > last
+
+    def _ended_waits(self) -> list[threading.Event]:
+        """The waits that have ended, taken off the heap (under the lock). A wait past its limit stays
+        until then: its event is set for no one."""
+        ended = []
+        while self._waits and self._started_through(self._waits[0][0]):
+            ended.append(heapq.heappop(self._waits)[2])
+        return ended

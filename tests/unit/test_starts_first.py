@@ -77,3 +77,28 @@ def test_a_wait_goes_only_once_every_earlier_start_has_left_in_any_order() -> No
     assert not written.wait(0.1)
     first()
     assert written.wait(5)
+
+
+def test_each_wait_ends_when_the_starts_it_waits_for_have_left_not_before() -> None:
+    starts = StartsFirst(limit_seconds=30)
+    # Given a wait begun while one execution was starting, and another begun after a second came due
+    first = starts.enter()
+    early = waiting(starts)
+    second = starts.enter()
+    late = waiting(starts)
+    assert not early.wait(0.1) and not late.wait(0.01)
+    # When the first starts, Then only the wait that was for it alone ends
+    first()
+    assert early.wait(5)
+    assert not late.wait(0.1)
+    # And the other ends when the second starts
+    second()
+    assert late.wait(5)
+
+
+def test_a_wait_past_its_limit_is_forgotten_once_its_starts_have_left() -> None:
+    starts = StartsFirst(limit_seconds=0.05)
+    leave = starts.enter()
+    starts.wait()  # ends at its limit
+    leave()
+    assert starts._waits == []
