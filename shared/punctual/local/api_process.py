@@ -9,8 +9,9 @@ interpreter of its own, and the operating system shares the cores between the tw
 
 The stack binds the API's port (so that a port in use is refused before anything starts) and passes the
 listening socket as descriptor N. The process loads the API's modules while the stack starts moto;
-then its standard input carries one JSON line (Config) and stays open: the process stops when it closes (the stack closes it to stop the API, the system when the stack
-dies). On descriptor M it writes one line each:
+then its standard input carries one JSON line (Config) and stays open: the process stops when it
+closes (the stack closes it to stop the API, the system when the stack dies). On descriptor M it
+writes one line each:
 
     ready                       serving
     error <why>                 could not start (then exits 1)

@@ -38,6 +38,7 @@ from punctual.local.holding import ComingCounts, HoldingSqs
 from punctual.local.lambda_events import FakeLambdaContext
 from punctual.local.persistence import DataDirError, DataDirLock, recover, work_items
 from punctual.local.pollers import PollerPool, load_handler
+from punctual.local.server import ApiServer
 from punctual.observability import logger
 from punctual.timefmt import to_epoch_ms
 
@@ -64,8 +65,6 @@ LOCAL_TASK_CACHE_SECONDS = 2.0
 # written together once its starts are made, would hold it while steady executions due then wait to
 # start.
 BOOKKEEPING_LANES = 6
-# Many clients connecting at once (the listen backlog's default is 5 or so) would be reset.
-API_BACKLOG = 1024
 # How long the API's process may take to load and serve, and to stop.
 API_START_SECONDS = 60.0
 API_STOP_SECONDS = 3.0
@@ -233,7 +232,7 @@ class LocalStack:
     # -------------------------------------------------------------------- api
     def _bind_api(self) -> socket.socket:
         try:
-            return socket.create_server((HOST, self.options.port), backlog=API_BACKLOG)
+            return socket.create_server((HOST, self.options.port), backlog=ApiServer.request_queue_size)
         except OSError as exc:
             raise StackError(
                 f"cannot listen on {HOST}:{self.options.port}: {exc.strerror or exc}. Is another "
@@ -245,7 +244,7 @@ class LocalStack:
         with listening:
             host, port = listening.getsockname()[:2]
             self._api_url = f"http://{host}:{port}"
-            theirs, ours = os.pipe()[::-1]
+            ours, theirs = os.pipe()  # it writes its notices, the stack reads them
             command = [sys.executable, "-m", "punctual.local.api_process"]
             command += ["--socket-fd", str(listening.fileno()), "--notices-fd", str(theirs)]
             command += ["--json-logs"] * self.options.json_logs + ["--verbose"] * self.options.verbose
@@ -299,18 +298,8 @@ class LocalStack:
 
     def _stop_api(self) -> None:
         api, self._api = self._api, None
-        if api is None:
-            return
-        assert api.stdin is not None
-        try:
-            api.stdin.close()  # its signal to stop
-        except OSError:
-            pass
-        try:
-            api.wait(API_STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            api.kill()
-            api.wait()
+        if api is not None:
+            _end(api, API_STOP_SECONDS)
 
     def _start_moto(self) -> str:
         """moto's server in a process of its own (moto_process.py says why); returns its URL."""
@@ -342,16 +331,10 @@ class LocalStack:
 
     def _stop_moto(self) -> None:
         moto, self._moto = self._moto, None
-        if moto is None:
-            return
-        assert moto.stdin is not None and moto.stdout is not None
-        moto.stdin.close()  # its signal to exit
-        try:
-            moto.wait(MOTO_STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            moto.kill()
-            moto.wait()
-        moto.stdout.close()
+        if moto is not None:
+            _end(moto, MOTO_STOP_SECONDS)
+            assert moto.stdout is not None
+            moto.stdout.close()
 
     def _thread(self, name: str, target: Callable[..., Any], *args: Any) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -469,6 +452,20 @@ def _cli() -> str:
         return str(script.relative_to(Path.cwd()))
     except ValueError:
         return str(script)
+
+
+def _end(child: subprocess.Popen[str], seconds: float) -> None:
+    """Close a child's standard input, its signal to stop; kill it if it has not within `seconds`."""
+    assert child.stdin is not None
+    try:
+        child.stdin.close()
+    except OSError:
+        pass  # it has gone already
+    try:
+        child.wait(seconds)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
 
 
 def _containers(dotted_path: str) -> Callable[[], Handler]:
