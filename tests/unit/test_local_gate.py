@@ -11,7 +11,7 @@ from typing import Any
 
 from punctual import call_class
 from punctual.clock import ManualClock
-from punctual.local.gate import Gate, gate_client
+from punctual.local.gate import CALL_HEADER, LAST, PROMPT, Gate, MotoGate, gate_client, mark_client
 from punctual.outcomes import persist
 
 
@@ -208,3 +208,137 @@ def test_a_gated_client_sends_an_outcome_write_as_bookkeeping() -> None:
     client._endpoint._send(Request(b"DynamoDB_20120810.PutItem"))
     assert classes == [(False, False), (False, True), (False, False)]
     assert not call_class.is_bookkeeping()
+
+
+def test_a_gated_client_marks_its_bookkeeping_calls_for_motos_gate_and_no_other() -> None:
+    sent: list[Request] = []
+
+    class Recording(Endpoint):
+        def _send(self, request: Request) -> str:
+            sent.append(request)
+            return "response"
+
+    client = Client(Recording(Gate(1), []))
+    gate_client(client, Gate(1))
+    client._endpoint._send(Request(b"DynamoDB_20120810.UpdateItem"))
+    with call_class.bookkeeping():
+        client._endpoint._send(Request(b"DynamoDB_20120810.UpdateItem"))
+    assert [request.headers.get(CALL_HEADER) for request in sent] == [None, LAST]
+
+
+def test_a_marked_client_marks_every_request() -> None:
+    sent: list[Request] = []
+
+    class Recording(Endpoint):
+        def _send(self, request: Request) -> str:
+            sent.append(request)
+            return "response"
+
+    client = Client(Recording(Gate(1), []))
+    mark_client(client, PROMPT)
+    client._endpoint._send(Request(b"DynamoDB_20120810.PutItem"))
+    with call_class.bookkeeping():
+        client._endpoint._send(Request(b"DynamoDB_20120810.UpdateItem"))
+    assert [request.headers.get(CALL_HEADER) for request in sent] == [PROMPT, PROMPT]
+
+
+def dynamodb_call(operation: str, *, mark: str | None = None) -> dict[str, Any]:
+    environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/", "HTTP_X_AMZ_TARGET": operation}
+    if mark is not None:
+        environ["HTTP_X_PUNCTUAL_CALL"] = mark
+    return environ
+
+
+class HeldApp:
+    """A WSGI app whose calls each hold until let go, recording the order they came in."""
+
+    def __init__(self) -> None:
+        self.entered: list[str] = []
+        self.leave: dict[str, threading.Event] = {}
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        name = environ["name"]
+        self.entered.append(name)
+        assert self.leave[name].wait(10)
+        start_response("200 OK", [])
+        return [name.encode()]
+
+    def call(
+        self, app: MotoGate, name: str, environ: dict[str, Any], answers: list[bytes]
+    ) -> threading.Thread:
+        self.leave[name] = threading.Event()
+        environ["name"] = name
+        thread = threading.Thread(target=lambda: answers.extend(app(environ, lambda *_: None)))
+        thread.start()
+        return thread
+
+
+def test_motos_gate_lets_the_apis_call_in_before_the_stacks_bookkeeping_that_waited_longer() -> None:
+    held = HeldApp()
+    gate = MotoGate(held, Gate(1, last_limit=60))
+    answers: list[bytes] = []
+    # Given a call in moto's one slot, an outcome (marked bookkeeping) waiting, then a creation
+    threads = [held.call(gate, "holder", dynamodb_call("DynamoDB_20120810.UpdateItem"), answers)]
+    wait_until(lambda: held.entered == ["holder"])
+    threads.append(
+        held.call(gate, "outcome", dynamodb_call("DynamoDB_20120810.UpdateItem", mark=LAST), answers)
+    )
+    wait_until(lambda: gate.gate.waiting == 1)
+    threads.append(held.call(gate, "create", dynamodb_call("DynamoDB_20120810.PutItem"), answers))
+    wait_until(lambda: gate.gate.waiting == 2)
+    # When each call in the slot leaves in turn
+    for count, name in enumerate(("holder", "create"), start=2):
+        held.leave[name].set()
+        wait_until(lambda count=count: len(held.entered) == count)
+    held.leave["outcome"].set()
+    for thread in threads:
+        thread.join(10)
+    # Then the creation went in before the outcome, and each got its own answer
+    assert held.entered == ["holder", "create", "outcome"]
+    assert answers == [b"holder", b"create", b"outcome"]
+    assert gate.gate.waiting == 0 and gate.gate._free == 1
+
+
+def test_motos_gate_lets_the_apis_calls_and_reads_in_before_claims_then_bookkeeping() -> None:
+    held = HeldApp()
+    gate = MotoGate(held, Gate(1, last_limit=60))
+    answers: list[bytes] = []
+    # Given a call in moto's one slot, then an outcome, a claim, an API call and a read waiting
+    threads = [held.call(gate, "holder", dynamodb_call("DynamoDB_20120810.UpdateItem"), answers)]
+    wait_until(lambda: held.entered == ["holder"])
+    waiting = [
+        ("outcome", dynamodb_call("DynamoDB_20120810.UpdateItem", mark=LAST)),
+        ("claim", dynamodb_call("DynamoDB_20120810.UpdateItem")),
+        ("create", dynamodb_call("DynamoDB_20120810.TransactWriteItems", mark=PROMPT)),
+        ("read", dynamodb_call("DynamoDB_20120810.BatchGetItem")),
+    ]
+    for count, (name, environ) in enumerate(waiting, start=1):
+        threads.append(held.call(gate, name, environ, answers))
+        wait_until(lambda count=count: gate.gate.waiting == count)
+    # When each call in the slot leaves in turn
+    for count in range(2, 6):
+        held.leave[held.entered[-1]].set()
+        wait_until(lambda count=count: len(held.entered) == count)
+    held.leave["outcome"].set()
+    for thread in threads:
+        thread.join(10)
+    # Then the API's call and the read went first, in the order they came, the outcome last
+    assert held.entered == ["holder", "create", "read", "claim", "outcome"]
+
+
+def test_motos_gate_lets_sqs_calls_through_while_its_slots_are_held() -> None:
+    held = HeldApp()
+    gate = MotoGate(held, Gate(1))
+    answers: list[bytes] = []
+    # Given a DynamoDB call holding moto's one slot
+    holder = held.call(gate, "holder", dynamodb_call("DynamoDB_20120810.Query"), answers)
+    wait_until(lambda: held.entered == ["holder"])
+    # When an SQS receive (a long poll) and a plain GET come in, Then both reach moto at once
+    receive = held.call(gate, "receive", dynamodb_call("AmazonSQS.ReceiveMessage"), answers)
+    status = held.call(gate, "status", {"REQUEST_METHOD": "GET", "PATH_INFO": "/_punctual/status"}, answers)
+    wait_until(lambda: len(held.entered) == 3)
+    assert gate.gate.waiting == 0
+    for event in held.leave.values():
+        event.set()
+    for thread in (holder, receive, status):
+        thread.join(10)

@@ -13,7 +13,8 @@ at a burst's instant they were two writes an execution, and the creations and cl
 them waited up to 0.8 s each. Past that limit they take every other turn, not every turn: a burst
 of 1,000 left two thousand of them overdue at once, and letting them all go first held the scanner's
 tick for 20 s. The API's process (api_process.py) has clients of its own: its requests do not queue
-here behind a burst's claims.
+here behind a burst's claims, but in moto's process, where a gate of the same kind (`MotoGate`) lets
+every caller's calls in to moto's handler a few at a time, the stack's bookkeeping last.
 
 Only the DynamoDB clients go through the gate: SQS long polls wait in moto without working and would
 hold slots for nothing.
@@ -33,7 +34,16 @@ from punctual.call_class import is_bookkeeping
 # Enough to keep moto busy while some writes wait for the journal's fsync, few enough that a read
 # let in shares moto with few others.
 SLOTS = 16
+# In moto's process a slot holds only moto's work, which shares one interpreter: a few let the next
+# request parse while one runs, and a call let in waits behind few others.
+MOTO_SLOTS = 4
 _FIRST = "BatchGetItem"
+_DYNAMODB = "DynamoDB_20120810."
+# What a call is for, as the stack marks it for moto's gate.
+CALL_HEADER = "X-Punctual-Call"
+_CALL_ENVIRON = "HTTP_X_PUNCTUAL_CALL"
+LAST = "bookkeeping"
+PROMPT = "prompt"
 # How long a bookkeeping call waits behind the others at most before it takes its turn among them.
 LAST_LIMIT_SECONDS = 2.0
 
@@ -103,14 +113,63 @@ class Gate:
 
 
 def gate_client(client: Any, gate: Gate) -> None:
-    """Send a boto3 DynamoDB client's requests through the gate (every attempt, retries included)."""
+    """Send a boto3 DynamoDB client's requests through the gate (every attempt, retries included),
+    a bookkeeping call marked as such for moto's own gate (`MotoGate`)."""
     endpoint = client._endpoint
     send = endpoint._send
 
     def gated_send(request: Any) -> Any:
-        target = request.headers.get("X-Amz-Target", b"")
-        operation = (target.decode() if isinstance(target, bytes) else str(target)).rpartition(".")[2]
-        with gate.slot(first=operation == _FIRST, last=is_bookkeeping()):
+        last = is_bookkeeping()
+        if last:
+            request.headers[CALL_HEADER] = LAST
+        with gate.slot(first=_is_first(request.headers.get("X-Amz-Target", b"")), last=last):
             return send(request)
 
     endpoint._send = gated_send
+
+
+def mark_client(client: Any, mark: str) -> None:
+    """Mark every request of a boto3 client for moto's gate (`PROMPT`: the API's, which a user waits
+    on)."""
+    endpoint = client._endpoint
+    send = endpoint._send
+
+    def marked_send(request: Any) -> Any:
+        request.headers[CALL_HEADER] = mark
+        return send(request)
+
+    endpoint._send = marked_send
+
+
+def _is_first(target: bytes | str) -> bool:
+    return (target.decode() if isinstance(target, bytes) else str(target)).rpartition(".")[2] == _FIRST
+
+
+class MotoGate:
+    """WSGI, inside moto's process: its DynamoDB calls run a few at a time, in the gate's order.
+
+    The stack's gate orders the stack's own calls, but the API's process sends its calls to moto
+    without it, and under a burst of a thousand they shared moto with the stack's sixteen by numbers
+    alone: two seconds after the instant, when moto spent most of a core writing the burst's outcomes,
+    the API created under 50 jobs a second. Here every caller's call waits its turn at moto's
+    handler. First go the calls someone waits on now: a BatchGetItem (the runs at their instant) and
+    the API's calls (marked `PROMPT`: a user waits on each answer, and the API's threads are few);
+    then the others (claims made seconds ahead of their instant, starts); then the stack's
+    bookkeeping (marked `LAST`), as in the stack's gate. The journal's wait for its disk comes after
+    the handler, outside this gate (durable.DurableApp), so a slot is only ever held by work in
+    moto's interpreter. Other services' calls (SQS's long polls wait without working) go straight to
+    the app.
+    """
+
+    def __init__(self, app: Callable[..., Any], gate: Gate) -> None:
+        self._app = app
+        self.gate = gate
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        target = environ.get("HTTP_X_AMZ_TARGET", "")
+        if not target.startswith(_DYNAMODB):
+            return self._app(environ, start_response)
+        mark = environ.get(_CALL_ENVIRON)
+        with self.gate.slot(first=mark == PROMPT or _is_first(target), last=mark == LAST):
+            # (the answer's body is made in the call: moto's handlers return it whole)
+            return list(self._app(environ, start_response))
