@@ -210,7 +210,9 @@ def test_a_gated_client_sends_an_outcome_write_as_bookkeeping() -> None:
     assert not call_class.is_bookkeeping()
 
 
-def test_a_gated_client_marks_its_bookkeeping_calls_for_motos_gate_and_no_other() -> None:
+def marks_sent(wrap: Any) -> list[str | None]:
+    """The mark each request carried when sent through a client wrapped by `wrap`: one plain call,
+    then one in a bookkeeping block."""
     sent: list[Request] = []
 
     class Recording(Endpoint):
@@ -219,27 +221,19 @@ def test_a_gated_client_marks_its_bookkeeping_calls_for_motos_gate_and_no_other(
             return "response"
 
     client = Client(Recording(Gate(1), []))
-    gate_client(client, Gate(1))
-    client._endpoint._send(Request(b"DynamoDB_20120810.UpdateItem"))
-    with call_class.bookkeeping():
-        client._endpoint._send(Request(b"DynamoDB_20120810.UpdateItem"))
-    assert [request.headers.get(CALL_HEADER) for request in sent] == [None, LAST]
-
-
-def test_a_marked_client_marks_every_request() -> None:
-    sent: list[Request] = []
-
-    class Recording(Endpoint):
-        def _send(self, request: Request) -> str:
-            sent.append(request)
-            return "response"
-
-    client = Client(Recording(Gate(1), []))
-    mark_client(client, PROMPT)
+    wrap(client)
     client._endpoint._send(Request(b"DynamoDB_20120810.PutItem"))
     with call_class.bookkeeping():
         client._endpoint._send(Request(b"DynamoDB_20120810.UpdateItem"))
-    assert [request.headers.get(CALL_HEADER) for request in sent] == [PROMPT, PROMPT]
+    return [request.headers.get(CALL_HEADER) for request in sent]
+
+
+def test_a_gated_client_marks_its_bookkeeping_calls_for_motos_gate_and_no_other() -> None:
+    assert marks_sent(lambda client: gate_client(client, Gate(1))) == [None, LAST]
+
+
+def test_a_marked_client_marks_every_request() -> None:
+    assert marks_sent(lambda client: mark_client(client, PROMPT)) == [PROMPT, PROMPT]
 
 
 def dynamodb_call(operation: str, *, mark: str | None = None) -> dict[str, Any]:
