@@ -11,7 +11,7 @@ from typing import Any
 
 from punctual import call_class
 from punctual.clock import ManualClock
-from punctual.local.gate import CALL_HEADER, LAST, PROMPT, Gate, MotoGate, gate_client, mark_client
+from punctual.local.gate import CALL_HEADER, LAST, Gate, MotoGate, gate_client
 from punctual.outcomes import persist
 
 
@@ -210,9 +210,7 @@ def test_a_gated_client_sends_an_outcome_write_as_bookkeeping() -> None:
     assert not call_class.is_bookkeeping()
 
 
-def marks_sent(wrap: Any) -> list[str | None]:
-    """The mark each request carried when sent through a client wrapped by `wrap`: one plain call,
-    then one in a bookkeeping block."""
+def test_a_gated_client_marks_its_bookkeeping_calls_for_motos_gate_and_no_other() -> None:
     sent: list[Request] = []
 
     class Recording(Endpoint):
@@ -221,19 +219,11 @@ def marks_sent(wrap: Any) -> list[str | None]:
             return "response"
 
     client = Client(Recording(Gate(1), []))
-    wrap(client)
+    gate_client(client, Gate(1))
     client._endpoint._send(Request(b"DynamoDB_20120810.PutItem"))
     with call_class.bookkeeping():
         client._endpoint._send(Request(b"DynamoDB_20120810.UpdateItem"))
-    return [request.headers.get(CALL_HEADER) for request in sent]
-
-
-def test_a_gated_client_marks_its_bookkeeping_calls_for_motos_gate_and_no_other() -> None:
-    assert marks_sent(lambda client: gate_client(client, Gate(1))) == [None, LAST]
-
-
-def test_a_marked_client_marks_every_request() -> None:
-    assert marks_sent(lambda client: mark_client(client, PROMPT)) == [PROMPT, PROMPT]
+    assert [request.headers.get(CALL_HEADER) for request in sent] == [None, LAST]
 
 
 def dynamodb_call(operation: str, *, mark: str | None = None) -> dict[str, Any]:
@@ -293,7 +283,7 @@ def test_motos_gate_lets_the_apis_call_in_before_the_stacks_bookkeeping_that_wai
     assert gate.gate.waiting == 0 and gate.gate._free == 1
 
 
-def test_motos_gate_lets_the_apis_calls_and_reads_in_before_claims_then_bookkeeping() -> None:
+def test_motos_gate_lets_a_read_in_first_then_the_others_in_their_order_then_bookkeeping() -> None:
     held = HeldApp()
     gate = MotoGate(held, Gate(1, last_limit=60))
     answers: list[bytes] = []
@@ -303,7 +293,7 @@ def test_motos_gate_lets_the_apis_calls_and_reads_in_before_claims_then_bookkeep
     waiting = [
         ("outcome", dynamodb_call("DynamoDB_20120810.UpdateItem", mark=LAST)),
         ("claim", dynamodb_call("DynamoDB_20120810.UpdateItem")),
-        ("create", dynamodb_call("DynamoDB_20120810.TransactWriteItems", mark=PROMPT)),
+        ("create", dynamodb_call("DynamoDB_20120810.PutItem")),
         ("read", dynamodb_call("DynamoDB_20120810.BatchGetItem")),
     ]
     for count, (name, environ) in enumerate(waiting, start=1):
@@ -316,8 +306,8 @@ def test_motos_gate_lets_the_apis_calls_and_reads_in_before_claims_then_bookkeep
     held.leave["outcome"].set()
     for thread in threads:
         thread.join(10)
-    # Then the API's call and the read went first, in the order they came, the outcome last
-    assert held.entered == ["holder", "create", "read", "claim", "outcome"]
+    # Then the read went first, the claim and the API's call in the order they came, the outcome last
+    assert held.entered == ["holder", "read", "claim", "create", "outcome"]
 
 
 def test_motos_gate_lets_sqs_calls_through_while_its_slots_are_held() -> None:

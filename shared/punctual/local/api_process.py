@@ -125,15 +125,12 @@ def _serve(config: Config, handler: Any, listening: socket.socket, notices: Noti
     from punctual.clock import SystemClock
     from punctual.config import Settings
     from punctual.local import clients
-    from punctual.local.gate import PROMPT, mark_client
     from punctual.local.holding import HoldingSqs
     from punctual.local.lambda_events import FakeLambdaContext
     from punctual.local.server import ApiServer
 
     settings = Settings(**config.settings)
     aws = clients.connect(config.moto_url)
-    for client in (aws.dynamodb_client, aws.dynamodb.meta.client):
-        mark_client(client, PROMPT)
     clock = SystemClock()
     holding = HoldingSqs(aws.sqs, clock, on_coming=notices.coming)
     holding.start()

@@ -43,7 +43,6 @@ _DYNAMODB = "DynamoDB_20120810."
 CALL_HEADER = "X-Punctual-Call"
 _CALL_ENVIRON = "HTTP_X_PUNCTUAL_CALL"
 LAST = "bookkeeping"
-PROMPT = "prompt"
 # How long a bookkeeping call waits behind the others at most before it takes its turn among them.
 LAST_LIMIT_SECONDS = 2.0
 
@@ -128,19 +127,6 @@ def gate_client(client: Any, gate: Gate) -> None:
     endpoint._send = gated_send
 
 
-def mark_client(client: Any, mark: str) -> None:
-    """Mark every request of a boto3 client for moto's gate (`PROMPT`: the API's, which a user waits
-    on)."""
-    endpoint = client._endpoint
-    send = endpoint._send
-
-    def marked_send(request: Any) -> Any:
-        request.headers[CALL_HEADER] = mark
-        return send(request)
-
-    endpoint._send = marked_send
-
-
 def _is_first(target: bytes | str) -> bool:
     return (target.decode() if isinstance(target, bytes) else str(target)).rpartition(".")[2] == _FIRST
 
@@ -152,13 +138,13 @@ class MotoGate:
     without it, and under a burst of a thousand they shared moto with the stack's sixteen by numbers
     alone: two seconds after the instant, when moto spent most of a core writing the burst's outcomes,
     the API created under 50 jobs a second. Here every caller's call waits its turn at moto's
-    handler. First go the calls someone waits on now: a BatchGetItem (the runs at their instant) and
-    the API's calls (marked `PROMPT`: a user waits on each answer, and the API's threads are few);
-    then the others (claims made seconds ahead of their instant, starts); then the stack's
-    bookkeeping (marked `LAST`), as in the stack's gate. The journal's wait for its disk comes after
-    the handler, outside this gate (durable.DurableApp), so a slot is only ever held by work in
-    moto's interpreter. Other services' calls (SQS's long polls wait without working) go straight to
-    the app.
+    handler: a BatchGetItem (the runs at their instant wait on it) first, the stack's bookkeeping
+    (marked `LAST`) after the others, as in the stack's gate. The API's calls are among the others,
+    in the order they came: the stack's gate lets at most sixteen of its calls out at once, so an API
+    call waits behind few, and many API clients share moto with the claims rather than go before
+    them. The journal's wait for its disk comes after the handler, outside this gate
+    (durable.DurableApp), so a slot is only ever held by work in moto's interpreter. Other services'
+    calls (SQS's long polls wait without working) go straight to the app.
     """
 
     def __init__(self, app: Callable[..., Any], gate: Gate) -> None:
@@ -169,7 +155,6 @@ class MotoGate:
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if not target.startswith(_DYNAMODB):
             return self._app(environ, start_response)
-        mark = environ.get(_CALL_ENVIRON)
-        with self.gate.slot(first=mark == PROMPT or _is_first(target), last=mark == LAST):
+        with self.gate.slot(first=_is_first(target), last=environ.get(_CALL_ENVIRON) == LAST):
             # (the answer's body is made in the call: moto's handlers return it whole)
             return list(self._app(environ, start_response))
