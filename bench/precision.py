@@ -403,6 +403,67 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+# ---------------------------------------------------------------------------------- stall watch
+STALL_INTERVAL_SECONDS = 0.05
+STALL_THRESHOLD_SECONDS = 0.25
+STALLS_LISTED = 10
+
+
+class StallWatch:
+    """This process's own pauses: a thread wakes every `interval` seconds and notes each wake-up later
+    than `threshold`.
+
+    The clients that create jobs run in this process. A second in which it was not scheduled (the
+    process or the machine paused) is a second without creations that says nothing of the API, so
+    the report says when this process stalled, beside the results; nothing is subtracted from them.
+    """
+
+    def __init__(
+        self,
+        interval: float = STALL_INTERVAL_SECONDS,
+        threshold: float = STALL_THRESHOLD_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.interval = interval
+        self.threshold = threshold
+        self._monotonic = monotonic
+        self._clock = clock
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="stall-watch", daemon=True)
+        self.stalls: list[tuple[float, float]] = []  # (epoch seconds it began, seconds it lasted)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5.0)
+
+    def _run(self) -> None:
+        while True:
+            before = self._monotonic()
+            if self._stop.wait(self.interval):
+                return
+            self.note(self._monotonic() - before)
+
+    def note(self, slept: float) -> None:
+        """One wake-up, `slept` seconds after the last."""
+        late = slept - self.interval
+        if late >= self.threshold:
+            self.stalls.append((self._clock() - late, late))  # from when it should have woken
+
+    def report(self, burst_at: float) -> dict[str, Any]:
+        longest = sorted(self.stalls, key=lambda stall: stall[1], reverse=True)[:STALLS_LISTED]
+        return {
+            "threshold_ms": round(self.threshold * 1000),
+            "count": len(self.stalls),
+            "seconds": round(sum(late for _, late in self.stalls), 2),
+            # the longest, each as (seconds from the burst's instant when it began, its length in ms)
+            "longest": [[round(began - burst_at, 1), round(late * 1000)] for began, late in longest],
+        }
+
+
 # ------------------------------------------------------------------------------------- CPU meter
 class CpuMeter:
     """Cores kept busy between marks: by the local stack, by this process, by the whole machine (Linux).
@@ -590,6 +651,7 @@ def create_stream(
 @dataclass(frozen=True)
 class Flooded:
     answered: list[float]  # epoch seconds each create was answered
+    sent: list[float]  # epoch seconds each create was sent
     latencies_ms: list[float]
     failed: int
     window: tuple[float, float]  # when the clients began and stopped sending (epoch seconds)
@@ -600,6 +662,7 @@ def flood(client: PunctualClient, window: tuple[float, float], threads: int, run
     a noop each: they never run during the benchmark)."""
     lock = threading.Lock()
     answered: list[float] = []
+    sent: list[float] = []
     latencies: list[float] = []
     failed = [0]
     counter = iter(range(10**9))
@@ -617,6 +680,8 @@ def flood(client: PunctualClient, window: tuple[float, float], threads: int, run
                 "schedule": {"type": "at", "at": at},
             }
             started = time.perf_counter()
+            with lock:
+                sent.append(now)
             try:
                 client.create_job(body, idempotency_key=f"flood-{run_id}-{n}")
             except (ConnectionFailed, PunctualError):
@@ -632,7 +697,7 @@ def flood(client: PunctualClient, window: tuple[float, float], threads: int, run
         worker.start()
     for worker in workers:
         worker.join()
-    return Flooded(answered, latencies, failed[0], window)
+    return Flooded(answered, sent, latencies, failed[0], window)
 
 
 def run_streams(
@@ -871,6 +936,7 @@ def creation_report(created: list[Created], flooded: Flooded | None, burst_at: f
     }
     if flooded is not None:
         per_second = Counter(math.floor(t) for t in flooded.answered)
+        sent_per_second = Counter(math.floor(t) for t in flooded.sent)
         # Every whole second of the flood's window, those without an answer included (a stall at its
         # start is a second of none, not a flood that began later).
         whole = range(math.ceil(flooded.window[0]), math.floor(flooded.window[1]))
@@ -884,6 +950,10 @@ def creation_report(created: list[Created], flooded: Flooded | None, burst_at: f
             # answered in each second from the burst's instant (0: the burst's own second)
             "answered_by_second_around_burst": {
                 f"{s - math.floor(burst_at):+d}": per_second[s] for s in seconds
+            },
+            # sent in each such second: a second with few sent is the clients', not the API's
+            "sent_by_second_around_burst": {
+                f"{s - math.floor(burst_at):+d}": sent_per_second[s] for s in seconds
             },
             "latency_ms": summary_ms(flooded.latencies_ms),
         }
@@ -1128,6 +1198,9 @@ def run(args: argparse.Namespace, cleanup: ExitStack) -> dict[str, Any]:
         f"{args.cron} cron jobs, {args.rate:g} steady jobs/s; receiver {receiver_url}"
     )
     meter.mark("start")
+    watch = StallWatch()
+    watch.start()
+    cleanup.callback(watch.stop)
     load_before = load_average()
     created, flooded = run_streams(client, shape, args, receiver_url, run_id)
     made = [c for c in created if c.job_id]
@@ -1183,7 +1256,11 @@ def run(args: argparse.Namespace, cleanup: ExitStack) -> dict[str, Any]:
             "load_average_at_start": load_before,
             "load_average_at_end": load_average(),
         },
-        "machine": {**environment(), "cpu_whole_run": meter.between("start", "end")},
+        "machine": {
+            **environment(),
+            "cpu_whole_run": meter.between("start", "end"),
+            "benchmark_process_stalls": watch.report(shape.burst_at),
+        },
         "creation": creation,
         "delivery": {
             **analysis.report,

@@ -1,14 +1,16 @@
-"""The precision benchmark's count of creations in each second of its flood (bench.precision)."""
+"""The precision benchmark's count of creations in each second of its flood, and its watch on its own
+process's stalls (bench.precision)."""
 
 from __future__ import annotations
 
-from bench.precision import Flooded, creation_report
+from bench.precision import Flooded, StallWatch, creation_report
 
 
 def test_a_flood_second_without_an_answer_counts_as_a_second_of_none() -> None:
     # Given a flood sent from 100 to 106 s whose answers began only in second 103 (a stall at its start)
     answered = [103.1, 103.5, 104.2, 104.4, 104.6, 105.9, 106.2]
-    flooded = Flooded(answered, [1.0] * len(answered), 0, (100.0, 106.0))
+    sent = [103.0, 103.4, 104.1, 104.3, 104.5, 105.8, 106.0]
+    flooded = Flooded(answered, sent, [1.0] * len(answered), 0, (100.0, 106.0))
     flood = creation_report([], flooded, burst_at=103.0)["flood"]
     # Then the whole seconds 100 to 105 are counted, the three without answers included
     assert flood["slowest_second"] == 0
@@ -22,10 +24,39 @@ def test_a_flood_second_without_an_answer_counts_as_a_second_of_none() -> None:
         "+2": 1,
         "+3": 1,
     }
+    # And the seconds with none answered are seconds with none sent: the clients' stall, not the API's
+    assert [flood["sent_by_second_around_burst"][second] for second in ("-3", "-2", "-1", "+0")] == [
+        0,
+        0,
+        0,
+        2,
+    ]
 
 
 def test_every_whole_second_of_the_flood_is_counted_and_the_parts_outside_are_not() -> None:
     answered = [10.5, 11.2, 11.7, 12.1, 12.9, 13.3]
-    flood = creation_report([], Flooded(answered, [1.0] * 6, 0, (10.5, 13.2)), burst_at=12.0)["flood"]
+    flood = creation_report([], Flooded(answered, answered, [1.0] * 6, 0, (10.5, 13.2)), burst_at=12.0)[
+        "flood"
+    ]
     # (whole seconds 11 and 12; 10 and 13 are partly outside the window)
     assert (flood["slowest_second"], flood["rate_per_s"]) == (2, 2.0)
+
+
+def test_the_stall_watch_notes_each_wake_up_later_than_its_threshold_and_when_it_began() -> None:
+    now = [1000.0]
+    watch = StallWatch(interval=0.05, threshold=0.25, clock=lambda: now[0])
+    # Given wake-ups on time, 0.2 s late and 4 s late (the last ending at 1000 s)
+    for slept in (0.05, 0.06, 0.25):
+        watch.note(slept)
+    watch.note(4.05)
+    # Then only the 4 s one is a stall, from when it should have woken (996 s), 6 s after the burst
+    report = watch.report(burst_at=990.0)
+    assert (report["count"], report["seconds"]) == (1, 4.0)
+    assert report["longest"] == [[6.0, 4000]]
+
+
+def test_the_stall_watch_thread_stops_when_asked() -> None:
+    watch = StallWatch(interval=0.01)
+    watch.start()
+    watch.stop()
+    assert not watch._thread.is_alive()
