@@ -38,8 +38,8 @@ HOST = "127.0.0.1"
 # A call to moto ends its waits (for its request, its turn in the gate, the journal's fsync) by asking
 # for the interpreter lock, which a busy thread gives up only after the switch interval: 5 ms by
 # default, several times a call. After a burst of 1,000, with moto busy writing its outcomes, that
-# made each of the API's calls 15-20 ms, and creation fell under 50 a second in some runs; at 1 ms it
-# stayed above 79 in every run since (docs/scaling.md).
+# made each of the API's calls 15-20 ms, and creation fell under 50 a second in some runs; at 1 ms its
+# slowest second was 66 or more in each of twelve runs since (docs/scaling.md).
 SWITCH_INTERVAL_SECONDS = 0.001
 
 
