@@ -560,6 +560,11 @@ class Shape:
     flood: tuple[float, float]  # epoch seconds
 
 
+def _lead(rng: random.Random, leads: tuple[float, float]) -> float:
+    # One lead draws nothing, so the default shape's other draws stay what a seed always gave.
+    return leads[0] if leads[0] == leads[1] else rng.uniform(*leads)
+
+
 def plan_shape(args: argparse.Namespace, limit: int, now: float) -> Shape:
     """When each job is created and due, around a burst at the first minute boundary far enough
     ahead for every creation to get its lead."""
@@ -571,9 +576,12 @@ def plan_shape(args: argparse.Namespace, limit: int, now: float) -> Shape:
         log(
             f"warning: --burst-scanned-lead is within the hand-off window ({limit} s): the API hands those off"
         )
+    # A spread of leads (--burst-handoff-leads): clients creating a burst over minutes, each job as
+    # someone asks for it, rather than all at one moment.
+    handoff_leads = args.burst_handoff_leads or (args.burst_handoff_lead, args.burst_handoff_lead)
     first_creation = max(
         scanned_lead if args.burst and args.burst_scanned_share > 0 else 0.0,
-        args.burst_handoff_lead + 5.0,
+        handoff_leads[1] + 5.0,
         args.around + (scanned[1] if args.scanned_share > 0 else handoff[1]) + 2.0,
         args.flood_seconds / 2 + 1.0,
     )
@@ -584,10 +592,13 @@ def plan_shape(args: argparse.Namespace, limit: int, now: float) -> Shape:
         "scanned burst": [
             Planned(next(index), BURST, burst_at - scanned_lead, burst_at) for _ in range(scanned_count)
         ],
-        "handoff burst": [
-            Planned(next(index), BURST, burst_at - args.burst_handoff_lead, burst_at)
-            for _ in range(args.burst - scanned_count)
-        ],
+        "handoff burst": sorted(
+            (
+                Planned(next(index), BURST, burst_at - _lead(rng, handoff_leads), burst_at)
+                for _ in range(args.burst - scanned_count)
+            ),
+            key=lambda p: p.create_at,
+        ),
         "cron": [Planned(next(index), CRON, now, math.ceil(now / 60.0) * 60.0) for _ in range(args.cron)],
     }
     steady = []
@@ -1058,6 +1069,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds before the burst the rest of it is created, as fast as the clients go (default 30)",
     )
     load.add_argument(
+        "--burst-handoff-leads",
+        type=window,
+        default=None,
+        metavar="LOW:HIGH",
+        help="spread the hand-off part's creations over these leads, in seconds, instead of one lead",
+    )
+    load.add_argument(
         "--align",
         type=int,
         default=60,
@@ -1240,6 +1258,7 @@ def run(args: argparse.Namespace, cleanup: ExitStack) -> dict[str, Any]:
             "burst": args.burst,
             "burst_scanned_share": args.burst_scanned_share,
             "burst_handoff_lead_s": args.burst_handoff_lead,
+            "burst_handoff_leads_s": list(args.burst_handoff_leads) if args.burst_handoff_leads else None,
             "cron_jobs": args.cron,
             "steady_rate_per_s": args.rate,
             "steady_around_s": args.around,
