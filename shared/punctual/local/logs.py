@@ -2,6 +2,12 @@
 
 The handlers log through the shared Powertools logger exactly as on Lambda. Locally a person reads
 those lines, so by default they are rendered as one short line each (`--json` keeps Powertools' JSON).
+
+What a line carries may come from a request (a path, a header, a client's address): in a readable
+line every character that is not printable (control characters such as ESC, NUL and BEL, line and
+paragraph separators, bidirectional overrides) is written as its escape, so that a request cannot
+colour, rewrite or split the lines a person reads in a terminal. JSON lines escape control characters
+by JSON's own rules (Powertools' serializer), on Lambda as here.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ class ReadableFormatter(LambdaPowertoolsFormatter):
         extras = {k: v for k, v in record.__dict__.items() if k not in _STANDARD_ATTRIBUTES}
         message = record.getMessage()
         self._remember(message, record, extras)
+        message = escaped(message)
         fields = [(key, extras.pop(key)) for key in _LEADING if extras.get(key) is not None]
         fields += sorted((k, v) for k, v in extras.items() if v is not None and not k.startswith("_"))
         when = datetime.fromtimestamp(record.created).strftime("%H:%M:%S.%f")[:-3]
@@ -54,7 +61,9 @@ class ReadableFormatter(LambdaPowertoolsFormatter):
             f" {_LABELS.get(key, key)}={_value(value)}" for key, value in fields
         )
         if record.exc_info:
-            text += "\n" + self.formatException(record.exc_info)
+            # (a traceback's own lines stay lines; anything else in it is escaped)
+            trace = self.formatException(record.exc_info)
+            text += "\n" + "\n".join(escaped(line) for line in trace.split("\n"))
         return text.rstrip()
 
     def _remember(self, message: str, record: logging.LogRecord, extras: dict[str, Any]) -> None:
@@ -111,8 +120,15 @@ def configure(*, json_logs: bool, verbose: bool) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING if verbose else logging.ERROR)
 
 
+def escaped(text: str) -> str:
+    """`text` with each character that is not printable written as its escape (`\\x1b`, `\\u2028`)."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
 def _value(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     text = str(value)
-    return repr(text) if (" " in text or not text) else text
+    return repr(text) if (" " in text or not text) else escaped(text)
