@@ -15,6 +15,7 @@ import ipaddress
 import json
 import os
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -27,6 +28,9 @@ from punctual import __version__
 DEFAULT_PORT = 8765
 DEFAULT_TOKEN = "local"
 USER_AGENT = f"punctual-cli/{__version__}"
+# A request refused for load is sent again up to this many times, after the wait the answer names.
+LOAD_RETRIES = 3
+MAX_LOAD_WAIT_SECONDS = 10.0
 
 JsonObject = dict[str, Any]
 
@@ -199,6 +203,7 @@ class PunctualClient:
         # Never send local traffic through a proxy from the environment.
         handlers = [urllib.request.ProxyHandler({})] if is_loopback(endpoint) else []
         self._opener = urllib.request.build_opener(*handlers)
+        self.sleep: Callable[[float], None] = time.sleep  # between attempts refused for load
 
     @classmethod
     def from_endpoint(
@@ -243,27 +248,34 @@ class PunctualClient:
         headers: Mapping[str, str] | None = None,
         check: bool = True,
     ) -> Response:
-        """Send one request; with check, a 4xx/5xx answer raises ApiError."""
+        """Send one request; with check, a 4xx/5xx answer raises ApiError. A request refused for load
+        (429, or 503 with a `Retry-After` of a few seconds) is sent again after the wait it names."""
         url = self.url(path, query)
         data = None if body is None else json.dumps(body).encode()
-        sent = {"Accept": "application/json", "User-Agent": USER_AGENT, **(headers or {})}
-        if data is not None:
-            sent["Content-Type"] = "application/json"
-        if self.auth is not None:
-            sent.update(self.auth.headers(method, url, sent, data))
-        request = urllib.request.Request(url, data=data, headers=sent, method=method)
-        try:
-            with self._opener.open(request, timeout=self.timeout) as answer:
-                response = Response(answer.status, _decode(answer.read()), dict(answer.headers.items()))
-        except urllib.error.HTTPError as exc:
-            with exc:
-                response = Response(exc.code, _decode(exc.read()), dict(exc.headers.items()))
-            if check:
-                raise ApiError(exc.code, exc.reason, response.body) from None
-        except (OSError, http.client.HTTPException) as exc:  # URLError, refused, reset, timeout, TLS
-            reason = getattr(exc, "reason", exc)
-            raise ConnectionFailed(f"cannot reach {self.endpoint}: {reason}") from exc
-        return response
+        for attempt in range(LOAD_RETRIES + 1):
+            sent = {"Accept": "application/json", "User-Agent": USER_AGENT, **(headers or {})}
+            if data is not None:
+                sent["Content-Type"] = "application/json"
+            if self.auth is not None:
+                sent.update(self.auth.headers(method, url, sent, data))
+            request = urllib.request.Request(url, data=data, headers=sent, method=method)
+            try:
+                with self._opener.open(request, timeout=self.timeout) as answer:
+                    response = Response(answer.status, _decode(answer.read()), dict(answer.headers.items()))
+            except urllib.error.HTTPError as exc:
+                with exc:
+                    response = Response(exc.code, _decode(exc.read()), dict(exc.headers.items()))
+                wait = _load_wait(response) if attempt < LOAD_RETRIES else None
+                if wait is not None:
+                    self.sleep(wait)
+                    continue
+                if check:
+                    raise ApiError(exc.code, exc.reason, response.body) from None
+            except (OSError, http.client.HTTPException) as exc:  # URLError, refused, reset, timeout, TLS
+                reason = getattr(exc, "reason", exc)
+                raise ConnectionFailed(f"cannot reach {self.endpoint}: {reason}") from exc
+            return response
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         return self.request(method, path, **kwargs).body
@@ -466,6 +478,22 @@ def _task_path(name: str) -> str:
 def _job_path(job_id: str, action: str | None = None) -> str:
     path = "/jobs/" + urllib.parse.quote(job_id, safe="")
     return f"{path}/{action}" if action else path
+
+
+def _load_wait(response: Response) -> float | None:
+    """How long to wait before sending a request again that was refused for load, or None when it is
+    not to be sent again: a 429 (not served; API Gateway's throttle names no wait), or a 503 naming a
+    wait of a few seconds at most (the local API shedding load; a longer one is not load)."""
+    value = next((v for k, v in response.headers.items() if k.lower() == "retry-after"), None)
+    try:
+        wait = float(value) if value is not None else None
+    except ValueError:
+        wait = None
+    if response.status == 429:
+        return min(wait if wait is not None and wait >= 0 else 1.0, MAX_LOAD_WAIT_SECONDS)
+    if response.status == 503 and wait is not None and 0 <= wait <= MAX_LOAD_WAIT_SECONDS:
+        return wait
+    return None
 
 
 def _decode(raw: bytes) -> Any:
