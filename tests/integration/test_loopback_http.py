@@ -229,3 +229,19 @@ def test_unsigned_boto3_clients_reach_moto_through_it() -> None:
         )
     finally:
         moto.stop()
+
+
+def test_the_api_process_clients_mark_their_dynamodb_calls_for_motos_gate(server: _Server) -> None:
+    from punctual.local import clients
+    from punctual.local.gate import API, CALL_HEADER
+
+    # Given the clients the API's process makes, and those the stack makes
+    marked = clients.connect(url(server), call=API)
+    plain = clients.connect(url(server))
+    # When each sends a DynamoDB call (the resource's and the client's) and an SQS call
+    marked.dynamodb_client.list_tables()
+    marked.dynamodb.meta.client.list_tables()
+    plain.dynamodb_client.list_tables()
+    marked.sqs.list_queues()
+    # Then the API's DynamoDB calls carry the mark, and no other
+    assert [headers.get(CALL_HEADER) for _, _, headers in server.requests] == [API, API, None, None]

@@ -11,7 +11,7 @@ from typing import Any
 
 from punctual import call_class
 from punctual.clock import ManualClock
-from punctual.local.gate import CALL_HEADER, LAST, Gate, MotoGate, gate_client
+from punctual.local.gate import API, CALL_HEADER, LAST, Gate, MotoGate, gate_client, mark_client
 from punctual.outcomes import persist
 
 
@@ -268,7 +268,7 @@ def test_motos_gate_lets_the_apis_call_in_before_the_stacks_bookkeeping_that_wai
         held.call(gate, "outcome", dynamodb_call("DynamoDB_20120810.UpdateItem", mark=LAST), answers)
     )
     wait_until(lambda: gate.gate.waiting == 1)
-    threads.append(held.call(gate, "create", dynamodb_call("DynamoDB_20120810.PutItem"), answers))
+    threads.append(held.call(gate, "create", dynamodb_call("DynamoDB_20120810.PutItem", mark=API), answers))
     wait_until(lambda: gate.gate.waiting == 2)
     # When each call in the slot leaves in turn
     for count, name in enumerate(("holder", "create"), start=2):
@@ -283,7 +283,7 @@ def test_motos_gate_lets_the_apis_call_in_before_the_stacks_bookkeeping_that_wai
     assert gate.gate.waiting == 0 and gate.gate._free == 1
 
 
-def test_motos_gate_lets_a_read_in_first_then_the_others_in_their_order_then_bookkeeping() -> None:
+def test_motos_gate_lets_a_read_in_first_then_the_others_then_the_apis_then_bookkeeping() -> None:
     held = HeldApp()
     gate = MotoGate(held, Gate(1, last_limit=60))
     answers: list[bytes] = []
@@ -293,7 +293,7 @@ def test_motos_gate_lets_a_read_in_first_then_the_others_in_their_order_then_boo
     waiting = [
         ("outcome", dynamodb_call("DynamoDB_20120810.UpdateItem", mark=LAST)),
         ("claim", dynamodb_call("DynamoDB_20120810.UpdateItem")),
-        ("create", dynamodb_call("DynamoDB_20120810.PutItem")),
+        ("create", dynamodb_call("DynamoDB_20120810.PutItem", mark=API)),
         ("read", dynamodb_call("DynamoDB_20120810.BatchGetItem")),
     ]
     for count, (name, environ) in enumerate(waiting, start=1):
@@ -306,7 +306,7 @@ def test_motos_gate_lets_a_read_in_first_then_the_others_in_their_order_then_boo
     held.leave["outcome"].set()
     for thread in threads:
         thread.join(10)
-    # Then the read went first, the claim and the API's call in the order they came, the outcome last
+    # Then the read went first, then the claim, then the API's call, the outcome last
     assert held.entered == ["holder", "read", "claim", "create", "outcome"]
 
 
@@ -326,3 +326,117 @@ def test_motos_gate_lets_sqs_calls_through_while_its_slots_are_held() -> None:
         event.set()
     for thread in (holder, receive, status):
         thread.join(10)
+
+
+def test_motos_gate_lets_the_stacks_calls_in_before_the_apis_that_waited_longer() -> None:
+    held = HeldApp()
+    gate = MotoGate(held, Gate(1, last_limit=60, api_limit=60))
+    answers: list[bytes] = []
+    # Given a call in moto's one slot, then two API reads (a list, a BatchGetItem), a claim and an
+    # outcome waiting, in that order
+    threads = [held.call(gate, "holder", dynamodb_call("DynamoDB_20120810.Query", mark=API), answers)]
+    wait_until(lambda: held.entered == ["holder"])
+    waiting = [
+        ("list", dynamodb_call("DynamoDB_20120810.Query", mark=API)),
+        ("api read", dynamodb_call("DynamoDB_20120810.BatchGetItem", mark=API)),
+        ("claim", dynamodb_call("DynamoDB_20120810.UpdateItem")),
+        ("outcome", dynamodb_call("DynamoDB_20120810.UpdateItem", mark=LAST)),
+    ]
+    for count, (name, environ) in enumerate(waiting, start=1):
+        threads.append(held.call(gate, name, environ, answers))
+        wait_until(lambda count=count: gate.gate.waiting == count)
+    # When each call in the slot leaves in turn
+    for count in range(2, 6):
+        held.leave[held.entered[-1]].set()
+        wait_until(lambda count=count: len(held.entered) == count)
+    held.leave["outcome"].set()
+    for thread in threads:
+        thread.join(10)
+    # Then the stack's claim went first, the API's calls in their order (its read is not the stack's
+    # read at an instant), the stack's bookkeeping last
+    assert held.entered == ["holder", "claim", "list", "api read", "outcome"]
+
+
+def test_api_calls_that_waited_their_limit_take_every_other_turn_with_the_stacks() -> None:
+    now = [100.0]
+    gate = Gate(1, api_limit=1.0, monotonic=lambda: now[0])
+    entered: list[str] = []
+    names = ("holder", "list1", "list2", "claim1", "claim2")
+    threads: list[threading.Thread] = []
+    leave = {name: threading.Event() for name in names}
+
+    def hold_api(name: str) -> threading.Thread:
+        def run() -> None:
+            with gate.slot(api=True):
+                entered.append(name)
+                assert leave[name].wait(10)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    # Given two API calls waiting, then two of the stack's
+    threads.append(hold(gate, False, entered, "holder", leave["holder"]))
+    wait_until(lambda: entered == ["holder"])
+    for waiting, name in enumerate(names[1:], start=1):
+        threads.append(
+            hold_api(name) if name.startswith("list") else hold(gate, False, entered, name, leave[name])
+        )
+        wait_until(lambda waiting=waiting: gate.waiting == waiting)
+    # When the API's have waited past their limit and each holder leaves in turn
+    now[0] += 2.0
+    for count in range(2, len(names) + 1):
+        leave[entered[-1]].set()
+        wait_until(lambda count=count: len(entered) == count)
+    # Then they alternate, an API call first
+    assert entered == ["holder", "list1", "claim1", "list2", "claim2"]
+    leave["claim2"].set()
+    for thread in threads:
+        thread.join(10)
+
+
+def test_the_apis_calls_leave_a_slot_to_the_stacks() -> None:
+    gate = Gate(2, api_slots=1)
+    entered: list[str] = []
+    leave = {name: threading.Event() for name in ("list1", "list2", "claim")}
+
+    def run(name: str, api: bool) -> None:
+        with gate.slot(api=api):
+            entered.append(name)
+            assert leave[name].wait(10)
+
+    # Given an API call holding one of two slots
+    threads = [threading.Thread(target=run, args=("list1", True))]
+    threads[0].start()
+    wait_until(lambda: entered == ["list1"])
+    # When another API call comes, Then it waits though a slot is free
+    threads.append(threading.Thread(target=run, args=("list2", True)))
+    threads[1].start()
+    wait_until(lambda: gate.waiting == 1)
+    # And a call of the stack takes that slot at once
+    threads.append(threading.Thread(target=run, args=("claim", False)))
+    threads[2].start()
+    wait_until(lambda: entered == ["list1", "claim"])
+    # And the waiting API call goes in when the first leaves
+    leave["list1"].set()
+    wait_until(lambda: entered == ["list1", "claim", "list2"])
+    for event in leave.values():
+        event.set()
+    for thread in threads:
+        thread.join(10)
+    assert gate._free == 2 and gate.waiting == 0
+
+
+def test_a_marked_client_marks_each_of_its_calls() -> None:
+    sent: list[Request] = []
+
+    class Recording(Endpoint):
+        def _send(self, request: Request) -> str:
+            sent.append(request)
+            return "response"
+
+    client = Client(Recording(Gate(1), []))
+    mark_client(client, API)
+    client._endpoint._send(Request(b"DynamoDB_20120810.Query"))
+    client._endpoint._send(Request(b"DynamoDB_20120810.BatchGetItem"))
+    assert [request.headers.get(CALL_HEADER) for request in sent] == [API, API]

@@ -125,12 +125,13 @@ def _serve(config: Config, handler: Any, listening: socket.socket, notices: Noti
     from punctual.clock import SystemClock
     from punctual.config import Settings
     from punctual.local import clients
+    from punctual.local.gate import API
     from punctual.local.holding import HoldingSqs
     from punctual.local.lambda_events import FakeLambdaContext
     from punctual.local.server import ApiServer
 
     settings = Settings(**config.settings)
-    aws = clients.connect(config.moto_url)
+    aws = clients.connect(config.moto_url, call=API)
     clock = SystemClock()
     holding = HoldingSqs(aws.sqs, clock, on_coming=notices.coming)
     holding.start()

@@ -15,6 +15,7 @@ import boto3
 from botocore import UNSIGNED
 from botocore.config import Config
 
+from punctual.local.gate import mark_client
 from punctual.local.loopback_http import use_loopback_http
 
 REGION = "us-east-1"
@@ -41,7 +42,9 @@ class MotoClients:
     sqs: Any
 
 
-def connect(moto_url: str) -> MotoClients:
+def connect(moto_url: str, *, call: str | None = None) -> MotoClients:
+    """Clients of moto at `moto_url`; `call`: what their DynamoDB calls are marked as for moto's gate
+    (gate.API for the API's process)."""
     session = boto3.session.Session(
         aws_access_key_id="local", aws_secret_access_key="local", region_name=REGION
     )
@@ -50,24 +53,23 @@ def connect(moto_url: str) -> MotoClients:
     dynamodb = session.resource("dynamodb", endpoint_url=moto_url, config=_CLIENT_CONFIG)
     for client in (dynamodb_client, sqs, dynamodb.meta.client):
         use_loopback_http(client)
+    if call is not None:
+        mark_client(dynamodb_client, call)
+        mark_client(dynamodb.meta.client, call)
     return MotoClients(session, dynamodb_client, dynamodb, sqs)
 
 
 def storage_failure(moto_url: str) -> Callable[[], str | None]:
-    """Why moto's process refuses writes (its disk failed), or None; asked after a failed write. A
-    failure, once known, stays (moto refuses writes until the stack restarts)."""
-    known: list[str] = []
+    """Why moto's process refuses writes (its disk failed), or None; asked after a failed write, each
+    time: moto takes writes again by itself once its disk does."""
 
     def ask() -> str | None:
-        if not known:
-            try:
-                with urllib.request.urlopen(f"{moto_url}/_punctual/status", timeout=2.0) as answer:
-                    failure = json.loads(answer.read()).get("failure")
-            except (OSError, ValueError):
-                return None
-            if failure:
-                known.append(failure)
-        return known[0] if known else None
+        try:
+            with urllib.request.urlopen(f"{moto_url}/_punctual/status", timeout=2.0) as answer:
+                failure = json.loads(answer.read()).get("failure")
+        except (OSError, ValueError):
+            return None
+        return str(failure) if failure else None
 
     return ask
 

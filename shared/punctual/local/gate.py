@@ -14,7 +14,10 @@ them waited up to 0.8 s each. Past that limit they take every other turn, not ev
 of 1,000 left two thousand of them overdue at once, and letting them all go first held the scanner's
 tick for 20 s. The API's process (api_process.py) has clients of its own: its requests do not queue
 here behind a burst's claims, but in moto's process, where a gate of the same kind (`MotoGate`) lets
-every caller's calls in to moto's handler a few at a time, the stack's bookkeeping last.
+every caller's calls in to moto's handler a few at a time: the stack's first, then the API's, the
+stack's bookkeeping last. Executions come first whatever the API's load: two hundred clients listing
+jobs in a loop had put thousands of the API's reads in line with the executions' calls, which then
+started more than a minute late.
 
 Only the DynamoDB clients go through the gate: SQS long polls wait in moto without working and would
 hold slots for nothing.
@@ -45,49 +48,66 @@ _CALL_ENVIRON = "HTTP_X_PUNCTUAL_CALL"
 LAST = "bookkeeping"
 # How long a bookkeeping call waits behind the others at most before it takes its turn among them.
 LAST_LIMIT_SECONDS = 2.0
+# The calls of the API's process (clients.connect marks them): after the stack's, before its bookkeeping.
+API = "api"
+# How long an API call waits behind the stack's calls at most before it takes its turn among them.
+API_LIMIT_SECONDS = 1.0
 
 
 class Gate:
-    """At most `slots` holders at once; waiting `first` callers are let in first, then the others,
-    `last` callers after them until the oldest has waited `last_limit` seconds, then in turn with
-    them."""
+    """At most `slots` holders at once. Waiting `first` callers are let in first, then the others, then
+    `api` callers (the API's process: at most `api_slots` of them hold slots at once), then `last`
+    callers. An `api` or `last` caller that has waited its limit (`api_limit`, `last_limit` seconds)
+    takes every other turn from then on, so that neither waits for ever."""
 
     def __init__(
         self,
         slots: int = SLOTS,
         last_limit: float = LAST_LIMIT_SECONDS,
         monotonic: Callable[[], float] = time.monotonic,
+        *,
+        api_limit: float = API_LIMIT_SECONDS,
+        api_slots: int | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self._monotonic = monotonic
         self.slots = slots
         self._free = slots
-        self._last_limit = last_limit
+        # One slot at least is always left to the stack's calls.
+        self._api_slots = api_slots if api_slots is not None else max(1, slots - 1)
+        self._api_holding = 0
         self._first: deque[threading.Event] = deque()
         self._others: deque[threading.Event] = deque()
-        self._last: deque[tuple[float, threading.Event]] = deque()  # with when each began to wait
-        self._last_went = False  # whether the last turn handed out while overdue went to `last`
+        # With when each began to wait, and how long it waits at most before taking turns.
+        self._api: deque[tuple[float, threading.Event]] = deque()
+        self._last: deque[tuple[float, threading.Event]] = deque()
+        self._limits = {id(self._api): api_limit, id(self._last): last_limit}
+        self._overdue_went = False  # whether the last turn handed out went to an overdue caller
 
     @contextmanager
-    def slot(self, *, first: bool = False, last: bool = False) -> Iterator[None]:
-        self._acquire(first, last)
+    def slot(self, *, first: bool = False, last: bool = False, api: bool = False) -> Iterator[None]:
+        self._acquire(first, last, api)
         try:
             yield
         finally:
-            self._release()
+            self._release(api)
 
     @property
     def waiting(self) -> int:
         with self._lock:
-            return len(self._first) + len(self._others) + len(self._last)
+            return len(self._first) + len(self._others) + len(self._api) + len(self._last)
 
-    def _acquire(self, first: bool, last: bool) -> None:
+    def _acquire(self, first: bool, last: bool, api: bool) -> None:
         with self._lock:
-            if self._free > 0:  # (a free slot means no one waits: a release hands its slot on)
+            # (a free slot means no one waits that could take it: a release hands its slot on)
+            if self._free > 0 and (not api or self._api_holding < self._api_slots):
                 self._free -= 1
+                self._api_holding += api
                 return
             turn = threading.Event()
-            if first:
+            if api:
+                self._api.append((self._monotonic(), turn))
+            elif first:
                 self._first.append(turn)
             elif last:
                 self._last.append((self._monotonic(), turn))
@@ -95,20 +115,32 @@ class Gate:
                 self._others.append(turn)
         turn.wait()
 
-    def _release(self) -> None:
+    def _release(self, api: bool) -> None:
         with self._lock:
-            overdue = bool(self._last) and self._monotonic() - self._last[0][0] >= self._last_limit
-            last_turn = overdue and not self._last_went
+            self._api_holding -= api
+            patient = [lane for lane in (self._api, self._last) if lane and self._may_go(lane)]
+            now = self._monotonic()
+            overdue = [lane for lane in patient if now - lane[0][0] >= self._limits[id(lane)]]
             if self._first:
                 self._first.popleft().set()  # the slot passes to it
-            elif self._others and not last_turn:
-                self._last_went = False
+            elif overdue and not self._overdue_went:
+                self._overdue_went = True
+                self._hand(min(overdue, key=lambda lane: lane[0][0]))
+            elif self._others:
+                self._overdue_went = False
                 self._others.popleft().set()
-            elif self._last:
-                self._last_went = True
-                self._last.popleft()[1].set()
+            elif patient:
+                self._overdue_went = False
+                self._hand(patient[0])
             else:
                 self._free += 1
+
+    def _may_go(self, lane: deque[tuple[float, threading.Event]]) -> bool:
+        return lane is not self._api or self._api_holding < self._api_slots
+
+    def _hand(self, lane: deque[tuple[float, threading.Event]]) -> None:
+        self._api_holding += lane is self._api
+        lane.popleft()[1].set()
 
 
 def gate_client(client: Any, gate: Gate) -> None:
@@ -127,6 +159,18 @@ def gate_client(client: Any, gate: Gate) -> None:
     endpoint._send = gated_send
 
 
+def mark_client(client: Any, call: str) -> None:
+    """Mark each of a boto3 DynamoDB client's requests as `call` for moto's gate (`MotoGate`)."""
+    endpoint = client._endpoint
+    send = endpoint._send
+
+    def marked_send(request: Any) -> Any:
+        request.headers[CALL_HEADER] = call
+        return send(request)
+
+    endpoint._send = marked_send
+
+
 def _is_first(target: bytes | str) -> bool:
     return (target.decode() if isinstance(target, bytes) else str(target)).rpartition(".")[2] == _FIRST
 
@@ -135,16 +179,16 @@ class MotoGate:
     """WSGI, inside moto's process: its DynamoDB calls run a few at a time, in the gate's order.
 
     The stack's gate orders the stack's own calls, but the API's process sends its calls to moto
-    without it, and under a burst of a thousand they shared moto with the stack's sixteen by numbers
-    alone: two seconds after the instant, when moto spent most of a core writing the burst's outcomes,
-    the API created under 50 jobs a second. Here every caller's call waits its turn at moto's
-    handler: a BatchGetItem (the runs at their instant wait on it) first, the stack's bookkeeping
-    (marked `LAST`) after the others, as in the stack's gate. The API's calls are among the others,
-    in the order they came: the stack's gate lets at most sixteen of its calls out at once, so an API
-    call waits behind few, and many API clients share moto with the claims rather than go before
-    them. The journal's wait for its disk comes after the handler, outside this gate
-    (durable.DurableApp), so a slot is only ever held by work in moto's interpreter. Other services'
-    calls (SQS's long polls wait without working) go straight to the app.
+    without it. Here every caller's call waits its turn at moto's handler: a BatchGetItem of the
+    stack (the runs at their instant wait on it) first, then the stack's other calls, then the API's
+    (marked `API`), then the stack's bookkeeping (marked `LAST`). The stack's gate lets at most
+    sixteen of its calls out at once, so the API's calls wait behind few of them; the API's own are
+    as many as its clients, and in line with the stack's they delayed the executions by minutes. The
+    API's calls hold all of moto's slots but one at most, and one that waited `API_LIMIT_SECONDS`
+    takes every other turn, so that a busy stack slows the API without stopping it (the API answers
+    503 rather than queue its callers: server.Limits). The journal's wait for its disk comes after
+    the handler, outside this gate (durable.DurableApp), so a slot is only ever held by work in moto's
+    interpreter. Other services' calls (SQS's long polls wait without working) go straight to the app.
     """
 
     def __init__(self, app: Callable[..., Any], gate: Gate) -> None:
@@ -155,6 +199,8 @@ class MotoGate:
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         if not target.startswith(_DYNAMODB):
             return self._app(environ, start_response)
-        with self.gate.slot(first=_is_first(target), last=environ.get(_CALL_ENVIRON) == LAST):
+        call = environ.get(_CALL_ENVIRON)
+        api = call == API
+        with self.gate.slot(first=_is_first(target) and not api, last=call == LAST, api=api):
             # (the answer's body is made in the call: moto's handlers return it whole)
             return list(self._app(environ, start_response))
