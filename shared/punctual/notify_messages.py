@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -22,7 +21,7 @@ from punctual import target_arns
 from punctual.concurrency import chunks, parallel_map
 from punctual.errors import InvalidRequest, RetryableStoreError
 from punctual.models import Execution, ExecutionStatus, Job, NotifyEvent, NotifyRule, TargetKind
-from punctual.netguard import is_allowed, is_loopback_name, literal_address, loopback_allowed
+from punctual.netguard import AddressRefused, BadUrl, check_url
 from punctual.observability import logger
 from punctual.timefmt import from_epoch_ms, to_epoch_ms, to_rfc3339
 
@@ -38,25 +37,16 @@ class NotifyPolicy:
 
 def check_rules(rules: Sequence[NotifyRule], policy: NotifyPolicy) -> tuple[NotifyRule, ...]:
     """Refuse (InvalidRequest naming `notify[i].to`) a target this deployment may not reach: a webhook
-    at a literal private, loopback or link-local address, or at a name meaning this machine (its other
-    names are checked when resolved, at each delivery), or an ARN no pattern of `notification_targets`
-    matches."""
+    URL the `http` task's guard refuses (not a valid absolute http or https URL, a literal private,
+    loopback or link-local address, a name meaning this machine; its other names are checked when
+    resolved, at each delivery), or an ARN no pattern of `notification_targets` matches."""
     for i, rule in enumerate(rules):
         where = f"notify[{i}].to"
         if rule.kind is TargetKind.WEBHOOK:
             try:
-                host = urlsplit(rule.to).hostname or ""
-            except ValueError:
-                raise InvalidRequest(f"{where}: not a URL", field=where) from None
-            if not host:
-                raise InvalidRequest(f"{where}: the URL names no host", field=where)
-            literal = literal_address(host)
-            if literal and not is_allowed(literal, policy.allowed_networks):
-                raise InvalidRequest(
-                    f"{where}: {host} is a private, loopback or link-local address", field=where
-                )
-            if literal is None and is_loopback_name(host) and not loopback_allowed(policy.allowed_networks):
-                raise InvalidRequest(f"{where}: {host} names this machine (a loopback address)", field=where)
+                check_url(rule.to, policy.allowed_networks)
+            except (BadUrl, AddressRefused) as exc:
+                raise InvalidRequest(f"{where}: {exc}", field=where) from None
         elif not target_arns.is_allowed(rule.to, policy.targets):
             allowed = ", ".join(policy.targets) or "none"
             raise InvalidRequest(

@@ -21,6 +21,13 @@ from punctual.clock import ManualClock
 from punctual.errors import InvalidRequest
 from punctual.models import TaskSpec
 from punctual.tasks import TaskContext, TaskFailed, TaskPolicy
+from tests.hostile_urls import (
+    KEPT_AS_GIVEN,
+    LOCAL_STACK_NETWORKS,
+    MALFORMED,
+    PRIVATE_SPELLINGS,
+    PublicForAnyName,
+)
 from tests.stubs import StubResolver, no_lookups
 
 LOOPBACK = ("127.0.0.0/8",)
@@ -400,15 +407,112 @@ def test_validate_accepts_loopback_when_the_deployment_allows_it() -> None:
     ],
 )
 def test_validate_refuses_a_private_address_in_every_spelling(url: str) -> None:
-    error = invalid({"type": "http", "params": {"url": url.encode().decode("unicode_escape")}})
+    error = invalid({"type": "http", "params": {"url": url}})
     assert error.field == "task.params.url", url
+
+
+@pytest.mark.parametrize("url", PRIVATE_SPELLINGS)
+def test_validate_refuses_every_spelling_of_a_private_address_where_loopback_is_allowed(url: str) -> None:
+    # Given the local stack's allowed networks / When a task's URL is a private address in some
+    # spelling / Then it is refused, naming the field
+    error = invalid({"type": "http", "params": {"url": url}}, LOCAL_STACK_NETWORKS)
+    assert error.field == "task.params.url"
+    assert str(error).startswith("task.params.url: ")
+
+
+@pytest.fixture
+def connections(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """Every connection the task opens, refused: a test that sees one here sent something."""
+    opened: list[tuple[str, int]] = []
+
+    def refuse(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
+        opened.append(address)
+        raise ConnectionRefusedError("no connection in this test")
+
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    return opened
+
+
+@pytest.mark.parametrize("url", PRIVATE_SPELLINGS)
+def test_a_stored_url_in_a_private_spelling_is_refused_at_run_time_without_a_lookup_or_a_connection(
+    url: str, connections: list[tuple[str, int]]
+) -> None:
+    # Given a task stored as given (before these checks, say), and a resolver that would answer a
+    # public address for any name
+    resolver = PublicForAnyName()
+    spec = TaskSpec(type="http", params={"url": url})
+
+    # When it runs / Then it fails for good, having looked nothing up and connected nowhere
+    with pytest.raises(TaskFailed) as caught:
+        tasks.run(spec, context(allowed_networks=LOCAL_STACK_NETWORKS, resolver=resolver))
+    assert caught.value.retryable is False
+    assert resolver.asked == [] and connections == []
+
+
+@pytest.mark.parametrize(
+    "job_name",
+    [
+        "0xa.0.0.1",
+        "167772161",
+        "10.1",
+        "192.168.1.1.",
+        "1\uff10.0.0.1",
+        "10.0.0.1\\@127.0.0.1:19900",
+        "user@10.0.0.1",
+        "[::ffff:10.0.0.1]",
+        "10.0.0.1",
+        "169.254.169.254/latest",
+        "10.0.0.1@public.example.com",
+    ],
+)
+def test_a_templated_url_is_checked_after_its_references_are_substituted(
+    job_name: str, connections: list[tuple[str, int]]
+) -> None:
+    # Given a URL whose host is the job's name, taken at creation (with the sample name)
+    resolver = PublicForAnyName()
+    spec = tasks.validate(
+        TaskSpec(type="http", params={"url": "http://{{ job.name }}/hook"}), TaskPolicy(LOCAL_STACK_NETWORKS)
+    )
+
+    # When it runs for a job whose name makes it a private address
+    with pytest.raises(TaskFailed) as caught:
+        tasks.run(spec, context(allowed_networks=LOCAL_STACK_NETWORKS, resolver=resolver, job_name=job_name))
+
+    # Then it fails for good, having looked nothing up and connected nowhere
+    assert caught.value.retryable is False
+    assert resolver.asked == [] and connections == []
+
+
+@pytest.mark.parametrize(("url", "says"), MALFORMED)
+def test_validate_refuses_what_is_not_an_absolute_http_url_saying_why(url: str, says: str) -> None:
+    error = invalid({"type": "http", "params": {"url": url}})
+    assert error.field == "task.params.url"
+    assert str(error).startswith("task.params.url: ")
+    assert says in str(error)
+
+
+@pytest.mark.parametrize("url", KEPT_AS_GIVEN)
+def test_validate_stores_the_url_exactly_as_given(url: str) -> None:
+    spec = tasks.validate(TaskSpec(type="http", params={"url": url}), TaskPolicy())
+    assert spec.params["url"] == url
+
+
+def test_http_task_sends_the_path_and_query_as_given(webhook: Webhook) -> None:
+    # Given a URL with dot segments, escapes and an empty query value (which URL normalisers rewrite)
+    target = "/a/../b/./c%2fd;p=1?x=%41&y="
+
+    # When the task runs
+    run_http({"url": webhook.url(target)})
+
+    # Then the receiver is asked for exactly that target
+    assert [r.path for r in webhook.received] == [target]
 
 
 LOCALHOST_NAMES = [
     "localhost",
     "LOCALHOST",
     "localhost.",
-    "LocalHost..",
+    "LocalHost.",
     "hooks.localhost",
     "a.b.localhost.",
     "localhost.localdomain",

@@ -1,12 +1,32 @@
-"""The webhook address guard. Resolution is always stubbed: nothing here looks up or connects to anything."""
+"""The outbound address guard and its URL parser. Resolution is always stubbed: nothing here looks up
+or connects to anything."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
 
-from punctual.netguard import AddressRefused, is_allowed, is_loopback_name, loopback_allowed, resolve_checked
+from punctual.netguard import (
+    AddressRefused,
+    BadUrl,
+    OutboundUrl,
+    check_url,
+    is_allowed,
+    is_loopback_name,
+    loopback_allowed,
+    parse_url,
+    resolve_checked,
+    resolve_url,
+)
+from tests.hostile_urls import (
+    KEPT_AS_GIVEN,
+    LOCAL_STACK_NETWORKS,
+    MALFORMED,
+    PRIVATE_SPELLINGS,
+    PublicForAnyName,
+)
 from tests.stubs import StubResolver
 from tests.stubs import no_lookups as never_called
 
@@ -186,3 +206,92 @@ def test_loopback_names_pass_when_either_loopback_address_would() -> None:
     assert not loopback_allowed(())
     assert not loopback_allowed(("10.0.0.0/8",))
     assert loopback_allowed(("127.0.0.0/8",)) and loopback_allowed(("::1/128",))
+
+
+# --- the URL parser and the guard's reading of a URL ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://hooks.example.com", OutboundUrl("https", "hooks.example.com", 443, "/", None)),
+        (
+            "http://hooks.example.com:8080/a/../b?x=1&y",
+            OutboundUrl("http", "hooks.example.com", 8080, "/a/../b?x=1&y", None),
+        ),
+        ("http://hooks.example.com?x=1", OutboundUrl("http", "hooks.example.com", 80, "/?x=1", None)),
+        ("http://Hooks.Example.com./x", OutboundUrl("http", "Hooks.Example.com.", 80, "/x", None)),
+        ("http://93.184.216.34:81/", OutboundUrl("http", "93.184.216.34", 81, "/", "93.184.216.34")),
+        (
+            "https://[2606:4700:0::1111]/",
+            OutboundUrl("https", "2606:4700:0::1111", 443, "/", "2606:4700::1111"),
+        ),
+        (
+            "https://[2606:4700::1111]:8443",
+            OutboundUrl("https", "2606:4700::1111", 8443, "/", "2606:4700::1111"),
+        ),
+        (
+            "http://hook_1.example.com:65535/%41%2f",
+            OutboundUrl("http", "hook_1.example.com", 65535, "/%41%2f", None),
+        ),
+    ],
+)
+def test_a_url_is_read_into_its_host_port_and_request_target_as_written(
+    url: str, expected: OutboundUrl
+) -> None:
+    assert parse_url(url) == expected
+
+
+@pytest.mark.parametrize("url", PRIVATE_SPELLINGS)
+def test_every_spelling_of_a_private_address_is_refused_even_where_loopback_is_allowed(url: str) -> None:
+    # Given the local stack's allowed networks (loopback), and a URL that some parser reads as a
+    # private address (10.0.0.1, 192.168.1.1, 169.254.169.254)
+    # When the guard checks it / Then it is refused, as a bad URL or a private address
+    with pytest.raises((BadUrl, AddressRefused)):
+        check_url(url, LOCAL_STACK_NETWORKS)
+
+
+@pytest.mark.parametrize("url", PRIVATE_SPELLINGS)
+def test_every_spelling_of_a_private_address_is_refused_before_any_lookup(url: str) -> None:
+    # Given a resolver that would answer a public address for any name
+    resolver = PublicForAnyName()
+
+    # When the guard is asked where a call may connect / Then it refuses without a lookup: none of
+    # these is a name
+    with pytest.raises((BadUrl, AddressRefused)):
+        resolve_url(url, (), resolver)
+    assert resolver.asked == []
+
+
+@pytest.mark.parametrize(("url", "says"), MALFORMED)
+def test_what_is_not_an_absolute_http_url_is_refused_saying_why(url: str, says: str) -> None:
+    with pytest.raises(BadUrl, match=re.escape(says)):
+        parse_url(url)
+
+
+@pytest.mark.parametrize("url", KEPT_AS_GIVEN)
+def test_a_valid_url_passes_the_guard(url: str) -> None:
+    assert check_url(url, ()).host
+
+
+def test_a_url_at_a_public_name_connects_to_the_addresses_it_resolves_to() -> None:
+    resolver = StubResolver({"hooks.example.com": ["93.184.216.34", "2606:4700::1111"]})
+    url, addresses = resolve_url("https://hooks.example.com:8443/x", (), resolver)
+    assert (url.host, url.port, url.target) == ("hooks.example.com", 8443, "/x")
+    assert addresses == ["93.184.216.34", "2606:4700::1111"]
+    assert resolver.asked == [("hooks.example.com", 8443)]
+
+
+@pytest.mark.parametrize("url", ["http://localhost:8080/x", "http://127.0.0.1:8080/x", "http://[::1]:8080/x"])
+def test_loopback_urls_pass_only_where_loopback_is_allowed(url: str) -> None:
+    # The local stack calls its own webhooks on loopback (webhook_allowed_networks)
+    with pytest.raises(AddressRefused, match="loopback"):
+        check_url(url, ())
+    assert check_url(url, LOCAL_STACK_NETWORKS).port == 8080
+
+
+def test_a_loopback_name_is_looked_up_and_checked_when_loopback_is_allowed() -> None:
+    resolver = StubResolver({"localhost": ["127.0.0.1", "::1"]})
+    assert resolve_url("http://localhost:8080/x", LOCAL_STACK_NETWORKS, resolver)[1] == ["127.0.0.1", "::1"]
+    with pytest.raises(AddressRefused, match="::1"):
+        resolve_url("http://localhost:8080/x", ("127.0.0.0/8",), resolver)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import socket
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -39,6 +41,13 @@ from punctual.notify import (
     notifications,
 )
 from punctual.schedules import NowSchedule
+from tests.hostile_urls import (
+    KEPT_AS_GIVEN,
+    LOCAL_STACK_NETWORKS,
+    MALFORMED,
+    PRIVATE_SPELLINGS,
+    PublicForAnyName,
+)
 from tests.stubs import StubResolver, no_lookups
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -173,6 +182,35 @@ def test_an_execution_id_carries_its_instant() -> None:
         assert scheduled_at_of("job_1", other) is None
 
 
+@pytest.mark.parametrize("url", PRIVATE_SPELLINGS)
+def test_a_webhook_target_is_checked_as_an_http_task_url_in_every_spelling(url: str) -> None:
+    # Given the local stack's allowed networks (loopback) / When a rule's target is a private address
+    # in some spelling / Then the rule is refused: when read (not a webhook URL, or not plain text) or
+    # when checked, naming notify[0].to
+    policy = NotifyPolicy(allowed_networks=LOCAL_STACK_NETWORKS)
+    with pytest.raises((ValidationError, InvalidRequest)) as raised:
+        check_rules([rule("succeeded", to=url)], policy)
+    if isinstance(raised.value, InvalidRequest):
+        assert raised.value.field == "notify[0].to"
+        assert str(raised.value).startswith("notify[0].to: ")
+
+
+@pytest.mark.parametrize(("url", "says"), [(u, says) for u, says in MALFORMED if u.startswith("http")])
+def test_a_webhook_target_that_is_not_a_valid_url_is_refused_saying_why(url: str, says: str) -> None:
+    # (control characters and over-long text are refused when the rule is read; the rest when checked)
+    with pytest.raises((ValidationError, InvalidRequest)) as raised:
+        check_rules([rule("failed"), rule("failed", to=url)], NotifyPolicy())
+    if isinstance(raised.value, InvalidRequest):
+        assert raised.value.field == "notify[1].to"
+        assert says in str(raised.value)
+
+
+@pytest.mark.parametrize("url", KEPT_AS_GIVEN)
+def test_a_webhook_target_is_kept_as_given(url: str) -> None:
+    [checked] = check_rules([rule("failed", to=url)], NotifyPolicy())
+    assert checked.to == url
+
+
 class FakeJobs:
     def __init__(self, stored: Job | None) -> None:
         self.stored = stored
@@ -295,3 +333,29 @@ def test_a_webhook_payload_is_sent_as_it_is_not_rendered_as_a_task_template(
     assert store.deliveries[-1].status is DeliveryStatus.DELIVERED
     assert sent == [message.payload]
     assert "answered {{ job.name }} and {{ nope }}" in json.dumps(sent[0])
+
+
+@pytest.mark.parametrize("url", [u for u in PRIVATE_SPELLINGS if u.startswith(("http://", "https://"))])
+def test_a_webhook_stored_in_a_private_spelling_is_neither_looked_up_nor_called(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a notification whose target was stored before these checks, a resolver that would answer
+    # a public address for any name, and no connection allowed
+    opened: list[Any] = []
+
+    def refuse(address: Any, *args: Any, **kwargs: Any) -> socket.socket:
+        opened.append(address)
+        raise ConnectionRefusedError("no connection in this test")
+
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    resolver = PublicForAnyName()
+    store, sqs = FakeStore(job()), FakeSqs()
+    message = dataclasses.replace(one("https://hooks.example.com/x"), to=url)
+
+    # When it is delivered
+    handled = notifier(store, sqs, resolver=resolver).deliver(message, "r", 1)
+
+    # Then it fails at once, having looked nothing up and connected nowhere
+    assert handled is Handled.DONE and sqs.visibility == []
+    assert store.deliveries[-1].status is DeliveryStatus.FAILED
+    assert resolver.asked == [] and opened == []

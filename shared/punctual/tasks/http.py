@@ -8,20 +8,13 @@ import re
 import socket
 import ssl
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from punctual import signing
 from punctual.errors import InvalidRequest
-from punctual.netguard import (
-    AddressRefused,
-    is_allowed,
-    is_loopback_name,
-    literal_address,
-    loopback_allowed,
-    resolve_checked,
-)
+from punctual.netguard import MAX_URL_LENGTH, AddressRefused, BadUrl, check_url, parse_url, resolve_url
 from punctual.tasks import (
     ANSWER_PREVIEW_BYTES,
     TaskContext,
@@ -41,13 +34,28 @@ _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 class HttpParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    url: AnyHttpUrl = Field(description="http or https URL to call.")
+    # Kept as given: pydantic's URL types rewrite what they read (`http:///x` into `http://x/`, a
+    # line break dropped), so the URL is read by the guard's own parser and stored unchanged.
+    url: str = Field(
+        json_schema_extra={"format": "uri", "minLength": 1, "maxLength": MAX_URL_LENGTH},
+        description="http or https URL to call, absolute, as RFC 3986 writes it (no user information, "
+        "no fragment); sent as given.",
+    )
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"] = "POST"
     headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers.")
     body: Any = Field(default=None, description="JSON body, sent with Content-Type application/json.")
     timeout_seconds: Annotated[float | None, JSON_NUMBER] = Field(
         default=None, gt=0, le=300, description="Per-request timeout."
     )
+
+    @field_validator("url")
+    @classmethod
+    def _absolute_http_url(cls, value: str) -> str:
+        try:
+            parse_url(value)
+        except BadUrl as exc:
+            raise PydanticCustomError("url_parsing", str(exc)) from None
+        return value
 
     @field_validator("method", mode="before")
     @classmethod
@@ -106,35 +114,21 @@ class HttpTask:
     def check(self, params: BaseModel, policy: TaskPolicy) -> None:
         assert isinstance(params, HttpParams)
         # What can be refused without a lookup is refused now, rather than at every run: a literal
-        # address (the URL parser has already read every spelling of one, `http://2130706433/` and
-        # `http://0x7f.1/` included, into its usual form) and a name that always means this machine.
-        # Other names are checked when they are resolved, at run time: their addresses may change.
-        host = params.url.host or ""
-        literal = literal_address(host)
-        if literal and not is_allowed(literal, policy.allowed_networks):
-            raise InvalidRequest(
-                f"task.params.url: {host} is a private, loopback or link-local address",
-                field="task.params.url",
-            )
-        if literal is None and is_loopback_name(host) and not loopback_allowed(policy.allowed_networks):
-            raise InvalidRequest(
-                f"task.params.url: {host} names this machine (a loopback address), which webhooks may not call",
-                field="task.params.url",
-            )
+        # address and a name that always means this machine. Other names are checked when they are
+        # resolved, at run time: their addresses may change.
+        try:
+            check_url(params.url, policy.allowed_networks)
+        except (BadUrl, AddressRefused) as exc:
+            raise InvalidRequest(f"task.params.url: {exc}", field="task.params.url") from None
 
     def run(self, params: BaseModel, context: TaskContext) -> Any:
         assert isinstance(params, HttpParams)
-        parts = urlsplit(str(params.url))
-        host = parts.hostname or ""
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        # The URL as the guard read it is where the request goes: its host, port and target.
         try:
-            addresses = resolve_checked(host, port, context.policy.allowed_networks, context.resolver)
-        except AddressRefused as exc:
+            url, addresses = resolve_url(params.url, context.policy.allowed_networks, context.resolver)
+        except (BadUrl, AddressRefused) as exc:
             raise TaskFailed(str(exc), retryable=False) from exc
         timeout = min(params.timeout_seconds or context.timeout_seconds, context.timeout_seconds)
-        path = parts.path or "/"
-        if parts.query:
-            path += "?" + parts.query
         body: bytes | None = None if params.body is None else json.dumps(params.body).encode()
         # Defaults first; a user's header replaces a default whatever its case.
         headers = {"User-Agent": "Punctual/1"}
@@ -159,10 +153,10 @@ class HttpTask:
             headers.update(
                 signing.headers(context.signing_keys, message_id, context.clock.now(), body or b"")
             )
-        connection_type = _PinnedHTTPSConnection if parts.scheme == "https" else _PinnedHTTPConnection
-        connection = connection_type(host, addresses[0], port, timeout)
+        connection_type = _PinnedHTTPSConnection if url.is_https else _PinnedHTTPConnection
+        connection = connection_type(url.host, addresses[0], url.port, timeout)
         try:
-            connection.request(params.method, path, body=body, headers=headers)
+            connection.request(params.method, url.target, body=body, headers=headers)
             response = connection.getresponse()
             payload = response.read(ANSWER_PREVIEW_BYTES)
         except (OSError, http.client.HTTPException) as exc:
