@@ -8,17 +8,24 @@ runs out a scanner tick leaves it alone (`split_claimed`), so that the two do no
 the request fails to enqueue stays filed with its claim withdrawn, and the scanner enqueues it
 (late); should the withdrawal fail too, the claim runs out on its own. The request succeeds either
 way.
+
+A request that dies between filing and enqueueing leaves its claim to run out, and its marker then
+waits for the tick after that: up to a claim and a tick late. Two things take over sooner. A retry of
+the request (the same Idempotency-Key) enqueues what is still filed with a claim (`HandOff.resume`).
+A local stack that starts again withdraws every claim (`withdraw_claims`): the requests that made
+them died with its previous run. Either may send an execution that was sent already, a duplicate
+the worker recognises by the execution's stored status, as it does the scanner's (dispatch.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
 from punctual.clock import Clock
-from punctual.models import DueMarker, Job
+from punctual.models import DueMarker, Job, JobStatus, marker_for
 from punctual.observability import logger
 from punctual.store import Store
 
@@ -49,6 +56,18 @@ def split_claimed(markers: Sequence[DueMarker], now: datetime) -> tuple[list[Due
     mine = [m for m in markers if m.handoff_until is None or m.handoff_until <= now]
     claimed = [m for m in markers if m.handoff_until is not None and m.handoff_until > now]
     return mine, claimed
+
+
+def withdraw_claims(store: Store, shards: Iterable[int], before: datetime) -> int:
+    """Withdraw the claims on the markers of these shards' soon partitions due before `before`, when
+    the requests that made them are known to be gone, so that the next tick sends those markers rather
+    than wait for the claims to run out. Returns how many were withdrawn."""
+    claimed = [
+        m for shard in shards for m in store.markers.soon(shard, before) if m.handoff_until is not None
+    ]
+    if claimed:
+        store.markers.put_many([replace(m, handoff_until=None) for m in claimed])
+    return len(claimed)
 
 
 class HandOff:
@@ -88,6 +107,21 @@ class HandOff:
             self._put([replace(m, handoff_until=None) for m in unsent])
         except Exception:
             logger.exception("could not withdraw the hand-off claim", extra={"execution_ids": ids})
+
+    def resume(self, jobs: Sequence[Job]) -> None:
+        """A retried request's side (the same Idempotency-Key): enqueue the markers of these jobs'
+        next runs that are still filed with a claim. The first attempt filed them and may have died
+        before it enqueued them; if it is in fact still enqueueing them, the execution is sent twice."""
+        now = self._clock.now()
+        due_soon = [
+            replace(marker_for(job.id, job.next_run_at, job.schedule_version), soon=True)
+            for job in jobs
+            if job.status is JobStatus.ACTIVE
+            and job.next_run_at is not None
+            and job.next_run_at - now < self._dispatcher.soon
+        ]
+        if due_soon:
+            self.enqueue(*[m for m in self._store.markers.filed(due_soon) if m.handoff_until is not None])
 
     def _put(self, markers: list[DueMarker]) -> None:
         if len(markers) == 1:

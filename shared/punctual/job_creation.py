@@ -1,8 +1,8 @@
 """Creating jobs: one or a batch, validated whole before anything is stored, and made idempotent
 by the request's Idempotency-Key (a retry answers with the jobs the first attempt stored, and finishes
-what it left undone). Apart from the changes to existing jobs (`punctual.job_lifecycle`) because its
-concerns (fingerprints, replays, the order markers and jobs are written in) are its own; `JobService`
-delegates to it."""
+what it left undone, its hand-offs included). Apart from the changes to existing jobs
+(`punctual.job_lifecycle`) because its concerns (fingerprints, replays, the order markers and jobs
+are written in) are its own; `JobService` delegates to it."""
 
 from __future__ import annotations
 
@@ -81,6 +81,7 @@ class JobCreation:
                     raise Conflict("Idempotency-Key was already used with a different request body")
                 existing = self._store.jobs.get_with_last_execution(seen.job_ids[0])
                 if existing is not None:
+                    self._handoff.resume([existing])
                     return existing, False
                 job = _reissued(job, seen.job_ids[0])  # the first attempt failed before storing it
         stored, marker = self._store_one(job)
@@ -147,6 +148,7 @@ class JobCreation:
                 f"{len(seen.job_ids)} jobs (it failed part way, or is still running), and the rest cannot be "
                 f"created now: {refused}"
             ) from None
+        self._handoff.resume(jobs)
         return self._store.jobs.with_last_executions(jobs)
 
     def _finish_batch(self, owner: str, drafts: list[Job], ids: list[str]) -> list[Job]:
@@ -155,6 +157,7 @@ class JobCreation:
         existing = self._store.jobs.get_many(ids).readable()
         if any(job.owner != owner for job in existing.values()):
             raise Conflict("Idempotency-Key was already used with a different request body")
+        self._handoff.resume(list(existing.values()))
         jobs: list[Job] = []
         for draft, job_id in zip(drafts, ids, strict=True):
             job = existing.get(job_id)

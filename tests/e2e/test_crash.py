@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import random
+import signal
 import threading
 import uuid
 from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +19,7 @@ from tests.e2e.conftest import (
     Webhooks,
     eventually,
     in_seconds,
+    parse_time,
     wait_for_executions,
     wait_for_job_status,
 )
@@ -250,3 +254,50 @@ def test_sigkill_as_a_bursts_executions_start_runs_each_at_least_once_and_record
         f"burst of {BURST_JOBS}: {started_before_kill} had called before the kill; all ran, "
         f"{sum(calls.values()) - len(calls)} twice"
     )
+
+
+# On a stack's PYTHONPATH (as sitecustomize): its API's process kills the stack's whole process group
+# once it has stored a job named DIES_HERE with its claimed marker, before it enqueues the job.
+DIES_HERE = "dies-here"
+KILLED_AT_THE_HAND_OFF = f"""
+import os, signal, sys
+if "punctual.local.api_process" in sys.orig_argv:
+    from punctual import handoff
+    enqueue = handoff.HandOff.enqueue
+    def enqueue_unless_it_dies_first(self, *markers, new_jobs=()):
+        if any(job.name == "{DIES_HERE}" for job in new_jobs):
+            os.killpg(os.getpgrp(), signal.SIGKILL)
+        return enqueue(self, *markers, new_jobs=new_jobs)
+    handoff.HandOff.enqueue = enqueue_unless_it_dies_first
+"""
+
+
+def test_sigkill_between_storing_a_job_and_handing_it_off_runs_it_on_time_after_a_restart(
+    stacks: Stacks, webhooks: Webhooks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a stack killed outright while creating a job due in a few seconds: after the job and its
+    # marker (claimed by that request, to enqueue itself) were stored, before it was enqueued
+    (tmp_path / "dies").mkdir()
+    (tmp_path / "dies" / "sitecustomize.py").write_text(KILLED_AT_THE_HAND_OFF)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "dies"))
+    stack = stacks.start(own_group=True, timeout=60)
+    monkeypatch.undo()
+    job, path = webhook_job(webhooks, at=in_seconds(12))
+    job["name"] = DIES_HERE
+    with pytest.raises(ConnectionFailed):
+        stack.client().create_job(job, idempotency_key="once")
+    assert stack.process is not None and stack.process.wait(10) == -signal.SIGKILL
+    # When it starts again
+    stack = stacks.start(own_group=True, timeout=60)
+    ready = parse_time(in_seconds(0))
+    # Then the job runs at its time (or at once, had the restart taken longer): the restart does not
+    # wait for the dead request's claim to run out
+    client = stack.client()
+    [stored] = client.list_jobs(name_prefix=DIES_HERE)["items"]
+    [execution] = wait_for_executions(stack, stored["id"], timeout=20)
+    assert execution["status"] == "SUCCEEDED", execution
+    late = parse_time(execution["started_at"]) - max(parse_time(execution["scheduled_at"]), ready)
+    assert late < timedelta(seconds=5), (execution, stack.log())  # (left to its claim: about 18 s)
+    # And a retry of the create answers that job, which ran once
+    assert client.create_job(job, idempotency_key="once")["id"] == stored["id"]
+    assert len(webhooks.calls_to(path)) == 1

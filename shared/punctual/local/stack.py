@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from punctual import call_class, randomness, resources, target_arns, wiring
+from punctual import call_class, handoff, randomness, resources, target_arns, wiring
 from punctual.clock import SystemClock
 from punctual.config import Settings
 from punctual.local import clients, provision
@@ -191,6 +191,12 @@ class LocalStack:
         wiring.set_default(punctual)
         work = work_items(restored["unfinished"])
         requeued = recover(work, punctual.queue, punctual.clock.now(), punctual.store) if work else 0
+        # Hand-offs the API claimed but had not enqueued when the stack stopped: their requests are
+        # gone, so the first tick (below, at once) sends them instead of waiting for the claims to
+        # run out. No request of this run has claimed any yet: the API serves once configured, below.
+        handoff.withdraw_claims(
+            punctual.store, range(settings.shard_count), punctual.clock.now() + punctual.dispatcher.soon
+        )
 
         self._pools = [
             PollerPool(

@@ -55,6 +55,13 @@ class MarkerRepository:
     def delete_many(self, markers: Iterable[DueMarker]) -> None:
         self._table.batch_write([delete(keys.marker_key(m, self._table.shard_count)) for m in markers])
 
+    def filed(self, markers: Iterable[DueMarker]) -> list[DueMarker]:
+        """Those of these markers that are filed, as they are (their claims with them): a
+        BatchGetItem per hundred."""
+        shards = self._table.shard_count
+        found = self._table.batch_get([keys.marker_key(m, shards) for m in markers])
+        return [codec.marker_from(item) for item in found]
+
     def in_bucket(self, shard: int, start: Position, before: datetime) -> Iterator[DueMarker]:
         """Markers in the bucket of `start`'s minute, from `start` (inclusive) to those due before
         `before`, oldest first."""
