@@ -3,10 +3,16 @@ or connects to anything."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
+import socket
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import pytest
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+from pydantic import AnyHttpUrl, TypeAdapter
 
 from punctual.netguard import (
     AddressRefused,
@@ -295,3 +301,58 @@ def test_a_loopback_name_is_looked_up_and_checked_when_loopback_is_allowed() -> 
     assert resolve_url("http://localhost:8080/x", LOCAL_STACK_NETWORKS, resolver)[1] == ["127.0.0.1", "::1"]
     with pytest.raises(AddressRefused, match="::1"):
         resolve_url("http://localhost:8080/x", ("127.0.0.0/8",), resolver)
+
+
+_NUMBERS = st.sampled_from(["0", "1", "10", "010", "0x0a", "0XA", "127", "255", "256", "4294967295", ""])
+_HOSTS = st.one_of(
+    st.ip_addresses(v=4).map(str),
+    st.ip_addresses(v=6).map(lambda a: f"[{a}]"),
+    st.lists(_NUMBERS, min_size=1, max_size=5).map(".".join),
+    st.text(alphabet="ab0x1.-_%:@[]\\\uff10\u3002", max_size=12),
+    st.sampled_from(
+        ["hooks.example.com", "Hooks.Example.COM", "localhost", "a.localhost", "127.0.0.1.nip.io"]
+    ),
+)
+# Mostly well-formed pieces, so that many URLs are taken and compared; a few of each kind of trouble.
+_URLS = st.builds(
+    "".join,
+    st.tuples(
+        st.sampled_from(["http://", "https://"] * 4 + ["HTTP://", "http:/", "http:\\\\", "http:"]),
+        st.sampled_from([""] * 6 + ["u@", "u:p@", "10.0.0.1\\@"]),
+        _HOSTS,
+        st.sampled_from([""] * 4 + [".", "\\@10.0.0.1", "@10.0.0.1", "%2e", "\uff0e1"]),
+        st.sampled_from([""] * 4 + [":80", ":8443", ":", ":0", ":65536", ":1_0", ": 1"]),
+        st.one_of(
+            st.sampled_from(["", "/", "/a/../b?c=%41&d", "?x=1", "/@10.0.0.1"]),
+            st.text("/?#%:@a.\\ \r[]", max_size=8),
+        ),
+    ),
+)
+_WHATWG = TypeAdapter(AnyHttpUrl)
+
+
+@settings(max_examples=250, deadline=None)
+@given(_URLS)
+def test_a_url_the_parser_takes_names_the_same_host_and_port_to_every_reader(url: str) -> None:
+    # Given any text built from the pieces that make readers disagree
+    try:
+        parsed = parse_url(url)
+    except BadUrl:
+        event("refused")
+        return  # (nothing to disagree about)
+    event("taken")
+
+    # Then Python's own reader (urllib, as http.client's callers use) and a WHATWG reader (pydantic,
+    # as browsers) find the same host and port in it
+    split = urlsplit(url)
+    whatwg = _WHATWG.validate_python(url)
+    default = 443 if parsed.is_https else 80
+    assert (split.hostname, split.port or default) == (parsed.host.lower(), parsed.port)
+    assert whatwg.port == parsed.port
+    if parsed.address is not None:
+        assert ipaddress.ip_address((whatwg.host or "").strip("[]")) == ipaddress.ip_address(parsed.address)
+    else:
+        assert whatwg.host == parsed.host.lower()
+        # and a name is not an address to the C library's reader either
+        with pytest.raises(OSError):
+            socket.inet_aton(parsed.host)
