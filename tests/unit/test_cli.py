@@ -1070,3 +1070,49 @@ def test_tasks_lists_the_types_and_the_named_tasks(api: FakeApi, capsys: pytest.
     assert code == 0
     assert "type:    noop" in out
     assert "send-email" in out and "sqs" in out and "3" in out
+
+
+def test_get_shows_each_policy_the_job_has_instead_of_default(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a job created with --pause-after-failures 3 and a single attempt per execution, as the API
+    # answers it (every policy field present, the others at their defaults)
+    from punctual.models import JobPolicy
+
+    policy = JobPolicy(pause_after_failures=3).model_dump(mode="json")
+    retry = {"max_attempts": 1, "backoff_seconds": 2, "max_backoff_seconds": 300}
+    api.answer("GET", "/jobs/job-1", job(policy=policy, retry=retry))
+
+    # When it is fetched
+    code, out, _ = run(api, capsys, "jobs", "get", "job-1")
+
+    # Then its policy and its retry say what they are, in words that agree with their numbers
+    assert code == 0
+    lines = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    assert lines["policy"].strip() == "pause after 3 failures in a row"
+    assert lines["retry"].strip() == "1 attempt, backoff 2s, max 5m"
+
+
+def test_every_job_policy_field_set_shows_in_the_summary() -> None:
+    from punctual.cli.formatting import policy_summary
+    from punctual.models import JobPolicy
+
+    # Given a value other than its default for every field of the job policy
+    changed = {
+        "max_lateness_seconds": 60,
+        "overlap": "skip",
+        "flexible_window_seconds": 30,
+        "max_runs": 1,
+        "pause_after_failures": 1,
+    }
+    assert set(changed) == set(JobPolicy.model_fields)
+    for field, value in changed.items():
+        # When only that field is set, Then the summary shows it rather than "default"
+        summary = policy_summary(JobPolicy.model_validate({field: value}).model_dump(mode="json"))
+        assert summary != "default", field
+    # And all of them together, each in words; a field this CLI does not know is shown as given
+    assert policy_summary(JobPolicy.model_validate(changed).model_dump(mode="json")) == (
+        "skip if later than 1m, overlap skip, spread over 30s, at most 1 run, pause after 1 failure in a row"
+    )
+    assert policy_summary({"overlap": "allow", "quiet_hours": "22-6"}) == 'quiet_hours "22-6"'
+    assert policy_summary(JobPolicy().model_dump(mode="json")) == "default"

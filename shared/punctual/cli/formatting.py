@@ -124,7 +124,7 @@ def retry_summary(retry: Mapping[str, Any] | None) -> str:
         return NONE
     parts = []
     if "max_attempts" in retry:
-        parts.append(f"{retry['max_attempts']} attempts")
+        parts.append(counted(retry["max_attempts"], "attempt"))
     if "backoff_seconds" in retry:
         parts.append(f"backoff {duration(retry['backoff_seconds'])}")
     if "max_backoff_seconds" in retry:
@@ -260,7 +260,14 @@ def dead_letters_table(letters: Iterable[Mapping[str, Any]]) -> str:
     return table(DEAD_LETTER_COLUMNS, rows)
 
 
+# The job policy's fields this CLI words (`policy_summary`); any other is shown as the API gives it.
+POLICY_FIELDS = frozenset(
+    {"max_lateness_seconds", "overlap", "flexible_window_seconds", "max_runs", "pause_after_failures"}
+)
+
+
 def policy_summary(policy: Any) -> str:
+    """What the job's policy changes, or `default` if nothing."""
     if not isinstance(policy, dict):
         return NONE
     parts = []
@@ -271,8 +278,21 @@ def policy_summary(policy: Any) -> str:
     if policy.get("flexible_window_seconds"):
         parts.append(f"spread over {duration(policy['flexible_window_seconds'])}")
     if policy.get("max_runs") is not None:
-        parts.append(f"at most {policy['max_runs']} runs")
+        parts.append(f"at most {counted(policy['max_runs'], 'run')}")
+    if policy.get("pause_after_failures") is not None:
+        parts.append(f"pause after {counted(policy['pause_after_failures'], 'failure')} in a row")
+    # A field of a newer API than this CLI: shown as it is rather than hidden behind "default".
+    parts += [
+        f"{key} {json.dumps(value)}"
+        for key, value in sorted(policy.items())
+        if key not in POLICY_FIELDS and value is not None
+    ]
     return ", ".join(parts) or "default"
+
+
+def counted(count: Any, noun: str) -> str:
+    """`1 attempt`, `3 attempts`."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def execution_summary(execution: Any) -> str:
