@@ -1,8 +1,8 @@
-"""The local stack's journal and snapshots on disk: torn records, versions, compaction, a full disk."""
+"""The local stack's journal and snapshots on disk: torn records, versions, compaction, a full disk
+and its recovery."""
 
 from __future__ import annotations
 
-import errno
 import json
 import threading
 from pathlib import Path
@@ -10,6 +10,7 @@ from typing import IO, Any
 
 import pytest
 
+from punctual.local.faults import FillableDisk
 from punctual.local.journal import (
     SNAPSHOT_NAME,
     Journal,
@@ -133,43 +134,116 @@ def test_concurrent_writers_share_fsyncs_and_each_returns_once_its_record_is_wri
     assert journal.stats.batches <= 400
 
 
-class FullDisk:
-    """A file that takes its header, then fails every write as a full disk does."""
-
-    def __init__(self, path: Path) -> None:
-        self._file: IO[bytes] = open(path, "xb")  # noqa: SIM115
-        self.writes = 0
-
-    def write(self, data: bytes) -> int:
-        self.writes += 1
-        if self.writes > 1:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return self._file.write(data)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._file, name)
+def records_on_disk(directory: Path, number: int = 1) -> list[bytes]:
+    return [k for k, _ in read_segment(segment_path(directory, number))]
 
 
-def test_a_write_the_disk_refuses_is_never_acknowledged_and_later_ones_are_refused(tmp_path: Path) -> None:
+def test_a_write_the_disk_refuses_is_never_acknowledged_and_writes_are_refused_until_a_recovery(
+    tmp_path: Path,
+) -> None:
     # Given a journal on a disk that fills up after the segment's header
-    journal = Journal(tmp_path, 1, opener=lambda path: FullDisk(path))  # type: ignore[arg-type,return-value]
+    disk = FillableDisk()
+    journal = Journal(tmp_path, 1, opener=disk.open)
+    disk.full = True
 
     # When a record is appended, Then waiting for it fails with the disk's reason
     sequence = journal.append(key(1), item(1))
     with pytest.raises(StorageFailed, match="No space left on device"):
         journal.wait(sequence)
-    # And every later write is refused at once, saying why
+    # And later writes are refused at once, saying why, until the journal is given another try
     with pytest.raises(StorageFailed, match="No space left"):
         journal.append(key(2), item(2))
     assert journal.failure is not None and "errno 28" in journal.failure
     journal.close()
 
 
+def test_once_the_disk_takes_writes_again_the_journal_does_without_a_restart(tmp_path: Path) -> None:
+    # Given a journal with one record on disk, whose next batch of two the full disk cut short
+    disk = FillableDisk()
+    journal = Journal(tmp_path, 1, opener=disk.open)
+    journal.wait(journal.append(key(0), item(0)))
+    disk.full = True
+    first, last = journal.append_all([(key(1), item(1)), (key(2), item(2))])
+    with pytest.raises(StorageFailed):
+        journal.wait(last, first=first)
+    # (the first of the two reached the file whole: only the batch's last byte is missing)
+    assert len(segment_path(tmp_path, 1).read_bytes()) > 200
+
+    # When space is freed and the journal is given another try
+    disk.full = False
+    journal.recover()
+
+    # Then the next write is durable, and the segment holds only what was answered as durable
+    journal.wait(journal.append(key(3), item(3)))
+    journal.close()
+    assert records_on_disk(tmp_path) == [key(0), key(3)]
+    assert journal.failure is None
+
+
+def test_a_record_lost_to_a_full_disk_stays_lost_after_the_journal_recovers(tmp_path: Path) -> None:
+    # Given a record lost to a full disk whose writer had not yet waited for it
+    disk = FillableDisk()
+    failed = threading.Event()
+    journal = Journal(tmp_path, 1, opener=disk.open, on_failure=lambda durable: failed.set())
+    disk.full = True
+    lost = journal.append(key(1), item(1))
+    assert failed.wait(5)
+    # When the journal recovers and later records reach the disk
+    disk.full = False
+    for _ in range(50):  # (until the failure's records are taken back)
+        try:
+            journal.recover()
+            break
+        except StorageFailed:
+            threading.Event().wait(0.01)
+    journal.wait(journal.append(key(2), item(2)))
+    # Then waiting for the lost record still fails, though records after it are on disk
+    with pytest.raises(StorageFailed, match="No space left"):
+        journal.wait(lost)
+    journal.close()
+
+
+def test_the_writes_a_failure_lost_are_taken_back_before_their_writers_are_told(tmp_path: Path) -> None:
+    # Given a journal whose owner takes a while to take back the lost writes
+    disk = FillableDisk()
+    taken_back: list[int] = []
+
+    def take_back(durable: int) -> None:
+        threading.Event().wait(0.2)
+        taken_back.append(durable)
+
+    journal = Journal(tmp_path, 1, opener=disk.open, on_failure=take_back)
+    journal.wait(journal.append(key(0), item(0)))
+    disk.full = True
+
+    # When a write fails, Then its writer hears of it only once the writes after the last durable
+    # record (the first, sequence 1) were taken back
+    with pytest.raises(StorageFailed):
+        journal.wait(journal.append(key(1), item(1)))
+    assert taken_back == [1]
+    journal.close()
+
+
+def test_records_appended_together_reach_the_disk_in_one_batch(tmp_path: Path) -> None:
+    # Given a disk that holds the batch being written
+    disk: list[HeldDisk] = []
+    journal = Journal(tmp_path, 1, opener=lambda path, mode: disk.append(HeldDisk(path, mode)) or disk[-1])
+    journal.append(key(0), item(0))
+    assert disk[0].writing.wait(5)
+    # When 30 records are appended together meanwhile
+    first, last = journal.append_all([(key(n), item(n)) for n in range(1, 31)])
+    disk[0].release.set()
+    journal.wait(last, first=first)
+    journal.close()
+    # Then they were written in one batch after the held one
+    assert (journal.stats.batches, journal.stats.largest_batch) == (2, 30)
+
+
 class HeldDisk:
     """A file that takes its header, then holds every later write until released."""
 
-    def __init__(self, path: Path) -> None:
-        self._file: IO[bytes] = open(path, "xb")  # noqa: SIM115
+    def __init__(self, path: Path, mode: str) -> None:
+        self._file: IO[bytes] = open(path, mode)  # noqa: SIM115
         self.writes = 0
         self.writing = threading.Event()
         self.release = threading.Event()
@@ -187,7 +261,7 @@ class HeldDisk:
 
 def test_an_append_wakes_the_writer_thread_not_the_writers_waiting_for_their_batch(tmp_path: Path) -> None:
     disk: list[HeldDisk] = []
-    journal = Journal(tmp_path, 1, opener=lambda path: disk.append(HeldDisk(path)) or disk[-1])
+    journal = Journal(tmp_path, 1, opener=lambda path, mode: disk.append(HeldDisk(path, mode)) or disk[-1])
     wakes = [0]
     real_wait = journal._written.wait
 

@@ -16,13 +16,20 @@ writes go to a new segment. When the journal has grown to half the snapshot (or 
 segment is closed and a compactor process folds the closed segments into a new snapshot while moto
 carries on.
 
-Once a write cannot be made durable (a full or failing disk) every later write is refused with
-PunctualStorageFailed, whose message says why; reads go on. The stack turns that into 503 answers.
+A write that cannot be made durable (a full or failing disk) is taken back: each write keeps what
+it replaced (its before-image) until its batch is on disk, and when the journal loses a batch every
+write not on disk is undone in memory, newest first, under moto's write lock, before any of their
+answers goes out. So what moto serves is what its disk holds, a BatchWriteItem or a transaction
+whole or not at all. Its answer is PunctualStorageFailed, whose message says why, and so is every
+write's while the disk still refuses; reads go on. Each later write first gives the journal another
+try (journal.Journal.recover): once the disk takes writes again, so does the stack, without a restart.
+The stack turns the refusals into 503 answers.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import json
 import os
@@ -30,10 +37,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from punctual.local.faults import FillableDisk
 from punctual.local.journal import (
     LEGACY_SNAPSHOT_NAME,
     SNAPSHOT_NAME,
@@ -50,6 +59,7 @@ from punctual.local.journal import (
     segments,
     snapshot_header,
 )
+from punctual.local.moto_atomic import WRITE_LOCK
 from punctual.store import keys
 from punctual.timefmt import parse_rfc3339, to_epoch_ms
 
@@ -71,6 +81,8 @@ _RAN_TO_END = frozenset({"SUCCEEDED", "FAILED"})
 
 _local = threading.local()
 _active: DurableTables | None = None
+# What a write replaced: (moto's backend, table name, hash key, range key, the item before it or None).
+Undo = tuple[Any, str, Any, Any, Any]
 
 
 def _refused(why: str) -> Exception:
@@ -82,8 +94,15 @@ def _refused(why: str) -> Exception:
 
 
 class DurableTables:
-    def __init__(self, data_dir: Path, *, reset: bool = False) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        reset: bool = False,
+        opener: Callable[[Path, str], IO[bytes]] | None = None,
+    ) -> None:
         self.directory = data_dir
+        self._opener = opener  # the journal's files (a disk that fails on demand, in tests)
         self.journal: Journal | None = None
         self.snapshot = Snapshot()
         self.last_compaction: dict[str, Any] | None = None
@@ -95,6 +114,9 @@ class DurableTables:
         self._retry_at = 0.0
         self._older_bytes = 0  # closed segments not compacted yet
         self._state_lock = threading.Lock()
+        # (last sequence, its writes' undo) of each write not on disk yet, oldest first; kept under
+        # moto's write lock.
+        self._undo: deque[tuple[int, list[Undo | None]]] = deque()
         try:
             data_dir.mkdir(parents=True, exist_ok=True)
             self._acquire_lock()
@@ -170,7 +192,13 @@ class DurableTables:
             last = number
         remove_segments_through(self.directory, self.snapshot.through)
         unfinished = _unfinished_and_expire_leases(tables.values(), now_ms)
-        self.journal = Journal(self.directory, last + 1, after_batch=self._after_batch)
+        self.journal = Journal(
+            self.directory,
+            last + 1,
+            opener=self._opener,
+            after_batch=self._after_batch,
+            on_failure=self._take_back,
+        )
         global _active
         _active = self
         return {
@@ -208,18 +236,39 @@ class DurableTables:
         return len(items)
 
     # ------------------------------------------------------------- journaling
-    def after_write(self, records: list[tuple[bytes, bytes]]) -> None:
+    def after_write(self, records: list[tuple[bytes, bytes]], undo: list[Undo | None]) -> None:
+        """Journal one write's records (under moto's write lock, as it was applied); if the journal
+        refuses them, take the write back and raise StorageFailed."""
         journal = self.journal
         if journal is None:
             return
-        sequence = 0
-        for key, item in records:
-            sequence = journal.append(key, item)
-        _local.sequence = max(getattr(_local, "sequence", 0), sequence)
+        while self._undo and self._undo[0][0] <= journal.durable:
+            self._undo.popleft()
+        try:
+            first, last = journal.append_all(records)
+        except StorageFailed:
+            _put_back(undo)
+            raise
+        self._undo.append((last, undo))
+        _local.first = min(getattr(_local, "first", 0) or first, first)
+        _local.last = max(getattr(_local, "last", 0), last)
+
+    def _take_back(self, durable: int) -> None:
+        """On the journal's thread, once it lost every record after `durable`: undo those writes."""
+        with WRITE_LOCK:
+            while self._undo and self._undo[-1][0] > durable:
+                _put_back(self._undo.pop()[1])
 
     def refusal(self) -> str | None:
+        """Why writes are refused, or None; a journal that failed is given another try first."""
         journal = self.journal
-        return journal.failure if journal is not None else None
+        if journal is None or journal.failure is None:
+            return None
+        try:
+            journal.recover()
+        except StorageFailed as exc:
+            return f"{exc}; writes are refused until the disk takes them again"
+        return None
 
     # ------------------------------------------------------------- compaction
     def request_compaction(self) -> None:
@@ -276,7 +325,7 @@ class DurableTables:
         journal = self.journal
         stats = journal.stats if journal is not None else None
         return {
-            "failure": self.refusal(),
+            "failure": journal.failure if journal is not None else None,
             "segment": journal.number if journal is not None else None,
             "journal": vars(stats) if stats is not None else None,
             "snapshot": vars(self.snapshot),
@@ -439,11 +488,13 @@ def install_hooks() -> None:
     """Journal moto's writes (see the module's doc). Call before moto_atomic.make_writes_atomic, so
     that the journal is appended to while moto's write lock is held."""
     from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.responses import DynamoHandler
 
     if getattr(DynamoDBBackend, "_punctual_journaled", False):
         return
+    shares_copy = _share_motos_copy_of_updated_items()
 
-    def journaled(original: Callable[..., Any], capture: Callable[..., list[tuple[bytes, bytes]]]) -> Any:
+    def journaled(original: Callable[..., Any], capture: Capture, before: Callable[..., Any] | None) -> Any:
         def write(self: Any, *args: Any, **kwargs: Any) -> Any:
             tables = _active
             if tables is None:
@@ -452,42 +503,170 @@ def install_hooks() -> None:
             if depth == 0:
                 why = tables.refusal()
                 if why is not None:
-                    raise _refused(f"{why}; writes are refused until the local stack restarts")
-                _local.pending = []
+                    raise _refused(why)
+                _local.pending, _local.undo = [], []
             _local.depth = depth + 1
             try:
+                prior = before(self, *args, **kwargs) if before is not None else None
                 result = original(self, *args, **kwargs)
-                _local.pending.extend(capture(result, *args, **kwargs))
+                if result is not None:
+                    records, undo = capture(self, result, prior, *args, **kwargs)
+                    _local.pending.extend(records)
+                    _local.undo.append(undo)
+            except BaseException:
+                if depth == 0:
+                    # A BatchWriteItem that failed part way leaves nothing behind, as DynamoDB's.
+                    _put_back(_local.undo)
+                    _local.pending, _local.undo = [], []
+                raise
             finally:
                 _local.depth = depth
             if depth == 0:
-                records, _local.pending = _local.pending, []
-                try:
-                    tables.after_write(records)
-                except StorageFailed as exc:
-                    raise _refused(str(exc)) from exc
+                records, undone = _local.pending, _local.undo
+                _local.pending, _local.undo = [], []
+                if records:
+                    try:
+                        tables.after_write(records, undone)
+                    except StorageFailed as exc:
+                        raise _refused(str(exc)) from exc
             return result
 
         return write
 
-    def put(result: Any, table_name: str, *_: Any, **__: Any) -> list[tuple[bytes, bytes]]:
-        return [(key_of(table_name, result), _image(result))] if result is not None else []
+    def replacing(backend: Any, table_name: str, attrs: dict[str, Any], *_: Any, **__: Any) -> Undo | None:
+        return _before(backend, table_name, attrs, copied=False)
 
-    def delete(result: Any, table_name: str, *_: Any, **__: Any) -> list[tuple[bytes, bytes]]:
-        return [(key_of(table_name, result), b"")] if result is not None else []
+    def put(backend: Any, result: Any, prior: Undo | None, table_name: str, *_: Any, **__: Any) -> Captured:
+        return [(key_of(table_name, result), _image(result))], prior
 
-    def nothing(result: Any, *_: Any, **__: Any) -> list[tuple[bytes, bytes]]:
-        return []  # its items' writes were captured by the nested calls
+    def updating(backend: Any, table_name: str, key: dict[str, Any], *_: Any, **__: Any) -> Undo | None:
+        if shares_copy:
+            _local.copied = _NOT_COPIED
+            return None
+        return _before(backend, table_name, key, copied=True)
 
-    for name, capture in (
-        ("put_item", put),
-        ("update_item", put),
-        ("delete_item", delete),
-        ("transact_write_items", nothing),
+    def update(
+        backend: Any, result: Any, prior: Undo | None, table_name: str, *_: Any, **__: Any
+    ) -> Captured:
+        if shares_copy:
+            copied, _local.copied = _local.copied, _NOT_COPIED
+            prior = (
+                None
+                if copied is _NOT_COPIED
+                else (backend, table_name, result.hash_key, result.range_key, copied)
+            )
+        return [(key_of(table_name, result), _image(result))], prior
+
+    def delete(
+        backend: Any, result: Any, prior: Undo | None, table_name: str, *_: Any, **__: Any
+    ) -> Captured:
+        # moto's delete hands back the item it took out, as it was.
+        return [(key_of(table_name, result), b"")], (
+            backend,
+            table_name,
+            result.hash_key,
+            result.range_key,
+            result,
+        )
+
+    for owner, name, capture, before in (
+        (DynamoDBBackend, "put_item", put, replacing),
+        (DynamoDBBackend, "update_item", update, updating),
+        (DynamoDBBackend, "delete_item", delete, None),
+        (DynamoDBBackend, "transact_write_items", None, None),  # its items: by the calls it makes
+        (DynamoHandler, "batch_write_item", None, None),
     ):
-        original = getattr(DynamoDBBackend, name)
-        setattr(DynamoDBBackend, name, _wraps(original, journaled(original, capture)))
+        original = getattr(owner, name)
+        setattr(owner, name, _wraps(original, journaled(original, capture or _nothing, before)))
     DynamoDBBackend._punctual_journaled = True  # type: ignore[attr-defined]
+
+
+Captured = tuple[list[tuple[bytes, bytes]], Undo | None]
+Capture = Callable[..., Captured]
+_NOT_COPIED = object()
+
+
+def _nothing(*_: Any, **__: Any) -> Captured:
+    return [], None
+
+
+def _share_motos_copy_of_updated_items() -> bool:
+    """moto's update_item deep-copies the item before changing it in place (for its streams): that copy
+    is the write's before-image, taken from it rather than made a second time (a deep copy costs about
+    what the journal's after-image does). False, and copied here, if this moto does not."""
+    import inspect
+
+    import moto.dynamodb.models as models
+    from moto.dynamodb.models.dynamo_type import Item
+
+    try:
+        source = inspect.getsource(models.DynamoDBBackend.update_item)
+    except (OSError, TypeError):
+        return False
+    if "orig_item = copy.deepcopy(item)" not in source or source.count("copy.deepcopy(") != 1:
+        return False
+    real = models.copy
+
+    class MotosCopy:
+        """The copy module as moto's models see it, keeping the copy of an item for the write."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        @staticmethod
+        def deepcopy(value: Any, memo: Any = None) -> Any:
+            made = real.deepcopy(value, memo)
+            if value is None or type(value) is Item:
+                _local.copied = made
+            return made
+
+    models.copy = MotosCopy()  # type: ignore[assignment]
+    return True
+
+
+def _before(backend: Any, table_name: str, key: dict[str, Any], *, copied: bool) -> Undo | None:
+    """What a write to `key` will replace. moto's put swaps the item for another, leaving it as it was;
+    its update changes the item in place, so for that one it is copied."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    try:
+        table = backend.get_table(table_name)
+        hash_key = DynamoType(key[table.hash_key_attr])
+        range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+    except Exception:  # moto's own call refuses the write, saying why
+        return None
+    current = table.items.get(hash_key)
+    if range_key is not None:
+        current = current.get(range_key) if current else None
+    if copied and current is not None:
+        current = copy.deepcopy(current)
+    return backend, table_name, hash_key, range_key, current
+
+
+def _put_back(undo: Sequence[Undo | None]) -> None:
+    """Undo writes, newest first (under moto's write lock)."""
+    for entry in reversed(undo):
+        if entry is None:
+            continue
+        backend, table_name, hash_key, range_key, item = entry
+        table = backend.tables.get(table_name)  # (a failed transaction puts back a copy of the table)
+        if table is None:
+            continue
+        if range_key is None:
+            if item is None:
+                table.items.pop(hash_key, None)
+            else:
+                table.items[hash_key] = item
+            continue
+        partition = table.items.get(hash_key)
+        if item is not None:
+            if partition is None:
+                partition = table.items[hash_key] = {}
+            partition[range_key] = item
+        elif partition is not None:
+            partition.pop(range_key, None)
+            if not partition:
+                del table.items[hash_key]
 
 
 def _wraps(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callable[..., Any]:
@@ -499,18 +678,22 @@ def _wraps(original: Callable[..., Any], wrapper: Callable[..., Any]) -> Callabl
 class DurableApp:
     """WSGI middleware: a request's answer waits for the journal to hold its writes.
 
-    Also answers GET /_punctual/status (the journal's state, for the stack and the benchmarks) and
-    POST /_punctual/compact (compact now)."""
+    Also answers GET /_punctual/status (the journal's state, for the stack and the benchmarks),
+    POST /_punctual/compact (compact now) and, given a disk that fills on demand (faults.py), POST
+    /_punctual/disk with `full` or `free`."""
 
-    def __init__(self, app: Callable[..., Any], tables: DurableTables) -> None:
+    def __init__(
+        self, app: Callable[..., Any], tables: DurableTables, disk: FillableDisk | None = None
+    ) -> None:
         self._app = app
         self._tables = tables
+        self._disk = disk
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
         if path.startswith("/_punctual/"):
             return self._control(environ, path, start_response)
-        _local.sequence = 0
+        _local.first, _local.last = 0, 0
         _local.depth = 0
         started: list[tuple[Any, ...]] = []
         written: list[bytes] = []
@@ -525,11 +708,12 @@ class DurableApp:
         finally:
             if hasattr(answer, "close"):
                 answer.close()
-        sequence, _local.sequence = _local.sequence, 0
+        first, last = _local.first, _local.last
+        _local.first, _local.last = 0, 0
         journal = self._tables.journal
-        if sequence and journal is not None:
+        if last and journal is not None:
             try:
-                journal.wait(sequence)
+                journal.wait(last, first=first)
             except StorageFailed as exc:
                 body = json.dumps({"__type": "PunctualStorageFailed", "message": str(exc)}).encode()
                 start_response("400 Bad Request", [("Content-Type", "application/x-amz-json-1.0")])
@@ -539,8 +723,12 @@ class DurableApp:
         return chunks
 
     def _control(self, environ: dict[str, Any], path: str, start_response: Callable[..., Any]) -> list[bytes]:
-        if path == "/_punctual/compact" and environ.get("REQUEST_METHOD") == "POST":
+        post = environ.get("REQUEST_METHOD") == "POST"
+        if path == "/_punctual/compact" and post:
             self._tables.request_compaction()
+        elif path == "/_punctual/disk" and post and self._disk is not None:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            self._disk.full = environ["wsgi.input"].read(length).strip() == b"full"
         elif path != "/_punctual/status":
             start_response("404 Not Found", [("Content-Type", "application/json")])
             return [b'{"message": "not found"}']

@@ -18,7 +18,8 @@ import functools
 import threading
 from typing import Any
 
-_LOCK = threading.RLock()
+# Taken by each write to a table; durable.py takes it too, to take back writes the disk refused.
+WRITE_LOCK = threading.RLock()
 _PATCHED = False
 _QUEUE_LOCK = threading.RLock()
 _QUEUES_PATCHED = False
@@ -37,10 +38,13 @@ def make_writes_atomic() -> None:
     # re-entrant), rather than once per key: a thread that gives the lock up between keys queues for it
     # again behind every writer, so under a burst's writes a batch of a hundred took seconds.
     _lock_method(DynamoHandler, "batch_get_item")
+    # A BatchWriteItem likewise, and so that its writes are one unit for the journal (durable.py): on
+    # disk together or taken back together.
+    _lock_method(DynamoHandler, "batch_write_item")
     _PATCHED = True
 
 
-def _lock_method(owner: type, name: str, lock: Any = _LOCK) -> None:
+def _lock_method(owner: type, name: str, lock: Any = WRITE_LOCK) -> None:
     original = getattr(owner, name)
 
     def locked(self: Any, *args: Any, **kwargs: Any) -> Any:

@@ -60,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     from werkzeug.serving import make_server
 
     from punctual.local.durable import DurableApp, DurableTables, install_hooks
+    from punctual.local.faults import ENVIRONMENT_SWITCH, FillableDisk
     from punctual.local.gate import MOTO_SLOTS, Gate, MotoGate
     from punctual.local.journal import StoreError
     from punctual.local.moto_atomic import make_queues_atomic, make_writes_atomic
@@ -68,9 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     for noisy in ("werkzeug", "moto"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
     tables = None
+    # Tests fill the journal's disk on demand through this switch; the stack never sets it.
+    disk = FillableDisk() if os.environ.get(ENVIRONMENT_SWITCH) == "1" else None
     if args.data_dir is not None:
         try:
-            tables = DurableTables(args.data_dir, reset=args.reset)
+            tables = DurableTables(args.data_dir, reset=args.reset, opener=disk.open if disk else None)
         except StoreError as exc:
             print(f"data-error {exc}", flush=True)
             return 1
@@ -94,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error {exc}", flush=True)
         return 1
     if tables is not None:
-        app = DurableApp(app, tables)
+        app = DurableApp(app, tables, disk)
     with listener:
         server = make_server(
             HOST,
