@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -343,6 +343,58 @@ def completes_job(job: Job, execution: Execution) -> bool:
     if not job.recurring:
         return True
     return job.final_execution_id == execution.id
+
+
+def execution_as_seen(execution: Execution, now: datetime) -> Execution:
+    """An execution as users see it at `now`. One claimed ahead of its instant is RUNNING in the store
+    from its claim, its start not recorded (the write of its attempt's outcome records it): until its
+    instant it has not started, so it shows as QUEUED, the claim's attempt not counted. Derived here
+    rather than written at its start: a write at each start would cost one more per execution."""
+    if not claimed_ahead(execution, now):
+        return execution
+    return replace(
+        execution, status=ExecutionStatus.QUEUED, attempts=execution.attempts - 1, lease_until=None
+    )
+
+
+def claimed_ahead(execution: Execution, now: datetime) -> bool:
+    """Whether the execution is claimed and waits for its instant, not started (`execution_as_seen`)."""
+    return (
+        execution.status is ExecutionStatus.RUNNING
+        and execution.started_at is None
+        and now < execution.scheduled_at
+    )
+
+
+def job_as_seen(job: Job) -> Job:
+    """A job as users see it beside its last execution (`Job.last_execution`, read with it). The
+    worker writes a run's end first and then the job's outcome (and, for its last run, its
+    completion), so a read between the two would show a finished run beside a job that says nothing
+    happened: the job is shown as that second write makes it (`punctual.outcomes.Monitor.ended`)."""
+    last = job.last_execution
+    if last is None or not last.status.ran_to_end or last.finished_at is None:
+        return job
+    recorded = job.outcome
+    if recorded is not None and (recorded.execution_id == last.id or recorded.at >= last.finished_at):
+        return job  # recorded, or a run that ended after it is
+    failures = 0
+    if last.status is ExecutionStatus.FAILED:
+        failures = 1 + (recorded.consecutive_failures if recorded is not None else 0)
+    outcome = Outcome(
+        status=last.status,
+        at=last.finished_at,
+        execution_id=last.id,
+        scheduled_at=last.scheduled_at,
+        consecutive_failures=failures,
+    )
+    seen = replace(job, outcome=outcome)
+    if (
+        job.status is JobStatus.ACTIVE
+        and completes_job(job, last)
+        and job.schedule_version == last.schedule_version
+    ):
+        return replace(seen, status=JobStatus.COMPLETED, next_run_at=None, queued_run_at=None)
+    return seen
 
 
 def scheduled_at_of(job_id: str, execution_id: str) -> datetime | None:

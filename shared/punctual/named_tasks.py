@@ -286,7 +286,12 @@ class _Cached:
 class TaskResolver:
     """The worker's view of named tasks: a job's task as it runs now, from definitions kept
     DEFINITION_TTL_SECONDS (so that executions cost no read of their task, but one per task and
-    container that often), their schemas compiled once per version."""
+    container that often), their schemas compiled once per version.
+
+    A copy serves an execution whose instant has come only if it was read at or after that instant
+    (consistently): a change acknowledged before an execution's instant is what it runs. Executions
+    sharing an instant share that read (one per task and instant in a container), and so do those of
+    earlier instants starting after it."""
 
     def __init__(
         self, store: TaskRepository, clock: Clock, *, ttl_seconds: float = DEFINITION_TTL_SECONDS
@@ -298,9 +303,12 @@ class TaskResolver:
         self._cache: dict[tuple[str, str], _Cached] = {}
         self._reading: dict[tuple[str, str], threading.Lock] = {}
 
-    def definition(self, owner: str, name: str) -> tuple[NamedTask | None, paramschema.CompiledSchema | None]:
+    def definition(
+        self, owner: str, name: str, at: datetime | None = None
+    ) -> tuple[NamedTask | None, paramschema.CompiledSchema | None]:
+        """The task's definition for an execution due at `at` (None: for no instant in particular)."""
         key = (owner, name)
-        fresh = self._fresh(key)
+        fresh = self._fresh(key, at)
         if fresh is not None:
             return fresh.task, fresh.schema
         # One read per task at a time: a batch's records run side by side, and all of them would
@@ -308,13 +316,14 @@ class TaskResolver:
         with self._lock:
             reading = self._reading.setdefault(key, threading.Lock())
         with reading:
-            fresh = self._fresh(key)
+            fresh = self._fresh(key, at)
             if fresh is not None:
                 return fresh.task, fresh.schema
             with self._lock:
                 cached = self._cache.get(key)
-            # (eventually consistent: half a read unit, and the copy is up to the TTL old anyway)
-            task = self._store.get(owner, name, consistent=False)
+            # (consistent, and dated from before it is made: it sees every change acknowledged by then)
+            began = self._clock.now()
+            task = self._store.get(owner, name, consistent=True)
             before = None if cached is None else cached.task
             unchanged = before is not None and task is not None and before.version == task.version
             schema = cached.schema if cached is not None and unchanged else None
@@ -324,25 +333,30 @@ class TaskResolver:
                 except paramschema.SchemaError:
                     schema = None  # (refused when defined: not stored)
             with self._lock:
-                self._cache[key] = _Cached(task, schema, self._clock.now())
+                self._cache[key] = _Cached(task, schema, began)
             return task, schema
 
-    def _fresh(self, key: tuple[str, str]) -> _Cached | None:
+    def _fresh(self, key: tuple[str, str], at: datetime | None) -> _Cached | None:
+        """The copy kept, if it may serve: read within the TTL, and at or after `at` once it has come."""
+        now = self._clock.now()
         with self._lock:
             cached = self._cache.get(key)
-        if cached is not None and timedelta(0) <= self._clock.now() - cached.read_at < self._ttl:
-            return cached
-        return None
+        if cached is None or not timedelta(0) <= now - cached.read_at < self._ttl:
+            return None
+        if at is not None and at <= now and cached.read_at < at:
+            return None
+        return cached
 
-    def effective(self, job: Job | None) -> Job | None:
+    def effective(self, job: Job | None, at: datetime | None = None) -> Job | None:
         """The job as it runs now: a named task resolved into the spec to run (its defaults merged
         with the job's parameters), with the task's retry and timeout unless the job gave its own.
         A task that is gone, or whose schema the job's parameters no longer fit, resolves to a spec
-        that fails at once, saying why."""
+        that fails at once, saying why. `at`: the instant of the execution it is resolved for (once
+        that has come, from a copy read at or after it)."""
         if job is None or not isinstance(job.task, TaskRef):
             return job
         ref = job.task
-        task, schema = self.definition(job.owner, ref.name)
+        task, schema = self.definition(job.owner, ref.name, at)
         if task is None:
             return replace(job, task=_unresolved(f"task {ref.name!r} no longer exists (it was deleted)"))
         retry = (task.retry or RetryPolicy()) if "retry" in job.inherits else job.retry

@@ -23,7 +23,15 @@ from punctual.job_creation import NewJob as NewJob
 from punctual.job_lifecycle import UNCHANGED as UNCHANGED
 from punctual.job_lifecycle import JobChanges as JobChanges
 from punctual.job_lifecycle import JobLifecycle
-from punctual.models import Execution, ExecutionStatus, Job, JobStatus, anchor_for, first_run
+from punctual.models import (
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobStatus,
+    anchor_for,
+    first_run,
+    job_as_seen,
+)
 from punctual.notify import NotifyPolicy
 from punctual.schedules import _Schedule, absolute, is_recurring, preview
 from punctual.store import Page, Store
@@ -59,7 +67,8 @@ class JobService:
         checker = TaskChecker(task_policy or tasks.TaskPolicy(), named_tasks)
         policy = notify_policy or NotifyPolicy()
         self._creation = JobCreation(store, handoff, clock, checker, policy)
-        self._lifecycle = JobLifecycle(store, handoff, clock, self, checker, policy)
+        # (changes are decided on the job as stored, not as shown: `get`)
+        self._lifecycle = JobLifecycle(store, handoff, clock, _StoredJobs(store), checker, policy)
 
     # --------------------------------------------------------------- create
     def create(self, owner: str, new: NewJob, idempotency_key: str | None = None) -> tuple[Job, bool]:
@@ -75,8 +84,9 @@ class JobService:
 
     # ----------------------------------------------------------------- read
     def get(self, owner: str, job_id: str) -> Job:
-        """The caller's job, with its last execution (read with it)."""
-        return _owned(self._store.jobs.get_with_last_execution(job_id), owner, job_id)
+        """The caller's job, with its last execution (read with it), as users see it
+        (`models.job_as_seen`: a run that has just ended shows on the job too)."""
+        return job_as_seen(_StoredJobs(self._store).get(owner, job_id))
 
     def list_jobs(
         self,
@@ -125,7 +135,9 @@ class JobService:
         _owned(self._store.jobs.get(job_id), owner, job_id)  # the page reads the executions itself
         if since is not None and until is not None and until <= since:
             raise InvalidRequest("until: must be after since", field="until")
-        return self._store.executions.page(job_id, limit, start_key, status=status, since=since, until=until)
+        return self._store.executions.page(
+            job_id, limit, start_key, status=status, since=since, until=until, now=self._clock.now()
+        )
 
     def preview(self, schedule: _Schedule, count: int) -> list[datetime]:
         now = self._clock.now()
@@ -192,6 +204,16 @@ class JobService:
         """Run a finished execution that did not succeed (FAILED, SKIPPED or CANCELLED) once more, now,
         as a new extra execution that names it (`retry_of`)."""
         return self._lifecycle.retry(owner, job_id, execution_id)
+
+
+class _StoredJobs:
+    """The caller's job as stored, with its last execution: what changes to it are decided on."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def get(self, owner: str, job_id: str) -> Job:
+        return _owned(self._store.jobs.get_with_last_execution(job_id), owner, job_id)
 
 
 def _owned(job: Job | None, owner: str, job_id: str) -> Job:

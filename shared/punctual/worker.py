@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
 from functools import partial
+from typing import Protocol
 
 from punctual import pausing, run_policy, run_records, tasks
 from punctual.attempts import Attempts
@@ -65,6 +66,22 @@ LOST_SKIP_RETRY_SECONDS = 5
 SKIP_ATTEMPTS = 4
 
 
+class Resolve(Protocol):
+    """A job as it runs (its named task resolved) for an execution due at `at`
+    (`named_tasks.TaskResolver.effective`)."""
+
+    def __call__(self, job: Job | None, at: datetime | None = None) -> Job | None: ...
+
+
+def _as_claimed(job: Job, claimed: Job, running: Execution) -> tuple[Job, Execution]:
+    """A run whose named task changed between its claim (`claimed`: the job as claimed for) and its
+    instant: the version it runs recorded with its outcome, and no longer a timeout than its claim's
+    lease was sized for (a longer one given to the task since applies from its next run)."""
+    if job.timeout_seconds > claimed.timeout_seconds:
+        job = replace(job, timeout_seconds=claimed.timeout_seconds)
+    return job, replace(running, task_version=job.task_version)
+
+
 def _doubling(first_seconds: int, receive_count: int, most_seconds: int) -> int:
     """A delay that doubles with each receive of a message, from its first up to its most."""
     return min(most_seconds, first_seconds * 2 ** max(0, receive_count - 1))
@@ -99,7 +116,7 @@ class Worker:
         lambda_clients: LambdaClients | None = None,
         rng: random.Random | None = None,
         aws_clients: AwsClients | None = None,
-        named_tasks: Callable[[Job | None], Job | None] | None = None,
+        named_tasks: Resolve | None = None,
         monitor: Monitor | None = None,
     ) -> None:
         self._store = store
@@ -117,7 +134,7 @@ class Worker:
         self._stamps_at: InstantReads[JobStamp] = InstantReads(self._read_stamps, self._stamps.get, clock)
         self._aws_clients = aws_clients
         # A job as it runs now: its named task resolved (named_tasks.TaskResolver.effective).
-        self._effective = named_tasks or (lambda job: job)
+        self._effective: Resolve = named_tasks or (lambda job, at=None: job)
         # The job's outcome, auto-pause and notifications around each run (punctual.outcomes).
         self._monitor = monitor or Monitor(store, clock, None, self._rng)
         # Attempts that ended write their outcome once the starts due meanwhile are made.
@@ -170,7 +187,8 @@ class Worker:
             # the job, do that now.
             self._ensure_outcome_recorded(stored)
             return Outcome.DONE
-        job = self._effective(self._jobs.get(item.job_id))
+        stored_job = self._jobs.get(item.job_id)
+        job = self._effective(stored_job, item.scheduled_at)
         execution = stored or unstored_execution(item, job, self._clock.now(), self._store.retention)
         if execution is None:
             return Outcome.DONE
@@ -241,7 +259,7 @@ class Worker:
                     return self._policy_skip(job, running, late, receipt_handle)
             leave = self._starts.enter()
             try:
-                return self._start(job, running, item, receipt_handle, expected, leave)
+                return self._start(stored_job or job, job, running, receipt_handle, expected, leave)
             finally:
                 leave()
         finally:
@@ -251,19 +269,23 @@ class Worker:
     def _start(
         self,
         read: Job,
+        claimed: Job,
         running: Execution,
-        item: WorkItem,
         receipt_handle: str,
         expected: Expected[JobStamp] | None,
         started: Callable[[], None],
     ) -> Outcome:
         """Its instant has come and it is claimed: start it unless its job changed meanwhile.
-        `expected`: its read at the instant, when it was claimed ahead of it."""
+        `read`: its job as read on receipt; `claimed`: that job as it was claimed for (its named task
+        resolved); `expected`: its read at the instant, when it was claimed ahead of it."""
         # Read the job again now that the execution is claimed and its instant has come: a cancel or
         # pause that landed between the first read and now still stops it, and one after this read
-        # came after its start. (Whether it changed is read first: all of it only if it did.)
-        job = self._reread(read, expected)
+        # came after its start. (Whether it changed is read first: all of it only if it did.) Its named
+        # task is resolved as of its instant too: a change to it acknowledged before then is run.
+        job = self._effective(self._reread(read, expected), running.scheduled_at)
         ahead = expected is not None
+        if job is not None and job.task_version != claimed.task_version:
+            job, running = _as_claimed(job, claimed, running)
         for attempt in range(SKIP_ATTEMPTS):
             reason = skip_reason(job, running)
             if reason is None:
@@ -278,7 +300,7 @@ class Worker:
                 if self._skip(job, running, reason):
                     return Outcome.DONE
                 # The job changed meanwhile (resumed, cancelled): this worker holds the run; look again.
-                job = self._effective(self._store.jobs.get(item.job_id))
+                job = self._effective(self._store.jobs.get(running.job_id), running.scheduled_at)
             except RetryableStoreError:
                 # Throttled, or a resume's transaction at the same moment: look again shortly.
                 self._clock.sleep(0.1 * 2**attempt)
@@ -303,7 +325,7 @@ class Worker:
         stamp = expected.get() if expected is not None else self._stamps.get(job.id)
         if stamp == JobStamp.of(job):
             return job
-        return self._effective(self._jobs.get(job.id))
+        return self._jobs.get(job.id)
 
     def _by_policy(
         self, job: Job, execution: Execution, now: datetime, receipt_handle: str, receive_count: int

@@ -312,3 +312,43 @@ def test_jobs_sharing_an_instant_are_read_at_it_and_one_paused_while_they_wait_d
     assert statuses[paused] == "CANCELLED"
     assert [s for job_id, s in statuses.items() if job_id != paused] == ["SUCCEEDED", "SUCCEEDED"]
     assert len(runs) == 2 and all(at >= due for at in runs)
+
+
+def test_an_early_claimed_run_reads_queued_until_it_starts_and_running_from_its_start(
+    early_world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = early_world
+    job, due = one_time(world, 30.5)
+
+    def shown(query: str = "") -> list[dict[str, Any]]:
+        answer = world.api("GET", f"/jobs/{job['id']}/executions", query=query)
+        assert answer.status == 200, answer.body
+        return list(answer.body["items"])
+
+    before: list[tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]] = []
+    # Given a run claimed ahead of its instant, read through the API right after its claim
+    made = claims(
+        world,
+        monkeypatch,
+        then=lambda _: before.append((shown(), shown("status=QUEUED"), shown("status=RUNNING"))),
+    )
+    during: list[list[dict[str, Any]]] = []
+    real = worker_module.tasks.run
+
+    def run(task: Any, context: Any) -> Any:
+        during.append(shown("status=RUNNING"))  # and while its task runs
+        return real(task, context)
+
+    monkeypatch.setattr(worker_module.tasks, "run", run)
+    world.run_for(40, step=0.25)
+    # Then before its instant it read QUEUED, no attempt started, and listed as QUEUED, not RUNNING
+    assert made and made[0] < due
+    [(listed, queued, running)] = before
+    [waiting] = listed
+    assert (waiting["status"], waiting["attempts"], waiting["started_at"]) == ("QUEUED", 0, None)
+    assert [e["id"] for e in queued] == [waiting["id"]] and running == []
+    # and from its start it read RUNNING, its first attempt under way
+    [[under_way]] = during
+    assert (under_way["status"], under_way["attempts"]) == ("RUNNING", 1)
+    [ended] = shown()
+    assert ended["status"] == "SUCCEEDED" and ended["attempts"] == 1

@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import boto3
+import pytest
 
 from punctual import resources
 from punctual.models import Execution, ExecutionStatus, manual_execution_id
@@ -107,3 +108,41 @@ def test_a_job_item_written_by_an_earlier_version_sheds_its_copy(world: World) -
     item = job_item(job["id"])
     assert "last_execution" not in item and "last_execution_ms" not in item
     assert world.job(job["id"])["last_execution"]["status"] == "SUCCEEDED"
+
+
+def test_a_job_read_between_its_runs_end_and_its_outcome_shows_the_run_ended(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a one-time job whose only run fails, and an every-minute job whose runs fail
+    once = world.create({"type": "at", "at": at(world, 5)}, task={"type": "fail"}, retry={"max_attempts": 1})
+    cron = world.create(
+        {"type": "cron", "expression": "* * * * *"}, task={"type": "fail"}, retry={"max_attempts": 1}
+    )
+    seen: dict[str, dict[str, Any]] = {}
+    real_complete, real_record = world.store.jobs.complete, world.store.jobs.record_outcome
+
+    def complete(job: Any, execution: Any) -> Any:
+        seen[job.id] = world.job(job.id)  # read after the run's end is written, before the job's
+        return real_complete(job, execution)
+
+    def record_outcome(execution: Any) -> Any:
+        seen.setdefault(execution.job_id, world.job(execution.job_id))
+        return real_record(execution)
+
+    monkeypatch.setattr(world.store.jobs, "complete", complete)
+    monkeypatch.setattr(world.store.jobs, "record_outcome", record_outcome)
+    # When each is read right after its run ended FAILED, before the job's own write
+    world.run_for(70)
+    # Then the job says what its run did: the one-time job completed, both with a failed outcome
+    read_once, read_cron = seen[once["id"]], seen[cron["id"]]
+    for read in (read_once, read_cron):
+        last, outcome = read["last_execution"], read["outcome"]
+        assert last["status"] == "FAILED", read
+        assert outcome is not None, read
+        assert (outcome["status"], outcome["execution_id"]) == ("FAILED", last["id"])
+        assert outcome["consecutive_failures"] == 1
+    assert read_once["status"] == "COMPLETED" and read_once["next_run_at"] is None
+    assert read_cron["status"] == "ACTIVE"
+    # and once written, the job reads the same
+    stored = world.job(once["id"])
+    assert stored["status"] == "COMPLETED" and stored["outcome"] == read_once["outcome"]

@@ -4,13 +4,17 @@ for all of them; their parameters checked against the task's schema; deletion re
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 from punctual.clock import ManualClock
+from punctual.local.stack import LOCAL_EARLY_VISIBILITY_SECONDS
 from punctual.named_tasks import DEFINITION_TTL_SECONDS
+from punctual.timefmt import to_rfc3339
 from tests.world import World, mocked_world
 
 ACCOUNT = "123456789012"  # moto's
@@ -328,3 +332,67 @@ def test_a_job_whose_task_was_changed_beyond_its_params_fails_its_next_run_sayin
     [execution] = world.executions(job["id"])
     assert execution["status"] == "FAILED" and execution["attempts"] == 1, execution
     assert "params.priority" in execution["error"] and "version 2" in execution["error"]
+
+
+@pytest.fixture
+def early_world(clock: ManualClock) -> Iterator[World]:
+    # (copies kept a minute: here runs sharing an instant may start seconds apart, as each run's
+    # sleep moves the test's clock)
+    with mocked_world(
+        clock,
+        sqs_queues=(QUEUES,),
+        early_visibility_seconds=LOCAL_EARLY_VISIBILITY_SECONDS,
+        task_cache_seconds=60,
+    ) as w:
+        yield w
+
+
+def test_a_change_acknowledged_before_an_instant_is_run_by_executions_claimed_ahead_of_it(
+    early_world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = early_world
+    first_url, first_arn = queue(world, "allowed-mail")
+    second_url, second_arn = queue(world, "allowed-mail-v2")
+    define(world, first_arn)
+    # Given two jobs using a task, due at one instant
+    due = world.clock.now() + timedelta(seconds=30.5)
+    schedule = {"type": "at", "at": to_rfc3339(due)}
+    jobs = [named_job(world, schedule, {"message": {"to": to}}) for to in ("ann@example.com", "bob@x.org")]
+    changes: list[datetime] = []
+    real_claim, real_sleep = world.store.executions.claim, world.clock.sleep
+    one_at_a_time = threading.Lock()  # (no run's sleep moves the clock while the change is made)
+
+    def claim(execution: Any, **kwargs: Any) -> Any:
+        claimed = real_claim(execution, **kwargs)
+        with one_at_a_time:
+            if not changes:
+                # When the task is changed right after the first claim, ahead of the instant
+                body = {"params": {"queue_arn": second_arn, "message": {"from": "mail@example.com", "v": 2}}}
+                assert world.api("PATCH", "/tasks/send-email", body).status == 200
+                changes.append(world.clock.now())  # acknowledged
+        return claimed
+
+    def sleep(seconds: float) -> None:
+        with one_at_a_time:
+            real_sleep(seconds)
+
+    reads: list[datetime] = []
+    real_get = world.store.tasks.get
+
+    def get(owner: str, name: str, **kwargs: Any) -> Any:
+        reads.append(world.clock.now())
+        return real_get(owner, name, **kwargs)
+
+    monkeypatch.setattr(world.store.executions, "claim", claim)
+    monkeypatch.setattr(world.store.tasks, "get", get)
+    monkeypatch.setattr(world.clock, "sleep", sleep)
+    world.run_for(40, step=0.25)
+    # Then both ran version 2, which was acknowledged before their instant
+    assert changes and changes[0] < due
+    assert received(world, first_url) == []
+    assert sorted(json.loads(m["Body"])["v"] for m in received(world, second_url)) == [2, 2]
+    for job in jobs:
+        [execution] = world.executions(job["id"])
+        assert (execution["status"], execution["task_version"]) == ("SUCCEEDED", 2), execution
+    # reading the task once at their instant between them, not once each
+    assert len([at for at in reads if at >= due]) == 1

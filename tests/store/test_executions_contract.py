@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -261,3 +262,40 @@ def test_a_delivery_is_recorded_on_its_execution_never_over_a_later_attempt(stor
     assert current is not None and [d.attempts for d in current.deliveries] == [2]
     store.deliveries.record(run.job_id, run.scheduled_at, "job_1.gone", delivery(1, DeliveryStatus.FAILED))
     assert store.executions.get(run.job_id, run.scheduled_at, "job_1.gone") is None
+
+
+def test_a_run_claimed_ahead_of_its_instant_is_listed_as_queued_until_it(store: Store) -> None:
+    # Given a run claimed 2 s ahead of its instant (no start recorded), one started, one queued
+    owner = job()
+    at = NOW + timedelta(minutes=1)
+    ahead, started, queued = (
+        execution(owner, at=at, id=owner.id + suffix) for suffix in (".ahead", ".started", ".queued")
+    )
+    store.executions.put_new_many([queued])
+    store.executions.claim(
+        ahead, now=at - timedelta(seconds=2), lease_until=at + timedelta(minutes=2), lateness_ms=None
+    )
+    store.executions.claim(
+        started, now=at - timedelta(seconds=2), lease_until=at + timedelta(minutes=2), lateness_ms=0
+    )
+
+    def listed(now: Any, status: ExecutionStatus | None = None) -> dict[str, tuple[str, int]]:
+        page = store.executions.page(owner.id, 10, None, status=status, now=now)
+        return {e.id.removeprefix(owner.id): (e.status.value, e.attempts) for e in page.items}
+
+    # When they are listed before the instant / Then the one claimed ahead is QUEUED, no attempt
+    # counted, and filtered as such
+    before = at - timedelta(seconds=1)
+    assert listed(before) == {
+        ".ahead": ("QUEUED", 0),
+        ".started": ("RUNNING", 1),
+        ".queued": ("QUEUED", 0),
+    }
+    assert set(listed(before, ExecutionStatus.QUEUED)) == {".ahead", ".queued"}
+    assert set(listed(before, ExecutionStatus.RUNNING)) == {".started"}
+    # and from its instant on it is RUNNING
+    assert listed(at)[".ahead"] == ("RUNNING", 1)
+    assert set(listed(at, ExecutionStatus.RUNNING)) == {".ahead", ".started"}
+    assert set(listed(at, ExecutionStatus.QUEUED)) == {".queued"}
+    # (as stored, without a time to see them at)
+    assert listed(None)[".ahead"] == ("RUNNING", 1)

@@ -20,12 +20,15 @@ from punctual.models import (
     ExecutionStatus,
     Job,
     JobStatus,
+    Outcome,
     RetryPolicy,
     TaskSpec,
     anchor_for,
     completes_job,
+    execution_as_seen,
     execution_id_for,
     first_run,
+    job_as_seen,
     next_after,
     skip_reason,
 )
@@ -358,3 +361,40 @@ def test_execution_id_ignores_sub_millisecond_parts_and_zone(instant: datetime, 
     # Then the execution id is the same
     assert execution_id_for("j", instant, version) == execution_id_for("j", truncated, version)
     assert execution_id_for("j", instant, version) == execution_id_for("j", elsewhere, version)
+
+
+def test_a_job_is_shown_with_the_run_that_ended_before_its_own_write() -> None:
+    at = {"type": "at", "at": "2026-12-01T10:00:00Z"}
+    ended = execution(
+        status=ExecutionStatus.FAILED,
+        finished_at=NOW + timedelta(hours=1),
+        scheduled_at=NOW + timedelta(hours=1),
+    )
+    one_time = job(at, last_execution=ended)
+    # A one-time job whose only run has ended shows completed, with that run as its outcome
+    seen = job_as_seen(one_time)
+    assert seen.status is JobStatus.COMPLETED and seen.next_run_at is None
+    assert seen.outcome is not None
+    assert (seen.outcome.status, seen.outcome.execution_id, seen.outcome.consecutive_failures) == (
+        ExecutionStatus.FAILED,
+        ended.id,
+        1,
+    )
+    # and once that is written, as it is
+    assert job_as_seen(seen) == seen
+    # A run by hand, or of an older schedule version, records an outcome but completes nothing
+    for other in (replace(ended, manual=True), replace(ended, schedule_version=2)):
+        shown = job_as_seen(job(at, last_execution=other))
+        assert shown.status is JobStatus.ACTIVE and shown.outcome is not None
+    # and a job that recorded a run ending later keeps its own
+    later = Outcome(ExecutionStatus.SUCCEEDED, NOW + timedelta(hours=2), "job1.later", NOW)
+    assert job_as_seen(job(at, last_execution=ended, outcome=later)).outcome == later
+
+
+def test_a_run_claimed_ahead_of_its_instant_is_shown_queued_until_it() -> None:
+    claimed = execution(status=ExecutionStatus.RUNNING, attempts=1, lease_until=NOW + timedelta(minutes=2))
+    waiting = execution_as_seen(claimed, claimed.scheduled_at - timedelta(seconds=1))
+    assert (waiting.status, waiting.attempts, waiting.lease_until) == (ExecutionStatus.QUEUED, 0, None)
+    assert execution_as_seen(claimed, claimed.scheduled_at) == claimed
+    started = replace(claimed, started_at=claimed.scheduled_at - timedelta(seconds=1))
+    assert execution_as_seen(started, claimed.scheduled_at - timedelta(seconds=1)) == started

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from punctual.clock import ManualClock
@@ -99,3 +99,29 @@ def test_a_job_its_task_no_longer_fits_or_that_lost_its_task_resolves_to_a_failu
     gone = TaskResolver(CountingStore(task(name="other")), clock).effective(job({}))  # type: ignore[arg-type]
     assert gone is not None and isinstance(gone.task, TaskSpec)
     assert "no longer exists" in gone.task.params["error"]
+
+
+def test_a_copy_read_before_an_instant_does_not_serve_it_once_it_has_come() -> None:
+    store = CountingStore(task())
+    clock = ManualClock(NOW)
+    resolver = TaskResolver(store, clock, ttl_seconds=10)  # type: ignore[arg-type]
+    instant = NOW + timedelta(seconds=5)
+    # Given a copy read 5 s ahead of an instant (an execution claimed ahead of it), which serves
+    # it while the instant is still to come
+    early = resolver.effective(job({}), instant)
+    assert early is not None and early.task_version == 1 and store.reads == 1
+    assert resolver.effective(job({}), instant) is not None and store.reads == 1
+    # When the task changes before the instant, and the instant comes
+    store.task = task(version=2)
+    clock.advance(5)
+    first = resolver.effective(job({}), instant)
+    # Then the executions due then run the change: one read at the instant, shared by them, and
+    # by any of an earlier instant starting after it
+    assert first is not None and first.task_version == 2 and store.reads == 2
+    assert resolver.effective(job({}), instant) == first
+    assert resolver.effective(job({}), instant - timedelta(seconds=3)) == first
+    assert store.reads == 2
+    # while one of a later instant reads again when it comes
+    clock.advance(0.5)
+    resolver.effective(job({}), instant + timedelta(seconds=0.5))
+    assert store.reads == 3

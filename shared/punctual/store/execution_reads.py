@@ -13,9 +13,10 @@ from functools import partial
 from typing import Any
 
 from punctual.errors import UnreadableItem
-from punctual.models import DueMarker, Execution, ExecutionStatus
+from punctual.models import DueMarker, Execution, ExecutionStatus, execution_as_seen
 from punctual.store import codec, keys
 from punctual.store.table import Page, Table, call, cursor_key
+from punctual.timefmt import to_rfc3339
 
 # An execution's key, as a message names it: job id, instant, execution id.
 ExecutionRef = tuple[str, datetime, str]
@@ -77,11 +78,13 @@ class ExecutionReads:
         status: ExecutionStatus | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        now: datetime | None = None,
     ) -> Page:
         """A page of the job's executions, newest first: those scheduled at or after `since` and
         before `until` (a range of the sort key: nothing else is read), and with `status` (a filter:
         the executions in the range are read on until the page is full, at most `list_read_budget` a
-        request, past which the page may be short, even empty, with a `last_key` to continue from)."""
+        request, past which the page may be short, even empty, with a `last_key` to continue from).
+        With `now`, as users see them then (`models.execution_as_seen`), the status filter too."""
         pk = keys.job_pk(job_id)
         kwargs: dict[str, Any] = {
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
@@ -97,13 +100,28 @@ class ExecutionReads:
             kwargs["ExclusiveStartKey"] = cursor_key(
                 start_key, equal={"pk": pk}, prefixed={"sk": keys.EXECUTION_SK_PREFIX}
             )
+
+        def shown(items: list[dict[str, Any]]) -> list[Execution]:
+            executions = [codec.execution_from(i) for i in items]
+            return executions if now is None else [execution_as_seen(e, now) for e in executions]
+
         if status is None:
             response = call(lambda: self._table.resource.query(**kwargs))
-            items = [codec.execution_from(i) for i in response.get("Items", [])]
-            return Page(items, response.get("LastEvaluatedKey"))
+            return Page(shown(response.get("Items", [])), response.get("LastEvaluatedKey"))
         kwargs["FilterExpression"] = "#st = :st"
         kwargs["ExpressionAttributeNames"] = {"#st": "status"}
         kwargs["ExpressionAttributeValues"][":st"] = status.value
+        if now is not None and status in (ExecutionStatus.QUEUED, ExecutionStatus.RUNNING):
+            # A claim made ahead of its instant (RUNNING, no start recorded) shows as QUEUED until then.
+            ahead = "#st = :running AND attribute_not_exists(started_at) AND scheduled_at > :now"
+            kwargs["FilterExpression"] = (
+                f"#st = :st OR ({ahead})"
+                if status is ExecutionStatus.QUEUED
+                else "#st = :st AND (attribute_exists(started_at) OR scheduled_at <= :now)"
+            )
+            kwargs["ExpressionAttributeValues"][":now"] = to_rfc3339(now)
+            if status is ExecutionStatus.QUEUED:
+                kwargs["ExpressionAttributeValues"][":running"] = ExecutionStatus.RUNNING.value
         budget = self._table.list_read_budget
         found: list[dict[str, Any]] = []
         read = 0
@@ -118,9 +136,9 @@ class ExecutionReads:
                 more = len(found) > limit or last_key is not None
                 page = found[:limit]
                 key = {"pk": page[-1]["pk"], "sk": page[-1]["sk"]}
-                return Page([codec.execution_from(i) for i in page], key if more else None)
+                return Page(shown(page), key if more else None)
             if last_key is None or read >= budget:
-                return Page([codec.execution_from(i) for i in found], last_key)
+                return Page(shown(found), last_key)
             kwargs["ExclusiveStartKey"] = last_key
 
     def before(self, execution: Execution, limit: int = 10) -> list[Execution]:

@@ -336,10 +336,15 @@ class ExecutionRepository(ExecutionReads):
 
 
 def _start_of(execution: Execution) -> tuple[str, dict[str, Any]]:
-    """The SET clauses recording an attempt's start (kept if its claim recorded one), and their values."""
+    """The SET clauses recording an attempt's start (kept if its claim recorded one), and their values;
+    with the named task's version it ran, read at its start when its claim came before it."""
     if execution.started_at is None or execution.lateness_ms is None:
         return "", {}
     clauses = (
         ", started_at = if_not_exists(started_at, :began), lateness_ms = if_not_exists(lateness_ms, :late)"
     )
-    return clauses, {":began": to_rfc3339(execution.started_at), ":late": execution.lateness_ms}
+    values: dict[str, Any] = {":began": to_rfc3339(execution.started_at), ":late": execution.lateness_ms}
+    if execution.task_version is not None:
+        clauses += ", task_version = :tv"
+        values[":tv"] = execution.task_version
+    return clauses, values
