@@ -3,20 +3,27 @@ what it answers, what it serves meanwhile and what a restart reads back."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
 import sys
+import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+import boto3
 import pytest
 from botocore.exceptions import ClientError
+from moto import mock_aws
 
 from punctual.local import clients, provision
+from punctual.local.durable import DurableTables, install_hooks
 from punctual.local.faults import ENVIRONMENT_SWITCH
+from punctual.local.journal import StorageFailed
+from punctual.local.moto_atomic import make_writes_atomic
 
 
 class MotoProcess:
@@ -164,3 +171,71 @@ def test_once_the_disk_has_room_again_writes_succeed_without_a_restart_and_survi
         assert restarted.stored() == ["JOB#a", "JOB#c"]
     finally:
         restarted.stop()
+
+
+class StallingDisk:
+    """Files whose writes, once `stall` is set, wait for `release` and then fail as on a full disk."""
+
+    def __init__(self) -> None:
+        self.stall = threading.Event()
+        self.stalled = threading.Event()
+        self.release = threading.Event()
+
+    def open(self, path: Path, mode: str) -> IO[bytes]:
+        disk = self
+        file: IO[bytes] = open(path, mode)  # noqa: SIM115 - the journal closes it
+
+        class Stalling:
+            def write(self, data: bytes) -> int:
+                if disk.stall.is_set():
+                    disk.stalled.set()
+                    assert disk.release.wait(10)
+                    raise OSError(errno.ENOSPC, "No space left on device")
+                return file.write(data)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(file, name)
+
+        return Stalling()  # type: ignore[return-value]
+
+
+def test_writes_lost_together_are_taken_back_newest_first(tmp_path: Path) -> None:
+    # Given moto journaling its writes in this process (where a write returns before its batch is on
+    # disk), with one item on disk, then a disk that holds the next batch and fails it
+    install_hooks()
+    make_writes_atomic()
+    disk = StallingDisk()
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        table = provision.create_all(client, boto3.client("sqs", region_name="us-east-1")).table_name
+        tables = DurableTables(tmp_path, opener=disk.open)
+        tables.restore(0)
+        journal = tables.journal
+        assert journal is not None
+        try:
+            key = {"pk": {"S": "JOB#a"}, "sk": {"S": "JOB"}}
+            client.put_item(TableName=table, Item={**key, "v": {"N": "1"}})
+            journal.wait(journal.sequence)
+            disk.stall.set()
+
+            # When the item is changed twice and deleted, and another one put, while the first of
+            # those writes is held by the disk, which then fails it
+            for value in ("2", "3"):
+                client.update_item(
+                    TableName=table,
+                    Key=key,
+                    UpdateExpression="SET v = :v",
+                    ExpressionAttributeValues={":v": {"N": value}},
+                )
+                assert disk.stalled.wait(5)
+            client.delete_item(TableName=table, Key=key)
+            client.put_item(TableName=table, Item={"pk": {"S": "JOB#b"}, "sk": {"S": "JOB"}})
+            disk.release.set()
+            with pytest.raises(StorageFailed):
+                journal.wait(journal.sequence, first=2)
+
+            # Then the store reads as its disk holds it
+            assert client.get_item(TableName=table, Key=key)["Item"]["v"] == {"N": "1"}
+            assert [i["pk"]["S"] for i in client.scan(TableName=table)["Items"]] == ["JOB#a"]
+        finally:
+            tables.close()

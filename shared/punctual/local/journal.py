@@ -324,6 +324,11 @@ class Journal:
         """The last sequence on disk (every one before it is on disk or was lost)."""
         return self._durable
 
+    @property
+    def sequence(self) -> int:
+        """The last sequence appended."""
+        return self._sequence
+
     def _open(self, number: int) -> IO[bytes]:
         path = segment_path(self.directory, number)
         out = self._opener(path, "xb")
