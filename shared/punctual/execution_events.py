@@ -24,7 +24,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
-from punctual.models import FINAL_STATUSES
+from punctual.models import FINAL_STATUSES, ExecutionStatus
 from punctual.observability import logger
 from punctual.store import keys
 
@@ -37,6 +37,9 @@ OFF = "off"
 MODES = (ALL, FINAL, OFF)
 PUT_ATTEMPTS = 3
 FINAL_STATUS_VALUES = frozenset(status.value for status in FINAL_STATUSES)
+_ATTEMPT_ENDS = frozenset(
+    status.value for status in (ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED, ExecutionStatus.RETRYING)
+)
 _DESERIALIZER = TypeDeserializer()
 
 
@@ -58,8 +61,10 @@ def detail_of(record: dict[str, Any], mode: str = ALL) -> dict[str, Any] | None:
         return None  # another kind of item, or an execution expiring from the history
     new = _plain(change["NewImage"])
     old = _plain(change.get("OldImage") or {})
-    status = new.get("status")
-    if status is None or status == old.get("status") or (mode == FINAL and status not in FINAL_STATUS_VALUES):
+    status, attempts = _shown(new)
+    # (an attempt's outcome ends a run claimed ahead that started at its instant: it was RUNNING)
+    previous = old.get("status") if status in _ATTEMPT_ENDS else _shown(old)[0]
+    if status is None or status == previous or (mode == FINAL and status not in FINAL_STATUS_VALUES):
         return None
     return {
         "version": 1,
@@ -68,8 +73,8 @@ def detail_of(record: dict[str, Any], mode: str = ALL) -> dict[str, Any] | None:
         "execution_id": new.get("id"),
         "scheduled_at": new.get("scheduled_at"),
         "status": status,
-        "previous_status": old.get("status"),
-        "attempts": _json_value(new.get("attempts", 0)),
+        "previous_status": previous,
+        "attempts": attempts,
         "manual": bool(new.get("manual", False)),
         "retry_of": new.get("retry_of"),
         "dead_lettered": bool(new.get("dead_lettered", False)),
@@ -79,6 +84,16 @@ def detail_of(record: dict[str, Any], mode: str = ALL) -> dict[str, Any] | None:
         "error": new.get("error"),
         "next_attempt_at": new.get("next_attempt_at"),
     }
+
+
+def _shown(image: dict[str, Any]) -> tuple[Any, Any]:
+    """An image's status and attempts as users see them: a claim made ahead of the execution's instant
+    (RUNNING, no start recorded: the outcome's write records it) is still QUEUED, the claim's
+    attempt not counted (`models.execution_as_seen`)."""
+    status, attempts = image.get("status"), _json_value(image.get("attempts", 0))
+    if status == ExecutionStatus.RUNNING.value and image.get("started_at") is None:
+        return ExecutionStatus.QUEUED.value, attempts - 1
+    return status, attempts
 
 
 def publish(records: Sequence[dict[str, Any]], events: Any, bus: str, mode: str = ALL) -> dict[str, Any]:

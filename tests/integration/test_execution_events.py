@@ -122,3 +122,36 @@ def test_events_that_cannot_be_put_make_the_stream_retry_from_the_first_of_them(
         "batchItemFailures": [{"itemIdentifier": "2"}]
     }
     assert refusing.calls == [2, 1, 1]  # the refused one tried again, twice; the unchanged one never sent
+
+
+def test_a_run_claimed_ahead_of_its_instant_is_queued_in_its_events_until_it_runs() -> None:
+    def change(new: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
+        def image(values: dict[str, Any]) -> dict[str, Any]:
+            typed = {k: {"N": str(v)} if isinstance(v, int) else {"S": v} for k, v in values.items()}
+            return {"id": {"S": "job_1.a.1"}, "job_id": {"S": "job_1"}, **typed}
+
+        record: dict[str, Any] = {
+            "Keys": {"pk": {"S": "JOB#job_1"}, "sk": {"S": "EXEC#0000000000001#job_1.a.1"}},
+            "NewImage": image(new),
+        }
+        if old is not None:
+            record["OldImage"] = image(old)
+        return {"eventName": "MODIFY", "dynamodb": record}
+
+    claimed = {"status": "RUNNING", "attempts": 1}  # ahead of its instant: no start recorded
+    started = {"started_at": "2026-12-01T09:00:00.004Z"}
+
+    def shown(new: dict[str, Any], old: dict[str, Any] | None) -> tuple[Any, ...] | None:
+        detail = execution_events.detail_of(change(new, old))
+        return None if detail is None else (detail["previous_status"], detail["status"], detail["attempts"])
+
+    # Its claim is no start: QUEUED, no attempt counted (nothing at all if it was stored QUEUED)
+    assert shown(claimed, None) == (None, "QUEUED", 0)
+    assert shown(claimed, {"status": "QUEUED", "attempts": 0}) is None
+    # its end, its start written with it, follows RUNNING
+    assert shown({"status": "SUCCEEDED", "attempts": 1, **started}, claimed) == ("RUNNING", "SUCCEEDED", 1)
+    # a claim given back, or a run skipped before its instant, never ran
+    assert shown({"status": "QUEUED", "attempts": 0}, claimed) is None
+    assert shown({"status": "CANCELLED", "attempts": 0}, claimed) == ("QUEUED", "CANCELLED", 0)
+    # and a worker taking over a claim whose worker died starts it
+    assert shown({"status": "RUNNING", "attempts": 2, **started}, claimed) == ("QUEUED", "RUNNING", 2)
