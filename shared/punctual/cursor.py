@@ -33,8 +33,13 @@ class Cursors:
         return base64.urlsafe_b64encode(signature + payload).decode().rstrip("=")
 
     def decode(self, cursor: str | None, *, owner: str, scope: str) -> dict[str, Any] | None:
-        if not cursor:
+        """The position a cursor names; None (the first page) only for no cursor at all. An empty
+        `?cursor=` is refused (400): a client that sends one has lost
+        the cursor it meant, and reading the first page again would repeat what it has seen."""
+        if cursor is None:
             return None
+        if not cursor:
+            raise InvalidRequest("cursor: empty: leave `cursor` out for the first page", field="cursor")
         try:
             if not _URLSAFE_BASE64.fullmatch(cursor):  # (the decoder would skip other characters)
                 raise ValueError("not a cursor")

@@ -39,6 +39,11 @@ class TaskChecker:
         return tasks.validate(task, self.task_policy)
 
 
+# Why a schedule without a run to come is refused: no run at or after now, before its `end_at` and
+# before the latest instant a schedule may name.
+NO_RUN_TO_COME = "schedule has no run time in the future (before its end_at, and before 2200-01-01T00:00:00Z)"
+
+
 def check_not_past(schedule: _Schedule, now: datetime) -> None:
     if isinstance(schedule, AtSchedule) and schedule.at < now - PAST_TOLERANCE:
         raise InvalidRequest("schedule.at is in the past", field="schedule.at")

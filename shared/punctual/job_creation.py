@@ -17,7 +17,14 @@ from punctual import randomness
 from punctual.clock import Clock
 from punctual.errors import Conflict, InvalidRequest, LostRace
 from punctual.handoff import HandOff
-from punctual.job_checks import TaskChecker, bounded, check_job_policy, check_not_past, file_one
+from punctual.job_checks import (
+    NO_RUN_TO_COME,
+    TaskChecker,
+    bounded,
+    check_job_policy,
+    check_not_past,
+    file_one,
+)
 from punctual.models import (
     DueMarker,
     Job,
@@ -189,7 +196,7 @@ class JobCreation:
         with bounded():
             runs_at = first_run(schedule, now, anchor, job_id, policy.flexible_window_seconds)
         if runs_at is None:
-            raise InvalidRequest("schedule has no run time in the future", field="schedule")
+            raise InvalidRequest(NO_RUN_TO_COME, field="schedule")
         return Job(
             id=job_id,
             owner=owner,

@@ -12,7 +12,14 @@ from punctual import pausing, randomness
 from punctual.clock import Clock
 from punctual.errors import Conflict, InvalidRequest, LostRace, NotFound
 from punctual.handoff import HandOff
-from punctual.job_checks import TaskChecker, bounded, check_job_policy, check_not_past, file_one
+from punctual.job_checks import (
+    NO_RUN_TO_COME,
+    TaskChecker,
+    bounded,
+    check_job_policy,
+    check_not_past,
+    file_one,
+)
 from punctual.models import (
     NO_VERSION,
     DueMarker,
@@ -131,7 +138,7 @@ class JobLifecycle:
             with bounded():
                 runs_at = first_run(schedule, now, anchor, job.id, policy.flexible_window_seconds)
             if runs_at is None:
-                raise InvalidRequest("schedule has no run time in the future", field="schedule")
+                raise InvalidRequest(NO_RUN_TO_COME, field="schedule")
             version = new_version()
             status = job.status if job.status is JobStatus.PAUSED else JobStatus.ACTIVE
             fields.update(

@@ -29,7 +29,15 @@ from punctual.policies import RetryPolicy as RetryPolicy
 from punctual.policies import TargetKind as TargetKind
 from punctual.policies import check_policy as check_policy
 from punctual.policies import target_kind as target_kind
-from punctual.schedules import RateSchedule, Schedule, _Schedule, is_recurring, next_run, rate_anchor
+from punctual.schedules import (
+    LATEST_INSTANT,
+    RateSchedule,
+    Schedule,
+    _Schedule,
+    is_recurring,
+    next_run,
+    rate_anchor,
+)
 from punctual.signing import SigningKeys
 from punctual.timefmt import from_epoch_ms, to_epoch_ms
 
@@ -302,8 +310,9 @@ def spread(
     the following nominal run, so the order of runs and `next_after` hold."""
     if nominal is None or window <= 0 or not is_recurring(schedule):
         return nominal
-    following = next_run(schedule, nominal + timedelta(milliseconds=1), anchor)
-    room = window if following is None else min(window, int((following - nominal).total_seconds()) - 1)
+    # (the last run before LATEST_INSTANT is spread short of it too: no run is one a request may not name)
+    following = next_run(schedule, nominal + timedelta(milliseconds=1), anchor) or LATEST_INSTANT
+    room = min(window, int((following - nominal).total_seconds()) - 1)
     if room <= 0:
         return nominal
     digest = hashlib.sha256(f"{job_id}|{to_epoch_ms(nominal)}".encode()).digest()

@@ -37,6 +37,7 @@ MAX_RATE_SECONDS = 366 * 24 * 3600
 # Instants a schedule may name: later ones are typing mistakes, and far enough that no arithmetic on
 # them (time zones, periods, retention) can leave the calendar.
 LATEST_INSTANT = datetime(2200, 1, 1, tzinfo=UTC)
+BEFORE_LATEST = "timestamp must be before 2200-01-01T00:00:00Z"
 # Names in the zone database that are not places: they depend on the host or count leap seconds.
 _NOT_ZONES = frozenset({"localtime", "posixrules", "Factory"})
 
@@ -53,7 +54,7 @@ def _parse_instant(value: object) -> datetime:
     else:
         instant = parse_rfc3339(value)
     if instant >= LATEST_INSTANT:
-        raise ValueError("timestamp must be before 2200-01-01T00:00:00Z")
+        raise ValueError(BEFORE_LATEST)
     return instant
 
 
@@ -190,9 +191,11 @@ def occurrences(schedule: _Schedule, after: datetime, anchor: datetime | None = 
         runs = _rate_runs(schedule, after, anchor or after)
     else:  # pragma: no cover - the union is closed
         raise TypeError(f"unknown schedule {schedule!r}")
+    # A recurring schedule ends before LATEST_INSTANT, as if its `end_at` were there: no instant a
+    # request may not name is ever a run (a preview's, a job's next run, a marker's).
     try:
         for run in runs:
-            if schedule.end_at is not None and run > schedule.end_at:
+            if run >= LATEST_INSTANT or (schedule.end_at is not None and run > schedule.end_at):
                 return
             yield run
     except OverflowError:

@@ -7,7 +7,8 @@ import re
 import unicodedata
 from typing import Any, get_args
 
-from pydantic import AfterValidator, BeforeValidator, GetCoreSchemaHandler
+from pydantic import AfterValidator, BeforeValidator, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
 
@@ -54,13 +55,64 @@ def _json_integer(value: Any) -> Any:
 # For a numeric field of a request body: `Annotated[int, JSON_NUMBER]`, `Annotated[float, JSON_NUMBER]`.
 JSON_NUMBER = _JsonNumber()
 
+# More digits than any integer a query parameter takes: refused before it is parsed.
+_MAX_QUERY_DIGITS = 9
+
+
+def _query_integer(value: Any) -> Any:
+    if isinstance(value, str):
+        if not (value.isascii() and value.isdigit()):
+            raise ValueError(
+                f"expected an integer written in digits 0-9, not {value[:40]!r} (no sign, point, "
+                "exponent, underscore or space)"
+            )
+        if len(value) > _MAX_QUERY_DIGITS:
+            raise ValueError(f"{value[:20]}... is out of range")
+    return value
+
+
+# For an integer query parameter (`?limit=`): digits only. pydantic would read `1.0`, `+5`, ` 5` and
+# `5_0` as integers; a client that sends those computes the value wrongly, and should hear so.
+QUERY_INTEGER = BeforeValidator(_query_integer)
+
+
+class _NotNull:
+    """An optional field of a request body whose absence means something (its default; in a PATCH,
+    no change) but whose null the contract gives no meaning: null is refused, not read as absent,
+    and the JSON Schema shows no null. (Left out, the field keeps its default of None.)"""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_before_validator_function(_not_null, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        shown = handler(schema)
+        branches = [branch for branch in shown.get("anyOf", ()) if branch != {"type": "null"}]
+        if len(branches) == 1:
+            del shown["anyOf"]
+            shown.update(branches[0])
+        elif branches:
+            shown["anyOf"] = branches
+        return shown
+
+
+def _not_null(value: Any) -> Any:
+    if value is None:
+        raise ValueError("null is not a value of this field: leave the field out instead")
+    return value
+
+
+# For such a field: `Annotated[str | None, NOT_NULL] = None`.
+NOT_NULL = _NotNull()
+
 
 def _plain_text(value: Any) -> Any:
     if isinstance(value, str):
         for position, char in enumerate(value):
             if unicodedata.category(char) == "Cc":
                 raise ValueError(
-                    f"control character U+{ord(char):04X} at position {position}: names are plain text"
+                    f"control character U+{ord(char):04X} at position {position}: plain text only"
                 )
     return value
 
@@ -124,10 +176,15 @@ TAGS = AfterValidator(_tags)
 
 
 def parse_tag_filter(text: str) -> tuple[str, str | None]:
-    """`key:value` (that value) or `key` (any value), as `?tag=` takes it; ValueError otherwise."""
+    """`key:value` (that value) or `key` (any value), as `?tag=` takes it; ValueError otherwise (a
+    value no tag can hold, too: a control character)."""
     key, sep, value = text.partition(":")
     if not _TAG_KEY.fullmatch(key) or key != key.strip():
         raise ValueError("tag: write key:value (or key alone, for any value)")
+    try:
+        _plain_text(value)
+    except ValueError as exc:
+        raise ValueError(f"tag: {exc}") from None
     return key, (value if sep else None)
 
 

@@ -50,7 +50,12 @@ def test_no_key_means_no_cursor(key: dict[str, Any] | None) -> None:
     # The last page has no next cursor (null), and no cursor asks for the first page.
     assert CURSORS.encode(key, owner="alice", scope="jobs") is None
     assert CURSORS.decode(None, owner="alice", scope="jobs") is None
-    assert CURSORS.decode("", owner="alice", scope="jobs") is None
+
+
+def test_an_empty_cursor_is_refused_not_read_as_the_first_page() -> None:
+    # Given `?cursor=` sent empty (a client that lost the cursor it meant)
+    # When decoded / Then it is refused like any cursor not issued here
+    assert refused("").field == "cursor"
 
 
 @given(position=st.integers(0, 10_000), flip=st.integers(1, 255))

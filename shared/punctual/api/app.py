@@ -52,8 +52,18 @@ Choices where the contract is silent:
   queue lives in memory, and is rebuilt from those after a restart.)
 - A COMPLETED or CANCELLED job expires with its execution history, `retention_days` (default 30)
   after it finished; active and paused jobs are kept.
-- An Idempotency-Key has 1 to 200 characters: one sent empty (or blank) is refused (400), not read
-  as no key, since the retries it was meant to make safe would each create a job.
+- An Idempotency-Key has 1 to 200 printable ASCII characters (U+0020-U+007E): one sent empty (or
+  blank) is refused (400), not read as no key, since the retries it was meant to make safe would
+  each create a job; so is one holding a control character or a byte beyond ASCII (400).
+- `?limit=` is written in digits alone (`1.0`, `+5`, `5_0` are refused, 422); an empty `?cursor=` is
+  refused (400), not read as the first page; a control character in a text filter (`name_prefix`,
+  `tag`, `task`) is refused (422).
+- null is taken only where an answer shows it (a job's `params`, `retry`, `timeout_seconds`,
+  `signing_secret`, `schedule.start_at`/`end_at`, the policy's optional limits; a task's
+  `params_schema`, `retry`, `timeout_seconds`); elsewhere (`name`, `tags`, `policy`, `notify`,
+  `count`, a PATCH's other fields) it is refused (422): leave the field out instead.
+- A recurring schedule's runs end before 2200-01-01T00:00:00Z, the bound of every instant in a
+  request (`since` and `until` too).
 - Idempotency keys are remembered for 24 hours. A retry with the same key and body answers the
   job(s) the first request created even once its schedule is no longer valid (its instant has
   passed); if that request stored only some of them (it failed part way), such a retry answers 409.

@@ -38,7 +38,8 @@ def error_response(status: int, message: str, **extra: Any) -> Response[Any]:
 
 _ERRORS = {
     400: {
-        "description": "Bad input outside the body: an invalid cursor, an empty or over-long Idempotency-Key.",
+        "description": "Bad input outside the body: an invalid or empty cursor; an Idempotency-Key empty, "
+        "over-long or outside printable ASCII.",
         "content": {"application/json": {"model": ErrorOut}},
     },
     401: {

@@ -4,18 +4,25 @@ InvalidRequest naming the field (errors.py answers it)."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent, APIGatewayProxyEventV2
+from pydantic import Field
 
 from punctual.api.errors import IDEMPOTENCY_KEY_FIELD, Unauthorized
 from punctual.api.schemas import JobIn
 from punctual.errors import InvalidRequest
 from punctual.models import TaskRef, TaskSpec
+from punctual.schedules import BEFORE_LATEST, LATEST_INSTANT
 from punctual.service import NewJob
 from punctual.timefmt import parse_rfc3339
-from punctual.validation import parse_tag_filter
+from punctual.validation import QUERY_INTEGER, parse_tag_filter
+
+# A page's `?limit=`: 1 to 100, in digits. (Its range is a Field beside the route's Query, where the
+# OpenAPI document shows it as minimum and maximum.)
+PageLimit = Annotated[int, Field(ge=1, le=100), QUERY_INTEGER]
 
 
 def caller(event: Any) -> str:
@@ -63,23 +70,42 @@ def new_job(body: JobIn) -> NewJob:
     )
 
 
+# An Idempotency-Key: printable ASCII (spaces too), 1 to MAX_IDEMPOTENCY_KEY characters, not blank.
+MAX_IDEMPOTENCY_KEY = 200
+_IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]*")
+
+
 def checked_idempotency_key(value: str | None) -> str | None:
     """The Idempotency-Key header's value. One sent empty is refused rather than read as none: the
-    client meant its retries to be safe, and they would each create a job."""
-    if value is not None and not value.strip():
-        raise InvalidRequest(
-            f"{IDEMPOTENCY_KEY_FIELD}: Idempotency-Key is empty: send a non-empty key (up to 200 "
-            "characters), or no header at all",
-            field=IDEMPOTENCY_KEY_FIELD,
-        )
-    return value
+    client meant its retries to be safe, and they would each create a job. So is one holding a
+    control character or a byte beyond ASCII: proxies and clients disagree on how to carry those
+    (latin-1, UTF-8, dropped), so the same key could arrive spelt two ways and lose its retries."""
+    if value is None:
+        return None
+    if not value.strip():
+        why = "is empty"
+    elif not _IDEMPOTENCY_KEY.fullmatch(value):
+        why = f"holds U+{ord(next(c for c in value if not _IDEMPOTENCY_KEY.fullmatch(c))):04X}"
+    elif len(value) > MAX_IDEMPOTENCY_KEY:
+        why = "is too long"
+    else:
+        return value
+    raise InvalidRequest(
+        f"{IDEMPOTENCY_KEY_FIELD}: Idempotency-Key {why}: send 1 to {MAX_IDEMPOTENCY_KEY} printable ASCII "
+        "characters (U+0020 to U+007E), or no header at all",
+        field=IDEMPOTENCY_KEY_FIELD,
+    )
 
 
 def instant_param(value: str | None, field: str) -> datetime | None:
-    """A query parameter's RFC 3339 instant (422 naming it otherwise)."""
+    """A query parameter's RFC 3339 instant, before LATEST_INSTANT as every instant in a request
+    (422 naming it otherwise)."""
     if value is None:
         return None
     try:
-        return parse_rfc3339(value)
+        instant = parse_rfc3339(value)
     except ValueError as exc:
         raise InvalidRequest(f"{field}: {exc}", field=field) from None
+    if instant >= LATEST_INSTANT:
+        raise InvalidRequest(f"{field}: {BEFORE_LATEST}", field=field)
+    return instant

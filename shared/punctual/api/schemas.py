@@ -22,7 +22,7 @@ from punctual.models import (
 )
 from punctual.schedules import Schedule
 from punctual.signing import key_of
-from punctual.validation import JSON_NUMBER, PLAIN_TEXT, TAGS
+from punctual.validation import JSON_NUMBER, NOT_NULL, PLAIN_TEXT, TAGS
 
 
 class ErrorOut(BaseModel):
@@ -163,16 +163,17 @@ SigningSecret = Annotated[str | None, AfterValidator(_secret)]
 class JobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: Annotated[str | None, PLAIN_TEXT] = Field(default=None, min_length=1, max_length=200)
+    # (null: only where an answer shows one, so that it means the same; elsewhere NOT_NULL)
+    name: Annotated[str | None, NOT_NULL, PLAIN_TEXT] = Field(default=None, min_length=1, max_length=200)
     task: JobTask
     params: dict[str, Any] | None = Field(
         default=None, description="With a named task: its parameters, checked against its params_schema."
     )
-    tags: JobTags | None = None
+    tags: Annotated[JobTags | None, NOT_NULL] = None
     schedule: Schedule
     retry: RetryPolicy | None = None
     timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(default=None, ge=1, le=300)
-    policy: JobPolicy | None = Field(
+    policy: Annotated[JobPolicy | None, NOT_NULL] = Field(
         default=None,
         description="Catch-up window, overlap, flexible window, run limit and pause after failures "
         "(defaults: none).",
@@ -201,21 +202,24 @@ class JobBatchOut(BaseModel):
 class JobPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: Annotated[str | None, PLAIN_TEXT] = Field(default=None, min_length=1, max_length=200)
-    task: JobTask | None = None
-    params: dict[str, Any] | None = Field(
+    # A field left out is kept; null means nothing (but for signing_secret) and is refused.
+    name: Annotated[str | None, NOT_NULL, PLAIN_TEXT] = Field(default=None, min_length=1, max_length=200)
+    task: Annotated[JobTask | None, NOT_NULL] = None
+    params: Annotated[dict[str, Any] | None, NOT_NULL] = Field(
         default=None, description="A job with a named task: its new parameters (alone: the same task)."
     )
-    tags: JobTags | None = Field(default=None, description="The job's tags, all of them (replaced).")
-    schedule: Schedule | None = None
-    retry: RetryPolicy | None = None
-    timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(default=None, ge=1, le=300)
-    policy: JobPolicy | None = Field(
+    tags: Annotated[JobTags | None, NOT_NULL] = Field(
+        default=None, description="The job's tags, all of them (replaced)."
+    )
+    schedule: Annotated[Schedule | None, NOT_NULL] = None
+    retry: Annotated[RetryPolicy | None, NOT_NULL] = None
+    timeout_seconds: Annotated[int | None, NOT_NULL, JSON_NUMBER] = Field(default=None, ge=1, le=300)
+    policy: Annotated[JobPolicy | None, NOT_NULL] = Field(
         default=None,
         description="Catch-up window, overlap, flexible window, run limit and pause after failures "
         "(defaults: none).",
     )
-    notify: list[NotifyRule] | None = Field(
+    notify: Annotated[list[NotifyRule] | None, NOT_NULL] = Field(
         default=None,
         max_length=MAX_NOTIFY_RULES,
         description="Replaces the rules ([]: none). " + _NOTIFY_DESCRIPTION,
@@ -231,7 +235,7 @@ class JobPatch(BaseModel):
 class PauseIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    note: Annotated[str | None, PLAIN_TEXT] = Field(
+    note: Annotated[str | None, NOT_NULL, PLAIN_TEXT] = Field(
         default=None, min_length=1, max_length=MAX_PAUSE_NOTE_CHARS, description="Why: shown on the job."
     )
 
@@ -338,19 +342,23 @@ class TaskIn(BaseModel):
     retry: RetryPolicy | None = None
     timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(default=None, ge=1, le=300)
     description: Annotated[str, PLAIN_TEXT] = Field(default="", max_length=1000)
-    tags: JobTags | None = None
+    tags: Annotated[JobTags | None, NOT_NULL] = None
 
 
 class TaskPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    type: str | None = Field(default=None, min_length=1, max_length=64)
-    params: dict[str, Any] | None = Field(default=None, description="The new defaults, all of them.")
+    # A field left out is kept; null removes params_schema, retry and timeout_seconds, and is refused
+    # elsewhere.
+    type: Annotated[str | None, NOT_NULL] = Field(default=None, min_length=1, max_length=64)
+    params: Annotated[dict[str, Any] | None, NOT_NULL] = Field(
+        default=None, description="The new defaults, all of them."
+    )
     params_schema: dict[str, Any] | bool | None = Field(default=None, description="Null removes it.")
     retry: RetryPolicy | None = Field(default=None, description="Null removes it (jobs use the default).")
     timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(default=None, ge=1, le=300)
-    description: Annotated[str | None, PLAIN_TEXT] = Field(default=None, max_length=1000)
-    tags: JobTags | None = None
+    description: Annotated[str | None, NOT_NULL, PLAIN_TEXT] = Field(default=None, max_length=1000)
+    tags: Annotated[JobTags | None, NOT_NULL] = None
 
 
 class BulkFailure(BaseModel):

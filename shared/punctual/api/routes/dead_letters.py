@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from punctual import wiring
 from punctual.api.errors import openapi_responses
-from punctual.api.inputs import caller
+from punctual.api.inputs import PageLimit, caller
 from punctual.api.responses import json_response
 from punctual.api.schemas import DeadLetterOut, DeadLetterPage, RedriveIn, RedriveItem, RedriveOut
 from punctual.timefmt import to_rfc3339
@@ -30,7 +30,7 @@ def _owner() -> str:
     responses=openapi_responses(200, DeadLetterPage, "A page.", 400),
 )
 def list_dead_letters(
-    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    limit: Annotated[PageLimit, Query()] = 50,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
 ) -> Response[DeadLetterPage]:
     punctual, owner = wiring.default(), _owner()

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from punctual import wiring
 from punctual.api.errors import openapi_responses
-from punctual.api.inputs import caller, instant_param
+from punctual.api.inputs import PageLimit, caller, instant_param
 from punctual.api.responses import execution_out, json_response
 from punctual.api.schemas import ExecutionOut, ExecutionPage
 from punctual.models import ExecutionStatus
@@ -39,7 +39,7 @@ def list_executions(
         str | None,
         Query(max_length=64, description="Only executions scheduled before this instant (RFC 3339)."),
     ] = None,
-    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    limit: Annotated[PageLimit, Query()] = 50,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
 ) -> Response[ExecutionPage]:
     punctual, owner = wiring.default(), _owner()

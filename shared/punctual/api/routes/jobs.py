@@ -9,10 +9,11 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from pydantic import Field
 
 from punctual import wiring
 from punctual.api.errors import openapi_responses
-from punctual.api.inputs import caller, checked_idempotency_key, new_job, tag_filter
+from punctual.api.inputs import PageLimit, caller, checked_idempotency_key, new_job, tag_filter
 from punctual.api.responses import execution_out, job_out, json_response
 from punctual.api.schemas import (
     BulkFailure,
@@ -30,6 +31,7 @@ from punctual.api.schemas import (
 from punctual.models import ExecutionStatus, Job, JobStatus
 from punctual.service import UNCHANGED, BulkChange, JobChanges
 from punctual.store import LIST_READ_BUDGET
+from punctual.validation import PLAIN_TEXT
 from punctual.wiring import Punctual
 
 router = Router()
@@ -107,9 +109,12 @@ def list_jobs(
         Query(description="Only jobs whose latest execution to run to its end SUCCEEDED (or FAILED)."),
     ] = None,
     name_prefix: Annotated[
-        str | None, Query(min_length=1, max_length=200, description="Only jobs whose name starts so.")
+        str | None,
+        Query(description="Only jobs whose name starts so."),
+        Field(min_length=1, max_length=200),
+        PLAIN_TEXT,
     ] = None,
-    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    limit: Annotated[PageLimit, Query()] = 50,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
     tag: Annotated[
         str | None,
@@ -208,7 +213,7 @@ def _bulk(action: str, tag: str, limit: int, cursor: str | None) -> Response[Bul
 
 
 _BULK_TAG = Query(max_length=400, description="The jobs' tag: key:value, or key (any value).")
-_BULK_LIMIT = Query(ge=1, le=100, description="At most this many jobs changed by this request.")
+_BULK_LIMIT = Query(description="At most this many jobs changed by this request.")
 
 
 @router.post(
@@ -220,7 +225,7 @@ _BULK_LIMIT = Query(ge=1, le=100, description="At most this many jobs changed by
 )
 def pause_jobs(
     tag: Annotated[str, _BULK_TAG],
-    limit: Annotated[int, _BULK_LIMIT] = 50,
+    limit: Annotated[PageLimit, _BULK_LIMIT] = 50,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
 ) -> Response[BulkOut]:
     return _bulk("pause", tag, limit, cursor)
@@ -236,7 +241,7 @@ def pause_jobs(
 )
 def resume_jobs(
     tag: Annotated[str, _BULK_TAG],
-    limit: Annotated[int, _BULK_LIMIT] = 50,
+    limit: Annotated[PageLimit, _BULK_LIMIT] = 50,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
 ) -> Response[BulkOut]:
     return _bulk("resume", tag, limit, cursor)

@@ -13,6 +13,8 @@ from punctual.api.errors import openapi_responses
 from punctual.api.inputs import caller
 from punctual.api.responses import json_response
 from punctual.api.schemas import PreviewIn, PreviewOut, PreviewRun
+from punctual.errors import InvalidRequest
+from punctual.job_checks import NO_RUN_TO_COME
 from punctual.schedules import local_note
 from punctual.timefmt import to_rfc3339
 
@@ -31,6 +33,8 @@ def _owner() -> str:
 def preview_schedule(body: Annotated[PreviewIn, Body()]) -> Response[PreviewOut]:
     _owner()
     runs = wiring.default().service.preview(body.schedule, body.count)
+    if not runs:  # (as POST /jobs refuses it: a preview answers what creating the job would)
+        raise InvalidRequest(NO_RUN_TO_COME, field="schedule")
     shown = []
     for run in runs:
         local, dst = local_note(body.schedule, run)

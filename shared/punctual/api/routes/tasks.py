@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from punctual import tasks, wiring
 from punctual.api.errors import openapi_responses
-from punctual.api.inputs import caller, tag_filter
+from punctual.api.inputs import PageLimit, caller, tag_filter
 from punctual.api.responses import json_response, task_out
 from punctual.api.schemas import TaskIn, TaskOut, TaskPatch, TaskTypeOut, TaskTypesOut
 from punctual.named_tasks import IN_USE_COUNT_LIMIT, TaskChanges
@@ -28,7 +28,7 @@ def _owner() -> str:
     responses=openapi_responses(200, TaskTypesOut, "Types and your tasks.", 400),
 )
 def list_task_types(
-    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    limit: Annotated[PageLimit, Query()] = 50,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
     tag: Annotated[
         str | None, Query(max_length=400, description="Only tasks with this tag: key:value, or key.")
