@@ -151,18 +151,19 @@ class JobService:
         return [] if first is None else [first]
 
     # --------------------------------------------------------------- change
+    # (each answers the job as users see it, `get`: a run that ended as the change was made shows)
     def update(self, owner: str, job_id: str, changes: JobChanges) -> Job:
-        return self._lifecycle.update(owner, job_id, changes)
+        return job_as_seen(self._lifecycle.update(owner, job_id, changes))
 
     def cancel(self, owner: str, job_id: str, *, attempts: int = 3) -> Job:
-        return self._lifecycle.cancel(owner, job_id, attempts=attempts)
+        return job_as_seen(self._lifecycle.cancel(owner, job_id, attempts=attempts))
 
     def pause(self, owner: str, job_id: str, note: str | None = None) -> Job:
         """Pause the job, noting why (`note`); pausing a PAUSED job again only changes its note."""
-        return self._lifecycle.pause(owner, job_id, note)
+        return job_as_seen(self._lifecycle.pause(owner, job_id, note))
 
     def resume(self, owner: str, job_id: str, *, attempts: int = 3) -> Job:
-        return self._lifecycle.resume(owner, job_id, attempts=attempts)
+        return job_as_seen(self._lifecycle.resume(owner, job_id, attempts=attempts))
 
     def pause_tagged(
         self, owner: str, tag: tuple[str, str | None], limit: int, start_key: dict[str, Any] | None

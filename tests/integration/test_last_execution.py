@@ -146,3 +146,29 @@ def test_a_job_read_between_its_runs_end_and_its_outcome_shows_the_run_ended(
     # and once written, the job reads the same
     stored = world.job(once["id"])
     assert stored["status"] == "COMPLETED" and stored["outcome"] == read_once["outcome"]
+
+
+def test_a_job_paused_between_its_runs_end_and_its_outcome_answers_with_the_run_ended(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a one-time job whose only run fails
+    job = world.create({"type": "at", "at": at(world, 5)}, task={"type": "fail"}, retry={"max_attempts": 1})
+    answers: list[dict[str, Any]] = []
+    real_complete = world.store.jobs.complete
+
+    def complete(job: Any, execution: Any) -> Any:
+        # When it is paused after the run's end is written, before the job's own write
+        answer = world.api("POST", f"/jobs/{job.id}/pause")
+        assert answer.status == 200, answer.body
+        answers.append(answer.body)
+        return real_complete(job, execution)
+
+    monkeypatch.setattr(world.store.jobs, "complete", complete)
+    world.run_for(10)
+    # Then the pause answers the job paused, with the run that ended as its outcome
+    [paused] = answers
+    assert paused["status"] == "PAUSED" and paused["last_execution"]["status"] == "FAILED"
+    assert paused["outcome"] is not None and paused["outcome"]["status"] == "FAILED"
+    # and resumed, the job completes without running again
+    assert world.api("POST", f"/jobs/{job['id']}/resume").body["status"] == "COMPLETED"
+    assert [e["status"] for e in world.executions(job["id"])] == ["FAILED"]
