@@ -8,10 +8,16 @@ Each answers 400 or 422 naming the field, stores nothing, and is refused before 
 
 from __future__ import annotations
 
+import json
+import socket
+import threading
 from typing import Any
 
 import pytest
 
+from functions.api.handler import lambda_handler as api_handler
+from punctual.local.lambda_events import FakeLambdaContext
+from punctual.local.server import ApiServer
 from punctual.models import next_after, spread
 from punctual.schedules import LATEST_INSTANT, RateSchedule
 from punctual.timefmt import parse_rfc3339
@@ -244,6 +250,36 @@ def test_only_idempotency_keys_of_printable_ascii_are_keys(world: World) -> None
     key = {"Idempotency-Key": "".join(chr(c) for c in range(0x21, 0x7F)) + " x"}
     first, again = (world.api("POST", "/jobs", body, headers=key) for _ in range(2))
     assert (first.status, again.status, again.body["id"]) == (201, 201, first.body["id"])
+
+
+def test_raw_latin_1_bytes_in_an_idempotency_key_over_http_are_refused(world: World) -> None:
+    # Given the local stack's HTTP front end on loopback, with the API function behind it
+    server = ApiServer(
+        ("127.0.0.1", 0),
+        lambda event: api_handler(event, FakeLambdaContext()),
+        {"t1": "alice"},
+        access_log=False,
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    body = json.dumps({"task": NOOP, "schedule": CRON}).encode()
+    try:
+        # When a job is created with the key sent as the bytes b"caf\xe9" and b"\x01"
+        answers = []
+        for key in [b"caf\xe9", b"\x01"]:
+            with socket.create_connection(server.server_address[:2], timeout=5) as connection:
+                connection.sendall(
+                    b"POST /jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t1\r\n"
+                    b"Content-Type: application/json\r\nIdempotency-Key: " + key + b"\r\n"
+                    b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body
+                )
+                answers.append(b"".join(iter(lambda c=connection: c.recv(65536), b"")))
+    finally:
+        server.shutdown()
+        server.server_close()
+    # Then each is refused with 400 and nothing is stored
+    assert [a.split(b" ", 2)[1] for a in answers] == [b"400", b"400"], answers
+    assert snapshot(world) == []
 
 
 # ------------------------------------------------------------------------------------------------
