@@ -12,7 +12,7 @@ from punctual.cli.client import ApiError, PunctualClient
 from punctual.local.faults import ENVIRONMENT_SWITCH
 from tests.e2e.conftest import Stack
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]  # two starts of the stack
 
 JOB = {"task": {"type": "noop"}, "schedule": {"type": "at", "at": "2030-01-01T00:00:00Z"}}
 
