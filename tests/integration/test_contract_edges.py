@@ -999,12 +999,12 @@ def test_a_patch_from_a_stale_read_is_409_and_leaves_no_run_behind(
 ) -> None:
     # Given two clients that read the same one-time job
     job = world.create({"type": "at", "at": seconds_ahead(world, 600)})
-    stale = world.punctual.service.get("alice", job["id"])
+    stale = world.store.jobs.get_with_last_execution(job["id"])
     first = world.api(
         "PATCH", f"/jobs/{job['id']}", {"schedule": {"type": "at", "at": seconds_ahead(world, 700)}}
     )
     # When the second changes it from its stale read
-    monkeypatch.setattr(world.punctual.service, "get", lambda owner, job_id: stale)
+    monkeypatch.setattr(world.store.jobs, "get_with_last_execution", lambda *_args: stale)
     second = world.api(
         "PATCH", f"/jobs/{job['id']}", {"schedule": {"type": "at", "at": seconds_ahead(world, 800)}}
     )
