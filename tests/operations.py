@@ -24,5 +24,6 @@ OPERATIONS = frozenset(
         "POST /jobs/{job_id}/executions/{execution_id}/retry",
         "GET /dead-letters",
         "POST /dead-letters/redrive",
+        "GET /coming-up",
     }
 )

@@ -430,6 +430,11 @@ class PunctualClient:
         )
         return list(result["items"])
 
+    def coming_up(self) -> JsonObject:
+        """GET /coming-up: the caller's scheduled runs in the coming hour, minute by minute."""
+        result: JsonObject = self._call("GET", "/coming-up")
+        return result
+
     def preview(self, schedule: Mapping[str, Any], count: int | None = None) -> JsonObject:
         body: JsonObject = {"schedule": dict(schedule)}
         if count is not None:
