@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,6 +34,9 @@ IN_USE_COUNT_LIMIT = 1000
 DEFINITION_TTL_SECONDS = 10.0
 # Reads of the owner's tasks one filtered list request makes at most.
 LIST_READ_BUDGET = 500
+# The worker remembers this many verdicts of a job's params against a task version (the most
+# recent), so that a job's executions do not check them again.
+VERDICTS_KEPT = 10_000
 
 
 @dataclass(frozen=True)
@@ -246,7 +250,11 @@ class TaskService:
                     f"task: unknown task {ref.name!r}: define it with POST /tasks (GET /tasks lists yours)",
                     field="task",
                 )
-            cache[ref.name] = (found, compiled_schema(found))
+            try:
+                schema = compiled_schema(found)
+            except paramschema.SchemaError as exc:
+                schema = paramschema.refused(exc)  # (accepted when defined: a limit tightened since)
+            cache[ref.name] = (found, schema)
         task, schema = cache[ref.name]
         check_params(task, schema, ref.params, self._policy)
         return ref
@@ -302,6 +310,7 @@ class TaskResolver:
         self._lock = threading.Lock()
         self._cache: dict[tuple[str, str], _Cached] = {}
         self._reading: dict[tuple[str, str], threading.Lock] = {}
+        self._verdicts: OrderedDict[_VerdictKey, paramschema.Invalid | None] = OrderedDict()
 
     def definition(
         self, owner: str, name: str, at: datetime | None = None
@@ -330,8 +339,10 @@ class TaskResolver:
             if task is not None and schema is None and task.params_schema is not None:
                 try:
                     schema = compiled_schema(task)
-                except paramschema.SchemaError:
-                    schema = None  # (refused when defined: not stored)
+                except paramschema.SchemaError as exc:
+                    # Accepted when defined, refused now (a limit tightened since): its jobs fail,
+                    # saying why, rather than run unchecked.
+                    schema = paramschema.refused(exc)
             with self._lock:
                 self._cache[key] = _Cached(task, schema, began)
             return task, schema
@@ -366,12 +377,35 @@ class TaskResolver:
             else job.timeout_seconds
         )
         resolved = replace(job, retry=retry, timeout_seconds=timeout, task_version=task.version)
-        invalid = None if schema is None else schema.first_error(ref.params)
+        invalid = None if schema is None else self._verdict(job, task, schema)
         if invalid is not None:
             where = f"params.{invalid.path}" if invalid.path else "params"
             message = f"{where}: {invalid.message} (task {task.name} version {task.version}'s params_schema)"
             return replace(resolved, task=_unresolved(message))
         return replace(resolved, task=TaskSpec(type=task.type, params=merge(task.params, ref.params)))
+
+    def _verdict(
+        self, job: Job, task: NamedTask, schema: paramschema.CompiledSchema
+    ) -> paramschema.Invalid | None:
+        """The job's params against the task's schema, checked once per job and task version and
+        remembered (the most recent VERDICTS_KEPT): a job's executions do not check them again."""
+        assert isinstance(job.task, TaskRef)
+        key = (job.owner, job.id, job.updated_at, task.name, task.version)
+        with self._lock:
+            if key in self._verdicts:
+                self._verdicts.move_to_end(key)
+                return self._verdicts[key]
+        verdict = schema.first_error(job.task.params)
+        with self._lock:
+            self._verdicts[key] = verdict
+            while len(self._verdicts) > VERDICTS_KEPT:
+                self._verdicts.popitem(last=False)
+        return verdict
+
+
+# A job's params checked against a task version: (owner, job id, the job's updated_at, task name,
+# task version). A change to the job's params changes its updated_at; one to the task, its version.
+_VerdictKey = tuple[str, str, datetime, str, int]
 
 
 def _unresolved(message: str) -> TaskSpec:

@@ -123,7 +123,7 @@ Choices where the contract is silent:
   64 KiB, nested 32 levels, 2,000 subschemas; only local `$ref`s (`#/$defs/...`; nothing is
   fetched), no `$ref` loop that never descends into the value, `pattern`s without backreferences or
   lookaround (matched in linear time); an unknown keyword is refused by name; `format` is an
-  annotation. Validation of one job's params takes at most 500,000 steps (422 beyond).
+  annotation. Validation of one job's params takes at most 80,000 steps of bounded cost (422 beyond).
 - Parameters may refer to the execution: `{{ execution.id }}`, `{{ execution.scheduled_at }}`,
   `{{ execution.attempt }}`, `{{ job.id }}`, `{{ job.name }}` (with `| urlencode` to percent-encode),
   substituted when it runs; a string that is one reference takes the value's type. An unknown

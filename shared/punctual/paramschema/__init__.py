@@ -2,18 +2,24 @@
 every job that uses it, with every computation bounded.
 
 Punctual validates schemas itself rather than through a JSON Schema library because a schema comes
-from a user and runs in the API and the worker: the libraries resolve remote `$ref`s over the
-network, follow `$ref` loops until the stack runs out, and hand `pattern` to a backtracking regex
-engine (`(a+)+$` takes exponential time). Here:
+from a user and runs in the API and the worker, and the libraries bound neither its time nor what
+they reach: `jsonschema` hands `pattern` to Python's backtracking `re` (`(a+)+$` takes exponential
+time), has no budget (31 subschemas, each applying the next twice, make 2**30 applications), and
+needs `rpds-py`, a native wheel the Lambda bundle cannot carry (docs/tasks.md has the measurement).
+Here:
 
 - a schema is refused (SchemaError, naming where) unless it is 2020-12 (or draft-07) made of the
-  keywords below, within MAX_SCHEMA_BYTES, MAX_SUBSCHEMAS and the parameters' nesting depth;
-- `$ref` is local only (`#`, `#/$defs/...`): resolved when the schema is compiled, never fetched; a
-  loop of `$ref`s and in-place applicators (`allOf`, `not`, `if`, ...) that never descends into the
-  instance is refused, so validation always moves on;
-- `pattern` and `patternProperties` run on a Thompson automaton (`_Regex`): time linear in the text,
+  keywords below, within MAX_SCHEMA_BYTES, MAX_SUBSCHEMAS, the parameters' nesting depth, and the
+  pattern limits (MAX_PATTERN_CHARS and MAX_PATTERN_PROGRAM each; MAX_SCHEMA_PATTERNS,
+  MAX_SCHEMA_PATTERN_CHARS and MAX_SCHEMA_PATTERN_PROGRAM together);
+- `$ref` is local only (`#`, `#/$defs/...`) and names a subschema: resolved when the schema is
+  compiled, never fetched; a loop of `$ref`s and in-place applicators (`allOf`, `not`, `if`, ...)
+  that never descends into the instance is refused, so validation always moves on;
+- `pattern` and `patternProperties` run on an automaton (`_Regex`): time linear in the text,
   ECMA-262 syntax without backreferences or lookaround;
-- validation counts its steps and stops at VALIDATION_BUDGET (an error, not a hang).
+- validation pays for all its work in steps of bounded cost (a subschema applied, a value node
+  compared, characters read, automaton instructions visited) and stops at VALIDATION_BUDGET (an
+  error, not a hang): whatever the schema and the parameters, it takes milliseconds.
 
 Supported: type, enum, const, multipleOf, maximum, exclusiveMaximum, minimum, exclusiveMinimum,
 maxLength, minLength, pattern, items, prefixItems, maxItems, minItems, uniqueItems, contains,
@@ -34,13 +40,16 @@ from punctual.paramschema.checking import (
     DRAFT_2020_12,
     MAX_SCHEMA_BYTES,
     MAX_SCHEMA_DEPTH,
+    MAX_SCHEMA_PATTERN_CHARS,
+    MAX_SCHEMA_PATTERN_PROGRAM,
+    MAX_SCHEMA_PATTERNS,
     MAX_SUBSCHEMAS,
     TYPES,
     compile_schema,
 )
 from punctual.paramschema.messages import BudgetExceeded, Invalid, SchemaError
 from punctual.paramschema.regex import MAX_PATTERN_CHARS, MAX_PATTERN_PROGRAM, _Regex
-from punctual.paramschema.validation import VALIDATION_BUDGET, Check, CompiledSchema
+from punctual.paramschema.validation import VALIDATION_BUDGET, Check, CompiledSchema, refused
 
 __all__ = [
     "DRAFT_07",
@@ -49,6 +58,9 @@ __all__ = [
     "MAX_PATTERN_PROGRAM",
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_DEPTH",
+    "MAX_SCHEMA_PATTERNS",
+    "MAX_SCHEMA_PATTERN_CHARS",
+    "MAX_SCHEMA_PATTERN_PROGRAM",
     "MAX_SUBSCHEMAS",
     "TYPES",
     "VALIDATION_BUDGET",
@@ -59,4 +71,5 @@ __all__ = [
     "SchemaError",
     "_Regex",  # the pattern engine alone, which the tests drive directly
     "compile_schema",
+    "refused",
 ]

@@ -14,12 +14,17 @@ from urllib.parse import unquote
 
 from punctual.paramschema.messages import SchemaError
 from punctual.paramschema.regex import _Regex
-from punctual.paramschema.validation import CompiledSchema, _is_number
+from punctual.paramschema.validation import CompiledSchema, _is_number, checks_for
 from punctual.validation import json_problem
 
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_SCHEMA_DEPTH = 32
 MAX_SUBSCHEMAS = 2000
+# All of a schema's distinct patterns together: how many, their characters (reading a pattern
+# costs a few microseconds a character) and their compiled instructions: what compiling costs.
+MAX_SCHEMA_PATTERNS = 200
+MAX_SCHEMA_PATTERN_CHARS = 4000
+MAX_SCHEMA_PATTERN_PROGRAM = 8000
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 DRAFT_07 = "http://json-schema.org/draft-07/schema"
@@ -100,7 +105,9 @@ def compile_schema(schema: Any) -> CompiledSchema:
                 "$schema", f"only JSON Schema 2020-12 ({DRAFT_2020_12}) or draft-07 is supported"
             )
         compiled.draft_07 = draft.rstrip("#") == DRAFT_07
-    _Checker(compiled).check(schema, "", top=True)
+    checker = _Checker(compiled)
+    checker.check(schema, "", (), top=True)
+    checker.resolve_refs()
     compiled.refuse_loops()
     return compiled
 
@@ -114,12 +121,17 @@ def _is_count(value: Any) -> bool:
 class _Checker:
     def __init__(self, compiled: CompiledSchema) -> None:
         self._compiled = compiled
+        # Where the subschemas are (JSON pointers, as tuples of their parts): what a $ref may name.
+        self._places: set[tuple[str, ...]] = set()
+        # The $refs met: the subschema holding one, its value, and where it is written.
+        self._refs: list[tuple[dict[str, Any], Any, str]] = []
 
-    def check(self, schema: Any, where: str, *, top: bool = False) -> None:
+    def check(self, schema: Any, where: str, pointer: tuple[str, ...], *, top: bool = False) -> None:
         compiled = self._compiled
         compiled.subschemas += 1
         if compiled.subschemas > MAX_SUBSCHEMAS:
             raise SchemaError(where, f"more than {MAX_SUBSCHEMAS} subschemas")
+        self._places.add(pointer)
         if isinstance(schema, bool):
             return
         if not isinstance(schema, dict):
@@ -131,8 +143,9 @@ class _Checker:
                 raise SchemaError(at, "$schema belongs at the top of the schema only")
             if keyword in _UNSUPPORTED:
                 raise SchemaError(at, _UNSUPPORTED[keyword])
+            here = (*pointer, keyword)
             if keyword in _ANNOTATIONS or keyword.startswith("x-"):
-                self._annotation(keyword, value, at)
+                self._annotation(keyword, value, at, here)
             elif keyword == "type":
                 self._type(value, at)
             elif keyword in ("enum", "examples"):
@@ -171,16 +184,16 @@ class _Checker:
             elif keyword == "items":
                 if isinstance(value, list) and compiled.draft_07:
                     for i, item in enumerate(value):
-                        self.check(item, f"{at}[{i}]")
+                        self.check(item, f"{at}[{i}]", (*here, str(i)))
                 elif isinstance(value, list):
                     raise SchemaError(at, "a schema in 2020-12 (for a tuple, write prefixItems)")
                 else:
-                    self.check(value, at)
+                    self.check(value, at, here)
             elif keyword in _SCHEMA_LISTS:
                 if not isinstance(value, list) or not value:
                     raise SchemaError(at, "must be a non-empty array of schemas")
                 for i, item in enumerate(value):
-                    self.check(item, f"{at}[{i}]")
+                    self.check(item, f"{at}[{i}]", (*here, str(i)))
                 if keyword != "prefixItems":
                     in_place.extend(value)
             elif keyword in _SCHEMA_MAPS:
@@ -189,22 +202,45 @@ class _Checker:
                 for name, item in value.items():
                     if keyword == "patternProperties":
                         self._pattern(name, f"{at}.{name}")
-                    self.check(item, f"{at}.{name}")
+                    self.check(item, f"{at}.{name}", (*here, name))
                 if keyword == "dependentSchemas":
                     in_place.extend(value.values())
             elif keyword in _SCHEMA_VALUES:
-                self.check(value, at)
+                self.check(value, at, here)
                 if keyword in _IN_PLACE:
                     in_place.append(value)
             elif keyword == "$ref":
-                in_place.append(self._ref(value, at))
+                if not isinstance(value, str):
+                    raise SchemaError(at, "must be a string")
+                if not value.startswith("#"):
+                    raise SchemaError(
+                        at, "only local references (#, #/$defs/NAME) are allowed: nothing is fetched"
+                    )
+                self._refs.append((schema, value, at))
             else:
                 raise SchemaError(at, "not a JSON Schema keyword Punctual knows (see docs/tasks.md)")
+        compiled.checks[id(schema)] = checks_for(schema)
         if in_place:
             compiled.in_place[id(schema)] = [s for s in in_place if isinstance(s, dict)]
             compiled.nodes[id(schema)] = schema
 
-    def _annotation(self, keyword: str, value: Any, at: str) -> None:
+    def resolve_refs(self) -> None:
+        """Point each $ref at its subschema, once the whole schema has been read (a reference may
+        name a place further on). A reference to a place that holds no schema is refused: the
+        value there (`#/properties`, a map of names to schemas) would be read as a schema."""
+        compiled = self._compiled
+        for schema, reference, at in self._refs:
+            parts = _pointer_parts(reference[1:], at)
+            if parts not in self._places:
+                _pointer(compiled.root, parts, at)  # (SchemaError when there is nothing there)
+                raise SchemaError(at, f"{reference} is not a schema (a $ref names a subschema)")
+            target = _pointer(compiled.root, parts, at)
+            compiled.targets[reference] = target
+            if isinstance(target, dict):
+                compiled.in_place.setdefault(id(schema), []).append(target)
+                compiled.nodes[id(schema)] = schema
+
+    def _annotation(self, keyword: str, value: Any, at: str, here: tuple[str, ...]) -> None:
         if keyword in ("title", "description", "$comment", "format", "contentEncoding", "contentMediaType"):
             if not isinstance(value, str):
                 raise SchemaError(at, "must be a string")
@@ -213,7 +249,7 @@ class _Checker:
         elif keyword == "examples" and not isinstance(value, list):
             raise SchemaError(at, "must be an array")
         elif keyword == "contentSchema":
-            self.check(value, at)
+            self.check(value, at, here)
 
     def _type(self, value: Any, at: str) -> None:
         names = value if isinstance(value, list) else [value]
@@ -229,37 +265,46 @@ class _Checker:
             raise SchemaError(at, "lists a name twice")
 
     def _pattern(self, pattern: str, at: str) -> None:
-        patterns = self._compiled.patterns
-        if pattern not in patterns:
-            try:
-                patterns[pattern] = _Regex(pattern)
-            except ValueError as exc:
-                raise SchemaError(at, str(exc)) from None
+        compiled = self._compiled
+        if pattern in compiled.patterns:
+            return
+        if len(compiled.patterns) >= MAX_SCHEMA_PATTERNS:
+            raise SchemaError(at, f"more than {MAX_SCHEMA_PATTERNS} distinct patterns")
+        compiled.pattern_chars += len(pattern)
+        if compiled.pattern_chars > MAX_SCHEMA_PATTERN_CHARS:
+            raise SchemaError(
+                at, f"the schema's patterns have more than {MAX_SCHEMA_PATTERN_CHARS:,} characters in all"
+            )
+        try:
+            regex = _Regex(pattern)
+        except ValueError as exc:
+            raise SchemaError(at, str(exc)) from None
+        compiled.pattern_program += len(regex.program)
+        if compiled.pattern_program > MAX_SCHEMA_PATTERN_PROGRAM:
+            raise SchemaError(
+                at,
+                f"the schema's patterns compile to more than {MAX_SCHEMA_PATTERN_PROGRAM:,} instructions "
+                "in all (counted repeats expand)",
+            )
+        compiled.patterns[pattern] = regex
 
-    def _ref(self, value: Any, at: str) -> Any:
-        if not isinstance(value, str):
-            raise SchemaError(at, "must be a string")
-        if not value.startswith("#"):
-            raise SchemaError(at, "only local references (#, #/$defs/NAME) are allowed: nothing is fetched")
-        target = _pointer(self._compiled.root, value[1:], at)
-        if not isinstance(target, dict | bool):
-            raise SchemaError(at, f"{value} is not a schema")
-        self._compiled.targets[value] = target
-        return target
 
-
-def _pointer(root: Any, pointer: str, at: str) -> Any:
+def _pointer_parts(pointer: str, at: str) -> tuple[str, ...]:
     if pointer == "":
-        return root
+        return ()
     if not pointer.startswith("/"):
         raise SchemaError(at, "a local reference is # followed by a JSON pointer (#/$defs/NAME)")
+    return tuple(unquote(raw).replace("~1", "/").replace("~0", "~") for raw in pointer[1:].split("/"))
+
+
+def _pointer(root: Any, parts: tuple[str, ...], at: str) -> Any:
     node = root
-    for raw in pointer[1:].split("/"):
-        part = unquote(raw).replace("~1", "/").replace("~0", "~")
+    for part in parts:
         if isinstance(node, dict) and part in node:
             node = node[part]
         elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
             node = node[int(part)]
         else:
+            pointer = "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
             raise SchemaError(at, f"#{pointer} does not exist in this schema")
     return node
