@@ -154,6 +154,9 @@ class DeploySettings:
     worker_prescale_max_pollers: int = 200
     # The account's Lambda concurrency quota (per region; 1,000 by default), for the forecast's alarm.
     lambda_concurrency_quota: int = 1000
+    # How many of the list indexes (resources.LIST_INDEXES) the table has. An existing table gains
+    # them one deployment at a time (1, then 2, then the default): DynamoDB adds one index an update.
+    list_indexes: int = len(resources.LIST_INDEXES)
 
     def __post_init__(self) -> None:
         self._check_pollers()  # first: the functions' settings are derived from them
@@ -170,6 +173,8 @@ class DeploySettings:
                 f"execution_events {self.execution_events!r} is not one of {', '.join(execution_events.MODES)}"
             )
         self._check_table_capacity()
+        if not 0 <= self.list_indexes <= len(resources.LIST_INDEXES):
+            raise ValueError(f"list_indexes must be between 0 and {len(resources.LIST_INDEXES)}")
 
     def _check_pollers(self) -> None:
         if self.worker_min_pollers:
@@ -306,6 +311,7 @@ class DeploySettings:
             ("worker_prescale_max_pollers", int),
             ("lambda_concurrency_quota", int),
             ("task_cache_seconds", int),
+            ("list_indexes", int),
         ):
             raw = value(key)
             if raw in (None, ""):

@@ -33,6 +33,7 @@ class PunctualStack(Stack):
             deletion_protection=settings.deletion_protection,
             provisioned=settings.provisioned_capacity(),
             stream=settings.execution_events != execution_events.OFF,
+            list_indexes=settings.list_indexes,
         )
         queues = Queues(self, "Queues")
         factory = FunctionFactory(

@@ -79,8 +79,19 @@ class Monitoring(Construct):
             "Lambda throttles",
             FIVE_MINUTES,
         )
+        # Read and write throttles apart: an alarm's math takes at most 10 metrics, and the table with
+        # its indexes has more than that of both kinds together.
+        table_metrics = self._table_throttle_metrics(table)
+        read_throttles, write_throttles = (
+            _sum_of(
+                {key: metric for key, metric in table_metrics.items() if key.startswith(kind)},
+                f"DynamoDB {kind} throttle events",
+                FIVE_MINUTES,
+            )
+            for kind in ("read", "write")
+        )
         table_throttles = _sum_of(
-            self._table_throttle_metrics(table), "DynamoDB throttle events", FIVE_MINUTES
+            {"reads": read_throttles, "writes": write_throttles}, "DynamoDB throttle events", FIVE_MINUTES
         )
         dead_letter_depth = _sum_of(
             {
@@ -181,11 +192,18 @@ class Monitoring(Construct):
                 description="A Punctual function was throttled (account or function concurrency limit).",
             ),
             self._alarm(
-                "DynamoDbThrottles",
-                table_throttles,
+                "DynamoDbReadThrottles",
+                read_throttles,
                 threshold=1,
                 comparison=gte,
-                description="DynamoDB throttled requests to the Punctual table or its indexes.",
+                description="DynamoDB throttled reads of the Punctual table or its indexes.",
+            ),
+            self._alarm(
+                "DynamoDbWriteThrottles",
+                write_throttles,
+                threshold=1,
+                comparison=gte,
+                description="DynamoDB throttled writes to the Punctual table or its indexes.",
             ),
         ]
         if notify_dead_letter_queue is not None:

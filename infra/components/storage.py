@@ -29,11 +29,15 @@ class Storage(Construct):
         deletion_protection: bool,
         provisioned: ProvisionedCapacity | None = None,
         stream: bool = False,
+        list_indexes: int = len(resources.LIST_INDEXES),
     ) -> None:
         """`provisioned`: the capacity and its auto scaling bounds; None (the default) for on-demand.
-        `stream`: the table's stream (new and old images), which execution events are made from."""
+        `stream`: the table's stream (new and old images), which execution events are made from.
+        `list_indexes`: how many of the list indexes to deploy (an existing table gains one a deployment)."""
         super().__init__(scope, id)
         definition = resources.TABLE
+        left_out = resources.LIST_INDEXES[list_indexes:]
+        self.indexes = tuple(index for index in definition.indexes if index not in left_out)
         billing_mode = dynamodb.BillingMode.PAY_PER_REQUEST
         capacity: dict[str, Any] = {}
         index_capacity: dict[str, Any] = {}
@@ -66,11 +70,13 @@ class Storage(Construct):
             deletion_protection=deletion_protection,
             removal_policy=RemovalPolicy.RETAIN if deletion_protection else RemovalPolicy.DESTROY,
         )
-        for index in definition.indexes:
+        for index in self.indexes:
+            # (one attribute or several: the list indexes key by a job's own attributes, which adds no
+            # byte to its item)
             self.table.add_global_secondary_index(
                 index_name=index.name,
-                partition_key=_string(index.partition_key),
-                sort_key=_string(index.sort_key),
+                partition_keys=[_string(name) for name in index.partition_keys],
+                sort_keys=[_string(name) for name in index.sort_keys],
                 projection_type=dynamodb.ProjectionType(index.projection),
                 **index_capacity,
             )
@@ -95,7 +101,7 @@ class Storage(Construct):
                 min_capacity=capacity.min_read_units, max_capacity=capacity.max_read_units
             ),
         ]
-        for index in resources.TABLE.indexes:
+        for index in self.indexes:
             scaled += [
                 self.table.auto_scale_global_secondary_index_write_capacity(
                     index.name,
@@ -129,6 +135,6 @@ class Storage(Construct):
             Acknowledgment(
                 id=f"AwsSolutions-IAM5[Resource::<{logical_id}.Arn>/index/*]",
                 reason="The grant covers this table's own global secondary indexes "
-                f"({', '.join(i.name for i in resources.TABLE.indexes)}), which the store queries.",
+                f"({', '.join(i.name for i in self.indexes)}), which the store queries.",
             )
         )

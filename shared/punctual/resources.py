@@ -25,14 +25,39 @@ ENV_WORKER_MAPPING_ID = "PUNCTUAL_WORKER_MAPPING_ID"
 
 @dataclass(frozen=True)
 class Index:
+    """A global secondary index. Its keys may span attributes (DynamoDB's multi-attribute keys): a
+    query names every partition attribute with `=`, then sort attributes from the first, `=` on all
+    but the last it names; an item is in the index only if it has every key attribute."""
+
     name: str
-    partition_key: str
-    sort_key: str
+    partition_keys: tuple[str, ...]
+    sort_keys: tuple[str, ...]
     # KEYS_ONLY: a job's index entry is written only when its keys change (its creation), not on
     # every update of the job; a list reads the page's jobs from the table.
     projection: str = "KEYS_ONLY"
     # Only some items carry its key (a sparse index): it costs nothing for the others.
     sparse: bool = False
+
+    @property
+    def partition_key(self) -> str:
+        """The partition key's attribute, of an index whose partition key is one attribute."""
+        (name,) = self.partition_keys
+        return name
+
+    @property
+    def sort_key(self) -> str:
+        """The sort key's attribute, of an index whose sort key is one attribute."""
+        (name,) = self.sort_keys
+        return name
+
+    @property
+    def key_attributes(self) -> tuple[str, ...]:
+        return self.partition_keys + self.sort_keys
+
+    def key_schema(self) -> list[dict[str, str]]:
+        return [{"AttributeName": name, "KeyType": "HASH"} for name in self.partition_keys] + [
+            {"AttributeName": name, "KeyType": "RANGE"} for name in self.sort_keys
+        ]
 
 
 @dataclass(frozen=True)
@@ -47,7 +72,7 @@ class TableDefinition:
         """Arguments for DynamoDB CreateTable (moto and the local stack)."""
         attributes = {self.partition_key, self.sort_key}
         for index in self.indexes:
-            attributes.update((index.partition_key, index.sort_key))
+            attributes.update(index.key_attributes)
         return {
             "TableName": table_name or self.name,
             "BillingMode": "PAY_PER_REQUEST",
@@ -61,10 +86,7 @@ class TableDefinition:
             "GlobalSecondaryIndexes": [
                 {
                     "IndexName": index.name,
-                    "KeySchema": [
-                        {"AttributeName": index.partition_key, "KeyType": "HASH"},
-                        {"AttributeName": index.sort_key, "KeyType": "RANGE"},
-                    ],
+                    "KeySchema": index.key_schema(),
                     "Projection": {"ProjectionType": index.projection},
                 }
                 for index in self.indexes
@@ -81,21 +103,37 @@ class QueueDefinition:
 
 
 # One table holds jobs, their executions, the time-bucketed due markers and small bookkeeping items.
-# Key formats live in store/keys.py; only the attribute names are shared here. There is no index by
-# status: its key would move on every status change (two more writes when a one-time job completes);
-# a list by status filters by_owner instead (store/job_views.py).
-BY_OWNER_INDEX = Index(name="by_owner", partition_key="owner_pk", sort_key="owner_sk")
+# Key formats live in store/keys.py; only the attribute names are shared here. Every index projects
+# keys only, and the list indexes are keyed by attributes a job item has anyway (multi-attribute
+# keys): they add no byte to it, and an entry is written only when its keys change. What each costs a
+# job write and a list: docs/scaling.md, "Filtered lists".
+BY_OWNER_INDEX = Index(name="by_owner", partition_keys=("owner_pk",), sort_keys=("owner_sk",))
 # The ACTIVE and PAUSED jobs that use a named task (store/tasks.py): sparse, only those jobs carry its
 # key, so a job with an inline task writes nothing to it, and a named task's is written when the job
 # is created and removed when it completes or is cancelled.
-BY_TASK_INDEX = Index(name="by_task", partition_key="task_ref", sort_key="owner_sk", sparse=True)
+BY_TASK_INDEX = Index(name="by_task", partition_keys=("task_ref",), sort_keys=("owner_sk",), sparse=True)
+# An owner's jobs in one status, newest first (`?status=`): an entry at creation, moved (two index
+# writes) at each status change, which most jobs make once (ACTIVE to COMPLETED).
+BY_STATUS_INDEX = Index(name="by_status", partition_keys=("owner_pk", "status"), sort_keys=("owner_sk",))
+# An owner's jobs whose outcome is SUCCEEDED (or FAILED), newest first (`?outcome=`): sparse, a job
+# enters at its first outcome and moves only when its outcome flips between the two.
+BY_OUTCOME_INDEX = Index(
+    name="by_outcome", partition_keys=("owner_pk", "outcome"), sort_keys=("owner_sk",), sparse=True
+)
+# An owner's jobs by name, then oldest first (`?name_prefix=`: begins_with on the name): an entry at
+# creation, moved only by a rename.
+BY_NAME_INDEX = Index(name="by_name", partition_keys=("owner_pk",), sort_keys=("name", "owner_sk"))
+
+# The list indexes, in the order an existing table gains them: one a deployment (DynamoDB creates one
+# global secondary index per table update; the deploy setting `list_indexes`, docs/upgrading.md).
+LIST_INDEXES = (BY_STATUS_INDEX, BY_OUTCOME_INDEX, BY_NAME_INDEX)
 
 TABLE = TableDefinition(
     name="punctual",
     partition_key="pk",
     sort_key="sk",
     ttl_attribute="expires_at",
-    indexes=(BY_OWNER_INDEX, BY_TASK_INDEX),
+    indexes=(BY_OWNER_INDEX, BY_TASK_INDEX, BY_STATUS_INDEX, BY_OUTCOME_INDEX, BY_NAME_INDEX),
 )
 
 # The scanner's Lambda memory: a full vCPU (the scanner is CPU-bound; bench/scanner_throughput.py).

@@ -132,7 +132,7 @@ class JobService:
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> Page:
-        _owned(self._store.jobs.get(job_id), owner, job_id)  # the page reads the executions itself
+        _owned(self._store.jobs.get(job_id, owner), owner, job_id)  # the page reads the executions itself
         if since is not None and until is not None and until <= since:
             raise InvalidRequest("until: must be after since", field="until")
         return self._store.executions.page(
@@ -214,7 +214,8 @@ class _StoredJobs:
         self._store = store
 
     def get(self, owner: str, job_id: str) -> Job:
-        return _owned(self._store.jobs.get_with_last_execution(job_id), owner, job_id)
+        # (keyed by owner: another owner's job costs the same reads as an id that does not exist)
+        return _owned(self._store.jobs.get_with_last_execution(job_id, owner), owner, job_id)
 
 
 def _owned(job: Job | None, owner: str, job_id: str) -> Job:

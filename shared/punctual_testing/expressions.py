@@ -293,6 +293,90 @@ def key_condition(expression: str, names: Names, partition_key: str, sort_key: s
     return KeyCondition(partition, op, (value,))
 
 
+@dataclass(frozen=True)
+class IndexKeyCondition:
+    """A Query's key condition on a global secondary index whose keys may span attributes: every
+    partition attribute `=` a value, then sort attributes from the first, `=` on all but the last
+    named, which takes any sort-key condition."""
+
+    partition_values: tuple[str, ...]
+    sort_conditions: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (op, values) per sort attribute
+
+    def matches(self, sort_values: tuple[str, ...]) -> bool:
+        for (op, values), value in zip(self.sort_conditions, sort_values, strict=False):
+            if not _string_matches(op, value, values):
+                return False
+        return True
+
+
+def _string_matches(op: str, value: str, operands: tuple[str, ...]) -> bool:
+    if op == "begins_with":
+        return value.startswith(operands[0])
+    if op == "between":
+        return operands[0] <= value <= operands[1]
+    return {
+        "=": value == operands[0],
+        "<": value < operands[0],
+        "<=": value <= operands[0],
+        ">": value > operands[0],
+        ">=": value >= operands[0],
+    }[op]
+
+
+def index_key_condition(
+    expression: str, names: Names, partition_keys: tuple[str, ...], sort_keys: tuple[str, ...]
+) -> IndexKeyCondition:
+    parser = _Parser(expression, names)
+
+    def string_value(token: str) -> str:
+        value = names.value(token)
+        if set(value) != {"S"}:
+            raise Unsupported("only string keys are supported")
+        return str(value["S"])
+
+    clauses: dict[str, tuple[str, tuple[str, ...]]] = {}
+    order: list[str] = []
+    while True:
+        if parser.peek() == "(":
+            raise Unsupported(f"parenthesised key condition {expression!r}")
+        if parser.peek() == "begins_with":
+            parser.take()
+            parser.take("(")
+            name = names.name(parser.take())
+            parser.take(",")
+            clause: tuple[str, tuple[str, ...]] = ("begins_with", (string_value(parser.take()),))
+            parser.take(")")
+        else:
+            name = names.name(parser.take())
+            op = parser.take()
+            if op.upper() == "BETWEEN":
+                low = string_value(parser.take())
+                parser.take("AND")
+                clause = ("between", (low, string_value(parser.take())))
+            elif op in _COMPARATORS - {"<>"}:
+                clause = (op, (string_value(parser.take()),))
+            else:
+                raise ValidationError(f"unsupported key comparison {op!r}")
+        if name in clauses:
+            raise ValidationError(f"{name} is named twice in {expression!r}")
+        clauses[name] = clause
+        order.append(name)
+        if parser.peek() is None:
+            break
+        parser.take("AND")
+    missing = [name for name in partition_keys if clauses.get(name, ("",))[0] != "="]
+    if missing:
+        raise ValidationError(f"the key condition must give every partition attribute with =: {missing}")
+    named = [name for name in order if name not in partition_keys]
+    if named != list(sort_keys[: len(named)]):
+        raise ValidationError(f"sort attributes must be named from the first, in order: {expression!r}")
+    if any(clauses[name][0] != "=" for name in named[:-1]):
+        raise ValidationError(f"only the last sort attribute named may take a range: {expression!r}")
+    return IndexKeyCondition(
+        tuple(clauses[name][1][0] for name in partition_keys), tuple(clauses[name] for name in named)
+    )
+
+
 Update = Callable[[Item], Item]
 
 

@@ -97,8 +97,8 @@ class Table:
     partition_key: str
     sort_key: str
     partitions: dict[str, _Partition] = field(default_factory=dict)
-    # Global secondary indexes, by name: (partition key, sort key); they project keys only.
-    indexes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Global secondary indexes, by name: (partition attributes, sort attributes); they project keys only.
+    indexes: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=dict)
 
     def key_of(self, item: Item) -> tuple[str, str]:
         try:
@@ -153,9 +153,23 @@ class FakeDynamoDB:
         }
 
     def create_table(
-        self, name: str, partition_key: str, sort_key: str, indexes: dict[str, tuple[str, str]] | None = None
+        self,
+        name: str,
+        partition_key: str,
+        sort_key: str,
+        indexes: dict[str, tuple[str | tuple[str, ...], str | tuple[str, ...]]] | None = None,
     ) -> Table:
-        table = Table(name, partition_key, sort_key, indexes=dict(indexes or {}))
+        """`indexes`: by name, the partition and sort attributes of each (one, or a tuple of several:
+        multi-attribute keys)."""
+        table = Table(
+            name,
+            partition_key,
+            sort_key,
+            indexes={
+                index: (_attributes(partition), _attributes(sort))
+                for index, (partition, sort) in (indexes or {}).items()
+            },
+        )
         self.tables[name] = table
         return table
 
@@ -254,7 +268,8 @@ class FakeDynamoDB:
 
     def _query_index(self, request: dict[str, Any]) -> dict[str, Any]:
         """A Query on a global secondary index: keys only, eventually consistent (as DynamoDB, which
-        refuses a consistent read of one)."""
+        refuses a consistent read of one). Its keys may span attributes (multi-attribute keys): an
+        item is in the index only if it has every one."""
         table = self._table(request)
         if request["IndexName"] not in table.indexes:
             raise AwsError("ValidationException", f"no index {request['IndexName']}")
@@ -262,28 +277,34 @@ class FakeDynamoDB:
             raise AwsError(
                 "ValidationException", "Consistent reads are not supported on global secondary indexes"
             )
-        index_pk, index_sk = table.indexes[request["IndexName"]]
+        partition_keys, sort_keys = table.indexes[request["IndexName"]]
         names = self._names(request)
-        key = expressions.key_condition(request["KeyConditionExpression"], names, index_pk, index_sk)
+        key = expressions.index_key_condition(
+            request["KeyConditionExpression"], names, partition_keys, sort_keys
+        )
         keep = self._filter(request, names)
-        key_names = (table.partition_key, table.sort_key, index_pk, index_sk)
+        key_names = (table.partition_key, table.sort_key, *partition_keys, *sort_keys)
+        wanted = [{"S": value} for value in key.partition_values]
         entries = sorted(
             (
-                (str(item[index_sk]["S"]), *table.key_of(item), {k: item[k] for k in key_names})
+                (
+                    tuple(str(item[name]["S"]) for name in sort_keys),
+                    *table.key_of(item),
+                    {k: item[k] for k in key_names},
+                )
                 for partition in table.partitions.values()
                 for item in partition.items.values()
-                if item.get(index_pk) == {"S": key.partition_value} and index_sk in item
+                if [item.get(name) for name in partition_keys] == wanted
+                and all(name in item for name in sort_keys)
             ),
             key=lambda entry: entry[:3],
         )
-        sort_keys = [entry[0] for entry in entries]
-        low, high = _sort_range(sort_keys, key)
-        selected = entries[low:high]
+        selected = [entry for entry in entries if key.matches(entry[0])]
         if not request.get("ScanIndexForward", True):
             selected.reverse()
         start = request.get("ExclusiveStartKey")
         if start is not None:
-            marker = (str(start[index_sk]["S"]), *table.key_of(start))
+            marker = (tuple(str(start[name]["S"]) for name in sort_keys), *table.key_of(start))
             position = next((i for i, entry in enumerate(selected) if entry[:3] == marker), None)
             selected = selected[position + 1 :] if position is not None else []
         limit = int(request.get("Limit") or 0) or None
@@ -498,3 +519,7 @@ def _sort_range(keys: list[str], key: expressions.KeyCondition) -> tuple[int, in
         # Every string that starts with the prefix sorts before prefix + the last code point.
         return bisect.bisect_left(keys, values[0]), bisect.bisect_left(keys, values[0] + chr(0x10FFFF))
     raise Unsupported(f"sort key condition {op}")
+
+
+def _attributes(names: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (names,) if isinstance(names, str) else tuple(names)

@@ -72,14 +72,14 @@ def read_units(size: int, *, consistent: bool) -> float:
 def index_write_units(
     old: Mapping[str, Mapping[str, Any]] | None,
     new: Mapping[str, Mapping[str, Any]] | None,
-    index_keys: tuple[str, str],
+    index_keys: tuple[str, ...],
     table_keys: tuple[str, str],
     *,
     keys_only: bool,
 ) -> int:
     """Write units one table write costs in one global secondary index.
 
-    An item is in the index when it has both index key attributes. Entering costs a put, leaving a
+    An item is in the index when it has every index key attribute. Entering costs a put, leaving a
     delete, a change of index key a delete and a put; any other change of a projected attribute an
     update (with ALL, every attribute is projected; with KEYS_ONLY, only the keys). Index entries are
     sized like items: the projected attributes.

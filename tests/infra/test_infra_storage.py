@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+from aws_cdk import App, Stack
 from aws_cdk.assertions import Match, Template
 
+from infra.components.storage import Storage
+from infra.settings import DeploySettings
 from punctual import resources
 
 
@@ -97,3 +101,39 @@ def test_queues_are_encrypted_and_refuse_plain_http(synthesized):
             }:
                 protected.update(q["Ref"] for q in policy["Properties"]["Queues"])
     assert protected == set(queues)
+
+
+def test_the_list_indexes_key_by_attributes_every_job_item_has(synthesized):
+    # Given the deployed table's indexes
+    (table,) = synthesized.of_type("AWS::DynamoDB::Table").values()
+    indexes = {i["IndexName"]: i for i in table["Properties"]["GlobalSecondaryIndexes"]}
+
+    def keys(name: str) -> list[tuple[str, str]]:
+        return [(k["AttributeName"], k["KeyType"]) for k in indexes[name]["KeySchema"]]
+
+    # Then each list's index is keyed by the owner and the job's own status, outcome or name (no
+    # attribute added to a job item), newest first by creation, and projects keys only
+    assert keys("by_status") == [("owner_pk", "HASH"), ("status", "HASH"), ("owner_sk", "RANGE")]
+    assert keys("by_outcome") == [("owner_pk", "HASH"), ("outcome", "HASH"), ("owner_sk", "RANGE")]
+    assert keys("by_name") == [("owner_pk", "HASH"), ("name", "RANGE"), ("owner_sk", "RANGE")]
+    assert {indexes[n]["Projection"]["ProjectionType"] for n in indexes} == {"KEYS_ONLY"}
+    # and its attributes are strings, as every item that has them stores them
+    types = {a["AttributeName"]: a["AttributeType"] for a in table["Properties"]["AttributeDefinitions"]}
+    assert {types[name] for name in ("owner_pk", "owner_sk", "status", "outcome", "name")} == {"S"}
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 3])
+def test_an_existing_table_gains_the_list_indexes_one_deployment_at_a_time(count: int):
+    # Given a deployment asking for `count` of the list indexes (DynamoDB adds one index an update)
+    stack = Stack(App(), "Gaining")
+    Storage(stack, "Storage", deletion_protection=False, list_indexes=count)
+    # When synthesized
+    (table,) = Template.from_stack(stack).find_resources("AWS::DynamoDB::Table").values()
+    names = [i["IndexName"] for i in table["Properties"]["GlobalSecondaryIndexes"]]
+    # Then the table has by_owner, by_task and the first `count` list indexes, in their order
+    assert names == ["by_owner", "by_task", *(i.name for i in resources.LIST_INDEXES[:count])]
+
+
+def test_list_indexes_outside_zero_to_three_fail_at_synth():
+    with pytest.raises(ValueError, match="list_indexes"):
+        DeploySettings(list_indexes=4)

@@ -251,17 +251,15 @@ def test_a_status_filter_pages_through_every_match_once_newest_first(world: Worl
     assert pages(world, "status=PAUSED", owner="bob") == [[]]
 
 
-def test_a_status_filter_answers_short_pages_with_a_cursor_past_its_read_budget(world: World) -> None:
-    # Given six jobs, the two oldest paused, and a list that reads at most two jobs a request
+def test_a_filter_checked_on_the_jobs_read_answers_short_pages_past_its_read_budget(world: World) -> None:
+    # Given six active jobs, the two oldest tagged, and a list that reads at most two jobs a request
     ids = []
-    for _ in range(6):
-        ids.append(world.create(CRON)["id"])
+    for i in range(6):
+        ids.append(world.create(CRON, tags={"team": "a"} if i < 2 else {})["id"])
         world.clock.advance(1)
-    for job_id in ids[:2]:
-        world.api("POST", f"/jobs/{job_id}/pause")
     world.store.list_read_budget = 2
-    # When alice lists her paused jobs
-    seen = pages(world, "status=PAUSED&limit=10")
+    # When alice lists her active jobs with the tag (read by status, the tag checked on each job)
+    seen = pages(world, "status=ACTIVE&tag=team&limit=10")
     # Then the first pages are empty but carry a cursor, and following it finds both, newest first
     assert seen[0] == [] and seen[1] == []
     assert [i for page in seen for i in page] == [ids[1], ids[0]]
@@ -283,20 +281,27 @@ def test_a_status_cursor_is_bound_to_its_owner_and_status(world: World) -> None:
         assert "items" not in answer.body
 
 
-def test_jobs_are_stored_without_a_status_key(world: World) -> None:
-    # Given a one-time job that ran to COMPLETED and a paused one (the status index is gone)
+def test_the_list_indexes_add_no_attribute_to_a_job_item(world: World) -> None:
+    # Given a one-time job that ran to COMPLETED and a paused one
     done = world.create({"type": "now"})
     paused = world.create(CRON)
     world.api("POST", f"/jobs/{paused['id']}/pause")
     world.drain()
     assert world.job(done["id"])["status"] == "COMPLETED"
-    # Then no job item carries the old index's key (nor the by_task one: their tasks are inline), and
-    # the table has only the by_owner index and the sparse by_task one
+    # Then the table has the indexes resources.TABLE defines, and they key by the jobs' own status,
+    # outcome and name: no job item carries a key of its own for them (nor the by_task one: their
+    # tasks are inline)
+    table = world.dynamodb_client.describe_table(TableName=world.punctual.settings.table_name)["Table"]
+    assert [i["IndexName"] for i in table["GlobalSecondaryIndexes"]] == [
+        "by_owner",
+        "by_task",
+        "by_status",
+        "by_outcome",
+        "by_name",
+    ]
     jobs = [i for i in table_items(world) if i["sk"]["S"] == "JOB"]
     assert len(jobs) == 2
-    assert all("status_pk" not in job and "task_ref" not in job for job in jobs)
-    table = world.dynamodb_client.describe_table(TableName=world.punctual.settings.table_name)["Table"]
-    assert [i["IndexName"] for i in table["GlobalSecondaryIndexes"]] == ["by_owner", "by_task"]
+    assert all(not {"status_pk", "outcome_pk", "name_sk", "task_ref"} & set(job) for job in jobs)
 
 
 @pytest.mark.parametrize("query", ["limit=0", "limit=101", "limit=x", "status=SLEEPING"])

@@ -961,8 +961,8 @@ def test_a_cancel_racing_the_run_that_completes_the_job_still_cancels_it(
     real = world.store.jobs.get_with_last_execution
     reads: list[str] = []
 
-    def read_then_run(job_id: str) -> Any:
-        found = real(job_id)
+    def read_then_run(job_id: str, owner: str | None = None) -> Any:
+        found = real(job_id, owner)
         reads.append(found.status.value)
         if len(reads) == 1:
             world.drain()  # the run ends (the job COMPLETED) after DELETE read the job, before it writes

@@ -80,20 +80,45 @@ def test_pause_and_resume_by_tag_page_through_and_say_what_changed(world: World)
     assert world.api("POST", "/jobs/pause", query="tag=").status == 422
 
 
-def test_a_bulk_pause_reads_a_bounded_number_of_jobs_per_request(world: World) -> None:
+def test_a_bulk_pause_reads_only_the_tags_jobs(world: World) -> None:
     # Given a read budget of 4 jobs a request and six jobs, the tagged one the oldest
     world.store.list_read_budget = 4
     tagged = world.create(CRON, tags={"team": "billing"})
     for _ in range(5):
         world.clock.advance(0.01)  # (newest first: these come before it)
-        world.create(CRON)
+        world.create(CRON, tags={"team": "ops"})
     # When pausing by tag
     first = world.api("POST", "/jobs/pause", query="tag=team:billing")
-    # Then the first request read its budget, changed nothing and gave a cursor to go on with
-    assert first.body["changed"] == [] and first.body["next_cursor"]
-    second = world.api("POST", "/jobs/pause", query=f"tag=team:billing&cursor={first.body['next_cursor']}")
-    assert [job["id"] for job in second.body["changed"]] == [tagged["id"]]
-    assert second.body["next_cursor"] is None
+    # Then the one request reads the tag's entries, not the other jobs: it pauses the tagged job at once
+    assert [job["id"] for job in first.body["changed"]] == [tagged["id"]]
+    assert first.body["next_cursor"] is None
+
+
+def test_a_tag_entry_its_job_no_longer_backs_is_dropped_by_the_list_that_reads_it(world: World) -> None:
+    # Given a job tagged team:billing, then retagged team:ops, whose old entry survived (a crash
+    # between the job's write and the entry's deletion)
+    job = world.create(CRON, tags={"team": "billing"})
+    stale = [
+        i
+        for i in world.dynamodb_client.scan(TableName=world.punctual.settings.table_name)["Items"]
+        if i["pk"]["S"].startswith("TAG#")
+    ]
+    assert world.api("PATCH", f"/jobs/{job['id']}", {"tags": {"team": "ops"}}).status == 200
+    for item in stale:
+        world.dynamodb_client.put_item(TableName=world.punctual.settings.table_name, Item=item)
+    # When the old tag is listed, and then the key alone
+    old = world.api("GET", "/jobs", query="tag=team:billing").body
+    any_value = world.api("GET", "/jobs", query="tag=team").body
+    # Then the job is not listed under its old value, and once under its key
+    assert old["items"] == [] and old["next_cursor"] is None
+    assert [j["id"] for j in any_value["items"]] == [job["id"]]
+    # and only its current entry is left
+    entries = [
+        i
+        for i in world.dynamodb_client.scan(TableName=world.punctual.settings.table_name)["Items"]
+        if i["pk"]["S"].startswith("TAG#")
+    ]
+    assert len(entries) == 1 and entries[0]["sk"]["S"] != stale[0]["sk"]["S"]
 
 
 def test_a_cursor_of_one_tag_does_not_serve_another(world: World) -> None:

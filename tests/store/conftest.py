@@ -40,7 +40,7 @@ def store(request: pytest.FixtureRequest) -> Iterator[Store]:
         TABLE_NAME,
         definition.partition_key,
         definition.sort_key,
-        indexes={index.name: (index.partition_key, index.sort_key) for index in definition.indexes},
+        indexes={index.name: (index.partition_keys, index.sort_keys) for index in definition.indexes},
     )
     yield _store(dynamodb, client)
 

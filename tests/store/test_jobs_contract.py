@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
+import boto3
 import pytest
+from moto import mock_aws
 
-from punctual.errors import LostRace
-from punctual.models import ExecutionStatus, JobStatus
-from punctual.store import Store
+from punctual import resources
+from punctual.errors import InvalidRequest, LostRace
+from punctual.models import Execution, ExecutionStatus, Job, JobStatus
+from punctual.store import Store, keys
 from punctual.store.lifecycle import IllegalTransition
+from punctual.store.table import put
 from tests.store.builders import NOW, OWNER, execution, job
 
 
@@ -170,3 +177,202 @@ def test_a_paused_one_time_job_notes_its_run_ended_only_if_paused_from_that_run(
     assert store.jobs.note_ran_while_paused(stored, run, NOW)
     noted = store.jobs.get(stored.id)
     assert noted is not None and noted.ran_at == NOW
+
+
+class _Reads:
+    """What a stretch of store calls read: the index or table entries its Queries read (their
+    ScannedCount) and returned, the items its GetItems and BatchGetItems returned, the calls in order."""
+
+    def __init__(self) -> None:
+        self.entries = 0
+        self.returned = 0
+        self.items = 0
+        self.calls: list[str] = []
+
+    def __call__(self, event_name: str, parsed: dict[str, Any], **_: Any) -> None:
+        operation = event_name.rsplit(".", 1)[1]
+        self.calls.append(operation)
+        if operation == "Query":
+            self.entries += int(parsed.get("ScannedCount", 0))
+            self.returned += int(parsed.get("Count", 0))
+        elif operation == "BatchGetItem":
+            self.items += sum(len(found) for found in parsed.get("Responses", {}).values())
+        elif operation == "GetItem":
+            self.items += "Item" in parsed
+
+
+@contextmanager
+def reading(store: Store) -> Iterator[_Reads]:
+    reads = _Reads()
+    for client in store.clients:
+        client.meta.events.register("after-call.dynamodb.*", reads)
+    try:
+        yield reads
+    finally:
+        for client in store.clients:
+            client.meta.events.unregister("after-call.dynamodb.*", reads)
+
+
+def _finished(of: Job, status: ExecutionStatus) -> Execution:
+    return execution(of, at=NOW, status=status, finished_at=NOW, attempts=1)
+
+
+def test_each_filter_reads_only_the_jobs_it_lists(store: Store) -> None:
+    # Given 40 of alice's jobs that match no filter, and among them, two of each filter's: paused,
+    # failed, named zz-…, tagged team:billing (and bob's of each, which alice never sees)
+    plain = [job(f"job_{i:02d}", created=NOW + timedelta(seconds=i), name=f"plain-{i}") for i in range(40)]
+    paused = [
+        job(f"job_p{i}", status=JobStatus.PAUSED, next_run_at=None, created=NOW + timedelta(minutes=i))
+        for i in range(2)
+    ]
+    failed = [job(f"job_f{i}", created=NOW + timedelta(minutes=2 + i)) for i in range(2)]
+    named = [job(f"job_n{i}", name=f"zz-{i}", created=NOW + timedelta(minutes=4 + i)) for i in range(2)]
+    tagged = [
+        job(f"job_t{i}", tags={"team": "billing"}, created=NOW + timedelta(minutes=6 + i)) for i in range(2)
+    ]
+    bobs = [replace(j, id=f"{j.id}_bob", owner="bob") for j in (paused[0], failed[0], named[0], tagged[0])]
+    store.jobs.put_new_many([*plain, *paused, *failed, *named, *tagged, *bobs])
+    for j in (*failed, bobs[1]):
+        store.jobs.record_outcome(_finished(j, ExecutionStatus.FAILED))
+    store.jobs.record_outcome(_finished(plain[0], ExecutionStatus.SUCCEEDED))
+    expected = {
+        "status": (dict(status=JobStatus.PAUSED), ["job_p1", "job_p0"]),
+        "outcome": (dict(outcome=ExecutionStatus.FAILED), ["job_f1", "job_f0"]),
+        "name_prefix": (dict(name_prefix="zz-"), ["job_n0", "job_n1"]),  # by name
+        "tag": (dict(tag=("team", "billing")), ["job_t1", "job_t0"]),
+        "tag key": (dict(tag=("team", None)), ["job_t1", "job_t0"]),
+    }
+    for name, (filters, ids) in expected.items():
+        status = filters.pop("status", None)
+        # When alice lists her jobs with that filter
+        with reading(store) as reads:
+            page = store.jobs.page(OWNER, status, 10, None, **filters)
+        # Then she gets its two jobs, in one page, having read their two entries and their two jobs
+        assert [j.id for j in page.items] == ids, name
+        assert page.last_key is None, name
+        assert (reads.entries, reads.items) == (2, 2), name
+
+
+def test_a_filtered_list_pages_with_a_cursor_on_its_own_path(store: Store) -> None:
+    # Given five of alice's paused jobs among active ones
+    jobs = [job(f"job_{i}", created=NOW + timedelta(minutes=i)) for i in range(10)]
+    jobs = [replace(j, status=JobStatus.PAUSED, next_run_at=None) if i % 2 else j for i, j in enumerate(jobs)]
+    store.jobs.put_new_many(jobs)
+    # When she pages through them two at a time
+    seen: list[list[str]] = []
+    cursor = None
+    while True:
+        page = store.jobs.page(OWNER, JobStatus.PAUSED, 2, cursor)
+        seen.append([j.id for j in page.items])
+        cursor = page.last_key
+        if cursor is None:
+            break
+    # Then each comes once, newest first, in full pages
+    assert seen == [["job_9", "job_7"], ["job_5", "job_3"], ["job_1"]]
+    # and a cursor of that path is refused by another (bad input, not a server error)
+    first = store.jobs.page(OWNER, JobStatus.PAUSED, 2, None).last_key
+    with pytest.raises(InvalidRequest):
+        store.jobs.page(OWNER, JobStatus.ACTIVE, 2, first)
+    with pytest.raises(InvalidRequest):
+        store.jobs.page(OWNER, None, 2, first, outcome=ExecutionStatus.FAILED)
+
+
+def test_a_job_moves_between_lists_as_its_status_outcome_name_and_tags_change(store: Store) -> None:
+    # Given an active job named a-1, tagged team:billing
+    stored = job(name="a-1", tags={"team": "billing"})
+    store.jobs.put_new(stored)
+
+    def listed(**filters: Any) -> list[str]:
+        status = filters.pop("status", None)
+        return [j.id for j in store.jobs.page(OWNER, status, 10, None, **filters).items]
+
+    assert listed(status=JobStatus.ACTIVE) == [stored.id] and listed(status=JobStatus.PAUSED) == []
+    # When it is paused, renamed and retagged
+    changed = store.jobs.update(
+        stored,
+        {"status": JobStatus.PAUSED, "name": "b-1", "tags": {"team": "ops"}},
+        allowed_statuses=[JobStatus.ACTIVE],
+    )
+    # Then it is listed under its new status, name and tag only
+    assert listed(status=JobStatus.PAUSED) == [stored.id] and listed(status=JobStatus.ACTIVE) == []
+    assert listed(name_prefix="b-") == [stored.id] and listed(name_prefix="a-") == []
+    assert listed(tag=("team", "ops")) == [stored.id] and listed(tag=("team", "billing")) == []
+    assert listed(tag=("team", None)) == [stored.id]
+    # and when its run fails, then succeeds, it moves from the failed to the succeeded
+    store.jobs.record_outcome(_finished(changed, ExecutionStatus.FAILED))
+    assert listed(outcome=ExecutionStatus.FAILED) == [stored.id]
+    later = replace(_finished(changed, ExecutionStatus.SUCCEEDED), finished_at=NOW + timedelta(minutes=1))
+    store.jobs.record_outcome(later)
+    assert listed(outcome=ExecutionStatus.FAILED) == []
+    assert listed(outcome=ExecutionStatus.SUCCEEDED) == [stored.id]
+
+
+def test_a_stale_tag_entry_is_skipped_and_deleted_by_the_list_that_reads_it(store: Store) -> None:
+    # Given a job tagged team:billing whose entry outlived a retag (a crash before its deletion), and
+    # an entry of a job that is gone (long expired) and of one that is being created (just now)
+    stored = job(tags={"team": "billing"})
+    store.jobs.put_new(stored)
+    store.table.batch_write(
+        [
+            put(keys.tag_key(OWNER, "team", "ops", stored.created_at, stored.id)),
+            put(keys.tag_key(OWNER, "team", "ops", NOW - timedelta(days=40), "job_gone")),
+            put(keys.tag_key(OWNER, "team", "ops", NOW, "job_coming")),
+        ]
+    )
+    # When alice lists team:ops
+    page = store.jobs.page(OWNER, None, 10, None, tag=("team", "ops"), now=NOW + timedelta(minutes=1))
+    # Then no job is listed, and the entries of the retagged and the gone job are deleted, not the
+    # one of the job being created
+    assert page.items == [] and page.last_key is None
+    left = store.table.query_all(
+        KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": keys.tag_pk(OWNER, "team")}
+    )
+    assert sorted(keys.job_id_of_tag_sk(str(item["sk"])) for item in left) == ["job_1", "job_coming"]
+
+
+def test_another_owners_job_is_read_as_missing_with_the_same_calls(store: Store) -> None:
+    # Given bob's job with a finished run
+    bobs = job(owner="bob")
+    store.jobs.put_new(bobs)
+    store.executions.put_new_many([_finished(bobs, ExecutionStatus.SUCCEEDED)])
+    # When alice reads it, and an id that does not exist
+    with reading(store) as theirs:
+        assert store.jobs.get_with_last_execution(bobs.id, OWNER) is None
+        assert store.jobs.get(bobs.id, OWNER) is None
+    with reading(store) as missing:
+        assert store.jobs.get_with_last_execution("job_none", OWNER) is None
+        assert store.jobs.get("job_none", OWNER) is None
+    # Then both make the same calls, which return no item for either (DynamoDB reads bob's and
+    # drops them: the calls' filter)
+    assert theirs.calls == missing.calls == ["Query", "Query"]
+    assert theirs.returned == missing.returned == 0
+    # while bob reads it with the same calls
+    assert store.jobs.get(bobs.id, "bob") == store.jobs.get(bobs.id) == bobs
+    # while bob reads it
+    shown = store.jobs.get_with_last_execution(bobs.id, "bob")
+    assert shown is not None and shown.last_execution is not None
+
+
+def test_a_table_still_gaining_its_list_indexes_lists_by_filtering_the_owners_jobs() -> None:
+    # Given a table deployed without the list indexes yet (an upgrade adds one a deployment), on moto
+    definition = replace(
+        resources.TABLE,
+        indexes=tuple(i for i in resources.TABLE.indexes if i not in resources.LIST_INDEXES),
+    )
+    session = boto3.session.Session(region_name="us-east-1")
+    with mock_aws():
+        client = session.client("dynamodb")
+        client.create_table(**definition.create_table_kwargs("gaining"))
+        gaining = Store(session.resource("dynamodb"), client, "gaining", shard_count=4, retention_days=30)
+        jobs = [job(f"job_{i}", created=NOW + timedelta(minutes=i), name=f"n-{i}") for i in range(4)]
+        jobs[1] = replace(jobs[1], status=JobStatus.PAUSED, next_run_at=None)
+        gaining.jobs.put_new_many(jobs)
+        gaining.jobs.record_outcome(_finished(jobs[2], ExecutionStatus.FAILED))
+        # When its jobs are listed by status, outcome and name
+        by_status = gaining.jobs.page(OWNER, JobStatus.PAUSED, 10, None)
+        by_outcome = gaining.jobs.page(OWNER, None, 10, None, outcome=ExecutionStatus.FAILED)
+        by_name = gaining.jobs.page(OWNER, None, 10, None, name_prefix="n-3")
+    # Then each lists its jobs, read from the owner's and filtered, as before the indexes
+    assert [j.id for j in by_status.items] == ["job_1"]
+    assert [j.id for j in by_outcome.items] == ["job_2"]
+    assert [j.id for j in by_name.items] == ["job_3"]

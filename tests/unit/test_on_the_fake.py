@@ -47,7 +47,7 @@ class Stack:
 def stack() -> Stack:
     fake = FakeAws(Latency(dynamodb=0.0, sqs=0.0), partition_limits=False)
     table = resources.TABLE
-    indexes = {index.name: (index.partition_key, index.sort_key) for index in table.indexes}
+    indexes = {index.name: (index.partition_keys, index.sort_keys) for index in table.indexes}
     fake.dynamodb.create_table(table.name, table.partition_key, table.sort_key, indexes=indexes)
     queue_url = fake.sqs.create_queue(resources.WORK_QUEUE.name)
     settings = Settings(

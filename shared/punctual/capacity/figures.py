@@ -69,6 +69,14 @@ SECONDS_PER_MONTH = 730 * 3600  # AWS bills a month as 730 hours
 SCANNER_CPU_MS_PER_1000 = 201.0
 SCANNER_RATE_FULL_CORE = 4098.0
 
+# ------------------------------------------------------------- measured (webhook CPU benchmark)
+# The worker's own CPU to start one webhook (the `http` task: guard, headers, a connection, the
+# answer), 1,000 of them 50 at once on threads from one process, to a receiver in another process on
+# loopback (plain HTTP: a TLS handshake would add to it), from
+#   .venv/bin/python -m bench.webhook_cpu
+# on a shared 2-vCPU x86_64 machine (0.46 ms; one after another, 0.39 ms).
+WORKER_CPU_MS_PER_WEBHOOK = 0.46
+
 
 # ------------------------------------------------------------------- measured (benchmark 3)
 
@@ -90,6 +98,9 @@ class ExecutionUsage:
     # Changes of the execution's status, each an event on the stack's bus (execution_events "all"):
     # on AWS, RUNNING and its end (and two more a retry: RETRYING, RUNNING again).
     status_changes: float = 0.0
+    # Of index_write_units_keys_only, those of the index that takes the most (its provisioned bounds,
+    # which every index gets).
+    busiest_index_write_units_keys_only: float = 0.0
 
 
 # Per execution, from a run on moto of 50 one-time (one a request), 100 one-time (a batch of 100)
@@ -105,11 +116,15 @@ HANDED_OFF_EXTRA_WRITE_UNITS = 1.0
 HANDED_OFF_FEWER_READ_UNITS = 1.0
 ONE_TIME = ExecutionUsage(
     api_requests=1.0,
-    write_units=7.0,  # as if the index projected ALL
+    write_units=13.0,  # as if the indexes projected ALL
     read_units=4.0,
-    # creation 3 (marker, job, its by_owner entry); scan 0; worker 3
+    # creation 5 (marker, job, its by_owner, by_status and by_name entries); scan 0; worker 6 (claim,
+    # finish, completion, which moves the job's by_status entry and puts its by_outcome entry: 3)
     write_units_keys_only=sizing.ONE_TIME_WRITE_UNITS,
-    index_write_units_keys_only=1.0,  # the by_owner entry, put at creation
+    # by_owner, by_status and by_name entries put at creation; at completion, by_status's moved (a
+    # delete and a put) and by_outcome's put
+    index_write_units_keys_only=6.0,
+    busiest_index_write_units_keys_only=3.0,  # by_status: the put, then the move
     sqs_requests=0.3,
     log_bytes=597.0,
     metric_bytes=250.0,
@@ -125,10 +140,11 @@ ONE_TIME = ExecutionUsage(
 BATCH_JOBS = 100
 ONE_TIME_BATCHED = ExecutionUsage(
     api_requests=0.01,
-    write_units=7.0,
+    write_units=13.0,
     read_units=4.0,
-    write_units_keys_only=6.0,
-    index_write_units_keys_only=1.0,
+    write_units_keys_only=11.0,
+    index_write_units_keys_only=6.0,
+    busiest_index_write_units_keys_only=3.0,
     sqs_requests=0.3,
     log_bytes=392.0,
     metric_bytes=50.0,
@@ -138,14 +154,15 @@ ONE_TIME_BATCHED = ExecutionUsage(
 )
 RECURRING = ExecutionUsage(
     api_requests=0.0,
-    write_units=8.0,  # with ALL, each of the occurrence's two job updates rewrites the index entry
+    write_units=14.0,  # with ALL, each of the occurrence's two job updates rewrites four index entries
     read_units=4.0,
     # An every-minute job: scan 3 (next marker, filed under the soon partition since it is due within
     # the hand-off window, that marker's delete, the job's next_run_at); worker 3 (claim, finish, and
     # the job's outcome: what lists show and filter by without reading executions). A job with a
     # period of three minutes or more files into a minute bucket and deletes nothing: 5.
     write_units_keys_only=6.0,
-    index_write_units_keys_only=0.0,  # the job's entry was put once, at its creation
+    # (its entries were put at its creation; by_outcome's moves only when its outcome flips)
+    index_write_units_keys_only=0.0,
     sqs_requests=0.3,
     log_bytes=387.0,
     metric_bytes=48.0,
@@ -196,15 +213,16 @@ def batch_api_seconds(jobs: int) -> float:
 
 # 100 bytes DynamoDB adds to every stored item.
 KEYS_ONLY_ENTRY_BYTES = 250
-# Indexes holding every job (by_owner); a sparse one (by_task: jobs using a named task) holds few.
+# Indexes holding every job (by_owner, by_status, by_name); the sparse ones hold fewer (by_task: jobs
+# using a named task; by_outcome: jobs that have run to an end, priced as if it held none).
 INDEXES = sum(not index.sparse for index in resources.TABLE.indexes)
 
-# Fixed monthly cost, whatever the load: dashboard, 11 alarms, 12 EMF metrics, the cursor secret, the
+# Fixed monthly cost, whatever the load: dashboard, 12 alarms, 12 EMF metrics, the cursor secret, the
 # worker event source mapping's idle long polls (about 15 a minute), a tick a minute plus the
 # fan-out's invocations, and each tick's lease on its shards (a put and a delete a shard, 1 write unit
 # each) and its positions (a put a shard for each minute it reads: two a tick, the horizon's minute
 # and the one before).
-FIXED_ALARMS = 11
+FIXED_ALARMS = 12
 FIXED_METRICS = 12
 IDLE_POLLS_PER_MINUTE = 15
 BOOKKEEPING_WRITES_PER_SHARD = 4  # write units a shard a tick

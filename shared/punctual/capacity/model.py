@@ -222,7 +222,8 @@ class ProvisionedPlan:
     3,600 / utilisation, and the minimums (sized to the sustained load) are paid by the executions.
     Units a second are sustained (the plan's rate) or peak (its busiest minute, every unit at its
     rate, job creation included, as the plan's load figures); the table's include the scanner's
-    bookkeeping, the index's are the by_owner entries (`index_write_units`). A busiest minute above
+    bookkeeping, the index's are those of the index written most (by_status), which each index is
+    given (`index_write_units` is all the indexes' together). A busiest minute above
     the minimums is throttled until auto scaling catches up, minutes later: the plan warns.
     """
 
@@ -466,7 +467,11 @@ def _provisioned(
     bookkeeping = BOOKKEEPING_WRITES_PER_SHARD * shards / 60
     table_writes = (n * (writes - index_writes) + bookkeeping, peak * (writes - index_writes) + bookkeeping)
     table_reads = (n * usage.read_units, peak * usage.read_units)
-    index = (n * index_writes, peak * index_writes)
+    # (each index gets the bounds of the one written most: a one-time execution writes three entries
+    # of by_status and one of each other list index)
+    busiest = usage.busiest_index_write_units_keys_only
+    per_index = index_writes * busiest / usage.index_write_units_keys_only if busiest else index_writes
+    index = (n * per_index, peak * per_index)
 
     def bounds(sustained: float, busiest: float) -> tuple[int, int]:
         low = max(MIN_PROVISIONED_UNITS, _capacity(sustained, u))

@@ -115,6 +115,18 @@ def task_ref_of(owner: str, task: TaskSpec | TaskRef, status: JobStatus) -> str 
     return None
 
 
+def index_keys(job: Job, changes: dict[str, Any]) -> dict[str, Any]:
+    """The index keys that `changes` (domain field values) move on the job and that are not fields
+    of its own: its named task's (by_task), which its status and its task decide."""
+    if "task" in changes or "status" in changes:
+        return {
+            "task_ref": task_ref_of(
+                job.owner, changes.get("task", job.task), changes.get("status", job.status)
+            )
+        }
+    return {}
+
+
 def job_item(job: Job) -> dict[str, Any]:
     item = {
         **keys.job_key(job.id),
@@ -151,6 +163,15 @@ def job_item(job: Job) -> dict[str, Any]:
         "task_ref": task_ref_of(job.owner, job.task, job.status),
     }
     return _present(item)
+
+
+def tag_entries(job: Job, tags: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The tag entries of a job (of `tags`, if given): one small item a tag, which `?tag=` lists read.
+    They may outlive the tag (a job's item is the truth: lists check it and drop stale entries)."""
+    return [
+        keys.tag_key(job.owner, key, value, job.created_at, job.id)
+        for key, value in (job.tags if tags is None else tags).items()
+    ]
 
 
 def job_from(item: dict[str, Any]) -> Job:
@@ -247,7 +268,8 @@ def _outcome_from(item: dict[str, Any]) -> Outcome | None:
 
 def outcome_update(execution: Execution) -> tuple[list[str], list[str], dict[str, Any]]:
     """The SET and REMOVE clauses (and their values) that record a finished execution as its job's
-    outcome: a failure adds one to the consecutive failures, a success ends them."""
+    outcome: a failure adds one to the consecutive failures, a success ends them. (The by_outcome
+    index is keyed by the outcome: an index write only when it differs from the last one.)"""
     assert execution.finished_at is not None
     sets = ["outcome = :oc", "outcome_at = :oat", "outcome_run = :orun"]
     removes: list[str] = []

@@ -1,26 +1,32 @@
 """Jobs as users list and see them: pages of an owner's jobs, and jobs with their last executions.
 
-Reads only: the by_owner index (keys only; its jobs read by BatchGetItem, one per index page, none
-per job), a job's partition (the job and its executions, newest first), and the executions the jobs'
+Reads: an access path of the owner's jobs (a keys-only index: by_owner, by_status, by_outcome,
+by_name; or a tag's entries), whose page of jobs is read by BatchGetItem, one per entry page, none per
+job; a job's partition (the job and its executions, newest first); and the executions the jobs'
 outcomes name (one BatchGetItem, eventually consistent, a projection without results). A job's last
 execution is the newest of its executions to have run to its end: the newest alone first (usually
 it, a read unit even when executions carry large results), then LAST_EXECUTION_READ at a time, for
 at most LAST_EXECUTION_PAGES pages in all (executions under way or skipped are passed over).
+Writes: only the deletion of tag entries that a list finds stale.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, NamedTuple
+
+from botocore.exceptions import ClientError
 
 from punctual import resources
 from punctual.concurrency import parallel_map
 from punctual.models import Execution, ExecutionStatus, Job, JobStatus
 from punctual.observability import logger
 from punctual.store import codec, keys
-from punctual.store.table import Page, Table, call, cursor_key
+from punctual.store.table import Page, Table, call, cursor_key, delete
+from punctual.timefmt import from_epoch_ms
 from punctual.validation import has_tag
 
 LAST_EXECUTION_READ = 4
@@ -58,49 +64,74 @@ class JobViews:
         *,
         outcome: ExecutionStatus | None = None,
         name_prefix: str | None = None,
+        now: datetime | None = None,
     ) -> Page:
-        """A page of the owner's jobs, newest first, from the by_owner index.
+        """A page of the owner's jobs: newest first, but by name with a name prefix, and grouped by
+        value with a tag key alone.
 
-        With a filter (status, tag: `key`, and a value or None for any; outcome; name prefix: all
-        must match), the index (which holds keys only) is read on, its jobs filtered, until the page
-        is full or the index ends, but at most `list_read_budget` jobs are read: past that the page
-        may be short, even empty, and its `last_key` says where to continue. Each index page costs
-        one Query and one BatchGetItem, whatever the filter, and no read per job.
+        Each filter reads its own access path (`_source`): a tag's entries, the by_name, by_outcome or
+        by_status index, or by_owner without a filter; with several, the first of these that applies,
+        and the others are checked on the jobs read. The path's entries are read on, their jobs read
+        and checked (an index may lag a write), until the page is full or the path ends, but at most
+        `list_read_budget` entries: past that the page may be short, even empty, and its `last_key`
+        says where to continue. Each entry page costs one Query and one BatchGetItem, and no read per
+        job. A tag entry that its job no longer backs is deleted (with `now`, also one whose job is
+        gone, `STALE_TAG_ENTRY_AGE` after its creation).
         """
+        source = _source(owner, status, tag, outcome, name_prefix)
 
         def wanted(job: Job) -> bool:
             return (
-                (status is None or job.status is status)
+                job.owner == owner
+                and (status is None or job.status is status)
                 and (tag is None or has_tag(job.tags, tag))
                 and (outcome is None or (job.outcome is not None and job.outcome.status is outcome))
                 and (name_prefix is None or job.name.startswith(name_prefix))
             )
 
         read_budget = self._table.list_read_budget
-        if status is None and tag is None and outcome is None and name_prefix is None:
-            response = self._query_owner(owner, limit, start_key)
-            page = list(self._jobs_of(response.get("Items", [])).values())
-            return Page(page, response.get("LastEvaluatedKey"))
         found: list[Job] = []
+        stale: list[dict[str, Any]] = []
         read = 0
         chunk = limit
-        while True:
-            response = self._query_owner(owner, min(chunk, read_budget - read), start_key)
-            index_items = response.get("Items", [])
-            jobs = self._jobs_of(index_items)
-            read += len(index_items)
-            for i, entry in enumerate(index_items):
-                job = jobs.get(keys.job_id_of(str(entry["pk"])))
-                if job is not None and wanted(job):
+        try:
+            while True:
+                try:
+                    response = self._query_source(source, min(chunk, read_budget - read), start_key)
+                except ClientError as exc:
+                    if not _index_missing(exc, source):
+                        raise
+                    # A table still gaining its list indexes (docs/upgrading.md): the owner's jobs,
+                    # every filter checked on them, as before the index.
+                    logger.warning(
+                        "list index missing: filtering by_owner",
+                        extra={"index": source.index.name if source.index else None},
+                    )
+                    source = _source(owner, None, None, None, None)
+                    continue
+                entries = response.get("Items", [])
+                ids = [source.job_id(entry) for entry in entries]
+                jobs = self.get_many(ids).readable()
+                read += len(entries)
+                for i, entry in enumerate(entries):
+                    job = jobs.get(ids[i])
+                    if not source.backed(entry, job, now):
+                        stale.append(entry)
+                        continue
+                    if job is None or not wanted(job):
+                        continue
                     found.append(job)
                     if len(found) == limit:
-                        # Continue after this job; at the index's end only if it was its last entry.
-                        last = i == len(index_items) - 1 and "LastEvaluatedKey" not in response
-                        return Page(found, None if last else _index_key(entry))
-            start_key = response.get("LastEvaluatedKey")
-            if start_key is None or read >= read_budget:
-                return Page(found, start_key)
-            chunk = min(chunk * 2, 100)
+                        # Continue after this job; at the path's end only if it was its last entry.
+                        last = i == len(entries) - 1 and "LastEvaluatedKey" not in response
+                        return Page(found, None if last else source.resume_key(entry))
+                start_key = response.get("LastEvaluatedKey")
+                if start_key is None or read >= read_budget:
+                    return Page(found, start_key)
+                chunk = min(chunk * 2, 100)
+        finally:
+            if stale:
+                self._table.batch_write([delete({"pk": e["pk"], "sk": e["sk"]}) for e in stale])
 
     def with_outcome_executions(self, jobs: Sequence[Job]) -> list[Job]:
         """These jobs with the executions their outcomes name as their last executions: one
@@ -123,16 +154,31 @@ class JobViews:
             for job in jobs
         ]
 
-    def get_with_last_execution(self, job_id: str) -> Job | None:
+    def get_with_last_execution(self, job_id: str, owner: str | None = None) -> Job | None:
         """A job as users see it: with its last execution, read from the same partition in the same
-        consistent Query (the job item sorts after its executions: newest first, it comes first)."""
+        consistent Query (the job item sorts after its executions: newest first, it comes first).
+
+        With `owner`, another owner's job is None by the same single Query that finds no job: the
+        Query's filter drops its items (executions carry their job's owner), so that nothing is
+        decoded and nothing more read, as for an id that does not exist."""
+        filtered: dict[str, Any] = {}
+        if owner is not None:
+            filtered = {
+                "FilterExpression": "#owner = :owner",
+                "ExpressionAttributeNames": {"#owner": "owner"},
+            }
         response = call(
-            lambda: self._table.resource.query(
+            partial(
+                self._table.resource.query,
                 KeyConditionExpression="pk = :pk",
-                ExpressionAttributeValues={":pk": keys.job_pk(job_id)},
+                ExpressionAttributeValues={
+                    ":pk": keys.job_pk(job_id),
+                    **({":owner": owner} if owner is not None else {}),
+                },
                 ScanIndexForward=False,
                 ConsistentRead=True,
                 Limit=2,  # the job and its newest execution
+                **filtered,
             )
         )
         items = response.get("Items", [])
@@ -176,40 +222,128 @@ class JobViews:
                 return last
         return None
 
-    def _query_owner(self, owner: str, limit: int, start_key: dict[str, Any] | None) -> dict[str, Any]:
-        index = resources.BY_OWNER_INDEX
+    def _query_source(self, source: _Source, limit: int, start_key: dict[str, Any] | None) -> dict[str, Any]:
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        conditions = []
+        for i, (name, value) in enumerate(zip(source.partition_keys, source.partition, strict=True)):
+            names[f"#k{i}"] = name
+            values[f":k{i}"] = value
+            conditions.append(f"#k{i} = :k{i}")
+        if source.prefix:
+            names["#s"] = source.sort_keys[0]
+            values[":p"] = source.prefix
+            conditions.append("begins_with(#s, :p)")
         kwargs: dict[str, Any] = {
-            "IndexName": index.name,
-            "KeyConditionExpression": "#k = :k",
-            "ExpressionAttributeNames": {"#k": index.partition_key},
-            "ExpressionAttributeValues": {":k": keys.owner_pk(owner)},
-            "ScanIndexForward": False,
+            "KeyConditionExpression": " AND ".join(conditions),
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+            "ScanIndexForward": source.forward,
             "Limit": limit,
         }
+        if source.index is not None:
+            kwargs["IndexName"] = source.index.name
         if start_key:
-            # A cursor signed before the index changed (the by_owner_status index's keys) would make
-            # DynamoDB refuse the query: a stale cursor is bad input, not a server error.
-            kwargs["ExclusiveStartKey"] = cursor_key(
-                start_key,
-                equal={index.partition_key: keys.owner_pk(owner), "sk": keys.JOB_SK},
-                prefixed={"pk": keys.JOB_PK_PREFIX, index.sort_key: ""},
-            )
+            # A cursor given out by another access path (before an upgrade changed the one a filter
+            # reads) would make DynamoDB refuse the query: a stale cursor is bad input, not a server error.
+            kwargs["ExclusiveStartKey"] = source.cursor_key(start_key)
         response: dict[str, Any] = call(lambda: self._table.resource.query(**kwargs))
         return response
 
-    def _jobs_of(self, index_items: Sequence[dict[str, Any]]) -> dict[str, Job]:
-        """The jobs of index entries, in the index's order. The index holds keys only, so the jobs are
-        read from the table; an entry whose job has just expired is left out."""
-        ids = [keys.job_id_of(str(item["pk"])) for item in index_items]
-        jobs = self.get_many(ids).readable()
-        return {job_id: jobs[job_id] for job_id in ids if job_id in jobs}
+
+# A tag entry whose job is not found is deleted by the list that reads it only this long after the
+# job's creation: a job's entries are written just before the job.
+STALE_TAG_ENTRY_AGE = timedelta(hours=1)
 
 
-def _index_key(item: dict[str, Any]) -> dict[str, Any]:
-    """An index entry's key, as the ExclusiveStartKey to continue after it."""
-    index = resources.BY_OWNER_INDEX
-    names = (resources.TABLE.partition_key, resources.TABLE.sort_key, index.partition_key, index.sort_key)
-    return {name: item[name] for name in names}
+@dataclass(frozen=True)
+class _Source:
+    """An access path of the owner's jobs, in a list's order: a partition of an index (or of the tag
+    entries, in the table, `index` None), from a prefix of its first sort attribute."""
+
+    index: resources.Index | None
+    partition: tuple[str, ...]  # the values of its partition attributes, in order
+    prefix: str = ""
+    forward: bool = False
+
+    @property
+    def partition_keys(self) -> tuple[str, ...]:
+        return (resources.TABLE.partition_key,) if self.index is None else self.index.partition_keys
+
+    @property
+    def sort_keys(self) -> tuple[str, ...]:
+        return (resources.TABLE.sort_key,) if self.index is None else self.index.sort_keys
+
+    def job_id(self, entry: dict[str, Any]) -> str:
+        if self.index is None:
+            return keys.job_id_of_tag_sk(str(entry["sk"]))
+        return keys.job_id_of(str(entry["pk"]))
+
+    def resume_key(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """An entry's key, as the ExclusiveStartKey to continue after it."""
+        names = {
+            resources.TABLE.partition_key,
+            resources.TABLE.sort_key,
+            *self.partition_keys,
+            *self.sort_keys,
+        }
+        return {name: entry[name] for name in names}
+
+    def cursor_key(self, start_key: dict[str, Any]) -> dict[str, str]:
+        equal = dict(zip(self.partition_keys, self.partition, strict=True))
+        prefixed = {name: "" for name in self.sort_keys} | {self.sort_keys[0]: self.prefix}
+        if self.index is not None:
+            equal["sk"] = keys.JOB_SK
+            prefixed["pk"] = keys.JOB_PK_PREFIX
+        return cursor_key(start_key, equal=equal, prefixed=prefixed)
+
+    def backed(self, entry: dict[str, Any], job: Job | None, now: datetime | None) -> bool:
+        """False for a tag entry to delete: its job no longer has that tag at that value, or is gone
+        (known only `STALE_TAG_ENTRY_AGE` after its creation, its entries being written first)."""
+        if self.index is not None:
+            return True
+        key = self.partition[0].rsplit("#", 1)[1]
+        sk = str(entry["sk"])
+        if job is None:
+            created = from_epoch_ms(int(sk.split("#", 2)[1]))
+            return now is None or now - created < STALE_TAG_ENTRY_AGE
+        return key in job.tags and sk.startswith(keys.tag_value_prefix(job.tags[key]))
+
+
+def _index_missing(exc: ClientError, source: _Source) -> bool:
+    """Whether DynamoDB refused a list's Query because the table lacks the index it reads."""
+    error = exc.response.get("Error", {})
+    return (
+        source.index is not None
+        and source.index is not resources.BY_OWNER_INDEX
+        # (DynamoDB answers ValidationException, "The table does not have the specified index"; moto
+        # ResourceNotFoundException)
+        and error.get("Code") in {"ValidationException", "ResourceNotFoundException"}
+        and source.index.name in str(error.get("Message", ""))
+    )
+
+
+def _source(
+    owner: str,
+    status: JobStatus | None,
+    tag: tuple[str, str | None] | None,
+    outcome: ExecutionStatus | None,
+    name_prefix: str | None,
+) -> _Source:
+    """The access path a list reads: the first that applies of a tag at a value, a name prefix, an
+    outcome, a status, a tag key (any value), and without a filter the owner's jobs."""
+    owner_pk = keys.owner_pk(owner)
+    if tag is not None and tag[1] is not None:
+        return _Source(None, (keys.tag_pk(owner, tag[0]),), keys.tag_value_prefix(tag[1]))
+    if name_prefix is not None:
+        return _Source(resources.BY_NAME_INDEX, (owner_pk,), name_prefix, forward=True)
+    if outcome is not None:
+        return _Source(resources.BY_OUTCOME_INDEX, (owner_pk, outcome.value))
+    if status is not None:
+        return _Source(resources.BY_STATUS_INDEX, (owner_pk, status.value))
+    if tag is not None:
+        return _Source(None, (keys.tag_pk(owner, tag[0]),))
+    return _Source(resources.BY_OWNER_INDEX, (owner_pk,))
 
 
 def _last_final(items: Iterable[dict[str, Any]]) -> Execution | None:

@@ -1,5 +1,7 @@
-"""Jobs: pk JOB#<job id>, sk JOB, with owner_pk/owner_sk for the by_owner index and, while a job keeps
-a named task in use, task_ref for the sparse by_task index.
+"""Jobs: pk JOB#<job id>, sk JOB, with owner_pk/owner_sk, which with its status, outcome and name key
+the indexes that list them (by_owner, by_status, by_outcome, by_name), and, while a job keeps a named
+task in use, task_ref for the sparse by_task index. A tagged job has an entry a tag in the table
+(written before the job, deleted after it loses the tag).
 
 Reads: a job by id, many by id (BatchGetItem, consistent; items this version cannot read reported
 apart), their stamps (what tells whether a job changed since read). Lists and a job with its last
@@ -26,7 +28,7 @@ from punctual.models import Execution, Job, JobStatus
 from punctual.store import codec, keys, lifecycle
 from punctual.store.job_views import JobsRead, JobViews
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS, JOB_TRANSITIONS
-from punctual.store.table import Table, call, put
+from punctual.store.table import Table, call, delete, put
 from punctual.timefmt import parse_rfc3339, to_rfc3339
 
 
@@ -48,9 +50,31 @@ class JobRepository(JobViews):
         super().__init__(table)
 
     # ------------------------------------------------------------------ reads
-    def get(self, job_id: str) -> Job | None:
-        response = call(lambda: self._table.resource.get_item(Key=keys.job_key(job_id), ConsistentRead=True))
-        item = response.get("Item")
+    def get(self, job_id: str, owner: str | None = None) -> Job | None:
+        """The job; with `owner`, only if it is that owner's: then read by a Query whose filter drops
+        another owner's item, so that it comes back as nothing, as an id that does not exist does
+        (the same read units as a GetItem)."""
+        if owner is None:
+            response = call(
+                lambda: self._table.resource.get_item(Key=keys.job_key(job_id), ConsistentRead=True)
+            )
+            item = response.get("Item")
+        else:
+            response = call(
+                partial(
+                    self._table.resource.query,
+                    KeyConditionExpression="pk = :pk AND sk = :sk",
+                    FilterExpression="#owner = :owner",
+                    ExpressionAttributeNames={"#owner": "owner"},
+                    ExpressionAttributeValues={
+                        ":pk": keys.job_pk(job_id),
+                        ":sk": keys.JOB_SK,
+                        ":owner": owner,
+                    },
+                    ConsistentRead=True,
+                )
+            )
+            item = next(iter(response.get("Items", [])), None)
         return None if item is None else codec.job_from(item)
 
     def get_many(self, job_ids: Iterable[str]) -> JobsRead:
@@ -86,7 +110,10 @@ class JobRepository(JobViews):
 
     # ----------------------------------------------------------------- writes
     def put_new(self, job: Job) -> None:
-        """Store a new job; LostRace if one with its id is stored (a concurrent idempotent retry)."""
+        """Store a new job; LostRace if one with its id is stored (a concurrent idempotent retry).
+        Its tag entries go first (a crash between leaves entries that lists drop)."""
+        if job.tags:
+            self._table.batch_write([put(entry) for entry in codec.tag_entries(job)])
         call(
             lambda: self._table.resource.put_item(
                 Item=codec.job_item(job), ConditionExpression="attribute_not_exists(pk)"
@@ -96,6 +123,7 @@ class JobRepository(JobViews):
     def put_new_many(self, jobs: Sequence[Job]) -> None:
         """Store new jobs with BatchWriteItem, retrying unprocessed ones. Unconditional: only for jobs
         whose ids were just drawn (an idempotent retry of a batch uses put_new for the rest)."""
+        self._table.batch_write([put(entry) for job in jobs for entry in codec.tag_entries(job)])
         self._table.batch_write([put(codec.job_item(job)) for job in jobs])
 
     def update(
@@ -121,11 +149,7 @@ class JobRepository(JobViews):
         sets: list[str] = []
         removes: list[str] = []
         attributes = codec.job_attributes(changes)
-        if "task" in changes or "status" in changes:
-            # The by_task index holds the jobs that keep a named task in use.
-            attributes["task_ref"] = codec.task_ref_of(
-                job.owner, changes.get("task", job.task), changes.get("status", job.status)
-            )
+        attributes.update(codec.index_keys(job, changes))
         if "status" in changes:
             status = changes["status"]
             # A finished job expires with its history; a revived one is kept again.
@@ -162,6 +186,12 @@ class JobRepository(JobViews):
             names["#next"] = "next_run_at"
             values[":next"] = to_rfc3339(next_run_before)
             conditions.append("(attribute_not_exists(#next) OR #next < :next)")
+        tags = changes.get("tags")
+        added, dropped = _tag_changes(job, tags) if "tags" in changes else ([], [])
+        # New tag entries before the job, old ones after: a crash between leaves a stale entry (lists
+        # check each job's tags), never a tagged job missing from its tag's list.
+        if added:
+            self._table.batch_write([put(entry) for entry in added])
         response = call(
             lambda: self._table.resource.update_item(
                 Key=keys.job_key(job.id),
@@ -172,6 +202,8 @@ class JobRepository(JobViews):
                 ReturnValues="ALL_NEW",
             )
         )
+        if dropped:
+            self._table.batch_write([delete(entry) for entry in dropped])
         return codec.job_from(response["Attributes"])
 
     def complete(self, job: Job, execution: Execution) -> int | None:
@@ -307,3 +339,11 @@ class JobRepository(JobViews):
         if resumed is None:
             raise LostRace(f"job {job.id} is gone")
         return resumed
+
+
+def _tag_changes(job: Job, tags: dict[str, str] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The tag entries to write and to delete when a job's tags become `tags`: every one given is
+    written (again: a job tagged before tag entries existed gains them so), those dropped deleted."""
+    new = dict(tags or {})
+    dropped = {k: v for k, v in job.tags.items() if new.get(k) != v}
+    return codec.tag_entries(job, new), codec.tag_entries(job, dropped)

@@ -10,8 +10,10 @@
 - a scanner lease:      pk SCANNER                sk LEASE#<shard>
 - a scanner position:   pk SCANNER                sk CHECKPOINT#<shard>
 - a named task:         pk TASK#<owner digest>    sk TASK#<name>
+- a job's tag entry:    pk TAG#<owner digest>#<tag key>  sk <value digest>#<created ms>#<job id>
 Index keys: a job's owner_pk OWNER#<owner>, owner_sk <created ms>#<job id> (by_owner), and while it
-keeps a named task in use, task_ref <owner digest>#<name> (by_task).
+keeps a named task in use, task_ref <owner digest>#<name> (by_task). The other list indexes (by_status,
+by_outcome, by_name) are keyed by owner_pk and owner_sk with the job's status, outcome and name.
 
 A `Position` is where the scanner reads on in a shard: a minute and a place in that minute's bucket.
 """
@@ -36,6 +38,7 @@ SOON_PK_PREFIX = "DUE#SOON#"
 QUARANTINE_PK = "QUARANTINE"
 SCANNER_PK = "SCANNER"
 TASK_PREFIX = "TASK#"
+TAG_PREFIX = "TAG#"
 # Above every sort key of an execution (every id sorts below U+FFFF).
 _ABOVE_IDS = "\uffff"
 
@@ -74,6 +77,26 @@ def owner_digest(owner: str) -> str:
 def task_ref(owner: str, name: str) -> str:
     """The by_task index key of the jobs of `owner` that use its named task `name`."""
     return f"{owner_digest(owner)}#{name}"
+
+
+def tag_pk(owner: str, key: str) -> str:
+    """The partition of `owner`'s tag entries for tag `key` (keys: 1-128 characters, no colon)."""
+    return f"{TAG_PREFIX}{owner_digest(owner)}#{key}"
+
+
+def tag_value_prefix(value: str) -> str:
+    """Where a tag value's entries begin in their partition: a digest, as values may hold up to 1 KB
+    (a sort key holds 1 KB in all); a list reads each job and checks its tag itself."""
+    return hashlib.sha256(value.encode()).hexdigest()[:16] + "#"
+
+
+def tag_key(owner: str, key: str, value: str, created_at: datetime, job_id: str) -> Key:
+    """A job's entry for one of its tags, in the order the job's list shows: newest first."""
+    return {"pk": tag_pk(owner, key), "sk": tag_value_prefix(value) + owner_sk(created_at, job_id)}
+
+
+def job_id_of_tag_sk(sk: str) -> str:
+    return sk.split("#", 2)[2]
 
 
 # ------------------------------------------------------------- executions

@@ -96,10 +96,12 @@ def create_jobs(
 @router.get(
     "/jobs",
     summary="List the caller's jobs, newest first",
-    description=f"With a filter (`status`, `outcome`, `name_prefix`; together, all must match), one "
-    f"request reads at most {LIST_READ_BUDGET} jobs: the page may be short, even empty, with a "
-    "`next_cursor` to continue from. Only a null `next_cursor` means the end. A page costs a few "
-    "reads however many jobs it shows: each job's `last_execution` is the one its `outcome` names.",
+    description="Newest first; by name (then oldest first) with `name_prefix`, grouped by value with "
+    "`tag=key` alone. One filter (`status`, `outcome`, `name_prefix` or `tag`) reads only the jobs it "
+    f"lists. With several (all must match), one request reads at most {LIST_READ_BUDGET} jobs: the "
+    "page may be short, even empty, with a `next_cursor` to continue from. Only a null `next_cursor` "
+    "means the end. A page costs a few reads however many jobs it shows: each job's `last_execution` "
+    "is the one its `outcome` names.",
     responses=openapi_responses(200, JobPage, "A page.", 400),
 )
 def list_jobs(
