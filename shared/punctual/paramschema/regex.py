@@ -98,7 +98,10 @@ class _Regex:
         # instruction's test (-1 for those that read no character).
         self._tests: list[Callable[[str], bool]] = []
         self._test_ids: dict[Any, int] = {}
-        self._emit_sequence(list(parsed))
+        try:
+            self._emit_sequence(list(parsed))
+        except RecursionError:
+            raise ValueError("the pattern nests too deeply") from None
         self.program.append(("match",))
         self._anchored = any(instruction[0] == "assert" for instruction in self.program)
         self._test_of = [instruction[1] if instruction[0] == "char" else -1 for instruction in self.program]
