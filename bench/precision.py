@@ -31,6 +31,8 @@ Ctrl-C's SIGINT at the end, on errors and on Ctrl-C too):
     make bench-precision                                   # the defaults, writes docs/lateness.png
     .venv/bin/python -m bench.precision --burst 1000 --tick-seconds 10
     .venv/bin/python -m bench.precision --burst 10 --cron 2 --rate 2 --around 3 --tick-seconds 5
+    # a young stack: started 30 s before the burst's creations, spread over leads of 5 to 170 s
+    .venv/bin/python -m bench.precision --stack-age 30 --burst-scanned-share 0 --burst-handoff-leads 5:170
 
 A run lasts from the first creation (the scanned burst part, the hand-off window plus 30 s before
 B) to B + `--around` + `--grace`: about 5 minutes at the defaults (tick one minute), 2 minutes with
@@ -101,6 +103,8 @@ TARGET_CREATES_PER_S = 50
 CREATE_ATTEMPTS = 3
 REQUEST_TIMEOUT_SECONDS = 60.0
 STACK_START_SECONDS = 60.0
+# What a stack started for --stack-age is given to be ready, when planned: it is ready in a few seconds.
+YOUNG_START_SECONDS = 5.0
 RECEIVER_START_SECONDS = 30.0
 STACK_STOP_SECONDS = 15.0  # it stops within 8 s (punctual.local.STOP_LIMIT_SECONDS), whatever runs
 # Seconds of scheduled time around the burst reported one by one.
@@ -565,9 +569,23 @@ def _lead(rng: random.Random, leads: tuple[float, float]) -> float:
     return leads[0] if leads[0] == leads[1] else rng.uniform(*leads)
 
 
-def plan_shape(args: argparse.Namespace, limit: int, now: float) -> Shape:
+def handoff_leads_of(args: argparse.Namespace) -> tuple[float, float]:
+    """The hand-off part's leads: a spread (--burst-handoff-leads), or one lead."""
+    return args.burst_handoff_leads or (args.burst_handoff_lead, args.burst_handoff_lead)
+
+
+def young_burst_at(args: argparse.Namespace, now: float) -> float:
+    """For --stack-age: the first boundary far enough ahead for a stack started now to be ready
+    (`YOUNG_START_SECONDS`), to age the given seconds, and to take the burst's longest lead."""
+    earliest = now + YOUNG_START_SECONDS + args.stack_age + handoff_leads_of(args)[1]
+    return math.ceil(earliest / args.align) * args.align
+
+
+def plan_shape(args: argparse.Namespace, limit: int, now: float, burst_at: float | None = None) -> Shape:
     """When each job is created and due, around a burst at the first minute boundary far enough
-    ahead for every creation to get its lead."""
+    ahead for every creation to get its lead. Given `burst_at` (a young stack's, --stack-age), the
+    burst is there, and the steady jobs that would be created before `now` are left out: a stack
+    started just before has seen none of them."""
     rng = random.Random(args.seed)
     handoff = args.handoff_window or (2.0, float(min(75, limit - 10)))
     scanned = args.scanned_window or (float(limit + 10), float(limit + 40))
@@ -578,14 +596,15 @@ def plan_shape(args: argparse.Namespace, limit: int, now: float) -> Shape:
         )
     # A spread of leads (--burst-handoff-leads): clients creating a burst over minutes, each job as
     # someone asks for it, rather than all at one moment.
-    handoff_leads = args.burst_handoff_leads or (args.burst_handoff_lead, args.burst_handoff_lead)
+    handoff_leads = handoff_leads_of(args)
     first_creation = max(
         scanned_lead if args.burst and args.burst_scanned_share > 0 else 0.0,
         handoff_leads[1] + 5.0,
         args.around + (scanned[1] if args.scanned_share > 0 else handoff[1]) + 2.0,
         args.flood_seconds / 2 + 1.0,
     )
-    burst_at = math.ceil((now + first_creation + 5.0) / args.align) * args.align
+    if burst_at is None:
+        burst_at = math.ceil((now + first_creation + 5.0) / args.align) * args.align
     scanned_count = round(args.burst * args.burst_scanned_share) if args.burst else 0
     index = iter(range(10**9))
     plans: dict[str, list[Planned]] = {
@@ -609,7 +628,7 @@ def plan_shape(args: argparse.Namespace, limit: int, now: float) -> Shape:
         to_scanner = math.floor((i + 1) * args.scanned_share) > math.floor(i * args.scanned_share)
         low, high = scanned if to_scanner else handoff
         steady.append(Planned(next(index), STEADY, due - rng.uniform(low, high), due))
-    plans["steady"] = sorted(steady, key=lambda p: p.create_at)
+    plans["steady"] = sorted((p for p in steady if p.create_at >= now), key=lambda p: p.create_at)
     return Shape(burst_at, plans, (burst_at - args.flood_seconds / 2, burst_at + args.flood_seconds / 2))
 
 
@@ -1134,6 +1153,15 @@ def build_parser() -> argparse.ArgumentParser:
     stack = parser.add_argument_group("the local stack (ignored with --endpoint)")
     stack.add_argument("--tick-seconds", type=int, default=None, help="punctual local --tick-seconds")
     stack.add_argument("--concurrency", type=int, default=None, help="punctual local --concurrency")
+    stack.add_argument(
+        "--stack-age",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="a young stack: start it this long before the burst's first hand-off creation (it waits "
+        "for the boundary that allows it); steady jobs planned before it is ready are left out; "
+        "no calibration",
+    )
     remote = parser.add_argument_group("another stack")
     remote.add_argument(
         "--endpoint",
@@ -1187,13 +1215,15 @@ def run(args: argparse.Namespace, cleanup: ExitStack) -> dict[str, Any]:
     tick = args.tick_seconds or 60
     limit = handoff_seconds(tick)
     _HANDOFF_LIMIT[0] = float(limit)
-    calibration = None if args.no_calibration or args.endpoint else calibrate()
+    young = args.stack_age is not None and not args.endpoint
+    calibration = None if args.no_calibration or args.endpoint or young else calibrate()
     if calibration:
         log(f"calibration: {calibration}")
     receiver = cleanup.enter_context(running_receiver(args.receiver_host, args.receiver_port))
     receiver_url = args.receiver_url or f"http://{args.receiver_host}:{receiver.server_address[1]}"
     stack_args: list[str] = []
     stack: LocalStack | None = None
+    young_at = stack_ready = 0.0
     if args.endpoint:
         endpoint = args.endpoint
     else:
@@ -1204,13 +1234,20 @@ def run(args: argparse.Namespace, cleanup: ExitStack) -> dict[str, Any]:
         workdir = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="punctual-precision-")))
         stack = LocalStack(workdir, stack_args, args.stack_log)
         cleanup.callback(stack.stop)
+        if young:
+            # Started so that the burst's first creation comes --stack-age seconds after it is ready.
+            young_at = young_burst_at(args, time.time())
+            start_at = young_at - handoff_leads_of(args)[1] - args.stack_age - YOUNG_START_SECONDS
+            log(f"starting the local stack in {start_at - time.time():.0f} s (burst at {_iso(young_at)})")
+            time.sleep(max(0.0, start_at - time.time()))
         log(f"starting the local stack: {' '.join(stack.command[2:])}")
         stack.start()
+        stack_ready = time.time()
         endpoint = stack.url
     meter = CpuMeter(stack.process.pid if stack and stack.process else None, receiver.process.pid)
     client = PunctualClient.from_endpoint(endpoint, token=args.token, timeout=REQUEST_TIMEOUT_SECONDS)
     run_id = f"{int(time.time())}"
-    shape = plan_shape(args, limit, time.time())
+    shape = plan_shape(args, limit, time.time(), burst_at=young_at if young else None)
     log(
         f"burst of {args.burst} at {_iso(shape.burst_at)} (in {shape.burst_at - time.time():.0f} s), "
         f"{args.cron} cron jobs, {args.rate:g} steady jobs/s; receiver {receiver_url}"
@@ -1249,6 +1286,12 @@ def run(args: argparse.Namespace, cleanup: ExitStack) -> dict[str, Any]:
             except PunctualError as exc:
                 log(f"could not cancel cron job {job.job_id}: {exc}")
     creation = creation_report(created, flooded, shape.burst_at)
+    if young:
+        burst_created = [c.sent for c in made if c.planned.kind == BURST]
+        creation["stack_age_s"] = {
+            "at_first_burst_creation": round(min(burst_created, default=math.nan) - stack_ready, 1),
+            "at_burst": round(shape.burst_at - stack_ready, 1),
+        }
     result: dict[str, Any] = {
         "benchmark": "precision",
         "stack": "deployed (--endpoint)" if args.endpoint and not is_loopback(endpoint) else "local",
@@ -1269,6 +1312,7 @@ def run(args: argparse.Namespace, cleanup: ExitStack) -> dict[str, Any]:
             "grace_s": args.grace,
             "settle_s": args.settle,
             "seed": args.seed,
+            "stack_age_s": args.stack_age,
         },
         "calibration": {
             **(calibration or {}),

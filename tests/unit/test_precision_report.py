@@ -1,9 +1,19 @@
-"""The precision benchmark's count of creations in each second of its flood, and its watch on its own
-process's stalls (bench.precision)."""
+"""The precision benchmark's count of creations in each second of its flood, its watch on its own
+process's stalls, and its young stack's shape (bench.precision)."""
 
 from __future__ import annotations
 
-from bench.precision import Flooded, StallWatch, creation_report
+import argparse
+
+from bench.precision import (
+    YOUNG_START_SECONDS,
+    Flooded,
+    StallWatch,
+    build_parser,
+    creation_report,
+    plan_shape,
+    young_burst_at,
+)
 
 
 def test_a_flood_second_without_an_answer_counts_as_a_second_of_none() -> None:
@@ -60,3 +70,38 @@ def test_the_stall_watch_thread_stops_when_asked() -> None:
     watch.start()
     watch.stop()
     assert not watch._thread.is_alive()
+
+
+def _young_args(**changes: object) -> argparse.Namespace:
+    shape = "--burst 100 --burst-scanned-share 0 --burst-handoff-leads 5:170 --stack-age 30"
+    args = build_parser().parse_args(shape.split())
+    return argparse.Namespace(**{**vars(args), **changes})
+
+
+def test_a_young_stacks_burst_is_first_created_its_age_after_the_start() -> None:
+    # Given a stack to start now, 30 s before the burst's first creation, leads up to 170 s
+    args = _young_args()
+    now = 1_800_000_007.0
+    # When the burst's instant is planned
+    burst_at = young_burst_at(args, now)
+    # Then it is the first minute boundary that leaves the start, the age and the longest lead
+    assert burst_at % 60 == 0
+    assert now + YOUNG_START_SECONDS + 30 + 170 <= burst_at < now + YOUNG_START_SECONDS + 30 + 170 + 60
+
+
+def test_a_young_stacks_shape_spreads_the_burst_over_its_leads_and_drops_steady_jobs_before_it() -> None:
+    # Given a young stack ready now, its burst planned 200 s ahead
+    args = _young_args(rate=15.0, around=90.0, handoff_window=(2.0, 75.0))
+    now = 1_800_000_000.0
+    # When the creations are planned
+    shape = plan_shape(args, 180, now, burst_at=now + 200.0)
+    # Then the burst is due at that instant, each created within the leads given
+    burst = shape.plans["handoff burst"]
+    assert len(burst) == 100
+    assert {p.due for p in burst} == {now + 200.0}
+    assert all(5.0 <= p.due - p.create_at <= 170.0 for p in burst)
+    assert max(p.due - p.create_at for p in burst) > 150  # spread, not one lead
+    # And no steady job is to be created before the stack was ready
+    steady = shape.plans["steady"]
+    assert steady and min(p.create_at for p in steady) >= now
+    assert len(steady) < round(15.0 * 2 * 90.0)
