@@ -82,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     # Ctrl-C reaches the terminal's whole process group: the stack decides when the API stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.nice(NICENESS)
+    from punctual.local import collector
+
+    collector.freeze_after_full_passes()
     notices = Notices(os.fdopen(args.notices_fd, "w", encoding="utf-8"))
     listening = socket.socket(fileno=args.socket_fd)
     try:

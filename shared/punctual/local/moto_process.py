@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     from werkzeug.serving import make_server
 
+    from punctual.local import collector
     from punctual.local.durable import DurableApp, DurableTables, install_hooks
     from punctual.local.faults import ENVIRONMENT_SWITCH, FillableDisk
     from punctual.local.gate import MOTO_SLOTS, Gate, MotoGate
@@ -90,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     remember_each_services_app(app)
     app = MotoGate(JsonCallsLane(app), Gate(MOTO_SLOTS))
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
+    collector.freeze_after_full_passes()  # the table's objects: collector.py says why
     # Bound here rather than by werkzeug, which exits the process when the port is taken.
     try:
         listener = socket.create_server((HOST, args.port))

@@ -29,7 +29,7 @@ from typing import IO, Any
 from punctual import call_class, handoff, randomness, resources, target_arns, wiring
 from punctual.clock import SystemClock
 from punctual.config import Settings
-from punctual.local import clients, provision
+from punctual.local import clients, collector, provision
 from punctual.local.api_process import Config as ApiConfig
 from punctual.local.clients import REGION, StackError
 from punctual.local.esm import Handler
@@ -137,6 +137,7 @@ class LocalStack:
             raise DataDirError(f"cannot use the data directory {options.data_dir}: {exc}") from exc
         self._lock.acquire()
         clients.add_source_root()
+        collector.freeze_after_full_passes()
         scanner = load_handler(resources.FUNCTIONS["scanner"], fresh=False)
         # Bound before anything starts: a port in use is the likeliest reason not to start. Its
         # process loads the API while moto starts.
