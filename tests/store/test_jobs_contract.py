@@ -14,6 +14,7 @@ from moto import mock_aws
 
 from punctual import resources
 from punctual.errors import InvalidRequest, LostRace
+from punctual.local import provision
 from punctual.models import Execution, ExecutionStatus, Job, JobStatus
 from punctual.store import Store, keys
 from punctual.store.lifecycle import IllegalTransition
@@ -376,3 +377,27 @@ def test_a_table_still_gaining_its_list_indexes_lists_by_filtering_the_owners_jo
     assert [j.id for j in by_status.items] == ["job_1"]
     assert [j.id for j in by_outcome.items] == ["job_2"]
     assert [j.id for j in by_name.items] == ["job_3"]
+
+
+def test_a_local_table_kept_from_an_earlier_version_gains_the_list_indexes() -> None:
+    # Given a local stack's table kept from before the list indexes, holding a paused job
+    earlier = replace(
+        resources.TABLE,
+        indexes=tuple(i for i in resources.TABLE.indexes if i not in resources.LIST_INDEXES),
+    )
+    session = boto3.session.Session(region_name="us-east-1")
+    with mock_aws():
+        client = session.client("dynamodb")
+        client.create_table(**earlier.create_table_kwargs("punctual"))
+        kept = Store(session.resource("dynamodb"), client, "punctual", shard_count=4, retention_days=30)
+        kept.jobs.put_new(job(status=JobStatus.PAUSED, next_run_at=None))
+        # When the local stack starts on it
+        provision.create_all(client, session.client("sqs"))
+        # Then the table has every index, and the job is listed from by_status
+        described = client.describe_table(TableName="punctual")["Table"]
+        with reading(kept) as reads:
+            paused = kept.jobs.page(OWNER, JobStatus.PAUSED, 10, None)
+    assert [i["IndexName"] for i in described["GlobalSecondaryIndexes"]] == [
+        i.name for i in resources.TABLE.indexes
+    ]
+    assert [j.id for j in paused.items] == ["job_1"] and reads.entries == 1

@@ -20,6 +20,21 @@ class Provisioned:
     notify_queue_url: str = ""
 
 
+def _add_missing_indexes(dynamodb_client: Any, table_name: str) -> None:
+    """Give a table kept from an earlier version the indexes it lacks, one an update (as DynamoDB
+    takes them); its items are indexed as they are."""
+    wanted = resources.TABLE.create_table_kwargs(table_name)
+    described = dynamodb_client.describe_table(TableName=table_name)["Table"]
+    have = {index["IndexName"] for index in described.get("GlobalSecondaryIndexes", [])}
+    for index in wanted["GlobalSecondaryIndexes"]:
+        if index["IndexName"] not in have:
+            dynamodb_client.update_table(
+                TableName=table_name,
+                AttributeDefinitions=wanted["AttributeDefinitions"],
+                GlobalSecondaryIndexUpdates=[{"Create": index}],
+            )
+
+
 def create_all(dynamodb_client: Any, sqs_client: Any, prefix: str = "") -> Provisioned:
     """Create (or find) the table and both queues; idempotent."""
     table = resources.TABLE
@@ -32,6 +47,8 @@ def create_all(dynamodb_client: Any, sqs_client: Any, prefix: str = "") -> Provi
             TableName=table_name,
             TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
         )
+    else:
+        _add_missing_indexes(dynamodb_client, table_name)
     dlq = resources.DEAD_LETTER_QUEUE
     dlq_url = sqs_client.create_queue(
         QueueName=prefix + dlq.name,
