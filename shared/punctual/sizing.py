@@ -19,10 +19,21 @@ PARTITION_READ_UNITS = 3000.0
 TABLE_QUOTA_UNITS = 40_000
 NEW_TABLE_WRITE_UNITS = 4_000
 ACCOUNT_PROVISIONED_UNITS = 80_000
-# Lambda: concurrent executions per account and region (adjustable); an SQS event source mapping's
-# maximum concurrency setting goes up to 1,000.
+# Lambda: concurrent executions per account and region (adjustable; a new account starts lower and
+# AWS raises it with use: "Lambda quotas"); an SQS event source mapping's MaximumConcurrency setting
+# goes up to 1,000 ("ScalingConfig").
 LAMBDA_ACCOUNT_CONCURRENCY = 1_000
 ESM_MAX_CONCURRENCY = 1_000
+# A standard-mode mapping without MaximumConcurrency: "Configuring scaling behavior for SQS event source
+# mappings" says 1,000 batches at once, AWS's Knowledge Center and Compute Blog say 1,250 concurrent
+# invokes. Lateness is planned with the stricter 1,000, the account's concurrency with 1,250.
+ESM_STANDARD_BATCHES = 1_000
+ESM_STANDARD_CONCURRENCY = 1_250
+# An execution environment serves about 10 requests a second, so a function's request rate is capped
+# near 10 x its concurrency; a function adds at most 1,000 environments every 10 s, refilled
+# continuously, unused rate not carried over ("Lambda scaling behavior").
+LAMBDA_REQUESTS_PER_ENVIRONMENT = 10
+LAMBDA_ENVIRONMENTS_PER_10_SECONDS = 1_000
 # Lambda gives CPU in proportion to memory: one vCPU at 1,769 MB.
 LAMBDA_MB_PER_VCPU = 1769
 # SQS standard queue: about 120,000 messages in flight (received, not yet deleted); delayed
@@ -34,9 +45,12 @@ API_GATEWAY_RPS = 10_000
 EVENTBRIDGE_PUT_EVENTS_PER_SECOND = 10_000
 SQS_BATCH = 10
 # An SQS event source mapping in provisioned mode: each event poller takes up to 10 concurrent
-# invokes, 10 receives a second or 1 MB/s; MinimumPollers is 2-200, MaximumPollers 2-2,000; scaling
-# adds up to 1,000 concurrent invokes a minute (https://docs.aws.amazon.com/lambda/latest/dg/
-# services-sqs-scaling.html). Standard mode starts at 5 and adds up to 300 a minute.
+# invokes, 10 receives a second or 1 MB/s; MinimumPollers is 2-200; scaling adds up to 1,000
+# concurrent invokes a minute ("Configuring scaling behavior for SQS event source mappings").
+# MaximumPollers: the API reference's "ProvisionedPollerConfig" accepts 2-10,000 for SQS (its earlier
+# versions 2,000), CloudFormation's "AWS::Lambda::EventSourceMapping ProvisionedPollerConfig" and the
+# CDK at most 2,000: designed for the stricter 2,000, which is also what a CloudFormation stack can set.
+# Standard mode starts at 5 and adds up to 300 a minute.
 POLLER_CONCURRENT_INVOKES = 10
 POLLER_RECEIVES_PER_SECOND = 10
 POLLER_BYTES_PER_SECOND = 1_000_000

@@ -36,6 +36,7 @@ from punctual.sizing import (
     EVENTBRIDGE_PUT_EVENTS_PER_SECOND,
     LAMBDA_ACCOUNT_CONCURRENCY,
     LAMBDA_MB_PER_VCPU,
+    LAMBDA_REQUESTS_PER_ENVIRONMENT,
     MIN_POLLERS_RANGE,
     NEW_TABLE_WRITE_UNITS,
     PARTITION_WRITE_UNITS,
@@ -51,6 +52,15 @@ def scanner_rate(memory_mb: int) -> float:
     """Executions a second one scanner invocation enqueues at `memory_mb` (GIL: one core at most)."""
     share = min(1.0, memory_mb / LAMBDA_MB_PER_VCPU)
     return min(SCANNER_RATE_FULL_CORE, share * 1e6 / SCANNER_CPU_MS_PER_1000)
+
+
+def environments_for(invocations_per_second: float, seconds_each: float) -> float:
+    """Execution environments a function needs for `invocations_per_second` lasting `seconds_each`:
+    Little's law, and never under a tenth of the rate, since an environment serves about 10 requests a
+    second however short they are ("Lambda scaling behavior")."""
+    return max(
+        invocations_per_second * seconds_each, invocations_per_second / LAMBDA_REQUESTS_PER_ENVIRONMENT
+    )
 
 
 def fixed_monthly(fanout: int, shard_count: int, prices: Prices = PRICES) -> dict[str, float]:
@@ -339,6 +349,8 @@ def plan(
       that filing a marker for every execution stays within the filing share of each bucket.
     - Workers: Little's law, executions in flight = rate x (task + batch overhead), ten a batch.
     - API: one request a one-time job, or one a BATCH_JOBS of them when `batched` (longer each).
+      Either function needs at least a tenth of its invocations a second in environments
+      (`environments_for`).
     - DynamoDB: on-demand, or with `utilisation_percent`, provisioned and auto scaled to keep that
       percent busy: see `ProvisionedPlan` (priced for a steady load at the target) and `_provisioned`
       (its bounds); `reserved`, that capacity bought as one-year reserved capacity.
@@ -376,10 +388,10 @@ def plan(
 
     peak = busiest / 60
     in_flight = peak * (a.task_seconds + a.worker_overhead_seconds)
-    worker_concurrency = in_flight / a.batch_fill
+    worker_concurrency = environments_for(peak / a.batch_fill, a.task_seconds + a.worker_overhead_seconds)
     usage = blended(recurring_share, batched=batched)
     api_rps = n * usage.api_requests
-    api_concurrency = api_rps * a.api_seconds
+    api_concurrency = environments_for(api_rps, a.api_seconds)
     write_units = usage.write_units_keys_only if a.keys_only_indexes else usage.write_units
     utilisation = None if utilisation_percent is None else utilisation_percent / 100
     costs = cost_per_execution(usage, a, prices, utilisation=utilisation)
