@@ -117,7 +117,14 @@ class JobService:
             page = Page(jobs, ids.last_key)
         else:
             page = self._store.jobs.page(
-                owner, status, limit, start_key, tag=tag, outcome=outcome, name_prefix=name_prefix
+                owner,
+                status,
+                limit,
+                start_key,
+                tag=tag,
+                outcome=outcome,
+                name_prefix=name_prefix,
+                now=self._clock.now(),  # (how old a tag entry of a job gone must be to be deleted)
             )
         return replace(page, items=self._store.jobs.with_outcome_executions(page.items))
 
@@ -187,7 +194,7 @@ class JobService:
         start_key: dict[str, Any] | None,
         change: Any,
     ) -> BulkChange:
-        page = self._store.jobs.page(owner, status, limit, start_key, tag=tag)
+        page = self._store.jobs.page(owner, status, limit, start_key, tag=tag, now=self._clock.now())
         changed: list[Job] = []
         failed: list[tuple[str, str]] = []
         for job in page.items:

@@ -329,6 +329,23 @@ def test_a_stale_tag_entry_is_skipped_and_deleted_by_the_list_that_reads_it(stor
         KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": keys.tag_pk(OWNER, "team")}
     )
     assert sorted(keys.job_id_of_tag_sk(str(item["sk"])) for item in left) == ["job_1", "job_coming"]
+    # and an entry an idempotent retry's draft wrote for the same id (created later; its put lost)
+    # does not list the job twice, and is deleted
+    store.table.batch_write(
+        [put(keys.tag_key(OWNER, "team", "billing", stored.created_at + timedelta(seconds=3), stored.id))]
+    )
+    once = store.jobs.page(OWNER, None, 10, None, tag=("team", "billing"), now=NOW + timedelta(minutes=1))
+    assert [j.id for j in once.items] == [stored.id]
+    billing = store.table.query_all(
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :v)",
+        ExpressionAttributeValues={
+            ":pk": keys.tag_pk(OWNER, "team"),
+            ":v": keys.tag_value_prefix("billing"),
+        },
+    )
+    assert [str(item["sk"]) for item in billing] == [
+        keys.tag_key(OWNER, "team", "billing", NOW, stored.id)["sk"]
+    ]
 
 
 def test_another_owners_job_is_read_as_missing_with_the_same_calls(store: Store) -> None:

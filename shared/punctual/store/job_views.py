@@ -298,16 +298,21 @@ class _Source:
         return cursor_key(start_key, equal=equal, prefixed=prefixed)
 
     def backed(self, entry: dict[str, Any], job: Job | None, now: datetime | None) -> bool:
-        """False for a tag entry to delete: its job no longer has that tag at that value, or is gone
-        (known only `STALE_TAG_ENTRY_AGE` after its creation, its entries being written first)."""
+        """False for a tag entry to delete: its job no longer has that tag at that value, is not the
+        job it was written for (an idempotent retry's draft, created later, that lost the race), or is
+        gone (known only `STALE_TAG_ENTRY_AGE` after its creation, its entries being written first)."""
         if self.index is not None:
             return True
         key = self.partition[0].rsplit("#", 1)[1]
-        sk = str(entry["sk"])
+        value_prefix, _, written_for = str(entry["sk"]).partition("#")
         if job is None:
-            created = from_epoch_ms(int(sk.split("#", 2)[1]))
+            created = from_epoch_ms(int(written_for.split("#", 1)[0]))
             return now is None or now - created < STALE_TAG_ENTRY_AGE
-        return key in job.tags and sk.startswith(keys.tag_value_prefix(job.tags[key]))
+        return (
+            key in job.tags
+            and f"{value_prefix}#" == keys.tag_value_prefix(job.tags[key])
+            and written_for == keys.owner_sk(job.created_at, job.id)
+        )
 
 
 def _index_missing(exc: ClientError, source: _Source) -> bool:
