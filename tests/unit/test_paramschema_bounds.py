@@ -58,6 +58,12 @@ WORST_CASES: dict[str, tuple[Any, Any, bool]] = {
         [0] * 6000 + [9],
         False,
     ),
+    "a 64 KiB schema: an enum of 21,000 options": ({"enum": [0] * 21_000}, -1, False),
+    "a 64 KiB schema: 1,999 subschemas": (
+        {"properties": {str(i): {"minimum": i} for i in range(1999)}},
+        {},
+        True,
+    ),
     "enum of long strings": ({"enum": ["x" * 20_000 + str(i) for i in range(3)]}, "x" * 20_000 + "2", True),
     "uniqueItems over 120,000 items": ({"uniqueItems": True}, [[i] for i in range(120_000)], False),
     "anyOf under items, 120,000 items": (

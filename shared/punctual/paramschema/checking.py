@@ -89,12 +89,16 @@ _NUMBERS = ("maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum")
 
 def compile_schema(schema: Any) -> CompiledSchema:
     """Check a schema and prepare it for validation; SchemaError says what is wrong, and where."""
+    # The size first: measuring it is quick, and bounds the walk that checks the rest.
+    try:
+        size = len(json.dumps(schema).encode())
+    except RecursionError:
+        size = 0  # (nested past what json can write: json_problem says so)
+    if size > MAX_SCHEMA_BYTES:
+        raise SchemaError("", f"{size:,} bytes as JSON; at most {MAX_SCHEMA_BYTES:,}")
     problem = json_problem(schema, MAX_SCHEMA_DEPTH)
     if problem is not None:
         raise SchemaError("", problem)
-    size = len(json.dumps(schema).encode())
-    if size > MAX_SCHEMA_BYTES:
-        raise SchemaError("", f"{size:,} bytes as JSON; at most {MAX_SCHEMA_BYTES:,}")
     if not isinstance(schema, dict | bool):
         raise SchemaError("", "a schema is a JSON object (or true or false)")
     compiled = CompiledSchema(schema)

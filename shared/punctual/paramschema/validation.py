@@ -10,6 +10,7 @@ parameters that would take longer end in an error, not a hang.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -243,27 +244,19 @@ def _k_const(run: _Run, schema: dict[str, Any], value: Any, path: list[str]) -> 
 
 
 _BOUNDS = (
-    ("minimum", "at least"),
-    ("exclusiveMinimum", "greater than"),
-    ("maximum", "at most"),
-    ("exclusiveMaximum", "less than"),
+    ("minimum", operator.ge, "at least"),
+    ("exclusiveMinimum", operator.gt, "greater than"),
+    ("maximum", operator.le, "at most"),
+    ("exclusiveMaximum", operator.lt, "less than"),
 )
 
 
 def _k_numbers(run: _Run, schema: dict[str, Any], value: Any, path: list[str]) -> Invalid | None:
     if not _is_number(value):
         return None
-    for keyword, words in _BOUNDS:
-        if keyword in schema:
-            bound = schema[keyword]
-            holds = {
-                "minimum": value >= bound,
-                "exclusiveMinimum": value > bound,
-                "maximum": value <= bound,
-                "exclusiveMaximum": value < bound,
-            }[keyword]
-            if not holds:
-                return run.invalid(path, f"must be {words} {bound}, not {_show(value)}")
+    for keyword, holds, words in _BOUNDS:
+        if keyword in schema and not holds(value, schema[keyword]):
+            return run.invalid(path, f"must be {words} {schema[keyword]}, not {_show(value)}")
     if "multipleOf" in schema:
         run.spend(_MULTIPLE_STEPS)
         quotient = Fraction(value) / Fraction(schema["multipleOf"])
