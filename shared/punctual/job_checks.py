@@ -46,7 +46,13 @@ NO_RUN_TO_COME = "schedule has no run time in the future (before its end_at, and
 
 def check_not_past(schedule: _Schedule, now: datetime) -> None:
     if isinstance(schedule, AtSchedule) and schedule.at < now - PAST_TOLERANCE:
-        raise InvalidRequest("schedule.at is in the past", field="schedule.at")
+        late = int((now - schedule.at).total_seconds())
+        tolerance = int(PAST_TOLERANCE.total_seconds()) // 60
+        raise InvalidRequest(
+            f"schedule.at is in the past ({late} s ago): a time up to {tolerance} minutes past runs at once, "
+            "an earlier one is refused",
+            field="schedule.at",
+        )
     end_at = getattr(schedule, "end_at", None)
     if end_at is not None and end_at <= now:
         raise InvalidRequest("schedule.end_at is in the past", field="schedule.end_at")

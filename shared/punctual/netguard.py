@@ -107,6 +107,13 @@ def loopback_allowed(allowed_networks: Iterable[str]) -> bool:
     return any(is_allowed(address, networks) for address in LOOPBACK_ADDRESSES)
 
 
+# How to let a refused address through, said with each refusal.
+REFUSAL_HINT = (
+    " (the local stack allows loopback, 127.0.0.1 and localhost; a deployed stack allows the networks "
+    "in its webhook_allowed_networks setting: cdk deploy -c webhook_allowed_networks=10.0.0.0/8)"
+)
+
+
 def resolve_checked(host: str, port: int, allowed_networks: Iterable[str], resolver: Resolver) -> list[str]:
     """The host's addresses, all of them allowed; raises AddressRefused otherwise."""
     networks = tuple(allowed_networks)
@@ -121,6 +128,7 @@ def resolve_checked(host: str, port: int, allowed_networks: Iterable[str], resol
     if refused:
         raise AddressRefused(
             f"{host!r} resolves to {', '.join(refused)}: private, loopback and link-local addresses are refused"
+            + REFUSAL_HINT
         )
     return addresses
 

@@ -179,8 +179,10 @@ def test_watch_without_a_job_tails_every_jobs_executions(api: FakeApi, capsys: C
     # executions are read
     assert code == 0
     lines = out.splitlines()
-    assert "billing" in lines[0] and "ex-1  new RUNNING" in lines[0] and "late 1.5s" in lines[0]
-    assert "RUNNING -> FAILED" in lines[1] and "error: HTTP 500" in lines[1]
+    live = next(i for i, line in enumerate(lines) if line.startswith("--- 2 jobs; live from"))
+    assert "billing" in lines[live + 1] and "ex-1  new RUNNING" in lines[live + 1]
+    assert "late 1.5s" in lines[live + 1]
+    assert "RUNNING -> FAILED" in lines[live + 2] and "error: HTTP 500" in lines[live + 2]
     assert all(r.path != "/jobs/job-2/executions" for r in api.sent())
     # and with -q only the ids, and the job's own change is told (with its note) when not quiet
     api.requests.clear()

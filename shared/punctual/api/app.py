@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatew
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, Router
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from punctual import __version__
 from punctual.api import bodies, errors
 from punctual.api.routes import ROUTERS
 from punctual.store import LIST_READ_BUDGET
@@ -191,7 +192,7 @@ def openapi() -> Response[Any]:
 def _resolver(resolver: ApiGatewayResolver) -> ApiGatewayResolver:
     resolver.configure_openapi(
         title="Punctual",
-        version="1.0.0",
+        version=__version__,  # one version: the package's, which `punctual --version` prints
         summary="A serverless job scheduler: on time, at least once.",
         description=API_DESCRIPTION,
     )

@@ -127,11 +127,20 @@ class SigV4Auth:
 
     region: str
     credentials: Any = None  # botocore Credentials; None reads the standard chain on first use
+    aws_profile: str | None = None  # the AWS config profile the chain reads (None: AWS_PROFILE's)
 
     def headers(
         self, method: str, url: str, headers: Mapping[str, str], body: bytes | None
     ) -> dict[str, str]:
-        return sign_request(method, url, headers, body, region=self.region, credentials=self.credentials)
+        return sign_request(
+            method,
+            url,
+            headers,
+            body,
+            region=self.region,
+            credentials=self.credentials,
+            aws_profile=self.aws_profile,
+        )
 
 
 def sign_request(
@@ -142,15 +151,20 @@ def sign_request(
     *,
     region: str,
     credentials: Any = None,
+    aws_profile: str | None = None,
 ) -> dict[str, str]:
     """SigV4-sign a request for `execute-api`; returns the headers to add (Authorization, X-Amz-*)."""
     # Imported here: boto3 takes a noticeable time to import and local use never needs it.
     import boto3
+    import botocore.exceptions
     from botocore.auth import SigV4Auth as BotocoreSigV4Auth
     from botocore.awsrequest import AWSRequest
 
     if credentials is None:
-        credentials = boto3.Session().get_credentials()
+        try:
+            credentials = boto3.Session(profile_name=aws_profile).get_credentials()
+        except botocore.exceptions.ProfileNotFound as exc:
+            raise ConfigurationError(str(exc)) from None
     if credentials is None:
         raise ConfigurationError(
             "no AWS credentials found for a non-local endpoint "
@@ -171,6 +185,13 @@ def is_loopback(endpoint: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def scheme_hint(url: str) -> str:
+    """`: add http://, as in http://127.0.0.1:9001/x` for a URL written without its scheme, else ""."""
+    if "://" in url or not url.strip():
+        return ""
+    return f": add http:// or https://, as in http://{url.strip()}"
 
 
 def region_for(endpoint: str, environ: Mapping[str, str] | None = None) -> str | None:
@@ -196,7 +217,9 @@ class PunctualClient:
     def __init__(self, endpoint: str, auth: Authenticator | None, *, timeout: float = 30.0) -> None:
         parts = urllib.parse.urlsplit(endpoint)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigurationError(f"endpoint must be an http(s) URL, got {endpoint!r}")
+            raise ConfigurationError(
+                f"endpoint must be an http(s) URL, got {endpoint!r}{scheme_hint(endpoint)}"
+            )
         self.endpoint = endpoint.rstrip("/")
         self.auth = auth
         self.timeout = timeout
@@ -212,6 +235,7 @@ class PunctualClient:
         *,
         token: str | None = None,
         region: str | None = None,
+        aws_profile: str | None = None,
         timeout: float = 30.0,
     ) -> PunctualClient:
         """Bearer token for a loopback endpoint, SigV4 for anything else."""
@@ -226,7 +250,7 @@ class PunctualClient:
                     f"cannot tell the AWS region of {endpoint}: set AWS_REGION "
                     "(or use the *.execute-api.<region>.amazonaws.com URL)"
                 )
-            auth = SigV4Auth(region)
+            auth = SigV4Auth(region, aws_profile=aws_profile)
         return cls(endpoint, auth, timeout=timeout)
 
     # -- transport ---------------------------------------------------------------------------------

@@ -4,26 +4,48 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfoNotFoundError
+
+from punctual.cli import display
+from punctual.cli.display import Column
 
 NONE = "-"
 
-JOB_COLUMNS = ("ID", "NAME", "STATUS", "SCHEDULE", "NEXT RUN", "OUTCOME")
-DEAD_LETTER_COLUMNS = ("EXECUTION", "JOB", "SCHEDULED", "DEAD-LETTERED", "ERROR")
-EXECUTION_COLUMNS = ("ID", "STATUS", "SCHEDULED", "STARTED", "FINISHED", "ATTEMPTS", "LATENESS", "ERROR")
+# What gives way when a table is wider than the terminal: cut columns (shrink) before leaving
+# columns out (drop, 1 first); ids and statuses are never cut.
+JOB_COLUMNS = (
+    Column("ID"),
+    Column("NAME", shrink=10, drop=3),
+    Column("STATUS"),
+    Column("SCHEDULE", shrink=12),
+    Column("NEXT RUN", drop=2),
+    Column("OUTCOME", shrink=9, drop=1),
+)
+DEAD_LETTER_COLUMNS = (
+    Column("EXECUTION"),
+    Column("JOB", shrink=10, drop=3),
+    Column("SCHEDULED", drop=2),
+    Column("DEAD-LETTERED", drop=1),
+    Column("ERROR", shrink=12, drop=4),
+)
+EXECUTION_COLUMNS = (
+    Column("ID"),
+    Column("STATUS"),
+    Column("SCHEDULED"),
+    Column("STARTED", drop=2),
+    Column("FINISHED", drop=1),
+    Column("ATTEMPTS", drop=3),
+    Column("LATENESS", drop=4),
+    Column("ERROR", shrink=12, drop=5),
+)
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
-    """Left-aligned columns two spaces apart; the last column is not padded."""
-    lines = [list(headers), *[list(row) for row in rows]]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
-    out = []
-    for line in lines:
-        cells = [cell.ljust(width) for cell, width in zip(line[:-1], widths, strict=False)]
-        out.append("  ".join([*cells, line[-1]]).rstrip())
-    return "\n".join(out)
+def table(headers: Sequence[str | Column], rows: Iterable[Sequence[str]]) -> str:
+    """Left-aligned columns two spaces apart, the last not padded, fitted to the reader's terminal."""
+    columns = [h if isinstance(h, Column) else Column(h) for h in headers]
+    return display.fit(columns, [list(row) for row in rows], display.current.width)
 
 
 def details(pairs: Sequence[tuple[str, str]]) -> str:
@@ -37,27 +59,24 @@ def truncate(text: str, limit: int) -> str:
 
 
 def short_time(value: Any) -> str:
-    """`2026-12-01T09:00:00.000Z` → `2026-12-01 09:00:00Z` (the API always answers UTC)."""
-    if not value:
-        return NONE
-    text = str(value)
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return text
-    if parsed.tzinfo is None:
-        return text
-    return parsed.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+    """An API time in the display zone, marked: `2026-12-01 10:00:00 CET`, `2026-12-01 09:00:00Z`."""
+    return display.current.time(value)
 
 
-def in_zone(value: str, zone: str) -> str:
-    """A UTC timestamp shown as wall-clock time in an IANA zone, or "" if either cannot be read."""
+def run_time(value: Any, schedule: Any) -> str:
+    """A run's time: a cron job's in its own zone beside UTC (and the display zone when that is a third
+    one), `2026-12-07 09:00:00 CET (2026-12-07 08:00:00Z)`; any other in the display zone."""
+    zone = schedule.get("timezone") if isinstance(schedule, dict) and schedule.get("type") == "cron" else None
+    if not value or not zone or zone in display.UTC_NAMES or display.parse(value) is None:
+        return short_time(value)
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        local = parsed.astimezone(ZoneInfo(zone))
-    except (ValueError, ZoneInfoNotFoundError):
-        return ""
-    return local.strftime("%Y-%m-%d %H:%M:%S %Z")
+        own = display.current.time(value, zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        return short_time(value)
+    also = [display.current.time(value, "UTC")]
+    if display.current.zone_name != zone and display.current.zone_name not in display.UTC_NAMES:
+        also.append(short_time(value))
+    return f"{own} ({', '.join(also)})"
 
 
 def duration(seconds: Any) -> str:
@@ -142,9 +161,9 @@ def outcome_summary(job: Mapping[str, Any]) -> str:
     return str(last.get("status", NONE)) if isinstance(last, dict) else NONE
 
 
-def job_row(job: Mapping[str, Any]) -> list[str]:
+def job_row(job: Mapping[str, Any], short_id: str | None = None) -> list[str]:
     return [
-        str(job.get("id", NONE)),
+        short_id or str(job.get("id", NONE)),
         truncate(str(job.get("name") or NONE), 32),
         str(job.get("status", NONE)),
         schedule_summary(job.get("schedule")),
@@ -154,7 +173,9 @@ def job_row(job: Mapping[str, Any]) -> list[str]:
 
 
 def jobs_table(jobs: Iterable[Mapping[str, Any]]) -> str:
-    return table(JOB_COLUMNS, [job_row(job) for job in jobs])
+    jobs = list(jobs)
+    short = display.job_ids([str(job.get("id", NONE)) for job in jobs])
+    return table(JOB_COLUMNS, [job_row(job, short[str(job.get("id", NONE))]) for job in jobs])
 
 
 def job_details(job: Mapping[str, Any]) -> str:
@@ -168,7 +189,7 @@ def job_details(job: Mapping[str, Any]) -> str:
         ("timeout", duration(job.get("timeout_seconds")) if job.get("timeout_seconds") else _inherited(job)),
         ("policy", policy_summary(job.get("policy"))),
         ("tags", tags_summary(job.get("tags"))),
-        ("next run", short_time(job.get("next_run_at"))),
+        ("next run", run_time(job.get("next_run_at"), job.get("schedule"))),
         ("outcome", outcome_summary(job)),
         ("last execution", execution_summary(job.get("last_execution"))),
         ("created", short_time(job.get("created_at"))),
@@ -247,9 +268,11 @@ def notify_summary(rule: Any) -> str:
 
 
 def dead_letters_table(letters: Iterable[Mapping[str, Any]]) -> str:
+    letters = list(letters)
+    short = display.execution_ids([str(letter.get("execution_id", NONE)) for letter in letters])
     rows = [
         [
-            str(letter.get("execution_id", NONE)),
+            short[str(letter.get("execution_id", NONE))],
             truncate(str(letter.get("job_name") or letter.get("job_id") or NONE), 32),
             short_time(letter.get("scheduled_at")),
             short_time(letter.get("dead_lettered_at")),
@@ -307,9 +330,9 @@ def execution_summary(execution: Any) -> str:
     return text
 
 
-def execution_row(execution: Mapping[str, Any]) -> list[str]:
+def execution_row(execution: Mapping[str, Any], short_id: str | None = None) -> list[str]:
     return [
-        str(execution.get("id", NONE)),
+        short_id or str(execution.get("id", NONE)),
         str(execution.get("status", NONE)),
         short_time(execution.get("scheduled_at")),
         short_time(execution.get("started_at")),
@@ -320,22 +343,38 @@ def execution_row(execution: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def executions_table(executions: Iterable[Mapping[str, Any]]) -> str:
-    return table(EXECUTION_COLUMNS, [execution_row(execution) for execution in executions])
+def executions_table(executions: Iterable[Mapping[str, Any]], job_id: str | None = None) -> str:
+    """Executions as a table; those of `job_id` by what their ids add to the job's."""
+    executions = list(executions)
+    short = display.execution_ids([str(e.get("id", NONE)) for e in executions], job_id)
+    rows = [execution_row(e, short[str(e.get("id", NONE))]) for e in executions]
+    return table(EXECUTION_COLUMNS, rows)
 
 
-def watch_line(now: datetime, execution: Mapping[str, Any], previous: Mapping[str, Any] | None) -> str:
-    """One line of `punctual watch`: a new execution, or a change of status or attempt."""
+def watch_line(
+    now: datetime,
+    execution: Mapping[str, Any],
+    previous: Mapping[str, Any] | None,
+    short_id: str | None = None,
+    *,
+    history: bool = False,
+) -> str:
+    """One line of `punctual watch`: a new execution, or a change of status or attempt, at `now`; or
+    (`history`) an execution as it was when the watch began, at its own time (its end, its start or
+    else its scheduled time)."""
     status = str(execution.get("status", NONE))
-    if previous is None:
+    if history:
+        change = status
+    elif previous is None:
         change = f"new {status}"
     elif previous.get("status") != status:
         change = f"{previous.get('status', NONE)} -> {status}"
     else:
         change = status
+    own = execution.get("finished_at") or execution.get("started_at") or execution.get("scheduled_at")
     parts = [
-        now.astimezone(UTC).strftime("%H:%M:%S"),
-        str(execution.get("id", NONE)),
+        short_time(own) if history else display.current.clock(now),
+        short_id or str(execution.get("id", NONE)),
         change,
         f"scheduled {short_time(execution.get('scheduled_at'))}",
         f"attempt {execution.get('attempts', NONE)}",
@@ -345,8 +384,15 @@ def watch_line(now: datetime, execution: Mapping[str, Any], previous: Mapping[st
     if execution.get("error"):
         parts.append(f"error: {truncate(str(execution['error']), 100)}")
     if execution.get("retry_of"):
-        parts.append(f"retry of {execution['retry_of']}")
-    return "  ".join(parts)
+        retried = str(execution["retry_of"])
+        parts.append(f"retry of {display.execution_ids([retried])[retried]}")
+    return fitted("  ".join(parts))
+
+
+def fitted(line: str) -> str:
+    """A line cut to the terminal's width (never wrapped)."""
+    width = display.current.width
+    return line if width is None else display.cut(line, width)
 
 
 def tasks_text(answer: Mapping[str, Any]) -> str:

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from punctual import __version__, capacity, sizing
-from punctual.cli import common
+from punctual.cli import common, config, connect, display, ids, suggest
 from punctual.cli import formatting as cli_format
 from punctual.cli import monitoring as cli_monitoring
 from punctual.cli.client import (
@@ -24,8 +24,8 @@ from punctual.cli.client import (
     ConnectionFailed,
     JsonObject,
     PunctualClient,
-    default_endpoint,
     is_loopback,
+    scheme_hint,
 )
 from punctual.cli.common import UsageError, parse_duration, positive_int
 from punctual.timefmt import parse_rfc3339
@@ -41,6 +41,7 @@ JOB_STATUSES = ("ACTIVE", "PAUSED", "CANCELLED", "COMPLETED")
 BUILTIN_TYPES = ("http", "lambda", "sqs", "sns", "eventbridge", "stepfunctions", "noop", "sleep", "fail")
 FINAL_EXECUTION_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED"})
 MAX_BATCH_JOBS = 100  # POST /jobs/batch
+MIN_EVERY_SECONDS = 60  # a rate schedule's shortest period (schedule.every_seconds)
 DEFAULT_UTILISATION = 70  # `capacity --provisioned`: as infra/settings.py deploys
 
 Handler = Callable[[PunctualClient, argparse.Namespace], int]
@@ -55,7 +56,9 @@ def check_timestamp(text: str, flag: str) -> str:
     try:
         parse_rfc3339(text)
     except ValueError as exc:
-        raise UsageError(f"{flag}: {exc} (e.g. 2026-12-01T10:00:00+01:00)") from None
+        # (the parser's message gives its own example)
+        example = "" if "e.g." in str(exc) else " (e.g. 2026-12-01T10:00:00+01:00)"
+        raise UsageError(f"{flag}: {exc}{example}") from None
     return text.strip()
 
 
@@ -89,10 +92,15 @@ def build_schedule(args: argparse.Namespace, *, default_now: bool) -> JsonObject
     if args.cron is not None:
         schedule = {"type": "cron", "expression": args.cron}
         if args.tz is not None:
-            schedule["timezone"] = args.tz
+            schedule["timezone"] = display.check_zone(args.tz, "--tz")
         return schedule | window
     if args.every is not None:
-        return {"type": "rate", "every_seconds": parse_duration(args.every)} | window
+        every = parse_duration(args.every)
+        if every < MIN_EVERY_SECONDS:
+            raise UsageError(
+                f"--every takes at least 1m, not {args.every} (one run {args.every} from now: --in {args.every})"
+            )
+        return {"type": "rate", "every_seconds": every} | window
     if window:
         raise UsageError("--start-at and --end-at apply to --cron or --every only")
     if args.at is not None:
@@ -126,6 +134,20 @@ def build_params(args: argparse.Namespace) -> JsonObject:
         except ValueError:
             params[key] = raw  # not JSON: a plain string
     return params
+
+
+def tag_filter(text: str) -> str:
+    """A tag filter as given, `KEY=VALUE` (as --tag on create) or `KEY`, in the API's `key:value` form.
+
+    The `KEY:VALUE` of earlier versions is taken too: a tag key holds no colon, so a colon before any
+    `=` can only be that form.
+    """
+    key, eq, value = text.partition("=")
+    if ":" in key or not eq:
+        return text
+    if not key.strip():
+        raise argparse.ArgumentTypeError(f"takes KEY=VALUE or KEY, got {text!r}")
+    return f"{key.strip()}:{value}"
 
 
 def build_tags(items: Sequence[str]) -> JsonObject:
@@ -168,6 +190,9 @@ def build_task(args: argparse.Namespace, current: Mapping[str, Any] | None = Non
     if (any(flag is not None for flag in http_flags) or args.header) and kind != "http":
         raise UsageError("--url, --method, --header and --body apply to --task http only")
     if args.url is not None:
+        hint = scheme_hint(args.url)
+        if hint:
+            raise UsageError(f"--url {args.url!r} has no scheme{hint}")
         params["url"] = args.url
     if args.method is not None:
         params["method"] = args.method.upper()
@@ -240,14 +265,41 @@ def show_page(
     items = page.get("items") or []
     print(render(items) if items else f"no {noun}")
     if page.get("next_cursor"):
-        print(f"(more {noun}: --cursor {page['next_cursor']}, or --all)", file=sys.stderr)
+        print(more_hint(noun), file=sys.stderr)
 
 
-def print_api_error(exc: ApiError) -> None:
+def more_hint(noun: str) -> str:
+    """What to do for the rest of a list: the cursor itself (hundreds of characters) is in --json."""
+    return f"(more {noun}: --all, or --cursor NEXT_CURSOR from --json)"
+
+
+def print_api_error(exc: ApiError, args: argparse.Namespace | None = None) -> None:
     print(f"punctual: error: {exc.message} (HTTP {exc.status})", file=sys.stderr)
     for line in exc.details:
         if line != exc.message:  # a single problem is usually the message itself
             print(f"  - {line}", file=sys.stderr)
+    for hint in api_error_hints(exc, args):
+        print(f"  {hint}", file=sys.stderr)
+
+
+def api_error_hints(exc: ApiError, args: argparse.Namespace | None) -> list[str]:
+    """What to do about an API error, in this CLI's words rather than HTTP's."""
+    hints = []
+    if exc.status in (401, 403) and args is not None:
+        hints.append(
+            "give your token with --token TOKEN or PUNCTUAL_TOKEN (the local stack's tokens are its "
+            "PUNCTUAL_LOCAL_TOKENS); a deployed API takes AWS credentials (AWS_PROFILE, or a profile's "
+            "aws_profile)"
+        )
+    field = exc.body.get("field") if isinstance(exc.body, dict) else None
+    name = named_task(args) if args is not None and hasattr(args, "task") else None
+    if name is not None and field == "task":
+        close = suggest.did_you_mean(name, BUILTIN_TYPES)
+        hints.append(
+            f"--task {name} is neither a task type nor one of your named tasks{close} "
+            f"(`punctual tasks` lists both; `punctual tasks create {name} --type TYPE` defines it)"
+        )
+    return hints
 
 
 # -- commands ----------------------------------------------------------------------------------------
@@ -397,7 +449,7 @@ def cmd_jobs_cancel(client: PunctualClient, args: argparse.Namespace) -> int:
 
 def _one_or_tagged(args: argparse.Namespace) -> None:
     if (args.job is None) == (args.tag is None):
-        raise UsageError("give a job id, or --tag KEY:VALUE for every job with that tag")
+        raise UsageError("give a job id, or --tag KEY=VALUE for every job with that tag")
 
 
 def _bulk(
@@ -443,7 +495,7 @@ def cmd_jobs_resume(client: PunctualClient, args: argparse.Namespace) -> int:
 
 def cmd_jobs_run(client: PunctualClient, args: argparse.Namespace) -> int:
     execution = client.run_job(args.job)
-    show(execution, args, lambda one: cli_format.executions_table([one]))
+    show(execution, args, lambda one: cli_format.executions_table([one], args.job))
     return EXIT_OK
 
 
@@ -458,7 +510,7 @@ def cmd_executions(client: PunctualClient, args: argparse.Namespace) -> int:
         page: JsonObject = {"items": items, "next_cursor": None}
     else:
         page = client.list_executions(args.job, limit=args.limit, cursor=args.cursor, **filters)
-    show_page(page, args, cli_format.executions_table, "executions")
+    show_page(page, args, lambda items: cli_format.executions_table(items, args.job), "executions")
     return EXIT_OK
 
 
@@ -472,13 +524,11 @@ def cmd_preview(client: PunctualClient, args: argparse.Namespace) -> int:
     runs = answer.get("next_runs") or []
     if not runs:
         print("no upcoming runs")
-    zone = schedule.get("timezone") if schedule.get("type") == "cron" else None
     notes = {r.get("at"): r.get("dst") for r in answer.get("runs") or [] if isinstance(r, dict)}
     for run in runs:
-        local = cli_format.in_zone(run, zone) if zone and zone != "UTC" else ""
         note = notes.get(run)
         mark = {"moved": "  [moved by a DST gap]", "repeated": "  [repeated hour]"}.get(note or "", "")
-        print(cli_format.short_time(run) + (f"  ({local})" if local else "") + mark)
+        print(cli_format.run_time(run, schedule) + mark)
     return EXIT_OK
 
 
@@ -492,7 +542,7 @@ def cmd_tasks(client: PunctualClient, args: argparse.Namespace) -> int:
             answer = {**more, "items": [*(answer.get("items") or []), *(more.get("items") or [])]}
     show(answer, args, cli_format.tasks_text)
     if not args.json and answer.get("next_cursor"):
-        print(f"(more tasks: --cursor {answer['next_cursor']}, or --all)", file=sys.stderr)
+        print(more_hint("tasks"), file=sys.stderr)
     return EXIT_OK
 
 
@@ -576,8 +626,16 @@ def _watch_done(args: argparse.Namespace, job: Mapping[str, Any], seen: Mapping[
 
 
 def _print_watch_changes(
-    args: argparse.Namespace, now: datetime, executions: list[JsonObject], seen: dict[str, JsonObject]
+    args: argparse.Namespace,
+    now: datetime,
+    executions: list[JsonObject],
+    seen: dict[str, JsonObject],
+    *,
+    history: bool = False,
 ) -> None:
+    """Each new execution and each change; on the first poll (`history`) the executions as they were
+    when the watch began, each at its own time, then a line where the live changes start."""
+    short = display.execution_ids([str(execution.get("id")) for execution in executions], args.job)
     for execution in reversed(executions):  # the API lists newest first; a log reads oldest first
         execution_id = str(execution.get("id"))
         previous = seen.get(execution_id)
@@ -587,8 +645,11 @@ def _print_watch_changes(
             elif args.json:
                 print(json.dumps(execution), flush=True)
             else:
-                print(cli_format.watch_line(now, execution, previous), flush=True)
+                line = cli_format.watch_line(now, execution, previous, short[execution_id], history=history)
+                print(line, flush=True)
         seen[execution_id] = execution
+    if history and executions and not (args.quiet or args.json):
+        print(cli_format.fitted(f"--- live from {display.current.clock(now)} ---"), flush=True)
 
 
 def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
@@ -615,11 +676,12 @@ def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
                 print(f"punctual: watch: {exc}; retrying", file=sys.stderr)
             else:
                 now = common.clock.now()
+                first = job_status is None
                 if job.get("status") != job_status and not args.json:
                     change = f"{job_status} -> {job.get('status')}" if job_status else str(job.get("status"))
-                    print(f"{now.strftime('%H:%M:%S')}  job {args.job}  {change}", flush=True)
+                    print(f"{display.current.clock(now)}  job {args.job}  {change}", flush=True)
                 job_status = str(job.get("status"))
-                _print_watch_changes(args, now, page.get("items") or [], seen)
+                _print_watch_changes(args, now, page.get("items") or [], seen, history=first)
                 if _watch_done(args, job, seen):
                     return EXIT_OK
             if deadline is not None and common.clock.now() >= deadline:
@@ -699,37 +761,15 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _connection_options(parser: argparse.ArgumentParser, default: Any) -> None:
-    """--endpoint/--token/--json, accepted before or after the command.
-
-    Sub-commands use SUPPRESS defaults so that they do not overwrite a value given before the command.
-    """
-    parser.add_argument(
-        "--endpoint",
-        default=default,
-        help="API base URL (env PUNCTUAL_ENDPOINT; default http://127.0.0.1:$PUNCTUAL_PORT or :8765). "
-        "Loopback endpoints take a bearer token, others are called signed with SigV4",
-    )
-    parser.add_argument(
-        "--token", default=default, help="bearer token for a local endpoint (env PUNCTUAL_TOKEN)"
-    )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        default=False if default is None else default,
-        help="print the API's JSON",
-    )
-    parser.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        default=False if default is None else default,
-        help="print only ids, one a line (for scripts)",
-    )
+SCHEDULE_TITLES = {
+    "create": "schedule (one of; without one the job runs now)",
+    "update": "schedule (one of; replaces the job's schedule)",
+    "preview": "schedule (one of)",
+}
 
 
-def add_schedule_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("schedule (one of; `jobs create` without one runs the job now)")
+def add_schedule_options(parser: argparse.ArgumentParser, command: str = "create") -> None:
+    group = parser.add_argument_group(SCHEDULE_TITLES[command])
     forms = group.add_mutually_exclusive_group()
     forms.add_argument("--now", action="store_true", help="run as soon as possible")
     forms.add_argument("--at", metavar="TIME", help="once, at an RFC 3339 time with offset")
@@ -737,8 +777,8 @@ def add_schedule_options(parser: argparse.ArgumentParser) -> None:
         "--in",
         dest="in_",
         metavar="DURATION",
-        help="once, this long after the API takes the request (30s, 5m, 1h30m): a retry with the same "
-        "--idempotency-key is the same job",
+        help="once, this long after the API takes the request (30s, 5m, 1h30m)"
+        + (": a retry with the same --idempotency-key is the same job" if command == "create" else ""),
     )
     forms.add_argument(
         "--cron",
@@ -806,12 +846,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit codes: 0 ok, 1 API error, 2 usage error, 3 endpoint unreachable",
     )
     parser.add_argument("--version", action="version", version=f"punctual {__version__}")
-    _connection_options(parser, None)
+    connect.add_global_options(parser, None)
+    everywhere = connect.global_parent()
     schedule, task, job = add_schedule_options, add_task_options, add_job_options
 
     def command(subparsers: Any, name: str, handler: Handler, help: str, *options: OptionAdder) -> Any:
-        sub = subparsers.add_parser(name, help=help, description=help)
-        _connection_options(sub, argparse.SUPPRESS)
+        sub = subparsers.add_parser(name, help=help, description=help, parents=[everywhere])
         for add_options in options:
             add_options(sub)
         sub.set_defaults(handler=handler)
@@ -827,7 +867,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    jobs = commands.add_parser("jobs", help="create, list and change jobs")
+    jobs = commands.add_parser("jobs", help="create, list and change jobs", parents=[everywhere])
     job_commands = jobs.add_subparsers(dest="jobs_command", metavar="ACTION", required=True)
     create = command(
         job_commands,
@@ -870,7 +910,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only jobs whose latest execution to run to its end did so",
     )
     listing.add_argument("--name-prefix", metavar="PREFIX", help="only jobs whose name starts so")
-    listing.add_argument("--tag", metavar="K:V", help="only jobs with this tag (KEY:VALUE, or KEY)")
+    listing.add_argument(
+        "--tag", type=tag_filter, metavar="K=V", help="only jobs with this tag (KEY=VALUE, or KEY for any value)"
+    )
     listing.add_argument(
         "--task", metavar="NAME", help="only the active and paused jobs using this named task"
     )
@@ -882,7 +924,7 @@ def build_parser() -> argparse.ArgumentParser:
             "update",
             cmd_jobs_update,
             "change a job",
-            schedule,
+            lambda sub: add_schedule_options(sub, "update"),
             task,
             job,
             lambda sub: cli_monitoring.add_job_options(sub, updating=True),
@@ -896,7 +938,10 @@ def build_parser() -> argparse.ArgumentParser:
         sub = command(job_commands, name, handler, help)
         sub.add_argument("job", metavar="JOB", nargs="?", help="the job id")
         sub.add_argument(
-            "--tag", metavar="K:V", help="instead of JOB: every job with this tag (KEY:VALUE, or KEY)"
+            "--tag",
+            type=tag_filter,
+            metavar="K=V",
+            help="instead of JOB: every job with this tag (KEY=VALUE, or KEY for any value)",
         )
         if name == "pause":
             sub.add_argument("--note", metavar="TEXT", help="why (shown on the job until it is resumed)")
@@ -918,7 +963,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     paging(executions)
 
-    preview = command(commands, "preview", cmd_preview, "show a schedule's next run times", schedule)
+    preview = command(
+        commands,
+        "preview",
+        cmd_preview,
+        "show a schedule's next run times",
+        lambda sub: add_schedule_options(sub, "preview"),
+    )
     preview.add_argument("--count", type=positive_int, default=5, help="how many (1-50, default 5)")
 
     watch = command(
@@ -970,7 +1021,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("name", metavar="NAME", help="the task's name")
 
     listed = command(task_commands, "list", cmd_tasks, "the task types, and a page of your named tasks")
-    listed.add_argument("--tag", metavar="K:V", help="only your tasks with this tag")
+    listed.add_argument(
+        "--tag", type=tag_filter, metavar="K=V", help="only your tasks with this tag (KEY=VALUE, or KEY)"
+    )
     paging(listed)
     command(task_commands, "create", cmd_tasks_create, "define a named task", task_options)
     command(task_commands, "get", cmd_tasks_get, "show a named task", task_name)
@@ -978,7 +1031,7 @@ def build_parser() -> argparse.ArgumentParser:
         task_commands, "update", cmd_tasks_update, "change a named task (its jobs run it next)", task_options
     )
     command(task_commands, "delete", cmd_tasks_delete, "delete a named task no active job uses", task_name)
-    cli_monitoring.register(commands, job_commands, command)
+    cli_monitoring.register(commands, job_commands, command, everywhere)
 
     defaults = capacity.Assumptions()
     plan = command(
@@ -1083,7 +1136,7 @@ def _local_arguments(argv: Sequence[str]) -> list[str] | None:
     index = 0
     while index < len(argv):
         token = argv[index]
-        if token in ("--endpoint", "--token"):
+        if token in connect.VALUED:
             index += 2
             continue
         if token.startswith("-"):
@@ -1091,6 +1144,16 @@ def _local_arguments(argv: Sequence[str]) -> list[str] | None:
             continue
         return list(argv[index + 1 :]) if token == "local" else None
     return None
+
+
+def resolve_ids(client: PunctualClient, args: argparse.Namespace) -> None:
+    """Whole ids for the shortened ones the tables show (as `git` takes a shortened hash)."""
+    if isinstance(getattr(args, "job", None), str):
+        args.job = ids.job_id(client, args.job)
+        if isinstance(getattr(args, "execution", None), str):
+            args.execution = ids.execution_id(client, args.job, args.execution)
+    elif isinstance(getattr(args, "execution", None), list) and args.execution:
+        args.execution = ids.dead_letter_ids(client, args.execution)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1115,19 +1178,23 @@ def _main(argv: list[str] | None) -> int:
         args = parser.parse_args(arguments)
     except SystemExit as exc:  # --help, --version and argparse's usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    client: PunctualClient | None = None
     try:
-        client = PunctualClient.from_endpoint(args.endpoint, token=args.token)
+        profile = config.load_profile(args.profile)
+        display.current = connect.display_for(args, profile)
+        client = connect.client_for(args, profile)
+        resolve_ids(client, args)
         handler: Handler = args.handler
         return handler(client, args)
     except (UsageError, ConfigurationError) as exc:
         print(f"punctual: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ApiError as exc:
-        print_api_error(exc)
+        print_api_error(exc, args)
         return EXIT_FAILURE
     except ConnectionFailed as exc:
         print(f"punctual: error: {exc}", file=sys.stderr)
-        if is_loopback(args.endpoint or default_endpoint()):
+        if client is not None and is_loopback(client.endpoint):
             print(
                 "  is the local stack running? start it with `punctual local` (or `make run`)",
                 file=sys.stderr,

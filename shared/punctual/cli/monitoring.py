@@ -9,12 +9,12 @@ import json
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import IO, Any
 
 from punctual import signing
-from punctual.cli import common
+from punctual.cli import common, display
 from punctual.cli import formatting as cli_format
 from punctual.cli.client import ConnectionFailed, JsonObject, PunctualClient
 from punctual.clock import Clock
@@ -25,6 +25,7 @@ FINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED"})
 # The CLI's own `--status` values for `jobs list` that are outcomes, not job statuses.
 OUTCOME_STATUSES = {"FAILED": "failed", "SUCCEEDED": "succeeded"}
 MAX_REDRIVE = 100
+HISTORY_LINES = 10  # `watch` without a job: the latest executions shown as they were when it began
 
 
 def _usage(message: str) -> Exception:
@@ -138,7 +139,7 @@ def cmd_retry(client: PunctualClient, args: argparse.Namespace) -> int:
     elif args.json:
         print(json.dumps(execution, indent=2))
     else:
-        print(cli_format.executions_table([execution]))
+        print(cli_format.executions_table([execution], args.job))
     return 0
 
 
@@ -155,7 +156,7 @@ def cmd_dead_letters_list(client: PunctualClient, args: argparse.Namespace) -> i
     else:
         print(cli_format.dead_letters_table(items) if items else "no dead letters")
         if page.get("next_cursor"):
-            print(f"(more dead letters: --cursor {page['next_cursor']}, or --all)", file=sys.stderr)
+            print("(more dead letters: --all, or --cursor NEXT_CURSOR from --json)", file=sys.stderr)
     return 0
 
 
@@ -218,10 +219,44 @@ class Tail:
         self._executions: dict[str, JsonObject] = {}
         self._busy: set[str] = set()  # jobs with an execution seen not final
         self.finished = 0  # executions seen reaching a final status
+        self._polled = False
+
+    def _history(self, now: datetime, jobs: list[JsonObject]) -> None:
+        """What a reader sees before anything changes: each job's last execution as it was (at its own
+        time, the latest few), the next run due, then where the live changes start."""
+        last = sorted(
+            (job for job in jobs if isinstance(job.get("last_execution"), dict)),
+            key=lambda job: _own_time(job["last_execution"]),
+        )
+        for job in last[-HISTORY_LINES:]:
+            execution = job["last_execution"]
+            short = display.execution_ids([str(execution.get("id"))])
+            line = cli_format.watch_line(
+                now, execution, None, short.get(str(execution.get("id"))), history=True
+            )
+            self._out(cli_format.fitted(f"{_job_label(job)}  {line}"))
+        upcoming = sorted(
+            (job for job in jobs if job.get("status") == "ACTIVE" and job.get("next_run_at")),
+            key=lambda job: parse_rfc3339(str(job["next_run_at"])),
+        )
+        if upcoming:
+            job = upcoming[0]
+            self._out(
+                cli_format.fitted(
+                    f"next run: {_job_label(job)}  at {cli_format.short_time(job['next_run_at'])}"
+                )
+            )
+        elif not jobs:
+            self._out("no jobs yet (punctual jobs create)")
+        self._out(cli_format.fitted(f"--- {len(jobs)} jobs; live from {display.current.clock(now)} ---"))
 
     def poll(self) -> None:
         now = self._clock.now()
+        first = not self._polled
+        self._polled = True
         jobs = {job["id"]: job for job in self._client.iter_jobs(limit=100, name_prefix=self._prefix)}
+        if first and not (self._json or self._quiet):
+            self._history(now, list(jobs.values()))
         for job_id, job in jobs.items():
             before = self._jobs.get(job_id)
             if before is not None and before.get("status") != job.get("status"):
@@ -278,9 +313,11 @@ class Tail:
         elif self._json:
             self._out(json.dumps({"job": {"id": job["id"], "name": job.get("name")}, **execution}))
         else:
+            short = display.execution_ids([str(execution.get("id"))])[str(execution.get("id"))]
             self._out(
-                f"{str(job.get('name') or job['id'])[:24]:<24}  "
-                + cli_format.watch_line(now, execution, previous)
+                cli_format.fitted(
+                    f"{_job_label(job)}  " + cli_format.watch_line(now, execution, previous, short)
+                )
             )
 
     def _job_line(self, now: datetime, job: Mapping[str, Any], before: Mapping[str, Any]) -> None:
@@ -292,9 +329,23 @@ class Tail:
             return
         note = f"  ({job['pause_note']})" if job.get("pause_note") else ""
         self._out(
-            f"{now.strftime('%H:%M:%S')}  job {job['id']} ({job.get('name')})  "
-            f"{before.get('status')} -> {job.get('status')}{note}"
+            cli_format.fitted(
+                f"{display.current.clock(now)}  job {job['id']} ({job.get('name')})  "
+                f"{before.get('status')} -> {job.get('status')}{note}"
+            )
         )
+
+
+def _job_label(job: Mapping[str, Any]) -> str:
+    return f"{str(job.get('name') or job['id'])[:24]:<24}"
+
+
+def _own_time(execution: Mapping[str, Any]) -> datetime:
+    own = execution.get("finished_at") or execution.get("started_at") or execution.get("scheduled_at")
+    try:
+        return parse_rfc3339(str(own))
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
 
 
 def _changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
@@ -417,8 +468,11 @@ def cmd_receive(client: PunctualClient, args: argparse.Namespace) -> int:
         server.server_close()
 
 
-def register(commands: Any, job_commands: Any, command: Callable[..., Any]) -> None:
-    """Add the monitoring commands to the parser (`command` makes one, as build_parser does)."""
+def register(
+    commands: Any, job_commands: Any, command: Callable[..., Any], everywhere: argparse.ArgumentParser
+) -> None:
+    """Add the monitoring commands to the parser (`command` makes one, as build_parser does;
+    `everywhere` holds the options taken after any command word)."""
 
     def paging(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--limit", type=_positive, help="page size (1-100)")
@@ -432,7 +486,9 @@ def register(commands: Any, job_commands: Any, command: Callable[..., Any]) -> N
     retry.add_argument("execution", metavar="EXECUTION", help="the execution id")
 
     letters = commands.add_parser(
-        "dead-letters", help="your executions that were dead-lettered: list and redrive them"
+        "dead-letters",
+        help="your executions that were dead-lettered: list and redrive them",
+        parents=[everywhere],
     )
     letter_commands = letters.add_subparsers(dest="dead_letters_command", metavar="ACTION", required=True)
     paging(command(letter_commands, "list", cmd_dead_letters_list, "list your dead-lettered executions"))

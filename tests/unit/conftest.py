@@ -1,0 +1,40 @@
+"""The `punctual` command's surroundings held still in unit tests: no config file of this machine, no
+terminal width, and times shown in UTC whatever this machine's zone (a test sets its own)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from punctual.cli import common, display
+from punctual.clock import ManualClock
+from tests.unit.test_cli import NOW, FakeApi, _handler_for
+
+
+@pytest.fixture(autouse=True)
+def cli_surroundings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    for variable in ("COLUMNS", "PUNCTUAL_PROFILE"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("PUNCTUAL_CONFIG", str(tmp_path / "no-config.toml"))
+    monkeypatch.setenv("PUNCTUAL_DISPLAY_ZONE", "UTC")
+    monkeypatch.setattr(display, "current", display.Display())
+    yield
+
+
+@pytest.fixture
+def cli_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeApi]:
+    """test_cli's HTTP test double on 127.0.0.1, and the CLI's clock at test_cli's NOW."""
+    for variable in ("PUNCTUAL_ENDPOINT", "PUNCTUAL_PORT", "PUNCTUAL_TOKEN"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setattr(common, "clock", ManualClock(NOW))
+    fake = FakeApi()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(fake))
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    yield fake
+    server.shutdown()
+    server.server_close()

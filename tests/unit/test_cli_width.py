@@ -1,0 +1,194 @@
+"""Output that fits: tables and live lines within the terminal's width (COLUMNS honoured), ids shortened
+as `git` shortens hashes and taken back shortened, `--json` and `-q` whole."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from punctual.cli import display
+from tests.unit.test_cli import FakeApi, execution, job, run
+
+Capsys = pytest.CaptureFixture[str]
+
+JOB = "job_1a2b3c4d5e6f70819a2b"
+SIBLING = "job_1a2b3c4ff00112233445"  # shares its first eight digits with JOB
+OTHER = "job_9f8e7d6c5b4a39281706"
+# Recurring execution ids as the worker draws them: the job's id, the instant in hex, the version.
+RUNS = [f"{JOB}.19aee4{i:05x}.1352885501405796" for i in (0, 0xEA60, 0x1D4C0)]
+LONG_ERROR = "HTTP 503 from https://example.com/some/long/path/that/goes/on: Service Unavailable, retry later"
+
+
+def _jobs() -> list[dict[str, object]]:
+    return [
+        job(
+            JOB,
+            name="nightly-report-for-the-finance-team-in-europe",
+            outcome={"status": "FAILED", "consecutive_failures": 3},
+        ),
+        job(SIBLING, name="ping", schedule={"type": "rate", "every_seconds": 5400}, status="PAUSED"),
+        job(
+            OTHER, name="once", schedule={"type": "at", "at": "2026-12-07T08:00:00.000Z"}, status="COMPLETED"
+        ),
+    ]
+
+
+def _runs() -> list[dict[str, object]]:
+    return [
+        execution(
+            run_id,
+            "FAILED",
+            3,
+            job_id=JOB,
+            error=LONG_ERROR,
+            started_at="2026-06-01T12:00:00.010Z",
+            finished_at="2026-06-01T12:00:03.010Z",
+        )
+        for run_id in RUNS
+    ]
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Paris"])
+def test_jobs_list_fits_the_terminal_with_ids_shortened_as_git_does(
+    cli_api: FakeApi, capsys: Capsys, monkeypatch: pytest.MonkeyPatch, columns: int, zone: str
+) -> None:
+    # Given three jobs with long names, two of whose ids share their first eight digits
+    cli_api.answer("GET", "/jobs", {"items": _jobs(), "next_cursor": "c" * 300})
+    monkeypatch.setenv("COLUMNS", str(columns))
+    monkeypatch.setenv("PUNCTUAL_DISPLAY_ZONE", zone)
+
+    # When they are listed
+    code, out, err = run(cli_api, capsys, "jobs", "list")
+
+    # Then no line is wider than the terminal, nothing wraps, and each id is its shortest unique prefix
+    # of at least seven digits
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == 4 and all(len(line) <= columns for line in lines), out
+    assert [line.split()[0] for line in lines[1:]] == ["job_1a2b3c4d", "job_1a2b3c4f", "job_9f8e7d6"]
+    assert all(status in out for status in ("ACTIVE", "PAUSED", "COMPLETED"))
+    # and the hint for more fits too, without the cursor
+    assert "c" * 40 not in err and all(len(line) <= columns for line in err.splitlines())
+
+
+def test_a_wider_terminal_shows_more_and_a_file_keeps_every_character(
+    cli_api: FakeApi, capsys: Capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the same jobs
+    cli_api.answer("GET", "/jobs", {"items": _jobs(), "next_cursor": None})
+
+    # When they are listed at 80 columns, at 100, and to a file (no COLUMNS, no terminal)
+    shown = {}
+    for columns in ("80", "100", None):
+        if columns is None:
+            monkeypatch.delenv("COLUMNS")
+        else:
+            monkeypatch.setenv("COLUMNS", columns)
+        shown[columns] = run(cli_api, capsys, "jobs", "list")[1]
+
+    # Then the wider terminal gets the outcome column the narrow one left out, and the file the whole name
+    assert "OUTCOME" not in shown["80"] and "OUTCOME" in shown["100"]
+    assert "nightly-report-for-the-finance-team-in-europe" not in shown["100"]
+    assert "FAILED (3 in a row)" in shown[None]
+    assert max(len(line) for line in shown[None].splitlines()) > 100
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_executions_of_recurring_jobs_fit_and_show_what_their_ids_add_to_the_jobs(
+    cli_api: FakeApi, capsys: Capsys, monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    # Given a recurring job's executions, whose ids run to fifty characters
+    cli_api.answer("GET", f"/jobs/{JOB}/executions", {"items": _runs(), "next_cursor": None})
+    monkeypatch.setenv("COLUMNS", str(columns))
+
+    # When they are listed, for people and then as JSON and as ids
+    code, out, _ = run(cli_api, capsys, "executions", JOB)
+    as_json = json.loads(run(cli_api, capsys, "--json", "executions", JOB)[1])
+    quiet = run(cli_api, capsys, "-q", "executions", JOB)[1]
+
+    # Then each line fits, the ids are the occurrence's instant, and the error is cut, not wrapped
+    assert code == 0
+    lines = out.splitlines()
+    assert all(len(line) <= columns for line in lines), out
+    assert [line.split()[0] for line in lines[1:]] == ["19aee400000", "19aee40ea60", "19aee41d4c0"]
+    assert "HTTP 503" in lines[1] and "…" in lines[1]
+    # and JSON and -q keep the whole ids and the whole error
+    assert [item["id"] for item in as_json["items"]] == RUNS
+    assert as_json["items"][0]["error"] == LONG_ERROR
+    assert quiet.split() == RUNS
+
+
+def test_a_shortened_job_id_names_the_job_it_starts_and_an_ambiguous_one_is_refused(
+    cli_api: FakeApi, capsys: Capsys
+) -> None:
+    # Given three jobs, two of which start job_1a2b3c4
+    cli_api.answer("GET", "/jobs", {"items": _jobs(), "next_cursor": None})
+    cli_api.answer("GET", f"/jobs/{JOB}", _jobs()[0])
+
+    # When one is asked for by the id the table shows, then by a prefix two share
+    code, out, _ = run(cli_api, capsys, "jobs", "get", "job_1a2b3c4d")
+    asked = cli_api.sent()[-1].path
+    ambiguous, _, err = run(cli_api, capsys, "jobs", "get", "job_1a2b3c4")
+
+    # Then the first is the job itself, the second a usage error naming both
+    assert code == 0 and JOB in out
+    assert asked == f"/jobs/{JOB}"
+    assert ambiguous == 2 and JOB in err and SIBLING in err
+
+
+def test_a_shortened_execution_id_is_retried_by_its_whole_id(cli_api: FakeApi, capsys: Capsys) -> None:
+    # Given a job's executions
+    cli_api.answer("GET", f"/jobs/{JOB}/executions", {"items": _runs(), "next_cursor": None})
+    cli_api.answer("POST", f"/jobs/{JOB}/executions/{RUNS[1]}/retry", _runs()[1], status=202)
+
+    # When the second is retried by the id `executions` shows
+    code, _, err = run(cli_api, capsys, "jobs", "retry", JOB, "19aee40ea60")
+
+    # Then the retry is asked for by its whole id
+    assert code == 0, err
+    assert cli_api.sent("POST")[0].path == f"/jobs/{JOB}/executions/{RUNS[1]}/retry"
+
+
+def test_watch_lines_fit_the_terminal(
+    cli_api: FakeApi, capsys: Capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job whose execution fails with a long error while watched
+    cli_api.answer("GET", f"/jobs/{JOB}", job(JOB))
+    running = execution(RUNS[0], "RUNNING", job_id=JOB)
+    failed = execution(RUNS[0], "FAILED", 3, job_id=JOB, error=LONG_ERROR, finished_at="2026-06-01T12:00:01Z")
+    for items in ([running], [failed]):
+        cli_api.answer("GET", f"/jobs/{JOB}/executions", {"items": items, "next_cursor": None})
+    monkeypatch.setenv("COLUMNS", "80")
+
+    # When it is watched until one execution has finished
+    code, out, _ = run(cli_api, capsys, "watch", JOB, "--count", "1", "--interval", "1")
+
+    # Then every line fits in 80 columns and names the execution shortened
+    assert code == 0
+    assert out.splitlines() and all(len(line) <= 80 for line in out.splitlines()), out
+    assert "19aee400000" in out and RUNS[0] not in out
+
+
+def test_abbreviations_grow_until_unique() -> None:
+    assert display.abbreviations(["abcdef0123", "abcdef0199", "ff"]) == {
+        "abcdef0123": "abcdef012",
+        "abcdef0199": "abcdef019",
+        "ff": "ff",
+    }
+
+
+def test_a_table_cuts_its_cuttable_columns_then_leaves_out_the_least_needed() -> None:
+    # Given a table of an id, a name that may be cut and a note that may be left out
+    columns = [display.Column("ID"), display.Column("NAME", shrink=6), display.Column("NOTE", drop=1)]
+    rows = [["job_1234567", "a-rather-long-name", "something"]]
+
+    # When it is fitted to 42, 30 and 20 columns
+    wide, narrower, narrowest = (display.fit(columns, rows, width).splitlines() for width in (42, 30, 20))
+
+    # Then the name is cut before the note is left out, and the id is never cut
+    assert wide[1] == "job_1234567  a-rather-long-name  something"
+    assert narrower[1] == "job_1234567  a-rat…  something"
+    assert narrowest[1] == "job_1234567  a-rath…"
+    assert all(len(line) <= 20 for line in narrowest)
