@@ -6,9 +6,14 @@ from __future__ import annotations
 import argparse
 
 from bench.precision import (
+    BURST,
     YOUNG_START_SECONDS,
+    Created,
+    Delivery,
     Flooded,
+    Planned,
     StallWatch,
+    analyse,
     build_parser,
     creation_report,
     plan_shape,
@@ -105,3 +110,21 @@ def test_a_young_stacks_shape_spreads_the_burst_over_its_leads_and_drops_steady_
     steady = shape.plans["steady"]
     assert steady and min(p.create_at for p in steady) >= now
     assert len(steady) < round(15.0 * 2 * 90.0)
+
+
+def test_the_bursts_lateness_is_also_given_for_the_jobs_created_before_their_instant() -> None:
+    # Given a burst at 1000 s: one job answered 4 s ahead and run 50 ms late, one answered 1 s
+    # after its instant (a slow API) and so run 1.2 s late
+    burst_at = 1000.0
+    on_time = Created(Planned(0, BURST, 995.0, burst_at), "job_a", 995.0, 1.0)
+    answered_late = Created(Planned(1, BURST, 998.0, burst_at), "job_b", 998.0, 3.0)
+    deliveries = [
+        Delivery(burst_at + 0.05, "job_a", "job_a.1", burst_at, 1, burst_at + 0.05),
+        Delivery(burst_at + 1.2, "job_b", "job_b.1", burst_at, 1, burst_at + 1.2),
+    ]
+    # When the run is analysed
+    report = analyse([on_time, answered_late], deliveries, burst_at, burst_at).report
+    # Then the burst as a whole counts both, and the part created in time only the first
+    assert report["lateness_ms_by_class"]["burst"]["all"]["max"] == 1200.0
+    assert report["burst_answered_before_instant"]["count"] == 1
+    assert report["burst_answered_before_instant"]["max"] == 50.0
