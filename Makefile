@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The console's browser tests (tests/e2e/test_console.py) drive Debian's chromium through its
+# chromedriver: `make test` installs them where missing, never a browser that a library downloads.
+BROWSER := /usr/bin/chromium /usr/bin/chromedriver
 # Bytecode caches, even where the environment turns them off: every test worker and every local stack
 # a test starts would otherwise compile (and pytest rewrite) the same modules again.
 unexport PYTHONDONTWRITEBYTECODE
@@ -25,10 +28,16 @@ run: $(STAMP)
 
 # Three test processes on two cores (the end-to-end tests mostly wait on the clock), given whole files,
 # the long ones first (tests/conftest.py), so that each file's fixtures are built once.
-test: $(STAMP)
+test: $(STAMP) $(BROWSER)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest -n 3 --dist loadfile --no-loadscope-reorder -q
+	PUNCTUAL_REQUIRE_BROWSER=1 $(BIN)/pytest -n 3 --dist loadfile --no-loadscope-reorder -q
+
+$(BROWSER):
+	@echo "installing chromium and chromium-driver (apt-get)" >&2
+	@DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null 2>&1 \
+		|| { DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null \
+		&& DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null; }
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit

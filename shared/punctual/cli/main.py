@@ -738,6 +738,15 @@ def cmd_capacity(client: PunctualClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_console(client: PunctualClient, args: argparse.Namespace) -> int:
+    """`punctual console`: the web console lives in punctual.console, imported only when asked for."""
+    console = importlib.import_module("punctual.console")
+    unreachable = (ConnectionFailed, ConfigurationError)
+    return int(
+        console.serve(client, port=args.port, open_browser=not args.no_browser, unreachable=unreachable)
+    )
+
+
 def run_local(args: Sequence[str]) -> int:
     """`punctual local ...`: the local stack lives in punctual.local, imported only when asked for."""
     try:
@@ -1123,6 +1132,14 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument(
         "--warm-hours", type=float, default=0.0, metavar="H", help="... for H hours a month in all"
     )
+
+    console = command(
+        commands, "console", cmd_console, "look at and act on your jobs in a browser (127.0.0.1)"
+    )
+    console.add_argument(
+        "--port", type=int, default=0, metavar="N", help="its port on 127.0.0.1 (default: a free one)"
+    )
+    console.add_argument("--no-browser", action="store_true", help="print the URL to open, open no browser")
 
     # Listed for --help only: main() hands `punctual local ...` to punctual.local before parsing.
     commands.add_parser(

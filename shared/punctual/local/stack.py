@@ -441,6 +441,7 @@ class LocalStack:
             f'-d \'{{"task": {{"type": "noop"}}, "schedule": {{"type": "now"}}}}\' {api_url}/jobs',
             f"  {env}{_cli()} jobs create --in 10s --task noop",
             f"  {env}{_cli()} watch <job id>",
+            f"  {env}{_cli()} console        (a web page of your jobs and runs)",
             "Ctrl-C stops (jobs and history are kept in the data directory).",
         ]
         stream = sys.stderr if options.json_logs else sys.stdout

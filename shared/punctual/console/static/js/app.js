@@ -1,0 +1,74 @@
+// The console's shell: hash routes, one view at a time, each refreshed every 1.5 s so that changes
+// show within 2 s without a reload.
+
+import { currentSession } from "./api.js";
+import { el, replace } from "./dom.js";
+import * as jobs from "./views/jobs.js";
+import * as job from "./views/job.js";
+import * as failures from "./views/failures.js";
+import * as tasks from "./views/tasks.js";
+import * as comingUp from "./views/coming_up.js";
+
+const POLL_MS = 1500;
+const main = document.getElementById("main");
+const notice = document.getElementById("notice");
+const updated = document.getElementById("updated");
+let current = null;
+let generation = 0;
+
+export function say(message, isError = false) {
+  notice.textContent = message;
+  notice.classList.toggle("error", isError);
+}
+
+function route() {
+  const hash = location.hash.startsWith("#/") ? location.hash.slice(2) : "jobs";
+  const [name, ...rest] = hash.split("/");
+  const arg = rest.length ? decodeURIComponent(rest.join("/")) : null;
+  const views = { jobs, job, failures, tasks, "coming-up": comingUp };
+  return { view: views[name] || jobs, name: views[name] ? name : "jobs", arg };
+}
+
+async function show() {
+  if (location.hash && !location.hash.startsWith("#/")) return; // the skip link
+  const { view, name, arg } = route();
+  generation += 1;
+  const mine = generation;
+  for (const link of document.querySelectorAll("nav a")) {
+    const active = link.dataset.view === name || (name === "job" && link.dataset.view === "jobs");
+    if (active) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  replace(main);
+  say("");
+  current = view.mount(main, arg, { say, refresh: () => poll(mine, false) });
+  document.title = `${current.title} · Punctual console`;
+  await poll(mine, true);
+}
+
+async function poll(mine, loop) {
+  if (mine !== generation) return;
+  try {
+    await current.refresh();
+    updated.textContent = `Updated ${new Date().toLocaleTimeString()} · every ${POLL_MS / 1000} s`;
+    if (notice.classList.contains("error") && notice.dataset.fromPoll) say("");
+  } catch (error) {
+    notice.dataset.fromPoll = "1";
+    say(error.status === 401 ? "Not signed in: open the URL `punctual console` printed." : `Could not refresh: ${error.message}`, true);
+  }
+  if (loop && mine === generation) setTimeout(() => poll(mine, true), POLL_MS);
+}
+
+async function start() {
+  try {
+    const session = await currentSession();
+    document.getElementById("where").textContent = `API: ${session.endpoint} · times in ${Intl.DateTimeFormat().resolvedOptions().timeZone}`;
+  } catch {
+    replace(main, el("h1", {}, "Not signed in"), el("p", {}, "Open the URL that `punctual console` printed: it signs this browser in."));
+    return;
+  }
+  window.addEventListener("hashchange", show);
+  await show();
+}
+
+start();

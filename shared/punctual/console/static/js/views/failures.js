@@ -1,0 +1,69 @@
+// Failures: the jobs whose last run FAILED (GET /jobs?outcome=failed), and dead-lettered runs
+// (GET /dead-letters), with retry and redrive.
+
+import { api, jobPath, query } from "../api.js";
+import { el, jobLink, replace, status, table, when } from "../dom.js";
+
+export function mount(container, _arg, ctx) {
+  const failed = el("section", { "aria-labelledby": "h-failed" });
+  const letters = el("section", { "aria-labelledby": "h-letters" });
+  container.append(el("h1", {}, "Failures"), failed, letters);
+  let shown = "";
+
+  async function act(label, call) {
+    try {
+      const result = await call();
+      ctx.say(`${label}: ${result}`);
+      shown = "";
+      await ctx.refresh();
+    } catch (error) {
+      ctx.say(`${label}: ${error.message}`, true);
+    }
+  }
+
+  async function refresh() {
+    const [jobs, dead] = await Promise.all([
+      api("GET", "/jobs" + query({ outcome: "failed", limit: 100 })),
+      api("GET", "/dead-letters" + query({ limit: 100 })),
+    ]);
+    const key = JSON.stringify([jobs, dead]);
+    if (key === shown) return;
+    shown = key;
+    const rows = jobs.items.map((job) => {
+      const last = job.last_execution;
+      const retry = last && ["ACTIVE", "COMPLETED"].includes(job.status)
+        ? el("button", { type: "button", "aria-label": `Retry the failed run of ${job.name}`,
+          onclick: () => act("Retry", async () => { await api("POST", `${jobPath(job.id)}/executions/${encodeURIComponent(last.id)}/retry`); return "queued"; }) }, "Retry")
+        : "";
+      return el("tr", { "data-job-id": job.id },
+        el("td", { class: "name" }, jobLink(job.id, job.name)),
+        el("td", {}, status(job.status)),
+        el("td", {}, when(job.outcome && job.outcome.at)),
+        el("td", {}, String(job.outcome ? job.outcome.consecutive_failures : "")),
+        el("td", { class: "error" }, (last && last.error) || ""),
+        el("td", {}, retry));
+    });
+    replace(failed, el("h2", { id: "h-failed" }, "Jobs whose last run failed"),
+      rows.length ? table("Jobs whose latest finished run FAILED", ["Job", "Status", "Failed at", "In a row", "Error", ""], rows)
+        : el("p", { class: "muted" }, jobs.next_cursor ? "None on this page." : "None: every job's last run succeeded or none has run."));
+
+    const ids = dead.items.map((d) => d.execution_id);
+    const redrive = (list) => act("Redrive", async () => {
+      const answer = await api("POST", "/dead-letters/redrive", { execution_ids: list });
+      return answer.items.map((i) => `${i.execution_id}: ${i.result}`).join("; ");
+    });
+    const letterRows = dead.items.map((d) => el("tr", {},
+      el("td", { class: "name" }, jobLink(d.job_id, d.job_name || d.job_id)),
+      el("td", {}, when(d.scheduled_at)),
+      el("td", {}, when(d.dead_lettered_at)),
+      el("td", { class: "error" }, d.error || ""),
+      el("td", {}, el("button", { type: "button", "aria-label": `Redrive the run of ${d.scheduled_at}`, onclick: () => redrive([d.execution_id]) }, "Redrive"))));
+    replace(letters, el("h2", { id: "h-letters" }, "Dead-lettered runs"),
+      letterRows.length
+        ? [el("div", { class: "actions" }, el("button", { type: "button", onclick: () => redrive(ids) }, `Redrive all ${ids.length}`)),
+          table("Runs whose message exhausted its deliveries", ["Job", "Scheduled", "Dead-lettered", "Error", ""], letterRows)]
+        : el("p", { class: "muted" }, "None."));
+  }
+
+  return { title: "Failures", refresh };
+}

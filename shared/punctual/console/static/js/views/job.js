@@ -1,0 +1,181 @@
+// One job: its schedule and next runs, policies, task, notification rules, its runs with their
+// lateness, and the actions of docs/api.md (run now, pause, resume, reschedule, cancel, retry).
+
+import { api, jobPath, query } from "../api.js";
+import { duration, el, replace, status, table, when } from "../dom.js";
+import { latenessChart } from "./charts.js";
+import { describeSchedule } from "./words.js";
+
+const FINAL_NOT_SUCCEEDED = new Set(["FAILED", "SKIPPED", "CANCELLED"]);
+
+export function mount(container, jobId, ctx) {
+  const heading = el("h1", {}, "Job");
+  const summary = el("p", {});
+  const schedule = el("section", { "aria-labelledby": "h-schedule" });
+  const setup = el("div", { class: "grid" });
+  const runs = el("section", { "aria-labelledby": "h-runs" });
+  let shown = "";
+  let previewFor = "";
+  let previewRuns = [];
+  let job = null;
+
+  async function act(label, call) {
+    try {
+      await call();
+      ctx.say(`${label}: done.`);
+      shown = "";
+      await ctx.refresh();
+    } catch (error) {
+      ctx.say(`${label}: ${error.message}`, true);
+    }
+  }
+
+  // Actions are built once (a refresh does not take the focus or a half-typed note away).
+  const note = el("input", { id: "pause-note", name: "note", maxlength: 500, autocomplete: "off" });
+  const pauseForm = el("form", { class: "actions", "aria-label": "Pause" },
+    el("label", { for: "pause-note" }, "Pause note (optional)", note),
+    el("button", { type: "submit", id: "pause" }, "Pause"));
+  pauseForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const body = note.value.trim() ? { note: note.value.trim() } : undefined;
+    act("Pause", () => api("POST", jobPath(jobId) + "/pause", body)).then(() => { note.value = ""; });
+  });
+  const runNow = el("button", { type: "button", id: "run-now", onclick: () => act("Run now", () => api("POST", jobPath(jobId) + "/run")) }, "Run now");
+  const resume = el("button", { type: "button", id: "resume", onclick: () => act("Resume", () => api("POST", jobPath(jobId) + "/resume")) }, "Resume");
+  let cancelArmed = false;
+  const cancel = el("button", { type: "button", id: "cancel", class: "danger" }, "Cancel job");
+  cancel.addEventListener("click", () => {
+    if (!cancelArmed) {
+      cancelArmed = true;
+      cancel.textContent = "Confirm: cancel this job";
+      return;
+    }
+    cancelArmed = false;
+    cancel.textContent = "Cancel job";
+    act("Cancel", () => api("DELETE", jobPath(jobId)));
+  });
+  cancel.addEventListener("blur", () => { cancelArmed = false; cancel.textContent = "Cancel job"; });
+
+  const kind = el("select", { id: "reschedule-kind", name: "kind" },
+    el("option", { value: "cron" }, "cron"), el("option", { value: "rate" }, "every N seconds"), el("option", { value: "at" }, "once at"));
+  const value = el("input", { id: "reschedule-value", name: "value", autocomplete: "off", placeholder: "0 10 * * *", required: true });
+  const zone = el("input", { id: "reschedule-zone", name: "timezone", autocomplete: "off", placeholder: "Europe/Paris" });
+  const rescheduleForm = el("form", { class: "actions", "aria-label": "Reschedule" },
+    el("label", { for: "reschedule-kind" }, "New schedule", kind),
+    el("label", { for: "reschedule-value" }, "Expression, seconds or instant", value),
+    el("label", { for: "reschedule-zone" }, "Time zone (cron)", zone),
+    el("button", { type: "submit", id: "reschedule" }, "Reschedule"));
+  rescheduleForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = value.value.trim();
+    let next;
+    if (kind.value === "cron") next = { type: "cron", expression: text, ...(zone.value.trim() ? { timezone: zone.value.trim() } : {}) };
+    else if (kind.value === "rate") next = { type: "rate", every_seconds: Number(text) };
+    else next = { type: "at", at: text };
+    act("Reschedule", () => api("PATCH", jobPath(jobId), { schedule: next }));
+  });
+
+  container.append(
+    el("p", {}, el("a", { href: "#/jobs" }, "← Jobs")),
+    heading, summary,
+    el("section", { "aria-labelledby": "h-actions" }, el("h2", { id: "h-actions" }, "Actions"),
+      el("div", { class: "actions" }, runNow, resume, cancel), pauseForm, rescheduleForm),
+    runs, schedule, setup);
+
+  function facts(pairs) {
+    return el("dl", { class: "facts" }, pairs.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  }
+
+  async function nextRuns(current) {
+    if (current.status !== "ACTIVE" || !current.next_run_at) return [];
+    const s = current.schedule;
+    if (s.type === "rate") {
+      const first = new Date(current.next_run_at).getTime();
+      return Array.from({ length: 5 }, (_, i) => ({ at: new Date(first + i * s.every_seconds * 1000).toISOString(), dst: null }));
+    }
+    if (s.type !== "cron") return [{ at: current.next_run_at, dst: null }];
+    const key = JSON.stringify(s);
+    if (key !== previewFor) {
+      previewRuns = (await api("POST", "/schedules/preview", { schedule: s, count: 5 })).runs;
+      previewFor = key;
+    }
+    return previewRuns;
+  }
+
+  async function refresh() {
+    const [current, history] = await Promise.all([
+      api("GET", jobPath(jobId)),
+      api("GET", jobPath(jobId) + "/executions" + query({ limit: 50 })),
+    ]);
+    const coming = await nextRuns(current);
+    const key = JSON.stringify([current, history, coming]);
+    if (key === shown) return;
+    shown = key;
+    job = current;
+    replace(heading, job.name);
+    replace(summary, status(job.status), " ", el("code", {}, job.id),
+      job.outcome ? [" · last run ", status(job.outcome.status), " ", when(job.outcome.at),
+        job.outcome.consecutive_failures ? ` · ${job.outcome.consecutive_failures} failure(s) in a row` : ""] : " · not run yet",
+      job.pause_note ? [" · paused: ", el("q", {}, job.pause_note)] : "");
+    runNow.disabled = !["ACTIVE", "COMPLETED"].includes(job.status);
+    resume.disabled = !["ACTIVE", "PAUSED"].includes(job.status);
+    cancel.disabled = job.status === "CANCELLED";
+    for (const control of [note, pauseForm.querySelector("button")]) control.disabled = !["ACTIVE", "PAUSED"].includes(job.status);
+    rescheduleForm.querySelector("button").disabled = job.status === "CANCELLED";
+
+    replace(schedule, el("h2", { id: "h-schedule" }, "Schedule"),
+      facts([["In words", describeSchedule(job.schedule)], ["As stored", el("code", {}, JSON.stringify(job.schedule))],
+        ["Next run", when(job.next_run_at)]]),
+      coming.length
+        ? el("ol", { "aria-label": "Next runs" }, coming.map((run) => el("li", {}, when(run.at),
+          run.dst === "moved" ? " — moved by a spring-forward gap" : run.dst === "repeated" ? " — in a repeated hour (fall back)" : "")))
+        : el("p", { class: "muted" }, "No run to come while the job is " + job.status.toLowerCase() + "."));
+
+    const policy = job.policy || {};
+    const task = typeof job.task === "string" ? `named task ${job.task}` : job.task.type;
+    const params = typeof job.task === "string" ? job.params : job.task.params;
+    replace(setup,
+      el("section", {}, el("h2", {}, "Policies"), facts([
+        ["Retry", job.retry ? `${job.retry.max_attempts} attempts, backoff ${job.retry.backoff_seconds} s up to ${job.retry.max_backoff_seconds} s` : "the named task's"],
+        ["Timeout", job.timeout_seconds ? `${job.timeout_seconds} s` : "the named task's"],
+        ["Catch-up window", policy.max_lateness_seconds ? `${policy.max_lateness_seconds} s` : "none"],
+        ["Overlap", policy.overlap || "allow"],
+        ["Flexible window", `${policy.flexible_window_seconds || 0} s`],
+        ["Run limit", policy.max_runs ?? "none"],
+        ["Pause after failures", policy.pause_after_failures ?? "never"],
+        ["Tags", Object.entries(job.tags || {}).map(([k, v]) => el("span", { class: "tag" }, `${k}:${v}`))],
+      ])),
+      el("section", {}, el("h2", {}, "Task"), facts([["Task", task]]),
+        el("pre", { "aria-label": "Parameters" }, JSON.stringify(params ?? {}, null, 2))),
+      el("section", {}, el("h2", {}, "Notifications"),
+        job.notify && job.notify.length
+          ? el("ul", {}, job.notify.map((rule) => el("li", {}, `on ${rule.on.join(", ")}`,
+            rule.late_after_seconds ? ` (late after ${rule.late_after_seconds} s)` : "", " → ", el("code", {}, withoutQuery(rule.to)))))
+          : el("p", { class: "muted" }, "No rules."),
+        el("p", { class: "muted" }, job.signing && job.signing.enabled ? "Requests are signed (the secret is never shown)." : "Requests are not signed.")));
+
+    const rows = history.items.map((run) => el("tr", {},
+      el("td", {}, status(run.status), run.manual ? el("span", { class: "muted" }, " extra") : "", run.dead_lettered ? el("span", { class: "muted" }, " dead-lettered") : ""),
+      el("td", {}, when(run.scheduled_at)),
+      el("td", {}, when(run.started_at)),
+      el("td", {}, duration(run.lateness_ms)),
+      el("td", {}, String(run.attempts)),
+      el("td", { class: "error" }, run.error || ""),
+      el("td", {}, FINAL_NOT_SUCCEEDED.has(run.status)
+        ? el("button", { type: "button", "aria-label": `Retry the run of ${run.scheduled_at}`, onclick: () => act("Retry", () => api("POST", `${jobPath(jobId)}/executions/${encodeURIComponent(run.id)}/retry`)) }, "Retry")
+        : "")));
+    replace(runs, el("h2", { id: "h-runs" }, "Runs"),
+      latenessChart(history.items),
+      history.items.length
+        ? table("Recent runs, newest first", ["Status", "Scheduled", "Started", "Lateness", "Attempts", "Error", ""], rows)
+        : el("p", { class: "muted" }, "No run yet."));
+  }
+
+  return { title: "Job", refresh };
+}
+
+function withoutQuery(target) {
+  // A webhook's query string may carry a token: it is not shown.
+  const at = target.indexOf("?");
+  return at < 0 ? target : target.slice(0, at) + "?…";
+}

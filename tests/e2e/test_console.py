@@ -1,0 +1,322 @@
+"""`punctual console` in a real browser: Debian's headless Chromium, driven by Selenium through
+Debian's chromedriver (nothing downloaded), against the session's local stack.
+
+The screenshots of each view go to $PUNCTUAL_CONSOLE_SCREENSHOTS (docs/console/ for the docs'
+pictures), else to a temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import ROOT, Stack, eventually, free_port, wait_for_job_status
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+HOSTILE = "<img src=x onerror=alert(1)>"
+# Chromium without anything that would reach the network or the machine's profile.
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1280,800",
+)
+SHOWN_WITHIN = 2.0  # a change shows without a reload within this (the page polls every 1.5 s)
+
+pytestmark = pytest.mark.e2e
+
+if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+    # `make test` installs them (and sets PUNCTUAL_REQUIRE_BROWSER): there a missing browser fails.
+    if os.environ.get("PUNCTUAL_REQUIRE_BROWSER"):
+        raise RuntimeError("chromium and chromium-driver are missing: `make test` installs them")
+    pytest.skip("no /usr/bin/chromium: `make test` installs Debian's chromium", allow_module_level=True)
+
+from selenium import webdriver  # noqa: E402  (only where there is a browser to drive)
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def seeded(stack: Stack) -> dict[str, Any]:
+    """Alice's jobs (one hostile name, one that fails at once, one with a named task) and Bob's."""
+    alice, bob = stack.client("alice-token"), stack.client("bob-token")
+    tag = uuid.uuid4().hex[:8]
+    every_minute = {"type": "cron", "expression": "* * * * *"}
+    task = alice.create_task(
+        {"name": f"nap-{tag}", "type": "sleep", "params_schema": {"type": "object", "required": ["seconds"]}}
+    )
+    return {
+        "report": alice.create_job(
+            {
+                "name": f"report-{tag}",
+                "task": {"type": "noop"},
+                "schedule": every_minute,
+                "tags": {"team": "ops"},
+            }
+        ),
+        "hostile": alice.create_job({"name": HOSTILE, "task": {"type": "noop"}, "schedule": every_minute}),
+        "failing": alice.create_job(
+            {
+                "name": f"fails-{tag}",
+                "task": {"type": "fail", "params": {"message": "the receiver said no"}},
+                "schedule": {"type": "now"},
+                "retry": {"max_attempts": 1},
+            }
+        ),
+        "napper": alice.create_job(
+            {
+                "name": f"napper-{tag}",
+                "task": task["name"],
+                "params": {"seconds": 0},
+                "schedule": every_minute,
+            }
+        ),
+        "task": task,
+        "bobs": bob.create_job(
+            {"name": f"bob-private-{tag}", "task": {"type": "fail"}, "schedule": {"type": "now"}}
+        ),
+    }
+
+
+@pytest.fixture(scope="module")
+def console_url(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`punctual console --no-browser --port N` for Alice; the URL it prints on a line of its own."""
+    port = free_port()
+    command = [sys.executable, "-m", "punctual.cli", "--endpoint", stack.url, "--token", "alice-token"]
+    command += ["console", "--no-browser", "--port", str(port)]
+    process = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        assert process.stdout is not None
+        lines = []
+        while not any(line.startswith("http://") for line in lines):
+            line = process.stdout.readline()
+            assert line, f"the console exited: {''.join(lines)}"
+            lines.append(line)
+        [url] = [line.strip() for line in lines if line.startswith("http://")]
+        assert url.startswith(f"http://127.0.0.1:{port}/") and " " not in url
+        yield url
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in FLAGS:
+        options.add_argument(flag)
+    profile = tempfile.mkdtemp(prefix="punctual-chromium-")
+    options.add_argument(f"--user-data-dir={profile}")
+    # The driver named: Selenium Manager has nothing to look up or download.
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Callable[[WebDriver, str], None]:
+    folder = Path(os.environ.get("PUNCTUAL_CONSOLE_SCREENSHOTS") or tmp_path_factory.mktemp("console-shots"))
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def take(driver: WebDriver, name: str) -> None:
+        driver.execute_script("window.scrollTo(0, 0)")
+        assert driver.save_screenshot(str(folder / f"{name}.png"))
+
+    return take
+
+
+def main_text(driver: WebDriver) -> str:
+    return str(driver.find_element(By.TAG_NAME, "main").text)
+
+
+def shows(driver: WebDriver, *texts: str, timeout: float = 10) -> str:
+    """The view's text once it holds every one of `texts`."""
+
+    def holds() -> str | None:
+        text = main_text(driver)
+        return text if all(t in text for t in texts) else None
+
+    return eventually(holds, timeout=timeout, interval=0.1, what=f"the page to show {texts}")
+
+
+def go(driver: WebDriver, console_url: str, view: str) -> None:
+    driver.get(console_url.split("/login")[0] + "/#/" + view)
+
+
+def test_the_printed_url_shows_the_owners_jobs_and_statuses_as_text_and_no_one_elses(
+    browser: WebDriver, console_url: str, seeded: dict[str, Any], shots: Callable[[WebDriver, str], None]
+) -> None:
+    # Given Alice's jobs and Bob's, when the URL the console printed is opened
+    browser.get(console_url)
+    # Then the page, signed in (the token has left the address bar), lists Alice's jobs by name with
+    # their statuses, as text
+    assert "token" not in browser.current_url
+    text = shows(browser, seeded["report"]["name"], seeded["napper"]["name"], "ACTIVE")
+    row = browser.find_element(By.CSS_SELECTOR, f'tr[data-job-id="{seeded["report"]["id"]}"]')
+    assert seeded["report"]["name"] in row.text and "ACTIVE" in row.text and "team:ops" in row.text
+    # And Bob's job is nowhere
+    assert seeded["bobs"]["name"] not in text
+    # And the hostile name is those characters: no image made of it, no script run
+    link = browser.find_element(By.CSS_SELECTOR, f'tr[data-job-id="{seeded["hostile"]["id"]}"] a')
+    assert link.text == HOSTILE
+    assert browser.execute_script("return document.querySelectorAll('img').length") == 0
+    with pytest.raises(NoAlertPresentException):
+        browser.switch_to.alert  # noqa: B018  (reading it is the check)
+    # And the filters narrow the list through the API's own
+    browser.find_element(By.ID, "filter-name").send_keys(seeded["report"]["name"][:10])
+    eventually(
+        lambda: (
+            seeded["napper"]["name"] not in main_text(browser)
+            and seeded["report"]["name"] in main_text(browser)
+        ),
+        timeout=5,
+        interval=0.1,
+        what="the name filter",
+    )
+    browser.find_element(By.ID, "filter-name").clear()
+    shows(browser, seeded["napper"]["name"])
+    shots(browser, "jobs")
+
+
+def test_pausing_from_the_page_pauses_the_job_and_the_page_shows_what_the_api_does_within_2_s(
+    browser: WebDriver,
+    console_url: str,
+    seeded: dict[str, Any],
+    stack: Stack,
+    shots: Callable[[WebDriver, str], None],
+) -> None:
+    alice, job = stack.client("alice-token"), seeded["report"]
+    # Given the job's page, once its every-minute run has been listed or not
+    go(browser, console_url, f"job/{job['id']}")
+    shows(browser, job["name"], "every minute", "Next run", "Policies")
+    # When it is paused from the page with a note
+    browser.find_element(By.ID, "pause-note").send_keys("paused from the console")
+    browser.find_element(By.ID, "pause").click()
+    # Then the API says PAUSED, with the note
+    wait_for_job_status(alice, job["id"], "PAUSED", stack, timeout=5)
+    assert alice.get_job(job["id"])["pause_note"] == "paused from the console"
+    shows(browser, "PAUSED", "paused from the console", timeout=SHOWN_WITHIN + 1)
+    # And a change made elsewhere shows without a reload within 2 s
+    alice.resume_job(job["id"])
+    eventually(
+        lambda: "paused from the console" not in main_text(browser),
+        timeout=SHOWN_WITHIN,
+        interval=0.1,
+        what="the resume to show",
+    )
+
+
+def test_a_jobs_page_charts_its_runs_lateness_and_runs_it_now(
+    browser: WebDriver,
+    console_url: str,
+    seeded: dict[str, Any],
+    stack: Stack,
+    shots: Callable[[WebDriver, str], None],
+) -> None:
+    # Given the hostile job, run twice through the API
+    alice, job = stack.client("alice-token"), seeded["hostile"]
+    for _ in range(2):
+        alice.run_job(job["id"])
+    # When its page is opened and "Run now" pressed
+    go(browser, console_url, f"job/{job['id']}")
+    shows(browser, "Runs", "Policies")
+    assert browser.find_element(By.CSS_SELECTOR, "main h1").text == HOSTILE
+    browser.find_element(By.ID, "run-now").click()
+
+    # Then three runs end SUCCEEDED, each with its lateness, charted
+    def charted() -> bool:
+        runs = browser.find_elements(By.CSS_SELECTOR, 'section[aria-labelledby="h-runs"] tbody tr')
+        bars = browser.find_elements(By.CSS_SELECTOR, "svg.chart rect.bar")
+        return sum("SUCCEEDED" in row.text for row in runs) >= 3 and len(bars) >= 3
+
+    eventually(charted, timeout=15, interval=0.2, what="three runs charted", stack=stack)
+    assert browser.execute_script("return document.querySelectorAll('img').length") == 0
+    shots(browser, "job")
+
+
+def test_a_failed_run_shows_in_failures_with_its_error_and_no_other_owners(
+    browser: WebDriver,
+    console_url: str,
+    seeded: dict[str, Any],
+    stack: Stack,
+    shots: Callable[[WebDriver, str], None],
+) -> None:
+    # Given the job that fails at once, once its run has failed
+    alice = stack.client("alice-token")
+    wait_for_job_status(alice, seeded["failing"]["id"], "COMPLETED", stack, timeout=15)
+    # When Failures is opened
+    go(browser, console_url, "failures")
+    # Then it lists the job with its error, and nothing of Bob's (whose job fails too)
+    text = shows(browser, seeded["failing"]["name"], "the receiver said no")
+    assert seeded["bobs"]["name"] not in text
+    shots(browser, "failures")
+
+
+def test_named_tasks_show_their_schema_and_the_jobs_using_them(
+    browser: WebDriver, console_url: str, seeded: dict[str, Any], shots: Callable[[WebDriver, str], None]
+) -> None:
+    go(browser, console_url, "tasks")
+    shows(browser, seeded["task"]["name"], "version 1")
+    browser.find_element(By.CSS_SELECTOR, f'details[data-task="{seeded["task"]["name"]}"] summary').click()
+    shows(browser, seeded["napper"]["name"], '"required"')
+    shots(browser, "tasks")
+
+
+def test_coming_up_counts_the_owners_runs_per_minute(
+    browser: WebDriver, console_url: str, seeded: dict[str, Any], shots: Callable[[WebDriver, str], None]
+) -> None:
+    go(browser, console_url, "coming-up")
+    text = shows(browser, "due in the next hour", seeded["napper"]["name"])
+    assert seeded["bobs"]["name"] not in text
+    assert browser.find_elements(By.CSS_SELECTOR, "svg.chart rect.bar")
+    shots(browser, "coming-up")
+
+
+def test_the_views_fit_a_phone_width(browser: WebDriver, console_url: str, seeded: dict[str, Any]) -> None:
+    # Given a phone's width, then no view is wider than the screen but its tables, which scroll
+    browser.set_window_size(390, 844)
+    try:
+        for view in ("jobs", "failures", "coming-up", f"job/{seeded['hostile']['id']}"):
+            go(browser, console_url, view)
+            eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "main h1"), timeout=5, what="a heading")
+            overflow = browser.execute_script(
+                "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert overflow <= 1, (view, overflow)
+    finally:
+        browser.set_window_size(1280, 800)
+
+
+def test_the_stacks_banner_names_the_console_command(stack: Stack) -> None:
+    # Given the local stack's banner (what `make run` prints), then it says how to open the console
+    banner = stack.log_path.read_text(errors="replace")
+    assert any(line.split("  (")[0].rstrip().endswith("punctual console") for line in banner.splitlines()), (
+        banner
+    )

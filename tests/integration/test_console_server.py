@@ -1,0 +1,180 @@
+"""The console's server on 127.0.0.1: who may use it, what it forwards to the API, and the headers
+that keep a page of another site from reading or driving it. The API is a double that records calls."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from punctual.console import ConsoleServer, Session
+
+SESSION = Session(url_token="url-token", cookie="cookie-value", action_token="action-token")
+
+
+@dataclass
+class Answer:
+    status: int
+    body: Any
+
+
+@dataclass
+class RecordingApi:
+    endpoint: str = "http://127.0.0.1:9"
+    calls: list[tuple[str, str, Any]] = field(default_factory=list)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        check: bool = True,
+    ) -> Answer:
+        self.calls.append((method, path, body))
+        return Answer(200, {"items": [], "next_cursor": None, "echo": path})
+
+
+@pytest.fixture
+def console() -> Iterator[tuple[ConsoleServer, RecordingApi]]:
+    api = RecordingApi()
+    server = ConsoleServer(api, session=SESSION)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield server, api
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def call(
+    server: ConsoleServer, method: str, path: str, headers: dict[str, str] | None = None, body: Any = None
+) -> tuple[int, dict[str, str], bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    sent = {"Host": f"127.0.0.1:{server.port}", **(headers or {})}
+    data = None if body is None else json.dumps(body).encode()
+    if data is not None:
+        sent["Content-Type"] = "application/json"
+    connection.request(method, path, body=data, headers=sent)
+    answer = connection.getresponse()
+    result = answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
+    connection.close()
+    return result
+
+
+def signed_in(server: ConsoleServer, **extra: str) -> dict[str, str]:
+    return {"Cookie": f"punctual_console={SESSION.cookie}", **extra}
+
+
+def test_the_printed_url_is_exchanged_for_a_strict_http_only_cookie_and_leaves_the_address_bar(
+    console,
+) -> None:
+    server, _ = console
+    # Given the URL the console prints
+    assert server.url == f"http://127.0.0.1:{server.port}/login?token=url-token"
+    # When it is opened
+    status, headers, _ = call(server, "GET", "/login?token=url-token")
+    # Then it answers with the session cookie, HttpOnly and SameSite=Strict, and sends the browser to /
+    assert status == 303 and headers["location"] == "/"
+    cookie = headers["set-cookie"]
+    assert cookie.startswith("punctual_console=cookie-value;")
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    # And another token signs nothing in
+    status, headers, _ = call(server, "GET", "/login?token=guess")
+    assert status == 403 and "set-cookie" not in headers
+
+
+def test_the_api_needs_the_cookie_and_reads_are_forwarded_with_their_query(console) -> None:
+    server, api = console
+    # Given no cookie, then the API is not reached
+    assert call(server, "GET", "/api/jobs")[0] == 401
+    assert api.calls == []
+    # When signed in, a read goes to the API as it was asked
+    status, _, body = call(server, "GET", "/api/jobs?status=PAUSED&limit=5", signed_in(server))
+    assert status == 200
+    assert api.calls == [("GET", "/jobs?status=PAUSED&limit=5", None)]
+    assert json.loads(body)["echo"] == "/jobs?status=PAUSED&limit=5"
+
+
+def test_an_action_needs_the_action_token_and_this_servers_origin(console) -> None:
+    server, api = console
+    origin = f"http://127.0.0.1:{server.port}"
+    pause = "/api/jobs/job_1/pause"
+    # Given a signed-in browser, when a page of another site, or one without the token, posts
+    refused = [
+        call(
+            server,
+            "POST",
+            pause,
+            signed_in(server, Origin="https://evil.example", **{"X-Console-Token": "action-token"}),
+        ),
+        call(server, "POST", pause, signed_in(server, **{"X-Console-Token": "action-token"})),  # no Origin
+        call(server, "POST", pause, signed_in(server, Origin=origin)),  # no token
+        call(server, "POST", pause, signed_in(server, Origin=origin, **{"X-Console-Token": "other"})),
+        call(
+            server,
+            "DELETE",
+            "/api/jobs/job_1",
+            signed_in(
+                server, Origin=origin, **{"X-Console-Token": "action-token", "Sec-Fetch-Site": "cross-site"}
+            ),
+        ),
+    ]
+    # Then each is refused and the API hears nothing
+    assert [status for status, _, _ in refused] == [403] * 5
+    assert api.calls == []
+    # When the console's own page posts, with the token and its origin, the action goes through
+    status, _, _ = call(
+        server,
+        "POST",
+        pause,
+        signed_in(server, Origin=origin, **{"X-Console-Token": "action-token"}),
+        {"note": "x"},
+    )
+    assert status == 200
+    assert api.calls == [("POST", "/jobs/job_1/pause", {"note": "x"})]
+
+
+def test_another_host_name_is_refused_even_on_loopback(console) -> None:
+    server, api = console
+    # Given a request naming another host (a name rebound to 127.0.0.1 by another site)
+    for host in ("evil.example", f"evil.example:{server.port}", "127.0.0.1:1"):
+        status, _, _ = call(server, "GET", "/api/jobs", signed_in(server, Host=host))
+        # Then it is refused, before anything is read
+        assert status == 421, host
+    assert api.calls == []
+    assert call(server, "GET", "/", {"Host": f"localhost:{server.port}"})[0] == 200
+
+
+def test_only_the_apis_resources_are_forwarded(console) -> None:
+    server, api = console
+    for path in ("/api/health", "/api/openapi.json", "/api/jobs/../x", "/api//jobs", "/api/admin"):
+        assert call(server, "GET", path, signed_in(server))[0] == 404, path
+    assert api.calls == []
+
+
+def test_every_answer_carries_a_policy_without_inline_script(console) -> None:
+    server, _ = console
+    for path in ("/", "/static/js/app.js", "/api/jobs", "/nowhere"):
+        _, headers, _ = call(server, "GET", path)
+        policy = headers["content-security-policy"]
+        assert "default-src 'self'" in policy and "script-src 'self'" in policy, path
+        assert "unsafe-inline" not in policy
+        assert headers["x-content-type-options"] == "nosniff"
+    status, headers, page = call(server, "GET", "/")
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    assert b'<script type="module" src="/static/js/app.js"></script>' in page
+    assert b"<script>" not in page and b"onerror" not in page and b"onclick" not in page
+
+
+def test_the_server_listens_on_loopback_only(console) -> None:
+    server, _ = console
+    assert server.server_address[0] == "127.0.0.1"
