@@ -13,11 +13,17 @@ unexport PYTHONDONTWRITEBYTECODE
 .PHONY: install run test unit lint format synth deploy destroy clean
 
 # Installs report on stderr: a benchmark's standard output is its JSON alone, on a fresh clone too.
+# The first run takes a minute or two: each step says what it does, so that a silent wait is not
+# taken for a hang.
 $(STAMP): pyproject.toml
-	@echo "installing into $(VENV)" >&2
+	@echo "installing Punctual and its tools into $(VENV) (once; again only when pyproject.toml changes)" >&2
+	@echo "  1/3 creating the virtual environment" >&2
 	@$(PYTHON) -m venv $(VENV) >&2
+	@echo "  2/3 updating pip" >&2
 	@$(BIN)/pip install --quiet --upgrade pip >&2
+	@echo "  3/3 installing punctual with its dev and infra tools (boto3, moto, pytest, the AWS CDK: about a minute)" >&2
 	@$(BIN)/pip install --quiet -e '.[dev,infra]' >&2
+	@echo "installed" >&2
 	@touch $(STAMP)
 
 install: $(STAMP)

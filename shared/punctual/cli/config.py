@@ -82,3 +82,28 @@ def load_profile(name: str | None, environ: Mapping[str, str] | None = None) -> 
     if wrong:
         raise UsageError(f"{path}: [profiles.{chosen}]: {', '.join(wrong)} must be text (in quotes)")
     return Profile(name=chosen, **settings)
+
+
+def describe(profile: Profile, environ: Mapping[str, str] | None = None) -> str:
+    """`punctual config`: where the file is, its profiles, and the one in use with each setting."""
+    env = os.environ if environ is None else environ
+    path = config_path(env)
+    try:
+        with path.open("rb") as file:
+            names = sorted((tomllib.load(file).get("profiles") or {}).keys())
+        where = str(path)
+    except FileNotFoundError:
+        names, where = [], f"{path} (none yet: write one to keep settings)"
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise UsageError(f"cannot read the config file {path}: {exc}") from None
+    lines = [
+        f"config file: {where}",
+        f"profiles:    {', '.join(names) or 'none'}",
+        f"in use:      {profile.name}",
+    ]
+    for setting in SETTINGS:
+        value = getattr(profile, setting)
+        shown = "(set)" if setting == "token" and value else value or "-"
+        lines.append(f"  {setting + ':':<14}{shown}")
+    lines.append("(a flag beats an environment variable, which beats the profile)")
+    return "\n".join(lines)

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from punctual import __version__, capacity, sizing
-from punctual.cli import common, config, connect, display, ids, suggest
+from punctual.cli import common, completion, config, connect, display, ids, suggest
 from punctual.cli import formatting as cli_format
 from punctual.cli import monitoring as cli_monitoring
 from punctual.cli.client import (
@@ -747,6 +747,16 @@ def cmd_console(client: PunctualClient, args: argparse.Namespace) -> int:
     )
 
 
+def cmd_completion(client: PunctualClient, args: argparse.Namespace) -> int:
+    print(completion.script(build_parser(), args.shell))
+    return EXIT_OK
+
+
+def cmd_config(client: PunctualClient, args: argparse.Namespace) -> int:
+    print(config.describe(config.load_profile(args.profile)))
+    return EXIT_OK
+
+
 def run_local(args: Sequence[str]) -> int:
     """`punctual local ...`: the local stack lives in punctual.local, imported only when asked for."""
     try:
@@ -1140,6 +1150,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=int, default=0, metavar="N", help="its port on 127.0.0.1 (default: a free one)"
     )
     console.add_argument("--no-browser", action="store_true", help="print the URL to open, open no browser")
+
+    shells = command(
+        commands,
+        "completion",
+        cmd_completion,
+        "print the shell completion script for bash, zsh or fish; install it with, e.g., "
+        + "; ".join(completion.INSTALL.values()),
+    )
+    shells.add_argument("shell", choices=completion.SHELLS)
+    command(
+        commands,
+        "config",
+        cmd_config,
+        "show the config file (named profiles: endpoint, token or aws_profile, region, display_zone) "
+        "and the profile in use",
+    )
 
     # Listed for --help only: main() hands `punctual local ...` to punctual.local before parsing.
     commands.add_parser(
