@@ -5,7 +5,8 @@ What runs where:
   holds: the modules at this package's top level and the subpackages `api` (the HTTP API) and
   `tasks` (the task types).
 - Off Lambda, on a laptop or in CI (OFF_LAMBDA; never imported by the runtime):
-  `cli` (the `punctual` command and its HTTP client), `console` (`punctual console`: a web page on
+  `cli` (the `punctual` command and its HTTP client), `client` (the Python client: typed results
+  over the command's transport), `console` (`punctual console`: a web page on
   127.0.0.1 over the API), `local` (the local stack: moto, the API server,
   the event-source-mapping pollers), `capacity` (the capacity planner: prices and measured figures
   as data, the model, its rendering). They may import the runtime; the runtime imports none of them.
@@ -16,4 +17,4 @@ bundle.
 __version__ = "0.1.0"
 
 # Subpackages left out of the Lambda bundle (infra/components/bundling.py).
-OFF_LAMBDA = ("capacity", "cli", "console", "local")
+OFF_LAMBDA = ("capacity", "cli", "client", "console", "local")

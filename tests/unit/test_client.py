@@ -1,0 +1,75 @@
+"""The Python client (punctual.client) against the CLI's HTTP test double: typed results, lists as
+iterators that fetch a page when reached, and the command's own errors."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from punctual.cli import client as transport
+from punctual.client import ApiError, Client, Execution, Job
+from punctual.clock import ManualClock
+from tests.unit.test_cli import FakeApi, execution, job
+
+
+def test_create_job_sends_the_fields_and_answers_a_typed_job(cli_api: FakeApi) -> None:
+    cli_api.answer("POST", "/jobs", job("job-1", tags={"team": "billing"}), status=201)
+    client = Client(cli_api.url, token="tok")
+
+    created = client.create_job(task={"type": "noop"}, name="nightly-report", idempotency_key="k-1")
+
+    sent = cli_api.sent("POST")[0]
+    assert sent.body == {"task": {"type": "noop"}, "schedule": {"type": "now"}, "name": "nightly-report"}
+    assert sent.headers["Idempotency-Key"] == "k-1" and sent.headers["Authorization"] == "Bearer tok"
+    assert isinstance(created, Job)
+    assert created.next_run_at == datetime(2026, 6, 2, 8, 0, tzinfo=UTC)
+    assert created.tags == {"team": "billing"} and created.raw["retry"]["max_attempts"] == 3
+
+
+def test_lists_are_iterators_that_fetch_the_next_page_when_reached(cli_api: FakeApi) -> None:
+    cli_api.answer(
+        "GET", "/jobs/job-1/executions", {"items": [execution("ex-2", "RUNNING")], "next_cursor": "p2"}
+    )
+    cli_api.answer(
+        "GET", "/jobs/job-1/executions", {"items": [execution("ex-1", "SUCCEEDED")], "next_cursor": None}
+    )
+    client = Client(cli_api.url)
+
+    executions = client.executions("job-1", page_size=1)
+    first = next(executions)
+    asked_before_the_second = len(cli_api.sent())
+    rest = list(executions)
+
+    assert isinstance(first, Execution) and first.id == "ex-2" and not first.finished
+    assert asked_before_the_second == 1
+    assert [e.id for e in rest] == ["ex-1"] and rest[0].finished
+    assert cli_api.sent()[1].query["cursor"] == ["p2"]
+
+
+def test_errors_are_the_commands_own(cli_api: FakeApi) -> None:
+    cli_api.answer(
+        "GET",
+        "/jobs/nope",
+        {"message": "job not found", "errors": [{"field": "id", "message": "no such job"}]},
+        status=404,
+    )
+
+    with pytest.raises(ApiError) as refused:
+        Client(cli_api.url).get_job("nope")
+
+    assert refused.type is transport.ApiError
+    assert refused.value.status == 404 and refused.value.details == ["id: no such job"]
+
+
+def test_wait_gives_up_after_its_timeout_on_the_clients_clock(cli_api: FakeApi) -> None:
+    cli_api.answer(
+        "GET", "/jobs/job-1/executions", {"items": [execution("ex-1", "RUNNING")], "next_cursor": None}
+    )
+    clock = ManualClock(datetime(2026, 6, 1, 12, tzinfo=UTC))
+    client = Client(cli_api.url, clock=clock)
+
+    with pytest.raises(TimeoutError, match="0 of 1"):
+        client.wait("job-1", timeout=3, interval=1)
+
+    assert clock.now() == datetime(2026, 6, 1, 12, 0, 3, tzinfo=UTC)
