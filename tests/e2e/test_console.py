@@ -299,6 +299,34 @@ def test_coming_up_counts_the_owners_runs_per_minute(
     shots(browser, "coming-up")
 
 
+UNNAMED_CONTROLS = """
+return [...document.querySelectorAll('input, select, button, a[href]')]
+  .filter((c) => !(c.labels && c.labels.length) && !c.getAttribute('aria-label') && !c.textContent.trim())
+  .map((c) => c.outerHTML);
+"""
+
+
+def test_every_control_is_named_and_the_keyboard_reaches_the_views(
+    browser: WebDriver, console_url: str, seeded: dict[str, Any]
+) -> None:
+    for view in ("jobs", f"job/{seeded['report']['id']}", "failures", "tasks", "coming-up"):
+        # Given each view, then every control has a label or a name a screen reader reads
+        go(browser, console_url, view)
+        eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "main h1"), timeout=5, what="a heading")
+        shows(browser, "")
+        assert browser.execute_script(UNNAMED_CONTROLS) == [], view
+    # And from the top of the page, Tab reaches the skip link, then the views' links, in order
+    go(browser, console_url, "jobs")
+    browser.refresh()
+    body = browser.find_element(By.TAG_NAME, "body")
+    reached = []
+    for _ in range(5):
+        body.send_keys("\ue004")  # Tab
+        reached.append(browser.switch_to.active_element.text)
+        body = browser.switch_to.active_element
+    assert reached == ["Skip to the view", "Jobs", "Failures", "Named tasks", "Coming up"]
+
+
 def test_the_views_fit_a_phone_width(browser: WebDriver, console_url: str, seeded: dict[str, Any]) -> None:
     # Given a phone's width, then no view is wider than the screen but its tables, which scroll
     browser.set_window_size(390, 844)
