@@ -26,10 +26,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from punctual import call_class, handoff, randomness, resources, target_arns, wiring
 from punctual.clock import SystemClock
 from punctual.config import Settings
-from punctual.local import clients, collector, provision
+from punctual.local import clients, collector, owners, provision
 from punctual.local.api_process import Config as ApiConfig
 from punctual.local.clients import REGION, StackError
 from punctual.local.esm import Handler
@@ -239,6 +241,17 @@ class LocalStack:
                 extra={"torn": restored["torn"]},
             )
         self.banner(moto_url, int(restored["items"]), requeued, provisioned.table_name)
+        # (after the banner: one pass over the table, which a large data directory makes long)
+        self._thread("owners", self._name_owners_without_token, aws.dynamodb_client, provisioned.table_name)
+
+    def _name_owners_without_token(self, dynamodb_client: Any, table: str) -> None:
+        try:
+            orphans = owners.owners_without_token(dynamodb_client, table, self.options.tokens.values())
+        except (BotoCoreError, ClientError):
+            return  # stopping, or moto gone: nothing to say
+        note = owners.warning(orphans)
+        if note is not None:
+            print(note, file=sys.stderr if self.options.json_logs else sys.stdout, flush=True)
 
     def _prepare_pool(self, queue_url: str, messages: int) -> None:
         for pool in self._pools:
@@ -432,8 +445,9 @@ class LocalStack:
             f"Punctual local stack ready in {ready:.1f} s",
             f"  API      {api_url}",
             f"  token    {token}  (owner {owner}){others}",
-            f"  AWS      {moto_url}  (moto: any credentials, region {REGION})",
-            f"           aws --endpoint-url {moto_url} --region {REGION} dynamodb scan --table-name {table}",
+            f"  AWS      {moto_url}  (moto, on a new port at each start: any credentials, region {REGION})",
+            f"           AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test aws --endpoint-url {moto_url} "
+            f"--region {REGION} dynamodb scan --table-name {table}",
             f"  data     {data}",
             f"  scanner  {tick}, lookahead {lookahead_for(options.tick_seconds)} s",
             "Try:",
