@@ -128,10 +128,14 @@ def test_an_action_needs_the_action_token_and_this_servers_origin(console) -> No
             ),
         ),
     ]
+    # (nor may another site's page read the action token)
+    refused.append(call(server, "GET", "/session", signed_in(server, Origin="https://evil.example")))
     # Then each is refused and the API hears nothing
-    assert [status for status, _, _ in refused] == [403] * 5
+    assert [status for status, _, _ in refused] == [403] * 6
     assert api.calls == []
-    # When the console's own page posts, with the token and its origin, the action goes through
+    # When the console's own page reads the action token and posts with it, the action goes through
+    status, _, body = call(server, "GET", "/session", signed_in(server, Origin=origin))
+    assert status == 200 and json.loads(body)["action_token"] == "action-token"
     status, _, _ = call(
         server,
         "POST",

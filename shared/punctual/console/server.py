@@ -159,7 +159,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/login":
             self._login(parts.query)
         elif path == "/session":
-            if self._signed_in():
+            # (the action token: only this server's own page may read it)
+            if not self._same_origin(method):
+                self._send_json(HTTPStatus.FORBIDDEN, {"message": "cross-site request refused"})
+            elif self._signed_in():
                 self._send_json(
                     HTTPStatus.OK,
                     {"action_token": self.server.session.action_token, "endpoint": self.server.api.endpoint},
