@@ -6,13 +6,18 @@ from __future__ import annotations
 import http.client
 import json
 import threading
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from botocore.credentials import Credentials
 
+from punctual.cli.client import PunctualClient, SigV4Auth
 from punctual.console import ConsoleServer, Session
+from punctual.console.server import ACTION_HEADER
 
 SESSION = Session(url_token="url-token", cookie="cookie-value", action_token="action-token")
 
@@ -38,8 +43,9 @@ class RecordingApi:
         headers: Mapping[str, str] | None = None,
         check: bool = True,
     ) -> Answer:
-        self.calls.append((method, path, body))
-        return Answer(200, {"items": [], "next_cursor": None, "echo": path})
+        shown = path + ("?" + urllib.parse.urlencode(query) if query else "")
+        self.calls.append((method, shown, body))
+        return Answer(200, {"items": [], "next_cursor": None, "echo": shown})
 
 
 @pytest.fixture
@@ -98,10 +104,13 @@ def test_the_api_needs_the_cookie_and_reads_are_forwarded_with_their_query(conso
     assert call(server, "GET", "/api/jobs")[0] == 401
     assert api.calls == []
     # When signed in, a read goes to the API as it was asked
-    status, _, body = call(server, "GET", "/api/jobs?status=PAUSED&limit=5", signed_in(server))
+    status, _, body = call(
+        server, "GET", "/api/jobs?status=PAUSED&name_prefix=a%20b&limit=5", signed_in(server)
+    )
     assert status == 200
-    assert api.calls == [("GET", "/jobs?status=PAUSED&limit=5", None)]
-    assert json.loads(body)["echo"] == "/jobs?status=PAUSED&limit=5"
+    # (encoded again as the CLI's client encodes its own)
+    assert api.calls == [("GET", "/jobs?status=PAUSED&name_prefix=a+b&limit=5", None)]
+    assert json.loads(body)["echo"] == "/jobs?status=PAUSED&name_prefix=a+b&limit=5"
 
 
 def test_an_action_needs_the_action_token_and_this_servers_origin(console) -> None:
@@ -182,3 +191,45 @@ def test_every_answer_carries_a_policy_without_inline_script(console) -> None:
 def test_the_server_listens_on_loopback_only(console) -> None:
     server, _ = console
     assert server.server_address[0] == "127.0.0.1"
+
+
+def test_calls_reach_a_deployed_api_signed_with_sigv4_and_without_the_browsers_cookie_or_token() -> None:
+    # Given an API on 127.0.0.1 that records what it receives, reached as a deployed one would be:
+    # through the CLI's client signing with SigV4 (fixed credentials, no lookup)
+    received: list[tuple[str, dict[str, str]]] = []
+
+    class Recorder(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            received.append((self.path, dict(self.headers.items())))
+            payload = b'{"items": [], "next_cursor": null}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    api_server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=api_server.serve_forever, args=(0.05,), daemon=True).start()
+    auth = SigV4Auth("eu-west-1", credentials=Credentials("AKIDEXAMPLE", "secret"))
+    client = PunctualClient(f"http://127.0.0.1:{api_server.server_address[1]}/v1", auth)
+    console = ConsoleServer(client, session=SESSION)
+    threading.Thread(target=console.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        # When the signed-in page lists its failed jobs
+        status, _, _ = call(console, "GET", "/api/jobs?outcome=failed", signed_in(console))
+    finally:
+        console.shutdown()
+        console.server_close()
+        api_server.shutdown()
+        api_server.server_close()
+    # Then the API got the request signed for execute-api, and nothing of the browser's session
+    assert status == 200
+    [(path, headers)] = received
+    assert path == "/v1/jobs?outcome=failed"
+    assert headers["Authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+    assert "/eu-west-1/execute-api/aws4_request" in headers["Authorization"]
+    assert "Cookie" not in headers and ACTION_HEADER not in headers
+    assert SESSION.cookie not in str(headers) and SESSION.action_token not in str(headers)

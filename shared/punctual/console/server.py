@@ -240,9 +240,11 @@ class _Handler(BaseHTTPRequestHandler):
         body, refused = self._json_body()
         if refused:
             return
-        target = path + (f"?{query}" if query else "")
+        # The query is encoded again by the client, as the CLI's own are: a deployed API's SigV4
+        # signature then covers exactly what the CLI would send.
+        params = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
         try:
-            answer = self.server.api.request(method, target, body=body, check=False)
+            answer = self.server.api.request(method, path, query=params, body=body, check=False)
         except self.server.unreachable as exc:
             self._send_json(HTTPStatus.BAD_GATEWAY, {"message": str(exc)})
             return
