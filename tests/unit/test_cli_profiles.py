@@ -127,3 +127,4 @@ def test_config_shows_the_file_and_the_profile_in_use(
     assert code == 0
     assert str(path) in out and "Europe/Paris" in out
     assert "secret" not in out  # a token is said to be set, never printed
+    assert "times shown in UTC (chosen by PUNCTUAL_DISPLAY_ZONE)" in out

@@ -754,6 +754,8 @@ def cmd_completion(client: PunctualClient, args: argparse.Namespace) -> int:
 
 def cmd_config(client: PunctualClient, args: argparse.Namespace) -> int:
     print(config.describe(config.load_profile(args.profile)))
+    shown = display.current
+    print(f"times shown in {shown.zone_name} (chosen by {shown.chosen_by})")
     return EXIT_OK
 
 
