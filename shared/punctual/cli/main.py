@@ -11,13 +11,13 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
 from typing import Any
 
 from punctual import __version__, capacity, sizing
 from punctual.cli import common, completion, config, connect, display, ids, suggest
 from punctual.cli import formatting as cli_format
 from punctual.cli import monitoring as cli_monitoring
+from punctual.cli import watch as cli_watch
 from punctual.cli.client import (
     ApiError,
     ConfigurationError,
@@ -39,7 +39,6 @@ EXIT_INTERRUPTED = 130
 JOB_STATUSES = ("ACTIVE", "PAUSED", "CANCELLED", "COMPLETED")
 # The built-in task types: any other --task names one of your named tasks (whose names never clash).
 BUILTIN_TYPES = ("http", "lambda", "sqs", "sns", "eventbridge", "stepfunctions", "noop", "sleep", "fail")
-FINAL_EXECUTION_STATUSES = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED"})
 MAX_BATCH_JOBS = 100  # POST /jobs/batch
 MIN_EVERY_SECONDS = 60  # a rate schedule's shortest period (schedule.every_seconds)
 DEFAULT_UTILISATION = 70  # `capacity --provisioned`: as infra/settings.py deploys
@@ -608,90 +607,6 @@ def cmd_tasks_delete(client: PunctualClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
-    return any(before.get(key) != after.get(key) for key in ("status", "attempts", "error", "finished_at"))
-
-
-def _watch_done(args: argparse.Namespace, job: Mapping[str, Any], seen: Mapping[str, JsonObject]) -> bool:
-    statuses = [str(execution.get("status")) for execution in seen.values()]
-    if args.count is not None and sum(s in FINAL_EXECUTION_STATUSES for s in statuses) >= args.count:
-        return True
-    if args.until_final:
-        if job.get("status") == "COMPLETED":
-            return all(s in FINAL_EXECUTION_STATUSES for s in statuses)
-        if job.get("status") == "CANCELLED":
-            # Executions that had not started will never run; one already running may still finish.
-            return "RUNNING" not in statuses
-    return False
-
-
-def _print_watch_changes(
-    args: argparse.Namespace,
-    now: datetime,
-    executions: list[JsonObject],
-    seen: dict[str, JsonObject],
-    *,
-    history: bool = False,
-) -> None:
-    """Each new execution and each change; on the first poll (`history`) the executions as they were
-    when the watch began, each at its own time, then a line where the live changes start."""
-    short = display.execution_ids([str(execution.get("id")) for execution in executions], args.job)
-    for execution in reversed(executions):  # the API lists newest first; a log reads oldest first
-        execution_id = str(execution.get("id"))
-        previous = seen.get(execution_id)
-        if previous is None or _changed(previous, execution):
-            if args.quiet:
-                print(execution_id, flush=True)
-            elif args.json:
-                print(json.dumps(execution), flush=True)
-            else:
-                line = cli_format.watch_line(now, execution, previous, short[execution_id], history=history)
-                print(line, flush=True)
-        seen[execution_id] = execution
-    if history and executions and not (args.quiet or args.json):
-        print(cli_format.fitted(f"--- live from {display.current.clock(now)} ---"), flush=True)
-
-
-def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
-    """Poll the job's executions; print each new one and each change, until Ctrl-C or a stop option.
-    Without a job: every job's (cli_monitoring.Tail)."""
-    if args.job is None:
-        if args.until_final:
-            raise UsageError("--until-final watches one job: name it")
-        return cli_monitoring.watch_all(client, args, common.clock)
-    deadline = common.clock.now() + timedelta(seconds=args.timeout) if args.timeout is not None else None
-    seen: dict[str, JsonObject] = {}
-    job_status: str | None = None
-    if not args.json:
-        print(f"watching job {args.job} every {args.interval:g}s (Ctrl-C to stop)", file=sys.stderr)
-    try:
-        while True:
-            try:
-                job = client.get_job(args.job)
-                page = client.list_executions(args.job, limit=args.limit)
-            except ConnectionFailed as exc:
-                if job_status is None:
-                    raise  # never reached it: a wrong endpoint, not a restart
-                # The local stack restarting is no reason to end a live view.
-                print(f"punctual: watch: {exc}; retrying", file=sys.stderr)
-            else:
-                now = common.clock.now()
-                first = job_status is None
-                if job.get("status") != job_status and not args.json:
-                    change = f"{job_status} -> {job.get('status')}" if job_status else str(job.get("status"))
-                    print(f"{display.current.clock(now)}  job {args.job}  {change}", flush=True)
-                job_status = str(job.get("status"))
-                _print_watch_changes(args, now, page.get("items") or [], seen, history=first)
-                if _watch_done(args, job, seen):
-                    return EXIT_OK
-            if deadline is not None and common.clock.now() >= deadline:
-                print(f"punctual: watch: gave up after {args.timeout:g}s", file=sys.stderr)
-                return EXIT_FAILURE
-            common.clock.sleep(args.interval)
-    except KeyboardInterrupt:
-        return EXIT_OK  # Ctrl-C is how a person ends a live view
-
-
 def cmd_capacity(client: PunctualClient, args: argparse.Namespace) -> int:
     """Arithmetic only, nothing is called: the plan of docs/scaling.md for this load."""
     if not 0 <= args.recurring_share <= 1:
@@ -932,7 +847,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     listing.add_argument("--name-prefix", metavar="PREFIX", help="only jobs whose name starts so")
     listing.add_argument(
-        "--tag", type=tag_filter, metavar="K=V", help="only jobs with this tag (KEY=VALUE, or KEY for any value)"
+        "--tag",
+        type=tag_filter,
+        metavar="K=V",
+        help="only jobs with this tag (KEY=VALUE, or KEY for any value)",
     )
     listing.add_argument(
         "--task", metavar="NAME", help="only the active and paused jobs using this named task"
@@ -996,7 +914,7 @@ def build_parser() -> argparse.ArgumentParser:
     watch = command(
         commands,
         "watch",
-        cmd_watch,
+        cli_watch.cmd_watch,
         "follow a job's executions live until Ctrl-C; without a job, every job's (a live tail: "
         "state changes as they happen, lateness, errors)",
     )
