@@ -63,9 +63,21 @@ _ERRORS = {
         "content": {"application/json": {"model": ErrorOut}},
     },
     503: {
-        "description": "The store is throttled; retry shortly (with the same Idempotency-Key).",
+        "description": "The store is throttled, or the API is shedding load; retry after Retry-After "
+        "(with the same Idempotency-Key).",
         "content": {"application/json": {"model": ErrorOut}},
     },
+}
+# What the HTTP front end (API Gateway, or the local stack's) answers before the API reads a request:
+# any operation can get them, so every operation lists them.
+_FRONT_END = {
+    413: {"description": "A body over 10 MB.", "content": {"application/json": {"model": ErrorOut}}},
+    414: {"description": "A request line too long.", "content": {"application/json": {"model": ErrorOut}}},
+    429: {
+        "description": "Too many requests; retry after Retry-After.",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
+    431: {"description": "Headers too large.", "content": {"application/json": {"model": ErrorOut}}},
 }
 
 
@@ -75,6 +87,8 @@ def openapi_responses(status: int, model: type[BaseModel], description: str, *er
     }
     for code in (401, 415, 422, *errors):
         answer[code] = _ERRORS[code]
+    answer.update(_FRONT_END)
+    answer.setdefault(503, _ERRORS[503])
     return answer
 
 
