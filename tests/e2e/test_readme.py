@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,20 +28,30 @@ def readme_blocks() -> list[str]:
     return [block for block in re.findall(r"```bash\n(.*?)```", section, re.S) if "punctual " in block]
 
 
-def test_the_readme_runs_as_written(stack: Stack, tmp_path: Path) -> None:
-    # Given the README's blocks, pointed at this test's stack as the banner's variables would point
-    # them (its URL and token, its moto), with free ports for the receivers in case 9000 is taken here
+@pytest.fixture
+def readme_stack(tmp_path: Path) -> Iterator[Stack]:
+    """A stack of its own, as `make run` starts one (the token `local`), on a free port: the README's
+    jobs (one fails every minute) stay out of the other tests' stack."""
+    local = Stack(tmp_path / "data", tmp_path / "stack.log", tokens={"local": "local"})
+    try:
+        yield local.start()
+    finally:
+        local.kill()
+
+
+def test_the_readme_runs_as_written(readme_stack: Stack, tmp_path: Path) -> None:
+    # Given the README's blocks, pointed at this test's stack as its banner says (PUNCTUAL_PORT, its
+    # moto), with free ports for the receivers in case 9000 is taken here
     blocks = readme_blocks()
     assert len(blocks) == 3
     script = "\n".join(blocks)
-    script = script.replace("MOTO=http://127.0.0.1:PORT", f"MOTO={stack.moto_url()}")
+    script = script.replace("MOTO=http://127.0.0.1:PORT", f"MOTO={readme_stack.moto_url()}")
     for port in ("9000", "9001"):
         script = script.replace(port, str(free_port()))
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PUNCTUAL_ENDPOINT": stack.url,
-        "PUNCTUAL_TOKEN": "alice-token",
+        "PUNCTUAL_PORT": str(readme_stack.port),
         "PUNCTUAL_CONFIG": str(tmp_path / "none.toml"),
         "PUNCTUAL_DISPLAY_ZONE": "UTC",
         "COLUMNS": "100",
@@ -65,7 +76,7 @@ def test_the_readme_runs_as_written(stack: Stack, tmp_path: Path) -> None:
     out, err = out_path.read_text(), err_path.read_text()
 
     # Then every command succeeded, and each step did what the README says it does
-    assert shell.returncode == 0, f"{out}\n{err}\n{stack.log()}"
+    assert shell.returncode == 0, f"{out}\n{err}\n{readme_stack.log()}"
     assert "SUCCEEDED" in out  # hello ran
     assert "CET (" in out and "Z)" in out  # nightly's next run in Paris time with UTC beside it
     assert "report-eu" in out and "warm-cache" in out  # the example batch file
