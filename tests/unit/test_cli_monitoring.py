@@ -215,6 +215,7 @@ def test_the_receiver_checks_signatures_and_answers_as_told() -> None:
     assert statuses == [503, 200]
     printed = out.getvalue().splitlines()
     assert "execution.failed  -> 503  signature ok" in printed[0]
+    assert printed[0].startswith("12:00:00Z  POST /hook")  # the time of day with its zone
     assert "SIGNATURE REFUSED" in printed[2]
 
 

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import IO, Any
 
 from punctual import signing
-from punctual.cli import common
+from punctual.cli import common, display
 from punctual.cli import formatting as cli_format
 from punctual.cli.client import JsonObject, PunctualClient
 from punctual.clock import Clock
@@ -216,7 +216,7 @@ def serve_receiver(
                 body = raw.decode("utf-8", errors="replace")
             kind = body.get("type") if isinstance(body, dict) else None
             what = kind or self.headers.get("X-Punctual-Execution-Id") or ""
-            line = f"{clock.now().strftime('%H:%M:%S')}  {self.command} {self.path}  {what}  -> {status}{verdict}"
+            line = f"{display.current.clock(clock.now())}  {self.command} {self.path}  {what}  -> {status}{verdict}"
             with lock:
                 print(line, file=out, flush=True)
                 if body is not None:
