@@ -192,3 +192,22 @@ def test_a_table_cuts_its_cuttable_columns_then_leaves_out_the_least_needed() ->
     assert narrower[1] == "job_1234567  a-rat…  something"
     assert narrowest[1] == "job_1234567  a-rath…"
     assert all(len(line) <= 20 for line in narrowest)
+
+
+def test_watching_every_job_fits_the_terminal_and_keeps_each_runs_status(
+    cli_api: FakeApi, capsys: Capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given jobs with long names whose last runs failed
+    last = execution(RUNS[0], "FAILED", job_id=JOB, error=LONG_ERROR, finished_at="2026-06-01T11:00:00Z")
+    jobs = [dict(item, last_execution=last) for item in _jobs()]
+    cli_api.answer("GET", "/jobs", {"items": jobs, "next_cursor": None})
+    monkeypatch.setenv("COLUMNS", "80")
+
+    # When every job is watched for one poll
+    _, out, _ = run(cli_api, capsys, "watch", "--timeout", "1", "--interval", "1")
+
+    # Then each line fits, and each run's line still shows its status whole
+    lines = out.splitlines()
+    assert all(len(line) <= 80 for line in lines), out
+    runs = [line for line in lines if "job_1a2b3c4.19aee400000" in line]
+    assert len(runs) == 3 and all("FAILED " in line for line in runs), out

@@ -19,6 +19,7 @@ from punctual.clock import Clock
 from punctual.timefmt import parse_rfc3339
 
 FINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED"})
+WIDE = 100  # columns from which the all-jobs view gives job names their full room
 HISTORY_LINES = 10  # `watch` without a job: the latest executions shown as they were when it began
 
 
@@ -254,7 +255,11 @@ class Tail:
 
 
 def _job_label(job: Mapping[str, Any]) -> str:
-    return f"{str(job.get('name') or job['id'])[:24]:<24}"
+    """The job's name (else its id), cut to a fixed width: narrower on a narrow terminal, where the
+    rest of the line needs the room more."""
+    width = display.current.width
+    size = 16 if width is not None and width < WIDE else 24
+    return display.cut(str(job.get("name") or job["id"]), size).ljust(size)
 
 
 def _own_time(execution: Mapping[str, Any]) -> datetime:
