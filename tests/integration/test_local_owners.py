@@ -44,6 +44,7 @@ def test_owners_with_active_jobs_and_no_token_are_named_with_how_many() -> None:
 
     # Then bob is named, with his two active jobs, and the note says how to keep tokens
     assert orphans == Counter({"bob": 2})
-    note = owners.warning(orphans)
-    assert note is not None and "bob (2 active)" in note and "PUNCTUAL_LOCAL_TOKENS" in note
-    assert owners.warning(owners.owners_without_token(client, TABLE, ["alice", "bob"])) is None
+    note = owners.warning(orphans, {"tok-a": "alice"})
+    assert note is not None and "bob (2 active)" in note
+    assert "PUNCTUAL_LOCAL_TOKENS=tok-a=alice,TOKEN=bob" in note
+    assert owners.warning(owners.owners_without_token(client, TABLE, ["alice", "bob"]), {}) is None

@@ -5,7 +5,7 @@ its owner's jobs firing out of everyone's sight. The stack names those owners wh
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from punctual.models import JobStatus
@@ -35,13 +35,15 @@ def owners_without_token(dynamodb_client: Any, table: str, owners_with_token: It
     return found
 
 
-def warning(orphans: Counter[str]) -> str | None:
-    """What the stack says of them, or None when every owner with active jobs has a token."""
+def warning(orphans: Counter[str], tokens: Mapping[str, str]) -> str | None:
+    """What the stack says of them (`tokens`: the stack's, token to owner), or None when every owner
+    with active jobs has a token."""
     if not orphans:
         return None
     listed = ", ".join(f"{owner} ({count} active)" for owner, count in sorted(orphans.items()))
-    example = ",".join(f"TOKEN={owner}" for owner in sorted(orphans)[:2])
+    pairs = [f"{token}={owner}" for token, owner in tokens.items()]
+    pairs += [f"TOKEN={owner}" for owner in sorted(orphans)]
     return (
         f"  note     jobs run for owners with no token: {listed}; no token can see them. Keep each "
-        f"owner's token in PUNCTUAL_LOCAL_TOKENS (e.g. PUNCTUAL_LOCAL_TOKENS=local=local,{example})"
+        f"owner's token across starts: PUNCTUAL_LOCAL_TOKENS={','.join(pairs)}"
     )

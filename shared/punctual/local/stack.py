@@ -249,7 +249,7 @@ class LocalStack:
             orphans = owners.owners_without_token(dynamodb_client, table, self.options.tokens.values())
         except (BotoCoreError, ClientError):
             return  # stopping, or moto gone: nothing to say
-        note = owners.warning(orphans)
+        note = owners.warning(orphans, self.options.tokens)
         if note is not None:
             print(note, file=sys.stderr if self.options.json_logs else sys.stdout, flush=True)
 
