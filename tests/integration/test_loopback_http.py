@@ -231,17 +231,20 @@ def test_unsigned_boto3_clients_reach_moto_through_it() -> None:
         moto.stop()
 
 
-def test_the_api_process_clients_mark_their_dynamodb_calls_for_motos_gate(server: _Server) -> None:
+def test_the_api_process_clients_mark_the_dynamodb_calls_of_its_reads_for_motos_gate(server: _Server) -> None:
     from punctual.local import clients
-    from punctual.local.gate import API, CALL_HEADER
+    from punctual.local.gate import API, CALL_HEADER, api_read
 
     # Given the clients the API's process makes, and those the stack makes
-    marked = clients.connect(url(server), call=API)
+    marked = clients.connect(url(server), api_reads=True)
     plain = clients.connect(url(server))
-    # When each sends a DynamoDB call (the resource's and the client's) and an SQS call
+    # When each sends DynamoDB calls (the resource's and the client's) and an SQS call for a read,
+    # and the API's client another for a write
+    with api_read():
+        marked.dynamodb_client.list_tables()
+        marked.dynamodb.meta.client.list_tables()
+        plain.dynamodb_client.list_tables()
+        marked.sqs.list_queues()
     marked.dynamodb_client.list_tables()
-    marked.dynamodb.meta.client.list_tables()
-    plain.dynamodb_client.list_tables()
-    marked.sqs.list_queues()
-    # Then the API's DynamoDB calls carry the mark, and no other
-    assert [headers.get(CALL_HEADER) for _, _, headers in server.requests] == [API, API, None, None]
+    # Then the API's DynamoDB calls for the read carry the mark, and no other
+    assert [headers.get(CALL_HEADER) for _, _, headers in server.requests] == [API, API, None, None, None]

@@ -11,7 +11,7 @@ from typing import Any
 
 from punctual import call_class
 from punctual.clock import ManualClock
-from punctual.local.gate import API, CALL_HEADER, LAST, Gate, MotoGate, gate_client, mark_client
+from punctual.local.gate import API, CALL_HEADER, LAST, Gate, MotoGate, api_read, gate_client, mark_api_reads
 from punctual.outcomes import persist
 
 
@@ -330,7 +330,7 @@ def test_motos_gate_lets_sqs_calls_through_while_its_slots_are_held() -> None:
 
 def test_motos_gate_lets_the_stacks_calls_in_before_the_apis_that_waited_longer() -> None:
     held = HeldApp()
-    gate = MotoGate(held, Gate(1, last_limit=60, api_limit=60))
+    gate = MotoGate(held, Gate(1, last_limit=60))
     answers: list[bytes] = []
     # Given a call in moto's one slot, then two API reads (a list, a BatchGetItem), a claim and an
     # outcome waiting, in that order
@@ -357,11 +357,10 @@ def test_motos_gate_lets_the_stacks_calls_in_before_the_apis_that_waited_longer(
     assert held.entered == ["holder", "claim", "list", "api read", "outcome"]
 
 
-def test_api_calls_that_waited_their_limit_take_every_other_turn_with_the_stacks() -> None:
-    now = [100.0]
-    gate = Gate(1, api_limit=1.0, monotonic=lambda: now[0])
+def test_api_calls_take_one_turn_in_three_while_the_stacks_wait() -> None:
+    gate = Gate(1)
     entered: list[str] = []
-    names = ("holder", "list1", "list2", "claim1", "claim2")
+    names = ("holder", "list1", "list2", "claim1", "claim2", "claim3", "claim4")
     threads: list[threading.Thread] = []
     leave = {name: threading.Event() for name in names}
 
@@ -375,7 +374,7 @@ def test_api_calls_that_waited_their_limit_take_every_other_turn_with_the_stacks
         thread.start()
         return thread
 
-    # Given two API calls waiting, then two of the stack's
+    # Given two API calls waiting, then four of the stack's
     threads.append(hold(gate, False, entered, "holder", leave["holder"]))
     wait_until(lambda: entered == ["holder"])
     for waiting, name in enumerate(names[1:], start=1):
@@ -383,14 +382,13 @@ def test_api_calls_that_waited_their_limit_take_every_other_turn_with_the_stacks
             hold_api(name) if name.startswith("list") else hold(gate, False, entered, name, leave[name])
         )
         wait_until(lambda waiting=waiting: gate.waiting == waiting)
-    # When the API's have waited past their limit and each holder leaves in turn
-    now[0] += 2.0
+    # When each holder leaves in turn
     for count in range(2, len(names) + 1):
         leave[entered[-1]].set()
         wait_until(lambda count=count: len(entered) == count)
-    # Then they alternate, an API call first
-    assert entered == ["holder", "list1", "claim1", "list2", "claim2"]
-    leave["claim2"].set()
+    # Then the stack's go first, two at a time, and the API's take every third turn
+    assert entered == ["holder", "claim1", "claim2", "list1", "claim3", "claim4", "list2"]
+    leave["list2"].set()
     for thread in threads:
         thread.join(10)
 
@@ -427,7 +425,7 @@ def test_the_apis_calls_leave_a_slot_to_the_stacks() -> None:
     assert gate._free == 2 and gate.waiting == 0
 
 
-def test_a_marked_client_marks_each_of_its_calls() -> None:
+def test_a_client_of_the_api_marks_the_calls_of_its_reads_and_no_other() -> None:
     sent: list[Request] = []
 
     class Recording(Endpoint):
@@ -436,7 +434,11 @@ def test_a_marked_client_marks_each_of_its_calls() -> None:
             return "response"
 
     client = Client(Recording(Gate(1), []))
-    mark_client(client, API)
-    client._endpoint._send(Request(b"DynamoDB_20120810.Query"))
-    client._endpoint._send(Request(b"DynamoDB_20120810.BatchGetItem"))
-    assert [request.headers.get(CALL_HEADER) for request in sent] == [API, API]
+    mark_api_reads(client)
+    # When it makes calls for a read (a GET), then for a write
+    with api_read():
+        client._endpoint._send(Request(b"DynamoDB_20120810.Query"))
+        client._endpoint._send(Request(b"DynamoDB_20120810.BatchGetItem"))
+    client._endpoint._send(Request(b"DynamoDB_20120810.PutItem"))
+    # Then the read's calls are marked as the API's, the write's not (it goes among the stack's)
+    assert [request.headers.get(CALL_HEADER) for request in sent] == [API, API, None]

@@ -15,7 +15,7 @@ import boto3
 from botocore import UNSIGNED
 from botocore.config import Config
 
-from punctual.local.gate import mark_client
+from punctual.local.gate import mark_api_reads
 from punctual.local.loopback_http import use_loopback_http
 
 REGION = "us-east-1"
@@ -42,9 +42,9 @@ class MotoClients:
     sqs: Any
 
 
-def connect(moto_url: str, *, call: str | None = None) -> MotoClients:
-    """Clients of moto at `moto_url`; `call`: what their DynamoDB calls are marked as for moto's gate
-    (gate.API for the API's process)."""
+def connect(moto_url: str, *, api_reads: bool = False) -> MotoClients:
+    """Clients of moto at `moto_url`; `api_reads` (the API's process): their DynamoDB calls in
+    `gate.api_read` blocks are marked as the API's reads for moto's gate."""
     session = boto3.session.Session(
         aws_access_key_id="local", aws_secret_access_key="local", region_name=REGION
     )
@@ -53,9 +53,9 @@ def connect(moto_url: str, *, call: str | None = None) -> MotoClients:
     dynamodb = session.resource("dynamodb", endpoint_url=moto_url, config=_CLIENT_CONFIG)
     for client in (dynamodb_client, sqs, dynamodb.meta.client):
         use_loopback_http(client)
-    if call is not None:
-        mark_client(dynamodb_client, call)
-        mark_client(dynamodb.meta.client, call)
+    if api_reads:
+        mark_api_reads(dynamodb_client)
+        mark_api_reads(dynamodb.meta.client)
     return MotoClients(session, dynamodb_client, dynamodb, sqs)
 
 

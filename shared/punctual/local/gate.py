@@ -14,8 +14,8 @@ them waited up to 0.8 s each. Past that limit they take every other turn, not ev
 of 1,000 left two thousand of them overdue at once, and letting them all go first held the scanner's
 tick for 20 s. The API's process (api_process.py) has clients of its own: its requests do not queue
 here behind a burst's claims, but in moto's process, where a gate of the same kind (`MotoGate`) lets
-every caller's calls in to moto's handler a few at a time: the stack's first, then the API's, the
-stack's bookkeeping last. Executions come first whatever the API's load: two hundred clients listing
+every caller's calls in to moto's handler a few at a time: the stack's first (the API's writes
+among them), then the API's reads, the stack's bookkeeping last. Executions come first whatever the API's load: two hundred clients listing
 jobs in a loop had put thousands of the API's reads in line with the executions' calls, which then
 started more than a minute late.
 
@@ -48,17 +48,23 @@ _CALL_ENVIRON = "HTTP_X_PUNCTUAL_CALL"
 LAST = "bookkeeping"
 # How long a bookkeeping call waits behind the others at most before it takes its turn among them.
 LAST_LIMIT_SECONDS = 2.0
-# The calls of the API's process (clients.connect marks them): after the stack's, before its bookkeeping.
+# The calls of the API's reads (clients.connect marks them): after the stack's, before its bookkeeping.
 API = "api"
-# How long an API call waits behind the stack's calls at most before it takes its turn among them.
-API_LIMIT_SECONDS = 1.0
+# While the stack's calls wait, the API's take one turn in this many: a busy stack slows the API's
+# answers (by a turn in three at most, not by a wait per call: a request makes several calls in turn)
+# without stopping them.
+API_SHARE = 3
+# The API's reads in moto at once. moto runs its calls in one interpreter, so each call let in beside
+# a stack's call takes a share of the CPU that call needs, and a list reads a whole table in moto.
+API_SLOTS = 1
 
 
 class Gate:
     """At most `slots` holders at once. Waiting `first` callers are let in first, then the others, then
-    `api` callers (the API's process: at most `api_slots` of them hold slots at once), then `last`
-    callers. An `api` or `last` caller that has waited its limit (`api_limit`, `last_limit` seconds)
-    takes every other turn from then on, so that neither waits for ever."""
+    `api` callers (the API's reads), then `last` callers. While others wait, `api` callers still
+    get one turn in `api_share`, and at most `api_slots` of them hold slots at once: a busy stack
+    slows the API without stopping it. `last` callers take every other turn once the oldest has
+    waited `last_limit` seconds."""
 
     def __init__(
         self,
@@ -66,23 +72,23 @@ class Gate:
         last_limit: float = LAST_LIMIT_SECONDS,
         monotonic: Callable[[], float] = time.monotonic,
         *,
-        api_limit: float = API_LIMIT_SECONDS,
-        api_slots: int | None = None,
+        api_share: int = API_SHARE,
+        api_slots: int = API_SLOTS,
     ) -> None:
         self._lock = threading.Lock()
         self._monotonic = monotonic
         self.slots = slots
         self._free = slots
-        # One slot at least is always left to the stack's calls.
-        self._api_slots = api_slots if api_slots is not None else max(1, slots - 1)
+        self._last_limit = last_limit
+        self._api_share = api_share
+        self._api_slots = min(api_slots, slots)
         self._api_holding = 0
         self._first: deque[threading.Event] = deque()
         self._others: deque[threading.Event] = deque()
-        # With when each began to wait, and how long it waits at most before taking turns.
-        self._api: deque[tuple[float, threading.Event]] = deque()
-        self._last: deque[tuple[float, threading.Event]] = deque()
-        self._limits = {id(self._api): api_limit, id(self._last): last_limit}
-        self._overdue_went = False  # whether the last turn handed out went to an overdue caller
+        self._api: deque[threading.Event] = deque()
+        self._last: deque[tuple[float, threading.Event]] = deque()  # with when each began to wait
+        self._last_went = False  # whether the last turn handed out while overdue went to `last`
+        self._others_went = 0  # turns the others took while an api caller could have, since its last
 
     @contextmanager
     def slot(self, *, first: bool = False, last: bool = False, api: bool = False) -> Iterator[None]:
@@ -106,7 +112,7 @@ class Gate:
                 return
             turn = threading.Event()
             if api:
-                self._api.append((self._monotonic(), turn))
+                self._api.append(turn)
             elif first:
                 self._first.append(turn)
             elif last:
@@ -118,29 +124,27 @@ class Gate:
     def _release(self, api: bool) -> None:
         with self._lock:
             self._api_holding -= api
-            patient = [lane for lane in (self._api, self._last) if lane and self._may_go(lane)]
-            now = self._monotonic()
-            overdue = [lane for lane in patient if now - lane[0][0] >= self._limits[id(lane)]]
+            api_may = bool(self._api) and self._api_holding < self._api_slots
+            overdue = bool(self._last) and self._monotonic() - self._last[0][0] >= self._last_limit
             if self._first:
                 self._first.popleft().set()  # the slot passes to it
-            elif overdue and not self._overdue_went:
-                self._overdue_went = True
-                self._hand(min(overdue, key=lambda lane: lane[0][0]))
+            elif overdue and not self._last_went:
+                self._last_went = True
+                self._last.popleft()[1].set()
+            elif api_may and (not self._others or self._others_went >= self._api_share - 1):
+                self._last_went = False
+                self._others_went = 0
+                self._api_holding += 1
+                self._api.popleft().set()
             elif self._others:
-                self._overdue_went = False
+                self._last_went = False
+                self._others_went += api_may
                 self._others.popleft().set()
-            elif patient:
-                self._overdue_went = False
-                self._hand(patient[0])
+            elif self._last:
+                self._last_went = True
+                self._last.popleft()[1].set()
             else:
                 self._free += 1
-
-    def _may_go(self, lane: deque[tuple[float, threading.Event]]) -> bool:
-        return lane is not self._api or self._api_holding < self._api_slots
-
-    def _hand(self, lane: deque[tuple[float, threading.Event]]) -> None:
-        self._api_holding += lane is self._api
-        lane.popleft()[1].set()
 
 
 def gate_client(client: Any, gate: Gate) -> None:
@@ -159,13 +163,29 @@ def gate_client(client: Any, gate: Gate) -> None:
     endpoint._send = gated_send
 
 
-def mark_client(client: Any, call: str) -> None:
-    """Mark each of a boto3 DynamoDB client's requests as `call` for moto's gate (`MotoGate`)."""
+_reading = threading.local()
+
+
+@contextmanager
+def api_read() -> Iterator[None]:
+    """The store calls this thread makes in the block answer a read of the API (a GET): a client
+    given to `mark_api_reads` marks them `API` for moto's gate. The API's writes (a creation, a
+    change) are not marked: they go among the stack's calls, as few at once as the API admits."""
+    _reading.active = True
+    try:
+        yield
+    finally:
+        _reading.active = False
+
+
+def mark_api_reads(client: Any) -> None:
+    """Mark a boto3 DynamoDB client's requests made in `api_read` blocks as `API` (`MotoGate`)."""
     endpoint = client._endpoint
     send = endpoint._send
 
     def marked_send(request: Any) -> Any:
-        request.headers[CALL_HEADER] = call
+        if getattr(_reading, "active", False):
+            request.headers[CALL_HEADER] = API
         return send(request)
 
     endpoint._send = marked_send
@@ -180,14 +200,14 @@ class MotoGate:
 
     The stack's gate orders the stack's own calls, but the API's process sends its calls to moto
     without it. Here every caller's call waits its turn at moto's handler: a BatchGetItem of the
-    stack (the runs at their instant wait on it) first, then the stack's other calls, then the API's
-    (marked `API`), then the stack's bookkeeping (marked `LAST`). The stack's gate lets at most
-    sixteen of its calls out at once, so the API's calls wait behind few of them; the API's own are
-    as many as its clients, and in line with the stack's they delayed the executions by minutes. The
-    API's calls hold all of moto's slots but one at most, and one that waited `API_LIMIT_SECONDS`
-    takes every other turn, so that a busy stack slows the API without stopping it (the API answers
-    503 rather than queue its callers: server.Limits). The journal's wait for its disk comes after
-    the handler, outside this gate (durable.DurableApp), so a slot is only ever held by work in moto's
+    stack (the runs at their instant wait on it) first, then the stack's other calls and the API's
+    writes (as few at once as the API admits: server.Limits), then the API's reads (its GETs' calls,
+    marked `API`), then the stack's bookkeeping (marked `LAST`). The API's reads are as many as its
+    clients, and in line with the stack's calls they delayed the executions by minutes; they hold
+    one of moto's slots at a time (`API_SLOTS`) and take one turn in `API_SHARE` while the stack's
+    calls wait, so that a busy stack slows the API's reads without stopping them (the API answers
+    503 rather than queue its callers). The journal's wait for its disk comes after the handler,
+    outside this gate (durable.DurableApp), so a slot is only ever held by work in moto's
     interpreter. Other services' calls (SQS's long polls wait without working) go straight to the app.
     """
 

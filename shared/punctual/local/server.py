@@ -20,6 +20,7 @@ import base64
 import hmac
 import json
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -52,6 +53,8 @@ _RECEIVE_BYTES = 65536
 # the answer with them.
 _LINGER_SECONDS = 1.0
 _LINGER_BYTES = 16 * 1024 * 1024
+# What a client that went away raises (a kernel's send or receive timeout raises BlockingIOError).
+_GONE = (ConnectionError, TimeoutError, BlockingIOError)
 
 Invoke = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -211,7 +214,7 @@ class ApiServer:
         try:
             connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             _Connection(self, connection).serve(crowded)
-        except (ConnectionError, TimeoutError) as exc:
+        except _GONE as exc:
             logger.info("client disconnected", extra={"client": str(client), "error": repr(exc)})
         except Exception:
             logger.exception("request failed", extra={"client": str(client)})
@@ -239,12 +242,24 @@ class _Refused(Exception):
 
 
 class _Connection:
-    """One client's connection: its requests one after another, each read, answered and logged."""
+    """One client's connection: its requests one after another, each read, answered and logged.
+
+    Its time limits are the kernel's (SO_RCVTIMEO, SO_SNDTIMEO) on a blocking socket, where the kernel
+    has them: a socket given a timeout in Python polls before every send and receive, and sets the
+    timeout with a system call of its own, each a hand-off of the interpreter lock that the API's
+    other requests wait on (loopback_http.py says more).
+    """
 
     def __init__(self, server: ApiServer, sock: socket.socket) -> None:
         self.server = server
         self.limits = server.limits
         self.sock = sock
+        self._waits = 0.0  # what a receive waits at most, as last set
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(self.limits.send_seconds))
+            self._kernel_timeouts = True
+        except OSError:
+            self._kernel_timeouts = False
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=self.limits.head_bytes)
         self.closed_by_client = False
         self.method = ""  # of the request being answered
@@ -315,10 +330,10 @@ class _Connection:
         remaining = deadline - self.server.monotonic()
         if remaining <= 0:
             raise _Timeout(started)
-        self.sock.settimeout(remaining)
+        self._wait_at_most(remaining)
         try:
             data = self.sock.recv(_RECEIVE_BYTES)
-        except TimeoutError:
+        except (TimeoutError, BlockingIOError):
             raise _Timeout(started) from None
         except ConnectionError:
             data = b""
@@ -327,6 +342,15 @@ class _Connection:
         self.closed_by_client = not data
         self.h11.receive_data(data)
         return bool(data)
+
+    def _wait_at_most(self, seconds: float) -> None:
+        """The next receive waits `seconds` at most, give or take half a second (set again only
+        then: a quick client's requests are each read in one receive, with no system call more)."""
+        if not self._kernel_timeouts:
+            self.sock.settimeout(seconds)
+        elif seconds < self._waits - 0.5 or seconds > self._waits:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(seconds))
+            self._waits = seconds
 
     def _read_body(self, declared: int | None) -> bytes | None:
         if declared is not None and declared > self.limits.body_bytes:
@@ -390,7 +414,7 @@ class _Connection:
                 raise _Refused(503, "the local API is busy: retry shortly", _retry_after())
         except _Refused as refusal:
             return self._answer_refusal(refusal)
-        except (ConnectionError, TimeoutError):
+        except _GONE:
             logger.info("client disconnected", extra={"method": self.method, "path": self.path})
             return 499  # nginx's "client closed request": nothing was sent
         try:
@@ -503,7 +527,8 @@ class _Connection:
 
     def _send_bytes(self, payload: bytes | None) -> None:
         if payload:
-            self.sock.settimeout(self.limits.send_seconds)
+            if not self._kernel_timeouts:
+                self.sock.settimeout(self.limits.send_seconds)
             self.sock.sendall(payload)
 
     def _linger(self) -> None:
@@ -554,6 +579,12 @@ def _declared_length(headers: Mapping[str, str]) -> int | None:
     """The Content-Length of a request h11 accepted (one value, digits alone), if it has one."""
     value = _header(headers, "content-length")
     return int(value.partition(",")[0]) if value else None
+
+
+def _timeval(seconds: float) -> bytes:
+    """A struct timeval of `seconds` (at least a millisecond: zero would mean no limit)."""
+    whole, fraction = divmod(max(seconds, 0.001), 1.0)
+    return struct.pack("ll", int(whole), int(fraction * 1_000_000))
 
 
 def _retry_after() -> dict[str, str]:
