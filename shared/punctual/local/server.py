@@ -417,10 +417,7 @@ class _Connection:
         except _GONE:
             logger.info("client disconnected", extra={"method": self.method, "path": self.path})
             return 499  # nginx's "client closed request": nothing was sent
-        try:
-            return self._invoke(parts.query, headers, body)
-        finally:
-            self.server.admission.leave()
+        return self._invoke(parts.query, headers, body)
 
     def _check(self, target: str, headers: Mapping[str, str]) -> None:
         """What is refused before the body is read: the caller, the method, the stack's state."""
@@ -442,12 +439,13 @@ class _Connection:
             )
 
     def _invoke(self, query: str, headers: dict[str, str], body: bytes | None) -> int:
-        owner = self.server.owner_for(_header(headers, "authorization"))
-        # Credentials stop here, as API Gateway's IAM authorization keeps them from the function.
-        headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
-        method = "GET" if self.method == "HEAD" else self.method
-        event = api_event(method, self.path, owner=owner, query=query, headers=headers, body=body)
+        """Run the API function on the request (its admission slot taken) and send its answer."""
         try:
+            owner = self.server.owner_for(_header(headers, "authorization"))
+            # Credentials stop here, as API Gateway's IAM authorization keeps them from the function.
+            headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+            method = "GET" if self.method == "HEAD" else self.method
+            event = api_event(method, self.path, owner=owner, query=query, headers=headers, body=body)
             response = self.server.invoke(event)
         except Exception:
             logger.exception("API handler failed", extra={"method": self.method, "path": self.path})
@@ -456,6 +454,10 @@ class _Connection:
                 "headers": {"Content-Type": "application/json"},
                 "body": json.dumps({"message": "Internal server error"}),
             }
+        finally:
+            # The slot bounds work in the function, not a slow client's reading of the answer: it is
+            # free before the answer is sent, so a client that has its answer finds it free.
+            self.server.admission.leave()
         status = int(response.get("statusCode") or 502)
         if self.method in _WRITES and status >= 500:
             # Asked each time: moto's store takes writes again by itself once its disk has room, and a
