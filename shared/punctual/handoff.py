@@ -12,14 +12,14 @@ way.
 A request that dies between filing and enqueueing leaves its claim to run out, and its marker then
 waits for the tick after that: up to a claim and a tick late. Two things take over sooner. A retry of
 the request (the same Idempotency-Key) enqueues what is still filed with a claim (`HandOff.resume`).
-A local stack that starts again withdraws every claim (`withdraw_claims`): the requests that made
-them died with its previous run. Either may send an execution that was sent already, a duplicate
+A local stack that starts again withdraws every claim (`punctual.local.persistence.withdraw_claims`):
+the requests that made them died with its previous run. Either may send an execution that was sent already, a duplicate
 the worker recognises by the execution's stored status, as it does the scanner's (dispatch.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -56,18 +56,6 @@ def split_claimed(markers: Sequence[DueMarker], now: datetime) -> tuple[list[Due
     mine = [m for m in markers if m.handoff_until is None or m.handoff_until <= now]
     claimed = [m for m in markers if m.handoff_until is not None and m.handoff_until > now]
     return mine, claimed
-
-
-def withdraw_claims(store: Store, shards: Iterable[int], before: datetime) -> int:
-    """Withdraw the claims on the markers of these shards' soon partitions due before `before`, when
-    the requests that made them are known to be gone, so that the next tick sends those markers rather
-    than wait for the claims to run out. Returns how many were withdrawn."""
-    claimed = [
-        m for shard in shards for m in store.markers.soon(shard, before) if m.handoff_until is not None
-    ]
-    if claimed:
-        store.markers.put_many([replace(m, handoff_until=None) for m in claimed])
-    return len(claimed)
 
 
 class HandOff:

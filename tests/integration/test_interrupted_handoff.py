@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from punctual import handoff
 from punctual.handoff import HANDOFF_CLAIM
+from punctual.local.persistence import withdraw_claims
 from punctual.timefmt import to_rfc3339
 from tests.world import World
 
@@ -123,7 +123,7 @@ def test_withdrawn_claims_are_sent_by_the_next_tick(world: World, monkeypatch: p
     # When the claims are withdrawn (the stack starting again)
     settings = world.punctual.settings
     soon = world.punctual.dispatcher.soon
-    withdrawn = handoff.withdraw_claims(world.store, range(settings.shard_count), world.clock.now() + soon)
+    withdrawn = withdraw_claims(world.store, range(settings.shard_count), world.clock.now() + soon)
     # Then the next tick sends the job, which runs at its time; the later job is left as it was
     assert withdrawn == 1
     report = world.tick()

@@ -14,6 +14,7 @@ scanner.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import IO
@@ -95,3 +96,15 @@ def _release_unstarted_claim(item: WorkItem, store: Store) -> None:
     except (LostRace, RetryableStoreError, UnreadableItem):
         # Its lease runs out instead: the message waits for it.
         logger.warning("claim not given back", extra={"execution_id": item.execution_id})
+
+
+def withdraw_claims(store: Store, shards: Iterable[int], before: datetime) -> int:
+    """Withdraw the claims on the markers of these shards' soon partitions due before `before`, when
+    the requests that made them are known to be gone, so that the next tick sends those markers rather
+    than wait for the claims to run out. Returns how many were withdrawn."""
+    claimed = [
+        m for shard in shards for m in store.markers.soon(shard, before) if m.handoff_until is not None
+    ]
+    if claimed:
+        store.markers.put_many([replace(m, handoff_until=None) for m in claimed])
+    return len(claimed)

@@ -28,7 +28,7 @@ from typing import IO, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from punctual import call_class, handoff, randomness, resources, target_arns, wiring
+from punctual import call_class, randomness, resources, target_arns, wiring
 from punctual.clock import SystemClock
 from punctual.config import Settings
 from punctual.local import clients, collector, owners, provision
@@ -38,7 +38,7 @@ from punctual.local.esm import Handler
 from punctual.local.gate import Gate, gate_client
 from punctual.local.holding import ComingCounts, HoldingSqs
 from punctual.local.lambda_events import FakeLambdaContext
-from punctual.local.persistence import DataDirError, DataDirLock, recover, work_items
+from punctual.local.persistence import DataDirError, DataDirLock, recover, withdraw_claims, work_items
 from punctual.local.pollers import PollerPool, load_handler
 from punctual.local.server import ApiServer
 from punctual.observability import logger
@@ -197,7 +197,7 @@ class LocalStack:
         # Hand-offs the API claimed but had not enqueued when the stack stopped: their requests are
         # gone, so the first tick (below, at once) sends them instead of waiting for the claims to
         # run out. No request of this run has claimed any yet: the API serves once configured, below.
-        handoff.withdraw_claims(
+        withdraw_claims(
             punctual.store, range(settings.shard_count), punctual.clock.now() + punctual.dispatcher.soon
         )
 
