@@ -109,7 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         notices.send(f"error {type(exc).__name__}: {exc}")
         return 1
+    # Ready is said before the first answer: a client that got one may rely on the stack knowing
+    # this process serves (early connections wait in the listening socket's backlog meanwhile).
     notices.send("ready")
+    threading.Thread(target=server.serve_forever, args=(0.2,), name="api", daemon=True).start()
     for _ in sys.stdin:
         pass  # nothing more is said: the input stays open while the stack runs
     server.stopping = True
@@ -124,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _serve(config: Config, handler: Any, listening: socket.socket, notices: Notices) -> tuple[Any, Any]:
-    """The API handler behind an ApiServer on `listening`, wired to moto; serving when it returns."""
+    """The API handler behind an ApiServer on `listening`, wired to moto; not yet serving."""
     from punctual import wiring
     from punctual.clock import SystemClock
     from punctual.config import Settings
@@ -164,7 +167,6 @@ def _serve(config: Config, handler: Any, listening: socket.socket, notices: Noti
         storage_failure=clients.storage_failure(config.moto_url),
         listening=listening,
     )
-    threading.Thread(target=server.serve_forever, args=(0.2,), name="api", daemon=True).start()
     return server, holding
 
 
