@@ -33,7 +33,8 @@ from typing import Any
 
 from bench import webhook_cpu
 from infra.settings import DeploySettings
-from punctual import capacity, sizing
+from punctual.platform import aws_limits as sizing
+from punctual_cli import capacity
 
 DT = 0.01  # seconds a simulation step
 GOAL_SECONDS = 2.0
@@ -592,7 +593,7 @@ INPUTS: dict[str, dict[str, Any]] = {
         "at most 2,000; the stricter 2,000 (20,000 concurrent invokes, as the News Blog says)",
     ),
     "warming": {
-        "value": "MinimumPollers raised to 200 before the minute (punctual.burst, minutes ahead)",
+        "value": "MinimumPollers raised to 200 before the minute (punctual.scheduling.prescaling, minutes ahead)",
         "label": "assumed: the update takes effect within the forecast's minutes",
     },
     "lambda_environment_scaling": _documented(

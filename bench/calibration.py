@@ -25,7 +25,7 @@ import boto3
 from botocore.config import Config
 
 from bench.common import emit
-from punctual.local import provision
+from punctual_local import provision
 
 CLIENT_THREADS = 8
 SECONDS_EACH = 2.0
@@ -40,7 +40,7 @@ def load_average() -> list[float] | None:
 
 def calibrate(seconds_each: float = SECONDS_EACH, threads: int = CLIENT_THREADS) -> dict[str, Any]:
     """Start a moto server of its own, time three kinds of call on it, stop it."""
-    command = [sys.executable, "-m", "punctual.local.moto_process", "--port", "0"]
+    command = [sys.executable, "-m", "punctual_local.moto.process", "--port", "0"]
     moto = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert moto.stdin is not None and moto.stdout is not None
     try:

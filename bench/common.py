@@ -12,9 +12,10 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TextIO
 
-from punctual.models import Job, JobStatus, RetryPolicy, TaskSpec
-from punctual.observability import logger
-from punctual.schedules import AtSchedule
+from punctual.domain.models import Job, JobStatus, TaskSpec
+from punctual.domain.policies import RetryPolicy
+from punctual.domain.schedules import AtSchedule
+from punctual.platform.observability import logger
 
 # An IAM principal, as the API records a caller (docs/api.md: the caller's IAM principal ARN is its owner).
 OWNER = "arn:aws:iam::123456789012:role/punctual-client"

@@ -13,7 +13,7 @@ operation; DynamoDB request units are computed from the items' sizes by DynamoDB
 new images read back from moto; punctual_testing/units.py), index writes included, for the indexes as deployed
 (projection ALL) and as KEYS_ONLY. SQS ReceiveMessage is the event source mapping's polling, billed
 per poll and left out (the emulation polls only when a message is visible; Lambda's long polls are
-priced in `punctual capacity`). Dollars use the one price table, `punctual.capacity`.
+priced in `punctual capacity`). Dollars use the one price table, `punctual_cli.capacity`.
 
 `per_million_usd` gives a million executions' cost as deployed by default (infra/settings.py: the HTTP
 API, execution events "all"), in cents, beside its targets, its breakdown by service and its inputs
@@ -44,12 +44,14 @@ import boto3
 from bench import offline  # noqa: F401  (first: it sets up the environment)
 from bench.common import WEBHOOK, emit, environment, logs_to
 from infra.settings import DeploySettings
-from punctual import capacity, resources, sizing
-from punctual.capacity import Assumptions, ExecutionUsage, Prices
-from punctual.clock import ManualClock
-from punctual.observability import logger
+from punctual.platform import aws_limits as sizing
+from punctual.platform import resources
+from punctual.platform.clock import ManualClock
+from punctual.platform.observability import logger
+from punctual.platform.timefmt import to_rfc3339
 from punctual.store import keys
-from punctual.timefmt import to_rfc3339
+from punctual_cli import capacity
+from punctual_cli.capacity.figures import Assumptions, ExecutionUsage, Prices
 from punctual_testing.units import index_write_units, item_size, read_units, write_units
 from tests.receiver import receiver
 from tests.world import World, mocked_world
@@ -674,7 +676,7 @@ def per_million_usd(
             "execution_events": DeploySettings.execution_events,
             "api_type": DeploySettings.api_type,
             "indexes_keys_only": assumptions.keys_only_indexes,
-            "source": "infra/settings.py, punctual/resources.py",
+            "source": "infra/settings.py, punctual/platform/resources.py",
         },
         "assumed": {
             **asdict(assumptions),

@@ -26,8 +26,8 @@ from typing import Any
 
 from bench.common import emit, environment
 from bench.precision import LocalStack, percentile, running_receiver
-from punctual.cli.client import PunctualClient
-from punctual.timefmt import from_epoch_ms, to_rfc3339
+from punctual.platform.timefmt import from_epoch_ms, to_rfc3339
+from punctual_client.transport import PunctualClient
 
 LATE_SECONDS = 2.0
 CREATE_CLIENTS = 8

@@ -35,8 +35,8 @@ from typing import Any
 
 from bench import precision
 from bench.precision import LocalStack, percentile
-from punctual.cli.client import PunctualClient
-from punctual.local.journal import SNAPSHOT_NAME, SnapshotWriter, compact, read_snapshot, segments
+from punctual_client.transport import PunctualClient
+from punctual_local.moto.journal import SNAPSHOT_NAME, SnapshotWriter, compact, read_snapshot, segments
 
 TEMPLATE_JOBS = 20
 RUNS_PER_HISTORY_JOB = 4

@@ -1,4 +1,4 @@
-"""Parameter schemas: CPU time of Punctual's validator (`punctual.paramschema`) against the
+"""Parameter schemas: CPU time of Punctual's validator (`punctual.jobs.paramschema`) against the
 `jsonschema` library (Draft 2020-12) on ordinary and hostile inputs. Prints JSON.
 
 Run with `python -m bench.paramschema`. Each case runs in a process of its own, stopped after
@@ -61,7 +61,7 @@ CASES: dict[str, Callable[[], tuple[Any, Any]]] = {
 
 
 def _punctual(schema: Any, value: Any) -> str:
-    from punctual.paramschema import compile_schema
+    from punctual.jobs.paramschema.checking import compile_schema
 
     problem = compile_schema(schema).first_error(value)
     return "fits" if problem is None else "misfit"

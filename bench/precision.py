@@ -86,9 +86,9 @@ from typing import Any
 
 from bench.calibration import calibrate, load_average
 from bench.common import emit, environment
-from punctual.cli.client import ConnectionFailed, PunctualClient, PunctualError, is_loopback
-from punctual.config import Settings
-from punctual.timefmt import from_epoch_ms, parse_rfc3339, to_rfc3339
+from punctual.platform.config import Settings
+from punctual.platform.timefmt import from_epoch_ms, parse_rfc3339, to_rfc3339
+from punctual_client.transport import ConnectionFailed, PunctualClient, PunctualError, is_loopback
 
 ROOT = Path(__file__).resolve().parents[1]
 HANDOFF, SCANNER = "handoff", "scanner"
@@ -106,7 +106,7 @@ STACK_START_SECONDS = 60.0
 # What a stack started for --stack-age is given to be ready, when planned: it is ready in a few seconds.
 YOUNG_START_SECONDS = 5.0
 RECEIVER_START_SECONDS = 30.0
-STACK_STOP_SECONDS = 15.0  # it stops within 8 s (punctual.local.STOP_LIMIT_SECONDS), whatever runs
+STACK_STOP_SECONDS = 15.0  # it stops within 8 s (punctual_local.STOP_LIMIT_SECONDS), whatever runs
 # Seconds of scheduled time around the burst reported one by one.
 SECONDS_AROUND_REPORTED = 10
 
@@ -351,7 +351,7 @@ class LocalStack:
         self.url = f"http://127.0.0.1:{self.port}"
         self.data_dir = workdir / "data"
         self.log_path = log_path or workdir / "stack.log"
-        self.command = [sys.executable, "-m", "punctual.cli", "local", "--port", str(self.port)]
+        self.command = [sys.executable, "-m", "punctual_cli", "local", "--port", str(self.port)]
         self.command += ["--data-dir", str(self.data_dir), *extra_args]
         self.process: subprocess.Popen[bytes] | None = None
 

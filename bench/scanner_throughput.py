@@ -31,13 +31,15 @@ from boto3.dynamodb.types import TypeSerializer
 from bench import offline  # noqa: F401  (first: it sets up the environment)
 from bench.common import emit, environment, logs_to, webhook_job
 from infra.settings import DeploySettings
-from punctual import resources, sizing, wiring
-from punctual.clock import ManualClock
-from punctual.config import Settings
-from punctual.models import DueMarker, execution_id_for
-from punctual.scanner import shard_groups
+from punctual import wiring
+from punctual.domain.models import DueMarker, execution_id_for
+from punctual.platform import aws_limits as sizing
+from punctual.platform import resources
+from punctual.platform.clock import ManualClock
+from punctual.platform.config import Settings
+from punctual.platform.timefmt import to_rfc3339
+from punctual.scheduling.scanner import shard_groups
 from punctual.store import codec, keys
-from punctual.timefmt import to_rfc3339
 from punctual.wiring import Punctual
 from punctual_testing.fake_aws import FakeAws, Latency, clients
 from punctual_testing.fake_dynamodb import Table

@@ -27,10 +27,11 @@ from typing import Any
 
 from bench import offline  # noqa: F401  (first: it sets up the environment)
 from bench.common import WEBHOOK, emit, environment
-from punctual import capacity, sizing
-from punctual.clock import SystemClock
+from punctual.platform import aws_limits as sizing
+from punctual.platform.clock import SystemClock
 from punctual.tasks import TaskContext, TaskPolicy
 from punctual.tasks.http import HttpParams, HttpTask
+from punctual_cli import capacity
 
 LOOPBACK = ("127.0.0.0/8",)
 GOAL_SECONDS = 2.0

@@ -6,8 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from punctual import execution_events, resources, sizing, target_arns
-from punctual.config import Settings
+from punctual.notify import execution_events
+from punctual.platform import aws_limits as sizing
+from punctual.platform import resources, target_arns
+from punctual.platform.config import Settings
 
 # Context values given on the command line arrive as strings; cdk.json gives JSON types.
 _TRUE = {"1", "true", "yes", "on"}
@@ -104,7 +106,7 @@ class DeploySettings:
     table_capacity: str = ON_DEMAND
     # Provisioned only: the table's bounds, units a second (each index has its own, below).
     # The minimums are paid for all month, busy or idle: 100 write and 100 read units are ~$57 a month
-    # (list prices, punctual.capacity.Prices). Kept 70 % busy they hold ~10 one-time executions a
+    # (list prices, punctual_cli.capacity.Prices). Kept 70 % busy they hold ~10 one-time executions a
     # second (5 write units each on the table, 1 on the index; 4 read units) and easily the idle
     # scanner's bookkeeping (3 writes a shard a tick). Above them auto scaling brings the table to its
     # load. Raise them to what must be served at once, without waiting for auto scaling (`punctual

@@ -16,7 +16,8 @@ from infra.components.storage import Storage
 from infra.components.ticker import TICK, SchedulerTick
 from infra.components.workers import Workers
 from infra.settings import DeploySettings
-from punctual import execution_events, resources, target_arns
+from punctual.notify import execution_events
+from punctual.platform import resources, target_arns
 
 # Stack output keys; scripts/smoke.py reads API_URL_OUTPUT.
 API_URL_OUTPUT = "ApiUrl"
@@ -124,7 +125,7 @@ class PunctualStack(Stack):
 
 
 def function_environment(settings: DeploySettings) -> dict[str, str]:
-    """The functions' configuration (read by punctual.config.Settings.from_env)."""
+    """The functions' configuration (read by punctual.platform.config.Settings.from_env)."""
     environment = {
         "PUNCTUAL_SHARD_COUNT": str(settings.shard_count),
         "PUNCTUAL_LOOKAHEAD_SECONDS": str(settings.lookahead_seconds),

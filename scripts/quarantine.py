@@ -24,10 +24,11 @@ from typing import Any
 
 import boto3
 
-from punctual import resources, wiring
-from punctual.config import Settings
-from punctual.dispatch import release_quarantined
-from punctual.timefmt import to_rfc3339
+from punctual import wiring
+from punctual.platform import resources
+from punctual.platform.config import Settings
+from punctual.platform.timefmt import to_rfc3339
+from punctual.scheduling.dispatch import release_quarantined
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,7 @@ import botocore.session
 import pytest
 from hypothesis import settings
 
-from punctual.clock import ManualClock
+from punctual.platform.clock import ManualClock
 from tests.world import API_EVENTS, World, mocked_world
 
 # Hypothesis' per-example deadline measures the machine, not the code: a loaded CI runner trips it.

@@ -1,4 +1,4 @@
-"""An independent model of Debian cron, for testing `punctual.cron` against.
+"""An independent model of Debian cron, for testing `punctual.domain.cron` against.
 
 Written from Vixie cron's `entry.c` (parsing) and Debian's `cron.c` (the main loop), not from
 Punctual's implementation: it parses with its own simple code, and steps the real clock one minute at

@@ -1,4 +1,4 @@
-"""What imports what in the punctual package, read from the source with ast (nothing is imported).
+"""What imports what in Punctual's packages (shared/), read from the source with ast (nothing is imported).
 
 Counted as an import: `import` and `from ... import` statements anywhere in a module (in functions
 too: a lazy import is still a dependency), `importlib.import_module("a.literal")`, and a package that
@@ -13,6 +13,8 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = REPO_ROOT / "shared" / "punctual"
+# The Lambda bundle, then the packages that run off Lambda.
+PACKAGES = ("punctual", "punctual_cli", "punctual_client", "punctual_local")
 HANDLERS = sorted((REPO_ROOT / "functions").glob("*/handler.py"))
 
 
@@ -23,9 +25,10 @@ def module_name(path: Path, root: Path = PACKAGE_DIR.parent) -> str:
     return ".".join(parts)
 
 
-def package_modules(package_dir: Path = PACKAGE_DIR) -> dict[str, Path]:
-    """Every module of the package under `package_dir`, by dotted name."""
-    return {module_name(p, package_dir.parent): p for p in sorted(package_dir.rglob("*.py"))}
+def package_modules(package_dir: Path | None = None) -> dict[str, Path]:
+    """Every module of the package under `package_dir` (of all PACKAGES by default), by dotted name."""
+    dirs = [PACKAGE_DIR.parent / name for name in PACKAGES] if package_dir is None else [package_dir]
+    return {module_name(p, d.parent): p for d in dirs for p in sorted(d.rglob("*.py"))}
 
 
 def _imports(name: str, path: Path, known: Iterable[str]) -> set[str]:
@@ -43,7 +46,7 @@ def _imports(name: str, path: Path, known: Iterable[str]) -> set[str]:
             else:
                 target = node.module or ""
             found.add(target)
-            # `from punctual import cli` imports the module punctual.cli
+            # `from punctual import tasks` imports the module punctual.tasks
             found.update(f"{target}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             call = node.func
@@ -83,11 +86,6 @@ def reached_from(paths: Iterable[Path], graph: Mapping[str, set[str]]) -> set[st
             seen.add(module)
             todo.extend(graph[module])
     return seen
-
-
-def off_lambda(name: str, off: Iterable[str]) -> bool:
-    """Whether module `name` is in one of the punctual subpackages `off` (punctual.OFF_LAMBDA)."""
-    return any(name == f"punctual.{p}" or name.startswith(f"punctual.{p}.") for p in off)
 
 
 def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:

@@ -27,14 +27,14 @@ from functions.notifier.handler import lambda_handler as notifier_handler
 from functions.scanner.handler import lambda_handler as scanner_handler
 from functions.worker.handler import lambda_handler as worker_handler
 from punctual import wiring
-from punctual.clock import ManualClock
-from punctual.config import Settings
-from punctual.local import provision
-from punctual.local.esm import EventSourceMapping
-from punctual.local.lambda_events import FakeLambdaContext, api_gateway_event, http_api_event
-from punctual.local.moto_atomic import make_queues_atomic, make_writes_atomic
+from punctual.platform.clock import ManualClock
+from punctual.platform.config import Settings
 from punctual.store import keys
 from punctual.wiring import Punctual
+from punctual_local import provision
+from punctual_local.esm import EventSourceMapping
+from punctual_local.lambda_events import FakeLambdaContext, api_gateway_event, http_api_event
+from punctual_local.moto.atomic import make_queues_atomic, make_writes_atomic
 
 # API Gateway's proxy events: an HTTP API's (payload format 2.0, the deployed default) and a REST
 # API's (payload format 1.0). The API function answers both.

@@ -5,8 +5,8 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from punctual.api import resolve
-from punctual.observability import logger, metrics, tracer
+from punctual.api.app import resolve
+from punctual.platform.observability import logger, metrics, tracer
 
 
 # Both payload formats carry the request id at requestContext.requestId (API_GATEWAY_HTTP is the

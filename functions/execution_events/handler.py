@@ -4,10 +4,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from punctual import aws
-from punctual.config import settings
-from punctual.execution_events import publish
-from punctual.observability import logger, metrics, tracer
+from punctual.notify.execution_events import publish
+from punctual.platform import aws
+from punctual.platform.config import settings
+from punctual.platform.observability import logger, metrics, tracer
 
 _EVENTS: list[Any] = []
 

@@ -18,8 +18,9 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from punctual import wiring
-from punctual.notify import Handled, Notification
-from punctual.observability import log_request_id, metrics, tracer
+from punctual.notify.delivery import Handled
+from punctual.notify.messages import Notification
+from punctual.platform.observability import log_request_id, metrics, tracer
 
 _THREADS = ThreadPoolExecutor(max_workers=10)
 processor = AsyncBatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)

@@ -3,7 +3,7 @@
 With a fan-out above one, the tick scans nothing itself: it starts one asynchronous invocation of
 this same function per shard group, and each of those scans its shards.
 The tick's own invocation (not the shard groups') then runs the burst forecast, when it is on
-(punctual.burst): counting the coming minutes and warming the worker mapping's pollers.
+(punctual.scheduling.prescaling): counting the coming minutes and warming the worker mapping's pollers.
 """
 
 import json
@@ -12,9 +12,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from punctual import aws, wiring
-from punctual.observability import logger, metrics, tracer
-from punctual.scanner import fan_out
+from punctual import wiring
+from punctual.platform import aws
+from punctual.platform.observability import logger, metrics, tracer
+from punctual.scheduling.scanner import fan_out
 
 
 @logger.inject_lambda_context

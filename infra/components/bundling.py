@@ -1,7 +1,7 @@
 """The one Lambda code asset, built without Docker and without the network.
 
-The asset holds the `functions` package, the `punctual` package without the subpackages that run
-off Lambda (punctual.OFF_LAMBDA: the CLI, the local stack, the capacity planner) and the few pure-Python
+The asset holds the `functions` package, the `punctual` package (the runtime, and nothing else: the
+CLI, the Python client and the local stack are packages of their own) and the few pure-Python
 distributions that neither the Lambda runtime (boto3) nor the Powertools layer (Powertools,
 pydantic, aws-xray-sdk) provides. Those are copied from the virtualenv that runs the CDK app,
 so `cdk synth` works offline from a fresh clone after `make install`.
@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jsii
 from aws_cdk import AssetHashType, BundlingOptions, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
-
-from punctual import OFF_LAMBDA
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,8 +54,6 @@ PROVIDED_AT_RUNTIME = frozenset(
 )
 
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".mypy_cache", ".pytest_cache")
-# Top-level package name -> what of its own top level stays out of the asset.
-LEFT_OUT = {"punctual": frozenset(OFF_LAMBDA)}
 _COMPILED_SUFFIXES = (".so", ".pyd", ".dylib")
 
 
@@ -67,21 +62,9 @@ def build_asset(output_dir: Path) -> None:
     for name, source in SOURCE_PACKAGES.items():
         if not (source / "__init__.py").is_file():
             raise FileNotFoundError(f"{source} is not a Python package")
-        shutil.copytree(source, output_dir / name, ignore=_ignore(source, name), dirs_exist_ok=True)
+        shutil.copytree(source, output_dir / name, ignore=_IGNORED, dirs_exist_ok=True)
     for distribution in BUNDLED_DISTRIBUTIONS:
         copy_distribution(distribution, output_dir)
-
-
-def _ignore(source: Path, name: str) -> Callable[[str, list[str]], set[str]]:
-    left_out = LEFT_OUT.get(name, frozenset())
-
-    def ignored(directory: str, names: list[str]) -> set[str]:
-        found = set(_IGNORED(directory, names))
-        if Path(directory) == source:
-            found |= left_out & set(names)
-        return found
-
-    return ignored
 
 
 def copy_distribution(name: str, output_dir: Path) -> None:

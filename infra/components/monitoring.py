@@ -16,8 +16,8 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.components.api import ApiMetrics
-from punctual import observability as obs
-from punctual import resources
+from punctual.platform import observability as obs
+from punctual.platform import resources
 
 MINUTE = Duration.minutes(1)
 FIVE_MINUTES = Duration.minutes(5)

@@ -15,7 +15,8 @@ from constructs import Construct
 from infra.components.functions import FunctionFactory
 from infra.components.queues import Queues
 from infra.components.storage import Storage
-from punctual import execution_events, resources, target_arns
+from punctual.notify import execution_events
+from punctual.platform import resources, target_arns
 from punctual.store import keys
 
 NOTIFIER_BATCH_SIZE = 10

@@ -1,4 +1,4 @@
-"""The work queue, the notification queue and their dead-letter queues, built from `punctual.resources`."""
+"""The work queue, the notification queue and their dead-letter queues, built from `punctual.platform.resources`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from punctual import resources
+from punctual.platform import resources
 
 
 def _queue(

@@ -1,4 +1,4 @@
-"""The DynamoDB table, built from `punctual.resources.TABLE`: on-demand, or provisioned with auto scaling.
+"""The DynamoDB table, built from `punctual.platform.resources.TABLE`: on-demand, or provisioned with auto scaling.
 
 The trade-off between the two (steady load against bursts) is told at `DeploySettings.table_capacity`.
 """
@@ -13,7 +13,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra.settings import ProvisionedCapacity
-from punctual import resources
+from punctual.platform import resources
 
 
 def _string(name: str) -> dynamodb.Attribute:

@@ -11,7 +11,7 @@ from constructs import Construct
 from infra.components.functions import FunctionFactory
 from infra.components.queues import Queues
 from infra.components.storage import Storage
-from punctual import resources
+from punctual.platform import resources
 
 TICK = Duration.minutes(1)
 

@@ -13,7 +13,7 @@ from constructs import Construct
 from infra.components.functions import FunctionFactory
 from infra.components.queues import Queues
 from infra.components.storage import Storage
-from punctual import lambda_arns, resources, target_arns
+from punctual.platform import lambda_arns, resources, target_arns
 
 BATCH_SIZE = 10
 

@@ -1,20 +1,13 @@
-"""Punctual: a serverless job scheduler for AWS.
+"""Punctual: a serverless job scheduler for AWS. This package is the Lambda bundle, and nothing else.
 
-What runs where:
-- The runtime, what the Lambda functions (functions/*/handler.py) import and all that their bundle
-  holds: the modules at this package's top level and the subpackages `api` (the HTTP API) and
-  `tasks` (the task types).
-- Off Lambda, on a laptop or in CI (OFF_LAMBDA; never imported by the runtime):
-  `cli` (the `punctual` command and its HTTP client), `client` (the Python client: typed results
-  over the command's transport), `console` (`punctual console`: a web page on
-  127.0.0.1 over the API), `local` (the local stack: moto, the API server,
-  the event-source-mapping pollers), `capacity` (the capacity planner: prices and measured figures
-  as data, the model, its rendering). They may import the runtime; the runtime imports none of them.
-tests/unit/test_package_layout.py holds the package to this; tests/infra/test_infra_bundle.py the
-bundle.
+Its folders follow an execution's flow (docs/architecture.md):
+  api/ -> jobs/ (create, change, read) -> scheduling/ (due markers to the queue) -> execution/ (the
+  worker) -> notify/ (telling of runs) and tasks/ (the targets) -> store/ (DynamoDB and SQS) ->
+  domain/ (records and rules) -> platform/ (config, clock, AWS clients, limits). wiring.py puts the
+  pieces together.
+Off Lambda, never imported from here: punctual_cli (the command, the console, the capacity planner),
+punctual_client (the HTTP client) and punctual_local (the local stack). tests/unit/test_package_layout.py
+holds the folders to this; tests/infra/test_infra_bundle.py the bundle.
 """
 
 __version__ = "0.1.0"
-
-# Subpackages left out of the Lambda bundle (infra/components/bundling.py).
-OFF_LAMBDA = ("capacity", "cli", "client", "console", "local")

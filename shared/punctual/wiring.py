@@ -7,23 +7,24 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from punctual import aws
-from punctual.burst import BurstPlanner, Limits, PollerPolicy
-from punctual.clock import Clock, SystemClock
-from punctual.config import Settings
-from punctual.cursor import Cursors
-from punctual.dead_letters import DeadLetters
-from punctual.dispatch import Dispatcher
-from punctual.named_tasks import TaskResolver, TaskService
-from punctual.netguard import Resolver, system_resolver
-from punctual.notify import Notifier, NotifyPolicy, Outbox
-from punctual.outcomes import Monitor
-from punctual.queue import WorkQueue
-from punctual.scanner import Scanner
-from punctual.service import JobService
+from punctual.execution.dead_letters import DeadLetters
+from punctual.execution.outcomes import Monitor
+from punctual.execution.worker import Worker, WorkerConfig
+from punctual.jobs.cursor import Cursors
+from punctual.jobs.named_tasks import TaskResolver, TaskService
+from punctual.jobs.service import JobService
+from punctual.notify.delivery import Notifier
+from punctual.notify.messages import NotifyPolicy, Outbox
+from punctual.platform import aws
+from punctual.platform.clock import Clock, SystemClock
+from punctual.platform.config import Settings
+from punctual.scheduling.dispatch import Dispatcher
+from punctual.scheduling.prescaling import BurstPlanner, Limits, PollerPolicy
+from punctual.scheduling.scanner import Scanner
 from punctual.store import Store
+from punctual.store.queue import WorkQueue
 from punctual.tasks import AwsClients, LambdaClients, TaskPolicy
-from punctual.worker import Worker, WorkerConfig
+from punctual.tasks.netguard import Resolver, system_resolver
 
 
 @dataclass
@@ -213,7 +214,7 @@ def default() -> Punctual:
     """The process-wide instance (a Lambda container's), built on first use from the environment."""
     global _DEFAULT
     if _DEFAULT is None:
-        from punctual.config import settings
+        from punctual.platform.config import settings
 
         _DEFAULT = build(settings())
     return _DEFAULT

@@ -25,8 +25,8 @@ import boto3
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.compat import HTTPHeaders
 
-from punctual import aws
-from punctual.config import Settings
+from punctual.platform import aws
+from punctual.platform.config import Settings
 from punctual_testing.expressions import Unsupported
 from punctual_testing.fake_dynamodb import AwsError, FakeDynamoDB
 
@@ -100,7 +100,7 @@ class Latency:
 
 def clients(settings: Settings) -> tuple[Any, Any, Any]:
     """A DynamoDB resource, a plain DynamoDB client and an SQS client built as the functions build
-    theirs (`punctual.aws`: same retry mode and connection pool), signing with dummy credentials.
+    theirs (`punctual.platform.aws`: same retry mode and connection pool), signing with dummy credentials.
     Attach them before use."""
     session = boto3.session.Session(
         aws_access_key_id="benchmark", aws_secret_access_key="benchmark", region_name=settings.region

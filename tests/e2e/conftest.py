@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from punctual.cli.client import ApiError, ConnectionFailed, PunctualClient
+from punctual_client.transport import ApiError, ConnectionFailed, PunctualClient
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}
@@ -63,8 +63,8 @@ class Stack:
         launcher: list[str] | None = None,
         port: int | None = None,
     ) -> None:
-        # How `punctual` is run: `python -m punctual.cli`, or a script that wraps it.
-        self.launcher = launcher or [sys.executable, "-m", "punctual.cli"]
+        # How `punctual` is run: `python -m punctual_cli`, or a script that wraps it.
+        self.launcher = launcher or [sys.executable, "-m", "punctual_cli"]
         self.own_group = own_group  # in a process group of its own, for kill_group
         # Writes past this size fail with EFBIG (RLIMIT_FSIZE; Python ignores SIGXFSZ): a full disk.
         self.file_size_limit = file_size_limit

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from punctual.client import Client
+from punctual_client._client import Client
 from tests.e2e.conftest import Stack
 
 pytestmark = pytest.mark.e2e

@@ -99,7 +99,7 @@ def seeded(stack: Stack) -> dict[str, Any]:
 def console_url(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`punctual console --no-browser --port N` for Alice; the URL it prints on a line of its own."""
     port = free_port()
-    command = [sys.executable, "-m", "punctual.cli", "--endpoint", stack.url, "--token", "alice-token"]
+    command = [sys.executable, "-m", "punctual_cli", "--endpoint", stack.url, "--token", "alice-token"]
     command += ["console", "--no-browser", "--port", str(port)]
     process = subprocess.Popen(
         command,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from punctual.cli.client import ApiError, ConnectionFailed
+from punctual_client.transport import ApiError, ConnectionFailed
 from tests.e2e.conftest import (
     Stack,
     Stacks,
@@ -261,8 +261,8 @@ def test_sigkill_as_a_bursts_executions_start_runs_each_at_least_once_and_record
 DIES_HERE = "dies-here"
 KILLED_AT_THE_HAND_OFF = f"""
 import os, signal, sys
-if "punctual.local.api_process" in sys.orig_argv:
-    from punctual import handoff
+if "punctual_local.api_process" in sys.orig_argv:
+    from punctual.scheduling import handoff
     enqueue = handoff.HandOff.enqueue
     def enqueue_unless_it_dies_first(self, *markers, new_jobs=()):
         if any(job.name == "{DIES_HERE}" for job in new_jobs):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from punctual.cli.client import ApiError
+from punctual_client.transport import ApiError
 from tests.e2e.conftest import ROOT, Stack, free_port
 
 pytestmark = pytest.mark.e2e
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.e2e
 
 def run_stack(data_dir: Path) -> subprocess.CompletedProcess[str]:
     """`punctual local` on data_dir, expected to refuse to start."""
-    command = [sys.executable, "-m", "punctual.cli", "local", "--port", str(free_port())]
+    command = [sys.executable, "-m", "punctual_cli", "local", "--port", str(free_port())]
     command += ["--data-dir", str(data_dir)]
     return subprocess.run(
         command,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from punctual.cli.client import ApiError, PunctualClient
-from punctual.local.faults import ENVIRONMENT_SWITCH
+from punctual_client.transport import ApiError, PunctualClient
+from punctual_local.moto.faults import ENVIRONMENT_SWITCH
 from tests.e2e.conftest import Stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]  # two starts of the stack

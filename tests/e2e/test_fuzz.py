@@ -54,9 +54,7 @@ def fuzzed_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 def test_the_api_answers_as_its_openapi_document_says(fuzzed_stack: Stack) -> None:
     # Given the stack's OpenAPI document
-    schema = schemathesis.openapi.from_url(
-        f"{fuzzed_stack.url}/openapi.json", headers=AUTH, config=CONFIG
-    )
+    schema = schemathesis.openapi.from_url(f"{fuzzed_stack.url}/openapi.json", headers=AUTH, config=CONFIG)
     results = list(schema.get_all_operations())
     operations = [result.ok() for result in results if isinstance(result, Ok)]
     assert len(operations) == len(results), [r for r in results if not isinstance(r, Ok)]

@@ -11,7 +11,7 @@ from datetime import timedelta
 import boto3
 import pytest
 
-from punctual.cli.client import PunctualClient
+from punctual_client.transport import PunctualClient
 from tests.e2e.conftest import (
     Stack,
     Webhooks,

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 import boto3
 import pytest
 
-from punctual import signing
-from punctual.timefmt import to_epoch_ms
+from punctual.platform import signing
+from punctual.platform.timefmt import to_epoch_ms
 from tests.e2e.conftest import ROOT, Call, Stack, Webhooks, eventually, executions, in_seconds, parse_time
 
 pytestmark = pytest.mark.e2e
@@ -23,7 +23,7 @@ SECRET = "whsec_" + "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
 def cli(stack: Stack, *argv: str) -> str:
     done = subprocess.run(
-        [sys.executable, "-m", "punctual.cli", "--endpoint", stack.url, "--token", "alice-token", *argv],
+        [sys.executable, "-m", "punctual_cli", "--endpoint", stack.url, "--token", "alice-token", *argv],
         cwd=ROOT,
         capture_output=True,
         text=True,

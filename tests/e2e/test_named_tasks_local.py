@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 import pytest
 
-from punctual.cli.client import PunctualClient
+from punctual_client.transport import PunctualClient
 from tests.e2e.conftest import Stack, api_error, eventually, executions, in_seconds, wait_for_executions
 
 pytestmark = pytest.mark.e2e

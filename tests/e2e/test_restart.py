@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from punctual.local import STOP_LIMIT_SECONDS
+from punctual_local import STOP_LIMIT_SECONDS
 from tests.e2e.conftest import (
     Stacks,
     eventually,
@@ -91,13 +91,13 @@ def test_ctrl_c_stops_quickly_during_a_long_task_which_runs_again_after_a_restar
 # API and the pollers already run (they start just before it), and a Ctrl-C lands inside the start.
 SLOW_TO_FINISH_STARTING = """
 import sys, time
-from punctual.local import stack
+from punctual_local import stack
 banner = stack.LocalStack.banner
 def banner_then_wait(self, *args):
     banner(self, *args)
     time.sleep(120)
 stack.LocalStack.banner = banner_then_wait
-from punctual.cli.main import main
+from punctual_cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -138,9 +138,9 @@ def test_ctrl_c_while_the_stack_is_still_starting_and_a_task_already_runs_stops_
 
 STUCK_WHILE_STOPPING = """
 import sys, time
-from punctual.local import stack
+from punctual_local import stack
 stack.LocalStack.stop = lambda self: time.sleep(120)
-from punctual.cli.main import main
+from punctual_cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -186,8 +186,8 @@ def test_a_killed_stack_leaves_no_moto_or_api_process_behind(stacks: Stacks) -> 
     assert first.process is not None
     children = children_of(first.process.pid)
     assert sorted(module_of(child) for child in children) == [
-        "punctual.local.api_process",
-        "punctual.local.moto_process",
+        "punctual_local.api_process",
+        "punctual_local.moto.process",
     ]
 
     # When the stack is killed outright
@@ -204,7 +204,7 @@ def test_a_stack_whose_api_process_dies_stops_with_an_error(stacks: Stacks) -> N
     # Given a stack
     stack = stacks.start()
     assert stack.process is not None
-    [api] = [c for c in children_of(stack.process.pid) if module_of(c) == "punctual.local.api_process"]
+    [api] = [c for c in children_of(stack.process.pid) if module_of(c) == "punctual_local.api_process"]
 
     # When its API's process dies
     os.kill(api, signal.SIGKILL)

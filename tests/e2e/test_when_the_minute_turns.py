@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from punctual.cli.client import PunctualClient
+from punctual_client.transport import PunctualClient
 from tests.e2e.conftest import (
     FINAL,
     HANDOFF_SECONDS,

@@ -23,7 +23,7 @@ from aws_cdk import App
 from aws_cdk.assertions import Template
 
 from infra.app import build
-from punctual import resources
+from punctual.platform import resources
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CDK_CONTEXT: dict[str, Any] = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]

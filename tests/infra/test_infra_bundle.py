@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import punctual
 from infra.components import bundling
-from punctual import resources
+from punctual.platform import resources
 from tests.imports import HANDLERS, import_graph, package_modules, reached_from
 
 
@@ -25,8 +24,8 @@ def test_asset_holds_the_handlers_the_punctual_package_and_pure_python_dependenc
     for dotted in resources.FUNCTIONS.values():
         module = dotted.rsplit(".", 1)[0]
         assert (asset / Path(*module.split("."))).with_suffix(".py").is_file(), module
-    assert (asset / "punctual" / "resources.py").is_file()
-    assert (asset / "punctual" / "cron" / "__init__.py").is_file()
+    assert (asset / "punctual" / "platform" / "resources.py").is_file()
+    assert (asset / "punctual" / "domain" / "cron" / "__init__.py").is_file()
     assert (asset / "tzdata" / "zoneinfo" / "Europe" / "Paris").is_file()
 
 
@@ -38,8 +37,6 @@ def test_asset_holds_the_runtime_and_nothing_that_runs_off_lambda(asset: Path):
     # Then it holds those modules and no others: no CLI, local stack or capacity planner
     assert sorted(set(bundled) - runtime) == []
     assert sorted(runtime - set(bundled)) == []
-    for name in punctual.OFF_LAMBDA:
-        assert not (asset / "punctual" / name).exists(), name
     assert not [p for p in (asset / "punctual").rglob("*") if p.is_file() and p.suffix != ".py"]
     # and nothing else of the repository's: no esm, benchmarks or tests anywhere
     names = {p.stem for p in asset.rglob("*.py")} | {p.name for p in asset.rglob("*") if p.is_dir()}

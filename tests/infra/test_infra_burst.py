@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from infra.settings import DeploySettings
-from punctual import observability as obs
-from punctual import resources
-from punctual.config import Settings
+from punctual.platform import observability as obs
+from punctual.platform import resources
+from punctual.platform.config import Settings
 
 
 def _work_mapping(synthesized) -> tuple[str, dict[str, Any]]:

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from punctual import observability, resources, target_arns
-from punctual.config import Settings
+from punctual.platform import observability, resources, target_arns
+from punctual.platform.config import Settings
 from tests.infra.conftest import BILLING_FUNCTION, REPORTS_FUNCTIONS, TARGET_PATTERNS
 
 NAMES = sorted(resources.FUNCTIONS)

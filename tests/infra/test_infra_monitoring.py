@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
-from punctual import observability as obs
-from punctual import resources
+from punctual.platform import observability as obs
+from punctual.platform import resources
 
 POWERTOOLS_DIMENSIONS = [{"Name": "service", "Value": obs.SERVICE}]
 

@@ -9,8 +9,8 @@ import pytest
 from aws_cdk.assertions import Template
 
 from infra.settings import DeploySettings
-from punctual import resources
-from punctual.config import Settings
+from punctual.platform import resources
+from punctual.platform.config import Settings
 from tests.infra.conftest import ALERT_TOPICS, OPS_BUS, TARGET_PATTERNS
 
 

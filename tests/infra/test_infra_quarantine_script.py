@@ -9,7 +9,7 @@ import pytest
 from botocore.stub import Stubber
 
 from infra.settings import DeploySettings
-from punctual.config import Settings
+from punctual.platform.config import Settings
 from scripts import quarantine
 
 QUEUE = "https://sqs.eu-west-1.amazonaws.com/123456789012/Punctual-Work"

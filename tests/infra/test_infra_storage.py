@@ -1,4 +1,4 @@
-"""The table and the queues are built from punctual.resources and carry their safety settings."""
+"""The table and the queues are built from punctual.platform.resources and carry their safety settings."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from aws_cdk.assertions import Match, Template
 
 from infra.components.storage import Storage
 from infra.settings import DeploySettings
-from punctual import resources
+from punctual.platform import resources
 
 
 def test_table_keys_and_indexes_are_the_ones_the_local_stack_creates(synthesized):

@@ -11,7 +11,7 @@ import pytest
 from aws_cdk import App
 
 from infra.app import build
-from punctual import resources
+from punctual.platform import resources
 
 TARGET = "AWS::ApplicationAutoScaling::ScalableTarget"
 POLICY = "AWS::ApplicationAutoScaling::ScalingPolicy"

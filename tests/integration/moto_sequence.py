@@ -1,10 +1,10 @@
 """A fixed sequence of DynamoDB calls on moto, printed as JSON: what each answered or raised.
 
 Run as `python tests/integration/moto_sequence.py [--speedups]` by test_moto_speedups.py, once on
-moto as it is and once with punctual.local.moto_speedups, in processes of their own (the speedups
+moto as it is and once with punctual_local.moto.speedups, in processes of their own (the speedups
 patch moto's classes for good). The two outputs must be equal: the speedups change how fast moto
 answers, never what. Likewise `--server [--lane]`: through moto's server, with and without the local
-stack's lane for JSON calls (punctual.local.moto_process.JsonCallsLane), statuses and headers too.
+stack's lane for JSON calls (punctual_local.moto.process.JsonCallsLane), statuses and headers too.
 """
 
 from __future__ import annotations
@@ -364,7 +364,7 @@ def _queue_calls(sqs: Any) -> list[tuple[str, Callable[[], Any]]]:
 
 
 def on_server(lane: bool) -> list[Any]:
-    """The DynamoDB sequence and some SQS calls through moto's server, as punctual.local.moto_process
+    """The DynamoDB sequence and some SQS calls through moto's server, as punctual_local.moto.process
     serves them (with its lane for JSON calls, or moto's app alone): answers, statuses and headers."""
     import logging
     import threading
@@ -372,8 +372,8 @@ def on_server(lane: bool) -> list[Any]:
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import make_server
 
-    from punctual import resources
-    from punctual.local.moto_process import JsonCallsLane
+    from punctual.platform import resources
+    from punctual_local.moto.process import JsonCallsLane
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     app: Any = DomainDispatcherApplication(create_backend_app)
@@ -420,10 +420,10 @@ def _http_headers(headers: Any) -> dict[str, str]:
 
 def run(speedups: bool) -> list[Any]:
     if speedups:
-        from punctual.local.moto_speedups import speed_up_dynamodb
+        from punctual_local.moto.speedups import speed_up_dynamodb
 
         speed_up_dynamodb()
-    from punctual import resources
+    from punctual.platform import resources
 
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from functions.api.handler import lambda_handler as api_handler
-from punctual.local.lambda_events import FakeLambdaContext, http_api_event
+from punctual_local.lambda_events import FakeLambdaContext, http_api_event
 from tests.operations import OPERATIONS
 from tests.world import World
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from punctual.errors import LostRace, RetryableStoreError
-from punctual.models import Execution, ExecutionStatus, execution_id_for
-from punctual.queue import WorkItem
-from punctual.timefmt import parse_rfc3339, to_rfc3339
-from punctual.worker import unstored_execution
+from punctual.domain.errors import LostRace, RetryableStoreError
+from punctual.domain.models import Execution, ExecutionStatus, execution_id_for
+from punctual.execution.run_records import unstored_execution
+from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
+from punctual.store.queue import WorkItem
 from tests.faults import Crash, once
 from tests.receiver import Receiver, receiver
 from tests.world import World

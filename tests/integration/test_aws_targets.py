@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
-from punctual.clock import ManualClock
+from punctual.platform.clock import ManualClock
 from punctual.tasks.aws import execution_name
 from tests.world import World, mocked_world
 

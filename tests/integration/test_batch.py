@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from punctual.errors import RetryableStoreError
-from punctual.timefmt import to_rfc3339
+from punctual.domain.errors import RetryableStoreError
+from punctual.platform.timefmt import to_rfc3339
 from tests.world import World
 
 CRON = {"type": "cron", "expression": "0 10 * * *", "timezone": "Europe/Paris"}

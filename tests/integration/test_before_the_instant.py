@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from punctual import resources
-from punctual import worker as worker_module
-from punctual.clock import ManualClock
-from punctual.local.stack import LOCAL_EARLY_VISIBILITY_SECONDS
+from punctual.execution import worker as worker_module
+from punctual.platform import resources
+from punctual.platform.clock import ManualClock
+from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from punctual.store import Store
-from punctual.timefmt import parse_rfc3339, to_rfc3339
+from punctual_local.stack import LOCAL_EARLY_VISIBILITY_SECONDS
 from tests.faults import Crash
 from tests.world import World, mocked_world
 

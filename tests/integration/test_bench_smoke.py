@@ -10,7 +10,7 @@ import json
 import pytest
 
 from bench import cost, scanner_throughput
-from punctual import capacity
+from punctual_cli import capacity
 
 
 def test_scanner_benchmark_enqueues_every_marker() -> None:
@@ -96,7 +96,7 @@ def test_cost_benchmark_counts_units_and_prices_them() -> None:
     )
     assert target["met_with_all_savings_reserved"] == (target["all_savings_reserved_per_million"] <= 2.0)
     # and the request units match the constants the capacity plan uses: if this fails, the store
-    # writes or reads differently; run `make bench-cost` and update punctual/capacity/figures.py
+    # writes or reads differently; run `make bench-cost` and update punctual_cli/capacity/figures.py
     # (a job handed off by the API writes one unit more than one the scanner sends: its soon marker is
     # deleted, where a minute bucket's marker is left to expire; and it reads one unit less: the API
     # does not read back the job it has just stored)

@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from datetime import timedelta
 
-from punctual.timefmt import to_rfc3339
+from punctual.platform.timefmt import to_rfc3339
 from tests.world import World
 
 # Polling (ReceiveMessage) is Lambda's event source mapping's, billed per poll, not per execution.

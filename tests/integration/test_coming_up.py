@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from punctual.timefmt import parse_rfc3339, to_rfc3339
+from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from tests.world import World
 
 

@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 from botocore.credentials import Credentials
 
-from punctual.cli.client import PunctualClient, SigV4Auth
-from punctual.console import ConsoleServer, Session
-from punctual.console.server import ACTION_HEADER
+from punctual_cli.console.server import ACTION_HEADER, ConsoleServer, Session
+from punctual_client.transport import PunctualClient, SigV4Auth
 
 SESSION = Session(url_token="url-token", cookie="cookie-value", action_token="action-token")
 

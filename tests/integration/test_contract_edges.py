@@ -18,10 +18,10 @@ from unittest import mock
 
 import pytest
 
-from punctual.clock import ManualClock
-from punctual.errors import LostRace, RetryableStoreError
-from punctual.schedules import PAST_TOLERANCE
-from punctual.timefmt import to_rfc3339
+from punctual.domain.errors import LostRace, RetryableStoreError
+from punctual.domain.schedules import PAST_TOLERANCE
+from punctual.platform.clock import ManualClock
+from punctual.platform.timefmt import to_rfc3339
 from tests.world import Answer, World, mocked_world
 
 CRON = {"type": "cron", "expression": "0 10 * * *", "timezone": "Europe/Paris"}

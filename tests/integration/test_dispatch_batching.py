@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 
-from punctual.dispatch import Dispatcher, release_quarantined
-from punctual.errors import UnreadableItem
-from punctual.handoff import HANDOFF_CLAIM
-from punctual.models import DueMarker, ExecutionStatus, execution_id_for, marker_for
-from punctual.queue import WorkItem
-from punctual.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
-from punctual.worker import UNREADABLE_RETRY_SECONDS, dead_letter
+from punctual.domain.errors import UnreadableItem
+from punctual.domain.models import DueMarker, ExecutionStatus, execution_id_for, marker_for
+from punctual.execution.dead_letters import dead_letter
+from punctual.execution.worker import UNREADABLE_RETRY_SECONDS
+from punctual.platform.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
+from punctual.scheduling.dispatch import Dispatcher, release_quarantined
+from punctual.scheduling.handoff import HANDOFF_CLAIM
+from punctual.store.queue import WorkItem
 from tests.receiver import receiver
 from tests.world import World
 

@@ -8,7 +8,7 @@ from typing import Any
 import boto3
 from moto.dynamodbstreams.models import dynamodbstreams_backends
 
-from punctual import execution_events
+from punctual.notify import execution_events
 from tests.world import World
 
 

@@ -8,9 +8,9 @@ from typing import Any
 from unittest import mock
 
 from functions.scanner.handler import lambda_handler as scanner_handler
-from punctual.local.lambda_events import FakeLambdaContext
-from punctual.scanner import shard_groups
-from punctual.timefmt import to_rfc3339
+from punctual.platform.timefmt import to_rfc3339
+from punctual.scheduling.scanner import shard_groups
+from punctual_local.lambda_events import FakeLambdaContext
 from tests.world import World
 
 
@@ -31,7 +31,10 @@ def test_the_tick_invokes_one_scanner_per_group_and_scans_nothing_itself(world: 
     client = mock.Mock()
     client.invoke.side_effect = lambda **kwargs: invoked.append(kwargs)
     # When the EventBridge tick arrives
-    with mock.patch("punctual.aws.lambda_client", return_value=client), world.counting_calls() as calls:
+    with (
+        mock.patch("punctual.platform.aws.lambda_client", return_value=client),
+        world.counting_calls() as calls,
+    ):
         answer = scanner_handler({}, FakeLambdaContext())
     # Then it started two asynchronous invocations of itself, one per group, and read no bucket
     assert answer == {"fanned_out": 2}

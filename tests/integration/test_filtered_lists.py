@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from punctual.timefmt import to_rfc3339
+from punctual.platform.timefmt import to_rfc3339
 from tests.world import World
 
 CRON = {"type": "cron", "expression": "0 0 1 1 *"}  # (never due in the test)

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from functions.api.handler import lambda_handler as api_handler
-from punctual.local.lambda_events import FakeLambdaContext
-from punctual.local.server import ApiServer
-from punctual.models import next_after, spread
-from punctual.schedules import LATEST_INSTANT, RateSchedule
-from punctual.timefmt import parse_rfc3339
+from punctual.domain.models import next_after, spread
+from punctual.domain.schedules import LATEST_INSTANT, RateSchedule
+from punctual.platform.timefmt import parse_rfc3339
+from punctual_local.lambda_events import FakeLambdaContext
+from punctual_local.server import ApiServer
 from tests.world import Answer, World
 
 CRON = {"type": "cron", "expression": "0 10 * * *", "timezone": "Europe/Paris"}

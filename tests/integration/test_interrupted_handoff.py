@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from punctual.handoff import HANDOFF_CLAIM
-from punctual.local.persistence import withdraw_claims
-from punctual.timefmt import to_rfc3339
+from punctual.platform.timefmt import to_rfc3339
+from punctual.scheduling.handoff import HANDOFF_CLAIM
+from punctual_local.persistence import withdraw_claims
 from tests.world import World
 
 KEY = {"Idempotency-Key": "create-once"}

@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 
-from punctual.clock import ManualClock
+from punctual.platform.clock import ManualClock
 from tests.lambdas import create_echo_function
 from tests.world import World, mocked_world
 

@@ -12,9 +12,9 @@ from typing import Any
 import boto3
 import pytest
 
-from punctual import resources
-from punctual.models import Execution, ExecutionStatus, manual_execution_id
-from punctual.timefmt import to_rfc3339
+from punctual.domain.models import Execution, ExecutionStatus, manual_execution_id
+from punctual.platform import resources
+from punctual.platform.timefmt import to_rfc3339
 from tests.world import World
 
 

@@ -1,4 +1,4 @@
-"""The local stack's moto process on a disk that fills up and frees again (punctual.local.faults):
+"""The local stack's moto process on a disk that fills up and frees again (punctual_local.moto.faults):
 what it answers, what it serves meanwhile and what a restart reads back."""
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from punctual.local import clients, provision
-from punctual.local.durable import DurableTables, install_hooks
-from punctual.local.faults import ENVIRONMENT_SWITCH
-from punctual.local.journal import StorageFailed
-from punctual.local.moto_atomic import make_writes_atomic
+from punctual_local import clients, provision
+from punctual_local.moto.atomic import make_writes_atomic
+from punctual_local.moto.durable import DurableTables, install_hooks
+from punctual_local.moto.faults import ENVIRONMENT_SWITCH
+from punctual_local.moto.journal import StorageFailed
 
 
 class MotoProcess:
-    """`python -m punctual.local.moto_process` on a data directory whose disk fills on demand."""
+    """`python -m punctual_local.moto.process` on a data directory whose disk fills on demand."""
 
     def __init__(self, data_dir: Path) -> None:
-        command = [sys.executable, "-m", "punctual.local.moto_process", "--port", "0"]
+        command = [sys.executable, "-m", "punctual_local.moto.process", "--port", "0"]
         self.process = subprocess.Popen(
             [*command, "--data-dir", str(data_dir)],
             stdin=subprocess.PIPE,

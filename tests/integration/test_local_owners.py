@@ -8,9 +8,9 @@ from collections import Counter
 import boto3
 from moto import mock_aws
 
-from punctual import resources
-from punctual.local import owners
+from punctual.platform import resources
 from punctual.store import keys
+from punctual_local import owners
 
 TABLE = "punctual-owners"
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from punctual.cli.client import ApiError, PunctualClient
-from punctual.local.server import ApiServer, Limits
+from punctual_client.transport import ApiError, PunctualClient
+from punctual_local.server import ApiServer, Limits
 
 
 @pytest.fixture

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from punctual.clock import ManualClock
-from punctual.local.durable import DurableTables, install_hooks
-from punctual.local.holding import HoldingSqs
-from punctual.local.journal import compact, segments
-from punctual.local.moto_process import query_only_the_partition
-from punctual.local.persistence import recover, work_items
-from punctual.queue import WorkItem, WorkQueue
-from punctual.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
+from punctual.platform.clock import ManualClock
+from punctual.platform.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
+from punctual.store.queue import WorkItem, WorkQueue
+from punctual_local.holding import HoldingSqs
+from punctual_local.moto.durable import DurableTables, install_hooks
+from punctual_local.moto.journal import compact, segments
+from punctual_local.moto.process import query_only_the_partition
+from punctual_local.persistence import recover, work_items
 from tests.world import World, mocked_world
 
 

@@ -1,4 +1,4 @@
-"""The local stack's HTTP to its moto (punctual.local.loopback_http), on loopback only."""
+"""The local stack's HTTP to its moto (punctual_local.loopback_http), on loopback only."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from botocore.config import Config
 from botocore.exceptions import ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
 from moto.server import ThreadedMotoServer
 
-from punctual.local.loopback_http import LoopbackHttp, use_loopback_http
+from punctual_local.loopback_http import LoopbackHttp, use_loopback_http
 
 
 class _Server(http.server.ThreadingHTTPServer):
@@ -161,7 +161,7 @@ def test_an_answer_that_does_not_come_is_a_read_timeout_after_the_read_timeout(s
 
 
 def test_the_read_timeout_is_the_kernels_on_a_blocking_socket(server: _Server) -> None:
-    # (a socket with a timeout in Python polls before each send and receive: punctual.local.loopback_http)
+    # (a socket with a timeout in Python polls before each send and receive: punctual_local.loopback_http)
     transport = LoopbackHttp(url(server), read_timeout=2.5)
     post(transport, url(server), b"x")
     (conn,) = transport._idle
@@ -204,7 +204,7 @@ def test_unsigned_boto3_clients_reach_moto_through_it() -> None:
             BillingMode="PAY_PER_REQUEST",
         )
         dynamodb.put_item(TableName="t", Item={"pk": {"S": "a"}, "v": {"N": "1"}})
-        # Each call has an invocation id of its own (from punctual.randomness), kept on its retries
+        # Each call has an invocation id of its own (from punctual.platform.randomness), kept on its retries
         ids: set[str] = set()
 
         def keep_id(request: Any, **_: Any) -> None:
@@ -232,8 +232,8 @@ def test_unsigned_boto3_clients_reach_moto_through_it() -> None:
 
 
 def test_the_api_process_clients_mark_the_dynamodb_calls_of_its_reads_for_motos_gate(server: _Server) -> None:
-    from punctual.local import clients
-    from punctual.local.gate import API, CALL_HEADER, api_read
+    from punctual_local import clients
+    from punctual_local.moto.gate import API, CALL_HEADER, api_read
 
     # Given the clients the API's process makes, and those the stack makes
     marked = clients.connect(url(server), api_reads=True)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from punctual import signing
-from punctual.timefmt import parse_rfc3339, to_rfc3339
+from punctual.platform import signing
+from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from tests.receiver import receiver
 from tests.world import World
 

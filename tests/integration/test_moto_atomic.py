@@ -1,4 +1,4 @@
-"""moto's DynamoDB and SQS made atomic as AWS's are (punctual.local.moto_atomic), on the real table and
+"""moto's DynamoDB and SQS made atomic as AWS's are (punctual_local.moto.atomic), on the real table and
 queue definitions."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models.table import Table
 from moto.sqs.models import sqs_backends
 
-from punctual.local import provision
-from punctual.local.moto_atomic import make_queues_atomic, make_writes_atomic
+from punctual_local import provision
+from punctual_local.moto.atomic import make_queues_atomic, make_writes_atomic
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""punctual.local.moto_speedups changes how fast moto answers, never what: the same sequence of
+"""punctual_local.moto.speedups changes how fast moto answers, never what: the same sequence of
 DynamoDB calls (successes, refusals and validation errors alike) answers the same with and without.
 Likewise moto's server with and without the local stack's lane for JSON calls (moto_process)."""
 

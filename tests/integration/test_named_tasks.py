@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from punctual.clock import ManualClock
-from punctual.local.stack import LOCAL_EARLY_VISIBILITY_SECONDS
-from punctual.named_tasks import DEFINITION_TTL_SECONDS
-from punctual.timefmt import to_rfc3339
+from punctual.jobs.named_tasks import DEFINITION_TTL_SECONDS
+from punctual.platform.clock import ManualClock
+from punctual.platform.timefmt import to_rfc3339
+from punctual_local.stack import LOCAL_EARLY_VISIBILITY_SECONDS
 from tests.world import World, mocked_world
 
 ACCOUNT = "123456789012"  # moto's

@@ -13,12 +13,14 @@ from unittest import mock
 import boto3
 from botocore.exceptions import ClientError
 
-from punctual import pausing, resources, tasks
-from punctual.models import ExecutionStatus
-from punctual.queue import WorkItem
+from punctual import tasks
+from punctual.domain.models import ExecutionStatus
+from punctual.execution import pausing
+from punctual.execution.dead_letters import dead_letter
+from punctual.platform import resources
+from punctual.platform.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
+from punctual.store.queue import WorkItem
 from punctual.tasks import TaskContext
-from punctual.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
-from punctual.worker import dead_letter
 from tests.faults import Crash, once
 from tests.world import World
 
@@ -48,7 +50,7 @@ def during_the_run(
                 raise tasks.TaskFailed("try again", retryable=True)
         return real(spec, context)
 
-    with mock.patch("punctual.worker.tasks.run", side_effect=run):
+    with mock.patch("punctual.tasks.run", side_effect=run):
         yield runs
 
 

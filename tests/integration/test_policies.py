@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from punctual.models import ExecutionStatus, Job, execution_id_for, spread
-from punctual.queue import WorkItem
-from punctual.timefmt import parse_rfc3339, to_rfc3339
-from punctual.worker import unstored_execution
+from punctual.domain.models import ExecutionStatus, Job, execution_id_for, spread
+from punctual.execution.run_records import unstored_execution
+from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
+from punctual.store.queue import WorkItem
 from tests.world import World
 
 EVERY_MINUTE = {"type": "cron", "expression": "* * * * *"}

@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from punctual import scanner as scanner_module
-from punctual.models import execution_id_for, marker_for
-from punctual.scanner import Scanner
-from punctual.store import MARKER_TTL, Position, shard_of
-from punctual.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
+from punctual.domain.models import execution_id_for, marker_for
+from punctual.platform.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
+from punctual.scheduling import scanner as scanner_module
+from punctual.scheduling.scanner import Scanner
+from punctual.store.codec import MARKER_TTL
+from punctual.store.keys import Position, shard_of
 from tests.world import World
 
 

@@ -8,8 +8,8 @@ from unittest import mock
 
 import pytest
 
-from punctual import cron
-from punctual.clock import ManualClock
+from punctual.domain import cron
+from punctual.platform.clock import ManualClock
 from tests.world import World, mocked_world
 
 REPRO = {

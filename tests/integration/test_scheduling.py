@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from punctual.clock import ManualClock
-from punctual.timefmt import parse_rfc3339, to_rfc3339
+from punctual.platform.clock import ManualClock
+from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from tests.receiver import receiver
 from tests.world import World, mocked_world
 

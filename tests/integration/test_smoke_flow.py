@@ -2,7 +2,7 @@ import io
 import json
 
 from bench.common import logs_to
-from punctual.observability import logger
+from punctual.platform.observability import logger
 from tests.world import World
 
 

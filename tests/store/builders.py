@@ -6,17 +6,17 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from punctual.models import (
+from punctual.domain.models import (
     DueMarker,
     Execution,
     ExecutionStatus,
     Job,
     JobStatus,
-    RetryPolicy,
     TaskSpec,
     execution_id_for,
 )
-from punctual.schedules import AtSchedule
+from punctual.domain.policies import RetryPolicy
+from punctual.domain.schedules import AtSchedule
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 OWNER = "alice"

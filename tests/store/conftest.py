@@ -12,7 +12,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from punctual import aws, resources
+from punctual.platform import aws, resources
 from punctual.store import Store
 from punctual_testing.fake_aws import FakeAws, Latency
 

@@ -8,10 +8,12 @@ from datetime import timedelta
 
 import pytest
 
-from punctual.errors import LostRace
-from punctual.models import DeadLetter, TaskRef
-from punctual.store import Position, Store, count_bucket
+from punctual.domain.errors import LostRace
+from punctual.domain.models import DeadLetter, TaskRef
+from punctual.store import Store
 from punctual.store.idempotency import LIFETIME
+from punctual.store.keys import Position
+from punctual.store.markers import count_bucket
 from punctual.store.tasks import NamedTask
 from tests.store.builders import NOW, OWNER, job, marker
 

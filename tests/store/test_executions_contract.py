@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from punctual.errors import LostRace
-from punctual.models import Delivery, DeliveryStatus, ExecutionStatus, JobStatus, NotifyEvent
+from punctual.domain.errors import LostRace
+from punctual.domain.models import Delivery, DeliveryStatus, ExecutionStatus, JobStatus
+from punctual.domain.policies import NotifyEvent
 from punctual.store import Store, keys
 from tests.store.builders import NOW, execution, job, marker
 

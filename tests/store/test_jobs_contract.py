@@ -12,13 +12,13 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from punctual import resources
-from punctual.errors import InvalidRequest, LostRace
-from punctual.local import provision
-from punctual.models import Execution, ExecutionStatus, Job, JobStatus
+from punctual.domain.errors import InvalidRequest, LostRace
+from punctual.domain.models import Execution, ExecutionStatus, Job, JobStatus
+from punctual.platform import resources
 from punctual.store import Store, keys
 from punctual.store.lifecycle import IllegalTransition
 from punctual.store.table import put
+from punctual_local import provision
 from tests.store.builders import NOW, OWNER, execution, job
 
 

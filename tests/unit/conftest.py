@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from punctual.cli import common, display
-from punctual.clock import ManualClock
+from punctual.platform.clock import ManualClock
+from punctual_cli import common, display
 from tests.unit.test_cli import NOW, FakeApi, _handler_for
 
 

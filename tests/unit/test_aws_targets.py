@@ -9,9 +9,9 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
 from punctual import tasks
-from punctual.clock import ManualClock
-from punctual.models import TaskSpec
-from punctual.target_arns import TARGETS
+from punctual.domain.models import TaskSpec
+from punctual.platform.clock import ManualClock
+from punctual.platform.target_arns import TARGETS
 from punctual.tasks import TaskContext, TaskFailed, TaskPolicy
 from punctual.tasks.aws import execution_name, queue_url
 

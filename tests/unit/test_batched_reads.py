@@ -1,4 +1,4 @@
-"""Reads of jobs that arrive together share one call (punctual/batched_reads.py)."""
+"""Reads of jobs that arrive together share one call (punctual/execution/batched_reads.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from collections.abc import Iterable
 
 import pytest
 
-from punctual.batched_reads import BatchedReads
-from punctual.errors import UnreadableItem
+from punctual.domain.errors import UnreadableItem
+from punctual.execution.batched_reads import BatchedReads
 
 
 def test_reads_arriving_while_a_call_is_on_its_way_share_the_next_one() -> None:

@@ -14,10 +14,18 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from punctual import burst, wiring
-from punctual.burst import BurstPlanner, Limits, PollerPolicy, desired_min_pollers, load_percent, pollers_for
-from punctual.clock import ManualClock
-from punctual.config import Settings
+from punctual import wiring
+from punctual.platform.clock import ManualClock
+from punctual.platform.config import Settings
+from punctual.scheduling import prescaling as burst
+from punctual.scheduling.prescaling import (
+    BurstPlanner,
+    Limits,
+    PollerPolicy,
+    desired_min_pollers,
+    load_percent,
+    pollers_for,
+)
 
 POLICY = PollerPolicy(floor=2, ceiling=200)
 MAPPING = "a1b2c3d4-5678-90ab-cdef-11111EXAMPLE"
@@ -263,7 +271,7 @@ def test_a_mapping_still_updating_is_left_to_the_next_tick() -> None:
 
 
 def test_publishes_the_coming_load() -> None:
-    from punctual.observability import metrics
+    from punctual.platform.observability import metrics
 
     metrics.clear_metrics()
     report = _planner(CountingDynamoDB(BURST_MARKERS, page=1_000_000)).run()
@@ -300,7 +308,7 @@ def test_off_by_default_and_built_from_settings() -> None:
 
 
 def test_capacity_prices_the_pollers_kept_and_the_pollers_warmed() -> None:
-    from punctual import capacity
+    from punctual_cli import capacity
 
     base = capacity.plan(100)
     p = capacity.plan(100, pollers=10, warm_pollers=190, warm_hours=30)

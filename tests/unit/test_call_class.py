@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from punctual import call_class
+from punctual.execution import call_class
 
 
 @pytest.fixture

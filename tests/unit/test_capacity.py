@@ -10,9 +10,9 @@ import pytest
 
 from bench import cost
 from infra.settings import DeploySettings
-from punctual import capacity
-from punctual.capacity import Assumptions, ExecutionUsage, Prices
-from punctual.cli import main as cli
+from punctual_cli import capacity
+from punctual_cli import main as cli
+from punctual_cli.capacity.figures import Assumptions, ExecutionUsage, Prices
 
 # A full vCPU: the scanner's rate is then capped by the bucket partition (500 deletes/s, half of
 # 1,000 write units), not by the measured CPU figures, so the plan's numbers are round.

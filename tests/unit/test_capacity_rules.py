@@ -7,7 +7,8 @@ import pytest
 
 from bench import burst, cost
 from infra.settings import DeploySettings
-from punctual import capacity, sizing
+from punctual.platform import aws_limits as sizing
+from punctual_cli import capacity
 
 SHORT_BATCH = 0.001  # seconds: a batch so short that only the per-environment request rate binds
 

@@ -22,10 +22,10 @@ from botocore.credentials import Credentials
 
 from punctual import tasks
 from punctual.api.schemas import JobIn, JobPatch, PreviewIn
-from punctual.cli import common
-from punctual.cli import main as cli
-from punctual.cli.client import ApiError, PunctualClient, SigV4Auth
-from punctual.clock import ManualClock
+from punctual.platform.clock import ManualClock
+from punctual_cli import common
+from punctual_cli import main as cli
+from punctual_client.transport import ApiError, PunctualClient, SigV4Auth
 
 NOW = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 DROP = object()  # an answer that closes the connection without a response
@@ -867,21 +867,21 @@ def test_sigv4_signature_covers_exactly_what_is_sent(api: FakeApi) -> None:
 def test_local_dispatches_to_punctual_local_main(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given a punctual.local module
+    # Given a punctual_local module
     calls: list[list[str]] = []
-    fake = types.ModuleType("punctual.local")
+    fake = types.ModuleType("punctual_local")
 
     def local_main(args: list[str]) -> int:
         calls.append(args)
         return 0
 
     fake.main = local_main  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "punctual.local", fake)
+    monkeypatch.setitem(sys.modules, "punctual_local", fake)
 
     # When `punctual local` runs with options of its own
     code = cli.main(["local", "--port", "9000", "--json"])
 
-    # Then they reach punctual.local.main untouched
+    # Then they reach punctual_local.main untouched
     assert code == 0
     assert calls == [["--port", "9000", "--json"]]
 
@@ -889,8 +889,8 @@ def test_local_dispatches_to_punctual_local_main(
 def test_local_without_the_module_exits_1_with_a_clear_error(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given punctual.local cannot be imported
-    monkeypatch.setitem(sys.modules, "punctual.local", None)
+    # Given punctual_local cannot be imported
+    monkeypatch.setitem(sys.modules, "punctual_local", None)
 
     # When `punctual local` runs
     code = cli.main(["--json", "local"])
@@ -951,7 +951,7 @@ def test_a_reader_that_stops_early_is_not_an_error(monkeypatch: pytest.MonkeyPat
 
 
 def test_policy_options_build_the_job_policy() -> None:
-    from punctual.cli.main import build_parser, build_policy
+    from punctual_cli.main import build_parser, build_policy
 
     args = build_parser().parse_args(
         [
@@ -1077,7 +1077,7 @@ def test_get_shows_each_policy_the_job_has_instead_of_default(
 ) -> None:
     # Given a job created with --pause-after-failures 3 and a single attempt per execution, as the API
     # answers it (every policy field present, the others at their defaults)
-    from punctual.models import JobPolicy
+    from punctual.domain.policies import JobPolicy
 
     policy = JobPolicy(pause_after_failures=3).model_dump(mode="json")
     retry = {"max_attempts": 1, "backoff_seconds": 2, "max_backoff_seconds": 300}
@@ -1094,8 +1094,8 @@ def test_get_shows_each_policy_the_job_has_instead_of_default(
 
 
 def test_every_job_policy_field_set_shows_in_the_summary() -> None:
-    from punctual.cli.formatting import policy_summary
-    from punctual.models import JobPolicy
+    from punctual.domain.policies import JobPolicy
+    from punctual_cli.formatting import policy_summary
 
     # Given a value other than its default for every field of the job policy
     changed = {

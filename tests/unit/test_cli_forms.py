@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 
-from punctual.cli import common
-from punctual.cli import formatting as cli_format
-from punctual.cli import main as cli
-from punctual.cli.client import (
+from punctual.platform.clock import ManualClock
+from punctual_cli import common
+from punctual_cli import formatting as cli_format
+from punctual_cli import main as cli
+from punctual_cli.common import UsageError, parse_duration
+from punctual_cli.main import build_schedule, build_task
+from punctual_client.transport import (
     BearerAuth,
     ConfigurationError,
     PunctualClient,
@@ -22,9 +25,6 @@ from punctual.cli.client import (
     region_for,
     sign_request,
 )
-from punctual.cli.common import UsageError, parse_duration
-from punctual.cli.main import build_schedule, build_task
-from punctual.clock import ManualClock
 
 
 def parse(*argv: str) -> argparse.Namespace:

@@ -13,10 +13,10 @@ from http.server import ThreadingHTTPServer
 
 import pytest
 
-from punctual import signing
-from punctual.cli import common
-from punctual.cli.monitoring import serve_receiver
-from punctual.clock import ManualClock
+from punctual.platform import signing
+from punctual.platform.clock import ManualClock
+from punctual_cli import common
+from punctual_cli.monitoring import serve_receiver
 from tests.unit.test_cli import NOW, FakeApi, _handler_for, execution, job, run
 
 SECRET = "whsec_" + "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from punctual.cli import config, connect
-from punctual.cli import main as cli
-from punctual.cli.client import SigV4Auth
+from punctual_cli import main as cli
+from punctual_client import profiles
+from punctual_client.transport import SigV4Auth
 from tests.unit.test_cli import FakeApi
 
 Capsys = pytest.CaptureFixture[str]
@@ -97,7 +97,7 @@ def test_an_aws_profile_signs_requests_to_a_deployed_api(
     monkeypatch.delenv("PUNCTUAL_ENDPOINT", raising=False)
     args = argparse.Namespace(endpoint=None, token=None)
 
-    client = connect.client_for(args, config.load_profile("prod"))
+    client = profiles.connect(profiles.load_profile("prod"), args.endpoint, args.token)
 
     assert isinstance(client.auth, SigV4Auth)
     assert (client.auth.region, client.auth.aws_profile) == ("eu-west-1", "ops")
@@ -110,7 +110,7 @@ def test_the_config_file_is_in_the_platforms_config_directory(
     monkeypatch.delenv("PUNCTUAL_CONFIG")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
 
-    assert config.config_path() == tmp_path / "punctual" / "config.toml"
+    assert profiles.config_path() == tmp_path / "punctual" / "config.toml"
 
 
 def test_config_shows_the_file_and_the_profile_in_use(

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from punctual.cli import display
+from punctual_cli import display
 from tests.unit.test_cli import FakeApi, execution, job, run
 
 Capsys = pytest.CaptureFixture[str]

@@ -9,11 +9,11 @@ import pytest
 
 from punctual import __version__
 from punctual.api.app import resolver_for
-from punctual.cli import main as cli
-from punctual.errors import InvalidRequest
-from punctual.job_checks import check_not_past
-from punctual.netguard import AddressRefused, resolve_checked
-from punctual.schedules import AtSchedule
+from punctual.domain.errors import InvalidRequest
+from punctual.domain.schedules import AtSchedule
+from punctual.jobs.checks import check_not_past
+from punctual.tasks.netguard import AddressRefused, resolve_checked
+from punctual_cli import main as cli
 from tests.unit.test_cli import FakeApi, execution, job, run
 
 Capsys = pytest.CaptureFixture[str]

@@ -1,4 +1,4 @@
-"""The Python client (punctual.client) against the CLI's HTTP test double: typed results, lists as
+"""The Python client (punctual_client) against the CLI's HTTP test double: typed results, lists as
 iterators that fetch a page when reached, and the command's own errors."""
 
 from __future__ import annotations
@@ -7,9 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from punctual.cli import client as transport
-from punctual.client import ApiError, Client, Execution, Job
-from punctual.clock import ManualClock
+from punctual.platform.clock import ManualClock
+from punctual_client import transport
+from punctual_client._client import Client
+from punctual_client._results import Execution, Job
+from punctual_client.transport import ApiError
 from tests.unit.test_cli import FakeApi, execution, job
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from punctual import resources
-from punctual.config import Settings
+from punctual.platform import resources
+from punctual.platform.config import Settings
 
 
 def test_empty_environment_gives_working_local_defaults() -> None:

@@ -1,4 +1,4 @@
-"""punctual.cron: Debian cron's semantics in every zone, bounded.
+"""punctual.domain.cron: Debian cron's semantics in every zone, bounded.
 
 The engine is judged against `tests/cron_reference.py`, an independent minute-by-minute model of
 cron.c's main loop, at the zones' real changes of offset (read from the time-zone database's own
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from punctual import cron
+from punctual.domain import cron
 from tests.cron_reference import simulate
 
 FIRST = int(datetime(1970, 1, 2, tzinfo=UTC).timestamp())

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from punctual.cursor import Cursors
-from punctual.errors import InvalidRequest
+from punctual.domain.errors import InvalidRequest
+from punctual.jobs.cursor import Cursors
 
 KEY = {"pk": "OWNER#alice", "sk": "JOB#2026-12-01T09:00:00.000Z#j1", "n": Decimal("42")}
 CURSORS = Cursors("test-secret")

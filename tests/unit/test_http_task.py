@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from punctual import tasks
-from punctual.clock import ManualClock
-from punctual.errors import InvalidRequest
-from punctual.models import TaskSpec
+from punctual.domain.errors import InvalidRequest
+from punctual.domain.models import TaskSpec
+from punctual.platform.clock import ManualClock
 from punctual.tasks import TaskContext, TaskFailed, TaskPolicy
 from tests.hostile_urls import (
     KEPT_AS_GIVEN,

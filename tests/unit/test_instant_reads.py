@@ -1,4 +1,4 @@
-"""Reads expected at one instant are made once for all, never before it (punctual/instant_reads.py)."""
+"""Reads expected at one instant are made once for all, never before it (punctual/execution/instant_reads.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from punctual.clock import ManualClock
-from punctual.errors import UnreadableItem
-from punctual.instant_reads import FORGET_AFTER, InstantReads
+from punctual.domain.errors import UnreadableItem
+from punctual.execution.instant_reads import FORGET_AFTER, InstantReads
+from punctual.platform.clock import ManualClock
 
 T0 = datetime(2026, 12, 4, 10, 0, tzinfo=UTC)
 INSTANT = T0 + timedelta(seconds=5)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from punctual.local.lambda_events import api_gateway_event, http_api_event
+from punctual_local.lambda_events import api_gateway_event, http_api_event
 
 
 def test_an_http_api_event_carries_the_owner_where_the_iam_authorizer_puts_it():

@@ -17,11 +17,12 @@ from botocore.exceptions import ParamValidationError, ReadTimeoutError
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
-from punctual import aws, lambda_arns, tasks, wiring
-from punctual.clock import ManualClock
-from punctual.config import Settings
-from punctual.errors import InvalidRequest
-from punctual.models import TaskSpec
+from punctual import tasks, wiring
+from punctual.domain.errors import InvalidRequest
+from punctual.domain.models import TaskSpec
+from punctual.platform import aws, lambda_arns
+from punctual.platform.clock import ManualClock
+from punctual.platform.config import Settings
 from punctual.tasks import LambdaClients, TaskContext, TaskFailed, TaskPolicy
 
 REPORTS = "arn:aws:lambda:eu-west-1:123456789012:function:reports-daily"

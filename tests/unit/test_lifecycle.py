@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from punctual.models import Execution, ExecutionStatus, JobStatus
+from punctual.domain.models import Execution, ExecutionStatus, JobStatus
 from punctual.store import lifecycle
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS, JOB_TRANSITIONS, IllegalTransition
 from punctual_testing import expressions

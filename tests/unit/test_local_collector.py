@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from punctual.local import collector
+from punctual_local import collector
 
 
 class _Node:

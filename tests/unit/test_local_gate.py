@@ -1,4 +1,4 @@
-"""The local stack's gate on its DynamoDB requests to moto (punctual.local.gate)."""
+"""The local stack's gate on its DynamoDB requests to moto (punctual_local.moto.gate)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,19 @@ from datetime import UTC, datetime
 from random import Random
 from typing import Any
 
-from punctual import call_class
-from punctual.clock import ManualClock
-from punctual.local.gate import API, CALL_HEADER, LAST, Gate, MotoGate, api_read, gate_client, mark_api_reads
-from punctual.outcomes import persist
+from punctual.execution import call_class
+from punctual.execution.outcomes import persist
+from punctual.platform.clock import ManualClock
+from punctual_local.moto.gate import (
+    API,
+    CALL_HEADER,
+    LAST,
+    Gate,
+    MotoGate,
+    api_read,
+    gate_client,
+    mark_api_reads,
+)
 
 
 def hold(

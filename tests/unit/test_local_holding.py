@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from punctual.clock import ManualClock
-from punctual.local.holding import COMING_EVERY_SECONDS, RELEASE_AHEAD_SECONDS, ComingCounts, HoldingSqs
+from punctual.platform.clock import ManualClock
+from punctual_local.holding import COMING_EVERY_SECONDS, RELEASE_AHEAD_SECONDS, ComingCounts, HoldingSqs
 
 START = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 QUEUE = "http://127.0.0.1/000000000000/work"

@@ -10,8 +10,8 @@ from typing import IO, Any
 
 import pytest
 
-from punctual.local.faults import FillableDisk
-from punctual.local.journal import (
+from punctual_local.moto.faults import FillableDisk
+from punctual_local.moto.journal import (
     SNAPSHOT_NAME,
     Journal,
     SegmentRead,

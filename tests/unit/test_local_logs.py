@@ -1,4 +1,4 @@
-"""The local stack's log lines (punctual.local.logs): what a request puts in them cannot drive a terminal."""
+"""The local stack's log lines (punctual_local.logs): what a request puts in them cannot drive a terminal."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 
-from punctual.local.logs import ReadableFormatter
+from punctual_local.logs import ReadableFormatter
 
 # The request of the sweep that coloured and rewrote the stack's log (with a NUL for good measure).
 INJECTED = "/x\x1b[31mINJECTED\x1b[0m\x08\x08\x07\x00"

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from punctual.models import (
+from punctual.domain.models import (
     SCHEDULE_ADAPTER,
     DueMarker,
     Execution,
@@ -21,7 +21,6 @@ from punctual.models import (
     Job,
     JobStatus,
     Outcome,
-    RetryPolicy,
     TaskSpec,
     anchor_for,
     completes_job,
@@ -32,6 +31,7 @@ from punctual.models import (
     next_after,
     skip_reason,
 )
+from punctual.domain.policies import RetryPolicy
 
 NOW = datetime(2026, 12, 1, 9, 0, 0, tzinfo=UTC)
 

@@ -14,7 +14,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from pydantic import AnyHttpUrl, TypeAdapter
 
-from punctual.netguard import (
+from punctual.tasks.netguard import (
     AddressRefused,
     BadUrl,
     OutboundUrl,

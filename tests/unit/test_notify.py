@@ -13,34 +13,30 @@ from botocore.exceptions import ClientError
 from pydantic import ValidationError
 
 from punctual import tasks
-from punctual.clock import ManualClock
-from punctual.errors import InvalidRequest
-from punctual.models import (
+from punctual.domain.errors import InvalidRequest
+from punctual.domain.models import (
     DeliveryStatus,
     Execution,
     ExecutionStatus,
     Job,
     JobStatus,
-    NotifyEvent,
-    NotifyRule,
-    RetryPolicy,
     TaskSpec,
     execution_id_for,
     manual_execution_id,
     scheduled_at_of,
 )
-from punctual.notify import (
-    RETRY_DELAYS,
-    Handled,
+from punctual.domain.policies import NotifyEvent, NotifyRule, RetryPolicy
+from punctual.domain.schedules import NowSchedule
+from punctual.notify.delivery import RETRY_DELAYS, Handled, Notifier
+from punctual.notify.messages import (
     Notification,
-    Notifier,
     NotifyPolicy,
     check_rules,
     events_at_end,
     message_id,
     notifications,
 )
-from punctual.schedules import NowSchedule
+from punctual.platform.clock import ManualClock
 from tests.hostile_urls import (
     KEPT_AS_GIVEN,
     LOCAL_STACK_NETWORKS,

@@ -1,11 +1,11 @@
-"""The tracer where tracing is off (punctual.observability): traced calls work, and open no segments."""
+"""The tracer where tracing is off (punctual.platform.observability): traced calls work, and open no segments."""
 
 from __future__ import annotations
 
 import pytest
 
-from punctual import observability
-from punctual.observability import tracer
+from punctual.platform import observability
+from punctual.platform.observability import tracer
 
 
 def test_outside_lambda_the_tracer_opens_no_segments_and_traced_calls_behave_as_untraced() -> None:

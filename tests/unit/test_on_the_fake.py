@@ -9,14 +9,15 @@ from typing import Any
 
 import pytest
 
-from punctual import resources, wiring
-from punctual.clock import ManualClock
-from punctual.config import Settings
-from punctual.models import Execution, ExecutionStatus, JobStatus, TaskSpec, marker_for
-from punctual.queue import WorkItem
-from punctual.schedules import AtSchedule, RateSchedule
-from punctual.service import NewJob
-from punctual.worker import Outcome
+from punctual import wiring
+from punctual.domain.models import Execution, ExecutionStatus, JobStatus, TaskSpec, marker_for
+from punctual.domain.schedules import AtSchedule, RateSchedule
+from punctual.execution.worker import Outcome
+from punctual.jobs.creation import NewJob
+from punctual.platform import resources
+from punctual.platform.clock import ManualClock
+from punctual.platform.config import Settings
+from punctual.store.queue import WorkItem
 from punctual_testing.fake_aws import FakeAws, Latency, SentMessage, clients
 from tests.store import builders
 

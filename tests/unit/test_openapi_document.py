@@ -50,7 +50,7 @@ def operations(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def served_document(api_format: str) -> dict[str, Any]:
-    from punctual.api import http_app, rest_app
+    from punctual.api.app import http_app, rest_app
 
     app = http_app if api_format == "http" else rest_app
     return json.loads(app.get_openapi_json_schema())

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from punctual.concurrency import PartitionPacer
+from punctual.platform.concurrency import PartitionPacer
 
 
 class FakeTime:

@@ -1,66 +1,125 @@
-"""What runs where: the modules the Lambda functions import are the runtime, and the runtime imports
-nothing of the subpackages that run off Lambda (punctual.OFF_LAMBDA); no module imports itself
-through others."""
+"""The folders show the flow: `punctual` is the Lambda bundle and nothing else, its folders are the
+stages of an execution's flow, and imports point down that flow (docs/architecture.md)."""
 
 from __future__ import annotations
 
-import punctual
-from tests.imports import HANDLERS, cycles, import_graph, off_lambda, package_modules, reached_from
+from collections.abc import Mapping
+
+from tests.imports import HANDLERS, PACKAGES, cycles, import_graph, package_modules, reached_from
+
+# The stages of `punctual`, from the top of the flow down. A module may import its own stage, the
+# stages below it, and nothing above; `store` is the adapter to DynamoDB and SQS the stages are built
+# with (wiring.py gives each its repositories).
+TIERS: tuple[frozenset[str], ...] = (
+    frozenset({"api"}),
+    frozenset({"jobs", "scheduling", "execution"}),
+    frozenset({"notify", "tasks"}),
+    frozenset({"store"}),
+    frozenset({"domain"}),
+    frozenset({"platform"}),
+)
+# Allowed at the top of `punctual`: the package itself and the composition root.
+TOP_LEVEL = frozenset({"punctual", "punctual.wiring"})
+OFF_LAMBDA = tuple(p for p in PACKAGES if p != "punctual")
 
 
-def test_the_functions_import_every_module_outside_the_off_lambda_packages_and_none_inside() -> None:
-    # Given the package's modules and what imports what
+def stage(module: str) -> str | None:
+    """The stage (a folder of `punctual`) a module belongs to; None off the bundle or at its top."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "punctual" and len(parts) > 1 and module not in TOP_LEVEL else None
+
+
+def rank(folder: str) -> int:
+    return next(i for i, tier in enumerate(TIERS) if folder in tier)
+
+
+def upward_imports(graph: Mapping[str, set[str]]) -> list[tuple[str, str]]:
+    """(module, imported) pairs of `punctual` where a stage imports one above it in the flow."""
+    wrong = []
+    for module, imports in graph.items():
+        here = stage(module)
+        if here is None:
+            continue
+        for imported in imports:
+            there = stage(imported)
+            if there is not None and rank(there) < rank(here):
+                wrong.append((module, imported))
+    return sorted(wrong)
+
+
+def test_the_functions_import_every_module_of_the_bundle_and_nothing_else() -> None:
+    # Given every module of shared/ and what imports what
     graph = import_graph()
     # When the modules the handlers import, directly or not, are gathered
     runtime = reached_from(HANDLERS, graph)
-    # Then they are exactly the modules outside the off-Lambda subpackages: a module no function
-    # imports belongs in one of those, and none of those is imported by a function
+    # Then they are exactly the modules of `punctual`: a module no function imports belongs off it,
+    # and no function reaches the CLI, the client or the local stack
     assert HANDLERS
-    outside = {m for m in graph if not off_lambda(m, punctual.OFF_LAMBDA)}
-    assert sorted(runtime - outside) == [], "off-Lambda modules the functions import"
-    assert sorted(outside - runtime) == [], "modules no function imports: move them off Lambda"
+    bundle = {m for m in graph if m.split(".")[0] == "punctual"}
+    assert sorted(runtime - bundle) == [], "off-Lambda modules the functions import"
+    assert sorted(bundle - runtime) == [], "modules no function imports: move them off the bundle"
 
 
-def test_no_runtime_module_imports_an_off_lambda_one() -> None:
-    # Given what each module imports, lazily or not
+def test_nothing_in_the_bundle_imports_the_cli_the_client_or_the_local_stack() -> None:
     graph = import_graph()
-    # When the runtime's imports are read
     wrong = {
         (module, imported)
         for module, imports in graph.items()
-        if not off_lambda(module, punctual.OFF_LAMBDA)
+        if module.split(".")[0] == "punctual"
         for imported in imports
-        if off_lambda(imported, punctual.OFF_LAMBDA)
+        if imported.split(".")[0] in OFF_LAMBDA
     }
-    # Then none reaches the CLI, the local stack or the capacity planner
     assert sorted(wrong) == []
 
 
-def test_each_off_lambda_package_exists() -> None:
+def test_the_top_of_the_bundle_holds_only_the_composition_root_and_the_stages() -> None:
     modules = package_modules()
-    for name in punctual.OFF_LAMBDA:
-        assert f"punctual.{name}" in modules, name
+    top = {m for m in modules if m.count(".") == 1 and m.startswith("punctual.")}
+    loose = {m for m in top if modules[m].name != "__init__.py"} - TOP_LEVEL
+    assert sorted(loose) == []
+    folders = {m.split(".")[1] for m in top if modules[m].name == "__init__.py"}
+    assert folders == set().union(*TIERS)
 
 
-def test_no_import_cycle_among_modules_nor_among_packages() -> None:
-    # Given what imports what, module by module and package by package (a module stands for its
-    # top-level subpackage: punctual.cli.main for punctual.cli)
+def test_imports_point_down_the_flow() -> None:
+    assert upward_imports(import_graph()) == []
+
+
+def test_an_import_up_the_flow_is_found() -> None:
+    # Given a domain module that imports the API, and a store module that imports a job operation
+    graph = {
+        "punctual.domain.models": {"punctual.api.app", "punctual.platform.clock"},
+        "punctual.store.jobs": {"punctual.jobs.creation", "punctual.domain.models"},
+        "punctual.api.app": {"punctual.jobs.service"},
+        "punctual.wiring": {"punctual.api.app", "punctual.store.jobs"},
+    }
+    # Then both are reported, and the downward imports and the composition root's are not
+    assert upward_imports(graph) == [
+        ("punctual.domain.models", "punctual.api.app"),
+        ("punctual.store.jobs", "punctual.jobs.creation"),
+    ]
+
+
+def test_no_import_cycle_among_modules_nor_among_folders() -> None:
+    # Given what imports what, module by module and folder by folder (a module stands for its
+    # folder: punctual.jobs.creation for punctual.jobs, punctual_cli.main for punctual_cli)
     graph = import_graph()
 
     def unit(module: str) -> str:
-        return ".".join(module.split(".")[:2])
+        parts = module.split(".")
+        return ".".join(parts[:2]) if parts[0] == "punctual" else parts[0]
 
-    packages: dict[str, set[str]] = {}
+    folders: dict[str, set[str]] = {}
     for module, imports in graph.items():
-        packages.setdefault(unit(module), set()).update(unit(m) for m in imports if unit(m) != unit(module))
+        folders.setdefault(unit(module), set()).update(unit(m) for m in imports if unit(m) != unit(module))
     # Then neither has a cycle (the CLI and the local stack once imported each other)
     assert cycles(graph) == []
-    assert cycles(packages) == []
+    assert cycles(folders) == []
 
 
 def test_the_walk_sees_lazy_and_registry_imports() -> None:
     # Given the graph, then an import inside a function counts, and so does the task registry's
     graph = import_graph()
-    assert "punctual.local" in graph["punctual.cli.main"]  # importlib.import_module("punctual.local")
+    assert "punctual_local" in graph["punctual_cli.main"]  # importlib.import_module("punctual_local")
     assert "punctual.tasks.http" in graph["punctual.tasks"]  # pkgutil.iter_modules(__path__)
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]

@@ -10,9 +10,11 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from punctual import templating
-from punctual.named_tasks import merge
-from punctual.paramschema import SchemaError, _Regex, compile_schema
+from punctual.jobs.named_tasks import merge
+from punctual.jobs.paramschema.checking import compile_schema
+from punctual.jobs.paramschema.messages import SchemaError
+from punctual.jobs.paramschema.regex import _Regex
+from punctual.tasks import templating
 
 
 @pytest.mark.parametrize(

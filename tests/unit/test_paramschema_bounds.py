@@ -12,13 +12,15 @@ from typing import Any
 
 import pytest
 
-from punctual import paramschema
-from punctual.clock import ManualClock
-from punctual.errors import InvalidRequest
-from punctual.models import Job, JobStatus, RetryPolicy, TaskRef, TaskSpec
-from punctual.named_tasks import TaskResolver, check_params
-from punctual.paramschema import SchemaError, compile_schema
-from punctual.schedules import NowSchedule
+from punctual.domain.errors import InvalidRequest
+from punctual.domain.models import Job, JobStatus, TaskRef, TaskSpec
+from punctual.domain.policies import RetryPolicy
+from punctual.domain.schedules import NowSchedule
+from punctual.jobs import paramschema
+from punctual.jobs.named_tasks import TaskResolver, check_params
+from punctual.jobs.paramschema.checking import compile_schema
+from punctual.jobs.paramschema.messages import SchemaError
+from punctual.platform.clock import ManualClock
 from punctual.store.tasks import NamedTask
 from punctual.tasks import TaskPolicy
 

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from punctual.models import JobPolicy, check_policy, spread
-from punctual.schedules import AtSchedule, CronSchedule, RateSchedule, next_run
+from punctual.domain.models import spread
+from punctual.domain.policies import JobPolicy, check_policy
+from punctual.domain.schedules import AtSchedule, CronSchedule, RateSchedule, next_run
 
 START = datetime(2027, 3, 27, 22, 0, tzinfo=UTC)
 

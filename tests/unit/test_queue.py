@@ -12,8 +12,8 @@ from botocore.exceptions import ClientError
 from hypothesis import given
 from hypothesis import strategies as st
 
-from punctual import queue as queue_module
-from punctual.queue import MAX_DELAY_SECONDS, WorkItem, WorkQueue, delay_seconds
+from punctual.store import queue as queue_module
+from punctual.store.queue import MAX_DELAY_SECONDS, WorkItem, WorkQueue, delay_seconds
 
 NOW = datetime(2026, 12, 1, 9, 0, 0, tzinfo=UTC)
 QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/punctual-work"

@@ -1,4 +1,4 @@
-"""Ids drawn from blocks of system randomness (punctual.randomness)."""
+"""Ids drawn from blocks of system randomness (punctual.platform.randomness)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from punctual import randomness
+from punctual.platform import randomness
 
 
 def test_ids_have_the_shapes_of_their_standard_counterparts_and_never_repeat() -> None:

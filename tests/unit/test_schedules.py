@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from punctual.models import SCHEDULE_ADAPTER
-from punctual.schedules import (
+from punctual.domain.models import SCHEDULE_ADAPTER
+from punctual.domain.schedules import (
     AtSchedule,
     CronSchedule,
     NowSchedule,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from punctual import signing
+from punctual.platform import signing
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 # The reference vector of the Standard Webhooks libraries' tests.

@@ -1,10 +1,10 @@
-"""Starts before bookkeeping (punctual.starts_first): an ended attempt's outcome waits for the starts."""
+"""Starts before bookkeeping (punctual.execution.starts_first): an ended attempt's outcome waits for the starts."""
 
 from __future__ import annotations
 
 import threading
 
-from punctual.starts_first import StartsFirst
+from punctual.execution.starts_first import StartsFirst
 
 
 def waiting(starts: StartsFirst) -> threading.Event:

@@ -7,10 +7,11 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from punctual.clock import ManualClock
-from punctual.models import Job, JobStatus, RetryPolicy, TaskRef, TaskSpec
-from punctual.named_tasks import TaskResolver
-from punctual.schedules import NowSchedule
+from punctual.domain.models import Job, JobStatus, TaskRef, TaskSpec
+from punctual.domain.policies import RetryPolicy
+from punctual.domain.schedules import NowSchedule
+from punctual.jobs.named_tasks import TaskResolver
+from punctual.platform.clock import ManualClock
 from punctual.store.tasks import NamedTask
 
 NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from punctual.api.schemas import ErrorOut
-from punctual.validation import json_problem, refuse_constant
+from punctual.domain.validation import json_problem, refuse_constant
 
 # A request body nests at most this deep (a task's parameters, inside it, at most 32 levels).
 MAX_BODY_DEPTH = 64

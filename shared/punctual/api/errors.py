@@ -12,8 +12,8 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from pydantic import BaseModel
 
 from punctual.api.schemas import ErrorOut
-from punctual.errors import Conflict, InvalidRequest, NotFound, RetryableStoreError
-from punctual.observability import logger
+from punctual.domain.errors import Conflict, InvalidRequest, NotFound, RetryableStoreError
+from punctual.platform.observability import logger
 
 # The exception handlers; the resolvers include this router with the routes'.
 router = Router()

@@ -13,12 +13,12 @@ from pydantic import Field
 
 from punctual.api.errors import IDEMPOTENCY_KEY_FIELD, Unauthorized
 from punctual.api.schemas import JobIn
-from punctual.errors import InvalidRequest
-from punctual.models import TaskRef, TaskSpec
-from punctual.schedules import BEFORE_LATEST, LATEST_INSTANT
-from punctual.service import NewJob
-from punctual.timefmt import parse_rfc3339
-from punctual.validation import QUERY_INTEGER, parse_tag_filter
+from punctual.domain.errors import InvalidRequest
+from punctual.domain.models import TaskRef, TaskSpec
+from punctual.domain.schedules import BEFORE_LATEST, LATEST_INSTANT
+from punctual.domain.validation import QUERY_INTEGER, parse_tag_filter
+from punctual.jobs.creation import NewJob
+from punctual.platform.timefmt import parse_rfc3339
 
 # A page's `?limit=`: 1 to 100, in digits. (Its range is a Field beside the route's Query, where the
 # OpenAPI document shows it as minimum and maximum.)

@@ -10,9 +10,9 @@ from aws_lambda_powertools.event_handler import Response
 from pydantic import BaseModel
 
 from punctual.api.schemas import DeliveryOut, ExecutionOut, JobOut, OutcomeOut, SigningOut, TaskOut
-from punctual.models import Delivery, Execution, Job, TaskRef
+from punctual.domain.models import Delivery, Execution, Job, TaskRef
+from punctual.platform.timefmt import to_rfc3339
 from punctual.store.tasks import NamedTask
-from punctual.timefmt import to_rfc3339
 
 
 def _iso(value: Any) -> str | None:

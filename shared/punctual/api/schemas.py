@@ -7,22 +7,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
 
-from punctual.dead_letters import MAX_REDRIVE, Redriven
-from punctual.models import (
-    MAX_NOTIFY_RULES,
-    MAX_PAUSE_NOTE_CHARS,
-    DeliveryStatus,
-    ExecutionStatus,
-    JobPolicy,
-    JobStatus,
-    NotifyEvent,
-    NotifyRule,
-    RetryPolicy,
-    TaskSpec,
-)
-from punctual.schedules import Schedule
-from punctual.signing import key_of
-from punctual.validation import JSON_NUMBER, NOT_NULL, PLAIN_TEXT, TAGS
+from punctual.domain.models import MAX_PAUSE_NOTE_CHARS, DeliveryStatus, ExecutionStatus, JobStatus, TaskSpec
+from punctual.domain.policies import MAX_NOTIFY_RULES, JobPolicy, NotifyEvent, NotifyRule, RetryPolicy
+from punctual.domain.schedules import Schedule
+from punctual.domain.validation import JSON_NUMBER, NOT_NULL, PLAIN_TEXT, TAGS
+from punctual.execution.dead_letters import MAX_REDRIVE, Redriven
+from punctual.platform.signing import key_of
 
 
 class ErrorOut(BaseModel):

@@ -24,13 +24,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from punctual.concurrency import PartitionPacer
+from punctual.platform.concurrency import PartitionPacer
 from punctual.store.codec import DEFAULT_TIMEOUT_SECONDS, MARKER_TTL
 from punctual.store.dead_letters import DeadLetterRepository
 from punctual.store.deliveries import DeliveryRepository
 from punctual.store.executions import ExecutionRepository
 from punctual.store.idempotency import IdempotencyKeys, IdempotencyRecord
-from punctual.store.jobs import JobRepository, JobsRead, JobStamp
+from punctual.store.job_views import JobsRead
+from punctual.store.jobs import JobRepository, JobStamp
 from punctual.store.keys import START_OF_BUCKET, Position, bucket_minute, shard_of
 from punctual.store.markers import MarkerRepository, count_bucket
 from punctual.store.scanner_state import ScannerState

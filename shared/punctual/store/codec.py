@@ -15,25 +15,23 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from punctual.models import (
+from punctual.domain.models import (
     SCHEDULE_ADAPTER,
     DeadLetter,
     DueMarker,
     Execution,
     ExecutionStatus,
     Job,
-    JobPolicy,
     JobStatus,
-    NotifyRule,
     Outcome,
-    RetryPolicy,
     TaskRef,
     TaskSpec,
 )
-from punctual.signing import SigningKeys
+from punctual.domain.policies import JobPolicy, NotifyRule, RetryPolicy
+from punctual.platform.signing import SigningKeys
+from punctual.platform.timefmt import from_epoch_ms, parse_rfc3339, to_epoch_ms, to_rfc3339
 from punctual.store import keys
 from punctual.store.deliveries import deliveries_from
-from punctual.timefmt import from_epoch_ms, parse_rfc3339, to_epoch_ms, to_rfc3339
 
 # A job's timeout when it gives none (the API's default; a job with a named task may take the task's).
 DEFAULT_TIMEOUT_SECONDS = 60

@@ -12,11 +12,12 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from punctual.errors import LostRace
-from punctual.models import Delivery, DeliveryStatus, NotifyEvent
+from punctual.domain.errors import LostRace
+from punctual.domain.models import Delivery, DeliveryStatus
+from punctual.domain.policies import NotifyEvent
+from punctual.platform.timefmt import from_epoch_ms, to_epoch_ms
 from punctual.store import keys
 from punctual.store.table import Table, call
-from punctual.timefmt import from_epoch_ms, to_epoch_ms
 
 # A delivery's record on its execution's item: one attribute per rule and event, so that deliveries
 # of one execution never write the same attribute.

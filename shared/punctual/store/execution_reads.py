@@ -12,11 +12,11 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from punctual.errors import UnreadableItem
-from punctual.models import DueMarker, Execution, ExecutionStatus, execution_as_seen
+from punctual.domain.errors import UnreadableItem
+from punctual.domain.models import DueMarker, Execution, ExecutionStatus, execution_as_seen
+from punctual.platform.timefmt import to_rfc3339
 from punctual.store import codec, keys
 from punctual.store.table import Page, Table, call, cursor_key
-from punctual.timefmt import to_rfc3339
 
 # An execution's key, as a message names it: job id, instant, execution id.
 ExecutionRef = tuple[str, datetime, str]

@@ -16,14 +16,14 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from punctual.errors import LostRace
-from punctual.models import DueMarker, Execution, ExecutionStatus
+from punctual.domain.errors import LostRace
+from punctual.domain.models import DueMarker, Execution, ExecutionStatus
+from punctual.platform.timefmt import to_epoch_ms, to_rfc3339
 from punctual.store import codec, keys, lifecycle
 from punctual.store.execution_reads import ExecutionReads
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS as _T
 from punctual.store.lifecycle import JOB_TRANSITIONS
 from punctual.store.table import call, put
-from punctual.timefmt import to_epoch_ms, to_rfc3339
 
 
 class ExecutionRepository(ExecutionReads):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from punctual.errors import LostRace
+from punctual.domain.errors import LostRace
 from punctual.store import keys
 from punctual.store.table import Table, call
 

@@ -20,14 +20,14 @@ from typing import Any, NamedTuple
 
 from botocore.exceptions import ClientError
 
-from punctual import resources
-from punctual.concurrency import parallel_map
-from punctual.models import Execution, ExecutionStatus, Job, JobStatus
-from punctual.observability import logger
+from punctual.domain.models import Execution, ExecutionStatus, Job, JobStatus
+from punctual.domain.validation import has_tag
+from punctual.platform import resources
+from punctual.platform.concurrency import parallel_map
+from punctual.platform.observability import logger
+from punctual.platform.timefmt import from_epoch_ms
 from punctual.store import codec, keys
 from punctual.store.table import Page, Table, call, cursor_key, delete
-from punctual.timefmt import from_epoch_ms
-from punctual.validation import has_tag
 
 LAST_EXECUTION_READ = 4
 LAST_EXECUTION_PAGES = 6

@@ -11,7 +11,7 @@ a field update, only while the job is in the status and at the schedule version 
 (a status change checked against `lifecycle.JOB_STATUS_CHANGES`); completion, with its outcome in
 the same write (`lifecycle.JOB_TRANSITIONS["complete"]`); an outcome, never over a later one; a
 paused one-time job's note that its run ended, and its resume with that run (the pause protocol:
-punctual/pausing.py). Every write adds one to the job's revision; a finished job expires with its
+punctual/execution/pausing.py). Every write adds one to the job's revision; a finished job expires with its
 history (`retention_days` after it), a revived one is kept again.
 """
 
@@ -23,13 +23,13 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from punctual.errors import LostRace
-from punctual.models import Execution, Job, JobStatus
+from punctual.domain.errors import LostRace
+from punctual.domain.models import Execution, Job, JobStatus
+from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from punctual.store import codec, keys, lifecycle
 from punctual.store.job_views import JobsRead, JobViews
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS, JOB_TRANSITIONS
 from punctual.store.table import Table, call, delete, put
-from punctual.timefmt import parse_rfc3339, to_rfc3339
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ import zlib
 from dataclasses import dataclass
 from datetime import datetime
 
-from punctual.models import DueMarker
-from punctual.timefmt import from_epoch_ms, to_epoch_ms
+from punctual.domain.models import DueMarker
+from punctual.platform.timefmt import from_epoch_ms, to_epoch_ms
 
 Key = dict[str, str]
 

@@ -19,8 +19,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from punctual.models import Execution, ExecutionStatus, JobStatus
-from punctual.timefmt import to_epoch_ms
+from punctual.domain.models import Execution, ExecutionStatus, JobStatus
+from punctual.platform.timefmt import to_epoch_ms
 
 ABSENT = "ABSENT"
 Source = ExecutionStatus | JobStatus | str

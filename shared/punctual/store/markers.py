@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
-from punctual.models import DueMarker
+from punctual.domain.models import DueMarker
 from punctual.store import codec, keys
 from punctual.store.keys import Position
 from punctual.store.table import Table, call, delete, put
@@ -95,7 +95,7 @@ class MarkerRepository:
     # ------------------------------------------------------------- quarantine
     def quarantine(self, markers: Iterable[DueMarker], reasons: dict[str, str], now: datetime) -> None:
         """Set markers whose job cannot be read aside, with the reason (by job id), so that they stop
-        holding up their bucket (`punctual.dispatch.release_quarantined` sends them once the job is
+        holding up their bucket (`punctual.scheduling.dispatch.release_quarantined` sends them once the job is
         fixed)."""
         shards = self._table.shard_count
         self._table.batch_write(

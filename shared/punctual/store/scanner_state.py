@@ -14,13 +14,13 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import partial
 
-from punctual.concurrency import parallel_map
-from punctual.errors import LostRace, RetryableStoreError
-from punctual.observability import logger
+from punctual.domain.errors import LostRace, RetryableStoreError
+from punctual.platform.concurrency import parallel_map
+from punctual.platform.observability import logger
+from punctual.platform.timefmt import from_epoch_ms, to_epoch_ms
 from punctual.store import keys
 from punctual.store.keys import START_OF_BUCKET, Position
 from punctual.store.table import Table, call
-from punctual.timefmt import from_epoch_ms, to_epoch_ms
 
 
 class ScannerState:

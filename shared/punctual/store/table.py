@@ -22,8 +22,8 @@ from typing import Any, TypeVar, cast
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
-from punctual.concurrency import PartitionPacer, chunks, parallel_map
-from punctual.errors import InvalidRequest, LostRace, RetryableStoreError
+from punctual.domain.errors import InvalidRequest, LostRace, RetryableStoreError
+from punctual.platform.concurrency import PartitionPacer, chunks, parallel_map
 from punctual.store import keys
 
 # Why a transaction was cancelled, besides a failed condition, that trying again can cure.

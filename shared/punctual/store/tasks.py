@@ -18,11 +18,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from punctual import resources
-from punctual.models import RetryPolicy
+from punctual.domain.policies import RetryPolicy
+from punctual.platform import resources
+from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from punctual.store import keys
 from punctual.store.table import Page, Table, call, cursor_key
-from punctual.timefmt import parse_rfc3339, to_rfc3339
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,13 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from punctual import templating
-from punctual.clock import Clock
-from punctual.errors import InvalidRequest
-from punctual.models import UNRESOLVED_TASK, TaskRef, TaskSpec
-from punctual.netguard import Resolver, system_resolver
-from punctual.timefmt import to_rfc3339
-from punctual.validation import json_problem, refuse_constant
+from punctual.domain.errors import InvalidRequest
+from punctual.domain.models import UNRESOLVED_TASK, TaskRef, TaskSpec
+from punctual.domain.validation import json_problem, refuse_constant
+from punctual.platform.clock import Clock
+from punctual.platform.timefmt import to_rfc3339
+from punctual.tasks import templating
+from punctual.tasks.netguard import Resolver, system_resolver
 
 
 class TaskFailed(Exception):
@@ -52,7 +52,7 @@ class TaskPolicy:
     allowed_networks: tuple[str, ...] = ()
     # Lambda functions the `lambda` task may invoke: ARN patterns with * and ? (lambda_functions).
     lambda_functions: tuple[str, ...] = ()
-    # What the AWS target tasks may reach, ARN patterns likewise (punctual.target_arns).
+    # What the AWS target tasks may reach, ARN patterns likewise (punctual.platform.target_arns).
     sqs_queues: tuple[str, ...] = ()
     sns_topics: tuple[str, ...] = ()
     eventbridge_buses: tuple[str, ...] = ()
@@ -72,13 +72,13 @@ class TaskContext:
     lambda_clients: LambdaClients | None = None
     aws_clients: AwsClients | None = None
     job_name: str = ""
-    # The job's signing keys (punctual.signing), current first: an `http` request is signed with each.
+    # The job's signing keys (punctual.platform.signing), current first: an `http` request is signed with each.
     signing_keys: tuple[bytes, ...] = ()
     # The request's `webhook-id` when signed: the execution's id unless told (a notification's id).
     message_id: str | None = None
 
     def references(self) -> dict[str, Any]:
-        """The values of `punctual.templating`'s references for this execution."""
+        """The values of `punctual.tasks.templating`'s references for this execution."""
         return {
             "execution.id": self.execution_id,
             "execution.scheduled_at": to_rfc3339(self.scheduled_at),
@@ -145,7 +145,7 @@ ANSWER_PREVIEW_BYTES = 64 * 1024
 def validate(spec: TaskSpec, policy: TaskPolicy, *, field_prefix: str = "task.params") -> TaskSpec:
     """Check a task's type and parameters; returns the spec with defaults filled in.
 
-    Parameters that refer to the execution (`punctual.templating`) are checked as they would be
+    Parameters that refer to the execution (`punctual.tasks.templating`) are checked as they would be
     with sample values substituted, and kept as given: they are substituted when the task runs.
     """
     task_type = get(spec.type)

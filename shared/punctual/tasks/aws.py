@@ -1,7 +1,7 @@
 """The AWS target tasks: `sqs`, `sns`, `eventbridge` and `stepfunctions`, shaped like `lambda`.
 
 Each names its resource by ARN, which the deployment must allow (its setting in
-`punctual.target_arns`, whose patterns also scope the worker's IAM grant), is checked again when it
+`punctual.platform.target_arns`, whose patterns also scope the worker's IAM grant), is checked again when it
 runs, is retried by the job's policy on throttling and AWS's 5xx, and carries the execution's
 identity so that a receiver can de-duplicate:
 
@@ -27,11 +27,11 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from punctual import target_arns
-from punctual.errors import InvalidRequest
-from punctual.target_arns import Target
+from punctual.domain.errors import InvalidRequest
+from punctual.platform import target_arns
+from punctual.platform.target_arns import Target
+from punctual.platform.timefmt import to_rfc3339
 from punctual.tasks import TaskContext, TaskFailed, TaskPolicy, register, retryable_status
-from punctual.timefmt import to_rfc3339
 
 # Error codes another attempt can get past (throttling, a dependency briefly unavailable); any
 # other 4xx is the request or the resource, and fails at once. 5xx are retried.

@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from punctual.domain.validation import JSON_NUMBER
 from punctual.tasks import TaskContext, TaskFailed, TaskPolicy, register
-from punctual.validation import JSON_NUMBER
 
 
 class _NoParams(BaseModel):

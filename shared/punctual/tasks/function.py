@@ -9,8 +9,9 @@ from typing import Any, Literal
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from punctual import lambda_arns
-from punctual.errors import InvalidRequest
+from punctual.domain.errors import InvalidRequest
+from punctual.platform import lambda_arns
+from punctual.platform.timefmt import to_rfc3339
 from punctual.tasks import (
     ANSWER_PREVIEW_BYTES,
     TaskContext,
@@ -20,7 +21,6 @@ from punctual.tasks import (
     register,
     retryable_status,
 )
-from punctual.timefmt import to_rfc3339
 
 # Errors Lambda answers with a 4xx that another attempt can get past: too many requests (429), a
 # function being updated or initialised (409), or not ready yet. Other 4xx fail at once.

@@ -12,9 +12,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from punctual import signing
-from punctual.errors import InvalidRequest
-from punctual.netguard import MAX_URL_LENGTH, AddressRefused, BadUrl, check_url, parse_url, resolve_url
+from punctual.domain.errors import InvalidRequest
+from punctual.domain.validation import JSON_NUMBER
+from punctual.platform import signing
+from punctual.platform.timefmt import to_rfc3339
 from punctual.tasks import (
     ANSWER_PREVIEW_BYTES,
     TaskContext,
@@ -24,8 +25,7 @@ from punctual.tasks import (
     register,
     retryable_status,
 )
-from punctual.timefmt import to_rfc3339
-from punctual.validation import JSON_NUMBER
+from punctual.tasks.netguard import MAX_URL_LENGTH, AddressRefused, BadUrl, check_url, parse_url, resolve_url
 
 _RESERVED_HEADERS = {"host", "content-length", "transfer-encoding", "connection"}
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")

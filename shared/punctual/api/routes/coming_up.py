@@ -10,9 +10,9 @@ from punctual import wiring
 from punctual.api.errors import openapi_responses
 from punctual.api.inputs import caller
 from punctual.api.responses import json_response
-from punctual.coming_up import MAX_JOBS, PAGE_SIZE, by_minute
-from punctual.models import Job, JobStatus
-from punctual.timefmt import to_rfc3339
+from punctual.domain.models import Job, JobStatus
+from punctual.jobs.coming_up import MAX_JOBS, PAGE_SIZE, by_minute
+from punctual.platform.timefmt import to_rfc3339
 
 router = Router()
 

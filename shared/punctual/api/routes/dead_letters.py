@@ -13,7 +13,7 @@ from punctual.api.errors import openapi_responses
 from punctual.api.inputs import PageLimit, caller
 from punctual.api.responses import json_response
 from punctual.api.schemas import DeadLetterOut, DeadLetterPage, RedriveIn, RedriveItem, RedriveOut
-from punctual.timefmt import to_rfc3339
+from punctual.platform.timefmt import to_rfc3339
 
 router = Router()
 

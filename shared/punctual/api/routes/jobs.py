@@ -28,10 +28,11 @@ from punctual.api.schemas import (
     OutcomeFilter,
     PauseIn,
 )
-from punctual.models import ExecutionStatus, Job, JobStatus
-from punctual.service import UNCHANGED, BulkChange, JobChanges
-from punctual.store import LIST_READ_BUDGET
-from punctual.validation import PLAIN_TEXT
+from punctual.domain.models import ExecutionStatus, Job, JobStatus
+from punctual.domain.validation import PLAIN_TEXT
+from punctual.jobs.changes import UNCHANGED, JobChanges
+from punctual.jobs.service import BulkChange
+from punctual.store.table import LIST_READ_BUDGET
 from punctual.wiring import Punctual
 
 router = Router()

@@ -13,10 +13,10 @@ from punctual.api.errors import openapi_responses
 from punctual.api.inputs import caller
 from punctual.api.responses import json_response
 from punctual.api.schemas import PreviewIn, PreviewOut, PreviewRun
-from punctual.errors import InvalidRequest
-from punctual.job_checks import NO_RUN_TO_COME
-from punctual.schedules import local_note
-from punctual.timefmt import to_rfc3339
+from punctual.domain.errors import InvalidRequest
+from punctual.domain.schedules import local_note
+from punctual.jobs.checks import NO_RUN_TO_COME
+from punctual.platform.timefmt import to_rfc3339
 
 router = Router()
 

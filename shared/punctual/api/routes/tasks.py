@@ -13,7 +13,7 @@ from punctual.api.errors import openapi_responses
 from punctual.api.inputs import PageLimit, caller, tag_filter
 from punctual.api.responses import json_response, task_out
 from punctual.api.schemas import TaskIn, TaskOut, TaskPatch, TaskTypeOut, TaskTypesOut
-from punctual.named_tasks import IN_USE_COUNT_LIMIT, TaskChanges
+from punctual.jobs.named_tasks import IN_USE_COUNT_LIMIT, TaskChanges
 
 router = Router()
 

@@ -1,0 +1,426 @@
+"""The domain records: jobs, executions, due markers, their statuses and the rules that move them
+between those. Plain Python, no AWS.
+
+The rules a job is given (retry, policy, notify rules) live in `punctual.domain.policies` and are re-exported
+here, so that `from punctual.domain.models import ...` reaches every domain name."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from punctual.domain.policies import (
+    JobPolicy,
+    NotifyEvent,
+    NotifyRule,
+    RetryPolicy,
+)
+from punctual.domain.schedules import (
+    LATEST_INSTANT,
+    RateSchedule,
+    Schedule,
+    _Schedule,
+    is_recurring,
+    next_run,
+    rate_anchor,
+)
+from punctual.platform.signing import SigningKeys
+from punctual.platform.timefmt import from_epoch_ms, to_epoch_ms
+
+
+class JobStatus(StrEnum):
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    CANCELLED = "CANCELLED"
+    COMPLETED = "COMPLETED"
+
+
+class ExecutionStatus(StrEnum):
+    PENDING = "PENDING"
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    RETRYING = "RETRYING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    # Not run by the job's own policy (too late for its catch-up window, or its previous run still
+    # under way): the reason says which.
+    SKIPPED = "SKIPPED"
+
+    @property
+    def is_final(self) -> bool:
+        return self in FINAL_STATUSES
+
+    @property
+    def ran_to_end(self) -> bool:
+        """Final, having run (SUCCEEDED or FAILED); a skipped execution (CANCELLED) did not."""
+        return self in RAN_TO_END
+
+    @property
+    def under_way(self) -> bool:
+        """Started and not ended: RUNNING, or RETRYING between attempts."""
+        return self in UNDER_WAY
+
+
+FINAL_STATUSES = frozenset(
+    {ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED, ExecutionStatus.CANCELLED, ExecutionStatus.SKIPPED}
+)
+RAN_TO_END = frozenset({ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED})
+UNDER_WAY = frozenset({ExecutionStatus.RUNNING, ExecutionStatus.RETRYING})
+
+SCHEDULE_ADAPTER: TypeAdapter[_Schedule] = TypeAdapter(Schedule)
+
+
+class TaskSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str = Field(min_length=1, max_length=64)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class TaskRef(BaseModel):
+    """A job's named task (the owner's, by name) and the parameters the job gives it: merged over
+    the task's defaults when it runs, so that a change to the task applies to every job using it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+# The spec a worker runs for a named task it could not resolve (gone, or the job's parameters no
+# longer fit its schema): it fails at once, saying why (`punctual.tasks.run`). Not a type anyone names.
+UNRESOLVED_TASK = "(unresolved)"
+
+
+@dataclass(frozen=True)
+class Execution:
+    id: str
+    job_id: str
+    owner: str
+    scheduled_at: datetime
+    status: ExecutionStatus
+    schedule_version: int
+    manual: bool = False
+    attempts: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    lateness_ms: int | None = None
+    error: str | None = None
+    result: Any = None
+    lease_until: datetime | None = None
+    next_attempt_at: datetime | None = None
+    created_at: datetime | None = None
+    # The version of the named task its (latest) attempt ran; None for a task given inline.
+    task_version: int | None = None
+    # The execution this one runs again (POST /jobs/{id}/executions/{execution_id}/retry).
+    retry_of: str | None = None
+    # Ended FAILED by the dead-letter handler: its message exhausted its deliveries.
+    dead_lettered: bool = False
+    # What became of its notifications (the job's `notify` rules), one per rule and event.
+    deliveries: tuple[Delivery, ...] = ()
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A notification of an execution's event to one target: where it stands."""
+
+    event: NotifyEvent
+    rule: int  # the index of the rule in the job's `notify`
+    to: str
+    status: DeliveryStatus
+    attempts: int
+    at: datetime  # of the last attempt
+    error: str | None = None
+    next_attempt_at: datetime | None = None
+
+
+class DeliveryStatus(StrEnum):
+    DELIVERED = "delivered"
+    RETRYING = "retrying"  # the last attempt failed; another comes at `next_attempt_at`
+    FAILED = "failed"  # given up on (out of attempts, or refused for good)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How the job's latest execution to run to its end (SUCCEEDED or FAILED) ended, kept on the job
+    item when it finishes so that lists show it and filter by it without reading executions."""
+
+    status: ExecutionStatus
+    at: datetime  # when it finished
+    execution_id: str
+    scheduled_at: datetime
+    consecutive_failures: int = 0
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """An execution the dead-letter handler ended FAILED (its message exhausted its deliveries), kept
+    for its owner to list and redrive (`punctual.execution.dead_letters`)."""
+
+    owner: str
+    job_id: str
+    execution_id: str
+    scheduled_at: datetime
+    schedule_version: int | None
+    manual: bool
+    dead_lettered_at: datetime
+    error: str
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    owner: str
+    name: str
+    status: JobStatus
+    task: TaskSpec | TaskRef
+    schedule: _Schedule
+    retry: RetryPolicy
+    timeout_seconds: int
+    created_at: datetime
+    updated_at: datetime
+    next_run_at: datetime | None = None
+    # Bumped whenever the schedule, pause or resume changes which occurrences are valid: executions
+    # materialised under an older version are skipped.
+    schedule_version: int = 1
+    # A rate schedule's first run, fixed at creation so that later occurrences do not drift.
+    anchor_at: datetime | None = None
+    # The execution after which a recurring job has no more occurrences.
+    final_execution_id: str | None = None
+    # A recurring job's most recently enqueued occurrence: next_run_at already points past it.
+    queued_run_at: datetime | None = None
+    # A paused one-time job: the version it ran under before the pause, whose execution, if one is
+    # under way, may still end while the job is paused.
+    paused_version: int | None = None
+    # When that execution ended (the job paused): it ran, so resuming completes the job rather than
+    # running it again, even once the execution has expired from the history.
+    ran_at: datetime | None = None
+    last_execution: Execution | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    policy: JobPolicy = field(default_factory=JobPolicy)
+    # Scheduled occurrences dispatched so far (for `policy.max_runs`).
+    runs_dispatched: int = 0
+    # Of "retry" and "timeout_seconds", those a job with a named task takes from the task when it
+    # runs (it gave none of its own): its `retry` and `timeout_seconds` then hold the defaults.
+    inherits: frozenset[str] = frozenset()
+    # The version of its named task this copy was resolved with (the worker's; None otherwise).
+    task_version: int | None = None
+    outcome: Outcome | None = None
+    notify: tuple[NotifyRule, ...] = ()
+    # Write-only: never shown. None: the job signs nothing.
+    signing: SigningKeys | None = None
+    # Why and when a PAUSED job was paused (by its owner, or by `policy.pause_after_failures`).
+    pause_note: str | None = None
+    paused_at: datetime | None = None
+
+    @property
+    def recurring(self) -> bool:
+        return is_recurring(self.schedule)
+
+    def upcoming_run(self, now: datetime) -> datetime | None:
+        """The next run as users see it: an enqueued occurrence still counts until its instant."""
+        if self.status is not JobStatus.ACTIVE:
+            return self.next_run_at
+        if self.queued_run_at is not None and self.queued_run_at > now:
+            return self.queued_run_at
+        return self.next_run_at
+
+    @property
+    def task_name(self) -> str | None:
+        return self.task.name if isinstance(self.task, TaskRef) else None
+
+
+@dataclass(frozen=True)
+class DueMarker:
+    """The durable intent to enqueue one execution, filed under its minute bucket and shard."""
+
+    job_id: str
+    execution_id: str
+    scheduled_at: datetime
+    schedule_version: int
+    manual: bool = False
+    # The shard it is filed under, once read back from the store.
+    shard: int | None = None
+    # Filed by an API request that enqueues it itself (due before the next tick): until this instant
+    # the scanner leaves it alone, so the two do not both send it.
+    handoff_until: datetime | None = None
+    # Filed under its shard's "soon" partition rather than its minute's bucket: a marker due before a
+    # scanner tick could have read its bucket (the API's hand-offs, and anything filed that close to
+    # its instant). The scanner reads those partitions whole and deletes what it sends; it reads each
+    # minute's buckets once, up to its position, and never deletes from them (they expire).
+    soon: bool = False
+
+
+def execution_id_for(job_id: str, scheduled_at: datetime, schedule_version: int) -> str:
+    """Deterministic, so that materialising the same occurrence twice yields the same execution."""
+    return f"{job_id}.{to_epoch_ms(scheduled_at):x}.{schedule_version}"
+
+
+def manual_execution_id(job_id: str, scheduled_at: datetime, token: str) -> str:
+    return f"{job_id}.{to_epoch_ms(scheduled_at):x}.r{token}"
+
+
+def first_run(
+    schedule: _Schedule, now: datetime, anchor: datetime | None, job_id: str = "", window: int = 0
+) -> datetime | None:
+    """When a job with this schedule, created or resumed at `now`, first runs (spread by its flexible
+    window, `spread`)."""
+    if not is_recurring(schedule):
+        at = next_run(schedule, now)
+        return None if at is None else max(at, now)
+    return spread(job_id, schedule, next_run(schedule, now, anchor), anchor, window)
+
+
+def anchor_for(schedule: _Schedule, created_at: datetime) -> datetime | None:
+    return rate_anchor(schedule, created_at) if isinstance(schedule, RateSchedule) else None
+
+
+def next_after(job: Job, scheduled_at: datetime) -> datetime | None:
+    """The recurring job's occurrence after the one at `scheduled_at` (spread by its flexible window:
+    a spread instant stays before the next nominal one, so the first nominal run after it is the
+    next), or None once `max_runs` occurrences have been dispatched with this one."""
+    if not job.recurring:
+        return None
+    limit = job.policy.max_runs
+    if limit is not None and job.runs_dispatched + 1 >= limit:
+        return None
+    nominal = next_run(job.schedule, scheduled_at + timedelta(milliseconds=1), job.anchor_at)
+    return spread(job.id, job.schedule, nominal, job.anchor_at, job.policy.flexible_window_seconds)
+
+
+def spread(
+    job_id: str, schedule: _Schedule, nominal: datetime | None, anchor: datetime | None, window: int
+) -> datetime | None:
+    """A recurring run moved by a deterministic share of the flexible window, kept a second before
+    the following nominal run, so the order of runs and `next_after` hold."""
+    if nominal is None or window <= 0 or not is_recurring(schedule):
+        return nominal
+    # (the last run before LATEST_INSTANT is spread short of it too: no run is one a request may not name)
+    following = next_run(schedule, nominal + timedelta(milliseconds=1), anchor) or LATEST_INSTANT
+    room = min(window, int((following - nominal).total_seconds()) - 1)
+    if room <= 0:
+        return nominal
+    digest = hashlib.sha256(f"{job_id}|{to_epoch_ms(nominal)}".encode()).digest()
+    return nominal + timedelta(seconds=int.from_bytes(digest[:8], "big") % (room + 1))
+
+
+def marker_for(job_id: str, scheduled_at: datetime, schedule_version: int) -> DueMarker:
+    """The marker of a scheduled (not manual) occurrence."""
+    return DueMarker(
+        job_id=job_id,
+        execution_id=execution_id_for(job_id, scheduled_at, schedule_version),
+        scheduled_at=scheduled_at,
+        schedule_version=schedule_version,
+    )
+
+
+def skip_reason(job: Job | None, marker_or_execution: DueMarker | Execution) -> str | None:
+    """Why an execution must not run (or be enqueued) now, or None when it may."""
+    if job is None:
+        return "job no longer exists"
+    if job.status is JobStatus.CANCELLED:
+        return "job cancelled"
+    if job.status is JobStatus.PAUSED:
+        return "job paused"  # nothing runs until resumed, extra runs included
+    if marker_or_execution.manual:
+        return None
+    if marker_or_execution.schedule_version != job.schedule_version:
+        return "superseded: the job was rescheduled, or paused and resumed, since it was queued"
+    return None
+
+
+def completes_job(job: Job, execution: Execution) -> bool:
+    """Whether this execution reaching a final status completes its job: one that ran (a skipped one,
+    CANCELLED, did not) and was not run by hand."""
+    if execution.manual or execution.status is ExecutionStatus.CANCELLED:
+        return False  # (SKIPPED by the job's policy counts: the run's time came and went)
+    if not job.recurring:
+        return True
+    return job.final_execution_id == execution.id
+
+
+def execution_as_seen(execution: Execution, now: datetime) -> Execution:
+    """An execution as users see it at `now`. One claimed ahead of its instant is RUNNING in the store
+    from its claim, its start not recorded (the write of its attempt's outcome records it): until its
+    instant it has not started, so it shows as QUEUED, the claim's attempt not counted. Derived here
+    rather than written at its start: a write at each start would cost one more per execution."""
+    if not claimed_ahead(execution, now):
+        return execution
+    return replace(
+        execution, status=ExecutionStatus.QUEUED, attempts=execution.attempts - 1, lease_until=None
+    )
+
+
+def claimed_ahead(execution: Execution, now: datetime) -> bool:
+    """Whether the execution is claimed and waits for its instant, not started (`execution_as_seen`)."""
+    return (
+        execution.status is ExecutionStatus.RUNNING
+        and execution.started_at is None
+        and now < execution.scheduled_at
+    )
+
+
+def job_as_seen(job: Job) -> Job:
+    """A job as users see it beside its last execution (`Job.last_execution`, read with it). The
+    worker writes a run's end first and then the job's outcome (and, for its last run, its
+    completion), so a read between the two would show a finished run beside a job that says nothing
+    happened: the job is shown as that second write makes it (`punctual.execution.outcomes.Monitor.ended`)."""
+    last = job.last_execution
+    if last is None or not last.status.ran_to_end or last.finished_at is None:
+        return job
+    recorded = job.outcome
+    if recorded is not None and (recorded.execution_id == last.id or recorded.at >= last.finished_at):
+        return job  # recorded, or a run that ended after it is
+    failures = 0
+    if last.status is ExecutionStatus.FAILED:
+        failures = 1 + (recorded.consecutive_failures if recorded is not None else 0)
+    outcome = Outcome(
+        status=last.status,
+        at=last.finished_at,
+        execution_id=last.id,
+        scheduled_at=last.scheduled_at,
+        consecutive_failures=failures,
+    )
+    seen = replace(job, outcome=outcome)
+    if (
+        job.status is JobStatus.ACTIVE
+        and completes_job(job, last)
+        and job.schedule_version == last.schedule_version
+    ):
+        return replace(seen, status=JobStatus.COMPLETED, next_run_at=None, queued_run_at=None)
+    return seen
+
+
+def scheduled_at_of(job_id: str, execution_id: str) -> datetime | None:
+    """The scheduled instant an execution id of this job carries (`execution_id_for`,
+    `manual_execution_id`: `<job id>.<hex ms>.<rest>`), or None if it is not one of its ids."""
+    head, dot, rest = execution_id.partition(".")
+    if head != job_id or not dot:
+        return None
+    hex_ms, dot, tail = rest.partition(".")
+    if not dot or not tail or not 0 < len(hex_ms) <= 12:
+        return None
+    try:
+        return from_epoch_ms(int(hex_ms, 16))
+    except (ValueError, OverflowError):
+        return None
+
+
+MAX_PAUSE_NOTE_CHARS = 500
+
+
+def new_version() -> int:
+    """A fresh schedule version. Random, not version + 1: a request that loses a race to another
+    change must not share the winner's version, or the marker it filed first would stay valid. (None
+    is 0: `NO_VERSION`; jobs of the first versions have 1.)"""
+    return secrets.randbelow(2**52) + 2
+
+
+NO_VERSION = 0

@@ -1,0 +1,170 @@
+"""One attempt of a claimed execution: run its task, then record its outcome.
+
+The worker (punctual.execution.worker) decides whether and when an execution runs and claims it; this runs the
+task with its context, writes success, failure or the retry to come (riding out throttling: an
+outcome lost would mean running the task again) and hands the end to the job's monitor. It answers
+in seconds until the retry, so that the work message's visibility stays the worker's to set.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from punctual import tasks
+from punctual.domain.errors import LostRace
+from punctual.domain.models import Execution, ExecutionStatus, Job
+from punctual.execution import run_records
+from punctual.execution.outcomes import Monitor, persist
+from punctual.execution.run_records import truncate
+from punctual.execution.starts_first import StartsFirst
+from punctual.platform.clock import Clock
+from punctual.platform.observability import (
+    EXECUTIONS_FAILED,
+    EXECUTIONS_RETRIED,
+    EXECUTIONS_STARTED,
+    EXECUTIONS_SUCCEEDED,
+    LATENESS_MS,
+    logger,
+    metrics,
+)
+from punctual.store import Store
+from punctual.tasks import AwsClients, LambdaClients, TaskContext, TaskFailed, TaskPolicy
+from punctual.tasks.netguard import Resolver
+
+MAX_ERROR_CHARS = 1000
+
+_T = TypeVar("_T")
+
+
+class Attempts:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        monitor: Monitor,
+        rng: random.Random,
+        *,
+        task_policy: TaskPolicy,
+        result_max_bytes: int,
+        resolver: Resolver,
+        lambda_clients: LambdaClients | None,
+        aws_clients: AwsClients | None,
+        starts: StartsFirst,
+    ) -> None:
+        self._store = store
+        self._starts = starts
+        self._clock = clock
+        self._monitor = monitor
+        self._rng = rng
+        self._task_policy = task_policy
+        self._result_max_bytes = result_max_bytes
+        self._resolver = resolver
+        self._lambda_clients = lambda_clients
+        self._aws_clients = aws_clients
+
+    def run(self, job: Job, execution: Execution, started: Callable[[], None]) -> float | None:
+        """Run the claimed attempt and record its outcome: the seconds until its retry, or None when
+        the work message is done with (ended, or another worker took over). `started` is called as
+        its task starts."""
+        # One INFO line per attempt, at its end (CloudWatch Logs bills every byte: a start line too cost
+        # as much as all of an execution's DynamoDB reads); the start is at DEBUG.
+        log = run_records.attempt_log(job, execution)
+        if execution.attempts == 1:
+            metrics.add_metric(name=EXECUTIONS_STARTED, unit="Count", value=1)
+            metrics.add_metric(
+                name=LATENESS_MS, unit="Milliseconds", value=execution.lateness_ms or 0, resolution=1
+            )
+            self._monitor.started(job, execution)
+        logger.debug("execution started", extra=log)
+        context = TaskContext(
+            job_id=job.id,
+            execution_id=execution.id,
+            scheduled_at=execution.scheduled_at,
+            attempt=execution.attempts,
+            timeout_seconds=job.timeout_seconds,
+            clock=self._clock,
+            policy=self._task_policy,
+            resolver=self._resolver,
+            lambda_clients=self._lambda_clients,
+            aws_clients=self._aws_clients,
+            job_name=job.name,
+            signing_keys=() if job.signing is None else job.signing.active(self._clock.now()),
+        )
+        began = self._clock.now()
+        started()
+        try:
+            result = tasks.run(job.task, context)
+        except TaskFailed as exc:
+            took = run_records.ms(self._clock.now() - began)
+            return self._failed(job, execution, str(exc), exc.retryable, exc.result, took)
+        except Exception as exc:
+            logger.exception("task raised", extra=log)
+            error = f"{type(exc).__name__}: {exc}"
+            return self._failed(job, execution, error, True, None, run_records.ms(self._clock.now() - began))
+        ended = self._clock.now()
+        log["took_ms"] = run_records.ms(ended - began)
+        try:
+            finished = self._persist(
+                lambda: self._store.executions.finish_attempt(
+                    execution,
+                    status=ExecutionStatus.SUCCEEDED,
+                    finished_at=ended,
+                    error=None,
+                    result=truncate(result, self._result_max_bytes),
+                )
+            )
+        except LostRace:
+            return None  # our lease ran out and another worker took over: its outcome stands
+        metrics.add_metric(name=EXECUTIONS_SUCCEEDED, unit="Count", value=1)
+        logger.info("execution succeeded", extra=log)
+        self._monitor.ended(job, finished)
+        return None
+
+    def _failed(
+        self,
+        job: Job,
+        execution: Execution,
+        error: str,
+        retryable: bool,
+        result: Any,
+        took_ms: int,
+    ) -> float | None:
+        error = error[:MAX_ERROR_CHARS]
+        ended = self._clock.now()
+        log = {**run_records.attempt_log(job, execution), "took_ms": took_ms, "error": error}
+        if retryable and execution.attempts < job.retry.max_attempts:
+            delay = job.retry.delay_after(execution.attempts, self._rng)
+            try:
+                self._persist(
+                    lambda: self._store.executions.retry_later(
+                        execution, next_attempt_at=self._clock.now() + timedelta(seconds=delay), error=error
+                    )
+                )
+            except LostRace:
+                return None
+            metrics.add_metric(name=EXECUTIONS_RETRIED, unit="Count", value=1)
+            logger.info("execution will retry", extra={**log, "delay_seconds": round(delay, 3)})
+            return delay
+        try:
+            finished = self._persist(
+                lambda: self._store.executions.finish_attempt(
+                    execution,
+                    status=ExecutionStatus.FAILED,
+                    finished_at=ended,
+                    error=error,
+                    result=truncate(result, self._result_max_bytes),
+                )
+            )
+        except LostRace:
+            return None
+        metrics.add_metric(name=EXECUTIONS_FAILED, unit="Count", value=1)
+        logger.info("execution failed", extra=log)
+        self._monitor.ended(job, finished)
+        return None
+
+    def _persist(self, write: Callable[[], _T]) -> _T:
+        self._starts.wait()  # the starts of this process's executions due now go first
+        return persist(write, self._clock, self._rng)

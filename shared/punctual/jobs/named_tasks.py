@@ -1,0 +1,416 @@
+"""Named tasks: reusable work an owner defines once (`POST /tasks`) and jobs name with their own
+parameters (`{"task": "send-email", "params": {...}}`).
+
+A named task is a task type, default parameters for it, a JSON Schema of what a job supplies
+(`params_schema`), and optionally a retry policy and a timeout. A job's parameters are checked
+against the schema when the job is created or changed, and merged over the task's defaults when it
+runs (objects merged key by key, anything else replaced), so that a change to the task applies to
+the next executions of every job that uses it; each execution records the version it ran.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from punctual import tasks
+from punctual.domain.errors import Conflict, InvalidRequest, LostRace, NotFound
+from punctual.domain.models import UNRESOLVED_TASK, Job, TaskRef, TaskSpec
+from punctual.domain.policies import RetryPolicy
+from punctual.domain.validation import has_tag, json_problem
+from punctual.jobs import paramschema
+from punctual.platform.clock import Clock
+from punctual.store.codec import DEFAULT_TIMEOUT_SECONDS
+from punctual.store.table import Page
+from punctual.store.tasks import NamedTask, TaskRepository
+from punctual.tasks import templating
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# DELETE /tasks/{name} counts the jobs that keep a task in use up to this many (one Query).
+IN_USE_COUNT_LIMIT = 1000
+# The worker keeps a task's definition this long before reading it again: an execution that starts
+# later than this after a change runs the new version.
+DEFINITION_TTL_SECONDS = 10.0
+# Reads of the owner's tasks one filtered list request makes at most.
+LIST_READ_BUDGET = 500
+# The worker remembers this many verdicts of a job's params against a task version (the most
+# recent), so that a job's executions do not check them again.
+VERDICTS_KEPT = 10_000
+
+
+@dataclass(frozen=True)
+class TaskChanges:
+    """A PATCH of a named task: only the fields in `given` change (None there clears the field)."""
+
+    given: frozenset[str]
+    type: str | None = None
+    params: dict[str, Any] | None = None
+    params_schema: Any = None
+    retry: RetryPolicy | None = None
+    timeout_seconds: int | None = None
+    description: str | None = None
+    tags: dict[str, str] | None = None
+
+
+def check_name(name: str, field: str = "name") -> str:
+    if not NAME.fullmatch(name):
+        raise InvalidRequest(
+            f"{field}: a task name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+            field=field,
+        )
+    if name.lower() in tasks.type_names():
+        raise InvalidRequest(f"{field}: {name!r} is a built-in task type's name", field=field)
+    return name
+
+
+def merge(defaults: Any, given: Any) -> Any:
+    """A job's parameters over its task's defaults: objects key by key, anything else replaced."""
+    if isinstance(defaults, dict) and isinstance(given, dict):
+        merged = dict(defaults)
+        for key, value in given.items():
+            merged[key] = merge(defaults[key], value) if key in defaults else value
+        return merged
+    return given
+
+
+def compiled_schema(task: NamedTask) -> paramschema.CompiledSchema | None:
+    if task.params_schema is None:
+        return None
+    return paramschema.compile_schema(task.params_schema)
+
+
+class TaskService:
+    """The owner's named tasks: define, read, change, delete; and checking a job's reference to one."""
+
+    def __init__(self, store: TaskRepository, clock: Clock, policy: tasks.TaskPolicy) -> None:
+        self._store = store
+        self._clock = clock
+        self._policy = policy
+
+    # --------------------------------------------------------------- define
+    def create(
+        self,
+        owner: str,
+        *,
+        name: str,
+        type: str,
+        params: dict[str, Any],
+        params_schema: Any = None,
+        retry: RetryPolicy | None = None,
+        timeout_seconds: int | None = None,
+        description: str = "",
+        tags: dict[str, str] | None = None,
+    ) -> NamedTask:
+        now = self._clock.now()
+        task = NamedTask(
+            owner=owner,
+            name=check_name(name),
+            type=type,
+            params=params,
+            params_schema=params_schema,
+            retry=retry,
+            timeout_seconds=timeout_seconds,
+            description=description,
+            tags=dict(tags or {}),
+            created_at=now,
+            updated_at=now,
+        )
+        self._check(task)
+        try:
+            self._store.put_new(task)
+        except LostRace:
+            raise Conflict(f"a task named {name!r} exists: change it with PATCH /tasks/{name}") from None
+        return task
+
+    def _check(self, task: NamedTask) -> None:
+        """Refuse (InvalidRequest naming the field) a definition no job could run."""
+        if task.type not in tasks.type_names():
+            known = ", ".join(sorted(tasks.type_names()))
+            raise InvalidRequest(f"type: unknown task type {task.type!r}; known: {known}", field="type")
+        problem = json_problem(task.params, tasks.MAX_PARAMS_DEPTH)
+        if problem is not None:
+            raise InvalidRequest(f"params: {problem}", field="params")
+        try:
+            templating.check(task.params)
+        except templating.TemplateError as exc:
+            field = f"params.{exc.path}" if exc.path else "params"
+            raise InvalidRequest(f"{field}: {exc.message}", field=field) from None
+        tasks.check_defaults(task.type, task.params, self._policy, "params")
+        try:
+            compiled_schema(task)
+        except paramschema.SchemaError as exc:
+            field = f"params_schema.{exc.where}" if exc.where else "params_schema"
+            raise InvalidRequest(f"{field}: {exc.message}", field=field) from None
+        size = len(json.dumps([task.params, task.params_schema]).encode())
+        if size > tasks.MAX_TASK_BYTES:
+            raise InvalidRequest(f"params: {size:,} bytes; at most {tasks.MAX_TASK_BYTES:,}", field="params")
+
+    # ----------------------------------------------------------------- read
+    def get(self, owner: str, name: str) -> NamedTask:
+        task = self._store.get(owner, name) if NAME.fullmatch(name) else None
+        if task is None:
+            raise NotFound(f"task {name!r} not found")
+        return task
+
+    def list(
+        self, owner: str, limit: int, start_key: dict[str, Any] | None, tag: tuple[str, str | None] | None
+    ) -> Page:
+        """A page of the owner's tasks by name; with a tag, filtered, reading at most LIST_READ_BUDGET."""
+        if tag is None:
+            return self._store.page(owner, limit, start_key)
+        found: list[NamedTask] = []
+        read = 0
+        while True:
+            page = self._store.page(owner, min(100, LIST_READ_BUDGET - read), start_key)
+            read += len(page.items)
+            for task in page.items:
+                if has_tag(task.tags, tag):
+                    found.append(task)
+                    if len(found) == limit:
+                        return Page(
+                            found,
+                            self._store.key_after(task)
+                            if task is not page.items[-1] or page.last_key
+                            else None,
+                        )
+            start_key = page.last_key
+            if start_key is None or read >= LIST_READ_BUDGET:
+                return Page(found, start_key)
+
+    def jobs_using(self, owner: str, name: str, limit: int, start_key: dict[str, Any] | None) -> Page:
+        """Ids of the ACTIVE and PAUSED jobs that use the owner's task, newest first."""
+        check_name(name, field="task")
+        return self._store.job_ids_using(owner, name, limit, start_key)
+
+    # --------------------------------------------------------------- change
+    def update(self, owner: str, name: str, changes: TaskChanges) -> NamedTask:
+        task = self.get(owner, name)
+        fields: dict[str, Any] = {}
+        for field_name in (
+            "type",
+            "params",
+            "params_schema",
+            "retry",
+            "timeout_seconds",
+            "description",
+            "tags",
+        ):
+            if field_name in changes.given:
+                value = getattr(changes, field_name)
+                if value is None and field_name in ("type", "params"):
+                    raise InvalidRequest(f"{field_name}: cannot be null", field=field_name)
+                fields[field_name] = value
+        fields["description"] = fields.get("description", task.description) or ""
+        fields["tags"] = dict(fields.get("tags", task.tags) or {})
+        changed = replace(task, **fields, updated_at=self._clock.now())
+        self._check(changed)
+        try:
+            return self._store.replace(changed, task.version)
+        except LostRace:
+            raise Conflict(
+                "the task changed (or was deleted) while this request ran; read it again and retry"
+            ) from None
+
+    def delete(self, owner: str, name: str) -> NamedTask:
+        """Delete a task no ACTIVE or PAUSED job uses (Conflict, saying how many and how to list them)."""
+        task = self.get(owner, name)
+        using = self._store.count_jobs_using(owner, name, IN_USE_COUNT_LIMIT)
+        if using:
+            count = f"{using:,} or more" if using >= IN_USE_COUNT_LIMIT else f"{using:,}"
+            raise Conflict(
+                f"task {name!r} is used by {count} active or paused job(s): list them with "
+                f"`punctual jobs list --task {name}` (GET /jobs?task={name}), and cancel them or change their "
+                "task first"
+            )
+        try:
+            self._store.delete(task)
+        except LostRace:
+            raise Conflict("the task changed while this request ran; read it again and retry") from None
+        return task
+
+    # ---------------------------------------------------------------- jobs
+    def check_job_task(
+        self,
+        owner: str,
+        ref: TaskRef,
+        *,
+        seen: dict[str, tuple[NamedTask, paramschema.CompiledSchema | None]] | None = None,
+    ) -> TaskRef:
+        """A job's reference to a named task, checked: the task exists (the owner's), the job's
+        parameters fit its schema (InvalidRequest naming `params.<path>`), and merged over its
+        defaults they make parameters its type can run. `seen` caches tasks read within a request."""
+        if not NAME.fullmatch(ref.name):
+            raise InvalidRequest(f"task: {ref.name!r} is not a task name", field="task")
+        cache = seen if seen is not None else {}
+        if ref.name not in cache:
+            found = self._store.get(owner, ref.name)
+            if found is None:
+                raise InvalidRequest(
+                    f"task: unknown task {ref.name!r}: define it with POST /tasks (GET /tasks lists yours)",
+                    field="task",
+                )
+            try:
+                schema = compiled_schema(found)
+            except paramschema.SchemaError as exc:
+                schema = paramschema.refused(exc)  # (accepted when defined: a limit tightened since)
+            cache[ref.name] = (found, schema)
+        task, schema = cache[ref.name]
+        check_params(task, schema, ref.params, self._policy)
+        return ref
+
+
+def check_params(
+    task: NamedTask,
+    schema: paramschema.CompiledSchema | None,
+    params: dict[str, Any],
+    policy: tasks.TaskPolicy,
+) -> dict[str, Any]:
+    """Refuse (InvalidRequest naming `params.<path>`) a job's parameters for this task; returns the
+    parameters merged over the task's defaults."""
+    problem = json_problem(params, tasks.MAX_PARAMS_DEPTH)
+    if problem is not None:
+        raise InvalidRequest(f"params: {problem}", field="params")
+    if schema is not None:
+        invalid = schema.first_error(params)
+        if invalid is not None:
+            field = f"params.{invalid.path}" if invalid.path else "params"
+            raise InvalidRequest(
+                f"{field}: {invalid.message} (task {task.name}'s params_schema, version {task.version})",
+                field=field,
+            )
+    merged = merge(task.params, params)
+    tasks.validate(TaskSpec(type=task.type, params=merged), policy, field_prefix="params")
+    return dict(merged)
+
+
+@dataclass(frozen=True)
+class _Cached:
+    task: NamedTask | None
+    schema: paramschema.CompiledSchema | None
+    read_at: datetime
+
+
+class TaskResolver:
+    """The worker's view of named tasks: a job's task as it runs now, from definitions kept
+    DEFINITION_TTL_SECONDS (so that executions cost no read of their task, but one per task and
+    container that often), their schemas compiled once per version.
+
+    A copy serves an execution whose instant has come only if it was read at or after that instant
+    (consistently): a change acknowledged before an execution's instant is what it runs. Executions
+    sharing an instant share that read (one per task and instant in a container), and so do those of
+    earlier instants starting after it."""
+
+    def __init__(
+        self, store: TaskRepository, clock: Clock, *, ttl_seconds: float = DEFINITION_TTL_SECONDS
+    ) -> None:
+        self._store = store
+        self._ttl = timedelta(seconds=ttl_seconds)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._cache: dict[tuple[str, str], _Cached] = {}
+        self._reading: dict[tuple[str, str], threading.Lock] = {}
+        self._verdicts: OrderedDict[_VerdictKey, paramschema.Invalid | None] = OrderedDict()
+
+    def definition(
+        self, owner: str, name: str, at: datetime | None = None
+    ) -> tuple[NamedTask | None, paramschema.CompiledSchema | None]:
+        """The task's definition for an execution due at `at` (None: for no instant in particular)."""
+        key = (owner, name)
+        fresh = self._fresh(key, at)
+        if fresh is not None:
+            return fresh.task, fresh.schema
+        # One read per task at a time: a batch's records run side by side, and all of them would
+        # otherwise read the task at once when its copy runs out.
+        with self._lock:
+            reading = self._reading.setdefault(key, threading.Lock())
+        with reading:
+            fresh = self._fresh(key, at)
+            if fresh is not None:
+                return fresh.task, fresh.schema
+            with self._lock:
+                cached = self._cache.get(key)
+            # (consistent, and dated from before it is made: it sees every change acknowledged by then)
+            began = self._clock.now()
+            task = self._store.get(owner, name, consistent=True)
+            before = None if cached is None else cached.task
+            unchanged = before is not None and task is not None and before.version == task.version
+            schema = cached.schema if cached is not None and unchanged else None
+            if task is not None and schema is None and task.params_schema is not None:
+                try:
+                    schema = compiled_schema(task)
+                except paramschema.SchemaError as exc:
+                    # Accepted when defined, refused now (a limit tightened since): its jobs fail,
+                    # saying why, rather than run unchecked.
+                    schema = paramschema.refused(exc)
+            with self._lock:
+                self._cache[key] = _Cached(task, schema, began)
+            return task, schema
+
+    def _fresh(self, key: tuple[str, str], at: datetime | None) -> _Cached | None:
+        """The copy kept, if it may serve: read within the TTL, and at or after `at` once it has come."""
+        now = self._clock.now()
+        with self._lock:
+            cached = self._cache.get(key)
+        if cached is None or not timedelta(0) <= now - cached.read_at < self._ttl:
+            return None
+        if at is not None and at <= now and cached.read_at < at:
+            return None
+        return cached
+
+    def effective(self, job: Job | None, at: datetime | None = None) -> Job | None:
+        """The job as it runs now: a named task resolved into the spec to run (its defaults merged
+        with the job's parameters), with the task's retry and timeout unless the job gave its own.
+        A task that is gone, or whose schema the job's parameters no longer fit, resolves to a spec
+        that fails at once, saying why. `at`: the instant of the execution it is resolved for (once
+        that has come, from a copy read at or after it)."""
+        if job is None or not isinstance(job.task, TaskRef):
+            return job
+        ref = job.task
+        task, schema = self.definition(job.owner, ref.name, at)
+        if task is None:
+            return replace(job, task=_unresolved(f"task {ref.name!r} no longer exists (it was deleted)"))
+        retry = (task.retry or RetryPolicy()) if "retry" in job.inherits else job.retry
+        timeout = (
+            (task.timeout_seconds or DEFAULT_TIMEOUT_SECONDS)
+            if "timeout_seconds" in job.inherits
+            else job.timeout_seconds
+        )
+        resolved = replace(job, retry=retry, timeout_seconds=timeout, task_version=task.version)
+        invalid = None if schema is None else self._verdict(job, task, schema)
+        if invalid is not None:
+            where = f"params.{invalid.path}" if invalid.path else "params"
+            message = f"{where}: {invalid.message} (task {task.name} version {task.version}'s params_schema)"
+            return replace(resolved, task=_unresolved(message))
+        return replace(resolved, task=TaskSpec(type=task.type, params=merge(task.params, ref.params)))
+
+    def _verdict(
+        self, job: Job, task: NamedTask, schema: paramschema.CompiledSchema
+    ) -> paramschema.Invalid | None:
+        """The job's params against the task's schema, checked once per job and task version and
+        remembered (the most recent VERDICTS_KEPT): a job's executions do not check them again."""
+        assert isinstance(job.task, TaskRef)
+        key = (job.owner, job.id, job.updated_at, task.name, task.version)
+        with self._lock:
+            if key in self._verdicts:
+                self._verdicts.move_to_end(key)
+                return self._verdicts[key]
+        verdict = schema.first_error(job.task.params)
+        with self._lock:
+            self._verdicts[key] = verdict
+            while len(self._verdicts) > VERDICTS_KEPT:
+                self._verdicts.popitem(last=False)
+        return verdict
+
+
+# A job's params checked against a task version: (owner, job id, the job's updated_at, task name,
+# task version). A change to the job's params changes its updated_at; one to the task, its version.
+_VerdictKey = tuple[str, str, datetime, str, int]
+
+
+def _unresolved(message: str) -> TaskSpec:
+    return TaskSpec(type=UNRESOLVED_TASK, params={"error": message})

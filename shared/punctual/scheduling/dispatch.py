@@ -1,0 +1,315 @@
+"""Dispatch: turn due markers into queued executions. Shared by the scanner and the API's hand-off.
+
+For a batch of markers, in an order that survives a crash at any step:
+1. read the markers' jobs (not those the API has just created), and drop markers whose job is gone,
+   cancelled, paused or rescheduled;
+2. for a recurring job, file the next occurrence's marker and move the job's next_run_at, so the
+   chain continues whatever happens to this execution;
+3. send the messages, held by DelaySeconds until their instant;
+4. delete the markers filed as due soon (`DueMarker.soon`); a minute bucket's markers stay, read
+   once by the scanner (which keeps its position in each bucket) and left to expire.
+A crash before the scanner records its position (or, for a soon marker, before 4) leaves the markers
+to be read again, so the next tick repeats the steps: 2 changes nothing the second time, and 3 sends
+duplicates that the worker recognises by the execution's stored status.
+
+Where a marker is filed: one due before now + `soon` (the API's hand-off window: the scanner's
+lookahead, a tick and a margin) goes to its shard's soon partition, which every tick reads whole,
+since a tick may already have read past that instant in the minute's bucket; anything later goes to
+its minute's bucket, which no tick has reached yet (handoff.py: who enqueues which).
+
+The execution itself is stored by the worker when it starts (the message carries what it needs): on
+AWS the queue keeps the message, so a record written here would be one more write per execution for
+nothing but showing it as QUEUED for the minute before it runs. Two kinds of execution are still
+stored as QUEUED here, before their message is sent: extra runs (POST /jobs/{id}/run answers with
+the execution), and every execution when `record_queued` is on (the local stack, whose queue lives
+in memory and is rebuilt from QUEUED executions after a restart). Those are read first, so that a
+repeated dispatch never overwrites an execution that has started, and not sent again once started.
+Every call is batched (BatchGetItem, BatchWriteItem, SendMessageBatch) and they run side by side: a
+few calls per hundred executions, so one scanner invocation is bounded by CPU, not by round trips.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from punctual.domain.cron.bounds import CronBoundExceeded
+from punctual.domain.errors import LostRace, RetryableStoreError
+from punctual.domain.models import (
+    DueMarker,
+    Execution,
+    ExecutionStatus,
+    Job,
+    JobStatus,
+    marker_for,
+    next_after,
+    skip_reason,
+    spread,
+)
+from punctual.domain.schedules import next_run
+from punctual.platform.clock import Clock
+from punctual.platform.concurrency import parallel_map
+from punctual.platform.observability import logger
+from punctual.scheduling import handoff
+from punctual.store import Store
+from punctual.store.queue import WorkItem, WorkQueue, delay_seconds
+
+QUEUED = ExecutionStatus.QUEUED
+# Statuses of an execution whose message may not have been sent yet.
+UNSENT = frozenset({ExecutionStatus.PENDING, ExecutionStatus.QUEUED})
+
+
+@dataclass
+class DispatchResult:
+    enqueued: list[DueMarker] = field(default_factory=list)
+    skipped: list[DueMarker] = field(default_factory=list)
+    failed: list[DueMarker] = field(default_factory=list)
+    quarantined: list[DueMarker] = field(default_factory=list)
+    # Recurring jobs' next occurrences filed meanwhile.
+    filed: list[DueMarker] = field(default_factory=list)
+    # Jobs whose next occurrence could not be computed within the bound, with why.
+    unschedulable: dict[str, str] = field(default_factory=dict)
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        store: Store,
+        queue: WorkQueue,
+        clock: Clock,
+        *,
+        soon: timedelta,
+        early_visibility_seconds: int = 0,
+        record_queued: bool = False,
+    ) -> None:
+        self._store = store
+        self._queue = queue
+        self._clock = clock
+        self.soon = soon
+        self._early = timedelta(seconds=early_visibility_seconds)
+        self._record_queued = record_queued
+
+    def route(self, marker: DueMarker, now: datetime) -> DueMarker:
+        """The marker as it must be filed (`handoff.route`)."""
+        return handoff.route(marker, now, self.soon)
+
+    def _recorded(self, marker: DueMarker) -> bool:
+        """Whether this marker's execution is stored as QUEUED before its message is sent."""
+        return marker.manual or self._record_queued
+
+    def dispatch(self, markers: Sequence[DueMarker], new_jobs: Sequence[Job] = ()) -> DispatchResult:
+        """`new_jobs`: jobs the caller has just stored, with these markers their first: not read again,
+        and known to have no execution yet."""
+        result = DispatchResult()
+        if not markers:
+            return result
+        given = {job.id: job for job in new_jobs}
+        recorded = [m for m in markers if self._recorded(m) and m.job_id not in given]
+        reads: list[Callable[[], Any]] = []
+        unknown = [m.job_id for m in markers if m.job_id not in given]
+        if unknown:
+            reads.append(lambda: self._store.jobs.get_many(unknown))
+        if recorded:
+            reads.append(lambda: self._store.executions.statuses(recorded))
+        answers = parallel_map(lambda read: read(), reads)
+        jobs, unreadable = answers[0] if unknown else ({}, {})
+        jobs = {**jobs, **given}
+        existing: dict[str, ExecutionStatus | None] = answers[-1] if recorded else {}
+        runnable: list[tuple[DueMarker, Job]] = []
+        for marker in markers:
+            if marker.job_id in unreadable:
+                result.quarantined.append(marker)
+                continue
+            job = jobs.get(marker.job_id)
+            reason = skip_reason(job, marker)
+            if reason is None and job is not None:
+                runnable.append((marker, job))
+            else:
+                logger.debug("dropping marker", extra={"execution_id": marker.execution_id, "reason": reason})
+                result.skipped.append(marker)
+
+        runnable, following = self._schedulable(runnable, result)
+        ready = self._record(runnable, following, existing, result)
+        result.failed.extend(m for m, _ in runnable if m.execution_id not in ready)
+
+        # A stored execution past QUEUED was sent by an earlier dispatch and has been received since.
+        sent_before = [
+            m
+            for m, _ in runnable
+            if m.execution_id in ready and existing.get(m.execution_id, QUEUED) not in UNSENT
+        ]
+        result.skipped.extend(sent_before)
+        already = {m.execution_id for m in sent_before}
+        sendable = [m for m, _ in runnable if m.execution_id in ready and m.execution_id not in already]
+        now = self._clock.now()
+        items = [
+            (
+                WorkItem(m.job_id, m.execution_id, m.scheduled_at, m.schedule_version, m.manual),
+                delay_seconds(m.scheduled_at - self._early, now),
+            )
+            for m in sendable
+        ]
+        unsent = {item.execution_id for item in self._queue.send(items)}
+        for marker in sendable:
+            (result.failed if marker.execution_id in unsent else result.enqueued).append(marker)
+
+        if result.quarantined:
+            self._quarantine(result.quarantined, {**unreadable, **result.unschedulable})
+        # Soon markers that were sent, set aside or that must not run are done with; failures stay for
+        # the next tick. A marker whose deletion fails stays too: the next tick sends it again (unless
+        # its stored execution has started), and the worker drops the duplicate. (A minute bucket's
+        # markers are not deleted: the scanner's position moves past them.)
+        done = [m for m in result.enqueued + result.skipped + result.quarantined if m.soon]
+        if not done:
+            return result
+        try:
+            self._store.markers.delete_many(done)
+        except RetryableStoreError:
+            logger.warning(
+                "could not delete markers; the next tick reads them again", extra={"count": len(done)}
+            )
+        return result
+
+    def _quarantine(self, markers: list[DueMarker], reasons: dict[str, str]) -> None:
+        """A job that cannot be read would hold its bucket (and the scanner's checkpoint) up forever:
+        its markers are set aside, loudly, until an operator fixes the job and releases them."""
+        # (The scanner counts them in its metrics: Powertools' metric set is not for many threads.)
+        self._store.markers.quarantine(markers, reasons, self._clock.now())
+        for marker in markers:
+            logger.error(
+                "job cannot be read; its execution is quarantined",
+                extra={
+                    "job_id": marker.job_id,
+                    "execution_id": marker.execution_id,
+                    "reason": reasons.get(marker.job_id),
+                },
+            )
+
+    def _schedulable(
+        self, runnable: list[tuple[DueMarker, Job]], result: DispatchResult
+    ) -> tuple[list[tuple[DueMarker, Job]], dict[str, datetime | None]]:
+        """The runnable markers whose recurring job's next occurrence can be computed, with those
+        occurrences by execution id; the others are quarantined: one job's schedule must not hold up
+        its shard."""
+        following: dict[str, datetime | None] = {}
+        kept = []
+        for marker, job in runnable:
+            if job.recurring and not marker.manual:
+                try:
+                    following[marker.execution_id] = next_after(job, marker.scheduled_at)
+                except CronBoundExceeded as exc:
+                    result.quarantined.append(marker)
+                    result.unschedulable[marker.job_id] = f"schedule computation exceeded its bound: {exc}"
+                    continue
+            kept.append((marker, job))
+        return kept, following
+
+    def _record(
+        self,
+        runnable: list[tuple[DueMarker, Job]],
+        following: dict[str, datetime | None],
+        existing: dict[str, ExecutionStatus | None],
+        result: DispatchResult,
+    ) -> set[str]:
+        """Step 2 (with the QUEUED executions stored here). Returns the execution ids that may be sent."""
+        if not runnable:
+            return set()
+        now = self._clock.now()
+        new = [
+            Execution(
+                id=marker.execution_id,
+                job_id=job.id,
+                owner=job.owner,
+                scheduled_at=marker.scheduled_at,
+                status=ExecutionStatus.QUEUED,
+                schedule_version=marker.schedule_version,
+                manual=marker.manual,
+                created_at=now,
+            )
+            for marker, job in runnable
+            if self._recorded(marker) and marker.execution_id not in existing
+        ]
+        chained = [(m, j) for m, j in runnable if j.recurring and not m.manual]
+        filed = [
+            self.route(marker_for(j.id, at, m.schedule_version), now)
+            for m, j in chained
+            if (at := following[m.execution_id]) is not None
+        ]
+        try:
+            self._store.executions.put_new_many(new, markers=filed)
+        except Exception:
+            logger.exception(
+                "could not record executions and next occurrences; the next tick retries them",
+                extra={"count": len(new)},
+            )
+            return set()
+        result.filed.extend(filed)
+        advanced = parallel_map(lambda pair: self._advance(*pair, following[pair[0].execution_id]), chained)
+        failed = {m.execution_id for (m, _), ok in zip(chained, advanced, strict=True) if not ok}
+        return {m.execution_id for m, _ in runnable} - failed
+
+    def _advance(self, marker: DueMarker, job: Job, following: datetime | None) -> bool:
+        """Move a recurring job's next_run_at past this occurrence. False on an unexpected error."""
+        if job.next_run_at is not None and following is not None and job.next_run_at >= following:
+            return True  # already advanced by an earlier, interrupted dispatch of this marker
+        changes: dict[str, object] = {"next_run_at": following, "queued_run_at": marker.scheduled_at}
+        if job.policy.max_runs is not None:
+            changes["runs_dispatched"] = job.runs_dispatched + 1
+        if following is None:
+            changes["final_execution_id"] = marker.execution_id
+        try:
+            self._store.jobs.update(
+                job,
+                changes,
+                allowed_statuses=[job.status],
+                schedule_version=marker.schedule_version,
+                next_run_before=following,
+            )
+        except LostRace:
+            # The job was paused, cancelled or rescheduled meanwhile (that change filed its own marker
+            # and the worker will skip this execution; the marker just filed is dropped as superseded),
+            # or another dispatch already moved it past this occurrence.
+            pass
+        except Exception:
+            logger.exception("could not advance job", extra={"job_id": job.id})
+            return False
+        return True
+
+
+def release_quarantined(store: Store, dispatcher: Dispatcher, clock: Clock, job_id: str) -> DispatchResult:
+    """Send a fixed job's quarantined executions now (late, with their lateness recorded). Markers
+    whose job still cannot be read are quarantined again.
+
+    A recurring job's chain stopped at its quarantined occurrence; dispatching it files the next one,
+    which is by now in a minute the scanner has passed. So the schedule picks up from now instead, as
+    on resume: the occurrences missed meanwhile are not run, the quarantined one is."""
+    markers = [marker for marker, _ in store.markers.quarantined(job_id)]
+    result = dispatcher.dispatch(markers)
+    store.markers.release_quarantined(result.enqueued + result.skipped)
+    job = store.jobs.get_many([job_id]).found.get(job_id)  # None too while it still cannot be read
+    now = clock.now()
+    if job is None or not job.recurring or job.status is not JobStatus.ACTIVE:
+        return result
+    if job.next_run_at is None or job.next_run_at > now:
+        return result
+    runs_at = spread(
+        job.id,
+        job.schedule,
+        next_run(job.schedule, now, job.anchor_at),
+        job.anchor_at,
+        job.policy.flexible_window_seconds,
+    )
+    if runs_at is not None:
+        store.markers.put(dispatcher.route(marker_for(job.id, runs_at, job.schedule_version), now))
+    # The occurrence the chain stopped at, wherever it was filed (it is in the past: not run).
+    stale = marker_for(job.id, job.next_run_at, job.schedule_version)
+    store.markers.delete_many([stale, replace(stale, soon=True)])
+    store.jobs.update(
+        job,
+        {"next_run_at": runs_at},
+        allowed_statuses=[JobStatus.ACTIVE],
+        schedule_version=job.schedule_version,
+    )
+    return result

@@ -1,0 +1,363 @@
+"""The scanner: once a tick, dispatch every marker due before now + lookahead.
+
+It reads two kinds of partition per shard:
+- its soon partition, whole (markers filed due sooner than a tick could have read their bucket: the
+  API's hand-offs and their failures, close follow-ups); what it sends from there it deletes;
+- the minute buckets, each once: a shard's position (a minute and a place in its bucket, stored per
+  shard) says where it reads on, and moves past what was sent. Markers there are not deleted; they
+  expire. A bucket never receives a marker behind a position: anything due that soon is filed under
+  the soon partition instead (`Dispatcher.route`).
+A late, missed or crashed tick skips nothing: the position moves only past markers that were sent
+(or dropped, or set aside); a failure keeps it at the first marker that failed, so the next tick reads
+from there (sending again what followed it, which the worker recognises).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from punctual.domain.errors import RetryableStoreError
+from punctual.domain.models import DueMarker
+from punctual.platform import randomness
+from punctual.platform.clock import Clock
+from punctual.platform.concurrency import chunks, parallel_map
+from punctual.platform.observability import (
+    EXECUTIONS_ENQUEUED,
+    EXECUTIONS_QUARANTINED,
+    SCANNER_BEHIND_SECONDS,
+    SCANNER_DURATION_MS,
+    logger,
+    metrics,
+)
+from punctual.scheduling import handoff
+from punctual.scheduling.dispatch import Dispatcher
+from punctual.store import Store
+from punctual.store.keys import Position, shard_of
+
+# Soon markers read from a shard at a time (a backlog is worked through in several readings).
+SOON_READ = 2000
+# A shard never scanned starts this far back (markers older than that were filed by no one).
+FIRST_SCAN_BACK = timedelta(minutes=2)
+MINUTE = timedelta(minutes=1)
+# Markers dispatched together (a few batched calls per hundred), and chunks dispatched at once.
+DISPATCH_CHUNK = 250
+DISPATCH_LANES = 8
+# A tick's hold on its shards: longer than the scanner function may run (55 s), shorter than the tick
+# period, so that a tick that died without letting go delays the next one by a minute at most.
+LEASE = timedelta(seconds=58)
+
+
+def shard_groups(shard_count: int, fanout: int) -> list[list[int]]:
+    """Split the shards into `fanout` groups, one per scanner invocation (interleaved, so even)."""
+    groups = max(1, min(fanout, shard_count))
+    return [list(range(first, shard_count, groups)) for first in range(groups)]
+
+
+def fan_out(invoke: Callable[[dict[str, Any]], None], shard_count: int, fanout: int) -> int:
+    """Start one asynchronous scanner invocation per shard group; returns how many were started."""
+    groups = shard_groups(shard_count, fanout)
+    for group in groups:
+        invoke({"shards": group})
+    return len(groups)
+
+
+def floor_minute(instant: datetime) -> datetime:
+    return instant.replace(second=0, microsecond=0)
+
+
+@dataclass
+class ScanReport:
+    enqueued: int = 0
+    skipped: int = 0
+    failed: int = 0
+    deferred: int = 0  # markers an API request is enqueueing itself (hand-off claim still running)
+    quarantined: int = 0  # markers set aside because their job cannot be read
+    buckets_read: int = 0
+    first_minute: datetime | None = None
+    last_minute: datetime | None = None
+    complete: bool = True
+    busy: bool = False  # another tick held the shards: nothing was done
+    behind_seconds: float = 0.0  # how far the furthest-behind shard's position is behind now
+
+
+@dataclass
+class _Counts:
+    enqueued: int = 0
+    skipped: int = 0
+    failed: list[DueMarker] = field(default_factory=list)
+    deferred: list[DueMarker] = field(default_factory=list)
+    quarantined: int = 0
+    filed: list[DueMarker] = field(default_factory=list)
+
+
+class Scanner:
+    """Reads a minute's buckets side by side and dispatches their markers in chunks on `lanes` threads,
+    so that a tick is bounded by CPU rather than by round trips."""
+
+    def __init__(
+        self,
+        store: Store,
+        dispatcher: Dispatcher,
+        clock: Clock,
+        *,
+        lookahead: timedelta,
+        shards: Sequence[int],
+        lanes: int = DISPATCH_LANES,
+    ) -> None:
+        self._store = store
+        self._dispatcher = dispatcher
+        self._clock = clock
+        self._lookahead = lookahead
+        self._shards = list(shards)
+        self._lanes = lanes
+
+    def tick(self, budget: timedelta = timedelta(seconds=50)) -> ScanReport:
+        """Dispatch what is due on this scanner's shards, unless another tick still works on them (a
+        retried or slow invocation): two ticks at once could both record an execution as new."""
+        holder = randomness.token_hex(8)
+        now = self._clock.now()
+        if not self._store.scanner.acquire_leases(self._shards, holder, now, now + LEASE):
+            logger.warning(
+                "another scanner tick holds these shards; leaving them to it", extra={"shards": self._shards}
+            )
+            return ScanReport(complete=False, busy=True)
+        try:
+            return self._tick(budget)
+        finally:
+            self._store.scanner.release_leases(self._shards, holder)
+
+    def _tick(self, budget: timedelta) -> ScanReport:
+        started = time.monotonic()
+        now = self._clock.now()
+        stored, positions = self._positions(now)
+        tick = _Tick(self, now, stored, positions, deadline=started + budget.total_seconds())
+        with ThreadPoolExecutor(max_workers=self._lanes, thread_name_prefix="scanner") as lanes:
+            tick.lanes = lanes
+            # The soon partitions first (failed hand-offs, short-period chains: never left behind a
+            # backlog of buckets), then the buckets minute by minute, then the soon partitions again
+            # while they have more.
+            more = tick.read_soon(self._shards)
+            tick.read_buckets()
+            tick.chase_soon(more)
+        tick.save_the_rest()
+        self._report(tick, started)
+        if tick.error is not None:
+            raise tick.error
+        return tick.report
+
+    def _positions(self, now: datetime) -> tuple[dict[int, Position | None], dict[int, Position]]:
+        """The shards' stored positions, and where each is read from this tick. Positions are per shard, so that changing how
+        shards are grouped across scanner invocations never skips a bucket. None is past the horizon:
+        one that is (a shorter lookahead since, or a clock that ran ahead) comes back to it, so that
+        what is filed before the horizon is read."""
+        horizon = now + self._lookahead
+        stored = self._store.scanner.positions(self._shards)
+        fresh = Position(floor_minute(now - FIRST_SCAN_BACK))
+        cap = Position.bound(floor_minute(horizon), horizon)
+        return stored, {shard: min(stored[shard] or fresh, cap) for shard in self._shards}
+
+    def _report(self, tick: _Tick, started: float) -> None:
+        report = tick.report
+        report.complete = report.complete and not tick.held and tick.error is None and not report.failed
+        elapsed_ms = (time.monotonic() - started) * 1000
+        metrics.add_metric(name=EXECUTIONS_ENQUEUED, unit="Count", value=report.enqueued)
+        if report.quarantined:
+            metrics.add_metric(name=EXECUTIONS_QUARANTINED, unit="Count", value=report.quarantined)
+        metrics.add_metric(name=SCANNER_DURATION_MS, unit="Milliseconds", value=elapsed_ms)
+        positions = tick.positions.values()
+        behind = max(0.0, max((tick.now - p.instant()).total_seconds() for p in positions))
+        report.behind_seconds = behind
+        metrics.add_metric(name=SCANNER_BEHIND_SECONDS, unit="Seconds", value=behind)
+        logger.info(
+            "scanner tick",
+            extra={
+                "enqueued": report.enqueued,
+                "skipped": report.skipped,
+                "failed": report.failed,
+                "deferred": report.deferred,
+                "quarantined": report.quarantined,
+                "buckets": report.buckets_read,
+                "from": str(report.first_minute),
+                "duration_ms": round(elapsed_ms, 1),
+            },
+        )
+
+    def _dispatch(self, markers: list[DueMarker], now: datetime) -> _Counts:
+        # A marker an API request is still enqueueing stays for a later tick (in a minute bucket, the
+        # shard's position stops at it).
+        mine, claimed = handoff.split_claimed(markers, now)
+        counts = _Counts(deferred=claimed)
+        result = self._dispatcher.dispatch(mine)
+        counts.enqueued = len(result.enqueued)
+        counts.skipped = len(result.skipped)
+        counts.failed = list(result.failed)
+        counts.quarantined = len(result.quarantined)
+        counts.filed = result.filed
+        return counts
+
+
+class _Tick:
+    """One tick's work and what it has done so far: its positions, its report, the shards held at a
+    marker, the soon markers already dispatched."""
+
+    def __init__(
+        self,
+        scanner: Scanner,
+        now: datetime,
+        stored: dict[int, Position | None],
+        positions: dict[int, Position],
+        deadline: float,
+    ) -> None:
+        self._scanner = scanner
+        self._store = scanner._store
+        self.now = now
+        self.horizon = now + scanner._lookahead
+        self.last_minute = floor_minute(self.horizon)
+        self.positions = positions
+        self.saved = dict(stored)
+        self.deadline = deadline
+        self.report = ScanReport(first_minute=min(p.minute for p in positions.values()))
+        self.held: dict[int, Position] = {}  # shards stopped at a marker this tick (could not be set aside)
+        self.due_soon: list[DueMarker] = []  # follow-ups filed under a soon partition, due within this tick
+        self.seen: set[str] = set()  # soon markers dispatched (or set there) this tick: once a tick each
+        self.error: BaseException | None = None
+        self.lanes: ThreadPoolExecutor | None = None
+
+    def out_of_time(self) -> bool:
+        return time.monotonic() > self.deadline
+
+    def read_soon(self, shards: Sequence[int]) -> list[int]:
+        """The soon partitions: what is due, each marker once a tick, at most SOON_READ a shard at a
+        time (a backlog, after an outage, never takes a whole tick). Returns the shards that had more."""
+        read = parallel_map(self._read_soon, list(shards))
+        self.report.buckets_read += len(read)
+        unseen = [(shard, [m for m in markers if m.execution_id not in self.seen]) for shard, markers in read]
+        self.seen.update(m.execution_id for _, markers in unseen for m in markers)
+        self.due_soon.clear()
+        self.run(unseen)
+        return [
+            shard
+            for (shard, markers), (_, fresh) in zip(read, unseen, strict=True)
+            if len(markers) >= SOON_READ and fresh
+        ]
+
+    def read_buckets(self) -> None:
+        """The minute buckets, from the earliest position to the horizon's minute, within the budget."""
+        minute = self.report.first_minute
+        assert minute is not None
+        while minute <= self.last_minute:
+            if self.out_of_time():
+                self.report.complete = False
+                logger.warning("scanner out of time; the next tick continues", extra={"minute": str(minute)})
+                return
+            self.read_minute(minute)
+            self.report.last_minute = minute
+            minute += MINUTE
+
+    def read_minute(self, minute: datetime) -> None:
+        """A minute's buckets, read side by side and their chunks dispatched on the lanes. The next
+        minute is read only once this one is done, because dispatching files recurring jobs' next
+        occurrences into later minutes, which must be read after."""
+        shards = self._scanner._shards
+        reading = [s for s in shards if s not in self.held and self.positions[s].minute <= minute]
+        batches = parallel_map(partial(self._read_bucket, minute), reading)
+        self.report.buckets_read += len(batches)
+        self.run(batches)
+        for shard in reading:
+            if shard in self.held:
+                self.positions[shard] = self.held[shard]
+            elif minute < self.last_minute:
+                self.positions[shard] = Position(minute + MINUTE)
+            else:
+                self.positions[shard] = Position.bound(minute, self.horizon)
+        # Saved after each minute that held markers: a tick stopped part way (its function timed
+        # out) keeps what it did, and the next one goes on from there. (Minutes without any are saved
+        # once, at the end: a catch-up writes little to the positions' partition.)
+        if any(markers for _, markers in batches):
+            self.save(reading)
+
+    def chase_soon(self, more: list[int]) -> None:
+        """The soon partitions again, as long as there is more there (a backlog) or dispatching files
+        more that are due: a recurring job caught up after an outage files each next occurrence there
+        (it is due soon), and its chain goes on within this tick, as it does through the buckets."""
+        shards = self._scanner._shards
+        while (more or self.due_soon) and not self.out_of_time():
+            chased = {shard_of(m.execution_id, self._store.shard_count) for m in self.due_soon}
+            more = self.read_soon([s for s in shards if s in more or s in chased])
+
+    def run(self, batches: list[tuple[int, list[DueMarker]]]) -> None:
+        """Dispatch the markers of some shards on the lanes. A minute bucket's markers that could not
+        be sent (a failure, or a hand-off claim still running) are moved to their shard's soon
+        partition, which every tick reads, so that one marker failing again and again never holds up
+        the rest of its shard; only if that fails too does the shard stop at it."""
+        assert self.lanes is not None
+        futures = [
+            (shard, list(chunk), self.lanes.submit(self._scanner._dispatch, list(chunk), self.now))
+            for shard, markers in batches
+            for chunk in chunks(markers, DISPATCH_CHUNK)
+        ]
+        stuck: dict[int, list[DueMarker]] = {}
+        for shard, chunk, future in futures:
+            try:
+                counts = future.result()
+            except Exception as exc:
+                # The other chunks still count; the tick fails once its positions are safe.
+                self.error = self.error or exc
+                failed = chunk
+            else:
+                self._count(counts)
+                failed = counts.failed + counts.deferred
+            stuck.setdefault(shard, []).extend(m for m in failed if not m.soon)
+        for shard, markers in stuck.items():
+            if markers:
+                self._set_aside(shard, markers)
+
+    def save(self, shards: Sequence[int]) -> None:
+        """Record the shards' positions now; if the store is busy, at the end of the tick instead."""
+        wanted = {shard: self.positions[shard] for shard in shards}
+        try:
+            self._store.scanner.save_positions(wanted)
+        except RetryableStoreError:
+            logger.warning(
+                "positions not saved; the tick saves them at its end", extra={"shards": list(shards)}
+            )
+            return
+        self.saved.update(wanted)
+
+    def save_the_rest(self) -> None:
+        """What the minutes did not save: a position brought back to the horizon on a shard not read."""
+        unsaved = {shard: p for shard, p in self.positions.items() if self.saved.get(shard) != p}
+        if unsaved:
+            self._store.scanner.save_positions(unsaved)
+
+    def _count(self, counts: _Counts) -> None:
+        report = self.report
+        report.enqueued += counts.enqueued
+        report.skipped += counts.skipped
+        report.failed += len(counts.failed)
+        report.deferred += len(counts.deferred)
+        report.quarantined += counts.quarantined
+        self.due_soon.extend(m for m in counts.filed if m.soon and m.scheduled_at < self.horizon)
+
+    def _set_aside(self, shard: int, markers: list[DueMarker]) -> None:
+        try:
+            self._store.markers.put_many([replace(m, soon=True) for m in markers])
+            self.seen.update(m.execution_id for m in markers)  # retried from there next tick
+        except Exception:
+            logger.exception("could not set markers aside; the shard waits at them")
+            # (a bucket's markers are all due in its minute)
+            self.held[shard] = min(Position.at(floor_minute(m.scheduled_at), m) for m in markers)
+
+    def _read_soon(self, shard: int) -> tuple[int, list[DueMarker]]:
+        return shard, list(self._store.markers.soon(shard, self.horizon, SOON_READ))
+
+    def _read_bucket(self, minute: datetime, shard: int) -> tuple[int, list[DueMarker]]:
+        position = self.positions[shard]
+        start = position if position.minute == minute else Position(minute)
+        return shard, list(self._store.markers.in_bucket(shard, start, self.horizon))

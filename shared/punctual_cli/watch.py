@@ -1,0 +1,307 @@
+"""`punctual watch`: the live views. Of one job: its executions as they were when the watch began, at
+their own times, then each new one and each change. Of every job (Tail): the latest runs and the next
+one due, then the changes of the jobs with something going on."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from punctual.platform.clock import Clock
+from punctual.platform.timefmt import parse_rfc3339
+from punctual_cli import common, display
+from punctual_cli import formatting as cli_format
+from punctual_cli.common import UsageError
+from punctual_client.transport import ConnectionFailed, JsonObject, PunctualClient
+
+FINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED"})
+WIDE = 100  # columns from which the all-jobs view gives job names their full room
+HISTORY_LINES = 10  # `watch` without a job: the latest executions shown as they were when it began
+
+
+# -- one job -----------------------------------------------------------------------------------------------
+
+
+def _watch_done(args: argparse.Namespace, job: Mapping[str, Any], seen: Mapping[str, JsonObject]) -> bool:
+    statuses = [str(execution.get("status")) for execution in seen.values()]
+    if args.count is not None and sum(s in FINAL for s in statuses) >= args.count:
+        return True
+    if args.until_final:
+        if job.get("status") == "COMPLETED":
+            return all(s in FINAL for s in statuses)
+        if job.get("status") == "CANCELLED":
+            # Executions that had not started will never run; one already running may still finish.
+            return "RUNNING" not in statuses
+    return False
+
+
+def _print_watch_changes(
+    args: argparse.Namespace,
+    now: datetime,
+    executions: list[JsonObject],
+    seen: dict[str, JsonObject],
+    *,
+    history: bool = False,
+) -> None:
+    """Each new execution and each change; on the first poll (`history`) the executions as they were
+    when the watch began, each at its own time, then a line where the live changes start."""
+    short = display.execution_ids([str(execution.get("id")) for execution in executions], args.job)
+    for execution in reversed(executions):  # the API lists newest first; a log reads oldest first
+        execution_id = str(execution.get("id"))
+        previous = seen.get(execution_id)
+        if previous is None or _changed(previous, execution):
+            if args.quiet:
+                print(execution_id, flush=True)
+            elif args.json:
+                print(json.dumps(execution), flush=True)
+            else:
+                line = cli_format.watch_line(now, execution, previous, short[execution_id], history=history)
+                print(line, flush=True)
+        seen[execution_id] = execution
+    if history and executions and not (args.quiet or args.json):
+        print(cli_format.fitted(f"--- live from {display.current.clock(now)} ---"), flush=True)
+
+
+def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
+    """Poll the job's executions; print each new one and each change, until Ctrl-C or a stop option.
+    Without a job: every job's (Tail)."""
+    if args.job is None:
+        if args.until_final:
+            raise UsageError("--until-final watches one job: name it")
+        return watch_all(client, args, common.clock)
+    deadline = common.clock.now() + timedelta(seconds=args.timeout) if args.timeout is not None else None
+    seen: dict[str, JsonObject] = {}
+    job_status: str | None = None
+    if not args.json:
+        print(f"watching job {args.job} every {args.interval:g}s (Ctrl-C to stop)", file=sys.stderr)
+    try:
+        while True:
+            try:
+                job = client.get_job(args.job)
+                page = client.list_executions(args.job, limit=args.limit)
+            except ConnectionFailed as exc:
+                if job_status is None:
+                    raise  # never reached it: a wrong endpoint, not a restart
+                # The local stack restarting is no reason to end a live view.
+                print(f"punctual: watch: {exc}; retrying", file=sys.stderr)
+            else:
+                now = common.clock.now()
+                first = job_status is None
+                if job.get("status") != job_status and not args.json:
+                    change = f"{job_status} -> {job.get('status')}" if job_status else str(job.get("status"))
+                    print(f"{display.current.clock(now)}  job {args.job}  {change}", flush=True)
+                job_status = str(job.get("status"))
+                _print_watch_changes(args, now, page.get("items") or [], seen, history=first)
+                if _watch_done(args, job, seen):
+                    return 0
+            if deadline is not None and common.clock.now() >= deadline:
+                print(f"punctual: watch: gave up after {args.timeout:g}s", file=sys.stderr)
+                return 1
+            common.clock.sleep(args.interval)
+    except KeyboardInterrupt:
+        return 0  # Ctrl-C is how a person ends a live view
+
+
+# -- every job ------------------------------------------------------------------------------------------
+
+
+class Tail:
+    """`punctual watch` without a job: each poll lists the owner's jobs (a few reads a page, whatever
+    their number) and reads the executions of those with something going on: a run due by the next
+    poll or under way, or a job that changed since the last poll (its outcome, status or next run)."""
+
+    def __init__(
+        self,
+        client: PunctualClient,
+        clock: Clock,
+        *,
+        interval: float,
+        name_prefix: str | None = None,
+        out: Callable[[str], None] = print,
+        json_lines: bool = False,
+        quiet: bool = False,
+    ) -> None:
+        self._client = client
+        self._clock = clock
+        self._interval = interval
+        self._prefix = name_prefix
+        self._out = out
+        self._json = json_lines
+        self._quiet = quiet
+        self._started = clock.now()
+        self._jobs: dict[str, JsonObject] = {}
+        self._executions: dict[str, JsonObject] = {}
+        self._busy: set[str] = set()  # jobs with an execution seen not final
+        self.finished = 0  # executions seen reaching a final status
+        self._polled = False
+
+    def _history(self, now: datetime, jobs: list[JsonObject]) -> None:
+        """What a reader sees before anything changes: each job's last execution as it was (at its own
+        time, the latest few), the next run due, then where the live changes start."""
+        last = sorted(
+            (job for job in jobs if isinstance(job.get("last_execution"), dict)),
+            key=lambda job: _own_time(job["last_execution"]),
+        )
+        for job in last[-HISTORY_LINES:]:
+            execution = job["last_execution"]
+            short = display.execution_ids([str(execution.get("id"))])
+            line = cli_format.watch_line(
+                now, execution, None, short.get(str(execution.get("id"))), history=True
+            )
+            self._out(cli_format.fitted(f"{_job_label(job)}  {line}"))
+        upcoming = sorted(
+            (job for job in jobs if job.get("status") == "ACTIVE" and job.get("next_run_at")),
+            key=lambda job: parse_rfc3339(str(job["next_run_at"])),
+        )
+        if upcoming:
+            job = upcoming[0]
+            self._out(
+                cli_format.fitted(
+                    f"next run: {_job_label(job)}  at {cli_format.short_time(job['next_run_at'])}"
+                )
+            )
+        elif not jobs:
+            self._out("no jobs yet (punctual jobs create)")
+        self._out(cli_format.fitted(f"--- {len(jobs)} jobs; live from {display.current.clock(now)} ---"))
+
+    def poll(self) -> None:
+        now = self._clock.now()
+        first = not self._polled
+        self._polled = True
+        jobs = {job["id"]: job for job in self._client.iter_jobs(limit=100, name_prefix=self._prefix)}
+        if first and not (self._json or self._quiet):
+            self._history(now, list(jobs.values()))
+        for job_id, job in jobs.items():
+            before = self._jobs.get(job_id)
+            if before is not None and before.get("status") != job.get("status"):
+                self._job_line(now, job, before)
+            if self._hot(job, before, now):
+                self._follow(now, job)
+        self._jobs = jobs
+
+    def _hot(self, job: Mapping[str, Any], before: Mapping[str, Any] | None, now: datetime) -> bool:
+        if job["id"] in self._busy:
+            return True
+        upcoming = job.get("next_run_at")
+        if (
+            upcoming
+            and job.get("status") == "ACTIVE"
+            and parse_rfc3339(upcoming) <= now + timedelta(seconds=self._interval)
+        ):
+            return True
+        if before is None:
+            return False
+        watched = ("status", "outcome", "next_run_at", "updated_at")
+        return any(before.get(key) != job.get(key) for key in watched)
+
+    def _follow(self, now: datetime, job: Mapping[str, Any]) -> None:
+        page = self._client.list_executions(job["id"], limit=10)
+        busy = False
+        for execution in reversed(page.get("items") or []):
+            previous = self._executions.get(execution["id"])
+            self._executions[execution["id"]] = execution
+            status = execution.get("status")
+            if status not in FINAL:
+                busy = True
+            if previous is None and status in FINAL and self._ended_before_start(execution):
+                continue  # history from before the watch began
+            if previous is None or _changed(previous, execution):
+                if status in FINAL:
+                    self.finished += 1
+                self._line(now, job, execution, previous)
+        (self._busy.add if busy else self._busy.discard)(job["id"])
+
+    def _ended_before_start(self, execution: Mapping[str, Any]) -> bool:
+        finished = execution.get("finished_at")
+        return bool(finished) and parse_rfc3339(str(finished)) < self._started
+
+    def _line(
+        self,
+        now: datetime,
+        job: Mapping[str, Any],
+        execution: Mapping[str, Any],
+        previous: Mapping[str, Any] | None,
+    ) -> None:
+        if self._quiet:
+            self._out(str(execution.get("id")))
+        elif self._json:
+            self._out(json.dumps({"job": {"id": job["id"], "name": job.get("name")}, **execution}))
+        else:
+            short = display.execution_ids([str(execution.get("id"))])[str(execution.get("id"))]
+            self._out(
+                cli_format.fitted(
+                    f"{_job_label(job)}  " + cli_format.watch_line(now, execution, previous, short)
+                )
+            )
+
+    def _job_line(self, now: datetime, job: Mapping[str, Any], before: Mapping[str, Any]) -> None:
+        if self._quiet:
+            return
+        change = {"job": job["id"], "status": job.get("status"), "previous_status": before.get("status")}
+        if self._json:
+            self._out(json.dumps({**change, "pause_note": job.get("pause_note")}))
+            return
+        note = f"  ({job['pause_note']})" if job.get("pause_note") else ""
+        self._out(
+            cli_format.fitted(
+                f"{display.current.clock(now)}  job {job['id']} ({job.get('name')})  "
+                f"{before.get('status')} -> {job.get('status')}{note}"
+            )
+        )
+
+
+def _job_label(job: Mapping[str, Any]) -> str:
+    """The job's name (else its id), cut to a fixed width: narrower on a narrow terminal, where the
+    rest of the line needs the room more."""
+    width = display.current.width
+    size = 16 if width is not None and width < WIDE else 24
+    return display.cut(str(job.get("name") or job["id"]), size).ljust(size)
+
+
+def _own_time(execution: Mapping[str, Any]) -> datetime:
+    own = execution.get("finished_at") or execution.get("started_at") or execution.get("scheduled_at")
+    try:
+        return parse_rfc3339(str(own))
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
+
+
+def _changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    return any(before.get(key) != after.get(key) for key in ("status", "attempts", "error", "finished_at"))
+
+
+def watch_all(client: PunctualClient, args: argparse.Namespace, clock: Clock) -> int:
+    tail = Tail(
+        client,
+        clock,
+        interval=args.interval,
+        name_prefix=getattr(args, "name_prefix", None),
+        json_lines=args.json,
+        quiet=args.quiet,
+        out=lambda line: print(line, flush=True),
+    )
+    deadline = clock.now() + timedelta(seconds=args.timeout) if args.timeout is not None else None
+    if not (args.json or args.quiet):
+        print(f"watching your jobs' executions every {args.interval:g}s (Ctrl-C to stop)", file=sys.stderr)
+    reached = False
+    try:
+        while True:
+            try:
+                tail.poll()
+                reached = True
+            except ConnectionFailed as exc:
+                if not reached:
+                    raise
+                print(f"punctual: watch: {exc}; retrying", file=sys.stderr)
+            if args.count is not None and tail.finished >= args.count:
+                return 0
+            if deadline is not None and clock.now() >= deadline:
+                print(f"punctual: watch: gave up after {args.timeout:g}s", file=sys.stderr)
+                return 1
+            clock.sleep(args.interval)
+    except KeyboardInterrupt:
+        return 0
