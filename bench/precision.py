@@ -88,7 +88,9 @@ from bench.calibration import calibrate, load_average
 from bench.common import emit, environment
 from punctual.platform.config import Settings
 from punctual.platform.timefmt import from_epoch_ms, parse_rfc3339, to_rfc3339
-from punctual_client.transport import ConnectionFailed, PunctualClient, PunctualError, is_loopback
+from punctual_client.endpoints import is_loopback
+from punctual_client.errors import ConnectionFailed, PunctualError
+from punctual_client.transport import PunctualClient
 
 ROOT = Path(__file__).resolve().parents[1]
 HANDOFF, SCANNER = "handoff", "scanner"

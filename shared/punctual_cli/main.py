@@ -22,15 +22,9 @@ from punctual_cli import monitoring as cli_monitoring
 from punctual_cli import watch as cli_watch
 from punctual_cli.common import UsageError, parse_duration, positive_int
 from punctual_client import profiles
-from punctual_client.transport import (
-    ApiError,
-    ConfigurationError,
-    ConnectionFailed,
-    JsonObject,
-    PunctualClient,
-    is_loopback,
-    scheme_hint,
-)
+from punctual_client.endpoints import is_loopback, scheme_hint
+from punctual_client.errors import ApiError, ConfigurationError, ConnectionFailed
+from punctual_client.transport import JsonObject, PunctualClient
 
 EXIT_OK = 0
 EXIT_FAILURE = 1  # the API answered 4xx/5xx, a watch gave up, no local stack

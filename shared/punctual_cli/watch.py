@@ -16,7 +16,8 @@ from punctual.platform.timefmt import parse_rfc3339
 from punctual_cli import common, display
 from punctual_cli import formatting as cli_format
 from punctual_cli.common import UsageError
-from punctual_client.transport import ConnectionFailed, JsonObject, PunctualClient
+from punctual_client.errors import ConnectionFailed
+from punctual_client.transport import JsonObject, PunctualClient
 
 FINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED"})
 WIDE = 100  # columns from which the all-jobs view gives job names their full room

@@ -14,7 +14,7 @@ Off Lambda (punctual.OFF_LAMBDA): it speaks the HTTP API through the command's t
 
 from punctual_client._client import Client
 from punctual_client._results import Execution, Job
-from punctual_client.transport import ApiError, ConfigurationError, ConnectionFailed, PunctualError
+from punctual_client.errors import ApiError, ConfigurationError, ConnectionFailed, PunctualError
 
 __all__ = [
     "ApiError",

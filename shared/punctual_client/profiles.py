@@ -21,7 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from punctual_client.transport import ConfigurationError, PunctualClient, default_endpoint
+from punctual_client.endpoints import default_endpoint
+from punctual_client.errors import ConfigurationError
+from punctual_client.transport import PunctualClient
 
 DEFAULT_PROFILE = "default"
 

@@ -1,8 +1,8 @@
-"""A small HTTP client for Punctual's public API (see docs/api.md).
+"""The HTTP transport of Punctual's public API (see docs/api.md): one method per endpoint answering
+the API's JSON, a request refused for load sent again after the wait it names.
 
-Standard library only for HTTP; botocore signs requests to a deployed API. Against a loopback
-endpoint (the local stack) it sends `Authorization: Bearer <token>`; against anything else it signs
-with SigV4 for API Gateway IAM authorization, using the standard AWS credential chain.
+Standard library only for HTTP. Against a loopback endpoint (the local stack) it sends a bearer
+token; against anything else it signs with SigV4 (punctual_client.auth).
 
     client = PunctualClient.from_endpoint("http://127.0.0.1:8765", token="local")
     job = client.create_job({"task": {"type": "noop"}, "schedule": {"type": "now"}})
@@ -11,22 +11,21 @@ with SigV4 for API Gateway IAM authorization, using the standard AWS credential 
 from __future__ import annotations
 
 import http.client
-import ipaddress
 import json
 import os
-import re
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from punctual import __version__
+from punctual_client.auth import Authenticator, BearerAuth, SigV4Auth
+from punctual_client.endpoints import DEFAULT_TOKEN, default_endpoint, is_loopback, region_for, scheme_hint
+from punctual_client.errors import ApiError, ConfigurationError, ConnectionFailed
 
-DEFAULT_PORT = 8765
-DEFAULT_TOKEN = "local"
 USER_AGENT = f"punctual-cli/{__version__}"
 # A request refused for load is sent again up to this many times, after the wait the answer names.
 LOAD_RETRIES = 3
@@ -34,181 +33,12 @@ MAX_LOAD_WAIT_SECONDS = 10.0
 
 JsonObject = dict[str, Any]
 
-_EXECUTE_API_HOST = re.compile(r"\.execute-api\.([a-z]{2}(?:-[a-z]+)+-\d+)\.amazonaws\.com(?:\.cn)?$")
-
-
-class PunctualError(Exception):
-    """Base class of the client's errors."""
-
-
-class ApiError(PunctualError):
-    """The API answered 4xx or 5xx."""
-
-    def __init__(self, status: int, reason: str, body: Any) -> None:
-        self.status = status
-        self.reason = reason
-        self.body = body
-        super().__init__(self.message)
-
-    @property
-    def message(self) -> str:
-        if isinstance(self.body, dict):
-            for key in ("message", "error", "detail"):
-                value = self.body.get(key)
-                if isinstance(value, str) and value:
-                    return value
-        if isinstance(self.body, str) and self.body.strip():
-            return self.body.strip()[:500]
-        return self.reason or f"HTTP {self.status}"
-
-    @property
-    def details(self) -> list[str]:
-        """The per-field problems the API listed (`details` or `errors`), as readable lines."""
-        if not isinstance(self.body, dict):
-            return []
-        # `detail` is what Powertools' request validation answers; `details`/`errors` are common too.
-        items = self.body.get("details") or self.body.get("errors") or self.body.get("detail") or []
-        if isinstance(items, str):
-            return [] if items == self.message else [items]
-        if isinstance(items, dict):
-            return [f"{key}: {value}" for key, value in items.items()]
-        if not isinstance(items, list):
-            return [str(items)]
-        return [_describe_detail(item) for item in items]
-
-
-class ConnectionFailed(PunctualError):
-    """The endpoint could not be reached (refused, DNS, timeout, TLS)."""
-
-
-class ConfigurationError(PunctualError):
-    """The client cannot make a request as configured (no credentials, no region)."""
-
-
-def _describe_detail(item: Any) -> str:
-    if not isinstance(item, dict):
-        return str(item)
-    where = item.get("field") or item.get("path") or item.get("name")
-    loc = item.get("loc")
-    if not where and isinstance(loc, list | tuple):
-        where = ".".join(str(part) for part in loc)
-    what = item.get("message") or item.get("msg") or item.get("detail") or json.dumps(item)
-    return f"{where}: {what}" if where else str(what)
-
 
 @dataclass(frozen=True)
 class Response:
     status: int
     body: Any
     headers: Mapping[str, str] = field(default_factory=dict)
-
-
-class Authenticator(Protocol):
-    def headers(
-        self, method: str, url: str, headers: Mapping[str, str], body: bytes | None
-    ) -> dict[str, str]:
-        """The headers to add to this request to authenticate it."""
-        ...
-
-
-@dataclass(frozen=True)
-class BearerAuth:
-    token: str
-
-    def headers(
-        self, method: str, url: str, headers: Mapping[str, str], body: bytes | None
-    ) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"}
-
-
-@dataclass(frozen=True)
-class SigV4Auth:
-    """API Gateway IAM authorization: SigV4 for the `execute-api` service."""
-
-    region: str
-    credentials: Any = None  # botocore Credentials; None reads the standard chain on first use
-    aws_profile: str | None = None  # the AWS config profile the chain reads (None: AWS_PROFILE's)
-
-    def headers(
-        self, method: str, url: str, headers: Mapping[str, str], body: bytes | None
-    ) -> dict[str, str]:
-        return sign_request(
-            method,
-            url,
-            headers,
-            body,
-            region=self.region,
-            credentials=self.credentials,
-            aws_profile=self.aws_profile,
-        )
-
-
-def sign_request(
-    method: str,
-    url: str,
-    headers: Mapping[str, str],
-    body: bytes | None,
-    *,
-    region: str,
-    credentials: Any = None,
-    aws_profile: str | None = None,
-) -> dict[str, str]:
-    """SigV4-sign a request for `execute-api`; returns the headers to add (Authorization, X-Amz-*)."""
-    # Imported here: boto3 takes a noticeable time to import and local use never needs it.
-    import boto3
-    import botocore.exceptions
-    from botocore.auth import SigV4Auth as BotocoreSigV4Auth
-    from botocore.awsrequest import AWSRequest
-
-    if credentials is None:
-        try:
-            credentials = boto3.Session(profile_name=aws_profile).get_credentials()
-        except botocore.exceptions.ProfileNotFound as exc:
-            raise ConfigurationError(str(exc)) from None
-    if credentials is None:
-        raise ConfigurationError(
-            "no AWS credentials found for a non-local endpoint "
-            "(set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or use a loopback endpoint)"
-        )
-    request = AWSRequest(method=method, url=url, data=body or b"", headers=dict(headers))
-    BotocoreSigV4Auth(credentials.get_frozen_credentials(), "execute-api", region).add_auth(request)
-    added = {"Authorization", "X-Amz-Date", "X-Amz-Security-Token", "X-Amz-Content-SHA256"}
-    return {name: str(value) for name, value in request.headers.items() if name in added}
-
-
-def is_loopback(endpoint: str) -> bool:
-    """True for 127.0.0.0/8, ::1 and localhost: the local stack, which takes a bearer token."""
-    host = urllib.parse.urlsplit(endpoint).hostname or ""
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def scheme_hint(url: str) -> str:
-    """`: add http://, as in http://127.0.0.1:9001/x` for a URL written without its scheme, else ""."""
-    if "://" in url or not url.strip():
-        return ""
-    return f": add http:// or https://, as in http://{url.strip()}"
-
-
-def region_for(endpoint: str, environ: Mapping[str, str] | None = None) -> str | None:
-    """The region of an `*.execute-api.<region>.amazonaws.com` host, else AWS_REGION/AWS_DEFAULT_REGION."""
-    env = os.environ if environ is None else environ
-    host = urllib.parse.urlsplit(endpoint).hostname or ""
-    match = _EXECUTE_API_HOST.search(host)
-    if match:
-        return match.group(1)
-    return env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
-
-
-def default_endpoint(environ: Mapping[str, str] | None = None) -> str:
-    env = os.environ if environ is None else environ
-    if env.get("PUNCTUAL_ENDPOINT"):
-        return env["PUNCTUAL_ENDPOINT"]
-    return f"http://127.0.0.1:{env.get('PUNCTUAL_PORT') or DEFAULT_PORT}"
 
 
 class PunctualClient:

@@ -23,7 +23,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from punctual_client.transport import ApiError, ConnectionFailed, PunctualClient
+from punctual_client.errors import ApiError, ConnectionFailed
+from punctual_client.transport import PunctualClient
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS = {"alice-token": "alice", "bob-token": "bob"}

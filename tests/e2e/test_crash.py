@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from punctual_client.transport import ApiError, ConnectionFailed
+from punctual_client.errors import ApiError, ConnectionFailed
 from tests.e2e.conftest import (
     Stack,
     Stacks,

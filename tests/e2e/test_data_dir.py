@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from punctual_client.transport import ApiError
+from punctual_client.errors import ApiError
 from tests.e2e.conftest import ROOT, Stack, free_port
 
 pytestmark = pytest.mark.e2e

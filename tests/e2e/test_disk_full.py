@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from punctual_client.transport import ApiError, PunctualClient
+from punctual_client.errors import ApiError
+from punctual_client.transport import PunctualClient
 from punctual_local.moto.faults import ENVIRONMENT_SWITCH
 from tests.e2e.conftest import Stack
 

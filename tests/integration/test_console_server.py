@@ -16,7 +16,8 @@ import pytest
 from botocore.credentials import Credentials
 
 from punctual_cli.console.server import ACTION_HEADER, ConsoleServer, Session
-from punctual_client.transport import PunctualClient, SigV4Auth
+from punctual_client.auth import SigV4Auth
+from punctual_client.transport import PunctualClient
 
 SESSION = Session(url_token="url-token", cookie="cookie-value", action_token="action-token")
 
