@@ -21,6 +21,9 @@ from punctual_cli import formatting as cli_format
 from punctual_cli import monitoring as cli_monitoring
 from punctual_cli import watch as cli_watch
 from punctual_cli.common import UsageError, parse_duration, positive_int
+from punctual_cli.views import executions as execution_views
+from punctual_cli.views import jobs as job_views
+from punctual_cli.views import tasks as task_views
 from punctual_client import profiles
 from punctual_client.endpoints import is_loopback, scheme_hint
 from punctual_client.errors import ApiError, ConfigurationError, ConnectionFailed
@@ -245,7 +248,7 @@ def show(value: Any, args: argparse.Namespace, render: Callable[[Any], str]) -> 
 
 
 def _job_row(job: JsonObject) -> str:
-    return cli_format.jobs_table([job])
+    return job_views.jobs_table([job])
 
 
 def show_page(
@@ -328,7 +331,7 @@ def cmd_jobs_create(client: PunctualClient, args: argparse.Namespace) -> int:
         body["policy"] = policy
     body.update(cli_monitoring.job_fields(args))
     job = client.create_job(body, idempotency_key=args.idempotency_key)
-    show(job, args, cli_format.job_details)
+    show(job, args, job_views.job_details)
     return EXIT_OK
 
 
@@ -358,7 +361,7 @@ def cmd_jobs_create_batch(client: PunctualClient, args: argparse.Namespace) -> i
     elif args.json:
         emit_json({"items": jobs})
     else:
-        print(cli_format.jobs_table(jobs))
+        print(job_views.jobs_table(jobs))
     return EXIT_OK
 
 
@@ -403,7 +406,7 @@ def cmd_jobs_update(client: PunctualClient, args: argparse.Namespace) -> int:
             "nothing to change: give --name, a schedule, a task, or retry, timeout, policy or "
             "monitoring options"
         )
-    show(client.update_job(args.job, changes), args, cli_format.job_details)
+    show(client.update_job(args.job, changes), args, job_views.job_details)
     return EXIT_OK
 
 
@@ -428,12 +431,12 @@ def cmd_jobs_list(client: PunctualClient, args: argparse.Namespace) -> int:
         page: JsonObject = {"items": jobs, "next_cursor": None}
     else:
         page = client.list_jobs(limit=args.limit, cursor=args.cursor, **filters)
-    show_page(page, args, cli_format.jobs_table, "jobs")
+    show_page(page, args, job_views.jobs_table, "jobs")
     return EXIT_OK
 
 
 def cmd_jobs_get(client: PunctualClient, args: argparse.Namespace) -> int:
-    show(client.get_job(args.job), args, cli_format.job_details)
+    show(client.get_job(args.job), args, job_views.job_details)
     return EXIT_OK
 
 
@@ -464,7 +467,7 @@ def _bulk(
     if args.json:
         emit_json({"changed": changed, "failed": failed})
     else:
-        print(cli_format.jobs_table(changed) if changed else f"no job {verb}")
+        print(job_views.jobs_table(changed) if changed else f"no job {verb}")
         for failure in failed:
             print(f"not {verb}: {failure.get('id')}: {failure.get('message')}", file=sys.stderr)
     return EXIT_FAILURE if failed else EXIT_OK
@@ -490,7 +493,7 @@ def cmd_jobs_resume(client: PunctualClient, args: argparse.Namespace) -> int:
 
 def cmd_jobs_run(client: PunctualClient, args: argparse.Namespace) -> int:
     execution = client.run_job(args.job)
-    show(execution, args, lambda one: cli_format.executions_table([one], args.job))
+    show(execution, args, lambda one: execution_views.executions_table([one], args.job))
     return EXIT_OK
 
 
@@ -505,7 +508,7 @@ def cmd_executions(client: PunctualClient, args: argparse.Namespace) -> int:
         page: JsonObject = {"items": items, "next_cursor": None}
     else:
         page = client.list_executions(args.job, limit=args.limit, cursor=args.cursor, **filters)
-    show_page(page, args, lambda items: cli_format.executions_table(items, args.job), "executions")
+    show_page(page, args, lambda items: execution_views.executions_table(items, args.job), "executions")
     return EXIT_OK
 
 
@@ -535,7 +538,7 @@ def cmd_tasks(client: PunctualClient, args: argparse.Namespace) -> int:
         while answer.get("next_cursor"):
             more = client.tasks(limit=limit, cursor=answer["next_cursor"], tag=tag)
             answer = {**more, "items": [*(answer.get("items") or []), *(more.get("items") or [])]}
-    show(answer, args, cli_format.tasks_text)
+    show(answer, args, task_views.tasks_text)
     if not args.json and answer.get("next_cursor"):
         print(more_hint("tasks"), file=sys.stderr)
     return EXIT_OK
@@ -576,12 +579,12 @@ def cmd_tasks_create(client: PunctualClient, args: argparse.Namespace) -> int:
     if args.type is None:
         raise UsageError(f"--type is required: one of {', '.join(BUILTIN_TYPES)}")
     task = client.create_task({"name": args.name, **_task_body(args, creating=True)})
-    show(task, args, cli_format.task_details)
+    show(task, args, task_views.task_details)
     return EXIT_OK
 
 
 def cmd_tasks_get(client: PunctualClient, args: argparse.Namespace) -> int:
-    show(client.get_task(args.name), args, cli_format.task_details)
+    show(client.get_task(args.name), args, task_views.task_details)
     return EXIT_OK
 
 
@@ -594,12 +597,12 @@ def cmd_tasks_update(client: PunctualClient, args: argparse.Namespace) -> int:
         raise UsageError(
             "nothing to change: give --type, --param(s), --schema, --description, --tag, retry or --timeout"
         )
-    show(client.update_task(args.name, changes), args, cli_format.task_details)
+    show(client.update_task(args.name, changes), args, task_views.task_details)
     return EXIT_OK
 
 
 def cmd_tasks_delete(client: PunctualClient, args: argparse.Namespace) -> int:
-    show(client.delete_task(args.name), args, cli_format.task_details)
+    show(client.delete_task(args.name), args, task_views.task_details)
     return EXIT_OK
 
 

@@ -17,7 +17,7 @@ from punctual.platform import signing
 from punctual.platform.clock import Clock
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from punctual_cli import common, display
-from punctual_cli import formatting as cli_format
+from punctual_cli.views import executions as execution_views
 from punctual_client.transport import JsonObject, PunctualClient
 
 NOTIFY_EVENTS = ("succeeded", "failed", "dead_lettered", "late", "skipped")
@@ -137,7 +137,7 @@ def cmd_retry(client: PunctualClient, args: argparse.Namespace) -> int:
     elif args.json:
         print(json.dumps(execution, indent=2))
     else:
-        print(cli_format.executions_table([execution], args.job))
+        print(execution_views.executions_table([execution], args.job))
     return 0
 
 
@@ -152,7 +152,7 @@ def cmd_dead_letters_list(client: PunctualClient, args: argparse.Namespace) -> i
     elif args.json:
         print(json.dumps(page, indent=2))
     else:
-        print(cli_format.dead_letters_table(items) if items else "no dead letters")
+        print(execution_views.dead_letters_table(items) if items else "no dead letters")
         if page.get("next_cursor"):
             print("(more dead letters: --all, or --cursor NEXT_CURSOR from --json)", file=sys.stderr)
     return 0

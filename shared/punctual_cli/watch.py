@@ -16,6 +16,7 @@ from punctual.platform.timefmt import parse_rfc3339
 from punctual_cli import common, display
 from punctual_cli import formatting as cli_format
 from punctual_cli.common import UsageError
+from punctual_cli.views import executions as execution_views
 from punctual_client.errors import ConnectionFailed
 from punctual_client.transport import JsonObject, PunctualClient
 
@@ -60,7 +61,9 @@ def _print_watch_changes(
             elif args.json:
                 print(json.dumps(execution), flush=True)
             else:
-                line = cli_format.watch_line(now, execution, previous, short[execution_id], history=history)
+                line = execution_views.watch_line(
+                    now, execution, previous, short[execution_id], history=history
+                )
                 print(line, flush=True)
         seen[execution_id] = execution
     if history and executions and not (args.quiet or args.json):
@@ -150,7 +153,7 @@ class Tail:
         for job in last[-HISTORY_LINES:]:
             execution = job["last_execution"]
             short = display.execution_ids([str(execution.get("id"))])
-            line = cli_format.watch_line(
+            line = execution_views.watch_line(
                 now, execution, None, short.get(str(execution.get("id"))), history=True
             )
             self._out(cli_format.fitted(f"{_job_label(job)}  {line}"))
@@ -235,7 +238,7 @@ class Tail:
             short = display.execution_ids([str(execution.get("id"))])[str(execution.get("id"))]
             self._out(
                 cli_format.fitted(
-                    f"{_job_label(job)}  " + cli_format.watch_line(now, execution, previous, short)
+                    f"{_job_label(job)}  " + execution_views.watch_line(now, execution, previous, short)
                 )
             )
 
