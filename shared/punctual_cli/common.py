@@ -1,12 +1,30 @@
-"""What the CLI's command modules share: the usage error, the parsers of durations and counts, and
-the clock, kept apart from the commands so that none of those modules imports another's."""
+"""What the CLI's command modules share: exit codes, the usage error, the parsers of durations,
+counts, timestamps and JSON, the options every listing takes, and the clock, kept apart from the
+commands so that none of those modules imports another's."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from punctual.platform.clock import Clock, SystemClock
+from punctual.platform.timefmt import parse_rfc3339
+
+if TYPE_CHECKING:
+    from punctual_client.transport import PunctualClient
+
+EXIT_OK = 0
+EXIT_FAILURE = 1  # the API answered 4xx/5xx, a watch gave up, no local stack
+EXIT_USAGE = 2
+EXIT_CONNECTION = 3
+EXIT_INTERRUPTED = 130
+
+# What runs a command (set as the parser's `handler`), and what adds a group of options to one.
+Handler = Callable[["PunctualClient", argparse.Namespace], int]
+OptionAdder = Callable[[argparse.ArgumentParser], None]
 
 # Every read of the time (for `--in`, `watch`, `receive`) goes through this attribute, read at call
 # time, so that tests swap in a ManualClock in one place.
@@ -40,3 +58,48 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
     return value
+
+
+def check_timestamp(text: str, flag: str) -> str:
+    """An RFC 3339 timestamp with an offset, passed on as written."""
+    try:
+        parse_rfc3339(text)
+    except ValueError as exc:
+        # (the parser's message gives its own example)
+        example = "" if "e.g." in str(exc) else " (e.g. 2026-12-01T10:00:00+01:00)"
+        raise UsageError(f"{flag}: {exc}{example}") from None
+    return text.strip()
+
+
+def parse_json(text: str, flag: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{flag} must be JSON: {exc}") from None
+
+
+def parse_pair(text: str, flag: str, separator: str = "=") -> tuple[str, str]:
+    key, sep, value = text.partition(separator)
+    if not sep or not key.strip():
+        raise UsageError(f"{flag} takes KEY{separator}VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
+
+
+def add_job_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("job", metavar="JOB", help="the job id")
+
+
+def add_paging_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--limit", type=positive_int, help="page size (1-100)")
+    parser.add_argument("--cursor", help="continue from this next_cursor")
+    parser.add_argument("--all", action="store_true", help="follow next_cursor to the end")

@@ -1,16 +1,19 @@
 """What every command runs with: the options accepted anywhere on the command line (as `gh` and
 `kubectl` take theirs), and the client and display they make together with the environment and the
-config file's profile (a flag beats an environment variable, which beats the profile)."""
+config file's profile (a flag beats an environment variable, which beats the profile); and
+`punctual config`, which shows them."""
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from punctual_cli import display
+from punctual_cli.common import EXIT_OK
 from punctual_client import profiles
+from punctual_client.transport import PunctualClient
 
 # The options that take a value, for reading the command line before it is parsed (`punctual local`).
 VALUED = ("--endpoint", "--token", "--profile", "--display-zone")
@@ -75,3 +78,21 @@ def display_for(
     else:
         zone, chosen_by = display.machine_zone(), "this machine"
     return display.Display(zone_name=zone, width=display.terminal_width(env), chosen_by=chosen_by)
+
+
+def cmd_config(client: PunctualClient, args: argparse.Namespace) -> int:
+    print(profiles.describe(profiles.load_profile(args.profile)))
+    shown = display.current
+    print(f"times shown in {shown.zone_name} (chosen by {shown.chosen_by})")
+    return EXIT_OK
+
+
+def register(commands: Any, command: Callable[..., Any]) -> None:
+    """Add `config` to the parser (`command` makes one, as build_parser does)."""
+    command(
+        commands,
+        "config",
+        cmd_config,
+        "show the config file (named profiles: endpoint, token or aws_profile, region, display_zone) "
+        "and the profile in use",
+    )

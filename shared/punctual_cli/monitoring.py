@@ -17,6 +17,8 @@ from punctual.platform import signing
 from punctual.platform.clock import Clock
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from punctual_cli import common, display
+from punctual_cli.common import add_paging_options
+from punctual_cli.output import print_ids
 from punctual_cli.views import executions as execution_views
 from punctual_client.transport import JsonObject, PunctualClient
 
@@ -116,15 +118,6 @@ def policy_fields(args: argparse.Namespace) -> JsonObject:
     if getattr(args, "pause_after_failures", None) is None:
         return {}
     return {"pause_after_failures": args.pause_after_failures}
-
-
-# -- output ------------------------------------------------------------------------------------------
-
-
-def print_ids(items: list[Any], key: str = "id") -> None:
-    for item in items:
-        if isinstance(item, dict) and item.get(key):
-            print(item[key])
 
 
 # -- commands ----------------------------------------------------------------------------------------
@@ -275,11 +268,6 @@ def register(
     """Add the monitoring commands to the parser (`command` makes one, as build_parser does;
     `everywhere` holds the options taken after any command word)."""
 
-    def paging(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--limit", type=_positive, help="page size (1-100)")
-        sub.add_argument("--cursor", help="continue from this next_cursor")
-        sub.add_argument("--all", action="store_true", help="follow next_cursor to the end")
-
     retry = command(
         job_commands, "retry", cmd_retry, "run a failed (or skipped) execution once more, now, as a new one"
     )
@@ -292,7 +280,9 @@ def register(
         parents=[everywhere],
     )
     letter_commands = letters.add_subparsers(dest="dead_letters_command", metavar="ACTION", required=True)
-    paging(command(letter_commands, "list", cmd_dead_letters_list, "list your dead-lettered executions"))
+    add_paging_options(
+        command(letter_commands, "list", cmd_dead_letters_list, "list your dead-lettered executions")
+    )
     redrive = command(
         letter_commands,
         "redrive",

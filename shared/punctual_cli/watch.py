@@ -1,4 +1,6 @@
-"""`punctual watch`: the live views. Of one job: its executions as they were when the watch began, at
+"""A job's executions: listed (`punctual executions`), and followed live (`punctual watch`).
+
+The live views. Of one job: its executions as they were when the watch began, at
 their own times, then each new one and each change. Of every job (Tail): the latest runs and the next
 one due, then the changes of the jobs with something going on."""
 
@@ -13,9 +15,17 @@ from typing import Any
 
 from punctual.platform.clock import Clock
 from punctual.platform.timefmt import parse_rfc3339
-from punctual_cli import common, display
+from punctual_cli import common, display, monitoring
 from punctual_cli import formatting as cli_format
-from punctual_cli.common import UsageError
+from punctual_cli.common import (
+    EXIT_OK,
+    UsageError,
+    add_job_argument,
+    add_paging_options,
+    positive_float,
+    positive_int,
+)
+from punctual_cli.output import show_page
 from punctual_cli.views import executions as execution_views
 from punctual_client.errors import ConnectionFailed
 from punctual_client.transport import JsonObject, PunctualClient
@@ -309,3 +319,63 @@ def watch_all(client: PunctualClient, args: argparse.Namespace, clock: Clock) ->
             clock.sleep(args.interval)
     except KeyboardInterrupt:
         return 0
+
+
+def cmd_executions(client: PunctualClient, args: argparse.Namespace) -> int:
+    filters = {
+        "status": args.status,
+        "since": monitoring.since_value(args.since, "--since", common.clock),
+        "until": monitoring.since_value(args.until, "--until", common.clock),
+    }
+    if args.all:
+        items = list(client.iter_executions(args.job, limit=args.limit, **filters))
+        page: JsonObject = {"items": items, "next_cursor": None}
+    else:
+        page = client.list_executions(args.job, limit=args.limit, cursor=args.cursor, **filters)
+    show_page(page, args, lambda items: execution_views.executions_table(items, args.job), "executions")
+    return EXIT_OK
+
+
+def register(commands: Any, command: Callable[..., Any]) -> None:
+    """Add `executions` and `watch` to the parser (`command` makes one, as build_parser does)."""
+    executions = command(commands, "executions", cmd_executions, "list a job's executions, newest first")
+    add_job_argument(executions)
+    executions.add_argument(
+        "--status",
+        type=str.upper,
+        choices=("PENDING", "QUEUED", "RUNNING", "RETRYING", "SUCCEEDED", "FAILED", "CANCELLED", "SKIPPED"),
+        help="only executions in this status",
+    )
+    executions.add_argument(
+        "--since", metavar="TIME", help="scheduled at or after: an RFC 3339 time, or 2h (ago)"
+    )
+    executions.add_argument(
+        "--until", metavar="TIME", help="scheduled before: an RFC 3339 time, or 30m (ago)"
+    )
+    add_paging_options(executions)
+
+    watch = command(
+        commands,
+        "watch",
+        cmd_watch,
+        "follow a job's executions live until Ctrl-C; without a job, every job's (a live tail: "
+        "state changes as they happen, lateness, errors)",
+    )
+    watch.add_argument("job", metavar="JOB", nargs="?", help="the job id (none: all your jobs)")
+    watch.add_argument(
+        "--name-prefix", metavar="PREFIX", help="without a job: only jobs whose name starts so"
+    )
+    watch.add_argument("--interval", type=positive_float, default=2.0, metavar="SECONDS", help="poll period")
+    watch.add_argument(
+        "--until-final", action="store_true", help="stop once the job is COMPLETED or CANCELLED"
+    )
+    watch.add_argument(
+        "--count",
+        type=positive_int,
+        metavar="N",
+        help="stop once N executions have finished (earlier ones count)",
+    )
+    watch.add_argument(
+        "--timeout", type=positive_float, metavar="SECONDS", help="give up (exit 1) after this"
+    )
+    watch.add_argument("--limit", type=positive_int, default=50, help="executions fetched per poll")
