@@ -9,13 +9,28 @@ is defined:
   in `figures` with the command that produced them;
 - assumptions (task duration, Lambda memory, batch fill: `figures.Assumptions`), which the caller can
   change.
-`model` computes the plan from them and `render` shows it to people. docs/scaling.md walks through
+`model` computes the plan from them (with `cost`, `provisioned` and the warnings of `limits`;
+`result` holds what it answers), `render` shows it to people, and `command` is `punctual capacity`. docs/scaling.md walks through
 the same arithmetic for 10,000 a second and a 1,000,000 burst minute. The table is priced on-demand,
 or provisioned and auto scaled (`plan(..., utilisation_percent=70)`).
 
 The names below are the planner's interface, used as `capacity.plan(...)`, `capacity.PRICES`.
 """
 
+from punctual_cli.capacity.cost import (
+    RESERVED_BLOCK_UNITS,
+    RESERVED_TERM_HOURS,
+    cost_per_execution,
+    eventbridge_scheduler_per_million,
+    events_per_execution,
+    fixed_monthly,
+    index_write_units,
+    per_million,
+    provisioned_prices,
+    provisioned_read_unit_price,
+    provisioned_write_unit_price,
+    reserved_prices,
+)
 from punctual_cli.capacity.figures import (
     BATCH_JOBS,
     BOOKKEEPING_WRITES_PER_SHARD,
@@ -23,6 +38,7 @@ from punctual_cli.capacity.figures import (
     FIXED_METRICS,
     HANDED_OFF_EXTRA_WRITE_UNITS,
     HANDED_OFF_FEWER_READ_UNITS,
+    HOURS_PER_MONTH,
     IDLE_POLLS_PER_MINUTE,
     INDEXES,
     KEYS_ONLY_ENTRY_BYTES,
@@ -38,35 +54,19 @@ from punctual_cli.capacity.figures import (
     ExecutionUsage,
     Prices,
     batch_api_seconds,
+    scanner_rate,
 )
 from punctual_cli.capacity.model import (
     DRAIN_SHARE,
     FILING_SHARE,
-    HOURS_PER_MONTH,
-    INDEX_MAX_READ_UNITS,
-    MIN_PROVISIONED_UNITS,
-    RESERVED_BLOCK_UNITS,
-    RESERVED_TERM_HOURS,
-    UTILISATION_RANGE,
     WORKER_HEADROOM,
-    Plan,
-    ProvisionedPlan,
     blended,
-    cost_per_execution,
     environments_for,
-    eventbridge_scheduler_per_million,
-    events_per_execution,
-    fixed_monthly,
-    index_write_units,
-    per_million,
     plan,
-    provisioned_prices,
-    provisioned_read_unit_price,
-    provisioned_write_unit_price,
-    reserved_prices,
-    scanner_rate,
 )
+from punctual_cli.capacity.provisioned import INDEX_MAX_READ_UNITS, MIN_PROVISIONED_UNITS, UTILISATION_RANGE
 from punctual_cli.capacity.render import render
+from punctual_cli.capacity.result import Plan, ProvisionedPlan
 
 __all__ = [
     "BATCH_JOBS",

@@ -2,7 +2,7 @@
 with the command that produced it), and the assumptions the caller may change.
 
 AWS's documented limits, and the figures the runtime's burst forecast also uses, are in
-punctual.platform.aws_limits; the arithmetic on all of them is punctual_cli.capacity.model.
+punctual.platform.aws_limits; the arithmetic on all of them is punctual_cli.capacity.model and .cost.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from punctual.platform import aws_limits as sizing
 from punctual.platform import resources
+from punctual.platform.aws_limits import LAMBDA_MB_PER_VCPU
 
 # --------------------------------------------------------------------------------------- prices
 
@@ -58,6 +59,7 @@ class Prices:
 PRICES = Prices()
 
 SECONDS_PER_MONTH = 730 * 3600  # AWS bills a month as 730 hours
+HOURS_PER_MONTH = SECONDS_PER_MONTH / 3600
 
 # ------------------------------------------------------------------- measured (benchmark 2)
 # The scanner's own CPU per execution, and one invocation's rate with a whole core, from
@@ -227,3 +229,9 @@ FIXED_ALARMS = 12
 FIXED_METRICS = 12
 IDLE_POLLS_PER_MINUTE = 15
 BOOKKEEPING_WRITES_PER_SHARD = 4  # write units a shard a tick
+
+
+def scanner_rate(memory_mb: int) -> float:
+    """Executions a second one scanner invocation enqueues at `memory_mb` (GIL: one core at most)."""
+    share = min(1.0, memory_mb / LAMBDA_MB_PER_VCPU)
+    return min(SCANNER_RATE_FULL_CORE, share * 1e6 / SCANNER_CPU_MS_PER_1000)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from punctual.platform.aws_limits import PARTITION_WRITE_UNITS
 from punctual_cli.capacity.figures import PRICES
-from punctual_cli.capacity.model import Plan, ProvisionedPlan
+from punctual_cli.capacity.result import Plan, ProvisionedPlan
 
 _API_NAMES = {"http": "HTTP API", "rest": "REST API"}
 
