@@ -12,7 +12,7 @@ import pytest
 
 from punctual.platform.clock import ManualClock
 from punctual_cli import common, display
-from tests.unit.test_cli import NOW, FakeApi, _handler_for
+from tests.unit.cli.test_cli import NOW, FakeApi, _handler_for
 
 
 @pytest.fixture(autouse=True)

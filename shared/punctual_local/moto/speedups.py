@@ -7,7 +7,7 @@ of it and left nothing for creating jobs. Where that time went, and what is done
 - Serialising the answer through the service model (`moto.core.serialize`), member by member, was a
   quarter of an UpdateItem that returns its item and most of a GetItem. The item operations' results
   are DynamoDB JSON already, so they are written with `json.dumps`; what the two give is checked
-  equal in tests/integration/test_moto_speedups.py.
+  equal in tests/local/moto/test_speedups.py.
 - moto's validator walks the update expression's tree once per check (ten of them), and one check
   (at most one SET, one REMOVE...) counted the clauses again under every node of a SET's chain of
   actions, which grows with the square of the expression's length: a claim that stores its

@@ -12,7 +12,7 @@ from punctual_client import transport
 from punctual_client._client import Client
 from punctual_client._results import Execution, Job
 from punctual_client.transport import ApiError
-from tests.unit.test_cli import FakeApi, execution, job
+from tests.unit.cli.test_cli import FakeApi, execution, job
 
 
 def test_create_job_sends_the_fields_and_answers_a_typed_job(cli_api: FakeApi) -> None:

@@ -2,7 +2,7 @@
 request body and answers, as `data/openapi_operations.json` records. The record was taken before the
 API module became a package; an intended change to the API updates it:
 
-    .venv/bin/python -m tests.unit.test_openapi_document > tests/unit/data/openapi_operations.json
+    .venv/bin/python -m tests.unit.api.test_openapi_document > tests/unit/api/data/openapi_operations.json
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Schedules: validation, cron (UTC, time zones, daylight saving time), rate, at, preview.
 
-DST rules are the contract's (docs/api.md): Debian cron's (tests/unit/test_cron.py holds the exact model).
+DST rules are the contract's (docs/api.md): Debian cron's (tests/unit/domain/test_cron.py holds the exact model).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A fixed sequence of DynamoDB calls on moto, printed as JSON: what each answered or raised.
 
-Run as `python tests/integration/moto_sequence.py [--speedups]` by test_moto_speedups.py, once on
+Run as `python tests/local/moto/moto_sequence.py [--speedups]` by test_speedups.py, once on
 moto as it is and once with punctual_local.moto.speedups, in processes of their own (the speedups
 patch moto's classes for good). The two outputs must be equal: the speedups change how fast moto
 answers, never what. Likewise `--server [--lane]`: through moto's server, with and without the local
