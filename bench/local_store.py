@@ -36,7 +36,8 @@ from typing import Any
 from bench import precision
 from bench.precision import LocalStack, percentile
 from punctual_client.transport import PunctualClient
-from punctual_local.moto.journal import SNAPSHOT_NAME, SnapshotWriter, compact, read_snapshot, segments
+from punctual_local.moto.compactor import compact
+from punctual_local.moto.data_files import SNAPSHOT_NAME, SnapshotWriter, read_snapshot, segments
 
 TEMPLATE_JOBS = 20
 RUNS_PER_HISTORY_JOB = 4

@@ -1,4 +1,4 @@
-"""Make moto's DynamoDB cheaper per call, for the local stack. Never used on AWS.
+"""Make moto's DynamoDB and SQS cheaper per call, for the local stack. Never used on AWS.
 
 Under a burst, moto's DynamoDB was the local stack's bottleneck: an UpdateItem on an execution cost
 7 to 13 ms of moto's one core (a PutItem about 1.6 ms), so some forty executions a second used all
@@ -28,6 +28,11 @@ of it and left nothing for creating jobs. Where that time went, and what is done
   its instant (whether its job changed: three attributes of up to a hundred jobs). A projection of
   top-level attributes only takes them from the item as they are; one with nested paths is moto's.
 
+- moto 5's Table.query sorted every item of the table before keeping the partition's
+  (`query_only_the_partition`).
+- moto's SQS receive checked each message's retention by counting the whole queue
+  (`lighten_sqs_receives`).
+
 Conditions, the checks themselves and the write are moto's own code, unchanged.
 """
 
@@ -37,6 +42,8 @@ import base64
 import functools
 import importlib
 import json
+import threading
+import time
 from collections import deque
 from typing import Any
 
@@ -289,3 +296,75 @@ def _project_top_level_attributes_directly() -> None:
         return projected
 
     Item.project = functools.wraps(project)(fast)  # type: ignore[method-assign]
+
+
+_partition = threading.local()
+
+
+_QUERY_INDEX_NAME_ARG = 6  # Table.query(hash_key, range_comparison, ..., index_name, ...): its place
+
+
+def query_only_the_partition() -> None:
+    """Answer a query on the table's own key from that partition's items, as DynamoDB does.
+
+    moto 5's Table.query sorts every item of the table (all_items) and then keeps the partition's,
+    so each of the scanner's queries (shards x minutes, every tick) cost more as the table grew:
+    a tick took seconds at the precision benchmark's 7,000 items, and moto was busy for the handlers
+    meanwhile. While a thread runs such a query, all_items returns only the partition's items, in
+    the order all_items would. Queries on an index, and everything else, are left as they are.
+    """
+    from moto.dynamodb.models.table import Table
+
+    if getattr(Table, "_punctual_partition_queries", False):
+        return
+    original_query, original_all_items = Table.query, Table.all_items
+
+    def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        index_name = args[_QUERY_INDEX_NAME_ARG] if len(args) > _QUERY_INDEX_NAME_ARG else None
+        if index_name is not None or kwargs.get("index_name") is not None or hash_key is None:
+            return original_query(self, hash_key, *args, **kwargs)
+        _partition.key = hash_key
+        try:
+            return original_query(self, hash_key, *args, **kwargs)
+        finally:
+            _partition.key = None
+
+    def all_items(self: Any) -> Any:
+        key = getattr(_partition, "key", None)
+        if key is None or not self.range_key_attr:
+            return original_all_items(self)
+        return sorted(self.items.get(key, {}).values(), key=lambda item: item.range_key)
+
+    Table.query = query  # type: ignore[method-assign]
+    Table.all_items = all_items  # type: ignore[method-assign]
+    Table._punctual_partition_queries = True  # type: ignore[attr-defined]
+
+
+def lighten_sqs_receives() -> None:
+    """Two costs of moto's ReceiveMessage that grew with the queue, under a burst most of moto's time.
+
+    - For every message it hands out, it checks the message against the queue's retention period
+      by asking for all of the queue's attributes, which counts the visible, in-flight and delayed
+      messages one by one: a receive cost the square of what the queue held (executions claimed
+      ahead of their instant hold their messages in flight). The period is read from its field.
+    - Each look at a message (visible? delayed?) read the time through moto's unix_time, which
+      builds two datetimes and runs an import: the time is read as time.time(), the same clock.
+    """
+    import moto.sqs.models as sqs_models
+    from moto.core.utils import unix_time as moto_unix_time
+
+    def unix_time(dt: Any = None) -> float:
+        return time.time() if dt is None else float(moto_unix_time(dt))
+
+    def unix_time_millis(dt: Any = None) -> float:
+        return unix_time(dt) * 1000.0
+
+    def is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Any) -> bool:
+        retention = int(self.get_queue(queue_name).message_retention_period)
+        return bool(retention + (message.sent_timestamp or 0) / 1000 > unix_time())
+
+    sqs_models.unix_time = unix_time
+    sqs_models.unix_time_millis = unix_time_millis
+    sqs_models.SQSBackend.is_message_valid_based_on_retention_period = (  # type: ignore[method-assign]
+        is_message_valid_based_on_retention_period
+    )
