@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from punctual_client.transport import ApiError, PunctualClient
+from punctual_client.errors import ApiError
+from punctual_client.transport import PunctualClient
 from punctual_local.server import ApiServer, Limits
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from bench import cost
 from infra.settings import DeploySettings
-from punctual_cli import capacity
+from punctual_cli import capacity, common
 from punctual_cli import main as cli
 from punctual_cli.capacity.figures import Assumptions, ExecutionUsage, Prices
 
@@ -195,11 +195,11 @@ def test_cli_prints_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
     # When asking the CLI for 10,000 a second, as JSON
     code = cli.main(["capacity", "--jobs-per-second", "10000", "--scanner-memory", "1769", "--json"])
     # Then it prints the plan, calling nothing
-    assert code == cli.EXIT_OK
+    assert code == common.EXIT_OK
     plan = json.loads(capsys.readouterr().out)
     assert (plan["shard_count"], plan["scanner_fanout"], plan["worker_max_concurrency"]) == (40, 5, 375)
     # and for people, a table naming the CDK settings
-    assert cli.main(["capacity", "--jobs-per-second", "10000"]) == cli.EXIT_OK
+    assert cli.main(["capacity", "--jobs-per-second", "10000"]) == common.EXIT_OK
     text = capsys.readouterr().out
     assert "shard_count" in text and "scanner_fanout" in text and "per million executions" in text
 
@@ -207,19 +207,19 @@ def test_cli_prints_the_plan(capsys: pytest.CaptureFixture[str]) -> None:
 def test_cli_prices_the_api_type_deployed(capsys: pytest.CaptureFixture[str]) -> None:
     # Given the plan priced as deployed by default (an HTTP API) and with -c api_type=rest
     def per_million(*extra: str) -> tuple[str, float]:
-        assert cli.main(["capacity", "--jobs-per-second", "100", "--json", *extra]) == cli.EXIT_OK
+        assert cli.main(["capacity", "--jobs-per-second", "100", "--json", *extra]) == common.EXIT_OK
         plan = json.loads(capsys.readouterr().out)
         return plan["api_type"], plan["cost_per_million"]["api_gateway"]
 
     # Then each request is priced at its type's list price
     assert per_million() == ("http", pytest.approx(1.00))
     assert per_million("--api", "rest") == ("rest", pytest.approx(3.50))
-    assert cli.main(["capacity", "--jobs-per-second", "100", "--api", "rest"]) == cli.EXIT_OK
+    assert cli.main(["capacity", "--jobs-per-second", "100", "--api", "rest"]) == common.EXIT_OK
     assert "REST API" in capsys.readouterr().out
 
 
 def test_cli_refuses_a_share_over_one(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["capacity", "--jobs-per-second", "10", "--recurring-share", "2"]) == cli.EXIT_USAGE
+    assert cli.main(["capacity", "--jobs-per-second", "10", "--recurring-share", "2"]) == common.EXIT_USAGE
     assert "--recurring-share" in capsys.readouterr().err
 
 
@@ -384,16 +384,20 @@ def test_a_busier_minute_sets_the_maximums() -> None:
     peak = 1_000_000 / 60
     bookkeeping = BOOKKEEPING * p.shard_count / 60
     # Then the minimums follow the sustained rate, the maximums the busiest minute's
-    assert c["table_min_write_units"] == capacity.model._capacity(10_000 * TABLE_WRITES + bookkeeping, 0.7)
-    assert c["table_max_write_units"] == capacity.model._capacity(peak * TABLE_WRITES + bookkeeping, 0.7)
+    assert c["table_min_write_units"] == capacity.provisioned.capacity_units(
+        10_000 * TABLE_WRITES + bookkeeping, 0.7
+    )
+    assert c["table_max_write_units"] == capacity.provisioned.capacity_units(
+        peak * TABLE_WRITES + bookkeeping, 0.7
+    )
     assert c["table_max_read_units"] == math.ceil(peak * 4 / 0.7)
     assert c["index_max_write_units"] == math.ceil(peak * 3 / 0.7) == 71_429
 
 
 def test_capacity_is_rounded_up_from_the_exact_quotient() -> None:
     # 21 / 0.7 is 30.000000000000004 in floating point: not a reason to provision 31
-    assert capacity.model._capacity(21, 0.7) == 30
-    assert capacity.model._capacity(21.01, 0.7) == 31
+    assert capacity.provisioned.capacity_units(21, 0.7) == 30
+    assert capacity.provisioned.capacity_units(21.01, 0.7) == 31
 
 
 def test_small_loads_get_the_floor_and_pay_for_it() -> None:
@@ -511,7 +515,7 @@ def test_the_plan_deploys_as_it_is_printed() -> None:
 
 
 def test_on_demand_json_is_unchanged(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["capacity", "--jobs-per-second", "10000", "--json"]) == cli.EXIT_OK
+    assert cli.main(["capacity", "--jobs-per-second", "10000", "--json"]) == common.EXIT_OK
     plan = json.loads(capsys.readouterr().out)
     assert set(plan) == ON_DEMAND_FIELDS
     assert list(plan["cost_per_million"]) == [*ON_DEMAND_COST_ROWS, "total"]
@@ -521,7 +525,7 @@ def test_on_demand_json_is_unchanged(capsys: pytest.CaptureFixture[str]) -> None
 def test_cli_provisioned_json(capsys: pytest.CaptureFixture[str]) -> None:
     # When asking for a provisioned plan, 60 % busy, as JSON
     args = ["capacity", "--jobs-per-second", "10000", "--provisioned", "--utilisation", "60", "--json"]
-    assert cli.main(args) == cli.EXIT_OK
+    assert cli.main(args) == common.EXIT_OK
     plan = json.loads(capsys.readouterr().out)
     # Then the on-demand fields are all there, and the provisioned ones besides
     assert set(plan) == ON_DEMAND_FIELDS | {"provisioned"}
@@ -534,19 +538,19 @@ def test_cli_provisioned_json(capsys: pytest.CaptureFixture[str]) -> None:
         assert key in provisioned
     assert {"dynamodb_index_writes", "fixed_capacity_floor"} <= set(plan["monthly_cost"])
     # and --utilisation defaults to 70
-    assert cli.main(["capacity", "--jobs-per-second", "10", "--provisioned", "--json"]) == cli.EXIT_OK
+    assert cli.main(["capacity", "--jobs-per-second", "10", "--provisioned", "--json"]) == common.EXIT_OK
     assert json.loads(capsys.readouterr().out)["provisioned"]["target_utilisation"] == 70
 
 
 def test_cli_prints_the_provisioned_context_and_its_assumption(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["capacity", "--jobs-per-second", "10000", "--burst", "1000000", "--provisioned"]
-    assert cli.main(args) == cli.EXIT_OK
+    assert cli.main(args) == common.EXIT_OK
     text = capsys.readouterr().out
     assert all(key in text for key in CONTEXT_KEYS)
     assert "steady load" in text and "minimums, busy or idle" in text
     assert "the busiest minute needs" in text
     # and the on-demand plan says nothing of it
-    assert cli.main(["capacity", "--jobs-per-second", "10000"]) == cli.EXIT_OK
+    assert cli.main(["capacity", "--jobs-per-second", "10000"]) == common.EXIT_OK
     text = capsys.readouterr().out
     assert "table_capacity" not in text and "on-demand" in text
 
@@ -563,7 +567,7 @@ def test_cli_prints_the_provisioned_context_and_its_assumption(capsys: pytest.Ca
 def test_cli_refuses_a_bad_utilisation(
     capsys: pytest.CaptureFixture[str], extra: list[str], message: str
 ) -> None:
-    assert cli.main(["capacity", "--jobs-per-second", "10", *extra]) == cli.EXIT_USAGE
+    assert cli.main(["capacity", "--jobs-per-second", "10", *extra]) == common.EXIT_USAGE
     captured = capsys.readouterr()
     assert message in captured.err and captured.out == ""
 
@@ -632,11 +636,11 @@ def test_a_reservation_under_one_block_is_warned_of() -> None:
 
 def test_cli_reserved(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["capacity", "--jobs-per-second", "10000", "--provisioned", "--reserved"]
-    assert cli.main([*args, "--json"]) == cli.EXIT_OK
+    assert cli.main([*args, "--json"]) == common.EXIT_OK
     assert json.loads(capsys.readouterr().out)["provisioned"]["reserved"] is True
-    assert cli.main(args) == cli.EXIT_OK
+    assert cli.main(args) == common.EXIT_OK
     assert "one-year reserved capacity" in capsys.readouterr().out
-    assert cli.main(["capacity", "--jobs-per-second", "10", "--reserved"]) == cli.EXIT_USAGE
+    assert cli.main(["capacity", "--jobs-per-second", "10", "--reserved"]) == common.EXIT_USAGE
     captured = capsys.readouterr()
     assert "add --provisioned" in captured.err and captured.out == ""
 

@@ -25,7 +25,9 @@ from punctual.api.schemas import JobIn, JobPatch, PreviewIn
 from punctual.platform.clock import ManualClock
 from punctual_cli import common
 from punctual_cli import main as cli
-from punctual_client.transport import ApiError, PunctualClient, SigV4Auth
+from punctual_client.auth import SigV4Auth
+from punctual_client.errors import ApiError
+from punctual_client.transport import PunctualClient
 
 NOW = datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC)
 DROP = object()  # an answer that closes the connection without a response
@@ -946,12 +948,13 @@ def test_a_reader_that_stops_early_is_not_an_error(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(cli.os, "dup2", lambda fd, fd2: redirected.append((fd, fd2)))
     monkeypatch.setattr(cli.sys, "stdout", io.StringIO())
     monkeypatch.setattr(cli.sys.stdout, "fileno", lambda: 1, raising=False)
-    assert cli.main([]) == cli.EXIT_OK
+    assert cli.main([]) == common.EXIT_OK
     assert [fd2 for _, fd2 in redirected] == [1]
 
 
 def test_policy_options_build_the_job_policy() -> None:
-    from punctual_cli.main import build_parser, build_policy
+    from punctual_cli.job_options import build_policy
+    from punctual_cli.main import build_parser
 
     args = build_parser().parse_args(
         [
@@ -1032,7 +1035,7 @@ def test_jobs_create_with_a_named_task_sends_its_name_and_params(
     assert "send-email (named task)" in out and "the task's" in out
     # (a type's own flags make no sense for a named task)
     code, _, err = run(api, capsys, "jobs", "create", "--task", "send-email", "--url", "https://example.com")
-    assert code == cli.EXIT_USAGE and "named task" in err
+    assert code == common.EXIT_USAGE and "named task" in err
 
 
 def test_pause_by_tag_follows_the_cursor_until_done(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
@@ -1050,10 +1053,10 @@ def test_pause_by_tag_follows_the_cursor_until_done(api: FakeApi, capsys: pytest
     assert [r.query.get("cursor") for r in requests] == [None, ["c1"]]
     assert all(r.query["tag"] == ["team:billing"] for r in requests)
     assert "job-1" in out and "job-2" in out
-    assert "job-3" in err and code == cli.EXIT_FAILURE
+    assert "job-3" in err and code == common.EXIT_FAILURE
     # and a job id with --tag, or neither, is a usage error
-    assert run(api, capsys, "jobs", "pause")[0] == cli.EXIT_USAGE
-    assert run(api, capsys, "jobs", "pause", "job-1", "--tag", "a:b")[0] == cli.EXIT_USAGE
+    assert run(api, capsys, "jobs", "pause")[0] == common.EXIT_USAGE
+    assert run(api, capsys, "jobs", "pause", "job-1", "--tag", "a:b")[0] == common.EXIT_USAGE
 
 
 def test_tasks_lists_the_types_and_the_named_tasks(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
@@ -1095,7 +1098,7 @@ def test_get_shows_each_policy_the_job_has_instead_of_default(
 
 def test_every_job_policy_field_set_shows_in_the_summary() -> None:
     from punctual.domain.policies import JobPolicy
-    from punctual_cli.formatting import policy_summary
+    from punctual_cli.views.jobs import policy_summary
 
     # Given a value other than its default for every field of the job policy
     changed = {

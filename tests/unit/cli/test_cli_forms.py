@@ -14,17 +14,12 @@ from punctual_cli import common
 from punctual_cli import formatting as cli_format
 from punctual_cli import main as cli
 from punctual_cli.common import UsageError, parse_duration
-from punctual_cli.main import build_schedule, build_task
-from punctual_client.transport import (
-    BearerAuth,
-    ConfigurationError,
-    PunctualClient,
-    SigV4Auth,
-    default_endpoint,
-    is_loopback,
-    region_for,
-    sign_request,
-)
+from punctual_cli.job_options import build_schedule, build_task
+from punctual_cli.views import jobs as job_views
+from punctual_client.auth import BearerAuth, SigV4Auth, sign_request
+from punctual_client.endpoints import default_endpoint, is_loopback, region_for
+from punctual_client.errors import ConfigurationError
+from punctual_client.transport import PunctualClient
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -280,7 +275,7 @@ def test_remote_endpoint_without_credentials_exits_2(
     ],
 )
 def test_schedule_summaries(schedule: dict[str, Any] | None, summary: str) -> None:
-    assert cli_format.schedule_summary(schedule) == summary
+    assert job_views.schedule_summary(schedule) == summary
 
 
 def test_table_aligns_columns_and_does_not_pad_the_last() -> None:

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 import pytest
 
 from punctual.platform.clock import ManualClock
-from punctual_client import transport
+from punctual_client import errors
 from punctual_client._client import Client
 from punctual_client._results import Execution, Job
-from punctual_client.transport import ApiError
+from punctual_client.errors import ApiError
 from tests.unit.cli.test_cli import FakeApi, execution, job
 
 
@@ -60,7 +60,7 @@ def test_errors_are_the_commands_own(cli_api: FakeApi) -> None:
     with pytest.raises(ApiError) as refused:
         Client(cli_api.url).get_job("nope")
 
-    assert refused.type is transport.ApiError
+    assert refused.type is errors.ApiError
     assert refused.value.status == 404 and refused.value.details == ["id: no such job"]
 
 
