@@ -21,9 +21,10 @@ from moto import mock_aws
 
 from punctual_local import clients, provision
 from punctual_local.moto.atomic import make_writes_atomic
-from punctual_local.moto.durable import DurableTables, install_hooks
+from punctual_local.moto.durable import DurableTables
 from punctual_local.moto.faults import ENVIRONMENT_SWITCH
 from punctual_local.moto.journal import StorageFailed
+from punctual_local.moto.write_hooks import install_hooks
 
 
 class MotoProcess:

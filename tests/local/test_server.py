@@ -15,7 +15,8 @@ import pytest
 
 from punctual_client.errors import ApiError
 from punctual_client.transport import PunctualClient
-from punctual_local.server import ApiServer, Limits
+from punctual_local.connection import Limits
+from punctual_local.server import ApiServer
 
 
 @pytest.fixture

@@ -13,9 +13,11 @@ from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
 from punctual.store.queue import WorkItem, WorkQueue
 from punctual_local.holding import HoldingSqs
-from punctual_local.moto.durable import DurableTables, install_hooks
-from punctual_local.moto.journal import compact, segments
-from punctual_local.moto.process import query_only_the_partition
+from punctual_local.moto.compactor import compact
+from punctual_local.moto.data_files import segments
+from punctual_local.moto.durable import DurableTables
+from punctual_local.moto.speedups import query_only_the_partition
+from punctual_local.moto.write_hooks import install_hooks
 from punctual_local.persistence import recover, work_items
 from tests.world import World, mocked_world
 

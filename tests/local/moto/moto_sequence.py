@@ -4,7 +4,7 @@ Run as `python tests/local/moto/moto_sequence.py [--speedups]` by test_speedups.
 moto as it is and once with punctual_local.moto.speedups, in processes of their own (the speedups
 patch moto's classes for good). The two outputs must be equal: the speedups change how fast moto
 answers, never what. Likewise `--server [--lane]`: through moto's server, with and without the local
-stack's lane for JSON calls (punctual_local.moto.process.JsonCallsLane), statuses and headers too.
+stack's lane for JSON calls (punctual_local.moto.serving.JsonCallsLane), statuses and headers too.
 """
 
 from __future__ import annotations
@@ -373,7 +373,7 @@ def on_server(lane: bool) -> list[Any]:
     from werkzeug.serving import make_server
 
     from punctual.platform import resources
-    from punctual_local.moto.process import JsonCallsLane
+    from punctual_local.moto.serving import JsonCallsLane
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     app: Any = DomainDispatcherApplication(create_backend_app)

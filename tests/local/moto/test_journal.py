@@ -10,21 +10,20 @@ from typing import IO, Any
 
 import pytest
 
-from punctual_local.moto.faults import FillableDisk
-from punctual_local.moto.journal import (
+from punctual_local.moto.compactor import compact
+from punctual_local.moto.data_files import (
     SNAPSHOT_NAME,
-    Journal,
     SegmentRead,
     SnapshotWriter,
-    StorageFailed,
     StoreError,
-    compact,
     read_segment,
     read_snapshot,
     segment_path,
     segments,
     snapshot_header,
 )
+from punctual_local.moto.faults import FillableDisk
+from punctual_local.moto.journal import Journal, StorageFailed
 
 
 def key(n: int) -> bytes:
