@@ -1,7 +1,7 @@
 """A disk that fills up on demand, for testing how the local stack's journal meets a full disk.
 
 moto's process puts its journal on one when started with PUNCTUAL_LOCAL_FAULTS=1, and then answers
-POST /_punctual/disk with the body `full` or `free` (durable.DurableApp). Nothing else uses it.
+POST /_punctual/disk with the body `full` or `free` (durable_app.DurableApp). Nothing else uses it.
 """
 
 from __future__ import annotations

@@ -207,7 +207,7 @@ class MotoGate:
     one of moto's slots at a time (`API_SLOTS`) and take one turn in `API_SHARE` while the stack's
     calls wait, so that a busy stack slows the API's reads without stopping them (the API answers
     503 rather than queue its callers). The journal's wait for its disk comes after the handler,
-    outside this gate (durable.DurableApp), so a slot is only ever held by work in moto's
+    outside this gate (durable_app.DurableApp), so a slot is only ever held by work in moto's
     interpreter. Other services' calls (SQS's long polls wait without working) go straight to the app.
     """
 
