@@ -1,0 +1,164 @@
+"""Every action on a job in every status, as docs/api.md's table says, and changes that race a run
+or a stale read: a 409 leaves stored data as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest import mock
+
+import pytest
+
+from punctual.domain.errors import LostRace
+from tests.integration.api_edges import CRON, call, seconds_ahead, snapshot
+from tests.world import World
+
+
+# ------------------------------------------------------------------------------------------------
+# Every action on a job in every status.
+# ------------------------------------------------------------------------------------------------
+def job_in(world: World, status: str) -> dict[str, Any]:
+    if status == "COMPLETED":
+        job = world.create({"type": "now"})
+        world.drain()
+    else:
+        job = world.create(CRON)
+        if status == "PAUSED":
+            world.api("POST", f"/jobs/{job['id']}/pause")
+        elif status == "CANCELLED":
+            world.api("DELETE", f"/jobs/{job['id']}")
+    job = world.job(job["id"])
+    assert job["status"] == status
+    return job
+
+
+# (status, method, suffix, body) -> (answer status, job status after) as docs/api.md and its documented choices say
+TRANSITIONS = {
+    ("ACTIVE", "POST", "/pause", None): (200, "PAUSED"),
+    ("ACTIVE", "POST", "/resume", None): (200, "ACTIVE"),
+    ("ACTIVE", "POST", "/run", None): (202, "ACTIVE"),
+    ("ACTIVE", "PATCH", "", "name"): (200, "ACTIVE"),
+    ("ACTIVE", "DELETE", "", None): (200, "CANCELLED"),
+    ("PAUSED", "POST", "/pause", None): (200, "PAUSED"),
+    ("PAUSED", "POST", "/resume", None): (200, "ACTIVE"),
+    ("PAUSED", "POST", "/run", None): (409, "PAUSED"),
+    ("PAUSED", "PATCH", "", "name"): (200, "PAUSED"),
+    ("PAUSED", "PATCH", "", "schedule"): (200, "PAUSED"),
+    ("PAUSED", "DELETE", "", None): (200, "CANCELLED"),
+    ("COMPLETED", "POST", "/pause", None): (409, "COMPLETED"),
+    ("COMPLETED", "POST", "/resume", None): (409, "COMPLETED"),
+    ("COMPLETED", "POST", "/run", None): (202, "COMPLETED"),
+    ("COMPLETED", "PATCH", "", "schedule"): (200, "ACTIVE"),
+    ("COMPLETED", "DELETE", "", None): (200, "CANCELLED"),
+    ("CANCELLED", "POST", "/pause", None): (409, "CANCELLED"),
+    ("CANCELLED", "POST", "/resume", None): (409, "CANCELLED"),
+    ("CANCELLED", "POST", "/run", None): (409, "CANCELLED"),
+    ("CANCELLED", "PATCH", "", "schedule"): (409, "CANCELLED"),
+    ("CANCELLED", "DELETE", "", None): (200, "CANCELLED"),
+}
+BODIES = {
+    None: None,
+    "name": {"name": "renamed"},
+    "schedule": {"schedule": {"type": "rate", "every_seconds": 600}},
+}
+
+
+def test_every_action_in_every_status(world: World) -> None:
+    for (status, method, suffix, body), (expected_status, expected_job) in TRANSITIONS.items():
+        case = (status, method, suffix, body)
+        job = job_in(world, status)
+        before = snapshot(world)
+        answer = world.api(method, f"/jobs/{job['id']}{suffix}", BODIES[body])
+        assert answer.status == expected_status, (case, answer.body)
+        assert world.job(job["id"])["status"] == expected_job, case
+        if answer.status >= 400:
+            assert snapshot(world) == before, case
+            assert "message" in answer.body
+        elif suffix == "/run":
+            assert answer.body["job_id"] == job["id"] and answer.body["manual"] is True
+        else:
+            assert answer.body["status"] == expected_job, case
+
+
+def test_a_completed_job_can_be_renamed_and_stays_completed(world: World) -> None:
+    # docs/api.md: PATCH changes the name ... -> 200 Job; only a new schedule revives the job
+    job = job_in(world, "COMPLETED")
+    answer = world.api("PATCH", f"/jobs/{job['id']}", {"name": "renamed"})
+    assert answer.status == 200, answer.body
+    assert (answer.body["name"], answer.body["status"]) == ("renamed", "COMPLETED")
+    assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+def test_a_cancelled_job_refuses_every_change_alike(world: World) -> None:
+    job = job_in(world, "CANCELLED")
+    renamed = world.api("PATCH", f"/jobs/{job['id']}", {"name": "renamed"})
+    rescheduled = world.api("PATCH", f"/jobs/{job['id']}", BODIES["schedule"])
+    assert (renamed.status, rescheduled.status) == (409, 409)
+    assert renamed.body["message"] == rescheduled.body["message"] == "job is CANCELLED and cannot be changed"
+
+
+# ------------------------------------------------------------------------------------------------
+# DELETE racing the end of a run: the job changes between the request's read and its write.
+# ------------------------------------------------------------------------------------------------
+def test_a_cancel_racing_the_run_that_completes_the_job_still_cancels_it(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a one-time job whose run is queued
+    job = world.create({"type": "now"})
+    real = world.store.jobs.get_with_last_execution
+    reads: list[str] = []
+
+    def read_then_run(job_id: str, owner: str | None = None) -> Any:
+        found = real(job_id, owner)
+        reads.append(found.status.value)
+        if len(reads) == 1:
+            world.drain()  # the run ends (the job COMPLETED) after DELETE read the job, before it writes
+        return found
+
+    monkeypatch.setattr(world.store.jobs, "get_with_last_execution", read_then_run)
+    # When it is cancelled meanwhile
+    answer = call(world, "DELETE", f"/jobs/{job['id']}")
+    # Then the request read the job again and cancelled it: 200, not 409
+    assert answer.status == 200, answer.body
+    assert answer.body["status"] == "CANCELLED"
+    assert reads == ["ACTIVE", "COMPLETED"]
+    monkeypatch.undo()
+    shown = world.job(job["id"])
+    assert shown["status"] == "CANCELLED"
+    assert shown["last_execution"]["status"] == "SUCCEEDED"  # the run it raced did run
+
+
+def test_a_cancel_that_keeps_losing_the_race_gives_up_with_409(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = world.create(CRON)
+    before = snapshot(world)
+    lost = mock.Mock(side_effect=LostRace("ConditionalCheckFailed"))
+    monkeypatch.setattr(world.store.jobs, "update", lost)
+    answer = call(world, "DELETE", f"/jobs/{job['id']}")
+    assert answer.status == 409 and "changed while this request ran" in answer.body["message"], answer.body
+    assert lost.call_count == 3  # bounded
+    assert snapshot(world) == before
+
+
+def test_a_patch_from_a_stale_read_is_409_and_leaves_no_run_behind(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given two clients that read the same one-time job
+    job = world.create({"type": "at", "at": seconds_ahead(world, 600)})
+    stale = world.store.jobs.get_with_last_execution(job["id"])
+    first = world.api(
+        "PATCH", f"/jobs/{job['id']}", {"schedule": {"type": "at", "at": seconds_ahead(world, 700)}}
+    )
+    # When the second changes it from its stale read
+    monkeypatch.setattr(world.store.jobs, "get_with_last_execution", lambda *_args: stale)
+    second = world.api(
+        "PATCH", f"/jobs/{job['id']}", {"schedule": {"type": "at", "at": seconds_ahead(world, 800)}}
+    )
+    monkeypatch.undo()
+    world.run_for(900)
+    # Then it is refused, and only the first change runs
+    assert first.status == 200
+    assert second.status == 409
+    ran = [e["scheduled_at"] for e in world.executions(job["id"]) if e["status"] == "SUCCEEDED"]
+    assert ran == [first.body["next_run_at"]]

@@ -1,0 +1,105 @@
+"""Listing jobs: page limits, and cursors refused when altered, overlong, or carrying a key their list
+could not have returned.
+"""
+
+from __future__ import annotations
+
+from tests.integration.api_edges import CRON, assert_bad_input, call
+from tests.world import World
+
+
+# ------------------------------------------------------------------------------------------------
+# Listing and cursors.
+# ------------------------------------------------------------------------------------------------
+def test_list_limits_and_cursors(world: World) -> None:
+    ids = []
+    for _ in range(3):
+        ids.append(world.create(CRON)["id"])
+        world.clock.advance(1)
+    for query in ["limit=0", "limit=101", "limit=-1", "limit=", "limit=x", "status=", "status=active"]:
+        assert_bad_input(world.api("GET", "/jobs", query=query), query.split("=")[0])
+    full = world.api("GET", "/jobs", query="limit=100").body
+    assert [j["id"] for j in full["items"]] == list(reversed(ids)) and full["next_cursor"] is None
+    one = world.api("GET", "/jobs", query="limit=1").body
+    cursor = one["next_cursor"]
+    assert cursor and [j["id"] for j in one["items"]] == [ids[2]]
+    execs_cursor = None
+    job = world.create({"type": "cron", "expression": "* * * * *"})
+    world.run_for(150)
+    execs_cursor = world.api("GET", f"/jobs/{job['id']}/executions", query="limit=1").body["next_cursor"]
+    assert execs_cursor
+    for owner, path, query in [
+        ("bob", "/jobs", f"cursor={cursor}"),
+        ("alice", "/jobs", f"cursor={execs_cursor}"),
+        ("alice", f"/jobs/{ids[0]}/executions", f"cursor={execs_cursor}"),
+        ("alice", f"/jobs/{job['id']}/executions", f"cursor={cursor}"),
+        ("alice", "/jobs", "cursor=%C3%A9%00"),
+        ("alice", "/jobs", "cursor=" + cursor[:-4]),
+    ]:
+        answer = world.api("GET", path, owner=owner, query=query)
+        assert answer.status == 400, (owner, path, query, answer.body)
+        assert "items" not in answer.body
+    bob_execs = world.api("GET", f"/jobs/{job['id']}/executions", owner="bob", query=f"cursor={execs_cursor}")
+    assert bob_execs.status in (400, 404) and "items" not in bob_execs.body
+
+
+def test_an_altered_or_overlong_cursor_is_400(world: World) -> None:
+    for _ in range(3):
+        world.create(CRON)
+        world.clock.advance(1)
+    cursor = world.api("GET", "/jobs", query="limit=1").body["next_cursor"]
+    # docs/api.md: "an altered or foreign cursor answers 400"
+    padded = world.api("GET", "/jobs", query="cursor=" + cursor + "A" * 5000)  # too long: 422
+    junk = world.api("GET", "/jobs", query="cursor=" + cursor[:5] + "." + cursor[5:])  # b64 skips '.': 200
+    assert (padded.status, junk.status) == (400, 400), (padded.body, junk.body)
+
+
+# ------------------------------------------------------------------------------------------------
+# A cursor signed by this deployment but carrying a key its list could not have returned: 400.
+# ------------------------------------------------------------------------------------------------
+def test_a_signed_cursor_with_a_malformed_key_is_400(world: World) -> None:
+    job = world.create({"type": "cron", "expression": "* * * * *"})
+    world.clock.advance(1)
+    other = world.create(CRON)
+    world.run_for(150)
+    cursors = world.punctual.cursors
+    jobs_key = {"pk": f"JOB#{job['id']}", "sk": "JOB", "owner_pk": "OWNER#alice", "owner_sk": "1#x"}
+    execs_key = {"pk": f"JOB#{job['id']}", "sk": "EXEC#2026-12-01T09:00:00.000Z#x"}
+    bad_jobs_keys = [
+        {"pk": 5, "sk": "JOB", "owner_pk": "OWNER#alice", "owner_sk": "x"},
+        {**jobs_key, "owner_sk": {"S": "x"}},
+        {**jobs_key, "owner_sk": ["x"]},
+        {**jobs_key, "owner_sk": None},
+        {**jobs_key, "owner_sk": ""},
+        {**jobs_key, "owner_pk": "OWNER#bob"},
+        {**jobs_key, "pk": "IDEM#x"},
+        {**jobs_key, "sk": "EXEC#x"},
+        {**jobs_key, "extra": "x"},
+        {"pk": f"JOB#{job['id']}", "sk": "JOB"},
+        {"x": "y"},
+    ]
+    bad_execs_keys = [
+        {**execs_key, "sk": 1},
+        {**execs_key, "sk": {"nested": True}},
+        {**execs_key, "pk": f"JOB#{other['id']}"},
+        {**execs_key, "sk": "JOB"},
+        {**execs_key, "owner_pk": "OWNER#alice"},
+        {"pk": execs_key["pk"]},
+    ]
+    for key in bad_jobs_keys:
+        for status in ["", "ACTIVE"]:
+            cursor = cursors.encode(key, owner="alice", scope=f"jobs:{status}")
+            query = f"cursor={cursor}" + (f"&status={status}" if status else "")
+            answer = call(world, "GET", "/jobs", query=query)
+            assert (answer.status, answer.body.get("field")) == (400, "cursor"), (key, status, answer.body)
+    for key in bad_execs_keys:
+        cursor = cursors.encode(key, owner="alice", scope=f"executions:{job['id']}")
+        answer = call(world, "GET", f"/jobs/{job['id']}/executions", query=f"cursor={cursor}")
+        assert (answer.status, answer.body.get("field")) == (400, "cursor"), (key, answer.body)
+    # while the cursors the API hands out still page on
+    page = world.api("GET", "/jobs", query="limit=1").body
+    assert world.api("GET", "/jobs", query=f"limit=1&cursor={page['next_cursor']}").status == 200
+    page = world.api("GET", f"/jobs/{job['id']}/executions", query="limit=1").body
+    assert page["next_cursor"], page
+    follow = world.api("GET", f"/jobs/{job['id']}/executions", query=f"limit=1&cursor={page['next_cursor']}")
+    assert follow.status == 200 and follow.body["items"], follow.body

@@ -1,0 +1,333 @@
+"""Bodies at the edges of the contract (docs/api.md): nested too deep, not storable, of another
+content type, not an object, with a key repeated or a number in another form. Each answers 4xx with
+a message naming the field, and changes nothing stored. A webhook's answer nested too deep to store
+as JSON is kept as text.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from tests.integration.api_edges import (
+    BOTH_FORMATS,
+    CRON,
+    HOOK,
+    NOOP,
+    assert_bad_input,
+    call,
+    http_task_raw,
+    nested,
+    snapshot,
+)
+from tests.world import World
+
+
+# ------------------------------------------------------------------------------------------------
+# Nesting: what is stored must read back (pydantic's JSON parser stops near 200 levels).
+# ------------------------------------------------------------------------------------------------
+@BOTH_FORMATS
+def test_a_task_nested_too_deep_is_refused_or_stays_readable(
+    world: World,
+) -> None:
+    # (stored, a task nested 200 deep could not be read back: the job could not be read, listed,
+    # cancelled or run)
+    answer = call(world, "POST", "/jobs", raw=http_task_raw(nested(200)))
+    assert_bad_input(answer, "body")
+    assert snapshot(world) == []
+    # Within the body's 64 levels, a task's parameters take at most 32
+    deep_params = call(world, "POST", "/jobs", raw=http_task_raw(nested(40)))
+    assert_bad_input(deep_params, "task.params")
+    assert "nested deeper than 32 levels" in deep_params.body["message"]
+    assert snapshot(world) == []
+    # and one nested as deep as allowed is stored, readable, listed and cancellable like any other
+    created = call(world, "POST", "/jobs", raw=http_task_raw(nested(30)))
+    assert created.status == 201, created.body
+    job_id = created.body["id"]
+    got = call(world, "GET", f"/jobs/{job_id}")
+    listed = call(world, "GET", "/jobs")
+    cancelled = call(world, "DELETE", f"/jobs/{job_id}")
+    assert (got.status, [j["id"] for j in listed.body["items"]], cancelled.status) == (200, [job_id], 200)
+
+
+def test_a_task_nested_past_the_serialiser_stores_nothing(world: World) -> None:
+    before = snapshot(world)
+    answer = call(world, "POST", "/jobs", raw=http_task_raw(nested(255)))
+    assert answer.status < 500, answer.body  # "Bad input never answers 5xx ..."
+    assert snapshot(world) == before or answer.status == 201  # "... and never changes stored data"
+
+
+# ------------------------------------------------------------------------------------------------
+# A webhook's answer is stored as the execution's result: one nested too deep is kept as text.
+# ------------------------------------------------------------------------------------------------
+class Receiver:
+    """A webhook receiver on loopback that answers every POST with `payload`."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.payload = nested(300)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    found = Receiver("")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            payload = found.payload
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    found.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    try:
+        yield found
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_webhook_answer_that_cannot_be_stored_as_json_is_kept_as_text(
+    world: World, receiver: Receiver
+) -> None:
+    # nested 300 deep, a number no float holds (JSON would store it as null), nested 32 deep (its
+    # result is 33: {"status", "body"} around it), and as deep as a result may be
+    for payload, as_text in [
+        (nested(300), True),
+        (b'{"big": 1e400}', True),
+        (nested(32), True),
+        (nested(31), False),
+    ]:
+        receiver.payload = payload
+        job = world.create({"type": "now"}, task={"type": "http", "params": {"url": receiver.url}})
+        world.run_for(5)
+        assert world.job(job["id"])["status"] == "COMPLETED"
+        answer = call(world, "GET", f"/jobs/{job['id']}/executions")
+        assert answer.status == 200, answer.body
+        result = answer.body["items"][0]["result"]
+        assert result["status"] == 200, result  # (the result as such, not a truncated preview)
+        assert result["body"] == (payload.decode() if as_text else json.loads(payload)), payload[:40]
+
+
+# ------------------------------------------------------------------------------------------------
+# Bodies json.loads takes (or raises on) but no store can keep: 4xx, nothing stored.
+# ------------------------------------------------------------------------------------------------
+SURROGATE_TASK = (
+    b'{"task":{"type":"http","params":{"url":"https://hooks.example.com/run","body":"\\ud800"}},'
+    b'"schedule":{"type":"now"}}'
+)
+
+
+BAD_BODIES = (
+    ("POST", "/jobs", SURROGATE_TASK, {}),
+    ("POST", "/jobs/batch", b'{"jobs":[' + SURROGATE_TASK + b"]}", {}),
+    ("POST", "/jobs", http_task_raw(nested(1000)), {}),
+    (
+        "POST",
+        "/jobs",
+        b'{"task":{"type":"noop"},"schedule":{"type":"now"},"timeout_seconds":' + b"9" * 5000 + b"}",
+        {},
+    ),
+    ("POST", "/jobs", b"x", {"Content-Type": "multipart/form-data"}),
+    ("POST", "/jobs", http_task_raw(b"Infinity"), {}),
+    ("POST", "/jobs", http_task_raw(b"1e400"), {}),
+    ("POST", "/jobs", http_task_raw(b'{"x": -1e999}'), {}),
+)  # a lone surrogate in a task (single, batch), 1,000 levels, 5,000 digits, multipart, Infinity,
+# numbers no float holds (json.loads makes them infinite without a word: stored, they would be null)
+
+
+def test_a_body_no_store_can_keep_is_refused(world: World) -> None:
+    for method, path, raw, headers in BAD_BODIES:
+        answer = call(world, method, path, raw=raw, headers=headers)
+        assert answer.status in (400, 415, 422), (raw[:60], answer.status, answer.body)
+        assert isinstance(answer.body.get("message"), str), answer.body
+    assert snapshot(world) == []
+
+
+def test_a_patched_task_with_a_lone_surrogate_is_refused(world: World) -> None:
+    job = world.create(CRON)
+    before = snapshot(world)
+    raw = b'{"task":{"type":"http","params":{"url":"https://hooks.example.com/run","body":{"\\udfff":1}}}}'
+    answer = call(world, "PATCH", f"/jobs/{job['id']}", raw=raw)
+    assert_bad_input(answer, "unpaired surrogate")
+    assert snapshot(world) == before
+
+
+# ------------------------------------------------------------------------------------------------
+# Content types: JSON in (media types ignore case); anything else 415, in the error shape.
+# ------------------------------------------------------------------------------------------------
+def test_content_types(world: World) -> None:
+    job = world.create(CRON)
+    for content_type in ["text/plain", "application/merge-patch+json", "Text/Plain; charset=utf-8"]:
+        answer = world.api(
+            "PATCH", f"/jobs/{job['id']}", {"name": "x"}, headers={"Content-Type": content_type}
+        )
+        assert answer.status == 415
+        media_type = content_type.split(";")[0].lower()
+        assert answer.body == {
+            "message": f"Content-Type {media_type} is not supported: send JSON, with Content-Type: "
+            "application/json",
+            "field": "header content-type",
+        }
+    for content_type, raw in [
+        ("application/x-www-form-urlencoded", b"name=from-a-form"),
+        (
+            "multipart/form-data; boundary=b",
+            b'--b\r\nContent-Disposition: form-data; name="name"\r\n\r\nfrom-a-form\r\n--b--\r\n',
+        ),
+    ]:  # (the resolver would parse these as forms)
+        answer = world.api("PATCH", f"/jobs/{job['id']}", raw=raw, headers={"Content-Type": content_type})
+        assert answer.status == 415, answer.body
+    assert world.job(job["id"])["name"] == job["name"]
+    # A route that reads no body ignores one, whatever its type (curl -d sends a form)
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    for method, suffix in [("POST", "/pause"), ("POST", "/resume"), ("GET", ""), ("GET", "/executions")]:
+        answer = world.api(method, f"/jobs/{job['id']}{suffix}", raw=b"{}", headers=form)
+        assert answer.status == 200, (method, suffix, answer.body)
+    # Media types ignore case (RFC 9110 8.3.1)
+    answer = world.api(
+        "PATCH", f"/jobs/{job['id']}", {"name": "x"}, headers={"Content-Type": "Application/JSON"}
+    )
+    assert (answer.status, answer.body["name"]) == (200, "x")
+
+
+# ------------------------------------------------------------------------------------------------
+# A body that is missing or not an object: the field named is `body`.
+# ------------------------------------------------------------------------------------------------
+def test_a_body_that_is_not_an_object_is_named(world: World) -> None:
+    for raw in [b"", b"null", b"[]", b'"job"', b"42"]:
+        answer = world.api("POST", "/jobs", raw=raw)
+        assert answer.status == 422
+        assert answer.body["field"] == "body" and answer.body["message"].startswith("body: "), answer.body
+
+
+# ------------------------------------------------------------------------------------------------
+# Numbers are JSON numbers: a number sent as a string, or an integer field sent a float (2.0 as
+# much as 2.5), is refused by name rather than converted. Float fields take integers.
+# ------------------------------------------------------------------------------------------------
+
+
+NOT_NUMBERS = [
+    ({"timeout_seconds": "60"}, "timeout_seconds"),
+    ({"timeout_seconds": 60.0}, "timeout_seconds"),
+    ({"timeout_seconds": 6e1}, "timeout_seconds"),
+    ({"retry": {"max_attempts": "3"}}, "retry.max_attempts"),
+    ({"retry": {"max_attempts": 2.0}}, "retry.max_attempts"),
+    ({"retry": {"max_attempts": True}}, "retry.max_attempts"),
+    ({"retry": {"backoff_seconds": "2"}}, "retry.backoff_seconds"),
+    ({"retry": {"max_backoff_seconds": "300"}}, "retry.max_backoff_seconds"),
+    ({"schedule": {"type": "rate", "every_seconds": "600"}}, "schedule.every_seconds"),
+    ({"schedule": {"type": "rate", "every_seconds": 600.0}}, "schedule.every_seconds"),
+    ({"task": {"type": "sleep", "params": {"seconds": "1"}}}, "task.params.seconds"),
+    (
+        {"task": {"type": "http", "params": {**HOOK["params"], "timeout_seconds": "5"}}},
+        "task.params.timeout_seconds",
+    ),
+]
+
+
+@BOTH_FORMATS
+def test_numbers_sent_as_strings_or_integers_sent_as_floats_are_refused_by_name(world: World) -> None:
+    # Given a job to patch, and what is stored
+    job = world.create(CRON)
+    before = snapshot(world)
+    for change, field in NOT_NUMBERS:
+        body = {"task": NOOP, "schedule": CRON, **change}
+        # When it is created, in a batch, or patched in / Then 422 naming the field
+        for answer, prefix in [
+            (call(world, "POST", "/jobs", body), ""),
+            (
+                call(world, "POST", "/jobs/batch", {"jobs": [{"task": NOOP, "schedule": CRON}, body]}),
+                "jobs[1].",
+            ),
+            (call(world, "PATCH", f"/jobs/{job['id']}", change), ""),
+        ]:
+            assert answer.status == 422, (change, answer.status, answer.body)
+            assert answer.body["field"] == prefix + field, (change, answer.body)
+            assert answer.body["message"].startswith(prefix + field), answer.body
+    # and nothing was stored or changed
+    assert snapshot(world) == before
+
+
+def test_a_preview_count_must_be_an_integer(world: World) -> None:
+    for count in ("5", 5.0, True):
+        answer = world.api("POST", "/schedules/preview", {"schedule": CRON, "count": count})
+        assert (answer.status, answer.body["field"]) == (422, "count"), answer.body
+    rate = {"type": "rate", "every_seconds": "600"}
+    answer = world.api("POST", "/schedules/preview", {"schedule": rate})
+    assert (answer.status, answer.body["field"]) == (422, "schedule.every_seconds"), answer.body
+
+
+def test_numbers_as_numbers_are_taken_as_before(world: World) -> None:
+    # (integers where floats go; floats with a fraction where floats go)
+    body = {
+        "task": {"type": "http", "params": {**HOOK["params"], "timeout_seconds": 5}},
+        "schedule": {"type": "rate", "every_seconds": 600},
+        "retry": {"max_attempts": 4, "backoff_seconds": 1, "max_backoff_seconds": 7.5},
+        "timeout_seconds": 30,
+    }
+    created = world.api("POST", "/jobs", body)
+    assert created.status == 201, created.body
+    assert created.body["retry"] == {"max_attempts": 4, "backoff_seconds": 1.0, "max_backoff_seconds": 7.5}
+    assert created.body["timeout_seconds"] == 30
+    sleep = world.api(
+        "POST", "/jobs", {"task": {"type": "sleep", "params": {"seconds": 0.5}}, "schedule": CRON}
+    )
+    assert sleep.status == 201, sleep.body
+    assert world.api("POST", "/schedules/preview", {"schedule": CRON, "count": 2}).status == 200
+
+
+# ------------------------------------------------------------------------------------------------
+# A key repeated in one object (json.loads would keep the last) is refused, naming the key.
+# ------------------------------------------------------------------------------------------------
+REPEATED_KEYS = [
+    (b'{"task":{"type":"noop"},"schedule":{"type":"now"},"name":"a","name":"b"}', "name"),
+    (b'{"task":{"type":"noop"},"task":{"type":"fail"},"schedule":{"type":"now"}}', "task"),
+    (
+        b'{"task":{"type":"http","params":{"url":"https://hooks.example.com/a",'
+        b'"url":"https://hooks.example.com/b"}},"schedule":{"type":"now"}}',
+        "url",
+    ),
+    (
+        b'{"task":{"type":"http","params":{"url":"https://hooks.example.com/a",'
+        b'"body":[{"k":1,"k":2}]}},"schedule":{"type":"now"}}',
+        "k",
+    ),
+    (
+        b'{"task":{"type":"noop"},"schedule":{"type":"rate","every_seconds":60,"every_seconds":600}}',
+        "every_seconds",
+    ),
+]
+
+
+@BOTH_FORMATS
+def test_a_key_repeated_in_an_object_is_refused_naming_it(world: World) -> None:
+    job = world.create(CRON)
+    before = snapshot(world)
+    for raw, key in REPEATED_KEYS:
+        for path, data in [("/jobs", raw), ("/jobs/batch", b'{"jobs":[' + raw + b"]}")]:
+            answer = call(world, "POST", path, raw=data, headers={"Idempotency-Key": "dup"})
+            assert answer.status == 422, (raw, answer.status, answer.body)
+            assert answer.body["field"] == "body"
+            assert f'the key "{key}" appears more than once' in answer.body["message"], answer.body
+    patched = call(world, "PATCH", f"/jobs/{job['id']}", raw=b'{"name":"a","name":"b"}')
+    assert (patched.status, patched.body["field"]) == (422, "body") and '"name"' in patched.body["message"]
+    batch = call(world, "POST", "/jobs/batch", raw=b'{"jobs":[],"jobs":[{"task":{"type":"noop"}}]}')
+    assert batch.status == 422 and '"jobs"' in batch.body["message"], batch.body
+    assert snapshot(world) == before
+    # (the same key in different objects is no repetition)
+    fine = b'{"task":{"type":"http","params":{"url":"https://hooks.example.com/a","body":{"type":1}}},"schedule":{"type":"now"}}'
+    assert call(world, "POST", "/jobs", raw=fine).status == 201
