@@ -12,9 +12,7 @@ The handlers are the Lambda handlers of functions/, called with the events AWS w
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -22,7 +20,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -30,23 +27,22 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from punctual import wiring
 from punctual.execution import call_class
-from punctual.platform import randomness, resources, target_arns
+from punctual.platform import resources, target_arns
 from punctual.platform.clock import SystemClock
 from punctual.platform.config import Settings
 from punctual.platform.observability import logger
 from punctual.platform.timefmt import to_epoch_ms
-from punctual_local import clients, collector, owners, provision
+from punctual_local import banner, clients, collector, owners, provision, ticker
 from punctual_local.api_process import Config as ApiConfig
+from punctual_local.children import MotoChild, end_child
 from punctual_local.clients import REGION, StackError
 from punctual_local.esm import Handler
 from punctual_local.holding import ComingCounts, HoldingSqs
-from punctual_local.lambda_events import FakeLambdaContext
 from punctual_local.moto.gate import Gate, gate_client
 from punctual_local.persistence import DataDirError, DataDirLock, recover, withdraw_claims, work_items
 from punctual_local.pollers import PollerPool, load_handler
 from punctual_local.server import ApiServer
 
-ACCOUNT = "000000000000"
 HOST = "127.0.0.1"
 # Fewer shards than on AWS: the scanner queries every shard of every due minute on each tick, and
 # moto scans the whole table per query. Markers keep their shard, so this must not change between runs.
@@ -71,7 +67,6 @@ BOOKKEEPING_LANES = 6
 API_START_SECONDS = 60.0
 API_STOP_SECONDS = 3.0
 STOP_GRACE_SECONDS = 3.0
-MOTO_STOP_SECONDS = 5.0
 
 
 @dataclass
@@ -85,15 +80,6 @@ class Options:
     reset: bool = False
     json_logs: bool = False
     verbose: bool = False
-
-
-def next_tick_in(now: float, period: float) -> float:
-    """Seconds from `now` (epoch seconds) to the next tick: ticks fall halfway between multiples of
-    the period, not on them. Round instants (each minute's :00) are where bursts are, and a tick
-    enqueues the coming minutes' scanned work: on :00 that work shared the burst's own instant (one
-    run, 60 s tick, burst of 1,000: max 1,374 -> 743 ms, steady p99 474 -> 166 ms). The lookahead
-    reaches past the next tick wherever it falls."""
-    return period - (now - period / 2) % period
 
 
 def lookahead_for(tick_seconds: int) -> int:
@@ -116,9 +102,8 @@ class LocalStack:
         self._api_url = ""
         self._api_ready = threading.Event()
         self._api_error: str | None = None
-        self._moto: subprocess.Popen[str] | None = None
+        self._moto = MotoChild(options.moto_port, options.data_dir, reset=options.reset)
         self._pools: list[PollerPool] = []
-        self._moto_url = ""
         self._delays: HoldingSqs | None = None
         self._coming = ComingCounts(self._prepare_pool)
         self._started = time.monotonic()
@@ -144,7 +129,7 @@ class LocalStack:
         # Bound before anything starts: a port in use is the likeliest reason not to start. Its
         # process loads the API while moto starts.
         self._launch_api(self._bind_api())
-        moto_url = self._start_moto()
+        moto_url = self._moto.start()
 
         aws = clients.connect(moto_url)
         gate = Gate()
@@ -154,7 +139,7 @@ class LocalStack:
         provisioned = provision.create_all(aws.dynamodb_client, aws.sqs)
 
         clock = SystemClock()
-        restored = self._restore(to_epoch_ms(clock.now()))
+        restored = self._moto.restore(to_epoch_ms(clock.now()))
 
         # Anything created in its moto, for the sqs, sns, eventbridge and stepfunctions tasks.
         targets: dict[str, Any] = {target.setting: (target.local,) for target in target_arns.TARGETS}
@@ -232,7 +217,7 @@ class LocalStack:
         ]
         for pool in self._pools:
             pool.start()
-        self._thread("ticker", self._tick_loop, scanner)
+        self._thread("ticker", ticker.run, scanner, options.tick_seconds, self.stop_requested)
         self._serve_api(settings, moto_url)
 
         if restored["torn"]:
@@ -328,74 +313,12 @@ class LocalStack:
     def _stop_api(self) -> None:
         api, self._api = self._api, None
         if api is not None:
-            _end(api, API_STOP_SECONDS)
-
-    def _start_moto(self) -> str:
-        """moto's server in a process of its own (moto_process.py says why); returns its URL."""
-        command = [sys.executable, "-m", "punctual_local.moto.process", "--port", str(self.options.moto_port)]
-        command += ["--data-dir", str(self.options.data_dir)] + (["--reset"] if self.options.reset else [])
-        self._moto = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert self._moto.stdout is not None
-        word, _, value = self._moto.stdout.readline().strip().partition(" ")
-        if word != "port":
-            self._moto.wait(MOTO_STOP_SECONDS)
-            if word == "data-error":
-                raise DataDirError(value)
-            raise StackError(
-                f"cannot listen on {HOST}:{self.options.moto_port} for moto: {value or 'it did not start'}"
-            )
-        self._moto_url = f"http://{HOST}:{value}"
-        return self._moto_url
-
-    def _restore(self, now_ms: int) -> dict[str, Any]:
-        """moto's process reads the data directory into the tables just created; what it found."""
-        moto = self._moto
-        assert moto is not None and moto.stdin is not None and moto.stdout is not None
-        moto.stdin.write(f"restore {now_ms}\n")
-        moto.stdin.flush()
-        word, _, value = moto.stdout.readline().strip().partition(" ")
-        if word != "restored":
-            raise DataDirError(value or "moto's process stopped while reading the data directory")
-        return dict(json.loads(value))
-
-    def _stop_moto(self) -> None:
-        moto, self._moto = self._moto, None
-        if moto is not None:
-            _end(moto, MOTO_STOP_SECONDS)
-            assert moto.stdout is not None
-            moto.stdout.close()
+            end_child(api, API_STOP_SECONDS)
 
     def _thread(self, name: str, target: Callable[..., Any], *args: Any) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
         thread.start()
         self._threads.append(thread)
-
-    # ------------------------------------------------------------------ ticks
-    def _tick_loop(self, scanner: Handler) -> None:
-        # A tick at once catches up with whatever came due while the stack was stopped.
-        self._tick(scanner)
-        period = self.options.tick_seconds
-        while not self.stop_requested.wait(next_tick_in(time.time(), period)):
-            self._tick(scanner)
-
-    def _tick(self, scanner: Handler) -> None:
-        now = datetime.now(UTC)
-        event = {  # what the EventBridge rule sends
-            "version": "0",
-            "id": str(randomness.uuid4()),
-            "detail-type": "Scheduled Event",
-            "source": "aws.events",
-            "account": ACCOUNT,
-            "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "region": REGION,
-            "resources": [f"arn:aws:events:{REGION}:{ACCOUNT}:rule/punctual-local-tick"],
-            "detail": {},
-        }
-        try:
-            scanner(event, FakeLambdaContext(function_name="punctual-scanner"))
-        except Exception:
-            if not self.stop_requested.is_set():
-                logger.exception("scanner tick failed; the next tick covers the same minutes")
 
     # ------------------------------------------------------------------- stop
     def wait(self) -> None:
@@ -418,85 +341,26 @@ class LocalStack:
             if thread.name == "ticker":
                 thread.join(max(0.0, deadline - time.monotonic()))
         # Every write was on disk before it was answered: moto only writes out what is in flight.
-        self._stop_moto()
+        self._moto.stop()
         self._lock.release()
 
     # ----------------------------------------------------------------- banner
     def banner(self, moto_url: str, restored: int, requeued: int, table: str) -> None:
         options = self.options
-        api_url = self._api_url
-        token, owner = next(iter(options.tokens.items()))
-        ready = time.monotonic() - self._started
-        tick = "every minute" if options.tick_seconds >= 60 else f"every {options.tick_seconds} s"
-        data = f"{options.data_dir.resolve()}"
-        if restored:
-            data += f"  ({restored} items restored, {requeued} unfinished executions re-queued)"
-        env = ""
-        if options.port != 8765:
-            env += f"PUNCTUAL_PORT={options.port} "
-        if token != "local":
-            env += f"PUNCTUAL_TOKEN={token} "
-        others = (
-            f"  (+{len(options.tokens) - 1} more from PUNCTUAL_LOCAL_TOKENS)"
-            if len(options.tokens) > 1
-            else ""
+        banner.show(
+            port=options.port,
+            tokens=options.tokens,
+            data_dir=options.data_dir,
+            tick_seconds=options.tick_seconds,
+            json_logs=options.json_logs,
+            api_url=self._api_url,
+            moto_url=moto_url,
+            ready=time.monotonic() - self._started,
+            lookahead=lookahead_for(options.tick_seconds),
+            restored=restored,
+            requeued=requeued,
+            table=table,
         )
-        lines = [
-            f"Punctual local stack ready in {ready:.1f} s",
-            f"  API      {api_url}",
-            f"  token    {token}  (owner {owner}){others}",
-            f"  AWS      {moto_url}  (moto, on a new port at each start: any credentials, region {REGION})",
-            f"           AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test aws --endpoint-url {moto_url} "
-            f"--region {REGION} dynamodb scan --table-name {table}",
-            f"  data     {data}",
-            f"  scanner  {tick}, lookahead {lookahead_for(options.tick_seconds)} s",
-            "Try:",
-            f"  curl -s -H 'Authorization: Bearer {token}' -H 'Content-Type: application/json' "
-            f'-d \'{{"task": {{"type": "noop"}}, "schedule": {{"type": "now"}}}}\' {api_url}/jobs',
-            f"  {env}{_cli()} jobs create --in 10s --task noop",
-            f"  {env}{_cli()} watch <job id>",
-            f"  {env}{_cli()} console        (a web page of your jobs and runs)",
-            "Ctrl-C stops (jobs and history are kept in the data directory).",
-        ]
-        stream = sys.stderr if options.json_logs else sys.stdout
-        print("\n".join(lines), file=stream, flush=True)
-        if options.json_logs:
-            logger.info(
-                "local stack ready",
-                extra={
-                    "api_url": api_url,
-                    "moto_url": moto_url,
-                    "data_dir": data,
-                    "ready_s": round(ready, 2),
-                },
-            )
-
-
-def _cli() -> str:
-    """How to call the CLI from here: `punctual` when it is on PATH, else its path (.venv/bin/...)."""
-    if shutil.which("punctual"):
-        return "punctual"
-    script = Path(sys.executable).parent / "punctual"
-    if not script.exists():
-        return "punctual"
-    try:
-        return str(script.relative_to(Path.cwd()))
-    except ValueError:
-        return str(script)
-
-
-def _end(child: subprocess.Popen[str], seconds: float) -> None:
-    """Close a child's standard input, its signal to stop; kill it if it has not within `seconds`."""
-    assert child.stdin is not None
-    try:
-        child.stdin.close()
-    except OSError:
-        pass  # it has gone already
-    try:
-        child.wait(seconds)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.wait()
 
 
 def _containers(dotted_path: str) -> Callable[[], Handler]:

@@ -1,10 +1,10 @@
-"""When the local stack's ticker fires (punctual_local.stack.next_tick_in)."""
+"""When the local stack's ticker fires (punctual_local.ticker.next_tick_in)."""
 
 from __future__ import annotations
 
 import pytest
 
-from punctual_local.stack import next_tick_in
+from punctual_local.ticker import next_tick_in
 
 
 @pytest.mark.parametrize(
