@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import emit, environment
-from bench.precision import LocalStack, percentile, running_receiver
+from bench.precision.receiver import running_receiver
+from bench.precision.report import percentile
+from bench.precision.stack import LocalStack
 from punctual.platform.timefmt import from_epoch_ms, to_rfc3339
 from punctual_client.transport import PunctualClient
 

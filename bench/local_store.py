@@ -33,8 +33,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench import precision
-from bench.precision import LocalStack, percentile
+from bench.precision import stack as precision_stack
+from bench.precision.report import percentile
+from bench.precision.stack import LocalStack
 from punctual_client.transport import PunctualClient
 from punctual_local.moto.compactor import compact
 from punctual_local.moto.data_files import SNAPSHOT_NAME, SnapshotWriter, read_snapshot, segments
@@ -45,7 +46,7 @@ PROBE_RATE = 10.0
 PROBE_LEAD_SECONDS = 3.0
 _JOB_ID = re.compile(rb"job_[0-9a-f]{20}")
 # Reading back several hundred thousand items takes longer than the precision benchmark's stack.
-precision.STACK_START_SECONDS = 600.0
+precision_stack.STACK_START_SECONDS = 600.0
 
 
 def log(message: str) -> None:

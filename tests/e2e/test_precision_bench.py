@@ -1,4 +1,4 @@
-"""The precision benchmark (bench/precision.py), run as a user runs it, in a tiny configuration."""
+"""The precision benchmark (bench/precision/), run as a user runs it, in a tiny configuration."""
 
 from __future__ import annotations
 

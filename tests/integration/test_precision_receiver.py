@@ -1,4 +1,4 @@
-"""The precision benchmark's webhook receiver (bench.precision.Receiver), on loopback."""
+"""The precision benchmark's webhook receiver (bench.precision.receiver.Receiver), on loopback."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.precision import Receiver
+from bench.precision.receiver import Receiver
 
 
 @pytest.fixture

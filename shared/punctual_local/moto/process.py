@@ -1,6 +1,6 @@
 """moto's server for the local stack, in a process of its own.
 
-moto did most of the local stack's work (bench/precision.py at 20 jobs/s: 71 % of the CPU time was
+moto did most of the local stack's work (bench/precision/ at 20 jobs/s: 71 % of the CPU time was
 moto's request handling) and shared one interpreter, so one core, with the handlers that wait on it.
 In its own process it has a core and a GIL of its own.
 

@@ -5,20 +5,12 @@ from __future__ import annotations
 
 import argparse
 
-from bench.precision import (
-    BURST,
-    YOUNG_START_SECONDS,
-    Created,
-    Delivery,
-    Flooded,
-    Planned,
-    StallWatch,
-    analyse,
-    build_parser,
-    creation_report,
-    plan_shape,
-    young_burst_at,
-)
+from bench.precision.creation import Flooded
+from bench.precision.machine import StallWatch
+from bench.precision.main import build_parser
+from bench.precision.receiver import Delivery
+from bench.precision.report import analyse, creation_report
+from bench.precision.shapes import BURST, YOUNG_START_SECONDS, Created, Planned, plan_shape, young_burst_at
 
 
 def test_a_flood_second_without_an_answer_counts_as_a_second_of_none() -> None:
