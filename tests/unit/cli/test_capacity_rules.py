@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench import burst, cost
+from bench import cost
+from bench.burst import main, model, scenarios
 from infra.settings import DeploySettings
 from punctual.platform import aws_limits as sizing
 from punctual_cli import capacity
@@ -15,17 +16,17 @@ SHORT_BATCH = 0.001  # seconds: a batch so short that only the per-environment r
 
 def test_a_standard_mapping_without_maximum_concurrency_starts_1000_and_claims_1250() -> None:
     # Given a standard-mode mapping with no MaximumConcurrency, and one with it set to 20
-    unset = burst.Deployment("standard")
-    capped = burst.Deployment("standard", max_concurrency=20)
+    unset = model.Deployment("standard")
+    capped = model.Deployment("standard", max_concurrency=20)
     # When each has scaled for an hour
     # Then the unset one starts at most 1,000 batches at once (the stricter of AWS's two pages) yet may
     # take 1,250 of the account's concurrency (the higher one), and the capped one 20 either way
-    assert burst.mapping_concurrency(unset, 3600) == sizing.ESM_STANDARD_BATCHES == 1000
-    assert burst.mapping_claim(unset) == sizing.ESM_STANDARD_CONCURRENCY == 1250
-    assert burst.mapping_concurrency(capped, 3600) == burst.mapping_claim(capped) == 20
+    assert model.mapping_concurrency(unset, 3600) == sizing.ESM_STANDARD_BATCHES == 1000
+    assert model.mapping_claim(unset) == sizing.ESM_STANDARD_CONCURRENCY == 1250
+    assert model.mapping_concurrency(capped, 3600) == model.mapping_claim(capped) == 20
     # and it starts at 5 and adds 300 a minute
-    assert burst.mapping_concurrency(unset, 0) == 5
-    assert burst.mapping_concurrency(unset, 60) == 305
+    assert model.mapping_concurrency(unset, 0) == 5
+    assert model.mapping_concurrency(unset, 60) == 305
 
 
 def test_maximum_concurrency_and_maximum_pollers_are_held_to_their_documented_ranges() -> None:
@@ -33,41 +34,41 @@ def test_maximum_concurrency_and_maximum_pollers_are_held_to_their_documented_ra
     # stricter page's 2,000 (CloudFormation's; the API reference says 10,000)
     # Then the model refuses them
     with pytest.raises(ValueError, match="MaximumConcurrency"):
-        burst.Deployment("standard", max_concurrency=1001)
+        model.Deployment("standard", max_concurrency=1001)
     with pytest.raises(ValueError, match="MaximumPollers"):
-        burst.Deployment("provisioned", min_pollers=200, max_pollers=2001)
+        model.Deployment("provisioned", min_pollers=200, max_pollers=2001)
     # and 2,000 pollers reach 20,000 concurrent invokes, no more
-    assert burst.mapping_ceiling(burst.Deployment("provisioned", max_pollers=2000)) == 20_000
+    assert model.mapping_ceiling(model.Deployment("provisioned", max_pollers=2000)) == 20_000
     assert sizing.MAX_POLLERS_RANGE == (2, 2000)
 
 
 def test_environments_are_added_continuously_1000_every_10_seconds() -> None:
     # Given an idle function (no warm environment) and one with 300 warm
     # Then it may have 1,000 at once, then 100 more a second (refilled continuously, not in steps)
-    assert burst.environment_ceiling(0, 0) == 1000
-    assert burst.environment_ceiling(0, 5) == 1500
-    assert burst.environment_ceiling(0, 10) == 2000
-    assert burst.environment_ceiling(300, 5) == 1800
+    assert model.environment_ceiling(0, 0) == 1000
+    assert model.environment_ceiling(0, 5) == 1500
+    assert model.environment_ceiling(0, 10) == 2000
+    assert model.environment_ceiling(300, 5) == 1800
 
 
 def test_an_environment_serves_about_ten_requests_a_second() -> None:
     # Given one environment (the account's quota at 1), 20 batches of ten due at once, each batch
     # taking a millisecond
-    load = burst.Load(200, 0.0)
-    deployment = burst.Deployment("standard", lambda_quota=1, warm_environments=1)
+    load = model.Load(200, 0.0)
+    deployment = model.Deployment("standard", lambda_quota=1, warm_environments=1)
     # When the model runs them
-    result = burst.simulate(load, deployment, batch_seconds=SHORT_BATCH)
+    result = model.simulate(load, deployment, batch_seconds=SHORT_BATCH)
     # Then the environment takes a batch a tenth of a second at most: the last starts ~1.9 s late,
     # not after 20 x (the receive and the worker's reads) as if it had no request rate
     assert result.max_seconds >= 1.8
-    assert burst.busy_until(0.0, 0.0, 0.04, SHORT_BATCH) == pytest.approx(0.1)
+    assert model.busy_until(0.0, 0.0, 0.04, SHORT_BATCH) == pytest.approx(0.1)
 
 
 def test_a_standard_queue_holds_about_120000_messages_in_flight() -> None:
     # Given 200,000 executions due at once onto 2,000 pollers with every environment warm and no quota
     # binding, each batch running 30 s
-    load = burst.Load(200_000, 0.0)
-    deployment = burst.Deployment(
+    load = model.Load(200_000, 0.0)
+    deployment = model.Deployment(
         "provisioned",
         min_pollers=200,
         max_pollers=2000,
@@ -77,7 +78,7 @@ def test_a_standard_queue_holds_about_120000_messages_in_flight() -> None:
         scaled_to=20_000,
     )
     # When the model runs them
-    result = burst.simulate(load, deployment, batch_seconds=30.0)
+    result = model.simulate(load, deployment, batch_seconds=30.0)
     # Then no more than ~120,000 messages are received and not deleted at once (12,000 batches of
     # ten, not the 12,500 a million in 2 s would need), and the rest wait for deletions
     assert result.peak_in_flight_messages == sizing.SQS_IN_FLIGHT == 120_000
@@ -98,7 +99,7 @@ def test_the_plan_gives_a_function_a_tenth_of_its_request_rate_in_environments()
 
 def test_the_default_deployment_prescaled_is_what_infra_deploys() -> None:
     # Given the default settings with the pre-scaling on
-    deployment = burst.default_prescaled(capacity.SCANNER_RATE_FULL_CORE)
+    deployment = scenarios.default_prescaled(capacity.SCANNER_RATE_FULL_CORE)
     # Then the mapping is provisioned, warmed to the pre-scaling's ceiling within MaximumPollers, at
     # the account's default concurrency
     assert deployment.mode == "provisioned"
@@ -110,14 +111,14 @@ def test_the_default_deployment_prescaled_is_what_infra_deploys() -> None:
 
 def test_quota_raises_name_each_quota_its_default_and_its_page() -> None:
     # Given a standard mapping without MaximumConcurrency run with no quota binding
-    deployment = burst.Deployment("standard", lambda_quota=1000, table_write_units=40_000)
-    unbounded = burst.simulate(
-        burst.Load(20_000, 0.0),
-        burst.Deployment("standard", lambda_quota=10**6, table_write_units=10**9),
+    deployment = model.Deployment("standard", lambda_quota=1000, table_write_units=40_000)
+    unbounded = model.simulate(
+        model.Load(20_000, 0.0),
+        model.Deployment("standard", lambda_quota=10**6, table_write_units=10**9),
         batch_seconds=0.25,
     )
     # When the raises it needs are listed
-    raises = burst.quota_raises(deployment, unbounded)
+    raises = scenarios.quota_raises(deployment, unbounded)
     # Then Lambda's concurrency is raised to the mapping's claim (1,250) and the scanners' 64,
     # rounded up, citing its page; the table is not raised: 20,000 executions stay under its quota
     assert [r["quota"] for r in raises] == ["Lambda concurrent executions (account, region)"]
@@ -178,11 +179,11 @@ def test_per_million_usd_leaves_a_workload_not_run_empty() -> None:
 
 def test_the_burst_benchmark_prints_the_two_blocks() -> None:
     # Given a small burst and a short steady load (the real run: a million, two minutes)
-    args = burst.parser().parse_args(
+    args = main.parser().parse_args(
         ["--burst", "20000", "--steady-seconds", "2", "--only", "one_instant_million", "steady_10k_per_s"]
     )
     # When the benchmark runs
-    result = burst.run(args)
+    result = main.run(args)
     # Then it prints both blocks with their figures, the quotas it raised and the goal
     instant, steady = result["one_instant_million"], result["steady_10k_per_s"]
     assert {"p50_s", "p99_s", "max_s", "environments", "burst_cost_usd", "quota_raises"} <= instant.keys()
