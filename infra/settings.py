@@ -97,7 +97,7 @@ class DeploySettings:
     api_type: str = HTTP_API
     # The table's capacity mode: "on_demand" follows any load at once and is right for bursts;
     # "provisioned" is for a steady load. Kept 70 % busy, provisioned capacity costs 41 % of on-demand
-    # a unit (bench/cost.py, `levers`), but auto scaling raises it only after consumption has stayed
+    # a unit (bench/cost/levers.py), but auto scaling raises it only after consumption has stayed
     # over the target for two minutes, CloudWatch adds minutes, and throttled requests do not count as
     # consumed: a jump far above what is provisioned is followed in steps, minutes to tens of minutes
     # of throttled and retried requests (executions late). A burst minute of 1,000,000 executions

@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from bench import cost, scanner_throughput
+from bench import scanner_throughput
+from bench.cost import main as cost
 from punctual_cli import capacity
 
 

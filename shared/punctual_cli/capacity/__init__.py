@@ -5,7 +5,7 @@ it, and it is not in the Lambda bundle. Pure arithmetic on three kinds of input,
 is defined:
 - AWS list prices (`figures.Prices`, the one price table) and limits (punctual.platform.aws_limits, which the
   runtime shares);
-- figures measured by the benchmarks (`bench/scanner_throughput.py`, `bench/cost.py`), kept as data
+- figures measured by the benchmarks (`bench/scanner_throughput.py`, `bench/cost/`), kept as data
   in `figures` with the command that produced them;
 - assumptions (task duration, Lambda memory, batch fill: `figures.Assumptions`), which the caller can
   change.

@@ -131,7 +131,7 @@ ONE_TIME = ExecutionUsage(
     sqs_requests=0.3,
     log_bytes=597.0,
     metric_bytes=250.0,
-    # Measured with an assumed-role ARN as the owner (bench.cost.CALLER), as callers are named on AWS:
+    # Measured with an assumed-role ARN as the owner (bench.cost.meter.CALLER), as callers are named on AWS:
     # the job item, which stores it twice, is 953 B when completed (with its outcome: status, when,
     # which run), under the 1 KB of a write unit.
     item_bytes=600.0,

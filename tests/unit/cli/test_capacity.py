@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from bench import cost
+from bench.cost import levers
 from infra.settings import DeploySettings
 from punctual_cli import capacity, common
 from punctual_cli import main as cli
@@ -646,10 +646,10 @@ def test_cli_reserved(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_the_combined_levers_name_only_what_they_combine() -> None:
-    without_batches = cost.levers(capacity.ONE_TIME, Assumptions(), None)
-    with_batches = cost.levers(capacity.ONE_TIME, Assumptions(), capacity.ONE_TIME_BATCHED, batch_size=50)
+    without_batches = levers.levers(capacity.ONE_TIME, Assumptions(), None)
+    with_batches = levers.levers(capacity.ONE_TIME, Assumptions(), capacity.ONE_TIME_BATCHED, batch_size=50)
     combined = [row for row in without_batches if "id" in row]
-    assert [row["id"] for row in combined] == [cost.ALL_SAVINGS, cost.ALL_SAVINGS_RESERVED]
+    assert [row["id"] for row in combined] == [levers.ALL_SAVINGS, levers.ALL_SAVINGS_RESERVED]
     assert not any("batch" in row["change"] for row in without_batches)
     assert all("batch create" in row["change"] for row in with_batches if "id" in row)
     assert any(row["change"] == "batch-create endpoint, 50 jobs a request (measured)" for row in with_batches)

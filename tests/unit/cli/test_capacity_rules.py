@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench import cost
 from bench.burst import main, model, scenarios
+from bench.cost import per_million
 from infra.settings import DeploySettings
 from punctual.platform import aws_limits as sizing
 from punctual_cli import capacity
@@ -135,9 +135,9 @@ def test_per_million_usd_prices_the_default_deployment_in_cents() -> None:
         "batched": capacity.ONE_TIME_BATCHED,
         "recurring": capacity.RECURRING,
     }
-    assumptions = cost.deployed_assumptions(capacity.Assumptions().task_seconds)
+    assumptions = per_million.deployed_assumptions(capacity.Assumptions().task_seconds)
     # When the figures are priced
-    found = cost.per_million_usd(usages, assumptions, capacity.BATCH_JOBS)
+    found = per_million.per_million_usd(usages, assumptions, capacity.BATCH_JOBS)
     block = found["per_million_usd"]
     # Then the block has the four figures, in cents, as deployed (execution events as infra sets them)
     assert assumptions.execution_events == DeploySettings.execution_events
@@ -167,8 +167,8 @@ def test_per_million_usd_prices_the_default_deployment_in_cents() -> None:
 
 def test_per_million_usd_leaves_a_workload_not_run_empty() -> None:
     # Given only the handed-off workload measured (one job a request, like one_time)
-    found = cost.per_million_usd(
-        {"handed_off": capacity.ONE_TIME}, cost.deployed_assumptions(0.2), capacity.BATCH_JOBS
+    found = per_million.per_million_usd(
+        {"handed_off": capacity.ONE_TIME}, per_million.deployed_assumptions(0.2), capacity.BATCH_JOBS
     )
     # Then one_time is priced from it and the others are None, never a guess
     assert found["per_million_usd"]["one_time"] is not None
