@@ -12,7 +12,7 @@ import pytest
 
 from punctual.platform.clock import ManualClock
 from punctual_cli import common, display
-from tests.unit.cli.test_cli import NOW, FakeApi, _handler_for
+from tests.unit.cli.fake_api import NOW, FakeApi, _handler_for
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +27,7 @@ def cli_surroundings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterato
 
 @pytest.fixture
 def cli_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeApi]:
-    """test_cli's HTTP test double on 127.0.0.1, and the CLI's clock at test_cli's NOW."""
+    """The API's HTTP test double (fake_api.py) on 127.0.0.1, and the CLI's clock at its NOW."""
     for variable in ("PUNCTUAL_ENDPOINT", "PUNCTUAL_PORT", "PUNCTUAL_TOKEN"):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setattr(common, "clock", ManualClock(NOW))

@@ -17,7 +17,7 @@ from punctual.platform import signing
 from punctual.platform.clock import ManualClock
 from punctual_cli import common
 from punctual_cli.monitoring import serve_receiver
-from tests.unit.cli.test_cli import NOW, FakeApi, _handler_for, execution, job, run
+from tests.unit.cli.fake_api import NOW, FakeApi, _handler_for, execution, job, run
 
 SECRET = "whsec_" + "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 Capsys = pytest.CaptureFixture[str]

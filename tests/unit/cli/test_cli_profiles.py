@@ -14,7 +14,7 @@ import pytest
 from punctual_cli import main as cli
 from punctual_client import profiles
 from punctual_client.auth import SigV4Auth
-from tests.unit.cli.test_cli import FakeApi
+from tests.unit.cli.fake_api import FakeApi
 
 Capsys = pytest.CaptureFixture[str]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import tzlocal
 
-from tests.unit.cli.test_cli import FakeApi, execution, job, run
+from tests.unit.cli.fake_api import FakeApi, execution, job, run
 
 Capsys = pytest.CaptureFixture[str]
 

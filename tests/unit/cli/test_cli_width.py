@@ -8,7 +8,7 @@ import json
 import pytest
 
 from punctual_cli import display
-from tests.unit.cli.test_cli import FakeApi, execution, job, run
+from tests.unit.cli.fake_api import FakeApi, execution, job, run
 
 Capsys = pytest.CaptureFixture[str]
 

@@ -14,7 +14,7 @@ from punctual.domain.schedules import AtSchedule
 from punctual.jobs.checks import check_not_past
 from punctual.tasks.netguard import AddressRefused, resolve_checked
 from punctual_cli import main as cli
-from tests.unit.cli.test_cli import FakeApi, execution, job, run
+from tests.unit.cli.fake_api import FakeApi, execution, job, run
 
 Capsys = pytest.CaptureFixture[str]
 

@@ -12,7 +12,7 @@ from punctual_client import errors
 from punctual_client._client import Client
 from punctual_client._results import Execution, Job
 from punctual_client.errors import ApiError
-from tests.unit.cli.test_cli import FakeApi, execution, job
+from tests.unit.cli.fake_api import FakeApi, execution, job
 
 
 def test_create_job_sends_the_fields_and_answers_a_typed_job(cli_api: FakeApi) -> None:

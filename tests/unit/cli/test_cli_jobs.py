@@ -1,0 +1,191 @@
+"""punctual jobs list, get, update and the state actions against the API's test double."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.unit.cli.fake_api import FakeApi, execution, job, run
+
+
+def test_list_prints_an_aligned_table(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given two jobs, one with a last execution
+    api.answer(
+        "GET",
+        "/jobs",
+        {
+            "items": [
+                job("job-1", last_execution=execution("ex-1", "SUCCEEDED")),
+                job("job-two-longer", name="ping", schedule={"type": "rate", "every_seconds": 5400},
+                    status="PAUSED", next_run_at=None),
+            ],
+            "next_cursor": None,
+        },
+    )  # fmt: skip
+
+    # When the jobs are listed with a status filter in lower case
+    code, out, _ = run(api, capsys, "jobs", "list", "--status", "active", "--limit", "10")
+
+    # Then the query carries the filter and the rows line up under the headers
+    assert code == 0
+    assert api.sent()[0].query == {"status": ["ACTIVE"], "limit": ["10"]}
+    header, first, second = out.splitlines()
+    for column in ("NAME", "STATUS", "SCHEDULE", "NEXT RUN", "OUTCOME"):
+        position = header.index(column)
+        assert first[position - 2 : position] == "  "
+        assert second[position - 2 : position] == "  "
+    assert first.split()[:3] == ["job-1", "nightly-report", "ACTIVE"]
+    assert "2026-06-02 08:00:00Z" in first and first.endswith("SUCCEEDED")
+    assert "every 1h30m" in second and second.rstrip().endswith("-")
+
+
+def test_list_all_follows_next_cursor(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given two pages of jobs
+    api.answer("GET", "/jobs", {"items": [job("job-1"), job("job-2")], "next_cursor": "page-2"})
+    api.answer("GET", "/jobs", {"items": [job("job-3")], "next_cursor": None})
+
+    # When all jobs are listed as JSON
+    code, out, _ = run(api, capsys, "--json", "jobs", "list", "--all", "--limit", "2")
+
+    # Then the second request carries the cursor and the output holds every job
+    assert code == 0
+    first, second = api.sent()
+    assert first.query == {"limit": ["2"]}
+    assert second.query == {"limit": ["2"], "cursor": ["page-2"]}
+    printed = json.loads(out)
+    assert [item["id"] for item in printed["items"]] == ["job-1", "job-2", "job-3"]
+    assert printed["next_cursor"] is None
+
+
+def test_list_one_page_tells_people_how_to_get_more(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a page with more after it
+    api.answer("GET", "/jobs", {"items": [job("job-1")], "next_cursor": "abc"})
+
+    # When one page is listed
+    code, _, err = run(api, capsys, "jobs", "list")
+
+    # Then stderr says how to continue, without the cursor (hundreds of characters; --json has it)
+    assert code == 0
+    assert "--all" in err and "--cursor" in err and "--json" in err and "abc" not in err
+
+
+def test_get_prints_details_and_quotes_the_id(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a job whose id needs quoting in a path
+    api.answer(
+        "GET", "/jobs/a%2Fb", job("a/b", last_execution=execution("ex-1", "FAILED", 3, error="HTTP 500"))
+    )
+
+    # When it is fetched
+    code, out, _ = run(api, capsys, "jobs", "get", "a/b")
+
+    # Then the path is quoted and the details show task, retry and the last execution
+    assert code == 0
+    assert api.sent()[0].path == "/jobs/a%2Fb"
+    assert "http POST https://example.com/hook" in out
+    assert "3 attempts, backoff 2s, max 5m" in out
+    assert "FAILED" in out and "HTTP 500" in out
+
+
+def test_update_amends_retry_and_task_params_of_the_current_job(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a job with a full retry policy and an http task
+    api.answer("GET", "/jobs/job-1", job())
+    api.answer("PATCH", "/jobs/job-1", job())
+
+    # When only max attempts and the URL change
+    code, _, _ = run(
+        api, capsys, "jobs", "update", "job-1", "--max-attempts", "7", "--url", "https://example.com/v2"
+    )
+
+    # Then the PATCH keeps the other retry settings and task parameters
+    assert code == 0
+    assert [r.method for r in api.sent()] == ["GET", "PATCH"]
+    assert api.sent("PATCH")[0].body == {
+        "task": {"type": "http", "params": {"url": "https://example.com/v2", "method": "POST"}},
+        "retry": {"max_attempts": 7, "backoff_seconds": 2, "max_backoff_seconds": 300},
+    }
+
+
+def test_update_schedule_and_name_sends_only_those(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given the API updates jobs
+    api.answer("PATCH", "/jobs/job-1", job())
+
+    # When the job is rescheduled to a fixed time and renamed
+    code, _, _ = run(
+        api, capsys, "jobs", "update", "job-1", "--at", "2026-12-01T10:00:00+01:00", "--name", "later"
+    )
+
+    # Then one PATCH carries exactly those changes
+    assert code == 0
+    [request] = api.sent()
+    assert request.body == {"name": "later", "schedule": {"type": "at", "at": "2026-12-01T10:00:00+01:00"}}
+
+
+def test_update_with_a_new_task_type_replaces_the_task(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given the API updates jobs
+    api.answer("PATCH", "/jobs/job-1", job())
+
+    # When the task is replaced with generic params
+    code, _, _ = run(
+        api, capsys, "jobs", "update", "job-1", "--task", "lambda",
+        "--params", '{"a": 1, "b": "x"}', "--param", "b=2", "--param", "c=text",
+    )  # fmt: skip
+
+    # Then the job is not fetched and --param wins over --params, parsed as JSON where it can be
+    assert code == 0
+    [request] = api.sent()
+    assert request.body == {"task": {"type": "lambda", "params": {"a": 1, "b": 2, "c": "text"}}}
+
+
+@pytest.mark.parametrize(
+    ("action", "method", "path", "status"),
+    [
+        ("cancel", "DELETE", "/jobs/job-1", "CANCELLED"),
+        ("pause", "POST", "/jobs/job-1/pause", "PAUSED"),
+        ("resume", "POST", "/jobs/job-1/resume", "ACTIVE"),
+    ],
+)
+def test_state_actions_call_their_endpoint_and_show_the_job(
+    api: FakeApi, capsys: pytest.CaptureFixture[str], action: str, method: str, path: str, status: str
+) -> None:
+    # Given the API answers the job in its new state
+    api.answer(method, path, job(status=status))
+
+    # When the action runs
+    code, out, _ = run(api, capsys, "jobs", action, "job-1")
+
+    # Then it called that endpoint without a body and shows the new status
+    assert code == 0
+    [request] = api.sent()
+    assert (request.method, request.path, request.raw_body) == (method, path, b"")
+    assert out.splitlines()[0].startswith("ID")
+    assert status in out.splitlines()[1]
+
+
+def test_not_found_prints_the_api_message(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given another owner's job answers 404
+    api.answer("DELETE", "/jobs/theirs", {"message": "job not found"}, status=404)
+
+    # When it is cancelled
+    code, _, err = run(api, capsys, "jobs", "cancel", "theirs")
+
+    # Then the message is shown and the exit code is 1
+    assert code == 1
+    assert "job not found (HTTP 404)" in err
+
+
+def test_run_shows_the_new_execution(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given the API accepts an extra run
+    api.answer("POST", "/jobs/job-1/run", execution("ex-9", "QUEUED"), status=202)
+
+    # When the job is run now
+    code, out, _ = run(api, capsys, "jobs", "run", "job-1")
+
+    # Then the execution is shown in a table
+    assert code == 0
+    assert api.sent()[0].path == "/jobs/job-1/run"
+    assert out.splitlines()[1].split()[:2] == ["ex-9", "QUEUED"]
