@@ -1,4 +1,4 @@
-"""SQS dead-letter queue -> mark each execution FAILED (and complete its one-time job), keep it for
+"""SQS dead-letter queue -> mark each execution (each of a pack's) FAILED (and complete its one-time job), keep it for
 its owner to redrive, and notify."""
 
 from typing import Any
@@ -10,14 +10,16 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from punctual import wiring
 from punctual.execution.dead_letters import dead_letter
 from punctual.platform.observability import logger, metrics, tracer
-from punctual.store.queue import WorkItem
+from punctual.store.queue import read_body
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 def record_handler(record: SQSRecord) -> None:
     punctual = wiring.default()
-    dead_letter(punctual.store, punctual.clock, WorkItem.from_body(record.body), punctual.monitor)
+    # A pack's executions each (those that ended are left as they are, dead_letters.dead_letter).
+    for item in read_body(record.body).items:
+        dead_letter(punctual.store, punctual.clock, item, punctual.monitor)
 
 
 @logger.inject_lambda_context

@@ -1,7 +1,7 @@
-"""SQS work queue -> run each execution; partial batch responses keep the ones to retry.
+"""SQS work queue -> run each pack of executions; partial batch responses keep the ones to retry.
 
-The records of a batch run concurrently (in threads), so a slow task does not hold back the others
-that are due at the same instant.
+The records of a batch run concurrently (in threads), and a pack's executions side by side
+(punctual.execution.packs), so a slow task does not hold back the others due at the same instant.
 """
 
 import asyncio
@@ -20,7 +20,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from punctual import wiring
 from punctual.execution.worker import Outcome
 from punctual.platform.observability import log_request_id, metrics, tracer
-from punctual.store.queue import WorkItem
+from punctual.store.queue import read_body
 
 # A batch whose records all wait (retries, early messages) is not a function error.
 # One thread per record of a batch (the event source mapping's batch size): asyncio's default pool
@@ -34,8 +34,8 @@ class TryLater(Exception):
 
 
 def handle_record(record: SQSRecord) -> None:
-    outcome = wiring.default().worker.handle(
-        WorkItem.from_body(record.body),
+    outcome = wiring.default().packs.handle(
+        read_body(record.body),
         record.receipt_handle,
         receive_count=int(record.attributes.approximate_receive_count or 1),
     )

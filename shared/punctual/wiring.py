@@ -9,6 +9,7 @@ from typing import Any
 
 from punctual.execution.dead_letters import DeadLetters
 from punctual.execution.outcomes import Monitor
+from punctual.execution.packs import PackRunner
 from punctual.execution.worker import Worker, WorkerConfig
 from punctual.jobs.cursor import Cursors
 from punctual.jobs.named_tasks import TaskResolver, TaskService
@@ -37,6 +38,7 @@ class Punctual:
     service: JobService
     cursors: Cursors
     worker: Worker
+    packs: PackRunner
     tasks: TaskService
     outbox: Outbox
     monitor: Monitor
@@ -106,6 +108,7 @@ def build(
         soon=timedelta(seconds=settings.handoff_seconds),
         early_visibility_seconds=settings.early_visibility_seconds,
         record_queued=settings.record_queued,
+        pack_size=settings.pack_size,
     )
     task_policy = TaskPolicy(
         allowed_networks=settings.webhook_allowed_networks,
@@ -126,15 +129,16 @@ def build(
     aws_clients = aws_clients or aws_clients_for(settings)
     outbox = Outbox(sqs, settings.notify_queue_url)
     monitor = Monitor(store, clock, outbox)
+    worker_config = WorkerConfig(
+        task_policy=task_policy,
+        result_max_bytes=settings.result_max_bytes,
+        early_visibility_seconds=settings.early_visibility_seconds,
+    )
     worker = Worker(
         store,
         queue,
         clock,
-        WorkerConfig(
-            task_policy=task_policy,
-            result_max_bytes=settings.result_max_bytes,
-            early_visibility_seconds=settings.early_visibility_seconds,
-        ),
+        worker_config,
         resolver=resolver,
         lambda_clients=lambda_clients or lambda_clients_for(settings),
         aws_clients=aws_clients,
@@ -159,6 +163,7 @@ def build(
         service=service,
         cursors=Cursors(settings.cursor_secret),
         worker=worker,
+        packs=PackRunner(worker, queue, clock, worker_config),
         tasks=named,
         outbox=outbox,
         monitor=monitor,

@@ -54,7 +54,7 @@ def test_dispatch_crash_between_recording_and_sending(world: World) -> None:
         world.tick()
         job = http_job(world, hook, 240)
         world.clock.advance(200)
-        once(world.punctual.queue, "send", Crash("before send"))
+        once(world.punctual.queue, "send_packs", Crash("before send"))
         with pytest.raises(Crash):
             world.tick()
         world.run_for(120)

@@ -11,8 +11,9 @@ import json
 from collections import Counter
 from datetime import timedelta
 
+from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
-from tests.world import World
+from tests.world import World, mocked_world
 
 # Polling (ReceiveMessage) is Lambda's event source mapping's, billed per poll, not per execution.
 POLLING = {"sqs.ReceiveMessage"}
@@ -52,6 +53,33 @@ def test_calls_for_one_one_time_job(world: World) -> None:
         }
     )
     assert idle["dynamodb.Query"] > 0  # the fixed cost of ticking is there, and is not per job
+
+
+def test_calls_for_ten_jobs_at_one_instant(clock: ManualClock) -> None:
+    with mocked_world(clock, shard_count=1) as world:
+        # Given the cost of five idle minutes, on one shard (a pack is per instant and shard)
+        world.run_for(90)  # to 09:01:00
+        idle = counted(world, 300)
+        # When ten jobs are created for the same instant 4 minutes ahead and five minutes pass
+        at = to_rfc3339(world.clock.now() + timedelta(seconds=240))
+        jobs = [world.create({"type": "at", "at": at}) for _ in range(10)]
+        busy = counted(world, 300)
+        per_ten = busy - idle
+        print("ten one-time jobs at one instant:", json.dumps(dict(per_ten)))
+        assert {world.executions(job["id"])[0]["status"] for job in jobs} == {"SUCCEEDED"}
+        # Then it costs what one job costs, but for the writes: the scanner reads their jobs in one
+        # BatchGetItem and sends them in one message; the worker takes that message as one unit,
+        # reads the ten executions (absent) and jobs in a BatchGetItem each, claims each, reads the
+        # jobs' stamps at the instant in one BatchGetItem for all, finishes each and completes each
+        # job, and deletes the one message
+        assert per_ten == Counter(
+            {
+                "dynamodb.BatchGetItem": 4,
+                "sqs.SendMessageBatch": 1,
+                "dynamodb.UpdateItem": 10 * 3,
+                "sqs.DeleteMessageBatch": 1,
+            }
+        )
 
 
 def test_calls_for_one_cron_occurrence(world: World) -> None:

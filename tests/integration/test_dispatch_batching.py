@@ -129,10 +129,10 @@ def test_an_execution_whose_send_was_lost_is_sent_again(world: World, records: b
     job = world.create({"type": "at", "at": at(world, 240)})
     marker = marker_of(world, job)
     dispatcher = recording(world) if records else world.punctual.dispatcher
-    real = world.punctual.queue.send
-    world.punctual.queue.send = lambda items, attempts=4: [item for item, _ in items]  # type: ignore[method-assign]
+    real = world.punctual.queue.send_packs
+    world.punctual.queue.send_packs = lambda packs, attempts=4: [pack for pack, _ in packs]  # type: ignore[method-assign]
     result = dispatcher.dispatch([marker])
-    world.punctual.queue.send = real  # type: ignore[method-assign]
+    world.punctual.queue.send_packs = real  # type: ignore[method-assign]
     assert [m.execution_id for m in result.failed] == [marker.execution_id]
     stored = [e["status"] for e in world.executions(job["id"])]
     assert stored == ([ExecutionStatus.QUEUED.value] if records else [])
@@ -314,7 +314,9 @@ def test_a_hand_off_that_could_not_send_withdraws_its_claim(
 ) -> None:
     # Given SQS refusing every message (no exception: the send reports them failed)
     world.tick()
-    monkeypatch.setattr(world.punctual.queue, "send", lambda items, attempts=4: [item for item, _ in items])
+    monkeypatch.setattr(
+        world.punctual.queue, "send_packs", lambda items, attempts=4: [item for item, _ in items]
+    )
     job = world.create({"type": "at", "at": at(world, 20)})
     monkeypatch.undo()
     # Then the marker no longer carries a claim, and the next tick enqueues it

@@ -13,6 +13,7 @@ import pytest
 
 from punctual.platform import signing
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
+from punctual.store.queue import read_body
 from tests.receiver import receiver
 from tests.world import World
 
@@ -411,7 +412,7 @@ def _dead_letter_its_message(world: World, job_id: str) -> str:
     queue = world.punctual.settings.queue_url
     [message] = world.sqs.receive_message(QueueUrl=queue)["Messages"]
     world.sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
-    assert json.loads(message["Body"])["job_id"] == job_id
+    assert [item.job_id for item in read_body(message["Body"]).items] == [job_id]
     world.sqs.send_message(QueueUrl=world.punctual.settings.dlq_url, MessageBody=message["Body"])
     return str(message["Body"])
 

@@ -154,7 +154,9 @@ def test_a_failed_send_moves_its_markers_to_the_soon_partition_and_the_next_tick
     world.tick()
     jobs = [world.create({"type": "at", "at": at(world, 240 + i)}) for i in range(4)]
     world.clock.advance(200)
-    monkeypatch.setattr(world.punctual.queue, "send", lambda items, attempts=4: [item for item, _ in items])
+    monkeypatch.setattr(
+        world.punctual.queue, "send_packs", lambda items, attempts=4: [item for item, _ in items]
+    )
     report = world.tick()
     monkeypatch.undo()
     # Then the tick reports them failed, and they wait in their shards' soon partitions
@@ -264,13 +266,16 @@ def test_a_marker_that_keeps_failing_holds_up_nothing_else_on_its_shard(
         job = world.create({"type": "at", "at": at(world, 300)})
         if marker_shard(world, job) == shard_of_bad:
             good.append(job)
-    real = world.punctual.queue.send
+    real = world.punctual.queue.send_packs
 
-    def refusing(items: Any, attempts: int = 4) -> Any:
-        failed = [item for item, _ in items if item.job_id == bad["id"]]
-        return failed + real([(item, delay) for item, delay in items if item.job_id != bad["id"]], attempts)
+    def refusing(packs: Any, attempts: int = 4) -> Any:
+        def has_bad(pack: Any) -> bool:
+            return any(item.job_id == bad["id"] for item in pack.items)
 
-    monkeypatch.setattr(world.punctual.queue, "send", refusing)
+        failed = [pack for pack, _ in packs if has_bad(pack)]
+        return failed + real([(pack, delay) for pack, delay in packs if not has_bad(pack)], attempts)
+
+    monkeypatch.setattr(world.punctual.queue, "send_packs", refusing)
     # When time runs on
     world.run_for(400)
     # Then the others ran, and the failing one waits in its shard's soon partition, retried each tick
@@ -344,7 +349,9 @@ def test_a_soon_backlog_is_read_a_page_at_a_time_and_all_sent_in_one_tick(
     monkeypatch.setattr(scanner_module, "SOON_READ", 2)
     world.tick()
     with monkeypatch.context() as down:
-        down.setattr(world.punctual.queue, "send", lambda items, attempts=4: [item for item, _ in items])
+        down.setattr(
+            world.punctual.queue, "send_packs", lambda items, attempts=4: [item for item, _ in items]
+        )
         jobs = [world.create({"type": "at", "at": at(world, 20)}) for _ in range(7)]
     assert len(world.unread_markers()) == 7
     # When one tick runs (the hand-off claims run out first)

@@ -8,12 +8,13 @@ took over. Retries wait by message visibility, not by sleeping.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import Enum
 from functools import partial
-from typing import Protocol
+from typing import Any, Protocol
 
 from punctual.domain.errors import LostRace, RetryableStoreError, UnreadableItem
 from punctual.domain.models import Execution, ExecutionStatus, Job, skip_reason
@@ -25,6 +26,7 @@ from punctual.execution.outcomes import Monitor
 from punctual.execution.run_records import unstored_execution
 from punctual.execution.starts_first import StartsFirst
 from punctual.platform.clock import Clock
+from punctual.platform.concurrency import parallel_map
 from punctual.platform.observability import EXECUTIONS_SKIPPED, logger, metrics
 from punctual.platform.resources import WORK_QUEUE
 from punctual.store import Store
@@ -72,6 +74,62 @@ def _as_claimed(job: Job, claimed: Job, running: Execution) -> tuple[Job, Execut
 def _doubling(first_seconds: int, receive_count: int, most_seconds: int) -> int:
     """A delay that doubles with each receive of a message, from its first up to its most."""
     return min(most_seconds, first_seconds * 2 ** max(0, receive_count - 1))
+
+
+@dataclass
+class Member:
+    """A pack member's receipt: when the member must be looked at again is noted here (for the pack
+    to decide, punctual.execution.packs) rather than set on a message's visibility."""
+
+    later: float | None = None
+
+
+# A message's receipt handle, or a pack member's.
+Receipt = str | Member
+
+
+class PackStamps:
+    """A pack's jobs' stamps at its instant, read once for all its members: by the first to ask, after
+    its claim at or past the instant (a change that landed later came after their start, as with
+    InstantReads), while the others wait for that read."""
+
+    def __init__(
+        self, read: Callable[[list[str]], tuple[dict[str, JobStamp], dict[str, str]]], job_ids: list[str]
+    ):
+        self._read = read
+        self._job_ids = job_ids
+        self._lock = threading.Lock()
+        self._answer: tuple[dict[str, JobStamp], dict[str, str]] | None = None
+
+    def get(self, job_id: str) -> JobStamp | None:
+        with self._lock:
+            if self._answer is None:
+                self._answer = self._read(self._job_ids)
+        found, unreadable = self._answer
+        if job_id in unreadable:
+            raise UnreadableItem(f"job {job_id}: {unreadable[job_id]}")
+        return found.get(job_id)
+
+
+@dataclass(frozen=True)
+class Known:
+    """A pack's executions and jobs, read together on receipt: its members look them up here."""
+
+    executions: dict[ExecutionRef, Execution]
+    unreadable_executions: dict[ExecutionRef, str]
+    jobs: dict[str, Job]
+    unreadable_jobs: dict[str, str]
+    stamps: PackStamps | None = None
+
+    def execution(self, ref: ExecutionRef) -> Execution | None:
+        if ref in self.unreadable_executions:
+            raise UnreadableItem(f"execution {ref[2]}: {self.unreadable_executions[ref]}")
+        return self.executions.get(ref)
+
+    def job(self, job_id: str) -> Job | None:
+        if job_id in self.unreadable_jobs:
+            raise UnreadableItem(f"job {job_id}: {self.unreadable_jobs[job_id]}")
+        return self.jobs.get(job_id)
 
 
 class Outcome(Enum):
@@ -139,9 +197,24 @@ class Worker:
             starts=self._starts,
         )
 
-    def handle(self, item: WorkItem, receipt_handle: str, receive_count: int = 1) -> Outcome:
+    def read_ahead(self, items: Sequence[WorkItem]) -> Known:
+        """The executions and jobs of a pack's members, in a BatchGetItem (a hundred) each, side by side."""
+        refs = [(item.job_id, item.scheduled_at, item.execution_id) for item in items]
+        job_ids = [item.job_id for item in items]
+        reads: list[Callable[[], Any]] = [
+            lambda: self._read_executions(refs),
+            lambda: tuple(self._store.jobs.get_many(job_ids)),
+        ]
+        (executions, bad_executions), (jobs, bad_jobs) = parallel_map(lambda read: read(), reads)
+        stamps = PackStamps(lambda ids: self._read_stamps(ids), list(dict.fromkeys(job_ids)))
+        return Known(executions, bad_executions, jobs, bad_jobs, stamps)
+
+    def handle(
+        self, item: WorkItem, receipt_handle: Receipt, receive_count: int = 1, known: Known | None = None
+    ) -> Outcome:
+        """`known`: its execution and job, read with its pack's (None: read here)."""
         try:
-            return self._handle(item, receipt_handle, receive_count)
+            return self._handle(item, receipt_handle, receive_count, known)
         except UnreadableItem as exc:
             # Written by a newer version (a deployment under way, say): leave it as it is, and the
             # message for a worker that can read it; after its receives it goes to the dead-letter queue.
@@ -163,18 +236,21 @@ class Worker:
             )
             return self._later(receipt_handle, delay)
 
-    def _handle(self, item: WorkItem, receipt_handle: str, receive_count: int) -> Outcome:
+    def _handle(
+        self, item: WorkItem, receipt_handle: Receipt, receive_count: int, known: Known | None = None
+    ) -> Outcome:
         wait = (item.scheduled_at - self._clock.now()).total_seconds()
         if wait > self._config.max_early_wait.total_seconds():
             return self._later(receipt_handle, wait)
 
-        stored = self._executions.get((item.job_id, item.scheduled_at, item.execution_id))
+        ref = (item.job_id, item.scheduled_at, item.execution_id)
+        stored = known.execution(ref) if known is not None else self._executions.get(ref)
         if stored is not None and stored.status.is_final:
             # A duplicate or redelivered message. If the worker that finished it died before updating
             # the job, do that now.
             self._ensure_outcome_recorded(stored)
             return Outcome.DONE
-        stored_job = self._jobs.get(item.job_id)
+        stored_job = known.job(item.job_id) if known is not None else self._jobs.get(item.job_id)
         job = self._effective(stored_job, item.scheduled_at)
         execution = stored or unstored_execution(item, job, self._clock.now(), self._store.retention)
         if execution is None:
@@ -246,7 +322,7 @@ class Worker:
                     return self._policy_skip(job, running, late, receipt_handle)
             leave = self._starts.enter()
             try:
-                return self._start(stored_job or job, job, running, receipt_handle, expected, leave)
+                return self._start(stored_job or job, job, running, receipt_handle, expected, leave, known)
             finally:
                 leave()
         finally:
@@ -258,9 +334,10 @@ class Worker:
         read: Job,
         claimed: Job,
         running: Execution,
-        receipt_handle: str,
+        receipt_handle: Receipt,
         expected: Expected[JobStamp] | None,
         started: Callable[[], None],
+        known: Known | None = None,
     ) -> Outcome:
         """Its instant has come and it is claimed: start it unless its job changed meanwhile.
         `read`: its job as read on receipt; `claimed`: that job as it was claimed for (its named task
@@ -269,7 +346,7 @@ class Worker:
         # pause that landed between the first read and now still stops it, and one after this read
         # came after its start. (Whether it changed is read first: all of it only if it did.) Its named
         # task is resolved as of its instant too: a change to it acknowledged before then is run.
-        job = self._effective(self._reread(read, expected), running.scheduled_at)
+        job = self._effective(self._reread(read, expected, known), running.scheduled_at)
         ahead = expected is not None
         if job is not None and job.task_version != claimed.task_version:
             job, running = _as_claimed(job, claimed, running)
@@ -306,16 +383,23 @@ class Worker:
         (the store's method looked up at each call, so that a test may replace it)."""
         return self._store.jobs.stamps(job_ids)
 
-    def _reread(self, job: Job, expected: Expected[JobStamp] | None) -> Job | None:
+    def _reread(
+        self, job: Job, expected: Expected[JobStamp] | None, known: Known | None = None
+    ) -> Job | None:
         """The job as it is now: the copy read before, unless its status, schedule version or time of
         last change differ (or it is gone)."""
-        stamp = expected.get() if expected is not None else self._stamps.get(job.id)
+        if expected is not None:
+            stamp = expected.get()
+        elif known is not None and known.stamps is not None:
+            stamp = known.stamps.get(job.id)
+        else:
+            stamp = self._stamps.get(job.id)
         if stamp == JobStamp.of(job):
             return job
         return self._jobs.get(job.id)
 
     def _by_policy(
-        self, job: Job, execution: Execution, now: datetime, receipt_handle: str, receive_count: int
+        self, job: Job, execution: Execution, now: datetime, receipt_handle: Receipt, receive_count: int
     ) -> Outcome | None:
         """The job's policy on a scheduled run about to start: None to start it; otherwise what was
         done (SKIPPED with its reason, or held back behind the job's previous run)."""
@@ -339,12 +423,12 @@ class Worker:
         return self._later(receipt_handle, decision.delay_seconds)
 
     def _run(
-        self, job: Job, execution: Execution, receipt_handle: str, started: Callable[[], None]
+        self, job: Job, execution: Execution, receipt_handle: Receipt, started: Callable[[], None]
     ) -> Outcome:
         delay = self._attempts.run(job, execution, started)
         return Outcome.DONE if delay is None else self._later(receipt_handle, delay)
 
-    def _policy_skip(self, job: Job, execution: Execution, reason: str, receipt_handle: str) -> Outcome:
+    def _policy_skip(self, job: Job, execution: Execution, reason: str, receipt_handle: Receipt) -> Outcome:
         if not self._skip(job, execution, reason, status=ExecutionStatus.SKIPPED):
             return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
         skipped = replace(
@@ -393,12 +477,15 @@ class Worker:
         logger.info("execution skipped", extra={"execution_id": execution.id, "reason": reason})
         return True
 
-    def _after_lost_claim(self, current: Execution | None, receipt_handle: str) -> Outcome:
+    def _after_lost_claim(self, current: Execution | None, receipt_handle: Receipt) -> Outcome:
         """`current`: the execution as read after its claim failed (None: not stored)."""
         if current is None or current.status.is_final:
             return Outcome.DONE
         return self._later(receipt_handle, 5)
 
-    def _later(self, receipt_handle: str, seconds: float) -> Outcome:
-        self._queue.change_visibility(receipt_handle, seconds)
+    def _later(self, receipt_handle: Receipt, seconds: float) -> Outcome:
+        if isinstance(receipt_handle, Member):
+            receipt_handle.later = seconds
+        else:
+            self._queue.change_visibility(receipt_handle, seconds)
         return Outcome.LATER

@@ -38,6 +38,9 @@ class Settings(BaseModel):
     # waiting invocation is billed; the local stack sets it: its store answers slowly when many
     # executions share an instant, so their reads and claims need a head start.
     early_visibility_seconds: int = Field(default=0, ge=0, le=15)
+    # Executions of one instant a work message carries at most (its worker starts them side by side):
+    # about 40 bytes each, and a socket each while a webhook starts (Lambda allows 1,024 descriptors).
+    pack_size: int = Field(default=500, ge=1, le=2000)
     # Networks a webhook may reach even though they are private, loopback or link-local.
     webhook_allowed_networks: tuple[str, ...] = ()
     # Lambda functions the `lambda` task may invoke: ARN patterns, * and ? as wildcards (lambda_arns).

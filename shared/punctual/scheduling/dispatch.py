@@ -5,7 +5,8 @@ For a batch of markers, in an order that survives a crash at any step:
    cancelled, paused or rescheduled;
 2. for a recurring job, file the next occurrence's marker and move the job's next_run_at, so the
    chain continues whatever happens to this execution;
-3. send the messages, held by DelaySeconds until their instant;
+3. send the messages, held by DelaySeconds until their instant: one a pack of executions due at the
+   same instant (and from the same shard), up to `pack_size`;
 4. delete the markers filed as due soon (`DueMarker.soon`); a minute bucket's markers stay, read
    once by the scanner (which keeps its position in each bucket) and left to expire.
 A crash before the scanner records its position (or, for a soon marker, before 4) leaves the markers
@@ -54,9 +55,11 @@ from punctual.platform.concurrency import parallel_map
 from punctual.platform.observability import logger
 from punctual.scheduling import handoff
 from punctual.store import Store
-from punctual.store.queue import WorkItem, WorkQueue, delay_seconds
+from punctual.store.queue import WorkItem, WorkQueue, delay_seconds, pack_items
 
 QUEUED = ExecutionStatus.QUEUED
+# Executions a work message carries at most (Settings.pack_size).
+PACK_SIZE = 500
 # Statuses of an execution whose message may not have been sent yet.
 UNSENT = frozenset({ExecutionStatus.PENDING, ExecutionStatus.QUEUED})
 
@@ -83,6 +86,7 @@ class Dispatcher:
         soon: timedelta,
         early_visibility_seconds: int = 0,
         record_queued: bool = False,
+        pack_size: int = PACK_SIZE,
     ) -> None:
         self._store = store
         self._queue = queue
@@ -90,18 +94,26 @@ class Dispatcher:
         self.soon = soon
         self._early = timedelta(seconds=early_visibility_seconds)
         self._record_queued = record_queued
+        self.pack_size = pack_size
 
     def route(self, marker: DueMarker, now: datetime) -> DueMarker:
         """The marker as it must be filed (`handoff.route`)."""
         return handoff.route(marker, now, self.soon)
 
+    def _guarded(self, marker: DueMarker, now: datetime) -> bool:
+        """Whether this marker's execution may have been sent before or be stored already."""
+        return self._recorded(marker) or (marker.handoff_until is not None and marker.handoff_until <= now)
+
     def _recorded(self, marker: DueMarker) -> bool:
         """Whether this marker's execution is stored as QUEUED before its message is sent."""
         return marker.manual or self._record_queued
 
-    def dispatch(self, markers: Sequence[DueMarker], new_jobs: Sequence[Job] = ()) -> DispatchResult:
+    def dispatch(
+        self, markers: Sequence[DueMarker], new_jobs: Sequence[Job] = (), *, resent: bool = False
+    ) -> DispatchResult:
         """`new_jobs`: jobs the caller has just stored, with these markers their first: not read again,
-        and known to have no execution yet."""
+        and known to have no execution yet. `resent`: the markers may have been sent before (their
+        packs are guarded)."""
         result = DispatchResult()
         if not markers:
             return result
@@ -144,14 +156,22 @@ class Dispatcher:
         already = {m.execution_id for m in sent_before}
         sendable = [m for m, _ in runnable if m.execution_id in ready and m.execution_id not in already]
         now = self._clock.now()
-        items = [
+        # Executions of one instant (and shard) go in one message, which one worker runs side by side.
+        packs = pack_items(
             (
-                WorkItem(m.job_id, m.execution_id, m.scheduled_at, m.schedule_version, m.manual),
-                delay_seconds(m.scheduled_at - self._early, now),
+                (WorkItem(m.job_id, m.execution_id, m.scheduled_at, m.schedule_version, m.manual), m.shard)
+                for m in sendable
+            ),
+            guarded=(m.execution_id for m in sendable if resent or self._guarded(m, now)),
+            max_entries=self.pack_size,
+        )
+        unsent = {
+            item.execution_id
+            for pack in self._queue.send_packs(
+                [(pack, delay_seconds(pack.scheduled_at - self._early, now)) for pack in packs]
             )
-            for m in sendable
-        ]
-        unsent = {item.execution_id for item in self._queue.send(items)}
+            for item in pack.items
+        }
         for marker in sendable:
             (result.failed if marker.execution_id in unsent else result.enqueued).append(marker)
 
@@ -286,7 +306,7 @@ def release_quarantined(store: Store, dispatcher: Dispatcher, clock: Clock, job_
     which is by now in a minute the scanner has passed. So the schedule picks up from now instead, as
     on resume: the occurrences missed meanwhile are not run, the quarantined one is."""
     markers = [marker for marker, _ in store.markers.quarantined(job_id)]
-    result = dispatcher.dispatch(markers)
+    result = dispatcher.dispatch(markers, resent=True)
     store.markers.release_quarantined(result.enqueued + result.skipped)
     job = store.jobs.get_many([job_id]).found.get(job_id)  # None too while it still cannot be read
     now = clock.now()

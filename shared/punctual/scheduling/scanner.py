@@ -26,7 +26,7 @@ from punctual.domain.errors import RetryableStoreError
 from punctual.domain.models import DueMarker
 from punctual.platform import randomness
 from punctual.platform.clock import Clock
-from punctual.platform.concurrency import chunks, parallel_map
+from punctual.platform.concurrency import parallel_map
 from punctual.platform.observability import (
     EXECUTIONS_ENQUEUED,
     EXECUTIONS_QUARANTINED,
@@ -45,12 +45,37 @@ SOON_READ = 2000
 # A shard never scanned starts this far back (markers older than that were filed by no one).
 FIRST_SCAN_BACK = timedelta(minutes=2)
 MINUTE = timedelta(minutes=1)
-# Markers dispatched together (a few batched calls per hundred), and chunks dispatched at once.
-DISPATCH_CHUNK = 250
+# Chunks of markers dispatched at once (a chunk: a few batched calls per hundred markers).
 DISPATCH_LANES = 8
 # A tick's hold on its shards: longer than the scanner function may run (55 s), shorter than the tick
 # period, so that a tick that died without letting go delays the next one by a minute at most.
 LEASE = timedelta(seconds=58)
+
+
+def instant_chunks(markers: Sequence[DueMarker], pack_size: int) -> list[list[DueMarker]]:
+    """A shard's markers (in sort-key order) as chunks to dispatch, each of at most `pack_size`:
+    whole instants together, an instant with more cut every `pack_size` from its first marker.
+
+    So the same markers make the same packs (and pack ids) however many ticks read them, and a
+    crowded instant is never cut where a neighbour happens to end."""
+    pieces: list[list[DueMarker]] = []
+    for marker in markers:
+        last = pieces[-1] if pieces else None
+        if last is not None and last[0].scheduled_at == marker.scheduled_at and len(last) < pack_size:
+            last.append(marker)
+        else:
+            pieces.append([marker])
+    out: list[list[DueMarker]] = []
+    for piece in pieces:
+        if (
+            out
+            and len(out[-1]) + len(piece) <= pack_size
+            and out[-1][-1].scheduled_at != piece[0].scheduled_at
+        ):
+            out[-1].extend(piece)
+        else:
+            out.append(list(piece))
+    return out
 
 
 def shard_groups(shard_count: int, fanout: int) -> list[list[int]]:
@@ -300,7 +325,7 @@ class _Tick:
         futures = [
             (shard, list(chunk), self.lanes.submit(self._scanner._dispatch, list(chunk), self.now))
             for shard, markers in batches
-            for chunk in chunks(markers, DISPATCH_CHUNK)
+            for chunk in instant_chunks(markers, self._scanner._dispatcher.pack_size)
         ]
         stuck: dict[int, list[DueMarker]] = {}
         for shard, chunk, future in futures:

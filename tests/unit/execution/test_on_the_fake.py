@@ -17,7 +17,7 @@ from punctual.jobs.creation import NewJob
 from punctual.platform import resources
 from punctual.platform.clock import ManualClock
 from punctual.platform.config import Settings
-from punctual.store.queue import WorkItem
+from punctual.store.queue import WorkItem, read_body
 from punctual_testing.fake_aws import FakeAws, Latency, SentMessage, clients
 from tests.store import builders
 
@@ -38,7 +38,7 @@ class Stack:
         return self.fake.sqs.queues[self.queue_url]
 
     def items(self) -> list[WorkItem]:
-        return [WorkItem.from_body(m.body) for m in self.sent()]
+        return [item for m in self.sent() for item in read_body(m.body).items]
 
     def at_in(self, seconds: float) -> AtSchedule:
         return AtSchedule(type="at", at=self.clock.now() + timedelta(seconds=seconds))
