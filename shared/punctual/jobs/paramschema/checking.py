@@ -13,9 +13,10 @@ from typing import Any
 from urllib.parse import unquote
 
 from punctual.domain.validation import json_problem
+from punctual.jobs.paramschema.keywords import _is_number, checks_for
 from punctual.jobs.paramschema.messages import SchemaError
 from punctual.jobs.paramschema.regex import _Regex
-from punctual.jobs.paramschema.validation import CompiledSchema, _is_number, checks_for
+from punctual.jobs.paramschema.validation import CompiledSchema
 
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_SCHEMA_DEPTH = 32
