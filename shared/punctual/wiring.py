@@ -12,7 +12,8 @@ from punctual.execution.outcomes import Monitor
 from punctual.execution.packs import PackRunner
 from punctual.execution.worker import Worker, WorkerConfig
 from punctual.jobs.cursor import Cursors
-from punctual.jobs.named_tasks import TaskResolver, TaskService
+from punctual.jobs.named_tasks import TaskService
+from punctual.jobs.task_resolver import TaskResolver
 from punctual.jobs.service import JobService
 from punctual.notify.delivery import Notifier
 from punctual.notify.messages import NotifyPolicy, Outbox

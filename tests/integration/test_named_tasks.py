@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from punctual.jobs.named_tasks import DEFINITION_TTL_SECONDS
+from punctual.jobs.task_resolver import DEFINITION_TTL_SECONDS
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
 from punctual_local.stack import LOCAL_EARLY_VISIBILITY_SECONDS

@@ -17,7 +17,8 @@ from punctual.domain.models import Job, JobStatus, TaskRef, TaskSpec
 from punctual.domain.policies import RetryPolicy
 from punctual.domain.schedules import NowSchedule
 from punctual.jobs import paramschema
-from punctual.jobs.named_tasks import TaskResolver, check_params
+from punctual.jobs.named_tasks import check_params
+from punctual.jobs.task_resolver import TaskResolver
 from punctual.jobs.paramschema.checking import compile_schema
 from punctual.jobs.paramschema.messages import SchemaError
 from punctual.platform.clock import ManualClock

@@ -10,7 +10,7 @@ from typing import Any
 from punctual.domain.models import Job, JobStatus, TaskRef, TaskSpec
 from punctual.domain.policies import RetryPolicy
 from punctual.domain.schedules import NowSchedule
-from punctual.jobs.named_tasks import TaskResolver
+from punctual.jobs.task_resolver import TaskResolver
 from punctual.platform.clock import ManualClock
 from punctual.store.tasks import NamedTask
 
