@@ -11,11 +11,15 @@ from typing import Any
 
 import pytest
 
-from punctual.execution import worker as worker_module
+from punctual import tasks
+from punctual.domain.models import ExecutionStatus
+from punctual.execution.run_records import unstored_execution
+from punctual.execution.worker import MAX_EARLY_WAIT, Outcome
 from punctual.platform import resources
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from punctual.store import Store
+from punctual.store.queue import WorkItem, read_body
 from punctual_local.stack import LOCAL_EARLY_VISIBILITY_SECONDS
 from tests.faults import Crash
 from tests.world import World, mocked_world
@@ -33,13 +37,13 @@ def early_world(clock: ManualClock) -> Iterator[World]:
 def runs(early_world: World, monkeypatch: pytest.MonkeyPatch) -> list[datetime]:
     """The clock's time whenever a task starts."""
     started: list[datetime] = []
-    real = worker_module.tasks.run
+    real = tasks.run
 
     def run(task: Any, context: Any) -> Any:
         started.append(early_world.clock.now())
         return real(task, context)
 
-    monkeypatch.setattr(worker_module.tasks, "run", run)
+    monkeypatch.setattr(tasks, "run", run)
     return started
 
 
@@ -204,8 +208,8 @@ def test_the_start_of_an_early_claimed_run_is_kept_by_its_outcome_write(early_wo
     world = early_world
     store: Store = world.store
     job, due = one_time(world, 200)  # left to the scanner: nothing runs it here
-    execution = worker_module.unstored_execution(
-        worker_module.WorkItem(job["id"], "exec_early", due, 1),
+    execution = unstored_execution(
+        WorkItem(job["id"], "exec_early", due, 1),
         world.store.jobs.get(job["id"]),
         due,
         store.retention,
@@ -217,8 +221,8 @@ def test_the_start_of_an_early_claimed_run_is_kept_by_its_outcome_write(early_wo
     assert claimed.started_at is None and claimed.lateness_ms is None
     began = due + timedelta(milliseconds=40)
     finished = store.executions.finish_attempt(
-        worker_module.replace(claimed, started_at=began, lateness_ms=40),
-        status=worker_module.ExecutionStatus.SUCCEEDED,
+        replace(claimed, started_at=began, lateness_ms=40),
+        status=ExecutionStatus.SUCCEEDED,
         finished_at=began,
         error=None,
         result=None,
@@ -234,16 +238,14 @@ def test_a_message_as_early_as_the_deployment_makes_them_waits_in_the_worker(
     # Given a job due in 60.5 s, its message received as soon as it is visible (EARLY s ahead, past
     # the wait a worker allows any early message)
     _job, due = one_time(world, 60.5)
-    assert worker_module.MAX_EARLY_WAIT.total_seconds() < EARLY
+    assert MAX_EARLY_WAIT.total_seconds() < EARLY
     world.clock.advance(60.5 - EARLY)
     queue = world.punctual.settings.queue_url
     [message] = world.sqs.receive_message(QueueUrl=queue, AttributeNames=["All"]).get("Messages", [])
     # When the worker handles it
-    outcome = world.punctual.worker.handle(
-        worker_module.WorkItem.from_body(message["Body"]), message["ReceiptHandle"]
-    )
+    outcome = world.punctual.worker.handle(read_body(message["Body"]).items[0], message["ReceiptHandle"])
     # Then it was claimed then and run at its instant, not sent back to wait on the queue
-    assert outcome is worker_module.Outcome.DONE
+    assert outcome is Outcome.DONE
     assert len(made) == 1 and made[0] <= due - timedelta(seconds=EARLY - 1)
     assert len(runs) == 1 and runs[0] >= due
 
@@ -261,8 +263,8 @@ def test_a_message_further_ahead_than_the_deployment_makes_them_goes_back_to_the
     world.clock.advance(60.5 - EARLY)
     queue = world.punctual.settings.queue_url
     [message] = world.sqs.receive_message(QueueUrl=queue, AttributeNames=["All"]).get("Messages", [])
-    item = worker_module.WorkItem.from_body(message["Body"])
-    ahead = EARLY + worker_module.MAX_EARLY_WAIT.total_seconds() + 1
+    item = read_body(message["Body"]).items[0]
+    ahead = EARLY + MAX_EARLY_WAIT.total_seconds() + 1
     far = replace(item, scheduled_at=world.clock.now() + timedelta(seconds=ahead))
     # When the worker handles it
     world.punctual.worker.handle(far, message["ReceiptHandle"])
@@ -333,13 +335,13 @@ def test_an_early_claimed_run_reads_queued_until_it_starts_and_running_from_its_
         then=lambda _: before.append((shown(), shown("status=QUEUED"), shown("status=RUNNING"))),
     )
     during: list[list[dict[str, Any]]] = []
-    real = worker_module.tasks.run
+    real = tasks.run
 
     def run(task: Any, context: Any) -> Any:
         during.append(shown("status=RUNNING"))  # and while its task runs
         return real(task, context)
 
-    monkeypatch.setattr(worker_module.tasks, "run", run)
+    monkeypatch.setattr(tasks, "run", run)
     world.run_for(40, step=0.25)
     # Then before its instant it read QUEUED, no attempt started, and listed as QUEUED, not RUNNING
     assert made and made[0] < due

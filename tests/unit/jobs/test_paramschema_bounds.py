@@ -18,9 +18,9 @@ from punctual.domain.policies import RetryPolicy
 from punctual.domain.schedules import NowSchedule
 from punctual.jobs import paramschema
 from punctual.jobs.named_tasks import check_params
-from punctual.jobs.task_resolver import TaskResolver
 from punctual.jobs.paramschema.checking import compile_schema
 from punctual.jobs.paramschema.messages import SchemaError
+from punctual.jobs.task_resolver import TaskResolver
 from punctual.platform.clock import ManualClock
 from punctual.store.tasks import NamedTask
 from punctual.tasks import TaskPolicy
