@@ -19,7 +19,7 @@ def record_handler(record: SQSRecord) -> None:
     punctual = wiring.default()
     # A pack's executions each (those that ended are left as they are, dead_letters.dead_letter).
     for item in read_body(record.body).items:
-        dead_letter(punctual.store, punctual.clock, item, punctual.monitor)
+        dead_letter(punctual.store, punctual.clock, item, punctual.hooks)
 
 
 @logger.inject_lambda_context

@@ -18,7 +18,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from punctual import wiring
-from punctual.execution.worker import Outcome
+from punctual.execution.worker import Disposition
 from punctual.platform.observability import log_request_id, metrics, tracer
 from punctual.store.queue import read_body
 
@@ -39,7 +39,7 @@ def handle_record(record: SQSRecord) -> None:
         record.receipt_handle,
         receive_count=int(record.attributes.approximate_receive_count or 1),
     )
-    if outcome is Outcome.LATER:
+    if outcome is Disposition.LATER:
         raise TryLater(record.message_id)
 
 

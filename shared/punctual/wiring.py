@@ -8,13 +8,13 @@ from datetime import timedelta
 from typing import Any
 
 from punctual.execution.dead_letters import DeadLetters
-from punctual.execution.outcomes import Monitor
+from punctual.execution.hooks import RunHooks
 from punctual.execution.packs import PackRunner
 from punctual.execution.worker import Worker, WorkerConfig
 from punctual.jobs.cursor import Cursors
 from punctual.jobs.named_tasks import TaskService
-from punctual.jobs.task_resolver import TaskResolver
 from punctual.jobs.service import JobService
+from punctual.jobs.task_resolver import TaskResolver
 from punctual.notify.delivery import Notifier
 from punctual.notify.messages import NotifyPolicy, Outbox
 from punctual.platform import aws
@@ -42,7 +42,7 @@ class Punctual:
     packs: PackRunner
     tasks: TaskService
     outbox: Outbox
-    monitor: Monitor
+    hooks: RunHooks
     notifier: Notifier
     dead_letters: DeadLetters
 
@@ -129,7 +129,7 @@ def build(
     # The AWS target tasks' clients and the notifier's SNS and EventBridge ones: the same kind, kept once.
     aws_clients = aws_clients or aws_clients_for(settings)
     outbox = Outbox(sqs, settings.notify_queue_url)
-    monitor = Monitor(store, clock, outbox)
+    hooks = RunHooks(store, clock, outbox)
     worker_config = WorkerConfig(
         task_policy=task_policy,
         result_max_bytes=settings.result_max_bytes,
@@ -144,7 +144,7 @@ def build(
         lambda_clients=lambda_clients or lambda_clients_for(settings),
         aws_clients=aws_clients,
         named_tasks=TaskResolver(store.tasks, clock, ttl_seconds=settings.task_cache_seconds).effective,
-        monitor=monitor,
+        hooks=hooks,
     )
     notifier = Notifier(
         store,
@@ -167,7 +167,7 @@ def build(
         packs=PackRunner(worker, queue, clock, worker_config),
         tasks=named,
         outbox=outbox,
-        monitor=monitor,
+        hooks=hooks,
         notifier=notifier,
         dead_letters=DeadLetters(store, queue, clock),
     )

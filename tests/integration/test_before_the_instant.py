@@ -14,7 +14,7 @@ import pytest
 from punctual import tasks
 from punctual.domain.models import ExecutionStatus
 from punctual.execution.run_records import unstored_execution
-from punctual.execution.worker import MAX_EARLY_WAIT, Outcome
+from punctual.execution.worker import MAX_EARLY_WAIT, Disposition
 from punctual.platform import resources
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
@@ -245,7 +245,7 @@ def test_a_message_as_early_as_the_deployment_makes_them_waits_in_the_worker(
     # When the worker handles it
     outcome = world.punctual.worker.handle(read_body(message["Body"]).items[0], message["ReceiptHandle"])
     # Then it was claimed then and run at its instant, not sent back to wait on the queue
-    assert outcome is Outcome.DONE
+    assert outcome is Disposition.DONE
     assert len(made) == 1 and made[0] <= due - timedelta(seconds=EARLY - 1)
     assert len(runs) == 1 and runs[0] >= due
 

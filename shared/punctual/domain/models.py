@@ -371,7 +371,7 @@ def job_as_seen(job: Job) -> Job:
     """A job as users see it beside its last execution (`Job.last_execution`, read with it). The
     worker writes a run's end first and then the job's outcome (and, for its last run, its
     completion), so a read between the two would show a finished run beside a job that says nothing
-    happened: the job is shown as that second write makes it (`punctual.execution.outcomes.Monitor.ended`)."""
+    happened: the job is shown as that second write makes it (`punctual.execution.hooks.RunHooks.ended`)."""
     last = job.last_execution
     if last is None or not last.status.ran_to_end or last.finished_at is None:
         return job

@@ -2,7 +2,7 @@
 
 The worker (punctual.execution.worker) decides whether and when an execution runs and claims it; this runs the
 task with its context, writes success, failure or the retry to come (riding out throttling: an
-outcome lost would mean running the task again) and hands the end to the job's monitor. It answers
+outcome lost would mean running the task again) and hands the end to the run hooks. It answers
 in seconds until the retry, so that the work message's visibility stays the worker's to set.
 """
 
@@ -17,7 +17,7 @@ from punctual import tasks
 from punctual.domain.errors import LostRace
 from punctual.domain.models import Execution, ExecutionStatus, Job
 from punctual.execution import run_records
-from punctual.execution.outcomes import Monitor, persist
+from punctual.execution.hooks import RunHooks, persist
 from punctual.execution.run_records import truncate
 from punctual.execution.starts_first import StartsFirst
 from punctual.platform.clock import Clock
@@ -44,7 +44,7 @@ class Attempts:
         self,
         store: Store,
         clock: Clock,
-        monitor: Monitor,
+        hooks: RunHooks,
         rng: random.Random,
         *,
         task_policy: TaskPolicy,
@@ -57,7 +57,7 @@ class Attempts:
         self._store = store
         self._starts = starts
         self._clock = clock
-        self._monitor = monitor
+        self._hooks = hooks
         self._rng = rng
         self._task_policy = task_policy
         self._result_max_bytes = result_max_bytes
@@ -77,7 +77,7 @@ class Attempts:
             metrics.add_metric(
                 name=LATENESS_MS, unit="Milliseconds", value=execution.lateness_ms or 0, resolution=1
             )
-            self._monitor.started(job, execution)
+            self._hooks.started(job, execution)
         logger.debug("execution started", extra=log)
         context = TaskContext(
             job_id=job.id,
@@ -120,7 +120,7 @@ class Attempts:
             return None  # our lease ran out and another worker took over: its outcome stands
         metrics.add_metric(name=EXECUTIONS_SUCCEEDED, unit="Count", value=1)
         logger.info("execution succeeded", extra=log)
-        self._monitor.ended(job, finished)
+        self._hooks.ended(job, finished)
         return None
 
     def _failed(
@@ -162,7 +162,7 @@ class Attempts:
             return None
         metrics.add_metric(name=EXECUTIONS_FAILED, unit="Count", value=1)
         logger.info("execution failed", extra=log)
-        self._monitor.ended(job, finished)
+        self._hooks.ended(job, finished)
         return None
 
     def _persist(self, write: Callable[[], _T]) -> _T:

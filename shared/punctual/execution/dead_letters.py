@@ -2,7 +2,7 @@
 
 The dead-letter queue's handler consumes each message as it arrives (`dead_letter`): it ends the
 execution FAILED (marked `dead_lettered`) and keeps a record of it under its job's owner
-(`Monitor.dead_lettered`), so that the queue itself stays empty (its alarm says when the handler cannot keep up) and each owner
+(`RunHooks.dead_lettered`), so that the queue itself stays empty (its alarm says when the handler cannot keep up) and each owner
 sees only their own. Redriving one puts its execution back to QUEUED and sends its message again: the
 same execution (the same `X-Punctual-Execution-Id`), its attempts so far still counted, is run once
 more as if its message had just come, and the record goes.
@@ -18,7 +18,7 @@ from typing import Any
 from punctual.domain.errors import LostRace, UnreadableItem
 from punctual.domain.models import Execution, ExecutionStatus, completes_job
 from punctual.execution import pausing
-from punctual.execution.outcomes import Monitor
+from punctual.execution.hooks import RunHooks
 from punctual.execution.run_records import unstored_execution
 from punctual.platform.clock import Clock
 from punctual.platform.observability import DEAD_LETTERED, EXECUTIONS_FAILED, logger, metrics
@@ -88,9 +88,9 @@ class DeadLetters:
         return Redriven.REDRIVEN
 
 
-def dead_letter(store: Store, clock: Clock, item: WorkItem, monitor: Monitor | None = None) -> None:
+def dead_letter(store: Store, clock: Clock, item: WorkItem, hooks: RunHooks | None = None) -> None:
     """A message that exhausted its receives: its execution fails (marked dead-lettered), and a
-    one-time job completes; with a monitor, it is kept for its owner to redrive, and notified."""
+    one-time job completes; with a hooks, it is kept for its owner to redrive, and notified."""
     try:
         stored = store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
     except UnreadableItem:
@@ -122,7 +122,7 @@ def dead_letter(store: Store, clock: Clock, item: WorkItem, monitor: Monitor | N
         metrics.add_metric(name=EXECUTIONS_FAILED, unit="Count", value=1)
         logger.warning("execution dead-lettered", extra={"execution_id": execution.id})
     job = store.jobs.get(item.job_id)
-    if job is not None and monitor is not None:
-        monitor.dead_lettered(job, ended)
+    if job is not None and hooks is not None:
+        hooks.dead_lettered(job, ended)
     elif job is not None and completes_job(job, ended):
         pausing.complete_job(store, job, ended)

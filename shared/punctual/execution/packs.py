@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 
-from punctual.execution.worker import Known, Member, Outcome, Worker, WorkerConfig
+from punctual.execution.worker import Disposition, Known, Member, Worker, WorkerConfig
 from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
 from punctual.store.queue import MAX_DELAY_SECONDS, Pack, WorkItem, WorkQueue
@@ -36,7 +36,7 @@ class PackRunner:
         self._clock = clock
         self._config = config
 
-    def handle(self, pack: Pack, receipt_handle: str, receive_count: int = 1) -> Outcome:
+    def handle(self, pack: Pack, receipt_handle: str, receive_count: int = 1) -> Disposition:
         wait = (pack.scheduled_at - self._clock.now()).total_seconds()
         if wait > self._config.max_early_wait.total_seconds():
             # Too early for any of them (each would say so): back at its instant, nothing read.
@@ -55,10 +55,10 @@ class PackRunner:
         waiting = [
             (item, member.later or 0.0)
             for item, member, outcome in zip(pack.items, members, outcomes, strict=True)
-            if outcome is Outcome.LATER
+            if outcome is Disposition.LATER
         ]
         if not waiting:
-            return Outcome.DONE
+            return Disposition.DONE
         shortest = min(seconds for _, seconds in waiting)
         together = [item for item, seconds in waiting if seconds <= shortest + TOGETHER_SECONDS]
         if len(together) == len(pack.items):
@@ -80,7 +80,7 @@ class PackRunner:
         together: list[WorkItem],
         shortest: float,
         waiting: list[tuple[WorkItem, float]],
-    ) -> Outcome:
+    ) -> Disposition:
         """Send the members that wait on, apart from those that ended; the message goes once they are
         sent (if any cannot be, it comes back whole after the shortest wait: what ended stays ended)."""
         kept = {item.execution_id for item in together}
@@ -96,11 +96,11 @@ class PackRunner:
         )
         if self._queue.send_packs(packs):
             return self._later(receipt_handle, shortest)
-        return Outcome.DONE
+        return Disposition.DONE
 
-    def _later(self, receipt_handle: str, seconds: float) -> Outcome:
+    def _later(self, receipt_handle: str, seconds: float) -> Disposition:
         self._queue.change_visibility(receipt_handle, seconds)
-        return Outcome.LATER
+        return Disposition.LATER
 
 
 def _delay(seconds: float) -> int:

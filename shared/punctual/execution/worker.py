@@ -21,8 +21,8 @@ from punctual.domain.models import Execution, ExecutionStatus, Job, skip_reason
 from punctual.execution import pausing, run_policy, run_records
 from punctual.execution.attempts import Attempts
 from punctual.execution.batched_reads import BatchedReads
+from punctual.execution.hooks import RunHooks
 from punctual.execution.instant_reads import Expected, InstantReads
-from punctual.execution.outcomes import Monitor
 from punctual.execution.run_records import unstored_execution
 from punctual.execution.starts_first import StartsFirst
 from punctual.platform.clock import Clock
@@ -132,7 +132,9 @@ class Known:
         return self.jobs.get(job_id)
 
 
-class Outcome(Enum):
+class Disposition(Enum):
+    """What becomes of a work message once handled."""
+
     DONE = "done"  # delete the message
     LATER = "later"  # leave it: it comes back when its visibility timeout (set here) ends
 
@@ -162,7 +164,7 @@ class Worker:
         rng: random.Random | None = None,
         aws_clients: AwsClients | None = None,
         named_tasks: Resolve | None = None,
-        monitor: Monitor | None = None,
+        hooks: RunHooks | None = None,
     ) -> None:
         self._store = store
         self._queue = queue
@@ -180,14 +182,14 @@ class Worker:
         self._aws_clients = aws_clients
         # A job as it runs now: its named task resolved (named_tasks.TaskResolver.effective).
         self._effective: Resolve = named_tasks or (lambda job, at=None: job)
-        # The job's outcome, auto-pause and notifications around each run (punctual.execution.outcomes).
-        self._monitor = monitor or Monitor(store, clock, None, self._rng)
+        # The job's outcome, auto-pause and notifications around each run (punctual.execution.hooks).
+        self._hooks = hooks or RunHooks(store, clock, None, self._rng)
         # Attempts that ended write their outcome once the starts due meanwhile are made.
         self._starts = StartsFirst()
         self._attempts = Attempts(
             store,
             clock,
-            self._monitor,
+            self._hooks,
             self._rng,
             task_policy=config.task_policy,
             result_max_bytes=config.result_max_bytes,
@@ -211,7 +213,7 @@ class Worker:
 
     def handle(
         self, item: WorkItem, receipt_handle: Receipt, receive_count: int = 1, known: Known | None = None
-    ) -> Outcome:
+    ) -> Disposition:
         """`known`: its execution and job, read with its pack's (None: read here)."""
         try:
             return self._handle(item, receipt_handle, receive_count, known)
@@ -238,7 +240,7 @@ class Worker:
 
     def _handle(
         self, item: WorkItem, receipt_handle: Receipt, receive_count: int, known: Known | None = None
-    ) -> Outcome:
+    ) -> Disposition:
         wait = (item.scheduled_at - self._clock.now()).total_seconds()
         if wait > self._config.max_early_wait.total_seconds():
             return self._later(receipt_handle, wait)
@@ -249,12 +251,12 @@ class Worker:
             # A duplicate or redelivered message. If the worker that finished it died before updating
             # the job, do that now.
             self._ensure_outcome_recorded(stored)
-            return Outcome.DONE
+            return Disposition.DONE
         stored_job = known.job(item.job_id) if known is not None else self._jobs.get(item.job_id)
         job = self._effective(stored_job, item.scheduled_at)
         execution = stored or unstored_execution(item, job, self._clock.now(), self._store.retention)
         if execution is None:
-            return Outcome.DONE
+            return Disposition.DONE
         if self._clock.now() < execution.scheduled_at and not run_policy.early_claim(job, execution):
             # Claimed at its instant: its job's policy is judged then (whether its previous run is still
             # under way). A duplicate's claim meanwhile makes this one's fail.
@@ -271,7 +273,7 @@ class Worker:
         reason = skip_reason(job, execution)
         if reason is not None:
             if self._skip(job, execution, reason):
-                return Outcome.DONE
+                return Disposition.DONE
             # Changed since read (claimed by another worker, or its job resumed): looked at afresh.
             return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
         assert job is not None
@@ -338,7 +340,7 @@ class Worker:
         expected: Expected[JobStamp] | None,
         started: Callable[[], None],
         known: Known | None = None,
-    ) -> Outcome:
+    ) -> Disposition:
         """Its instant has come and it is claimed: start it unless its job changed meanwhile.
         `read`: its job as read on receipt; `claimed`: that job as it was claimed for (its named task
         resolved); `expected`: its read at the instant, when it was claimed ahead of it."""
@@ -362,7 +364,7 @@ class Worker:
                 return self._run(job, running, receipt_handle, started)
             try:
                 if self._skip(job, running, reason):
-                    return Outcome.DONE
+                    return Disposition.DONE
                 # The job changed meanwhile (resumed, cancelled): this worker holds the run; look again.
                 job = self._effective(self._store.jobs.get(running.job_id), running.scheduled_at)
             except RetryableStoreError:
@@ -400,7 +402,7 @@ class Worker:
 
     def _by_policy(
         self, job: Job, execution: Execution, now: datetime, receipt_handle: Receipt, receive_count: int
-    ) -> Outcome | None:
+    ) -> Disposition | None:
         """The job's policy on a scheduled run about to start: None to start it; otherwise what was
         done (SKIPPED with its reason, or held back behind the job's previous run)."""
         decision = run_policy.before_start(
@@ -424,18 +426,20 @@ class Worker:
 
     def _run(
         self, job: Job, execution: Execution, receipt_handle: Receipt, started: Callable[[], None]
-    ) -> Outcome:
+    ) -> Disposition:
         delay = self._attempts.run(job, execution, started)
-        return Outcome.DONE if delay is None else self._later(receipt_handle, delay)
+        return Disposition.DONE if delay is None else self._later(receipt_handle, delay)
 
-    def _policy_skip(self, job: Job, execution: Execution, reason: str, receipt_handle: Receipt) -> Outcome:
+    def _policy_skip(
+        self, job: Job, execution: Execution, reason: str, receipt_handle: Receipt
+    ) -> Disposition:
         if not self._skip(job, execution, reason, status=ExecutionStatus.SKIPPED):
             return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
         skipped = replace(
             execution, status=ExecutionStatus.SKIPPED, error=reason, finished_at=self._clock.now()
         )
         self._record_outcome(job, skipped)
-        return Outcome.DONE
+        return Disposition.DONE
 
     def _release(self, running: Execution) -> None:
         try:
@@ -446,8 +450,8 @@ class Worker:
 
     def _record_outcome(self, job: Job, finished: Execution) -> None:
         """Complete the job if this was its last execution, or record its outcome on it; then what
-        follows (Monitor.ended: auto-pause, notifications)."""
-        self._monitor.ended(job, finished)
+        follows (RunHooks.ended: auto-pause, notifications)."""
+        self._hooks.ended(job, finished)
 
     def _ensure_outcome_recorded(self, execution: Execution) -> None:
         job = self._store.jobs.get(execution.job_id)
@@ -477,15 +481,15 @@ class Worker:
         logger.info("execution skipped", extra={"execution_id": execution.id, "reason": reason})
         return True
 
-    def _after_lost_claim(self, current: Execution | None, receipt_handle: Receipt) -> Outcome:
+    def _after_lost_claim(self, current: Execution | None, receipt_handle: Receipt) -> Disposition:
         """`current`: the execution as read after its claim failed (None: not stored)."""
         if current is None or current.status.is_final:
-            return Outcome.DONE
+            return Disposition.DONE
         return self._later(receipt_handle, 5)
 
-    def _later(self, receipt_handle: Receipt, seconds: float) -> Outcome:
+    def _later(self, receipt_handle: Receipt, seconds: float) -> Disposition:
         if isinstance(receipt_handle, Member):
             receipt_handle.later = seconds
         else:
             self._queue.change_visibility(receipt_handle, seconds)
-        return Outcome.LATER
+        return Disposition.LATER

@@ -10,7 +10,7 @@ from random import Random
 from typing import Any
 
 from punctual.execution import call_class
-from punctual.execution.outcomes import persist
+from punctual.execution.hooks import persist
 from punctual.platform.clock import ManualClock
 from punctual_local.moto.gate import (
     API,

@@ -12,7 +12,7 @@ import pytest
 from punctual import wiring
 from punctual.domain.models import Execution, ExecutionStatus, JobStatus, TaskSpec, marker_for
 from punctual.domain.schedules import AtSchedule, RateSchedule
-from punctual.execution.worker import Outcome
+from punctual.execution.worker import Disposition
 from punctual.jobs.creation import NewJob
 from punctual.platform import resources
 from punctual.platform.clock import ManualClock
@@ -129,8 +129,8 @@ def test_the_worker_runs_a_due_execution_once_and_completes_its_job(stack: Stack
     [item] = stack.items()
     worker = stack.punctual.worker
     # When the worker handles its message, and the same message again
-    assert worker.handle(item, "receipt-1") is Outcome.DONE
-    assert worker.handle(item, "receipt-2") is Outcome.DONE
+    assert worker.handle(item, "receipt-1") is Disposition.DONE
+    assert worker.handle(item, "receipt-2") is Disposition.DONE
     # Then it ran once, and the job is completed with it as its outcome
     execution = stack.punctual.store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
     assert execution is not None and (execution.status, execution.attempts) == (ExecutionStatus.SUCCEEDED, 1)
@@ -161,7 +161,7 @@ def test_an_execution_read_as_stored_and_gone_before_its_claim_still_runs_once(
 
     monkeypatch.setattr(store.executions, "claim", vanishing)
     # When the worker handles its message
-    assert stack.punctual.worker.handle(item, "receipt-1") is Outcome.DONE
+    assert stack.punctual.worker.handle(item, "receipt-1") is Disposition.DONE
     # Then its first claim was the short one of a stored copy, and, refused, the one that stores it
     assert claims == [True, False]
     execution = store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
@@ -172,6 +172,6 @@ def test_the_worker_skips_an_execution_of_a_paused_job(stack: Stack) -> None:
     job, _ = stack.punctual.service.create(OWNER, NewJob(task=NOOP, schedule=stack.at_in(0)))
     [item] = stack.items()
     stack.punctual.service.pause(OWNER, job.id)
-    assert stack.punctual.worker.handle(item, "receipt") is Outcome.DONE
+    assert stack.punctual.worker.handle(item, "receipt") is Disposition.DONE
     execution = stack.punctual.store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
     assert execution is not None and execution.status is ExecutionStatus.CANCELLED

@@ -1,7 +1,8 @@
-"""What follows an execution's start and end, beside running it: the job's recorded outcome, the
-auto-pause after failures, the dead-letter record and the job's notifications.
+"""The run hooks: what follows an execution's start and end, beside running it. The job's recorded
+outcome, the auto-pause after failures, the dead-letter record and the job's notifications; a
+feature that reacts to a run's end (a job started when another succeeds) hooks in here.
 
-The worker and the dead-letter handler call `Monitor.started` and `Monitor.ended`. Everything here is
+The worker and the dead-letter handler call `RunHooks.started` and `RunHooks.ended`. Everything here is
 written after the execution's own status, and in an order that survives a crash at any step: the
 outcome first (a repeat of it is refused by its condition, so it is never counted twice), then the
 pause, then the notifications, whose failure to be queued makes the work message come back (the
@@ -43,7 +44,7 @@ _REMEMBERED_LATE = 10_000
 _T = TypeVar("_T")
 
 
-class Monitor:
+class RunHooks:
     def __init__(
         self, store: Store, clock: Clock, outbox: Outbox | None, rng: random.Random | None = None
     ) -> None:
