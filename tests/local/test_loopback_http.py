@@ -233,7 +233,7 @@ def test_unsigned_boto3_clients_reach_moto_through_it() -> None:
 
 def test_the_api_process_clients_mark_the_dynamodb_calls_of_its_reads_for_motos_gate(server: _Server) -> None:
     from punctual_local import clients
-    from punctual_local.moto.gate import API, CALL_HEADER, api_read
+    from punctual_local.moto.gate import API, API_WRITE, CALL_HEADER, api_read
 
     # Given the clients the API's process makes, and those the stack makes
     marked = clients.connect(url(server), api_reads=True)
@@ -246,5 +246,6 @@ def test_the_api_process_clients_mark_the_dynamodb_calls_of_its_reads_for_motos_
         plain.dynamodb_client.list_tables()
         marked.sqs.list_queues()
     marked.dynamodb_client.list_tables()
-    # Then the API's DynamoDB calls for the read carry the mark, and no other
-    assert [headers.get(CALL_HEADER) for _, _, headers in server.requests] == [API, API, None, None, None]
+    # Then the API's DynamoDB calls carry the mark of a read or of a write, and no other call a mark
+    marks = [headers.get(CALL_HEADER) for _, _, headers in server.requests]
+    assert marks == [API, API, None, None, API_WRITE]

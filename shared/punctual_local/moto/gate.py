@@ -14,8 +14,8 @@ them waited up to 0.8 s each. Past that limit they take every other turn, not ev
 of 1,000 left two thousand of them overdue at once, and letting them all go first held the scanner's
 tick for 20 s. The API's process (api_process.py) has clients of its own: its requests do not queue
 here behind a burst's claims, but in moto's process, where a gate of the same kind (`MotoGate`) lets
-every caller's calls in to moto's handler a few at a time: the stack's first (the API's writes
-among them), then the API's reads, the stack's bookkeeping last. Executions come first whatever the API's load: two hundred clients listing
+every caller's calls in to moto's handler a few at a time: the stack's first, then the API's writes
+(with a share of the turns), then its reads, the stack's bookkeeping last. Executions come first whatever the API's load: two hundred clients listing
 jobs in a loop had put thousands of the API's reads in line with the executions' calls, which then
 started more than a minute late.
 
@@ -57,6 +57,13 @@ API_SHARE = 3
 # The API's reads in moto at once. moto runs its calls in one interpreter, so each call let in beside
 # a stack's call takes a share of the CPU that call needs, and a list reads a whole table in moto.
 API_SLOTS = 1
+# The calls of the API's writes (a creation, a change): after the stack's, before the API's reads.
+API_WRITE = "api-write"
+# While the stack's calls wait, the API's writes take one turn in this many. Among the stack's calls
+# as equals they took half of moto's turns whenever the API's clients kept it busy (16 admitted at
+# once against the stack's 16), and a burst's claims and reads at its instant waited behind them;
+# a third keeps creations going (a creation is a few calls) while the executions come first.
+WRITE_SHARE = 3
 
 
 class Gate:
@@ -74,6 +81,7 @@ class Gate:
         *,
         api_share: int = API_SHARE,
         api_slots: int = API_SLOTS,
+        write_share: int = WRITE_SHARE,
     ) -> None:
         self._lock = threading.Lock()
         self._monotonic = monotonic
@@ -81,18 +89,23 @@ class Gate:
         self._free = slots
         self._last_limit = last_limit
         self._api_share = api_share
+        self._write_share = write_share
         self._api_slots = min(api_slots, slots)
         self._api_holding = 0
         self._first: deque[threading.Event] = deque()
         self._others: deque[threading.Event] = deque()
         self._api: deque[threading.Event] = deque()
+        self._writes: deque[threading.Event] = deque()
         self._last: deque[tuple[float, threading.Event]] = deque()  # with when each began to wait
         self._last_went = False  # whether the last turn handed out while overdue went to `last`
         self._others_went = 0  # turns the others took while an api caller could have, since its last
+        self._others_went_w = 0  # turns the others took while a write waited, since the last write's
 
     @contextmanager
-    def slot(self, *, first: bool = False, last: bool = False, api: bool = False) -> Iterator[None]:
-        self._acquire(first, last, api)
+    def slot(
+        self, *, first: bool = False, last: bool = False, api: bool = False, write: bool = False
+    ) -> Iterator[None]:
+        self._acquire(first, last, api, write)
         try:
             yield
         finally:
@@ -101,9 +114,9 @@ class Gate:
     @property
     def waiting(self) -> int:
         with self._lock:
-            return len(self._first) + len(self._others) + len(self._api) + len(self._last)
+            return len(self._first) + len(self._others) + len(self._writes) + len(self._api) + len(self._last)
 
-    def _acquire(self, first: bool, last: bool, api: bool) -> None:
+    def _acquire(self, first: bool, last: bool, api: bool, write: bool = False) -> None:
         with self._lock:
             # (a free slot means no one waits that could take it: a release hands its slot on)
             if self._free > 0 and (not api or self._api_holding < self._api_slots):
@@ -113,6 +126,8 @@ class Gate:
             turn = threading.Event()
             if api:
                 self._api.append(turn)
+            elif write:
+                self._writes.append(turn)
             elif first:
                 self._first.append(turn)
             elif last:
@@ -131,6 +146,11 @@ class Gate:
             elif overdue and not self._last_went:
                 self._last_went = True
                 self._last.popleft()[1].set()
+            elif self._writes and (not self._others or self._others_went_w >= self._write_share - 1):
+                self._last_went = False
+                self._others_went_w = 0
+                self._others_went += api_may
+                self._writes.popleft().set()
             elif api_may and (not self._others or self._others_went >= self._api_share - 1):
                 self._last_went = False
                 self._others_went = 0
@@ -139,6 +159,7 @@ class Gate:
             elif self._others:
                 self._last_went = False
                 self._others_went += api_may
+                self._others_went_w += bool(self._writes)
                 self._others.popleft().set()
             elif self._last:
                 self._last_went = True
@@ -169,8 +190,8 @@ _reading = threading.local()
 @contextmanager
 def api_read() -> Iterator[None]:
     """The store calls this thread makes in the block answer a read of the API (a GET): a client
-    given to `mark_api_reads` marks them `API` for moto's gate. The API's writes (a creation, a
-    change) are not marked: they go among the stack's calls, as few at once as the API admits."""
+    given to `mark_api_reads` marks them `API` for moto's gate; its other calls (a creation, a
+    change) are marked `API_WRITE`."""
     _reading.active = True
     try:
         yield
@@ -179,13 +200,13 @@ def api_read() -> Iterator[None]:
 
 
 def mark_api_reads(client: Any) -> None:
-    """Mark a boto3 DynamoDB client's requests made in `api_read` blocks as `API` (`MotoGate`)."""
+    """Mark a boto3 DynamoDB client's requests made in `api_read` blocks as `API`, its others as
+    `API_WRITE` (`MotoGate`)."""
     endpoint = client._endpoint
     send = endpoint._send
 
     def marked_send(request: Any) -> Any:
-        if getattr(_reading, "active", False):
-            request.headers[CALL_HEADER] = API
+        request.headers[CALL_HEADER] = API if getattr(_reading, "active", False) else API_WRITE
         return send(request)
 
     endpoint._send = marked_send
@@ -200,9 +221,9 @@ class MotoGate:
 
     The stack's gate orders the stack's own calls, but the API's process sends its calls to moto
     without it. Here every caller's call waits its turn at moto's handler: a BatchGetItem of the
-    stack (the runs at their instant wait on it) first, then the stack's other calls and the API's
-    writes (as few at once as the API admits: server.Limits), then the API's reads (its GETs' calls,
-    marked `API`), then the stack's bookkeeping (marked `LAST`). The API's reads are as many as its
+    stack (the runs at their instant wait on it) first, then the stack's other calls, then the API's
+    writes (marked `API_WRITE`: one turn in `WRITE_SHARE` while the stack's calls wait), then the
+    API's reads (its GETs' calls, marked `API`), then the stack's bookkeeping (marked `LAST`). The API's reads are as many as its
     clients, and in line with the stack's calls they delayed the executions by minutes; they hold
     one of moto's slots at a time (`API_SLOTS`) and take one turn in `API_SHARE` while the stack's
     calls wait, so that a busy stack slows the API's reads without stopping them (the API answers
@@ -221,6 +242,9 @@ class MotoGate:
             return self._app(environ, start_response)
         call = environ.get(_CALL_ENVIRON)
         api = call == API
-        with self.gate.slot(first=_is_first(target) and not api, last=call == LAST, api=api):
+        write = call == API_WRITE
+        with self.gate.slot(
+            first=_is_first(target) and not (api or write), last=call == LAST, api=api, write=write
+        ):
             # (the answer's body is made in the call: moto's handlers return it whole)
             return list(self._app(environ, start_response))

@@ -14,6 +14,7 @@ from punctual.execution.hooks import persist
 from punctual.platform.clock import ManualClock
 from punctual_local.moto.gate import (
     API,
+    API_WRITE,
     CALL_HEADER,
     LAST,
     Gate,
@@ -402,6 +403,46 @@ def test_api_calls_take_one_turn_in_three_while_the_stacks_wait() -> None:
         thread.join(10)
 
 
+def test_api_writes_take_one_turn_in_three_while_the_stacks_wait() -> None:
+    gate = Gate(1)
+    entered: list[str] = []
+    names = ("holder", "list1", "create1", "create2", "claim1", "claim2", "claim3", "claim4")
+    threads: list[threading.Thread] = []
+    leave = {name: threading.Event() for name in names}
+
+    def hold_api(name: str, **kind: bool) -> threading.Thread:
+        def run() -> None:
+            with gate.slot(**kind):
+                entered.append(name)
+                assert leave[name].wait(10)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    # Given an API read and two API writes waiting, then four of the stack's calls
+    threads.append(hold(gate, False, entered, "holder", leave["holder"]))
+    wait_until(lambda: entered == ["holder"])
+    for waiting, name in enumerate(names[1:], start=1):
+        if name.startswith("list"):
+            threads.append(hold_api(name, api=True))
+        elif name.startswith("create"):
+            threads.append(hold_api(name, write=True))
+        else:
+            threads.append(hold(gate, False, entered, name, leave[name]))
+        wait_until(lambda waiting=waiting: gate.waiting == waiting)
+    # When each holder leaves in turn
+    for count in range(2, len(names) + 1):
+        leave[entered[-1]].set()
+        wait_until(lambda count=count: len(entered) == count)
+    # Then the stack's go first, two at a time; the writes take every third turn of theirs, and the
+    # read, which counts every turn not its own, the one after the first write
+    assert entered == ["holder", "claim1", "claim2", "create1", "list1", "claim3", "claim4", "create2"]
+    leave["create2"].set()
+    for thread in threads:
+        thread.join(10)
+
+
 def test_the_apis_calls_leave_a_slot_to_the_stacks() -> None:
     gate = Gate(2, api_slots=1)
     entered: list[str] = []
@@ -434,7 +475,7 @@ def test_the_apis_calls_leave_a_slot_to_the_stacks() -> None:
     assert gate._free == 2 and gate.waiting == 0
 
 
-def test_a_client_of_the_api_marks_the_calls_of_its_reads_and_no_other() -> None:
+def test_a_client_of_the_api_marks_its_reads_and_its_writes_apart() -> None:
     sent: list[Request] = []
 
     class Recording(Endpoint):
@@ -449,5 +490,5 @@ def test_a_client_of_the_api_marks_the_calls_of_its_reads_and_no_other() -> None
         client._endpoint._send(Request(b"DynamoDB_20120810.Query"))
         client._endpoint._send(Request(b"DynamoDB_20120810.BatchGetItem"))
     client._endpoint._send(Request(b"DynamoDB_20120810.PutItem"))
-    # Then the read's calls are marked as the API's, the write's not (it goes among the stack's)
-    assert [request.headers.get(CALL_HEADER) for request in sent] == [API, API, None]
+    # Then the read's calls are marked as the API's reads, the write's as its writes
+    assert [request.headers.get(CALL_HEADER) for request in sent] == [API, API, API_WRITE]
