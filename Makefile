@@ -90,6 +90,11 @@ bench-scanner: $(STAMP)
 bench-burst: $(STAMP)
 	@$(BIN)/python -m bench.burst $(BENCH_ARGS)
 
+# A pack's fire stage from one process on loopback: 1,000 and 500 webhooks on the worker's pool, CPU.
+.PHONY: bench-pack-fire
+bench-pack-fire: $(STAMP)
+	@$(BIN)/python -m bench.pack_fire $(BENCH_ARGS)
+
 bench-cost: $(STAMP)
 	@$(BIN)/python -m bench.cost $(BENCH_ARGS)
 

@@ -94,6 +94,16 @@ PRESCALE_MINUTES = 7.0
 PRESCALE_CONTEXT = "-c worker_min_pollers=2 -c burst_forecast_minutes=5 -c worker_prescale=true"
 
 
+# The packed path (bench.burst.packed). Measured by `python -m bench.pack_fire` on a shared 2-vCPU
+# x86_64 machine, a pack of 500 on 400 threads: a webhook's start, a boto3 UpdateItem, a pack body's read.
+PACK_WEBHOOK_CPU_MS = 0.87
+DYNAMODB_CALL_CPU_MS = 1.9
+PACK_DECODE_MS_PER_ENTRY = 0.005
+BATCH_READ_CPU_MS = 8.0  # assumed: a BatchGetItem of a hundred items parsed
+# Assumed: the lead the forecast gives a crowded instant, the bound of Settings.early_visibility_seconds.
+LEAD_SECONDS = 15.0
+
+
 def documented(value: Any, *pages: tuple[str, str], note: str = "") -> dict[str, Any]:
     found: dict[str, Any] = {
         "value": value,
@@ -199,6 +209,34 @@ INPUTS: dict[str, dict[str, Any]] = {
         f"{PRESCALE_MINUTES:g} minutes (assumed); cold starts' initialisation billed",
     },
     "sqs_ordering": {"value": "oldest visible first", "label": "assumed (standard queues order best-effort)"},
+    "pack_webhook_cpu_ms": {
+        "value": PACK_WEBHOOK_CPU_MS,
+        "label": "measured",
+        "source": "python -m bench.pack_fire: 500 webhooks on the PackRunner's 400 threads, loopback, no TLS",
+    },
+    "dynamodb_call_cpu_ms": {
+        "value": DYNAMODB_CALL_CPU_MS,
+        "label": "measured",
+        "source": "python -m bench.pack_fire: a boto3 UpdateItem (a claim, an outcome write) on 400 threads "
+        "to a stand-in answering at once",
+    },
+    "pack_decode_ms_per_entry": {
+        "value": PACK_DECODE_MS_PER_ENTRY,
+        "label": "measured",
+        "source": "python -m bench.pack_fire: store.queue.read_body of 500 entries",
+    },
+    "batch_read_cpu_ms": {"value": BATCH_READ_CPU_MS, "label": "assumed"},
+    "lead_seconds": {
+        "value": LEAD_SECONDS,
+        "label": "assumed",
+        "source": "messages visible this long before a crowded instant: the bound of "
+        "Settings.early_visibility_seconds (0-15), which AWS deploys at 0 today",
+    },
+    "worker_memory_mb": {
+        "value": 512,
+        "label": "deployment default",
+        "source": "infra/components/functions.py",
+    },
     "worker_cpu_ms_per_webhook": {
         "label": "measured",
         "source": "python -m bench.webhook_cpu (capacity.WORKER_CPU_MS_PER_WEBHOOK, "

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from typing import Any
 
 from bench import webhook_cpu
-from bench.burst.documented import INPUTS
+from bench.burst.documented import DYNAMODB_CALL_CPU_MS, INPUTS, LEAD_SECONDS, PACK_WEBHOOK_CPU_MS
 from bench.burst.model import GOAL_SECONDS, simulate
 from bench.burst.scenarios import one_instant_million, scenarios, steady_10k_per_s
 from punctual_cli import capacity
@@ -37,6 +37,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     inputs["worker_cpu_ms_per_webhook"]["value"] = args.worker_cpu_ms
     inputs["scanner_rate_per_invocation"]["value"] = round(rate, 1)
     inputs["worker_batch_seconds"]["value"] = args.batch_seconds
+    inputs["lead_seconds"]["value"] = args.lead_seconds
+    inputs["pack_webhook_cpu_ms"]["value"] = args.pack_webhook_cpu_ms
+    inputs["dynamodb_call_cpu_ms"]["value"] = args.dynamodb_call_cpu_ms
     results = {
         name: asdict(simulate(load, deployment, batch_seconds=args.batch_seconds, seed=args.seed))
         | {"deployment": asdict(deployment), "load": asdict(load)}
@@ -88,6 +91,18 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=capacity.WORKER_CPU_MS_PER_WEBHOOK,
         help="the worker's CPU a webhook, in ms (measured: bench.webhook_cpu)",
+    )
+    p.add_argument(
+        "--lead-seconds",
+        type=float,
+        default=LEAD_SECONDS,
+        help="packs visible this long before their instant",
+    )
+    p.add_argument(
+        "--pack-webhook-cpu-ms", type=float, default=PACK_WEBHOOK_CPU_MS, help="measured: bench.pack_fire"
+    )
+    p.add_argument(
+        "--dynamodb-call-cpu-ms", type=float, default=DYNAMODB_CALL_CPU_MS, help="measured: bench.pack_fire"
     )
     p.add_argument("--only", nargs="*", help="run only these scenarios")
     p.add_argument("--seed", type=int, default=1)

@@ -9,20 +9,24 @@ import math
 from dataclasses import asdict, replace
 from typing import Any
 
-from bench import webhook_cpu
 from bench.burst.documented import (
+    BATCH_READ_CPU_MS,
     COLD_START,
     DDB_QUOTA_PAGE,
     LAMBDA_QUOTA_PAGE,
     MAX_POLLERS,
+    PACK_DECODE_MS_PER_ENTRY,
     PRESCALE_CONTEXT,
     PRESCALE_MINUTES,
     SQS_IN_FLIGHT,
     SQS_QUOTA_PAGE,
 )
-from bench.burst.model import GOAL_SECONDS, Deployment, Load, Result, mapping_claim, simulate
+from bench.burst.model import GOAL_SECONDS, Deployment, Load, Result, mapping_claim
+from bench.burst.packed import Costs, PackedDeployment, PackedResult, simulate_packs
 from infra.settings import DeploySettings
+from punctual.execution.packs import FIRE_THREADS
 from punctual.platform import aws_limits as sizing
+from punctual.platform.config import Settings
 from punctual_cli import capacity
 
 
@@ -108,27 +112,113 @@ def burst_cost(d: Deployment, result: Result, memory_mb: int) -> dict[str, float
     return {k: round(v, 2) for k, v in parts.items()}
 
 
-def one_instant_million(rate: float, args: argparse.Namespace) -> dict[str, Any]:
-    """A million executions due at one instant onto the default deployment with the pre-scaling on."""
-    load = Load(args.burst, 0.0)
-    base = default_prescaled(rate)
-    at_defaults = simulate(load, base, batch_seconds=args.batch_seconds, seed=args.seed)
-    unbounded = simulate(
-        load,
-        replace(base, lambda_quota=10**9, table_write_units=10**9),
-        batch_seconds=args.batch_seconds,
-        seed=args.seed,
+def packed_costs(args: argparse.Namespace) -> Costs:
+    return Costs(
+        webhook_ms=args.pack_webhook_cpu_ms,
+        dynamodb_call_ms=args.dynamodb_call_cpu_ms,
+        batch_read_ms=BATCH_READ_CPU_MS,
+        decode_ms_per_entry=PACK_DECODE_MS_PER_ENTRY,
+        task_seconds=capacity.Assumptions().task_seconds,
     )
-    raises = quota_raises(base, unbounded)
-    raised = base
+
+
+def packed_prescaled(rate: float, args: argparse.Namespace) -> PackedDeployment:
+    """The default deployment (infra/settings.py) with the pre-scaling on, on the packed path: pollers
+    raised ahead to worker_prescale_max_pollers within worker_max_pollers, the account's quotas at
+    their defaults, the worker at its memory, packs of Settings.pack_size."""
+    s = DeploySettings
+    return PackedDeployment(
+        lead_seconds=args.lead_seconds,
+        memory_mb=capacity.Assumptions().worker_memory_mb,
+        pack_size=Settings().pack_size,
+        min_pollers=s.worker_prescale_max_pollers,
+        max_pollers=s.worker_max_pollers,
+        lambda_quota=s.lambda_concurrency_quota,
+        table_write_units=sizing.TABLE_QUOTA_UNITS,
+        shards=s.shard_count,
+        scanner_fanout=s.scanner_fanout,
+        scanner_rate=rate,
+    )
+
+
+def _figures(found: PackedResult) -> dict[str, Any]:
+    return {"p50_s": found.p50_seconds, "p99_s": found.p99_seconds, "max_s": found.max_seconds}
+
+
+def packed_quota_raises(
+    d: PackedDeployment, instants: list[tuple[float, int]], c: Costs, seed: int
+) -> list[dict[str, Any]]:
+    """The quotas `d` must have raised to run as fast as its own settings let it: Lambda's concurrency
+    to the peak with none binding (and the scanner's invocations), the table's write units to the
+    least of a ladder that starts the executions as early as with no limit."""
+    free = replace(d, lambda_quota=10**6, table_write_units=10**9)
+    unbounded = simulate_packs(instants, free, c, seed=seed)
+    found: list[dict[str, Any]] = []
+    lambda_need = _round_up(unbounded.peak_concurrency + d.scanner_fanout, 100)
+    if lambda_need > d.lambda_quota:
+        found.append(
+            {
+                "quota": "Lambda concurrent executions (account, region)",
+                "default": d.lambda_quota,
+                "raise_to": lambda_need,
+                "page": LAMBDA_QUOTA_PAGE[0],
+                "note": "a new account starts lower than the default; AWS raises it with use",
+            }
+        )
+    for units in (40_000, 80_000, 120_000, 160_000, 240_000, 320_000, 480_000, 640_000):
+        trial = simulate_packs(instants, replace(free, table_write_units=units), c, seed=seed)
+        if trial.max_seconds <= unbounded.max_seconds + 0.05:
+            break
+    if units > d.table_write_units:
+        found.append(
+            {
+                "quota": "DynamoDB table write throughput (on-demand, per table)",
+                "default": d.table_write_units,
+                "raise_to": units,
+                "page": DDB_QUOTA_PAGE[0],
+                "note": "and warm throughput set to it: a new table serves 4,000 writes a second at first; "
+                "the claims made ahead of the instant are what need it",
+            }
+        )
+    return found
+
+
+def _raised(d: PackedDeployment, raises: list[dict[str, Any]]) -> PackedDeployment:
     for r in raises:
         if r["quota"].startswith("Lambda"):
-            raised = replace(raised, lambda_quota=r["raise_to"])
+            d = replace(d, lambda_quota=r["raise_to"])
         elif r["quota"].startswith("DynamoDB"):
-            raised = replace(raised, table_write_units=r["raise_to"])
-    found = simulate(load, raised, batch_seconds=args.batch_seconds, seed=args.seed)
-    memory = capacity.Assumptions().worker_memory_mb
-    cost = burst_cost(raised, found, memory)
+            d = replace(d, table_write_units=r["raise_to"])
+    return d
+
+
+def one_instant_million(rate: float, args: argparse.Namespace) -> dict[str, Any]:
+    """A million executions due at one instant onto the default deployment with the pre-scaling on,
+    on the packed path (bench.burst.packed), its quotas raised; then what else moves the figure."""
+    instants = [(0.0, args.burst)]
+    c = packed_costs(args)
+    base = packed_prescaled(rate, args)
+    raises = packed_quota_raises(base, instants, c, args.seed)
+    raised = _raised(base, raises)
+    found = simulate_packs(instants, raised, c, seed=args.seed)
+    at_defaults = simulate_packs(instants, base, c, seed=args.seed)
+    cost = burst_cost_packed(raised, found)
+    enough_pollers = max(base.max_pollers, math.ceil(found.packs / sizing.POLLER_CONCURRENT_INVOKES) + 5)
+    levers = {
+        f"worker_max_pollers={enough_pollers} (a pack an invoke for every pack)": replace(
+            raised,
+            max_pollers=enough_pollers,
+            lambda_quota=max(raised.lambda_quota, _round_up(found.packs + 164, 100)),
+        ),
+    }
+    more = levers[next(iter(levers))]
+    levers[f"and the worker at {sizing.LAMBDA_MB_PER_VCPU} MB (one vCPU)"] = replace(
+        more, memory_mb=sizing.LAMBDA_MB_PER_VCPU
+    )
+    levers["and FIRE_THREADS = pack_size (no member waits for a thread)"] = replace(
+        more, fire_threads=more.pack_size
+    )
+    levers["messages visible at the instant (lead 0, today's AWS default)"] = replace(raised, lead_seconds=0)
     return {
         "p50_s": found.p50_seconds,
         "p99_s": found.p99_seconds,
@@ -138,21 +228,27 @@ def one_instant_million(rate: float, args: argparse.Namespace) -> dict[str, Any]
         "quota_raises": raises,
         "goal_max_s": GOAL_SECONDS,
         "met": found.max_seconds <= GOAL_SECONDS,
+        "packs": found.packs,
         "bound_by": found.bound_by,
+        "last_pack_received_s": found.last_received_seconds,
+        "peak_write_units_per_second": found.peak_write_units_per_second,
         "burst_cost_parts_usd": cost,
-        # What the worker's CPU alone would allow, were executions started many an invocation (not
-        # today's ten an invocation): the measured CPU a webhook at the worker's share of a vCPU.
-        "worker_cpu_bound": {
-            "cpu_ms_per_webhook": args.worker_cpu_ms,
-            "memory_mb": memory,
-            **webhook_cpu.project(args.worker_cpu_ms, memory),
+        "depends_on": [
+            f"messages made visible {args.lead_seconds:g} s before the instant (assumed: the lead the "
+            "forecast gives a crowded instant, the bound of early_visibility_seconds; AWS deploys 0 today)",
+            "the worker mapping's BatchSize 1 (a pack an invoke)",
+            "MinimumPollers raised to worker_prescale_max_pollers before the packs become visible "
+            "(the pre-scaling, minutes ahead; assumed to take effect in time)",
+            f"the worker's CPU at {raised.memory_mb} MB: {raised.share:.3f} of a vCPU, the measured "
+            "per-member CPU (pack_webhook_cpu_ms, dynamodb_call_cpu_ms) spent one at a time",
+            f"{FIRE_THREADS} threads a pack of {raised.pack_size}: members beyond them start once a "
+            "thread's member has answered and its outcome is written",
+            "the table's write rate quota raised (the claims made ahead); bucket and job partitions never bind",
+        ],
+        "levers": {
+            name: _figures(simulate_packs(instants, d, c, seed=args.seed)) for name, d in levers.items()
         },
-        "at_default_quotas": {
-            "p50_s": at_defaults.p50_seconds,
-            "p99_s": at_defaults.p99_seconds,
-            "max_s": at_defaults.max_seconds,
-            "bound_by": at_defaults.bound_by,
-        },
+        "at_default_quotas": {**_figures(at_defaults), "bound_by": at_defaults.bound_by},
         "deployment": {
             "context": f"defaults (infra/settings.py) {PRESCALE_CONTEXT}",
             **asdict(raised),
@@ -160,21 +256,53 @@ def one_instant_million(rate: float, args: argparse.Namespace) -> dict[str, Any]
     }
 
 
+def burst_cost_packed(d: PackedDeployment, result: PackedResult) -> dict[str, float]:
+    """USD for the burst: its executions at the measured cost of one (creation included, as deployed),
+    the pollers raised ahead, and the packs' invocations (their hold billed) beyond one execution's."""
+    assumptions = capacity.Assumptions(execution_events=DeploySettings.execution_events)
+    each = sum(capacity.cost_per_execution(capacity.ONE_TIME, assumptions).values())
+    floor = sizing.MIN_POLLERS_RANGE[0]
+    gb = d.memory_mb / 1024
+    parts = {
+        "executions": result.executions * each,
+        "pollers_raised_ahead": max(0, d.min_pollers - floor)
+        * PRESCALE_MINUTES
+        / 60
+        * capacity.PRICES.sqs_poller_epu_hour,
+        "pack_invocations_billed": result.packs
+        * result.invocation_seconds
+        * gb
+        * capacity.PRICES.lambda_arm64_gb_second,
+        "cold_start_initialisation": result.cold_starts
+        * sum(COLD_START)
+        / 2
+        * gb
+        * capacity.PRICES.lambda_arm64_gb_second,
+    }
+    return {k: round(v, 2) for k, v in parts.items()}
+
+
 def steady_10k_per_s(rate: float, args: argparse.Namespace) -> dict[str, Any]:
-    """10,000 executions a second, steady, onto the same deployment at the default quotas: the mapping
-    scaled to its load and its environments warm."""
+    """10,000 executions a second, steady, onto the same deployment (quotas raised as for the burst),
+    its environments warm: each second's executions due at that second (as the API's times and cron's
+    are), so they pack by instant and shard."""
     steady_rate = 10_000
-    load = Load(steady_rate * args.steady_seconds, float(args.steady_seconds))
-    concurrency = math.ceil(steady_rate / sizing.SQS_BATCH * args.batch_seconds * 1.5)
-    # scaled to the pollers its receives need: 1,000 batches a second, 10 a poller, x 1.5
-    deployment = replace(default_prescaled(rate), warm_environments=concurrency, scaled_to=1500)
-    found = simulate(load, deployment, batch_seconds=args.batch_seconds, seed=args.seed)
+    instants = [(float(second), steady_rate) for second in range(args.steady_seconds)]
+    c = packed_costs(args)
+    base = replace(packed_prescaled(rate, args), warm_environments=2000)
+    raises = packed_quota_raises(base, instants[:5], c, args.seed)
+    found = simulate_packs(instants, _raised(base, raises), c, seed=args.seed)
     return {
         "p50_s": found.p50_seconds,
         "p99_s": found.p99_seconds,
         "max_s": found.max_seconds,
         "bound_by": found.bound_by,
+        "peak_concurrency": found.peak_concurrency,
         "peak_write_units_per_second": found.peak_write_units_per_second,
+        "depends_on": [
+            "executions due at whole seconds (a pack per shard a second, ~156 executions)",
+            f"messages visible {args.lead_seconds:g} s before their instant; environments warm",
+        ],
     }
 
 

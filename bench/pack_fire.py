@@ -1,0 +1,294 @@
+"""Benchmark: a pack's fire stage from one process, on loopback. Prints JSON.
+
+What a worker does with a pack at its instant (punctual.execution.packs.PackRunner): its members on a
+thread pool of min(members, FIRE_THREADS), each holding until the instant, then running the `http`
+task (its address guard, its headers, a connection a call) against a receiver in a child process on
+127.0.0.1. For each pack size (`--sizes`, 1,000 and 500 by default), from the instant: when the last
+call began, when the receiver had the last request, when the last answer came back; the caller's CPU
+seconds (this process, all its threads); the peak threads and open file descriptors.
+
+Then what else a member costs the same process's CPU: the pack's body made and read
+(store/queue.py `Pack.to_body`, `read_body`, at `pack_size` entries), and a DynamoDB call through
+boto3 (an UpdateItem, as a claim or an outcome is) to a stand-in on loopback answering at once, called
+from as many threads as the pack's, so that the burst model (bench.burst) can charge a member's start
+and its writes to the worker's share of a vCPU. Plain HTTP: a TLS handshake would add to the
+webhook's figure. Nothing leaves the machine.
+
+    .venv/bin/python -m bench.pack_fire                     # packs of 1,000 and 500
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Event
+from typing import Any
+
+from bench import offline  # noqa: F401  (first: it sets up the environment)
+from bench.common import emit, environment
+from bench.webhook_cpu import _caller
+from punctual.domain.models import execution_id_for
+from punctual.execution.packs import FIRE_THREADS
+from punctual.platform.config import Settings
+from punctual.store.queue import PACK_MAX_BYTES, Pack, WorkItem, read_body
+
+# Members hold until this long after the pool is started: every thread is up and waiting by then.
+HOLD_SECONDS = 1.0
+SAMPLE_SECONDS = 0.005
+UPDATE_ANSWER = json.dumps({"Attributes": {"status": {"S": "RUNNING"}}}).encode()
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    """A webhook receiver that notes when each request arrived (the wall clock both processes share)."""
+
+    arrivals: list[float] = []
+    protocol_version = "HTTP/1.0"
+
+    def do_POST(self) -> None:
+        _Receiver.arrivals.append(time.time())
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        payload = b'{"ok": true}' if self.path.startswith("/punctual") else UPDATE_ANSWER
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 2048  # a pack's connections all come at once
+    daemon_threads = True
+
+
+def _serve(answer: Connection, stop: Event, collect: Event) -> None:
+    server = _Server(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    answer.send(f"http://127.0.0.1:{server.server_address[1]}")
+    while not stop.is_set():
+        if collect.wait(0.05):
+            collect.clear()
+            answer.send(list(_Receiver.arrivals))
+            _Receiver.arrivals.clear()
+    server.shutdown()
+
+
+class _Peaks:
+    """The process's threads and open descriptors, sampled while a pack fires."""
+
+    def __init__(self) -> None:
+        self.threads = 0
+        self.descriptors = 0
+        self.cpu = 0.0  # the sampler's own CPU seconds, not the pack's
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.threads = max(self.threads, threading.active_count())
+            self.descriptors = max(self.descriptors, _descriptors())
+            time.sleep(SAMPLE_SECONDS)
+        self.cpu = time.thread_time()
+
+    def __enter__(self) -> _Peaks:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _descriptors() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 0
+
+
+def fire(
+    size: int,
+    call: Callable[[int], Any],
+    arrivals: Callable[[], list[float]],
+    most_threads: int = FIRE_THREADS,
+) -> dict[str, Any]:
+    """`size` calls on the PackRunner's pool, each held until one instant, then made side by side."""
+    threads = min(size, most_threads)
+    began = [0.0] * size
+    answered = [0.0] * size
+    baseline = _descriptors()
+    cpu = time.process_time()
+    instant = time.time() + HOLD_SECONDS
+
+    def member(i: int) -> None:
+        time.sleep(max(0.0, instant - time.time()))
+        began[i] = time.time()
+        call(i)
+        answered[i] = time.time()
+
+    with _Peaks() as peaks, ThreadPoolExecutor(max_workers=threads) as pool:
+        list(pool.map(member, range(size)))
+    cpu = time.process_time() - cpu - peaks.cpu
+    received = arrivals()
+    return {
+        "executions": size,
+        "threads": threads,
+        "last_call_began_s": round(max(began) - instant, 3),
+        "last_request_received_s": round(max(received) - instant, 3) if received else None,
+        "requests_received": len(received),
+        "last_answered_s": round(max(answered) - instant, 3),
+        "p50_call_began_s": round(sorted(began)[size // 2] - instant, 3),
+        "cpu_s": round(cpu, 3),
+        "cpu_ms_per_webhook": round(cpu * 1000 / size, 3),
+        "peak_threads": peaks.threads,
+        "peak_open_descriptors": peaks.descriptors,
+        "descriptors_before": baseline,
+    }
+
+
+def codec(entries: int, rounds: int) -> dict[str, Any]:
+    """The CPU to make and read a pack's body of `entries` scheduled executions."""
+    at = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    items = tuple(
+        WorkItem(f"job_{i:020d}", execution_id_for(f"job_{i:020d}", at, 1), at, 1) for i in range(entries)
+    )
+    pack = Pack(at, items, shard=7)
+    body = pack.to_body()
+    start = time.process_time()
+    for _ in range(rounds):
+        pack.to_body()
+    encode = (time.process_time() - start) / rounds
+    start = time.process_time()
+    for _ in range(rounds):
+        read_body(body)
+    decode = (time.process_time() - start) / rounds
+    assert read_body(body).items == items
+    return {
+        "entries": entries,
+        "body_bytes": len(body.encode()),
+        "bytes_per_entry": round(len(body.encode()) / entries, 1),
+        "max_bytes": PACK_MAX_BYTES,
+        "encode_ms": round(encode * 1000, 2),
+        "decode_ms": round(decode * 1000, 2),
+        "decode_ms_per_entry": round(decode * 1000 / entries, 4),
+    }
+
+
+def dynamodb_calls(url: str, calls: int, threads: int) -> dict[str, Any]:
+    """The caller's CPU for a boto3 UpdateItem (a claim's or an outcome's size) to a stand-in that
+    answers at once, `threads` at a time."""
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench",
+        config=Config(max_pool_connections=threads, retries={"max_attempts": 1}),
+    )
+
+    def update(i: int) -> None:
+        client.update_item(
+            TableName="punctual",
+            Key={"pk": {"S": f"JOB#job_{i:020d}"}, "sk": {"S": f"EXEC#2026-12-01T09:00:00.000Z#{i:032x}"}},
+            UpdateExpression="SET #st = :st, started_at = :s, lease_until = :l, attempts = :a",
+            ConditionExpression="attribute_not_exists(pk) OR #st IN (:q, :p)",
+            ExpressionAttributeNames={"#st": "status"},
+            ExpressionAttributeValues={
+                ":st": {"S": "RUNNING"},
+                ":s": {"N": "1796115600000"},
+                ":l": {"N": "1796115690000"},
+                ":a": {"N": "1"},
+                ":q": {"S": "QUEUED"},
+                ":p": {"S": "PENDING"},
+            },
+            ReturnValues="ALL_NEW",
+        )
+
+    for i in range(20):  # warm: the client's models, its first connections
+        update(i)
+    cpu, wall = time.process_time(), time.perf_counter()
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        list(pool.map(update, range(calls)))
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    return {
+        "calls": calls,
+        "threads": threads,
+        "cpu_ms_per_call": round(cpu * 1000 / calls, 3),
+        "wall_s": round(wall, 3),
+    }
+
+
+def measure(sizes: list[int], pack_size: int, dynamodb: int, threads: int = FIRE_THREADS) -> dict[str, Any]:
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    stop, collect = context.Event(), context.Event()
+    server = context.Process(target=_serve, args=(send, stop, collect), daemon=True)
+    server.start()
+
+    def arrivals() -> list[float]:
+        collect.set()
+        found: list[float] = receive.recv()
+        return found
+
+    try:
+        url = receive.recv()
+        call = _caller(url)
+        for i in range(20):  # warm: imports, the first connections
+            call(i)
+        arrivals()
+        packs = {str(size): fire(size, call, arrivals, threads) for size in sizes}
+        found: dict[str, Any] = {"packs": packs, "pack_body": codec(pack_size, 20)}
+        if dynamodb:
+            found["dynamodb_update_item"] = dynamodb_calls(url, dynamodb, min(dynamodb, FIRE_THREADS))
+            arrivals()
+        return found
+    finally:
+        stop.set()
+        server.join(timeout=5)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "benchmark": "pack_fire",
+        "command": "python -m bench.pack_fire " + " ".join(sys.argv[1:]),
+        "environment": environment(),
+        "fire_threads": args.threads,
+        "hold_s": HOLD_SECONDS,
+        "note": "seconds after the instant; one process on this machine's cores, plain HTTP on loopback",
+        **measure(args.sizes, args.pack_size, args.dynamodb_calls, args.threads),
+    }
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.pack_fire", description=__doc__.split("\n")[0])
+    p.add_argument("--sizes", type=int, nargs="+", default=[1000, 500], help="executions in each pack fired")
+    p.add_argument("--pack-size", type=int, default=Settings().pack_size, help="entries in the body measured")
+    p.add_argument(
+        "--threads", type=int, default=FIRE_THREADS, help="the pool's threads at most (the PackRunner's)"
+    )
+    p.add_argument("--dynamodb-calls", type=int, default=1000, help="boto3 UpdateItems measured (0: none)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    emit(run(parser().parse_args(argv)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
