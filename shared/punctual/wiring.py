@@ -24,6 +24,7 @@ from punctual.scheduling.dispatch import Dispatcher
 from punctual.scheduling.prescaling import BurstPlanner, Limits, PollerPolicy
 from punctual.scheduling.scanner import Scanner
 from punctual.store import Store
+from punctual.store.packs import PackRepository
 from punctual.store.queue import WorkQueue
 from punctual.tasks import AwsClients, LambdaClients, TaskPolicy
 from punctual.tasks.netguard import Resolver, system_resolver
@@ -164,7 +165,7 @@ def build(
         service=service,
         cursors=Cursors(settings.cursor_secret),
         worker=worker,
-        packs=PackRunner(worker, queue, clock, worker_config),
+        packs=PackRunner(worker, queue, clock, worker_config, PackRepository(store.table)),
         tasks=named,
         outbox=outbox,
         hooks=hooks,

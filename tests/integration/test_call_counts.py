@@ -67,16 +67,18 @@ def test_calls_for_ten_jobs_at_one_instant(clock: ManualClock) -> None:
         per_ten = busy - idle
         print("ten one-time jobs at one instant:", json.dumps(dict(per_ten)))
         assert {world.executions(job["id"])[0]["status"] for job in jobs} == {"SUCCEEDED"}
-        # Then it costs what one job costs, but for the writes: the scanner reads their jobs in one
-        # BatchGetItem and sends them in one message; the worker takes that message as one unit,
-        # reads the ten executions (absent) and jobs in a BatchGetItem each, claims each, reads the
-        # jobs' stamps at the instant in one BatchGetItem for all, finishes each and completes each
-        # job, and deletes the one message
+        # Then the scanner reads their jobs in one BatchGetItem and sends them in one message; the
+        # worker takes that message as one unit: reads the jobs in a BatchGetItem, takes the pack's
+        # one lease (a PutItem: no claim per execution, and no read of the executions, which the
+        # lease says are not started), reads the jobs' stamps at the instant in one BatchGetItem for
+        # all, stores each execution's end in one write and completes each job, and deletes the one
+        # message
         assert per_ten == Counter(
             {
-                "dynamodb.BatchGetItem": 4,
+                "dynamodb.BatchGetItem": 3,
                 "sqs.SendMessageBatch": 1,
-                "dynamodb.UpdateItem": 10 * 3,
+                "dynamodb.PutItem": 1,
+                "dynamodb.UpdateItem": 10 * 2,
                 "sqs.DeleteMessageBatch": 1,
             }
         )

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from datetime import timedelta
+from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from punctual import tasks
@@ -65,10 +66,13 @@ class Attempts:
         self._lambda_clients = lambda_clients
         self._aws_clients = aws_clients
 
-    def run(self, job: Job, execution: Execution, started: Callable[[], None]) -> float | None:
+    def run(
+        self, job: Job, execution: Execution, started: Callable[[], None], *, leased: bool = False
+    ) -> float | None:
         """Run the claimed attempt and record its outcome: the seconds until its retry, or None when
         the work message is done with (ended, or another worker took over). `started` is called as
-        its task starts."""
+        its task starts. `leased`: a first attempt run under its pack's lease, unclaimed and not
+        stored (RUNNING only in memory): its end stores it, start and all, in one write."""
         # One INFO line per attempt, at its end (CloudWatch Logs bills every byte: a start line too cost
         # as much as all of an execution's DynamoDB reads); the start is at DEBUG.
         log = run_records.attempt_log(job, execution)
@@ -99,21 +103,23 @@ class Attempts:
             result = tasks.run(job.task, context)
         except TaskFailed as exc:
             took = run_records.ms(self._clock.now() - began)
-            return self._failed(job, execution, str(exc), exc.retryable, exc.result, took)
+            return self._failed(job, execution, str(exc), exc.retryable, exc.result, took, leased)
         except Exception as exc:
             logger.exception("task raised", extra=log)
             error = f"{type(exc).__name__}: {exc}"
-            return self._failed(job, execution, error, True, None, run_records.ms(self._clock.now() - began))
+            took = run_records.ms(self._clock.now() - began)
+            return self._failed(job, execution, error, True, None, took, leased)
         ended = self._clock.now()
         log["took_ms"] = run_records.ms(ended - began)
         try:
             finished = self._persist(
-                lambda: self._store.executions.finish_attempt(
+                lambda: self._end(
                     execution,
-                    status=ExecutionStatus.SUCCEEDED,
-                    finished_at=ended,
-                    error=None,
-                    result=truncate(result, self._result_max_bytes),
+                    ExecutionStatus.SUCCEEDED,
+                    ended,
+                    None,
+                    truncate(result, self._result_max_bytes),
+                    leased,
                 )
             )
         except LostRace:
@@ -131,18 +137,16 @@ class Attempts:
         retryable: bool,
         result: Any,
         took_ms: int,
+        leased: bool = False,
     ) -> float | None:
         error = error[:MAX_ERROR_CHARS]
         ended = self._clock.now()
         log = {**run_records.attempt_log(job, execution), "took_ms": took_ms, "error": error}
         if retryable and execution.attempts < job.retry.max_attempts:
             delay = job.retry.delay_after(execution.attempts, self._rng)
+            next_attempt_at = self._clock.now() + timedelta(seconds=delay)
             try:
-                self._persist(
-                    lambda: self._store.executions.retry_later(
-                        execution, next_attempt_at=self._clock.now() + timedelta(seconds=delay), error=error
-                    )
-                )
+                self._persist(lambda: self._retry(execution, next_attempt_at, error, leased))
             except LostRace:
                 return None
             metrics.add_metric(name=EXECUTIONS_RETRIED, unit="Count", value=1)
@@ -150,12 +154,13 @@ class Attempts:
             return delay
         try:
             finished = self._persist(
-                lambda: self._store.executions.finish_attempt(
+                lambda: self._end(
                     execution,
-                    status=ExecutionStatus.FAILED,
-                    finished_at=ended,
-                    error=error,
-                    result=truncate(result, self._result_max_bytes),
+                    ExecutionStatus.FAILED,
+                    ended,
+                    error,
+                    truncate(result, self._result_max_bytes),
+                    leased,
                 )
             )
         except LostRace:
@@ -164,6 +169,36 @@ class Attempts:
         logger.info("execution failed", extra=log)
         self._hooks.ended(job, finished)
         return None
+
+    def _end(
+        self,
+        execution: Execution,
+        status: ExecutionStatus,
+        finished_at: datetime,
+        error: str | None,
+        result: Any,
+        leased: bool,
+    ) -> Execution:
+        if not leased:
+            return self._store.executions.finish_attempt(
+                execution, status=status, finished_at=finished_at, error=error, result=result
+            )
+        ended = replace(
+            execution, status=status, finished_at=finished_at, error=error, result=result, lease_until=None
+        )
+        return self._store.executions.put_end(ended)
+
+    def _retry(self, execution: Execution, next_attempt_at: datetime, error: str, leased: bool) -> Execution:
+        if not leased:
+            return self._store.executions.retry_later(execution, next_attempt_at=next_attempt_at, error=error)
+        waiting = replace(
+            execution,
+            status=ExecutionStatus.RETRYING,
+            next_attempt_at=next_attempt_at,
+            error=error,
+            lease_until=None,
+        )
+        return self._store.executions.put_end(waiting)
 
     def _persist(self, write: Callable[[], _T]) -> _T:
         self._starts.wait()  # the starts of this process's executions due now go first

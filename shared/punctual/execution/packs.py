@@ -11,30 +11,86 @@ its job's policy) is noted instead, and the pack decides once:
   those that wait about the shortest time together, each of the others alone, and the message is
   deleted. Nothing that ended is looked at again, and a slow retry does not hold up the rest.
 A pack of one is its execution's message, as before packs.
+
+A pack sent unguarded (none of its members can have been sent before) of PACK_LEASE_MIN members or
+more is taken under one lease (store.packs) instead of a claim per member, and nothing of a member is
+stored before its end:
+- its jobs are read and its lease taken; on a first take nothing more is read (the lease says none
+  of them started); a pack taken again (redelivered, or its lease run out) reads its executions, and
+  a member stored already goes the lone way (its claim, or its end recorded), the others run again
+  with the same ids;
+- what can be done before the instant is (named tasks resolved, the skip rules), then it holds until
+  the instant, never early; the jobs' stamps, read then, stop a run whose job changed meanwhile;
+- its members start side by side and each end is stored in one write (ExecutionRepository.put_end),
+  the outcomes after all the starts;
+- any member that waits (a retry) is sent on in a guarded pack and the message goes: taken again
+  only when its worker died.
+A member a claim must guard (a manual run, a job whose overlap rule looks at its previous run as
+under way) goes the lone way within the pack.
 """
 
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
+import secrets
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from datetime import datetime, timedelta
 
-from punctual.execution.worker import Disposition, Known, Member, Worker, WorkerConfig
+from punctual.domain.errors import RetryableStoreError, UnreadableItem
+from punctual.domain.models import Execution, ExecutionStatus, Job, skip_reason
+from punctual.execution import run_policy, run_records
+from punctual.execution.worker import (
+    LEASE_MARGIN,
+    THROTTLE_BACKOFF_SECONDS,
+    UNEXPECTED_RETRY_SECONDS,
+    Disposition,
+    Known,
+    Member,
+    Worker,
+    WorkerConfig,
+)
 from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
+from punctual.store.jobs import JobStamp
+from punctual.store.packs import PackHeld, PackRepository
 from punctual.store.queue import MAX_DELAY_SECONDS, Pack, WorkItem, WorkQueue
 
 # Members started at once: each webhook start holds a socket, and Lambda allows 1,024 descriptors.
 FIRE_THREADS = 400
 # Members waiting within this much of the shortest wait stay together; any waiting longer goes alone.
 TOGETHER_SECONDS = 10.0
+# A pack this large or larger is taken under one lease: a smaller one costs no more in claims.
+PACK_LEASE_MIN = 4
+# A pack held by another worker whose lease could not be read is looked at again after this.
+HELD_RETRY_SECONDS = 5.0
+
+
+class _Leased:
+    """A member to run under the pack's lease: its job as read, as it runs, and its execution."""
+
+    def __init__(self, read: Job | None, job: Job, execution: Execution) -> None:
+        self.read = read
+        self.job = job
+        self.execution = execution
 
 
 class PackRunner:
-    def __init__(self, worker: Worker, queue: WorkQueue, clock: Clock, config: WorkerConfig) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        queue: WorkQueue,
+        clock: Clock,
+        config: WorkerConfig,
+        packs: PackRepository | None = None,
+    ) -> None:
+        """`packs`: the packs' leases (None: every member claims its own execution)."""
         self._worker = worker
         self._queue = queue
         self._clock = clock
         self._config = config
+        self._packs = packs
 
     def handle(self, pack: Pack, receipt_handle: str, receive_count: int = 1) -> Disposition:
         wait = (pack.scheduled_at - self._clock.now()).total_seconds()
@@ -43,6 +99,12 @@ class PackRunner:
             return self._later(receipt_handle, wait)
         if len(pack.items) == 1:
             return self._worker.handle(pack.items[0], receipt_handle, receive_count)
+        if self._packs is not None and not pack.guarded and len(pack.items) >= PACK_LEASE_MIN:
+            return self._guarded_leased(pack, receipt_handle, receive_count)
+        return self._each(pack, receipt_handle, receive_count)
+
+    def _each(self, pack: Pack, receipt_handle: str, receive_count: int) -> Disposition:
+        """Each member claims its own execution."""
         known = self._read_ahead(pack)
         members = [Member() for _ in pack.items]
         with ThreadPoolExecutor(max_workers=min(len(pack.items), FIRE_THREADS)) as pool:
@@ -52,6 +114,19 @@ class PackRunner:
                     zip(pack.items, members, strict=True),
                 )
             )
+        return self._settle(pack, receipt_handle, members, outcomes, keep=True)
+
+    def _settle(
+        self,
+        pack: Pack,
+        receipt_handle: str,
+        members: list[Member],
+        outcomes: list[Disposition],
+        *,
+        keep: bool,
+    ) -> Disposition:
+        """The message's fate from its members'. `keep`: when every member waits about as long, the
+        message itself comes back (otherwise, as for a leased pack, they are sent on)."""
         waiting = [
             (item, member.later or 0.0)
             for item, member, outcome in zip(pack.items, members, outcomes, strict=True)
@@ -61,9 +136,165 @@ class PackRunner:
             return Disposition.DONE
         shortest = min(seconds for _, seconds in waiting)
         together = [item for item, seconds in waiting if seconds <= shortest + TOGETHER_SECONDS]
-        if len(together) == len(pack.items):
+        if keep and len(together) == len(pack.items):
             return self._later(receipt_handle, shortest)
         return self._spill(pack, receipt_handle, together, shortest, waiting)
+
+    # ------------------------------------------------------------------ one lease for the pack
+    def _guarded_leased(self, pack: Pack, receipt_handle: str, receive_count: int) -> Disposition:
+        """`_leased`, its failures turned into a later look, as for a lone execution (Worker.handle)."""
+        try:
+            return self._leased(pack, receipt_handle, receive_count)
+        except PackHeld as held:
+            now = self._clock.now()
+            wait = (
+                HELD_RETRY_SECONDS if held.lease_until is None else (held.lease_until - now).total_seconds()
+            )
+            return self._later(receipt_handle, max(1.0, wait + 1))
+        except (UnreadableItem, RetryableStoreError) as exc:
+            logger.warning("pack's reads failed; message returns later", extra={"error": str(exc)})
+            return self._later(receipt_handle, THROTTLE_BACKOFF_SECONDS * 2 ** min(receive_count, 6))
+        except Exception:
+            logger.exception("pack failed unexpectedly; message returns later", extra={"pack_id": pack.id})
+            return self._later(receipt_handle, UNEXPECTED_RETRY_SECONDS * 2 ** min(receive_count, 6))
+
+    def _leased(self, pack: Pack, receipt_handle: str, receive_count: int) -> Disposition:
+        store = self._worker.store
+        now = self._clock.now()
+        read = store.jobs.get_many([item.job_id for item in pack.items])
+        members = [Member() for _ in pack.items]
+        outcomes: list[Disposition | None] = [None] * len(pack.items)
+        leased: dict[int, _Leased] = {}
+        for n, item in enumerate(pack.items):
+            if item.manual or item.job_id in read.unreadable:
+                continue  # the lone way: its claim guards it, or it fails there as unreadable
+            stored = read.found.get(item.job_id)
+            job = self._worker.effective(stored, item.scheduled_at)
+            execution = run_records.unstored_execution(item, job, now, store.retention)
+            if execution is None:
+                outcomes[n] = Disposition.DONE
+            elif job is not None and run_policy.early_claim(job, execution):
+                leased[n] = _Leased(stored, job, execution)
+        if not leased:
+            return self._each(pack, receipt_handle, receive_count)
+        starts = max(now, pack.scheduled_at)
+        longest = max(m.job.timeout_seconds for m in leased.values())
+        lease_until = starts + timedelta(seconds=longest) + LEASE_MARGIN
+        taken = self._packs.take(pack.id, secrets.token_hex(8), lease_until, now)  # type: ignore[union-attr]
+        if not taken.first:
+            self._drop_stored(pack, leased)
+        for n, member in list(leased.items()):
+            # What stops a run is known before its instant: the job as read, its skip rules.
+            reason = skip_reason(member.job, member.execution)
+            if reason is not None:
+                del leased[n]
+                outcomes[n] = self._worker.end_unstarted(
+                    member.job, member.execution, reason, members[n], by_policy=False
+                )
+        with ThreadPoolExecutor(max_workers=min(len(pack.items), FIRE_THREADS)) as pool:
+            alone: dict[int, Future[Disposition]] = {
+                n: pool.submit(self._worker.handle, item, members[n], receive_count)
+                for n, item in enumerate(pack.items)
+                if n not in leased and outcomes[n] is None
+            }
+            wait = (pack.scheduled_at - self._clock.now()).total_seconds()
+            if wait > 0:
+                self._clock.sleep(wait)  # never early
+            fired = self._fire(leased, members, lease_until)
+            for n, future in alone.items():
+                outcomes[n] = future.result()
+            for n, future in fired.items():
+                outcomes[n] = future.result()
+        return self._settle(
+            pack, receipt_handle, members, [o or Disposition.DONE for o in outcomes], keep=False
+        )
+
+    def _drop_stored(self, pack: Pack, leased: dict[int, _Leased]) -> None:
+        """A pack taken again: members stored already (ended, or waiting to retry) go the lone way
+        (which records an end not recorded on its job); the others run again, with the same ids."""
+        refs = {
+            n: (pack.items[n].job_id, pack.items[n].scheduled_at, pack.items[n].execution_id) for n in leased
+        }
+        stored, unreadable = self._worker.store.executions.get_many(refs.values())
+        for n, ref in refs.items():
+            if ref in stored or ref in unreadable:
+                del leased[n]
+
+    def _fire(
+        self, leased: dict[int, _Leased], members: list[Member], lease_until: datetime
+    ) -> dict[int, Future[Disposition]]:
+        """At the instant: whatever changed in their jobs since read stops a run; the others start side
+        by side, their outcomes written after all their starts."""
+        if not leased:
+            return {}
+        store = self._worker.store
+        stamps, _ = store.jobs.stamps(dict.fromkeys(m.execution.job_id for m in leased.values()))
+        changed = {
+            m.execution.job_id
+            for m in leased.values()
+            if m.read is None or stamps.get(m.read.id) != JobStamp.of(m.read)
+        }
+        again = store.jobs.get_many(changed).found if changed else {}
+        ready: dict[int, _Leased] = {}
+        results: dict[int, Disposition] = {}
+        began = self._clock.now()
+        for n, member in leased.items():
+            job = member.job
+            if member.execution.job_id in changed:
+                now_job = self._worker.effective(
+                    again.get(member.execution.job_id), member.execution.scheduled_at
+                )
+                reason = skip_reason(now_job, member.execution)
+                if reason is not None or now_job is None:
+                    results[n] = self._worker.end_unstarted(
+                        now_job, member.execution, reason or "job deleted", members[n], by_policy=False
+                    )
+                    continue
+                # (no longer a timeout than the lease was sized for)
+                job = replace(now_job, timeout_seconds=min(now_job.timeout_seconds, job.timeout_seconds))
+            late = run_policy.too_late(job, member.execution, began)
+            if late is not None:
+                results[n] = self._worker.end_unstarted(
+                    job, member.execution, late, members[n], by_policy=True
+                )
+                continue
+            ready[n] = _Leased(member.read, job, member.execution)
+        leaves = {n: self._worker.starting() for n in ready}
+        pool = ThreadPoolExecutor(max_workers=max(1, min(len(ready), FIRE_THREADS)))
+        futures: dict[int, Future[Disposition]] = {}
+        try:
+            for n, member in ready.items():
+                futures[n] = pool.submit(self._start, member, members[n], lease_until, leaves[n])
+        finally:
+            pool.shutdown(wait=False)
+        for n, result in results.items():
+            done: Future[Disposition] = Future()
+            done.set_result(result)
+            futures[n] = done
+        return futures
+
+    def _start(
+        self, member: _Leased, receipt: Member, lease_until: datetime, leave: Callable[[], None]
+    ) -> Disposition:
+        try:
+            began = self._clock.now()
+            running = replace(
+                member.execution,
+                status=ExecutionStatus.RUNNING,
+                attempts=1,
+                started_at=began,
+                lateness_ms=run_records.lateness_ms(member.execution, began),
+                lease_until=lease_until,
+                task_version=member.job.task_version,
+            )
+            return self._worker.run_leased(member.job, running, leave, receipt)
+        except Exception:
+            # Its end not stored: it runs again, on its own, with its claim.
+            logger.exception("member failed unexpectedly", extra={"execution_id": member.execution.id})
+            receipt.later = float(UNEXPECTED_RETRY_SECONDS)
+            return Disposition.LATER
+        finally:
+            leave()
 
     def _read_ahead(self, pack: Pack) -> Known | None:
         try:

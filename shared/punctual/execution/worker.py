@@ -211,6 +211,38 @@ class Worker:
         stamps = PackStamps(lambda ids: self._read_stamps(ids), list(dict.fromkeys(job_ids)))
         return Known(executions, bad_executions, jobs, bad_jobs, stamps)
 
+    # ------------------------------------------- for a pack's members run under its lease (packs.py)
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    def effective(self, job: Job | None, at: datetime) -> Job | None:
+        """The job as it runs at `at`: its named task resolved."""
+        return self._effective(job, at)
+
+    def starting(self) -> Callable[[], None]:
+        """An execution's instant has come: its outcome waits for the starts due meanwhile until the
+        function returned is called (StartsFirst.enter)."""
+        return self._starts.enter()
+
+    def end_unstarted(
+        self, job: Job | None, execution: Execution, reason: str, receipt: Receipt, *, by_policy: bool
+    ) -> Disposition:
+        """An execution that must not run: CANCELLED (or SKIPPED by its job's policy) with the reason."""
+        if by_policy:
+            assert job is not None
+            return self._policy_skip(job, execution, reason, receipt)
+        if self._skip(job, execution, reason):
+            return Disposition.DONE
+        return self._later(receipt, LOST_SKIP_RETRY_SECONDS)
+
+    def run_leased(
+        self, job: Job, running: Execution, started: Callable[[], None], receipt: Receipt
+    ) -> Disposition:
+        """Run a first attempt under its pack's lease (`running`: unclaimed, RUNNING in memory only)."""
+        delay = self._attempts.run(job, running, started, leased=True)
+        return Disposition.DONE if delay is None else self._later(receipt, delay)
+
     def handle(
         self, item: WorkItem, receipt_handle: Receipt, receive_count: int = 1, known: Known | None = None
     ) -> Disposition:

@@ -2,7 +2,7 @@
 
 Reads: execution_reads.py. Writes: each status change is one conditional UpdateItem through the
 lifecycle's table (`lifecycle.EXECUTION_TRANSITIONS`): claim, release_claim, finish_attempt,
-retry_later, skip (skip_while_paused: a transaction with a check that the job is still paused),
+retry_later, put_end (a first attempt run under its pack's lease, stored at its end), skip (skip_while_paused: a transaction with a check that the job is still paused),
 give_up, requeue_dead_lettered. A write whose transition starts from ABSENT stores the execution, its
 fixed fields set if not there yet. New executions (with the markers filed with them) go in batches,
 unconditionally: only for executions read as absent a moment ago. (deliveries.py keeps the
@@ -139,6 +139,36 @@ class ExecutionRepository(ExecutionReads):
                 ":res": None if result is None else json.dumps(result),
             },
         )
+
+    def put_end(self, execution: Execution) -> Execution:
+        """A first attempt run under its pack's lease (nothing of it stored before) -> its end,
+        SUCCEEDED or FAILED, or RETRYING until its `next_attempt_at`: its start, lateness and attempt
+        in the same one write. Raises LostRace if it is stored otherwise (another worker claimed or
+        ended it: that one stands)."""
+        assert execution.started_at is not None and execution.lateness_ms is not None, "it started"
+        retrying = execution.status is ExecutionStatus.RETRYING
+        ends_at = execution.next_attempt_at if retrying else execution.finished_at
+        assert ends_at is not None, "an end has its time"
+        update = (
+            "SET #st = :end, attempts = :attempts, started_at = :began, lateness_ms = :late, "
+            "#err = :err, expires_at = :exp"
+        )
+        values: dict[str, Any] = {
+            ":end": execution.status.value,
+            ":attempts": execution.attempts,
+            ":began": to_rfc3339(execution.started_at),
+            ":late": execution.lateness_ms,
+            ":err": execution.error,
+            ":exp": self._table.expiry(ends_at),
+            ":at": to_rfc3339(ends_at),
+        }
+        update += ", next_attempt_at = :at" if retrying else ", finished_at = :at, #res = :res"
+        if not retrying:
+            values[":res"] = None if execution.result is None else json.dumps(execution.result)
+        if execution.task_version is not None:
+            update += ", task_version = :tv"
+            values[":tv"] = execution.task_version
+        return self._change(execution, _T["end_leased"], update, values)
 
     def retry_later(self, execution: Execution, *, next_attempt_at: datetime, error: str) -> Execution:
         """RUNNING (this attempt) -> RETRYING, to be picked up again at `next_attempt_at` (and its start,

@@ -9,6 +9,7 @@
 - a dead letter:        pk DEADLETTER#<owner>     sk <execution id>
 - a scanner lease:      pk SCANNER                sk LEASE#<shard>
 - a scanner position:   pk SCANNER                sk CHECKPOINT#<shard>
+- a pack's lease:       pk PACK#<pack id>         sk PACK
 - a named task:         pk TASK#<owner digest>    sk TASK#<name>
 - a job's tag entry:    pk TAG#<owner digest>#<tag key>  sk <value digest>#<created ms>#<job id>
 Index keys: a job's owner_pk OWNER#<owner>, owner_sk <created ms>#<job id> (by_owner), and while it
@@ -217,6 +218,10 @@ def position_key(shard: int) -> Key:
 
 def shard_of_position(sk: str) -> int:
     return int(sk.split("#")[1])
+
+
+def pack_key(pack_id: str) -> Key:
+    return {"pk": f"PACK#{pack_id}", "sk": "PACK"}
 
 
 # ------------------------------------------------------------ bookkeeping

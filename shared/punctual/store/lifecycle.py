@@ -37,6 +37,8 @@ class Requirement(Enum):
     SAME_CLAIM = "same claim"
     # The attempt the copy is at.
     SAME_ATTEMPT = "same attempt"
+    # No claim's lease on it: no worker claimed it on its own.
+    NO_LEASE = "no lease"
     # Failed by the dead-letter handler.
     DEAD_LETTERED = "dead lettered"
     # A job still at the schedule version the caller gives.
@@ -90,6 +92,14 @@ EXECUTION_TRANSITIONS = {
         # A claim given back unused: waiting again, the attempt not counted.
         Transition("release_claim", {_E.RUNNING: _R.SAME_CLAIM}, frozenset({_E.QUEUED, _E.RETRYING})),
         Transition("finish_attempt", {_E.RUNNING: _R.SAME_ATTEMPT}, frozenset({_E.SUCCEEDED, _E.FAILED})),
+        # The end of a first attempt run under its pack's lease, which stored nothing before it: the
+        # pack's lease kept others off it, so it is not stored yet (or stored QUEUED, before its
+        # message was sent), and no claim of its own holds it.
+        Transition(
+            "end_leased",
+            {ABSENT: _R.NONE, _E.QUEUED: _R.NO_LEASE, _E.RUNNING: _R.NO_LEASE},
+            frozenset({_E.SUCCEEDED, _E.FAILED, _E.RETRYING}),
+        ),
         Transition("retry_later", {_E.RUNNING: _R.SAME_ATTEMPT}, frozenset({_E.RETRYING})),
         # An execution that must not run, only if it is still as the copy has it.
         Transition(
@@ -245,6 +255,8 @@ def _requirement(
         assert now is not None, "a lease runs out by an instant"
         values[":c_now"] = to_epoch_ms(now)
         return "(lease_until < :c_now OR attribute_not_exists(lease_until))"
+    if requirement is _R.NO_LEASE:
+        return "attribute_not_exists(lease_until)"
     if requirement is _R.SAME_CLAIM:
         assert copy is not None
         if copy.lease_until is None:

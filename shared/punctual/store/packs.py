@@ -1,0 +1,75 @@
+"""Packs' leases: pk PACK#<pack id>, sk PACK (keys.pack_key).
+
+A pack of executions sent unguarded (none of them can have been sent before) is taken under one
+lease, in one conditional PutItem, instead of a claim per execution: while it holds, no other worker
+runs the pack (a duplicate message waits), and once it runs out another may take the pack over. No
+write marks a pack done: a pack taken over finds its members' ends stored, at the cost of reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from punctual.domain.errors import LostRace
+from punctual.platform.timefmt import from_epoch_ms, to_epoch_ms
+from punctual.store import keys
+from punctual.store.table import Table, call
+
+# A lease outlives any message of its pack: the work queue keeps one at most 14 days.
+QUEUE_RETENTION = timedelta(days=14)
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A pack's lease, taken. `first`: no one had taken the pack before, so none of its members has
+    started; otherwise (a redelivery, or a lease taken over) some may have run or ended."""
+
+    first: bool
+
+
+class PackHeld(Exception):
+    """Another worker holds the pack's lease, until `lease_until` (None: not known)."""
+
+    def __init__(self, lease_until: datetime | None) -> None:
+        super().__init__(f"pack held until {lease_until}")
+        self.lease_until = lease_until
+
+
+class PackRepository:
+    def __init__(self, table: Table) -> None:
+        self._table = table
+
+    def take(self, pack_id: str, holder: str, lease_until: datetime, now: datetime) -> Taken:
+        """Take the pack's lease unless another holds it on (PackHeld)."""
+        item: dict[str, Any] = {
+            **keys.pack_key(pack_id),
+            "holder": holder,
+            "lease_until": to_epoch_ms(lease_until),
+            "expires_at": int((lease_until + QUEUE_RETENTION + timedelta(days=1)).timestamp()),
+        }
+        try:
+            response = call(
+                lambda: self._table.resource.put_item(
+                    Item=item,
+                    ConditionExpression="attribute_not_exists(pk) OR lease_until < :now",
+                    ExpressionAttributeValues={":now": to_epoch_ms(now)},
+                    ReturnValues="ALL_OLD",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            )
+        except LostRace as exc:
+            raise PackHeld(_held_until(exc)) from exc
+        return Taken(first="Attributes" not in response)
+
+
+def _held_until(exc: LostRace) -> datetime | None:
+    cause = exc.__cause__
+    old: Any = cause.response.get("Item") if isinstance(cause, ClientError) else None
+    value = old.get("lease_until") if isinstance(old, dict) else None
+    if value is None:
+        return None
+    return from_epoch_ms(int(value["N"] if isinstance(value, dict) else value))

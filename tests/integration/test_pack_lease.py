@@ -1,0 +1,204 @@
+"""A pack taken under one lease: a worker that dies anywhere on the way leaves every member to run at
+least once, with its id, and a pack taken twice at once runs nothing twice."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from punctual.domain.models import Execution, Job
+from punctual.execution.packs import PACK_LEASE_MIN
+from punctual.execution.worker import Disposition
+from punctual.platform.clock import ManualClock
+from punctual.store.packs import PackHeld
+from punctual.store.queue import Pack
+from tests.integration.test_packs import Crash, runs_counted, take_the_pack, ten_at_one_instant
+from tests.world import World, mocked_world
+
+
+@pytest.fixture
+def one_shard(clock: ManualClock) -> Iterator[World]:
+    with mocked_world(clock, shard_count=1) as world:
+        yield world
+
+
+def listed_once_each(world: World, jobs: list[dict[str, Any]], pack: Pack) -> None:
+    """Every job shows one execution, SUCCEEDED, with the id its pack gave it."""
+    ids = {item.execution_id for item in pack.items}
+    for job in jobs:
+        [execution] = world.executions(job["id"])
+        assert execution["status"] == "SUCCEEDED" and execution["id"] in ids
+        assert execution["attempts"] == 1
+
+
+def crash_once(target: Any, name: str, *, after: bool = False) -> None:
+    """Make `target.name` raise Crash on its first call (before or after doing its work)."""
+    real = getattr(target, name)
+    fired: list[bool] = []
+
+    def dying(*args: Any, **kwargs: Any) -> Any:
+        if fired:
+            return real(*args, **kwargs)
+        fired.append(True)
+        if after:
+            real(*args, **kwargs)
+        raise Crash()
+
+    setattr(target, name, dying)
+
+
+def test_a_pack_is_taken_under_one_lease_and_nothing_of_a_member_is_stored_before_its_end(
+    one_shard: World,
+) -> None:
+    world = one_shard
+    jobs = ten_at_one_instant(world)
+    pack, receipt = take_the_pack(world)
+    assert len(pack.items) >= PACK_LEASE_MIN and not pack.guarded
+    written: list[str] = []
+    executions = world.punctual.worker.store.executions
+    for name in ("claim", "put_end", "finish_attempt"):
+        real = getattr(executions, name)
+
+        def spy(*args: Any, _name: str = name, _real: Any = real, **kwargs: Any) -> Any:
+            written.append(_name)
+            return _real(*args, **kwargs)
+
+        setattr(executions, name, spy)
+    # When the pack is taken before its instant
+    world.clock.set(pack.scheduled_at)
+    world.clock.advance(-2)
+    assert world.punctual.packs.handle(pack, receipt) is Disposition.DONE
+    # Then no member was claimed: each end was stored in one write, never before the instant
+    assert written == ["put_end"] * 10
+    listed_once_each(world, jobs, pack)
+    for job in jobs:
+        [execution] = world.executions(job["id"])
+        assert execution["lateness_ms"] >= 0
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["right after the lease", "while holding before the instant", "after firing, before the outcomes"],
+)
+def test_a_worker_dying_under_the_lease_leaves_every_member_to_run_with_its_id(
+    one_shard: World, where: str
+) -> None:
+    world = one_shard
+    jobs = ten_at_one_instant(world)
+    pack, receipt = take_the_pack(world)
+    counts = runs_counted(world)
+    runner = world.punctual.packs
+    if where == "right after the lease":
+        crash_once(runner._packs, "take", after=True)
+    elif where == "while holding before the instant":
+        crash_once(world.clock, "sleep")
+    else:
+        # every member's task ran; the worker dies before any outcome is written
+        executions = world.punctual.worker.store.executions
+        real = executions.put_end
+
+        def lost(execution: Execution) -> Execution:
+            if counts[execution.id] == 1:
+                raise Crash()
+            return real(execution)
+
+        executions.put_end = lost  # type: ignore[method-assign]
+    # Given a worker that dies there, taking the pack early (so that it holds for its instant)
+    world.clock.set(pack.scheduled_at)
+    world.clock.advance(-2)
+    with pytest.raises(Crash):
+        runner.handle(pack, receipt)
+    # When the message comes back to a sound worker (after its visibility, then the lease's end)
+    world.run_for(30 * 60, step=5)
+    # Then every member ran to its end, once as listed, with the pack's ids
+    listed_once_each(world, jobs, pack)
+    ran = [counts[item.execution_id] for item in pack.items]
+    if where == "after firing, before the outcomes":
+        assert ran == [2] * 10  # each ran again
+    else:
+        assert ran == [1] * 10
+    assert world.work.drain() == 0
+
+
+def test_a_pack_taken_again_runs_only_what_had_not_ended(one_shard: World) -> None:
+    world = one_shard
+    jobs = ten_at_one_instant(world)
+    pack, receipt = take_the_pack(world)
+    order = [i.execution_id for i in pack.items]
+    counts = runs_counted(world)
+    attempts = world.punctual.worker._attempts
+    counted_run = attempts.run
+
+    # Given a worker that dies while firing: 0-3 end, 4 runs its task without its end stored, 5-9
+    # never start
+    def dying(job: Job, execution: Execution, *args: Any, **kwargs: Any) -> Any:
+        place = order.index(execution.id)
+        if place == 4:
+            counts[execution.id] += 1
+        if place >= 4:
+            raise Crash()
+        return counted_run(job, execution, *args, **kwargs)
+
+    attempts.run = dying  # type: ignore[method-assign]
+    world.clock.set(pack.scheduled_at)
+    with pytest.raises(Crash):
+        world.punctual.packs.handle(pack, receipt)
+    attempts.run = counted_run  # type: ignore[method-assign]
+    # When a sound worker takes the pack again once its lease ran out
+    world.run_for(30 * 60, step=5)
+    # Then 4-9 ran again with their ids, 0-3 did not
+    assert [counts[e] for e in order] == [1, 1, 1, 1, 2, 1, 1, 1, 1, 1]
+    listed_once_each(world, jobs, pack)
+
+
+def test_a_duplicate_pack_taken_at_the_same_time_waits_and_runs_nothing_twice(one_shard: World) -> None:
+    world = one_shard
+    jobs = ten_at_one_instant(world)
+    pack, receipt = take_the_pack(world)
+    world.punctual.queue.send_packs([(pack, 0)])  # the same pack, sent twice
+    duplicate, other_receipt = take_the_pack(world)
+    assert duplicate == pack
+    counts = runs_counted(world)
+    attempts = world.punctual.worker._attempts
+    counted_run = attempts.run
+    second: list[Disposition] = []
+    held_until: list[datetime | None] = []
+    real_take = world.punctual.packs._packs.take
+
+    def take(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return real_take(*args, **kwargs)
+        except PackHeld as held:
+            held_until.append(held.lease_until)
+            raise
+
+    world.punctual.packs._packs.take = take  # type: ignore[union-attr,method-assign]
+
+    # Given the duplicate taken by another worker while the first runs its members
+    lock = threading.Lock()
+    members: list[str] = []
+
+    def run(job: Job, execution: Execution, *args: Any, **kwargs: Any) -> Any:
+        with lock:
+            members.append(execution.id)
+            first = len(members) == 1
+        if first:
+            second.append(world.punctual.packs.handle(duplicate, other_receipt))
+        return counted_run(job, execution, *args, **kwargs)
+
+    attempts.run = run  # type: ignore[method-assign]
+    world.clock.set(pack.scheduled_at)
+    assert world.punctual.packs.handle(pack, receipt) is Disposition.DONE
+    # Then the duplicate was held off by the lease, to look again when it runs out
+    assert second == [Disposition.LATER] and held_until[0] is not None
+    # and once taken over it finds every member ended: nothing ran twice
+    attempts.run = counted_run  # type: ignore[method-assign]
+    world.run_for(15 * 60, step=5)
+    assert sorted(counts[i.execution_id] for i in pack.items) == [1] * 10
+    assert world.work.drain() == 0
+    assert Counter(world.executions(job["id"])[0]["status"] for job in jobs) == Counter({"SUCCEEDED": 10})
