@@ -30,14 +30,20 @@ class Storage(Construct):
         provisioned: ProvisionedCapacity | None = None,
         stream: bool = False,
         list_indexes: int = len(resources.LIST_INDEXES),
+        retired_indexes: int = 0,
     ) -> None:
         """`provisioned`: the capacity and its auto scaling bounds; None (the default) for on-demand.
         `stream`: the table's stream (new and old images), which execution events are made from.
-        `list_indexes`: how many of the list indexes to deploy (an existing table gains one a deployment)."""
+        `list_indexes`: how many of the list indexes to deploy (an existing table gains one a deployment).
+        `retired_indexes`: how many of an earlier version's list indexes to keep (the first ones: an
+        existing table drops one a deployment; docs/upgrading.md)."""
         super().__init__(scope, id)
         definition = resources.TABLE
         left_out = resources.LIST_INDEXES[list_indexes:]
+        if not 0 <= retired_indexes <= len(resources.RETIRED_LIST_INDEXES):
+            raise ValueError(f"retired_indexes must be between 0 and {len(resources.RETIRED_LIST_INDEXES)}")
         self.indexes = tuple(index for index in definition.indexes if index not in left_out)
+        self.indexes += resources.RETIRED_LIST_INDEXES[:retired_indexes]
         billing_mode = dynamodb.BillingMode.PAY_PER_REQUEST
         capacity: dict[str, Any] = {}
         index_capacity: dict[str, Any] = {}

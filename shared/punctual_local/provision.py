@@ -9,7 +9,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from boto3.dynamodb.types import TypeDeserializer
+
 from punctual.platform import resources
+from punctual.store import codec, keys
 
 
 @dataclass(frozen=True)
@@ -22,7 +25,8 @@ class Provisioned:
 
 def _add_missing_indexes(dynamodb_client: Any, table_name: str) -> None:
     """Give a table kept from an earlier version the indexes it lacks, one an update (as DynamoDB
-    takes them); its items are indexed as they are."""
+    takes them), and drop those this version no longer writes to (resources.RETIRED_LIST_INDEXES).
+    Its items are indexed as they are: jobs stored before by_flag existed get their flags here."""
     wanted = resources.TABLE.create_table_kwargs(table_name)
     described = dynamodb_client.describe_table(TableName=table_name)["Table"]
     have = {index["IndexName"] for index in described.get("GlobalSecondaryIndexes", [])}
@@ -33,6 +37,34 @@ def _add_missing_indexes(dynamodb_client: Any, table_name: str) -> None:
                 AttributeDefinitions=wanted["AttributeDefinitions"],
                 GlobalSecondaryIndexUpdates=[{"Create": index}],
             )
+    if resources.BY_FLAG_INDEX.name not in have:
+        _flag_jobs(dynamodb_client, table_name)
+    for retired in resources.RETIRED_LIST_INDEXES:
+        if retired.name in have:
+            dynamodb_client.update_table(
+                TableName=table_name, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": retired.name}}]
+            )
+
+
+def _flag_jobs(dynamodb_client: Any, table_name: str) -> None:
+    """Set the by_flag key on the job items that should carry one (paused, cancelled or failing)."""
+    deserialize = TypeDeserializer().deserialize
+    pages = dynamodb_client.get_paginator("scan").paginate(
+        TableName=table_name,
+        FilterExpression="sk = :job",
+        ExpressionAttributeValues={":job": {"S": keys.JOB_SK}},
+    )
+    for page in pages:
+        for raw in page.get("Items", []):
+            item = {name: deserialize(value) for name, value in raw.items()}
+            flag = codec.stored_flag(item)
+            if flag is not None and item.get("flag") != flag:
+                dynamodb_client.update_item(
+                    TableName=table_name,
+                    Key={"pk": raw["pk"], "sk": raw["sk"]},
+                    UpdateExpression="SET flag = :flag",
+                    ExpressionAttributeValues={":flag": {"S": flag}},
+                )
 
 
 def create_all(dynamodb_client: Any, sqs_client: Any, prefix: str = "") -> Provisioned:

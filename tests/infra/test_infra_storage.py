@@ -103,7 +103,7 @@ def test_queues_are_encrypted_and_refuse_plain_http(synthesized):
     assert protected == set(queues)
 
 
-def test_the_list_indexes_key_by_attributes_every_job_item_has(synthesized):
+def test_the_list_indexes_are_sparse_and_key_by_the_jobs_own_attributes(synthesized):
     # Given the deployed table's indexes
     (table,) = synthesized.of_type("AWS::DynamoDB::Table").values()
     indexes = {i["IndexName"]: i for i in table["Properties"]["GlobalSecondaryIndexes"]}
@@ -111,18 +111,20 @@ def test_the_list_indexes_key_by_attributes_every_job_item_has(synthesized):
     def keys(name: str) -> list[tuple[str, str]]:
         return [(k["AttributeName"], k["KeyType"]) for k in indexes[name]["KeySchema"]]
 
-    # Then each list's index is keyed by the owner and the job's own status, outcome or name (no
-    # attribute added to a job item), newest first by creation, and projects keys only
-    assert keys("by_status") == [("owner_pk", "HASH"), ("status", "HASH"), ("owner_sk", "RANGE")]
-    assert keys("by_outcome") == [("owner_pk", "HASH"), ("outcome", "HASH"), ("owner_sk", "RANGE")]
+    # Then every job is listed by its owner, newest first; a job named by its user by its name; and a
+    # paused, cancelled or failing one by its flag (those alone carry `name` and `flag`: a plain job
+    # writes no entry to either), and each projects keys only
+    assert sorted(indexes) == ["by_flag", "by_name", "by_owner", "by_task"]
+    assert keys("by_owner") == [("owner_pk", "HASH"), ("owner_sk", "RANGE")]
+    assert keys("by_flag") == [("owner_pk", "HASH"), ("flag", "HASH"), ("owner_sk", "RANGE")]
     assert keys("by_name") == [("owner_pk", "HASH"), ("name", "RANGE"), ("owner_sk", "RANGE")]
     assert {indexes[n]["Projection"]["ProjectionType"] for n in indexes} == {"KEYS_ONLY"}
     # and its attributes are strings, as every item that has them stores them
     types = {a["AttributeName"]: a["AttributeType"] for a in table["Properties"]["AttributeDefinitions"]}
-    assert {types[name] for name in ("owner_pk", "owner_sk", "status", "outcome", "name")} == {"S"}
+    assert {types[name] for name in ("owner_pk", "owner_sk", "flag", "name")} == {"S"}
 
 
-@pytest.mark.parametrize("count", [0, 1, 2, 3])
+@pytest.mark.parametrize("count", [0, 1, 2])
 def test_an_existing_table_gains_the_list_indexes_one_deployment_at_a_time(count: int):
     # Given a deployment asking for `count` of the list indexes (DynamoDB adds one index an update)
     stack = Stack(App(), "Gaining")
@@ -134,6 +136,22 @@ def test_an_existing_table_gains_the_list_indexes_one_deployment_at_a_time(count
     assert names == ["by_owner", "by_task", *(i.name for i in resources.LIST_INDEXES[:count])]
 
 
-def test_list_indexes_outside_zero_to_three_fail_at_synth():
+@pytest.mark.parametrize("count", [2, 1, 0])
+def test_an_earlier_versions_list_indexes_are_dropped_one_deployment_at_a_time(count: int):
+    # Given a table that had by_status and by_outcome, keeping `count` of them
+    stack = Stack(App(), "Dropping")
+    Storage(stack, "Storage", deletion_protection=False, retired_indexes=count)
+    (table,) = Template.from_stack(stack).find_resources("AWS::DynamoDB::Table").values()
+    names = [i["IndexName"] for i in table["Properties"]["GlobalSecondaryIndexes"]]
+    # Then it has this version's indexes and the first `count` of those (the last dropped first)
+    assert names == [
+        *(i.name for i in resources.TABLE.indexes),
+        *(i.name for i in resources.RETIRED_LIST_INDEXES[:count]),
+    ]
+    with pytest.raises(ValueError, match="retired_indexes"):
+        Storage(Stack(App(), "Bad"), "Storage", deletion_protection=False, retired_indexes=3)
+
+
+def test_list_indexes_outside_zero_to_two_fail_at_synth():
     with pytest.raises(ValueError, match="list_indexes"):
-        DeploySettings(list_indexes=4)
+        DeploySettings(list_indexes=3)

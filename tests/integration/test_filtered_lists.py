@@ -1,6 +1,7 @@
 """Filtered lists at size, and another owner's ids, through the API on moto: each filter reads its own
-access path (docs/scaling.md, "Filtered lists"), and another owner's job costs the reads of a
-missing one (docs/api.md, security). Counted in items read and calls made, not in time."""
+access path (docs/scaling.md, "Filtered lists"), one that most jobs match the owner's jobs, a
+bounded read a request; and another owner's job costs the reads of a missing one (docs/api.md,
+security). Counted in items read and calls made, not in time."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
+from punctual.domain.models import ExecutionStatus, JobStatus, Outcome
 from punctual.platform.timefmt import to_rfc3339
 from tests.world import World
 
@@ -48,19 +50,41 @@ def reading(world: World) -> Iterator[_Reads]:
             client.meta.events.unregister("after-call.dynamodb.*", reads)
 
 
+def _others(world: World, count: int) -> None:
+    """`count` of alice's active cron jobs, named plain-…, created just after the jobs made so far."""
+    template = world.store.jobs.get(world.create(CRON, name="plain")["id"])
+    world.store.jobs.put_new_many(
+        [
+            replace(
+                template, id=f"job_other{i:04d}", created_at=template.created_at + timedelta(milliseconds=i)
+            )
+            for i in range(count)
+        ]
+    )
+
+
+def _pages(world: World, query: str) -> list[tuple[list[str], int]]:
+    """Each page's job ids, and the index entries its request read, following the cursors."""
+    pages: list[tuple[list[str], int]] = []
+    cursor = None
+    while True:
+        with reading(world) as reads:
+            answer = world.api("GET", "/jobs", query=query + (f"&cursor={cursor}" if cursor else ""))
+        assert answer.status == 200, answer.body
+        pages.append(([j["id"] for j in answer.body["items"]], reads.entries))
+        cursor = answer.body["next_cursor"]
+        if cursor is None:
+            return pages
+
+
 def test_a_filtered_list_over_many_other_jobs_reads_only_the_jobs_it_lists(world: World) -> None:
     # Given 600 of alice's jobs that match none of the filters below (more than a request's read budget)
-    template = world.store.jobs.get(world.create(CRON, name="plain")["id"])
-    others = [
-        replace(template, id=f"job_other{i:04d}", created_at=template.created_at + timedelta(milliseconds=i))
-        for i in range(600)
-    ]
-    world.store.jobs.put_new_many(others)
+    _others(world, 600)
     # and two jobs, named zzz-…, tagged team:x, whose one-time runs failed
     at = {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=5))}
     failed = [world.create(at, task=FAIL, retry=ONCE, name=f"zzz-{i}", tags={"team": "x"}) for i in range(2)]
     world.run_for(30)
-    for query in ("status=COMPLETED", "outcome=failed", "name_prefix=zzz", "tag=team:x", "tag=team"):
+    for query in ("outcome=failed", "name_prefix=zzz", "tag=team:x", "tag=team"):
         # When alice lists her jobs with a filter
         with reading(world) as reads:
             answer = world.api("GET", "/jobs", query=query)
@@ -71,12 +95,100 @@ def test_a_filtered_list_over_many_other_jobs_reads_only_the_jobs_it_lists(world
         assert answer.body["next_cursor"] is None, query
         assert reads.entries == 2, query
         assert reads.items == 4, query  # two jobs, their two last executions
-    # and a filter that matches none reads nothing past its (empty) path: one Query, no job read
-    for query in ("status=CANCELLED", "outcome=succeeded", "name_prefix=nope", "tag=nope"):
+    # and a filter that matches none reads nothing past its (empty) path: no job read
+    for query in ("status=CANCELLED", "status=PAUSED", "name_prefix=nope", "tag=nope"):
         with reading(world) as reads:
             answer = world.api("GET", "/jobs", query=query)
         assert answer.body == {"items": [], "next_cursor": None}, query
         assert (reads.entries, reads.items) == (0, 0), query
+
+
+def test_a_status_or_outcome_most_jobs_have_is_read_from_the_owners_jobs_a_bounded_page_at_a_time(
+    world: World,
+) -> None:
+    # Given two one-time jobs that failed and one that succeeded, then 600 active jobs
+    at = {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=5))}
+    failed = [world.create(at, task=FAIL, retry=ONCE) for _ in range(2)]
+    succeeded = world.create(at)
+    world.run_for(30)
+    _others(world, 600)
+    for query, expected in (
+        ("status=COMPLETED", [*failed, succeeded]),
+        ("outcome=succeeded", [succeeded]),
+        ("status=ACTIVE&outcome=succeeded", []),
+    ):
+        # When alice lists them by a status or an outcome that no index holds (most jobs have it)
+        pages = _pages(world, query)
+        # Then the pages, followed by their cursors, hold exactly those jobs, newest first
+        listed = [job_id for ids, _ in pages for job_id in ids]
+        assert sorted(listed) == sorted(j["id"] for j in expected), query
+        # each request reading at most the read budget of the owner's jobs (a page short, even empty)
+        assert all(entries <= world.store.list_read_budget for _, entries in pages), (query, pages)
+    assert len(_pages(world, "status=COMPLETED")) == 2
+
+
+def test_a_job_paused_while_failing_is_listed_by_its_status_and_by_its_outcome(world: World) -> None:
+    # Given an every-minute job whose runs fail, read before its first run
+    every_minute = {"type": "cron", "expression": "* * * * *"}
+    job = world.create(every_minute, task=FAIL, retry=ONCE)
+    read_before = world.store.jobs.get(job["id"])
+    world.run_for(70)
+    assert world.job(job["id"])["outcome"]["status"] == "FAILED"
+
+    def listed(query: str) -> list[str]:
+        return [ids for page, _ in _pages(world, query) for ids in page]
+
+    assert listed("outcome=failed") == [job["id"]] and listed("status=PAUSED") == []
+    # When it is paused by a write that read it before its outcome (a pause racing the run's end)
+    world.store.jobs.update(
+        read_before, {"status": JobStatus.PAUSED, "next_run_at": None}, allowed_statuses=[JobStatus.ACTIVE]
+    )
+    # Then it is listed both as paused and as failed
+    assert listed("status=PAUSED") == [job["id"]]
+    assert listed("outcome=failed") == [job["id"]]
+    assert listed("status=PAUSED&outcome=failed") == [job["id"]]
+    # and once resumed, as failed only
+    assert world.api("POST", f"/jobs/{job['id']}/resume").status == 200
+    assert listed("status=PAUSED") == [] and listed("outcome=failed") == [job["id"]]
+    # and once it succeeds, in neither
+    assert world.api("PATCH", f"/jobs/{job['id']}", {"task": {"type": "noop"}}).status == 200
+    world.run_for(60)
+    assert world.job(job["id"])["outcome"]["status"] == "SUCCEEDED"
+    assert listed("outcome=failed") == [] and listed("outcome=succeeded") == [job["id"]]
+
+
+def test_a_status_held_under_two_flags_pages_newest_first_across_both(world: World) -> None:
+    # Given ten paused jobs, created a millisecond apart, every third also failing (flagged apart)
+    template = world.store.jobs.get(world.create(CRON)["id"])
+    failing = Outcome(ExecutionStatus.FAILED, template.created_at, "x", template.created_at)
+    paused = [
+        replace(
+            template,
+            id=f"job_paused{i:02d}",
+            status=JobStatus.PAUSED,
+            next_run_at=None,
+            created_at=template.created_at + timedelta(milliseconds=i),
+            outcome=failing if i % 3 == 0 else None,
+        )
+        for i in range(10)
+    ]
+    world.store.jobs.put_new_many(paused)
+    world.store.list_read_budget = 4
+    # When they are listed two a page, a request reading at most four entries
+    pages = _pages(world, "status=PAUSED&limit=2")
+    # Then each comes once, newest first, whichever flag it is under
+    assert [job_id for ids, _ in pages for job_id in ids] == [j.id for j in reversed(paused)]
+    assert all(entries <= 4 for _, entries in pages)
+
+
+def test_a_job_without_a_name_of_its_own_is_found_by_its_id(world: World) -> None:
+    # Given a job named by its id (the default: no by_name entry) and one named after that id
+    plain = world.create(CRON)
+    named = world.create(CRON, name=f"{plain['id']}-copy")
+    # When listed by a name prefix that is the first job's id
+    pages = _pages(world, f"name_prefix={plain['id']}&limit=1")
+    # Then both come, the one named by its id first, a page each
+    assert [ids for ids, _ in pages if ids] == [[plain["id"]], [named["id"]]]
 
 
 def test_another_owners_job_answers_404_with_the_calls_of_a_missing_one(world: World) -> None:

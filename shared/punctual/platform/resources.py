@@ -104,36 +104,45 @@ class QueueDefinition:
 
 # One table holds jobs, their executions, the time-bucketed due markers and small bookkeeping items.
 # Key formats live in store/keys.py; only the attribute names are shared here. Every index projects
-# keys only, and the list indexes are keyed by attributes a job item has anyway (multi-attribute
-# keys): they add no byte to it, and an entry is written only when its keys change. What each costs a
+# keys only, so an entry is written only when its keys change; the list indexes besides by_owner are
+# sparse (multi-attribute keys: the owner and an attribute only some jobs carry). What each costs a
 # job write and a list: docs/scaling.md, "Filtered lists".
 BY_OWNER_INDEX = Index(name="by_owner", partition_keys=("owner_pk",), sort_keys=("owner_sk",))
 # The ACTIVE and PAUSED jobs that use a named task (store/tasks.py): sparse, only those jobs carry its
 # key, so a job with an inline task writes nothing to it, and a named task's is written when the job
 # is created and removed when it completes or is cancelled.
 BY_TASK_INDEX = Index(name="by_task", partition_keys=("task_ref",), sort_keys=("owner_sk",), sparse=True)
-# An owner's jobs in one status, newest first (`?status=`): an entry at creation, moved (two index
-# writes) at each status change, which most jobs make once (ACTIVE to COMPLETED).
-BY_STATUS_INDEX = Index(name="by_status", partition_keys=("owner_pk", "status"), sort_keys=("owner_sk",))
-# An owner's jobs whose outcome is SUCCEEDED (or FAILED), newest first (`?outcome=`): sparse, a job
-# enters at its first outcome and moves only when its outcome flips between the two.
-BY_OUTCOME_INDEX = Index(
-    name="by_outcome", partition_keys=("owner_pk", "outcome"), sort_keys=("owner_sk",), sparse=True
+# An owner's jobs in a state users seldom ask for, newest first: sparse, keyed by `flag`, which a job
+# carries only while it is PAUSED or CANCELLED or its latest outcome is FAILED (codec.flag_of). A job
+# created, run and succeeded never enters it; a failing one enters at its first failure and leaves at
+# its next success. `?status=PAUSED|CANCELLED` and `?outcome=failed` read it; the other statuses and
+# outcomes read by_owner, a bounded read (job_views.page).
+BY_FLAG_INDEX = Index(
+    name="by_flag", partition_keys=("owner_pk", "flag"), sort_keys=("owner_sk",), sparse=True
 )
-# An owner's jobs by name, then oldest first (`?name_prefix=`: begins_with on the name): an entry at
-# creation, moved only by a rename.
-BY_NAME_INDEX = Index(name="by_name", partition_keys=("owner_pk",), sort_keys=("name", "owner_sk"))
+# An owner's jobs by name, then oldest first (`?name_prefix=`: begins_with on the name): sparse, as a
+# job item stores `name` only when one was given (a job named by its id, the default, has none): an
+# entry at creation for those alone, moved only by a rename.
+BY_NAME_INDEX = Index(
+    name="by_name", partition_keys=("owner_pk",), sort_keys=("name", "owner_sk"), sparse=True
+)
 
 # The list indexes, in the order an existing table gains them: one a deployment (DynamoDB creates one
 # global secondary index per table update; the deploy setting `list_indexes`, docs/upgrading.md).
-LIST_INDEXES = (BY_STATUS_INDEX, BY_OUTCOME_INDEX, BY_NAME_INDEX)
+LIST_INDEXES = (BY_NAME_INDEX, BY_FLAG_INDEX)
+# The list indexes of earlier versions, which this one no longer reads: a table that has them keeps
+# them while it gains by_flag, then drops them one a deployment, the last first (docs/upgrading.md).
+RETIRED_LIST_INDEXES = (
+    Index(name="by_status", partition_keys=("owner_pk", "status"), sort_keys=("owner_sk",)),
+    Index(name="by_outcome", partition_keys=("owner_pk", "outcome"), sort_keys=("owner_sk",), sparse=True),
+)
 
 TABLE = TableDefinition(
     name="punctual",
     partition_key="pk",
     sort_key="sk",
     ttl_attribute="expires_at",
-    indexes=(BY_OWNER_INDEX, BY_TASK_INDEX, BY_STATUS_INDEX, BY_OUTCOME_INDEX, BY_NAME_INDEX),
+    indexes=(BY_OWNER_INDEX, BY_TASK_INDEX, *LIST_INDEXES),
 )
 
 # The scanner's Lambda memory: a full vCPU (the scanner is CPU-bound; bench/scanner_throughput.py).

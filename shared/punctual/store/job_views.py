@@ -1,7 +1,7 @@
 """Jobs as users list and see them: pages of an owner's jobs, and jobs with their last executions.
 
-Reads: an access path of the owner's jobs (a keys-only index: by_owner, by_status, by_outcome,
-by_name; or a tag's entries), whose page of jobs is read by BatchGetItem, one per entry page, none per
+Reads: an access path of the owner's jobs (a keys-only index: by_owner, by_flag, by_name; or a
+tag's entries), whose page of jobs is read by BatchGetItem, one per entry page, none per
 job; a job's partition (the job and its executions, newest first); and the executions the jobs'
 outcomes name (one BatchGetItem, eventually consistent, a projection without results). A job's last
 execution is the newest of its executions to have run to its end: the newest alone first (usually
@@ -12,7 +12,7 @@ Writes: only the deletion of tag entries that a list finds stale.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -29,6 +29,8 @@ from punctual.platform.timefmt import from_epoch_ms
 from punctual.store import codec, keys
 from punctual.store.table import Page, Table, call, cursor_key, delete
 
+# Job ids begin so (jobs/creation.py): a name prefix that does may name a job without a name of its own.
+JOB_ID_PREFIX = "job_"
 LAST_EXECUTION_READ = 4
 LAST_EXECUTION_PAGES = 6
 
@@ -69,14 +71,18 @@ class JobViews:
         """A page of the owner's jobs: newest first, but by name with a name prefix, and grouped by
         value with a tag key alone.
 
-        Each filter reads its own access path (`_source`): a tag's entries, the by_name, by_outcome or
-        by_status index, or by_owner without a filter; with several, the first of these that applies,
-        and the others are checked on the jobs read. The path's entries are read on, their jobs read
-        and checked (an index may lag a write), until the page is full or the path ends, but at most
-        `list_read_budget` entries: past that the page may be short, even empty, and its `last_key`
-        says where to continue. Each entry page costs one Query and one BatchGetItem, and no read per
-        job. A tag entry that its job no longer backs is deleted (with `now`, also one whose job is
-        gone, `STALE_TAG_ENTRY_AGE` after its creation).
+        Each filter reads its own access path (`_source`): a tag's entries, the by_name index, the
+        by_flag index (a status of PAUSED or CANCELLED, a FAILED outcome: the few flag values that
+        include it, merged newest first), or by_owner, without a filter or for a status or outcome no
+        index holds (ACTIVE, COMPLETED, SUCCEEDED: most jobs, which write no index entry for it); with
+        several, the first of these that applies, and the others are checked on the jobs read. The
+        path's entries are read on, their jobs read and checked (an index may lag a write), until the
+        page is full or the path ends, but at most `list_read_budget` entries: past that the page may
+        be short, even empty, and its `last_key` says where to continue. Each entry page costs one
+        Query (one a flag value) and one BatchGetItem, and no read per job. A tag entry that its job
+        no longer backs is deleted (with `now`, also one whose job is gone, `STALE_TAG_ENTRY_AGE` after
+        its creation). With a name prefix, a job without a name of its own whose id is the prefix
+        comes first on the first page (one GetItem): by_name holds only names given.
         """
         source = _source(owner, status, tag, outcome, name_prefix)
 
@@ -89,8 +95,24 @@ class JobViews:
                 and (name_prefix is None or job.name.startswith(name_prefix))
             )
 
-        read_budget = self._table.list_read_budget
+        if source.flags:
+            try:
+                return self._merged_page(source, wanted, limit, start_key)
+            except ClientError as exc:
+                if not _index_missing(exc, source):
+                    raise
+                _log_index_missing(source)
+                source = _source(owner, None, None, None, None)
         found: list[Job] = []
+        if name_prefix is not None and start_key is None:
+            named_by_id = self._named_by_id(name_prefix)
+            if named_by_id is not None and wanted(named_by_id):
+                found.append(named_by_id)
+                if len(found) == limit:
+                    # (on from where its by_name entry would be: its id is the least name of the prefix)
+                    place = {**codec.job_item(named_by_id), "name": name_prefix}
+                    return Page(found, source.resume_key(place))
+        read_budget = self._table.list_read_budget
         stale: list[dict[str, Any]] = []
         read = 0
         chunk = limit
@@ -103,10 +125,7 @@ class JobViews:
                         raise
                     # A table still gaining its list indexes (docs/upgrading.md): the owner's jobs,
                     # every filter checked on them, as before the index.
-                    logger.warning(
-                        "list index missing: filtering by_owner",
-                        extra={"index": source.index.name if source.index else None},
-                    )
+                    _log_index_missing(source)
                     source = _source(owner, None, None, None, None)
                     continue
                 entries = response.get("Items", [])
@@ -132,6 +151,96 @@ class JobViews:
         finally:
             if stale:
                 self._table.batch_write([delete({"pk": e["pk"], "sk": e["sk"]}) for e in stale])
+
+    def _merged_page(
+        self, source: _Source, wanted: Callable[[Job], bool], limit: int, start_key: dict[str, Any] | None
+    ) -> Page:
+        """A page of by_flag's entries under any of `source.flags`, newest first: each flag value's
+        entries read newest first (a Query each), merged down to the newest of the last entries read
+        of those with more (below it, one not yet read may come first: read again on the next round).
+        A cursor is the last job's `owner_sk`, from which every flag value is read on."""
+        index = resources.BY_FLAG_INDEX
+        # (a cursor names the flag values it reads on: one of another list is refused)
+        path = {"flags": ",".join(source.flags)}
+        after = None
+        if start_key is not None:
+            after = cursor_key(start_key, equal=path, prefixed={index.sort_key: ""})[index.sort_key]
+        read_budget = self._table.list_read_budget
+        found: list[Job] = []
+        read = 0
+        chunk = limit
+        flags = list(source.flags)
+        while True:
+            each = max(1, min(chunk, read_budget - read) // len(flags))
+            read_of: dict[str, list[str]] = {}
+            more: set[str] = set()
+            for flag in flags:
+                items, has_more = self._query_flag(source.partition[0], flag, each, after)
+                read_of[flag] = [str(item[index.sort_key]) for item in items]
+                read += len(items)
+                if has_more:
+                    more.add(flag)
+            bound = max((read_of[flag][-1] for flag in more), default="")
+            safe = sorted((sk for sks in read_of.values() for sk in sks if sk >= bound), reverse=True)
+            # (read on: those with more, and those read past the bound, which come again)
+            flags = [flag for flag in flags if flag in more or (read_of[flag] and read_of[flag][-1] < bound)]
+            ids = [keys.job_id_of_owner_sk(sk) for sk in safe]
+            jobs = self.get_many(ids).readable()
+            for i, sk in enumerate(safe):
+                job = jobs.get(ids[i])
+                if job is None or not wanted(job):
+                    continue
+                found.append(job)
+                if len(found) == limit:
+                    last = i == len(safe) - 1 and not flags
+                    return Page(found, None if last else {**path, index.sort_key: sk})
+            if not flags:
+                return Page(found, None)
+            after = bound
+            if read >= read_budget:
+                return Page(found, {**path, index.sort_key: after})
+            chunk = min(chunk * 2, 100)
+
+    def _query_flag(
+        self, owner_pk: str, flag: str, limit: int, after: str | None
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """Up to `limit` of by_flag's entries of `flag`, newest first from before `after`; and
+        whether there are more."""
+        index = resources.BY_FLAG_INDEX
+        condition = "#o = :o AND #f = :f" + (" AND #s < :after" if after else "")
+        values: dict[str, Any] = {":o": owner_pk, ":f": flag, **({":after": after} if after else {})}
+        response: dict[str, Any] = call(
+            partial(
+                self._table.resource.query,
+                IndexName=index.name,
+                KeyConditionExpression=condition,
+                ExpressionAttributeNames={
+                    "#o": index.partition_keys[0],
+                    "#f": index.partition_keys[1],
+                    **({"#s": index.sort_key} if after else {}),
+                },
+                ExpressionAttributeValues=values,
+                ScanIndexForward=False,
+                Limit=limit,
+            )
+        )
+        return list(response.get("Items", [])), "LastEvaluatedKey" in response
+
+    def _named_by_id(self, name_prefix: str) -> Job | None:
+        """The job whose id is `name_prefix`, if it has no name of its own (named by its id, it has no
+        by_name entry); None for a prefix that is no job id (no read)."""
+        if not name_prefix.startswith(JOB_ID_PREFIX):
+            return None
+        response = call(
+            partial(self._table.resource.get_item, Key=keys.job_key(name_prefix), ConsistentRead=True)
+        )
+        item = response.get("Item")
+        if item is None or codec.stored_name(name_prefix, str(item.get("name") or "")) is not None:
+            return None
+        try:
+            return codec.job_from(item)
+        except (KeyError, ValueError, TypeError):
+            return None
 
     def with_outcome_executions(self, jobs: Sequence[Job]) -> list[Job]:
         """These jobs with the executions their outcomes name as their last executions: one
@@ -259,12 +368,14 @@ STALE_TAG_ENTRY_AGE = timedelta(hours=1)
 @dataclass(frozen=True)
 class _Source:
     """An access path of the owner's jobs, in a list's order: a partition of an index (or of the tag
-    entries, in the table, `index` None), from a prefix of its first sort attribute."""
+    entries, in the table, `index` None), from a prefix of its first sort attribute; or, with `flags`,
+    by_flag's partitions of those flag values, merged."""
 
     index: resources.Index | None
     partition: tuple[str, ...]  # the values of its partition attributes, in order
     prefix: str = ""
     forward: bool = False
+    flags: tuple[str, ...] = ()
 
     @property
     def partition_keys(self) -> tuple[str, ...]:
@@ -335,20 +446,31 @@ def _source(
     outcome: ExecutionStatus | None,
     name_prefix: str | None,
 ) -> _Source:
-    """The access path a list reads: the first that applies of a tag at a value, a name prefix, an
-    outcome, a status, a tag key (any value), and without a filter the owner's jobs."""
+    """The access path a list reads: the first that applies of a tag at a value, a name prefix, a
+    flagged outcome (FAILED), a flagged status (PAUSED, CANCELLED), a tag key (any value), and
+    otherwise the owner's jobs (every filter checked on them)."""
     owner_pk = keys.owner_pk(owner)
     if tag is not None and tag[1] is not None:
         return _Source(None, (keys.tag_pk(owner, tag[0]),), keys.tag_value_prefix(tag[1]))
     if name_prefix is not None:
         return _Source(resources.BY_NAME_INDEX, (owner_pk,), name_prefix, forward=True)
-    if outcome is not None:
-        return _Source(resources.BY_OUTCOME_INDEX, (owner_pk, outcome.value))
-    if status is not None:
-        return _Source(resources.BY_STATUS_INDEX, (owner_pk, status.value))
+    flags = (
+        (None if outcome is None else codec.flags_of_outcome(outcome))
+        or (None if status is None else codec.flags_of_status(status))
+        or ()
+    )
+    if flags:
+        return _Source(resources.BY_FLAG_INDEX, (owner_pk,), flags=flags)
     if tag is not None:
         return _Source(None, (keys.tag_pk(owner, tag[0]),))
     return _Source(resources.BY_OWNER_INDEX, (owner_pk,))
+
+
+def _log_index_missing(source: _Source) -> None:
+    logger.warning(
+        "list index missing: filtering by_owner",
+        extra={"index": source.index.name if source.index else None},
+    )
 
 
 def _last_final(items: Iterable[dict[str, Any]]) -> Execution | None:

@@ -1,7 +1,7 @@
-"""Jobs: pk JOB#<job id>, sk JOB, with owner_pk/owner_sk, which with its status, outcome and name key
-the indexes that list them (by_owner, by_status, by_outcome, by_name), and, while a job keeps a named
-task in use, task_ref for the sparse by_task index. A tagged job has an entry a tag in the table
-(written before the job, deleted after it loses the tag).
+"""Jobs: pk JOB#<job id>, sk JOB, with owner_pk/owner_sk, which key by_owner and, with a name given,
+by_name; while PAUSED, CANCELLED or failing, a flag (codec.flag_of) for the sparse by_flag index;
+and, while a job keeps a named task in use, task_ref for the sparse by_task index. A tagged job has
+an entry a tag in the table (written before the job, deleted after it loses the tag).
 
 Reads: a job by id, many by id (BatchGetItem, consistent; items this version cannot read reported
 apart), their stamps (what tells whether a job changed since read). Lists and a job with its last
@@ -11,8 +11,10 @@ a field update, only while the job is in the status and at the schedule version 
 (a status change checked against `lifecycle.JOB_STATUS_CHANGES`); completion, with its outcome in
 the same write (`lifecycle.JOB_TRANSITIONS["complete"]`); an outcome, never over a later one; a
 paused one-time job's note that its run ended, and its resume with that run (the pause protocol:
-punctual/execution/pausing.py). Every write adds one to the job's revision; a finished job expires with its
-history (`retention_days` after it), a revived one is kept again.
+punctual/execution/pausing.py). A write that moves a job's status or outcome sets its flag from what
+its caller read, then settles it against the item written (a second write only when they differ).
+Every write adds one to the job's revision; a finished job expires with its history
+(`retention_days` after it), a revived one is kept again.
 """
 
 from __future__ import annotations
@@ -24,12 +26,15 @@ from functools import partial
 from typing import Any
 
 from punctual.domain.errors import LostRace
-from punctual.domain.models import Execution, Job, JobStatus
+from punctual.domain.models import Execution, ExecutionStatus, Job, JobStatus
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from punctual.store import codec, keys, lifecycle
 from punctual.store.job_views import JobsRead, JobViews
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS, JOB_TRANSITIONS
 from punctual.store.table import Table, call, delete, put
+
+# Writes at most to settle a job's flag against writes racing it (each of which settles it too).
+SETTLE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -204,7 +209,8 @@ class JobRepository(JobViews):
         )
         if dropped:
             self._table.batch_write([delete(entry) for entry in dropped])
-        return codec.job_from(response["Attributes"])
+        item = self._settle_flag(response["Attributes"])
+        return codec.job_from(item)
 
     def complete(self, job: Job, execution: Execution) -> int | None:
         """Complete a job whose last execution this was (a one-time job's, or a recurring job's last
@@ -221,6 +227,14 @@ class JobRepository(JobViews):
         sets, removes, values = (
             codec.outcome_update(execution) if execution.status.ran_to_end else ([], [], {})
         )
+        # (a COMPLETED job is flagged only while its latest outcome is FAILED)
+        outcome = execution.status if execution.status.ran_to_end else _outcome_status(job)
+        flag = codec.flag_of(JobStatus.COMPLETED, outcome)
+        if flag is None:
+            removes.append("flag")
+        else:
+            sets.append("flag = :flag")
+            values[":flag"] = flag
         condition = lifecycle.condition(
             JOB_TRANSITIONS["complete"], schedule_version=execution.schedule_version
         )
@@ -241,12 +255,12 @@ class JobRepository(JobViews):
                 **condition.values,
                 **values,
             },
-            ReturnValues="UPDATED_NEW",
+            ReturnValues="ALL_NEW",
         )
-        response = call(completing)
+        item = self._settle_flag(call(completing)["Attributes"])
         if not execution.status.ran_to_end:
             return None
-        return int(response.get("Attributes", {}).get("failures", 0))
+        return int(item.get("failures", 0))
 
     def record_outcome(self, execution: Execution) -> int | None:
         """Record a finished execution (SUCCEEDED or FAILED) as its job's outcome, unless the job has
@@ -254,6 +268,14 @@ class JobRepository(JobViews):
         out of order). Returns the job's consecutive failures with it, or None when not recorded (or
         the job is gone)."""
         sets, removes, values = codec.outcome_update(execution)
+        # The flag of an ACTIVE (or COMPLETED) job, as most are: one PAUSED or CANCELLED meanwhile has
+        # its flag settled by a second write.
+        flag = codec.flag_of(JobStatus.ACTIVE, execution.status)
+        if flag is None:
+            removes.append("flag")
+        else:
+            sets.append("flag = :flag")
+            values[":flag"] = flag
         expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         try:
             response = call(
@@ -264,12 +286,50 @@ class JobRepository(JobViews):
                     ConditionExpression="attribute_exists(pk) AND (attribute_not_exists(outcome_at) "
                     "OR outcome_at < :oat OR (outcome_at = :oat AND outcome_run < :orun))",
                     ExpressionAttributeValues=values,
-                    ReturnValues="UPDATED_NEW",
+                    ReturnValues="ALL_NEW",
                 )
             )
         except LostRace:
             return None
-        return int(response.get("Attributes", {}).get("failures", 0))
+        return int(self._settle_flag(response["Attributes"]).get("failures", 0))
+
+    def _settle_flag(self, item: dict[str, Any]) -> dict[str, Any]:
+        """The job item (as a write returned it) with the flag its status and outcome call for: a
+        write that moved one of them set the flag from what its caller read (a job's outcome, a run's
+        job's status), which another write between may have changed. Only then a second write,
+        conditioned on both as seen: a write after it settles the flag itself, from what it returns."""
+        key = keys.job_key(str(item["id"]))
+        for _ in range(SETTLE_ATTEMPTS):
+            want = codec.stored_flag(item)
+            if item.get("flag") == want:
+                return item
+            outcome = item.get("outcome")
+            names = {"#st": "status", "#oc": "outcome"}
+            values: dict[str, Any] = {":st": item["status"]}
+            if outcome:
+                values[":oc"] = outcome
+            if want is not None:
+                values[":flag"] = want
+            try:
+                response = call(
+                    partial(
+                        self._table.resource.update_item,
+                        Key=key,
+                        UpdateExpression="SET flag = :flag" if want is not None else "REMOVE flag",
+                        ConditionExpression="#st = :st AND "
+                        + ("#oc = :oc" if outcome else "attribute_not_exists(#oc)"),
+                        ExpressionAttributeNames=names,
+                        ExpressionAttributeValues=values,
+                        ReturnValues="ALL_NEW",
+                    )
+                )
+                return dict(response["Attributes"])
+            except LostRace:
+                found = call(partial(self._table.resource.get_item, Key=key, ConsistentRead=True)).get("Item")
+                if found is None:
+                    return item
+                item = dict(found)
+        return item
 
     # ------------------------------------------------------- pause protocol
     def note_ran_while_paused(self, job: Job, execution: Execution, finished: datetime) -> bool:
@@ -301,6 +361,7 @@ class JobRepository(JobViews):
         paused = lifecycle.condition(
             JOB_TRANSITIONS["resume_with_run"], schedule_version=job.schedule_version
         )
+        flag = codec.flag_of(JobStatus.ACTIVE, _outcome_status(job))
         self._table.transact(
             [
                 {
@@ -318,8 +379,10 @@ class JobRepository(JobViews):
                         "Key": keys.job_key(job.id),
                         # next_run_at: the run's instant, as on an active one-time job until it completes
                         "UpdateExpression": "SET #st = :active, schedule_version = :run, updated_at = :now, "
-                        "next_run_at = :run_at, #rev = if_not_exists(#rev, :zero) + :one "
-                        "REMOVE paused_version, ran_at, queued_run_at, expires_at",
+                        "next_run_at = :run_at, #rev = if_not_exists(#rev, :zero) + :one"
+                        + (", flag = :flag" if flag else "")
+                        + " REMOVE paused_version, ran_at, queued_run_at, expires_at"
+                        + ("" if flag else ", flag"),
                         "ConditionExpression": paused.expression,
                         "ExpressionAttributeNames": {**paused.names, "#rev": "revision"},
                         "ExpressionAttributeValues": {
@@ -330,15 +393,22 @@ class JobRepository(JobViews):
                             ":now": to_rfc3339(now),
                             ":zero": 0,
                             ":one": 1,
+                            **({":flag": flag} if flag else {}),
                         },
                     }
                 },
             ]
         )
-        resumed = self.get(job.id)
-        if resumed is None:
+        item = call(lambda: self._table.resource.get_item(Key=keys.job_key(job.id), ConsistentRead=True)).get(
+            "Item"
+        )
+        if item is None:
             raise LostRace(f"job {job.id} is gone")
-        return resumed
+        return codec.job_from(self._settle_flag(dict(item)))
+
+
+def _outcome_status(job: Job) -> ExecutionStatus | None:
+    return None if job.outcome is None else job.outcome.status
 
 
 def _tag_changes(job: Job, tags: dict[str, str] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

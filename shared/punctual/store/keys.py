@@ -13,8 +13,9 @@
 - a named task:         pk TASK#<owner digest>    sk TASK#<name>
 - a job's tag entry:    pk TAG#<owner digest>#<tag key>  sk <value digest>#<created ms>#<job id>
 Index keys: a job's owner_pk OWNER#<owner>, owner_sk <created ms>#<job id> (by_owner), and while it
-keeps a named task in use, task_ref <owner digest>#<name> (by_task). The other list indexes (by_status,
-by_outcome, by_name) are keyed by owner_pk and owner_sk with the job's status, outcome and name.
+keeps a named task in use, task_ref <owner digest>#<name> (by_task). The other list indexes are keyed
+by owner_pk and owner_sk with the job's name, stored only when given (by_name), and its flag, carried
+only while it is paused, cancelled or failing (by_flag: codec.flag_of).
 
 A `Position` is where the scanner reads on in a shard: a minute and a place in that minute's bucket.
 """
@@ -68,6 +69,10 @@ def owner_pk(owner: str) -> str:
 
 def owner_sk(created_at: datetime, job_id: str) -> str:
     return f"{_ms(created_at)}#{job_id}"
+
+
+def job_id_of_owner_sk(sk: str) -> str:
+    return sk.split("#", 1)[1]
 
 
 def owner_digest(owner: str) -> str:

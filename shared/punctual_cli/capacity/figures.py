@@ -119,23 +119,23 @@ HANDED_OFF_EXTRA_WRITE_UNITS = 1.0
 HANDED_OFF_FEWER_READ_UNITS = 1.0
 ONE_TIME = ExecutionUsage(
     api_requests=1.0,
-    write_units=13.0,  # as if the indexes projected ALL
+    write_units=7.0,  # as if the indexes projected ALL
     read_units=4.0,
-    # creation 5 (marker, job, its by_owner, by_status and by_name entries); scan 0; worker 6 (claim,
-    # finish, completion, which moves the job's by_status entry and puts its by_outcome entry: 3)
+    # creation 3 (marker, job, its by_owner entry: a job without a name of its own has no by_name
+    # entry, an active one no by_flag entry); scan 0; worker 3 (claim, finish, completion: a job that
+    # succeeded carries no flag)
     write_units_keys_only=sizing.ONE_TIME_WRITE_UNITS,
-    # by_owner, by_status and by_name entries put at creation; at completion, by_status's moved (a
-    # delete and a put) and by_outcome's put
-    index_write_units_keys_only=6.0,
-    busiest_index_write_units_keys_only=3.0,  # by_status: the put, then the move
+    # its by_owner entry, put at creation
+    index_write_units_keys_only=1.0,
+    busiest_index_write_units_keys_only=1.0,  # by_owner
     sqs_requests=0.3,
     log_bytes=597.0,
     metric_bytes=250.0,
     # Measured with an assumed-role ARN as the owner (bench.cost.meter.CALLER), as callers are named on AWS:
-    # the job item, which stores it twice, is 953 B when completed (with its outcome: status, when,
+    # the job item, which stores it twice, is 925 B when completed (with its outcome: status, when,
     # which run), under the 1 KB of a write unit.
     item_bytes=600.0,
-    job_bytes=953.0,
+    job_bytes=925.0,
     status_changes=2.0,
 )
 # One-time jobs created through POST /jobs/batch, BATCH_JOBS a request: the same DynamoDB and SQS
@@ -143,28 +143,28 @@ ONE_TIME = ExecutionUsage(
 BATCH_JOBS = 100
 ONE_TIME_BATCHED = ExecutionUsage(
     api_requests=0.01,
-    write_units=13.0,
+    write_units=7.0,
     read_units=4.0,
-    write_units_keys_only=11.0,
-    index_write_units_keys_only=6.0,
-    busiest_index_write_units_keys_only=3.0,
+    write_units_keys_only=6.0,
+    index_write_units_keys_only=1.0,
+    busiest_index_write_units_keys_only=1.0,
     sqs_requests=0.3,
     log_bytes=392.0,
     metric_bytes=50.0,
     item_bytes=600.0,
-    job_bytes=953.0,
+    job_bytes=925.0,
     status_changes=2.0,
 )
 RECURRING = ExecutionUsage(
     api_requests=0.0,
-    write_units=14.0,  # with ALL, each of the occurrence's two job updates rewrites four index entries
+    write_units=8.0,  # with ALL, each of the occurrence's two job updates rewrites its by_owner entry
     read_units=4.0,
     # An every-minute job: scan 3 (next marker, filed under the soon partition since it is due within
     # the hand-off window, that marker's delete, the job's next_run_at); worker 3 (claim, finish, and
     # the job's outcome: what lists show and filter by without reading executions). A job with a
     # period of three minutes or more files into a minute bucket and deletes nothing: 5.
     write_units_keys_only=6.0,
-    # (its entries were put at its creation; by_outcome's moves only when its outcome flips)
+    # (its by_owner entry was put at its creation; by_flag's only when its outcome flips)
     index_write_units_keys_only=0.0,
     sqs_requests=0.3,
     log_bytes=387.0,
@@ -216,8 +216,9 @@ def batch_api_seconds(jobs: int) -> float:
 
 # 100 bytes DynamoDB adds to every stored item.
 KEYS_ONLY_ENTRY_BYTES = 250
-# Indexes holding every job (by_owner, by_status, by_name); the sparse ones hold fewer (by_task: jobs
-# using a named task; by_outcome: jobs that have run to an end, priced as if it held none).
+# Indexes holding every job (by_owner); the sparse ones hold fewer (by_task: jobs using a named task;
+# by_name: jobs named by their users; by_flag: paused, cancelled or failing jobs; priced as if they
+# held none).
 INDEXES = sum(not index.sparse for index in resources.TABLE.indexes)
 
 # Fixed monthly cost, whatever the load: dashboard, 12 alarms, 12 EMF metrics, the cursor secret, the

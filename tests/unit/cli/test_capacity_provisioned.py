@@ -73,16 +73,16 @@ CONTEXT_KEYS = [
 HOURS = 730
 
 
-def test_the_indexes_take_six_writes_of_a_one_time_execution_and_none_of_an_occurrence() -> None:
-    # KEYS_ONLY: by_owner, by_status and by_name entries put at creation; at completion by_status's
-    # moved (a delete and a put) and by_outcome's put; an occurrence whose outcome holds writes none
-    assert capacity.index_write_units(capacity.ONE_TIME) == 6
-    assert capacity.index_write_units(capacity.ONE_TIME_BATCHED) == 6
+def test_the_indexes_take_one_write_of_a_one_time_execution_and_none_of_an_occurrence() -> None:
+    # KEYS_ONLY: the by_owner entry put at creation (an unnamed job that succeeds has no by_name or
+    # by_flag entry); an occurrence whose outcome holds writes none
+    assert capacity.index_write_units(capacity.ONE_TIME) == 1
+    assert capacity.index_write_units(capacity.ONE_TIME_BATCHED) == 1
     assert capacity.index_write_units(capacity.RECURRING) == 0
-    assert capacity.index_write_units(capacity.blended(0.25)) == pytest.approx(4.5)
+    assert capacity.index_write_units(capacity.blended(0.25)) == pytest.approx(0.75)
     # Projecting ALL, every rewrite of the job rewrites its entries: what ALL adds is the indexes'
-    assert capacity.index_write_units(capacity.ONE_TIME, keys_only=False) == 6 + (13 - 11)
-    assert capacity.index_write_units(capacity.RECURRING, keys_only=False) == 0 + (14 - 6)
+    assert capacity.index_write_units(capacity.ONE_TIME, keys_only=False) == 1 + (7 - 6)
+    assert capacity.index_write_units(capacity.RECURRING, keys_only=False) == 0 + (8 - 6)
 
 
 def test_provisioned_units_are_priced_from_the_capacity_hour_prices() -> None:
@@ -122,9 +122,9 @@ def test_ten_thousand_a_second_provisioned_bounds() -> None:
     assert p.provisioned.table_write_units == pytest.approx(table)
     assert c["table_min_write_units"] == math.ceil(table / 0.7)
     assert c["table_min_read_units"] == math.ceil(40_000 / 0.7) == 57_143
-    # and each index what by_status takes, the most written: 3 a one-time execution, 30,000 / 0.7
-    assert p.provisioned.index_write_units == 30_000
-    assert c["index_min_write_units"] == 42_858
+    # and each index what by_owner takes, the most written: 1 a one-time execution, 10,000 / 0.7
+    assert p.provisioned.index_write_units == 10_000
+    assert c["index_min_write_units"] == 14_286
     # and with no busier minute, the maximums are the minimums
     assert c["table_max_write_units"] == c["table_min_write_units"]
     assert c["table_max_read_units"] == c["table_min_read_units"]
@@ -141,12 +141,12 @@ def test_a_hundred_a_second_half_busy_bounds() -> None:
     p = capacity.plan(100, utilisation_percent=50, assumptions=FULL_VCPU)
     assert p.provisioned is not None
     c = p.provisioned.context
-    # Then each figure is the load over a half: (100 x table units + 3/60) / 0.5, 400 / 0.5, 300 / 0.5
+    # Then each figure is the load over a half: (100 x table units + 3/60) / 0.5, 400 / 0.5, 100 / 0.5
     assert p.shard_count == 1
     assert (c["table_min_write_units"], c["table_min_read_units"], c["index_min_write_units"]) == (
         math.ceil((100 * TABLE_WRITES + BOOKKEEPING / 60) / 0.5),
         800,
-        600,
+        200,
     )
     assert c["table_target_utilisation"] == 50
 
@@ -166,7 +166,7 @@ def test_a_busier_minute_sets_the_maximums() -> None:
         peak * TABLE_WRITES + bookkeeping, 0.7
     )
     assert c["table_max_read_units"] == math.ceil(peak * 4 / 0.7)
-    assert c["index_max_write_units"] == math.ceil(peak * 3 / 0.7) == 71_429
+    assert c["index_max_write_units"] == math.ceil(peak * 1 / 0.7) == 23_810
 
 
 def test_capacity_is_rounded_up_from_the_exact_quotient() -> None:
@@ -209,7 +209,7 @@ def test_provisioned_monthly_cost_is_the_capacity_the_load_keeps_busy() -> None:
     assert p.monthly_cost["dynamodb_writes"] == pytest.approx(
         1_000 * TABLE_WRITES / 0.7 * wcu_hour * HOURS, abs=0.01
     )
-    assert p.monthly_cost["dynamodb_index_writes"] == pytest.approx(6_000 / 0.7 * wcu_hour * HOURS, abs=0.01)
+    assert p.monthly_cost["dynamodb_index_writes"] == pytest.approx(1_000 / 0.7 * wcu_hour * HOURS, abs=0.01)
     assert p.monthly_cost["dynamodb_reads"] == pytest.approx(1_000 * 4 / 0.7 * rcu_hour * HOURS, abs=0.01)
     # and the scanner's bookkeeping is priced provisioned too
     bookkeeping = BOOKKEEPING * p.shard_count * month / 60
@@ -248,12 +248,12 @@ def test_a_burst_over_the_minimums_is_warned_of() -> None:
 
 def test_provisioned_quotas_replace_the_on_demand_ones() -> None:
     p = capacity.plan(10_000, utilisation_percent=70, assumptions=FULL_VCPU)
-    # the write units provisioned for the table: over the 40,000 a table, and with an index's 42,858
+    # the write units provisioned for the table: over the 40,000 a table, and with an index's 14,286
     # over the account's 80,000
     table = math.ceil((10_000 * TABLE_WRITES + BOOKKEEPING * 40 / 60) / 0.7)
     assert any(w.startswith(f"table_max_write_units {table:,}") for w in p.warnings)
     assert any(
-        "account's quota for provisioned capacity" in w and f"{table + 42_858:,}" in w for w in p.warnings
+        "account's quota for provisioned capacity" in w and f"{table + 14_286:,}" in w for w in p.warnings
     )
     assert not any("on-demand" in w for w in p.warnings)
     assert capacity.plan(5, utilisation_percent=70, assumptions=FULL_VCPU).warnings == []
