@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
+from punctual.api.routes import coming_up as coming_up_route
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from tests.world import World
 
@@ -56,3 +59,28 @@ def test_a_recurring_job_stops_counting_at_its_run_limit(world: World) -> None:
     body = world.api("GET", "/coming-up").body
     # Then it counts three runs, in three minutes
     assert sum(_counts(body).values()) == 3
+
+
+def test_an_owner_with_many_jobs_that_are_not_active_has_a_bounded_read(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an ACTIVE job due in ten minutes, then twelve newer jobs cancelled, and lists that read at
+    # most four jobs a page
+    due = to_rfc3339(world.clock.now() + timedelta(minutes=10))
+    world.create({"type": "at", "at": due}, name="oldest")
+    world.clock.advance(1)
+    for _ in range(12):
+        job = world.create({"type": "at", "at": due}, name="cancelled")
+        assert world.api("DELETE", f"/jobs/{job['id']}").status == 200
+    world.store.list_read_budget = 4
+    # When the coming hour is asked for with at most two pages
+    monkeypatch.setattr(coming_up_route, "MAX_PAGES", 2)
+    bounded = world.api("GET", "/coming-up").body
+    # Then it stops after eight jobs read, and says its answer may be incomplete
+    assert bounded["jobs_read"] == 0 and bounded["complete"] is False
+    assert sum(_counts(bounded).values()) == 0
+    # and with pages enough it reaches the ACTIVE job
+    monkeypatch.setattr(coming_up_route, "MAX_PAGES", 4)
+    whole = world.api("GET", "/coming-up").body
+    assert whole["jobs_read"] == 1 and whole["complete"] is True
+    assert sum(_counts(whole).values()) == 1

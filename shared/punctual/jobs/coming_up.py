@@ -15,6 +15,10 @@ HORIZON = timedelta(hours=1)
 # Jobs read by one request: the owner's newest ACTIVE jobs, a page of 100 at a time.
 MAX_JOBS = 500
 PAGE_SIZE = 100
+# Pages asked for at most. ACTIVE is no index's key (most jobs are ACTIVE or COMPLETED, and neither
+# writes an index entry), so a page reads the owner's jobs newest first, up to the store's list read
+# budget each, and an owner with many completed jobs would otherwise have the whole list read.
+MAX_PAGES = 10
 # Jobs named in one minute's entry, the busiest first: the count covers them all.
 JOBS_A_MINUTE = 10
 

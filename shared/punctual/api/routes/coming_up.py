@@ -11,7 +11,7 @@ from punctual.api.errors import openapi_responses
 from punctual.api.inputs import caller
 from punctual.api.responses import json_response
 from punctual.domain.models import Job, JobStatus
-from punctual.jobs.coming_up import MAX_JOBS, PAGE_SIZE, by_minute
+from punctual.jobs.coming_up import MAX_JOBS, MAX_PAGES, PAGE_SIZE, by_minute
 from punctual.platform.timefmt import to_rfc3339
 
 router = Router()
@@ -32,22 +32,23 @@ class ComingMinute(BaseModel):
 class ComingUpOut(BaseModel):
     now: str
     minutes: list[ComingMinute] = Field(description="Every minute from the current one to an hour ahead.")
-    jobs_read: int = Field(description="ACTIVE jobs read (at most 500, the newest).")
-    complete: bool = Field(description="false: the owner has more ACTIVE jobs than were read.")
+    jobs_read: int = Field(description="ACTIVE jobs counted (at most 500, the newest).")
+    complete: bool = Field(description="false: the owner may have ACTIVE jobs that were not read.")
 
 
 @router.get(
     "/coming-up",
     summary="Your scheduled runs in the coming hour, minute by minute",
-    description="Computed from your ACTIVE jobs' schedules (at most 500, the newest; `complete` says "
-    "whether that was all of them), as the jobs file their runs. Extra runs and retries are not counted.",
+    description="Computed from your ACTIVE jobs' schedules (at most 500, the newest, among at most "
+    "5,000 of your jobs read; `complete` says whether that was all of them), as the jobs file their runs. "
+    "Extra runs and retries are not counted.",
     responses=openapi_responses(200, ComingUpOut, "Every minute of the coming hour."),
 )
 def coming_up() -> Response[ComingUpOut]:
     punctual, owner = wiring.default(), caller(router.current_event)
     jobs: list[Job] = []
     start_key = None
-    while True:
+    for _ in range(MAX_PAGES):
         page = punctual.store.jobs.page(owner, JobStatus.ACTIVE, PAGE_SIZE, start_key)
         jobs.extend(page.items)
         start_key = page.last_key
