@@ -157,8 +157,12 @@ class DeploySettings:
     # The account's Lambda concurrency quota (per region; 1,000 by default), for the forecast's alarm.
     lambda_concurrency_quota: int = 1000
     # How many of the list indexes (resources.LIST_INDEXES) the table has. An existing table gains
-    # them one deployment at a time (1, then 2, then the default): DynamoDB adds one index an update.
+    # them one deployment at a time (1, then the default): DynamoDB adds one index an update.
     list_indexes: int = len(resources.LIST_INDEXES)
+    # How many of an earlier version's list indexes (resources.RETIRED_LIST_INDEXES: by_status, then
+    # by_outcome) the table keeps. A table that has both drops them one deployment at a time (2, then
+    # 1, then the default): DynamoDB drops one index an update, and adds by_flag in the first.
+    retired_indexes: int = 0
 
     def __post_init__(self) -> None:
         self._check_pollers()  # first: the functions' settings are derived from them
@@ -177,6 +181,8 @@ class DeploySettings:
         self._check_table_capacity()
         if not 0 <= self.list_indexes <= len(resources.LIST_INDEXES):
             raise ValueError(f"list_indexes must be between 0 and {len(resources.LIST_INDEXES)}")
+        if not 0 <= self.retired_indexes <= len(resources.RETIRED_LIST_INDEXES):
+            raise ValueError(f"retired_indexes must be between 0 and {len(resources.RETIRED_LIST_INDEXES)}")
 
     def _check_pollers(self) -> None:
         if self.worker_min_pollers:
@@ -314,6 +320,7 @@ class DeploySettings:
             ("lambda_concurrency_quota", int),
             ("task_cache_seconds", int),
             ("list_indexes", int),
+            ("retired_indexes", int),
         ):
             raw = value(key)
             if raw in (None, ""):

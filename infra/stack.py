@@ -35,6 +35,7 @@ class PunctualStack(Stack):
             provisioned=settings.provisioned_capacity(),
             stream=settings.execution_events != execution_events.OFF,
             list_indexes=settings.list_indexes,
+            retired_indexes=settings.retired_indexes,
         )
         queues = Queues(self, "Queues")
         factory = FunctionFactory(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,8 @@ def test_bad_capacity_bounds_fail_with_a_message_naming_the_setting(context, mes
         {"deletion_protection": "maybe"},
         {"worker_max_concurrency": "1"},
         {"log_level": "LOUD"},
+        {"retired_indexes": "3"},
+        {"retired_indexes": "-1"},
     ],
 )
 def test_bad_values_fail_at_synth_not_at_cold_start(context):
@@ -201,3 +204,23 @@ def test_cdk_json_gives_the_default_api_type():
 def test_an_unknown_api_type_fails_with_a_message_naming_the_choices(api_type):
     with pytest.raises(ValueError, match=rf"api_type {api_type!r} is not one of http, rest"):
         DeploySettings.from_context({"api_type": api_type}.get)
+
+
+def test_the_upgrade_guides_context_values_are_read_by_the_app():
+    # Given every `-c key=value` docs/upgrading.md asks a deployment for
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "upgrading.md").read_text()
+    given = re.findall(r"-c (\w+)=(\w+)", guide)
+    assert ("retired_indexes", "2") in given and ("retired_indexes", "1") in given
+    # When the app reads its context (each as the CDK CLI passes it: a string)
+    asked: list[str] = []
+    DeploySettings.from_context(asked.append)
+    for key, value in given:
+        settings = DeploySettings.from_context({key: value}.get)
+        # Then each is a key the app asks for, taken as given
+        assert key in asked and str(getattr(settings, key)).lower() == value.lower(), key
+
+
+def test_an_existing_tables_earlier_list_indexes_are_dropped_by_default():
+    empty: dict[str, str] = {}
+    assert DeploySettings.from_context(empty.get).retired_indexes == 0
+    assert DeploySettings.from_context({"retired_indexes": "2"}.get).retired_indexes == 2

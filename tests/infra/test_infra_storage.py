@@ -9,6 +9,7 @@ from aws_cdk.assertions import Match, Template
 from infra.components.storage import Storage
 from infra.settings import DeploySettings
 from punctual.platform import resources
+from tests.infra.conftest import ALARM_EMAIL, Synthesized, synthesize
 
 
 def test_table_keys_and_indexes_are_the_ones_the_local_stack_creates(synthesized):
@@ -150,6 +151,44 @@ def test_an_earlier_versions_list_indexes_are_dropped_one_deployment_at_a_time(c
     ]
     with pytest.raises(ValueError, match="retired_indexes"):
         Storage(Stack(App(), "Bad"), "Storage", deletion_protection=False, retired_indexes=3)
+
+
+@pytest.mark.long
+def test_the_retired_indexes_setting_drops_one_index_a_deployment(synthesized, tmp_path):
+    # Given a table deployed by the version with by_status and by_outcome, and the deployments
+    # docs/upgrading.md gives to upgrade it: `-c retired_indexes=2`, `-c retired_indexes=1`, the default
+    earlier = {"by_owner", "by_task", "by_status", "by_outcome", "by_name"}
+    steps = [
+        synthesize(tmp_path / "2", {"alarm_email": ALARM_EMAIL, "retired_indexes": "2"}),
+        synthesize(tmp_path / "1", {"alarm_email": ALARM_EMAIL, "retired_indexes": "1"}),
+        synthesized,
+    ]
+
+    def table(step: Synthesized) -> tuple[set[str], set[str]]:
+        (found,) = step.of_type("AWS::DynamoDB::Table").values()
+        properties = found["Properties"]
+        return (
+            {i["IndexName"] for i in properties["GlobalSecondaryIndexes"]},
+            {a["AttributeName"] for a in properties["AttributeDefinitions"]},
+        )
+
+    # When each is synthesized through the app (context to settings to the table)
+    tables = [table(step) for step in steps]
+    # Then the first adds by_flag and keeps both, the second drops by_outcome, the last by_status
+    names = [indexes for indexes, _ in tables]
+    current = {index.name for index in resources.TABLE.indexes}
+    assert names == [current | {"by_status", "by_outcome"}, current | {"by_status"}, current]
+    # each deployment adding or dropping one index, as CloudFormation takes them
+    changed = [before ^ after for before, after in zip([earlier, *names[:-1]], names, strict=True)]
+    assert changed == [{"by_flag"}, {"by_outcome"}, {"by_status"}]
+    # a retired index's key attribute defined only while an index keys by it
+    assert [{"status", "outcome"} & attributes for _, attributes in tables] == [
+        {"status", "outcome"},
+        {"status"},
+        set(),
+    ]
+    # and each passes cdk-nag's checks
+    assert [step.validation_error for step in steps] == [None, None, None]
 
 
 def test_list_indexes_outside_zero_to_two_fail_at_synth():
