@@ -15,7 +15,7 @@ counts what would change and writes nothing. The scan reads the whole table (exe
 too: about 0.5 read units each 4 KB); the writes are one unit a job changed.
 
 The table is found as scripts/quarantine.py finds it: from a stack's functions with `--stack`
-(cloudformation:ListStackResources, lambda:GetFunctionConfiguration, dynamodb:Scan and UpdateItem
+(cloudformation:ListStackResources, lambda:GetFunctionConfiguration; dynamodb:Scan, GetItem, UpdateItem
 on the table), else from the environment (PUNCTUAL_TABLE_NAME, PUNCTUAL_QUEUE_URL, AWS_REGION;
 PUNCTUAL_AWS_ENDPOINT_URL for the local stack's moto server). Run from the repository's root:
 
