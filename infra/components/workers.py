@@ -13,9 +13,13 @@ from constructs import Construct
 from infra.components.functions import FunctionFactory
 from infra.components.queues import Queues
 from infra.components.storage import Storage
+from punctual.platform import aws_limits as sizing
 from punctual.platform import lambda_arns, resources, target_arns
 
-BATCH_SIZE = 10
+# The worker takes one message an invocation: a pack of the executions of one instant (and shard),
+# its unit; packs spread over execution environments.
+WORK_BATCH_SIZE = sizing.WORKER_BATCH
+DEAD_LETTER_BATCH_SIZE = 10
 
 
 class Workers(Construct):
@@ -61,7 +65,7 @@ class Workers(Construct):
         )
         self.work_source = event_sources.SqsEventSource(
             queues.work_queue,
-            batch_size=BATCH_SIZE,
+            batch_size=WORK_BATCH_SIZE,
             # Precision first: invoke as soon as a message is visible, never wait to fill a batch.
             max_batching_window=Duration.seconds(0),
             report_batch_item_failures=True,
@@ -81,7 +85,7 @@ class Workers(Construct):
         self.dead_letter.add_event_source(
             event_sources.SqsEventSource(
                 queues.dead_letter_queue,
-                batch_size=BATCH_SIZE,
+                batch_size=DEAD_LETTER_BATCH_SIZE,
                 report_batch_item_failures=True,
             )
         )

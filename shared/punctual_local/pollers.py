@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from punctual.platform import aws_limits as sizing
 from punctual.platform.observability import logger
 from punctual_local.esm import EventSourceMapping, Handler
 
@@ -60,7 +61,7 @@ class PollerPool:
         minimum: int,
         maximum: int,
         wait_seconds: int = 1,
-        batch_size: int = 10,
+        batch_size: int | None = None,
         pollers: int = POLLERS,
     ) -> None:
         self.name = name
@@ -71,7 +72,8 @@ class PollerPool:
         self._minimum = max(1, minimum)
         self._maximum = max(self._minimum, maximum)
         self._wait_seconds = wait_seconds
-        self._batch_size = batch_size
+        # (as the deployed mappings: the worker takes one message, a pack, an invocation)
+        self._batch_size = batch_size or (sizing.WORKER_BATCH if name == "worker" else sizing.SQS_BATCH)
         self._pollers = max(1, min(pollers, self._maximum))
         self._lock = threading.Lock()
         self._free = threading.Semaphore(self._maximum)  # a container's worth of room per batch

@@ -53,7 +53,7 @@ def test_provisioned_mode_sets_the_pollers_and_drops_maximum_concurrency(warmed)
     _, mapping = _work_mapping(warmed)
     assert mapping["ProvisionedPollerConfig"] == {"MinimumPollers": 10, "MaximumPollers": 300}
     assert "ScalingConfig" not in mapping  # the two are exclusive
-    assert mapping["BatchSize"] == 10 and mapping["MaximumBatchingWindowInSeconds"] == 0
+    assert mapping["BatchSize"] == 1 and mapping["MaximumBatchingWindowInSeconds"] == 0
 
 
 def test_only_the_scanner_may_set_the_pollers_and_of_that_one_mapping(warmed):

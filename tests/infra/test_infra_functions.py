@@ -87,7 +87,7 @@ def test_worker_consumes_the_work_queue_with_partial_batch_responses(synthesized
         {
             "EventSourceArn": {"Fn::GetAtt": [work_queue, "Arn"]},
             "FunctionName": {"Ref": worker},
-            "BatchSize": 10,
+            "BatchSize": 1,
             "MaximumBatchingWindowInSeconds": 0,
             "FunctionResponseTypes": ["ReportBatchItemFailures"],
             "ScalingConfig": {"MaximumConcurrency": 20},

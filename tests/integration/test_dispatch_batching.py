@@ -184,7 +184,7 @@ def test_a_failed_hand_off_withdraws_its_claim_so_the_next_tick_enqueues_it(
     monkeypatch.undo()
     # Then the request still succeeded, and its marker no longer carries a claim
     [stored] = markers(world)
-    assert "handoff_until_ms" not in stored
+    assert int(stored["handoff_until_ms"]["N"]) <= to_epoch_ms(world.clock.now())  # run out
     # When the scanner's next tick comes
     world.run_for(90)
     # Then the job ran, late by no more than the wait for that tick
@@ -321,7 +321,7 @@ def test_a_hand_off_that_could_not_send_withdraws_its_claim(
     monkeypatch.undo()
     # Then the marker no longer carries a claim, and the next tick enqueues it
     [stored] = markers(world)
-    assert "handoff_until_ms" not in stored
+    assert int(stored["handoff_until_ms"]["N"]) <= to_epoch_ms(world.clock.now())  # run out
     world.run_for(90)
     assert world.executions(job["id"])[0]["status"] == "SUCCEEDED"
 

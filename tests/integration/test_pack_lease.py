@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -15,6 +15,8 @@ from punctual.domain.models import Execution, Job
 from punctual.execution.packs import PACK_LEASE_MIN
 from punctual.execution.worker import Disposition
 from punctual.platform.clock import ManualClock
+from punctual.platform.timefmt import to_rfc3339
+from punctual.scheduling.handoff import HandOff
 from punctual.store.packs import PackHeld
 from punctual.store.queue import Pack
 from tests.integration.test_packs import Crash, runs_counted, take_the_pack, ten_at_one_instant
@@ -202,3 +204,54 @@ def test_a_duplicate_pack_taken_at_the_same_time_waits_and_runs_nothing_twice(on
     assert sorted(counts[i.execution_id] for i in pack.items) == [1] * 10
     assert world.work.drain() == 0
     assert Counter(world.executions(job["id"])[0]["status"] for job in jobs) == Counter({"SUCCEEDED": 10})
+
+
+def test_markers_set_aside_and_a_resumed_hand_off_are_sent_guarded(one_shard: World) -> None:
+    world = one_shard
+    real = world.punctual.queue.send_packs
+    sent: list[Pack] = []
+    refuse = [True]
+
+    def send_packs(packs: list[tuple[Pack, int]], attempts: int = 4) -> list[Pack]:
+        if refuse[0]:
+            return [pack for pack, _ in packs]  # SQS takes none: the scanner sets them aside
+        sent.extend(pack for pack, _ in packs)
+        return real(packs, attempts)
+
+    world.punctual.queue.send_packs = send_packs  # type: ignore[method-assign]
+    # Given ten jobs whose pack SQS refused once (it may have been sent: the answer was lost)
+    jobs = ten_at_one_instant(world)
+    world.run_for(60, step=5)
+    world.clock.advance(120)
+    world.tick()
+    refuse[0] = False
+    # When the scanner sends them again from where it set them aside
+    world.run_for(300, step=5)
+    # Then their pack went guarded (each member claims its own execution), and each ran once
+    assert sent and all(p.guarded for p in sent)
+    listed_once_each(world, jobs, Pack(sent[0].scheduled_at, tuple(i for p in sent for i in p.items)))
+
+
+def test_a_retried_request_resumes_its_hand_off_guarded(one_shard: World) -> None:
+    world = one_shard
+    dispatched: list[bool] = []
+    real = world.punctual.dispatcher.dispatch
+
+    def dispatch(markers: Any, new_jobs: Any = (), *, resent: bool = False) -> Any:
+        dispatched.append(resent)
+        if len(dispatched) == 1:
+            raise SystemExit  # the first request dies after filing, before its hand-off
+        return real(markers, new_jobs, resent=resent)
+
+    world.punctual.dispatcher.dispatch = dispatch  # type: ignore[method-assign]
+    at = to_rfc3339(world.clock.now() + timedelta(seconds=20))
+    with pytest.raises(SystemExit):
+        world.create({"type": "at", "at": at})
+    scan = world.dynamodb_client.scan(TableName=world.punctual.settings.table_name)["Items"]
+    [job_id] = [i["id"]["S"] for i in scan if i["sk"]["S"] == "JOB"]
+    job = world.store.jobs.get(job_id)
+    assert job is not None
+    # When a retry of the request resumes its hand-off (its marker still filed with a claim)
+    HandOff(world.store, world.punctual.dispatcher, world.clock).resume([job])
+    # Then what it sends again is sent guarded
+    assert dispatched == [False, True]

@@ -44,6 +44,14 @@ API_GATEWAY_RPS = 10_000
 # other regions).
 EVENTBRIDGE_PUT_EVENTS_PER_SECOND = 10_000
 SQS_BATCH = 10
+# Messages a worker invocation takes (its event source mapping's BatchSize): one, a pack, which is
+# the unit; packs spread over execution environments.
+WORKER_BATCH = 1
+# Executions a worker invocation starts, as the burst model counts them: the pack it takes. A crowded
+# instant (what prescaling is for) packs at least this many executions a message, as many as the
+# ten single-execution messages an invocation took before packs: a lower bound, so the pollers and
+# concurrency the model asks for are not too few.
+EXECUTIONS_PER_INVOKE = WORKER_BATCH * SQS_BATCH
 # An SQS event source mapping in provisioned mode: each event poller takes up to 10 concurrent
 # invokes, 10 receives a second or 1 MB/s; MinimumPollers is 2-200; scaling adds up to 1,000
 # concurrent invokes a minute ("Configuring scaling behavior for SQS event source mappings").

@@ -43,7 +43,9 @@ class Dispatches(Protocol):
 
     soon: timedelta
 
-    def dispatch(self, markers: Sequence[DueMarker], new_jobs: Sequence[Job] = ()) -> _Dispatched: ...
+    def dispatch(
+        self, markers: Sequence[DueMarker], new_jobs: Sequence[Job] = (), *, resent: bool = False
+    ) -> _Dispatched: ...
 
 
 def route(marker: DueMarker, now: datetime, soon: timedelta) -> DueMarker:
@@ -76,14 +78,20 @@ class HandOff:
         self._put(claimed)
         return claimed
 
-    def enqueue(self, *markers: DueMarker, new_jobs: Sequence[Job] = ()) -> None:
+    def enqueue(self, *markers: DueMarker, new_jobs: Sequence[Job] = (), resent: bool = False) -> None:
         """Enqueue the executions of the markers filed with a claim, all in one dispatch
-        (`new_jobs`: jobs just stored, with these markers their first: not read again)."""
+        (`new_jobs`: jobs just stored, with these markers their first: not read again; `resent`: they
+        may have been sent before, so their packs are guarded)."""
         claimed = [m for m in markers if m.handoff_until is not None]
         if not claimed:
             return
         try:
-            unsent = self._dispatcher.dispatch(claimed, new_jobs).failed
+            dispatched = (
+                self._dispatcher.dispatch(claimed, new_jobs, resent=True)
+                if resent
+                else self._dispatcher.dispatch(claimed, new_jobs)
+            )
+            unsent = dispatched.failed
         except Exception:
             logger.exception("hand-off failed", extra={"execution_ids": [m.execution_id for m in claimed]})
             unsent = claimed
@@ -92,7 +100,9 @@ class HandOff:
         ids = [m.execution_id for m in unsent]
         logger.warning("hand-off incomplete; the scanner will enqueue the rest", extra={"execution_ids": ids})
         try:
-            self._put([replace(m, handoff_until=None) for m in unsent])
+            # Withdrawn as a claim already run out: a dispatch that failed may have sent some of them,
+            # so the scanner sends them guarded (`Dispatcher._guarded`).
+            self._put([replace(m, handoff_until=self._clock.now()) for m in unsent])
         except Exception:
             logger.exception("could not withdraw the hand-off claim", extra={"execution_ids": ids})
 
@@ -109,7 +119,8 @@ class HandOff:
             and job.next_run_at - now < self._dispatcher.soon
         ]
         if due_soon:
-            self.enqueue(*[m for m in self._store.markers.filed(due_soon) if m.handoff_until is not None])
+            filed = self._store.markers.filed(due_soon)
+            self.enqueue(*[m for m in filed if m.handoff_until is not None], resent=True)
 
     def _put(self, markers: list[DueMarker]) -> None:
         if len(markers) == 1:

@@ -59,7 +59,7 @@ class PollerPolicy:
 
     floor: int
     ceiling: int
-    batch_size: int = sizing.SQS_BATCH
+    batch_size: int = sizing.EXECUTIONS_PER_INVOKE
     batch_seconds: float = sizing.TASK_SECONDS + sizing.WORKER_OVERHEAD_SECONDS
     headroom: float = 1.5
     hysteresis: float = 0.25

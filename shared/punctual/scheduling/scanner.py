@@ -371,8 +371,11 @@ class _Tick:
         self.due_soon.extend(m for m in counts.filed if m.soon and m.scheduled_at < self.horizon)
 
     def _set_aside(self, shard: int, markers: list[DueMarker]) -> None:
+        # With a claim run out already (no one's, the scanner's to send): they may have been sent, so
+        # their packs go guarded (`Dispatcher._guarded`).
+        ran_out = self.now
         try:
-            self._store.markers.put_many([replace(m, soon=True) for m in markers])
+            self._store.markers.put_many([replace(m, soon=True, handoff_until=ran_out) for m in markers])
             self.seen.update(m.execution_id for m in markers)  # retried from there next tick
         except Exception:
             logger.exception("could not set markers aside; the shard waits at them")
