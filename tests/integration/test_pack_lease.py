@@ -206,6 +206,39 @@ def test_a_duplicate_pack_taken_at_the_same_time_waits_and_runs_nothing_twice(on
     assert Counter(world.executions(job["id"])[0]["status"] for job in jobs) == Counter({"SUCCEEDED": 10})
 
 
+def test_a_packed_run_is_listed_running_from_its_instant_until_its_end(one_shard: World) -> None:
+    world = one_shard
+    jobs = ten_at_one_instant(world)
+    pack, receipt = take_the_pack(world)
+    attempts = world.punctual.worker._attempts
+    real = attempts.run
+    seen: dict[str, list[dict[str, Any]]] = {}
+    lock = threading.Lock()
+
+    # Given its members looked at while their tasks run (nothing of them stored yet)
+    def run(job: Job, execution: Execution, *args: Any, **kwargs: Any) -> Any:
+        listed = world.executions(job.id)
+        running = world.api("GET", f"/jobs/{job.id}/executions", query="status=RUNNING").body["items"]
+        done = world.api("GET", f"/jobs/{job.id}/executions", query="status=SUCCEEDED").body["items"]
+        with lock:
+            seen[execution.id] = [*listed, *running, *done]
+        return real(job, execution, *args, **kwargs)
+
+    attempts.run = run  # type: ignore[method-assign]
+    world.clock.set(pack.scheduled_at)
+    world.clock.advance(-2)
+    # Before its instant nothing is listed
+    assert all(world.executions(job["id"]) == [] for job in jobs)
+    assert world.punctual.packs.handle(pack, receipt) is Disposition.DONE
+    # Then each was listed RUNNING under its id while it ran, and by a RUNNING filter, not a SUCCEEDED one
+    for item in pack.items:
+        listed, running = seen[item.execution_id][0], seen[item.execution_id][1]
+        assert (listed["id"], listed["status"], listed["attempts"]) == (item.execution_id, "RUNNING", 0)
+        assert running["id"] == item.execution_id and len(seen[item.execution_id]) == 2
+    # and once ended, as stored, once
+    listed_once_each(world, jobs, pack)
+
+
 def test_markers_set_aside_and_a_resumed_hand_off_are_sent_guarded(one_shard: World) -> None:
     world = one_shard
     real = world.punctual.queue.send_packs

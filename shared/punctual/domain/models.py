@@ -358,6 +358,32 @@ def execution_as_seen(execution: Execution, now: datetime) -> Execution:
     )
 
 
+# Time a run's lease (its own claim's, or its pack's) outlasts its timeout, before another worker may
+# take it over.
+LEASE_MARGIN = timedelta(seconds=30)
+
+
+def in_flight(job: Job, now: datetime) -> Execution | None:
+    """The job's scheduled run whose instant has come, as users see it while nothing of it is stored:
+    RUNNING (a pack's member runs under its pack's lease and is stored at its end, its attempt, start
+    and lateness with it). None when the job has no such run; the caller shows this only if no item
+    of that execution is stored. (One-time: its `next_run_at`; recurring: its enqueued occurrence.)"""
+    if job.status is not JobStatus.ACTIVE:
+        return None
+    at = job.queued_run_at if job.recurring else job.next_run_at
+    # (only while its pack's lease may hold it: one still not stored by then is not under way)
+    if at is None or not at <= now < at + timedelta(seconds=job.timeout_seconds) + LEASE_MARGIN:
+        return None
+    return Execution(
+        id=execution_id_for(job.id, at, job.schedule_version),
+        job_id=job.id,
+        owner=job.owner,
+        scheduled_at=at,
+        status=ExecutionStatus.RUNNING,
+        schedule_version=job.schedule_version,
+    )
+
+
 def claimed_ahead(execution: Execution, now: datetime) -> bool:
     """Whether the execution is claimed and waits for its instant, not started (`execution_as_seen`)."""
     return (

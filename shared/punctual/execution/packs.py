@@ -39,10 +39,9 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from punctual.domain.errors import RetryableStoreError, UnreadableItem
-from punctual.domain.models import Execution, ExecutionStatus, Job, skip_reason
+from punctual.domain.models import LEASE_MARGIN, Execution, ExecutionStatus, Job, skip_reason
 from punctual.execution import run_policy, run_records
 from punctual.execution.worker import (
-    LEASE_MARGIN,
     THROTTLE_BACKOFF_SECONDS,
     UNEXPECTED_RETRY_SECONDS,
     Disposition,

@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from punctual.domain.errors import LostRace, RetryableStoreError, UnreadableItem
-from punctual.domain.models import Execution, ExecutionStatus, Job, skip_reason
+from punctual.domain.models import LEASE_MARGIN, Execution, ExecutionStatus, Job, skip_reason
 from punctual.execution import pausing, run_policy, run_records
 from punctual.execution.attempts import Attempts
 from punctual.execution.batched_reads import BatchedReads
@@ -39,8 +39,6 @@ from punctual.tasks.netguard import Resolver, system_resolver
 # A message that becomes visible this close to its instant waits in the worker; earlier, it goes back.
 # (Beyond the head start a deployment gives its messages: WorkerConfig.early_visibility_seconds.)
 MAX_EARLY_WAIT = timedelta(seconds=5)
-# Time a running execution's lease outlasts its timeout, before another worker may take it over.
-LEASE_MARGIN = timedelta(seconds=30)
 THROTTLE_BACKOFF_SECONDS = 5
 MAX_THROTTLE_BACKOFF_SECONDS = 900
 UNREADABLE_RETRY_SECONDS = 300

@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any
 
 from punctual.domain.errors import UnreadableItem
-from punctual.domain.models import DueMarker, Execution, ExecutionStatus, execution_as_seen
+from punctual.domain.models import DueMarker, Execution, ExecutionStatus, execution_as_seen, in_flight
 from punctual.platform.timefmt import to_rfc3339
 from punctual.store import codec, keys
 from punctual.store.table import Page, Table, call, cursor_key
@@ -24,6 +24,11 @@ ExecutionRef = tuple[str, datetime, str]
 
 def _key_of(item: dict[str, Any]) -> tuple[str, str]:
     return str(item["pk"]), str(item["sk"])
+
+
+def _key_of_execution(execution: Execution) -> dict[str, Any]:
+    """A page's continuation after this execution."""
+    return keys.execution_key(execution.job_id, execution.scheduled_at, execution.id)
 
 
 class ExecutionReads:
@@ -84,7 +89,57 @@ class ExecutionReads:
         before `until` (a range of the sort key: nothing else is read), and with `status` (a filter:
         the executions in the range are read on until the page is full, at most `list_read_budget` a
         request, past which the page may be short, even empty, with a `last_key` to continue from).
-        With `now`, as users see them then (`models.execution_as_seen`), the status filter too."""
+        With `now`, as users see them then (`models.execution_as_seen`), the status filter too, and on
+        a first page the job's run under way that is not stored yet (`models.in_flight`)."""
+        page = self._page(job_id, limit, start_key, status=status, since=since, until=until, now=now)
+        if now is None or start_key or status not in (None, ExecutionStatus.RUNNING):
+            return page
+        return self._with_in_flight(job_id, page, limit, now, since, until)
+
+    def _with_in_flight(
+        self,
+        job_id: str,
+        page: Page,
+        limit: int,
+        now: datetime,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> Page:
+        """The page with the job's run under way, unstored, in its place (newest first): a pack's
+        member is stored only at its end. Costs a read of the job, and of that execution unless the
+        page shows it."""
+        item = call(lambda: self._table.resource.get_item(Key=keys.job_key(job_id), ConsistentRead=True)).get(
+            "Item"
+        )
+        running = None if item is None else in_flight(codec.job_from(item), now)
+        if running is None or any(e.id == running.id for e in page.items):
+            return page
+        at = running.scheduled_at
+        if (since is not None and at < since) or (until is not None and at >= until):
+            return page
+        items = list(page.items)
+        place = sum(1 for e in items if (e.scheduled_at, e.id) > (at, running.id))
+        if place >= limit or (place == len(items) and page.last_key is not None):
+            return page  # past this page
+        if self.get(running.job_id, at, running.id) is not None:
+            return page  # stored: shown as it is where it belongs
+        items.insert(place, running)
+        if len(items) > limit:
+            last = items.pop()
+            return Page(items, _key_of_execution(last))
+        return Page(items, page.last_key)
+
+    def _page(
+        self,
+        job_id: str,
+        limit: int,
+        start_key: dict[str, Any] | None,
+        *,
+        status: ExecutionStatus | None,
+        since: datetime | None,
+        until: datetime | None,
+        now: datetime | None,
+    ) -> Page:
         pk = keys.job_pk(job_id)
         kwargs: dict[str, Any] = {
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
