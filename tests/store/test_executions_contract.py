@@ -300,3 +300,55 @@ def test_a_run_claimed_ahead_of_its_instant_is_listed_as_queued_until_it(store: 
     assert set(listed(at, ExecutionStatus.QUEUED)) == {".queued"}
     # (as stored, without a time to see them at)
     assert listed(None)[".ahead"] == ("RUNNING", 1)
+
+
+def test_a_leased_run_is_stored_at_its_end_only_if_no_claim_or_end_is_there(store: Store) -> None:
+    # Given a first attempt run under its pack's lease: RUNNING in memory, nothing of it stored
+    queued = execution(job())
+    began = queued.scheduled_at + timedelta(milliseconds=40)
+    ended = replace(
+        queued,
+        status=ExecutionStatus.SUCCEEDED,
+        attempts=1,
+        started_at=began,
+        lateness_ms=40,
+        finished_at=began + timedelta(seconds=1),
+        result={"ok": True},
+    )
+    # When its end is written
+    stored = store.executions.put_end(ended)
+    # Then it is stored ended in that one write, with its start, lateness and attempt
+    assert store.executions.get(queued.job_id, queued.scheduled_at, queued.id) == stored
+    assert (stored.status, stored.attempts, stored.started_at, stored.lateness_ms, stored.result) == (
+        ExecutionStatus.SUCCEEDED,
+        1,
+        began,
+        40,
+        {"ok": True},
+    )
+    # and a second end (a worker that took the pack over and ran it again) does not overwrite it
+    with pytest.raises(LostRace):
+        store.executions.put_end(replace(ended, status=ExecutionStatus.FAILED, error="again"))
+    # nor one over a run another worker claimed on its own
+    other = execution(job("job_other"))
+    store.executions.claim(other, now=NOW, lease_until=LEASE, lateness_ms=0)
+    with pytest.raises(LostRace):
+        store.executions.put_end(replace(ended, id=other.id, job_id=other.job_id, owner=other.owner))
+    # while a retry to come is stored RETRYING, its next attempt's time with it
+    retrying = execution(job("job_retry"))
+    waiting = store.executions.put_end(
+        replace(
+            retrying,
+            status=ExecutionStatus.RETRYING,
+            attempts=1,
+            started_at=began,
+            lateness_ms=40,
+            next_attempt_at=began + timedelta(minutes=1),
+            error="503",
+        )
+    )
+    assert (waiting.status, waiting.next_attempt_at, waiting.finished_at) == (
+        ExecutionStatus.RETRYING,
+        began + timedelta(minutes=1),
+        None,
+    )
