@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from punctual.domain.errors import RetryableStoreError
 from punctual.domain.models import Execution, Job
 from punctual.execution.packs import PACK_LEASE_MIN
 from punctual.execution.worker import Disposition
@@ -288,3 +289,31 @@ def test_a_retried_request_resumes_its_hand_off_guarded(one_shard: World) -> Non
     HandOff(world.store, world.punctual.dispatcher, world.clock).resume([job])
     # Then what it sends again is sent guarded
     assert dispatched == [False, True]
+
+
+def test_a_pack_that_fails_before_any_member_starts_gives_its_lease_back(one_shard: World) -> None:
+    world = one_shard
+    jobs = ten_at_one_instant(world)
+    pack, receipt = take_the_pack(world)
+    counts = runs_counted(world)
+    jobs_repo = world.punctual.worker.store.jobs
+    real = jobs_repo.stamps
+    calls: list[int] = []
+
+    def throttled(job_ids: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RetryableStoreError("throttled")
+        return real(job_ids)
+
+    jobs_repo.stamps = throttled  # type: ignore[method-assign]
+    # Given the store throttled at the instant, before any member started
+    world.clock.set(pack.scheduled_at)
+    assert world.punctual.packs.handle(pack, receipt) is Disposition.LATER
+    assert sum(counts.values()) == 0
+    # When the message comes back seconds later
+    world.clock.advance(10)
+    # Then it is taken again at once (not held off until the lease would have run out), and runs
+    assert world.punctual.packs.handle(pack, receipt) is Disposition.DONE
+    assert [counts[i.execution_id] for i in pack.items] == [1] * 10
+    listed_once_each(world, jobs, pack)

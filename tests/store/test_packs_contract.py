@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 
+from punctual.domain.errors import LostRace
 from punctual.store import Store
 from punctual.store.packs import PackHeld, PackRepository
 from tests.store.builders import NOW
@@ -26,3 +27,15 @@ def test_a_pack_is_held_by_one_worker_until_its_lease_runs_out(store: Store) -> 
     assert not packs.take("a1b2", "two", later + timedelta(minutes=1), later).first
     # while another pack is free
     assert packs.take("c3d4", "one", LEASE, NOW).first
+
+
+def test_a_lease_given_back_is_taken_at_once_but_only_by_its_holder(store: Store) -> None:
+    packs = PackRepository(store.table)
+    packs.take("e5f6", "one", LEASE, NOW)
+    # Given another worker's attempt to give it back: refused
+    with pytest.raises(LostRace):
+        packs.release("e5f6", "two")
+    # When its holder gives it back
+    packs.release("e5f6", "one")
+    # Then another takes it at once, as a pack taken before
+    assert not packs.take("e5f6", "two", LEASE, NOW).first

@@ -179,17 +179,24 @@ class PackRunner:
         starts = max(now, pack.scheduled_at)
         longest = max(m.job.timeout_seconds for m in leased.values())
         lease_until = starts + timedelta(seconds=longest) + LEASE_MARGIN
-        taken = self._packs.take(pack.id, secrets.token_hex(8), lease_until, now)  # type: ignore[union-attr]
-        if not taken.first:
-            self._drop_stored(pack, leased)
-        for n, member in list(leased.items()):
-            # What stops a run is known before its instant: the job as read, its skip rules.
-            reason = skip_reason(member.job, member.execution)
-            if reason is not None:
-                del leased[n]
-                outcomes[n] = self._worker.end_unstarted(
-                    member.job, member.execution, reason, members[n], by_policy=False
-                )
+        packs = self._packs
+        assert packs is not None
+        holder = secrets.token_hex(8)
+        taken = packs.take(pack.id, holder, lease_until, now)
+        try:
+            if not taken.first:
+                self._drop_stored(pack, leased)
+            for n, member in list(leased.items()):
+                # What stops a run is known before its instant: the job as read, its skip rules.
+                reason = skip_reason(member.job, member.execution)
+                if reason is not None:
+                    del leased[n]
+                    outcomes[n] = self._worker.end_unstarted(
+                        member.job, member.execution, reason, members[n], by_policy=False
+                    )
+        except Exception:
+            self._give_back(packs, pack, holder)
+            raise
         with ThreadPoolExecutor(max_workers=min(len(pack.items), FIRE_THREADS)) as pool:
             alone: dict[int, Future[Disposition]] = {
                 n: pool.submit(self._worker.handle, item, members[n], receive_count)
@@ -199,7 +206,11 @@ class PackRunner:
             wait = (pack.scheduled_at - self._clock.now()).total_seconds()
             if wait > 0:
                 self._clock.sleep(wait)  # never early
-            fired = self._fire(leased, members, lease_until)
+            try:
+                fired = self._fire(leased, members, lease_until)
+            except Exception:
+                self._give_back(packs, pack, holder)  # (none of them started)
+                raise
             for n, future in alone.items():
                 outcomes[n] = future.result()
             for n, future in fired.items():
@@ -207,6 +218,14 @@ class PackRunner:
         return self._settle(
             pack, receipt_handle, members, [o or Disposition.DONE for o in outcomes], keep=False
         )
+
+    def _give_back(self, packs: PackRepository, pack: Pack, holder: str) -> None:
+        """A pack none of whose members started: its message, back after a failure, need not wait for
+        the lease to run out."""
+        try:
+            packs.release(pack.id, holder)
+        except Exception:
+            logger.warning("pack's lease not given back; it runs out instead", extra={"pack_id": pack.id})
 
     def _drop_stored(self, pack: Pack, leased: dict[int, _Leased]) -> None:
         """A pack taken again: members stored already (ended, or waiting to retry) go the lone way
