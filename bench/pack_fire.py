@@ -38,8 +38,7 @@ from bench import offline  # noqa: F401  (first: it sets up the environment)
 from bench.common import emit, environment
 from bench.webhook_cpu import _caller
 from punctual.domain.models import execution_id_for
-from punctual.execution.packs import FIRE_THREADS
-from punctual.platform.config import Settings
+from punctual.platform.config import FIRE_THREADS, Settings
 from punctual.store.queue import PACK_MAX_BYTES, Pack, WorkItem, read_body
 
 # Members hold until this long after the pool is started: every thread is up and waiting by then.

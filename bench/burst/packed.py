@@ -26,8 +26,8 @@ from bench.burst.documented import (
     TICK_LEAD_SECONDS,
 )
 from bench.burst.model import percentile
-from punctual.execution.packs import FIRE_THREADS
 from punctual.platform import aws_limits as sizing
+from punctual.platform.config import FIRE_THREADS
 
 DT = 0.01
 READS_PER_CALL = 100  # BatchGetItem keys a call

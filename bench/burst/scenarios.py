@@ -24,9 +24,8 @@ from bench.burst.documented import (
 from bench.burst.model import GOAL_SECONDS, Deployment, Load, Result, mapping_claim
 from bench.burst.packed import Costs, PackedDeployment, PackedResult, simulate_packs
 from infra.settings import DeploySettings
-from punctual.execution.packs import FIRE_THREADS
 from punctual.platform import aws_limits as sizing
-from punctual.platform.config import Settings
+from punctual.platform.config import FIRE_THREADS, Settings
 from punctual_cli import capacity
 
 

@@ -135,6 +135,7 @@ def build(
         task_policy=task_policy,
         result_max_bytes=settings.result_max_bytes,
         early_visibility_seconds=settings.early_visibility_seconds,
+        fire_threads=settings.fire_threads,
     )
     worker = Worker(
         store,

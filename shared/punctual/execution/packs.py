@@ -56,8 +56,6 @@ from punctual.store.jobs import JobStamp
 from punctual.store.packs import PackHeld, PackRepository
 from punctual.store.queue import MAX_DELAY_SECONDS, Pack, WorkItem, WorkQueue
 
-# Members started at once: each webhook start holds a socket, and Lambda allows 1,024 descriptors.
-FIRE_THREADS = 400
 # Members waiting within this much of the shortest wait stay together; any waiting longer goes alone.
 TOGETHER_SECONDS = 10.0
 # A pack this large or larger is taken under one lease: a smaller one costs no more in claims.
@@ -106,7 +104,7 @@ class PackRunner:
         """Each member claims its own execution."""
         known = self._read_ahead(pack)
         members = [Member() for _ in pack.items]
-        with ThreadPoolExecutor(max_workers=min(len(pack.items), FIRE_THREADS)) as pool:
+        with ThreadPoolExecutor(max_workers=min(len(pack.items), self._config.fire_threads)) as pool:
             outcomes = list(
                 pool.map(
                     lambda pair: self._worker.handle(pair[0], pair[1], receive_count, known),
@@ -197,7 +195,7 @@ class PackRunner:
         except Exception:
             self._give_back(packs, pack, holder)
             raise
-        with ThreadPoolExecutor(max_workers=min(len(pack.items), FIRE_THREADS)) as pool:
+        with ThreadPoolExecutor(max_workers=min(len(pack.items), self._config.fire_threads)) as pool:
             alone: dict[int, Future[Disposition]] = {
                 n: pool.submit(self._worker.handle, item, members[n], receive_count)
                 for n, item in enumerate(pack.items)
@@ -278,7 +276,7 @@ class PackRunner:
                 continue
             ready[n] = _Leased(member.read, job, member.execution)
         leaves = {n: self._worker.starting() for n in ready}
-        pool = ThreadPoolExecutor(max_workers=max(1, min(len(ready), FIRE_THREADS)))
+        pool = ThreadPoolExecutor(max_workers=max(1, min(len(ready), self._config.fire_threads)))
         futures: dict[int, Future[Disposition]] = {}
         try:
             for n, member in ready.items():

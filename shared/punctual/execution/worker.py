@@ -27,6 +27,7 @@ from punctual.execution.run_records import unstored_execution
 from punctual.execution.starts_first import StartsFirst
 from punctual.platform.clock import Clock
 from punctual.platform.concurrency import parallel_map
+from punctual.platform.config import FIRE_THREADS
 from punctual.platform.observability import EXECUTIONS_SKIPPED, logger, metrics
 from punctual.platform.resources import WORK_QUEUE
 from punctual.store import Store
@@ -143,6 +144,8 @@ class WorkerConfig:
     result_max_bytes: int = 4096
     # Settings.early_visibility_seconds: messages meant to arrive this early wait in the worker too.
     early_visibility_seconds: int = 0
+    # Settings.fire_threads: a pack's members started at once.
+    fire_threads: int = FIRE_THREADS
 
     @property
     def max_early_wait(self) -> timedelta:

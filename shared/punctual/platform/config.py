@@ -11,6 +11,10 @@ from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from punctual.platform import lambda_arns, resources, target_arns
 
+# A pack's members a worker starts at once, by default: as many as a pack holds, so that none waits
+# for another's answer (each holds a socket while it starts: Lambda allows 1,024 descriptors).
+FIRE_THREADS = 500
+
 
 class Settings(BaseModel):
     table_name: str = resources.TABLE.name
@@ -41,6 +45,9 @@ class Settings(BaseModel):
     # Executions of one instant a work message carries at most (its worker starts them side by side):
     # about 40 bytes each, and a socket each while a webhook starts (Lambda allows 1,024 descriptors).
     pack_size: int = Field(default=500, ge=1, le=2000)
+    # Members of a pack a worker starts at once: on Lambda one environment per pack, its threads
+    # waiting on the network. The local stack runs every container in one interpreter and sets fewer.
+    fire_threads: int = Field(default=FIRE_THREADS, ge=1, le=1000)
     # Networks a webhook may reach even though they are private, loopback or link-local.
     webhook_allowed_networks: tuple[str, ...] = ()
     # Lambda functions the `lambda` task may invoke: ARN patterns, * and ? as wildcards (lambda_arns).
