@@ -72,8 +72,11 @@ class PollerPool:
         self._minimum = max(1, minimum)
         self._maximum = max(self._minimum, maximum)
         self._wait_seconds = wait_seconds
-        # (as the deployed mappings: the worker takes one message, a pack, an invocation)
-        self._batch_size = batch_size or (sizing.WORKER_BATCH if name == "worker" else sizing.SQS_BATCH)
+        # Ten messages a container, the worker's too (AWS's worker takes one pack an invocation): here
+        # messages come early (LOCAL_EARLY_VISIBILITY_SECONDS) and a container waits out the rest of
+        # each, so one message a container held a container per lone execution for seconds, and at
+        # twenty a second the pool ran out and every execution queued behind.
+        self._batch_size = batch_size or sizing.SQS_BATCH
         self._pollers = max(1, min(pollers, self._maximum))
         self._lock = threading.Lock()
         self._free = threading.Semaphore(self._maximum)  # a container's worth of room per batch
