@@ -36,6 +36,12 @@ EXPECTED = {
     ("release_claim", S.RUNNING): "#st = :c_running AND lease_until = :c_lease",
     ("finish_attempt", S.RUNNING): "#st = :c_running AND attempts = :c_attempts",
     ("retry_later", S.RUNNING): "#st = :c_running AND attempts = :c_attempts",
+    # A packed run's end, stored once: never over a claimed (leased) or ended execution.
+    (
+        "end_leased",
+        S.QUEUED,
+    ): "attribute_not_exists(pk) OR (#st = :c_queued AND attribute_not_exists(lease_until)) "
+    "OR (#st = :c_running AND attribute_not_exists(lease_until))",
     ("skip", S.QUEUED): "attribute_not_exists(pk) OR #st = :c_queued",
     ("skip", S.PENDING): "attribute_not_exists(pk) OR #st = :c_pending",
     ("skip", S.RUNNING): "#st = :c_running AND lease_until = :c_lease",
@@ -93,7 +99,7 @@ def test_a_running_copy_without_a_lease_skips_only_an_item_without_one() -> None
 
 def test_only_transitions_from_absent_store_an_execution() -> None:
     storing = {name for name, t in EXECUTION_TRANSITIONS.items() if t.stores_absent(copy(S.QUEUED))}
-    assert storing == {"claim", "skip", "give_up"}
+    assert storing == {"claim", "skip", "give_up", "end_leased"}
     assert not EXECUTION_TRANSITIONS["skip"].stores_absent(copy(S.RUNNING))
 
 
