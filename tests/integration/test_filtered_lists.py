@@ -106,12 +106,14 @@ def test_a_filtered_list_over_many_other_jobs_reads_only_the_jobs_it_lists(world
 def test_a_status_or_outcome_most_jobs_have_is_read_from_the_owners_jobs_a_bounded_page_at_a_time(
     world: World,
 ) -> None:
-    # Given two one-time jobs that failed and one that succeeded, then 600 active jobs
+    # Given two one-time jobs that failed and one that succeeded, then 60 active jobs, and lists that
+    # read at most 50 jobs a request
     at = {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=5))}
     failed = [world.create(at, task=FAIL, retry=ONCE) for _ in range(2)]
     succeeded = world.create(at)
     world.run_for(30)
-    _others(world, 600)
+    _others(world, 60)
+    world.store.list_read_budget = 50
     for query, expected in (
         ("status=COMPLETED", [*failed, succeeded]),
         ("outcome=succeeded", [succeeded]),
