@@ -37,7 +37,7 @@ from typing import Any
 from bench import offline  # noqa: F401  (first: it sets up the environment)
 from bench.common import emit, environment
 from bench.webhook_cpu import _caller
-from punctual.domain.models import execution_id_for
+from punctual.domain.executions import execution_id_for
 from punctual.platform.config import FIRE_THREADS, Settings
 from punctual.store.queue import PACK_MAX_BYTES, Pack, WorkItem, read_body
 

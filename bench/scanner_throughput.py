@@ -32,7 +32,8 @@ from bench import offline  # noqa: F401  (first: it sets up the environment)
 from bench.common import emit, environment, logs_to, webhook_job
 from infra.settings import DeploySettings
 from punctual import wiring
-from punctual.domain.models import DueMarker, execution_id_for
+from punctual.domain.executions import execution_id_for
+from punctual.domain.models import DueMarker
 from punctual.platform import aws_limits as sizing
 from punctual.platform import resources
 from punctual.platform.clock import ManualClock

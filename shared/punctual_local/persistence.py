@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from punctual.domain.errors import LostRace, RetryableStoreError, UnreadableItem
-from punctual.domain.models import ExecutionStatus
+from punctual.domain.executions import ExecutionStatus
 from punctual.platform.observability import logger
 from punctual.platform.timefmt import parse_rfc3339
 from punctual.store import Store

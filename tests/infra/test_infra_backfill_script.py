@@ -12,7 +12,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from punctual.domain.models import ExecutionStatus, Job, JobStatus
+from punctual.domain.executions import ExecutionStatus
+from punctual.domain.models import Job, JobStatus
 from punctual.platform import resources
 from punctual.store import Store, keys
 from scripts import backfill_list_keys as backfill

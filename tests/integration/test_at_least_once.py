@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from punctual.domain.errors import LostRace, RetryableStoreError
-from punctual.domain.models import Execution, ExecutionStatus, execution_id_for
+from punctual.domain.executions import Execution, ExecutionStatus, execution_id_for
 from punctual.execution.run_records import unstored_execution
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from punctual.store.queue import WorkItem

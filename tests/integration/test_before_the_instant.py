@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from punctual import tasks
-from punctual.domain.models import ExecutionStatus
+from punctual.domain.executions import ExecutionStatus
 from punctual.execution.run_records import unstored_execution
 from punctual.execution.worker import MAX_EARLY_WAIT, Disposition
 from punctual.platform import resources

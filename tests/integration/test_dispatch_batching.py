@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from punctual.domain.errors import UnreadableItem
-from punctual.domain.models import DueMarker, ExecutionStatus, execution_id_for, marker_for
+from punctual.domain.executions import ExecutionStatus, execution_id_for
+from punctual.domain.models import DueMarker, marker_for
 from punctual.execution.dead_letters import dead_letter
 from punctual.execution.worker import UNREADABLE_RETRY_SECONDS
 from punctual.platform.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339

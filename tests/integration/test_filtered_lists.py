@@ -11,7 +11,8 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from punctual.domain.models import ExecutionStatus, JobStatus, Outcome
+from punctual.domain.executions import ExecutionStatus
+from punctual.domain.models import JobStatus, Outcome
 from punctual.platform.timefmt import to_rfc3339
 from tests.world import World
 

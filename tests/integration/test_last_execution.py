@@ -12,7 +12,7 @@ from typing import Any
 import boto3
 import pytest
 
-from punctual.domain.models import Execution, ExecutionStatus, manual_execution_id
+from punctual.domain.executions import Execution, ExecutionStatus, manual_execution_id
 from punctual.platform import resources
 from punctual.platform.timefmt import to_rfc3339
 from tests.world import World

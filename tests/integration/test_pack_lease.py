@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from punctual.domain.errors import RetryableStoreError
-from punctual.domain.models import Execution, Job
+from punctual.domain.executions import Execution
+from punctual.domain.models import Job
 from punctual.execution.packs import PACK_LEASE_MIN
 from punctual.execution.worker import Disposition
 from punctual.platform.clock import ManualClock

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from punctual.domain.models import DueMarker, Execution, Job, execution_id_for
+from punctual.domain.executions import Execution, execution_id_for
+from punctual.domain.models import DueMarker, Job
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
 from punctual.scheduling.scanner import instant_chunks

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from punctual.domain.models import ExecutionStatus, Job, execution_id_for, spread
+from punctual.domain.executions import ExecutionStatus, execution_id_for
+from punctual.domain.models import Job, spread
 from punctual.execution.run_records import unstored_execution
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from punctual.store.queue import WorkItem

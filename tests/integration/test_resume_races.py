@@ -8,7 +8,7 @@ from unittest import mock
 
 from botocore.exceptions import ClientError
 
-from punctual.domain.models import ExecutionStatus
+from punctual.domain.executions import ExecutionStatus
 from punctual.execution import pausing
 from punctual.platform.timefmt import to_epoch_ms
 from punctual.store.queue import WorkItem

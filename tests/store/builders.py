@@ -6,15 +6,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from punctual.domain.models import (
-    DueMarker,
-    Execution,
-    ExecutionStatus,
-    Job,
-    JobStatus,
-    TaskSpec,
-    execution_id_for,
-)
+from punctual.domain.executions import Execution, ExecutionStatus, execution_id_for
+from punctual.domain.models import DueMarker, Job, JobStatus, TaskSpec
 from punctual.domain.policies import RetryPolicy
 from punctual.domain.schedules import AtSchedule
 

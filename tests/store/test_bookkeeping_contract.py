@@ -9,7 +9,8 @@ from datetime import timedelta
 import pytest
 
 from punctual.domain.errors import LostRace
-from punctual.domain.models import DeadLetter, TaskRef
+from punctual.domain.executions import DeadLetter
+from punctual.domain.models import TaskRef
 from punctual.store import Store
 from punctual.store.idempotency import LIFETIME
 from punctual.store.keys import Position

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from punctual.domain.errors import LostRace
-from punctual.domain.models import Delivery, DeliveryStatus, ExecutionStatus, JobStatus
+from punctual.domain.executions import Delivery, DeliveryStatus, ExecutionStatus
+from punctual.domain.models import JobStatus
 from punctual.domain.policies import NotifyEvent
 from punctual.store import Store, keys
 from tests.store.builders import NOW, execution, job, marker

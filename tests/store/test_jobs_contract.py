@@ -13,7 +13,8 @@ import pytest
 from moto import mock_aws
 
 from punctual.domain.errors import InvalidRequest, LostRace
-from punctual.domain.models import Execution, ExecutionStatus, Job, JobStatus
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import Job, JobStatus
 from punctual.platform import resources
 from punctual.store import Store, keys
 from punctual.store.lifecycle import IllegalTransition

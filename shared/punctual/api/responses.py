@@ -10,7 +10,8 @@ from aws_lambda_powertools.event_handler import Response
 from pydantic import BaseModel
 
 from punctual.api.schemas import DeliveryOut, ExecutionOut, JobOut, OutcomeOut, SigningOut, TaskOut
-from punctual.domain.models import Delivery, Execution, Job, TaskRef
+from punctual.domain.executions import Delivery, Execution
+from punctual.domain.models import Job, TaskRef
 from punctual.platform.timefmt import to_rfc3339
 from punctual.store.tasks import NamedTask
 

@@ -7,7 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
 
-from punctual.domain.models import MAX_PAUSE_NOTE_CHARS, DeliveryStatus, ExecutionStatus, JobStatus, TaskSpec
+from punctual.domain.executions import DeliveryStatus, ExecutionStatus
+from punctual.domain.models import MAX_PAUSE_NOTE_CHARS, JobStatus, TaskSpec
 from punctual.domain.policies import MAX_NOTIFY_RULES, JobPolicy, NotifyEvent, NotifyRule, RetryPolicy
 from punctual.domain.schedules import Schedule
 from punctual.domain.validation import JSON_NUMBER, NOT_NULL, PLAIN_TEXT, TAGS

@@ -1,7 +1,7 @@
 """The rules a job is given beside its task and schedule: how its attempts are retried
 (`RetryPolicy`), when its executions may start (`JobPolicy`) and whom its executions' events are told
 to (`NotifyRule`). Validated request input, frozen once accepted, kept apart from the records that
-hold them (`punctual.domain.models`, which re-exports every name here). Plain Python, no AWS."""
+hold them (`punctual.domain.models`). Plain Python, no AWS."""
 
 from __future__ import annotations
 

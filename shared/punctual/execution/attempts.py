@@ -16,7 +16,8 @@ from typing import Any, TypeVar
 
 from punctual import tasks
 from punctual.domain.errors import LostRace
-from punctual.domain.models import Execution, ExecutionStatus, Job
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import Job
 from punctual.execution import run_records
 from punctual.execution.hooks import RunHooks, persist
 from punctual.execution.run_records import truncate

@@ -16,7 +16,8 @@ from enum import StrEnum
 from typing import Any
 
 from punctual.domain.errors import LostRace, UnreadableItem
-from punctual.domain.models import Execution, ExecutionStatus, completes_job
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import completes_job
 from punctual.execution import pausing
 from punctual.execution.hooks import RunHooks
 from punctual.execution.run_records import unstored_execution

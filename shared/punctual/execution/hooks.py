@@ -19,15 +19,8 @@ from dataclasses import replace
 from typing import TypeVar
 
 from punctual.domain.errors import LostRace, RetryableStoreError
-from punctual.domain.models import (
-    DeadLetter,
-    Execution,
-    ExecutionStatus,
-    Job,
-    JobStatus,
-    Outcome,
-    completes_job,
-)
+from punctual.domain.executions import DeadLetter, Execution, ExecutionStatus
+from punctual.domain.models import Job, JobStatus, Outcome, completes_job
 from punctual.domain.policies import NotifyEvent, NotifyRule
 from punctual.execution import call_class, pausing
 from punctual.notify.messages import Outbox, events_at_end, is_late, notifications

@@ -39,7 +39,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from punctual.domain.errors import RetryableStoreError, UnreadableItem
-from punctual.domain.models import LEASE_MARGIN, Execution, ExecutionStatus, Job, skip_reason
+from punctual.domain.executions import LEASE_MARGIN, Execution, ExecutionStatus
+from punctual.domain.models import Job, skip_reason
 from punctual.execution import run_policy, run_records
 from punctual.execution.worker import (
     THROTTLE_BACKOFF_SECONDS,

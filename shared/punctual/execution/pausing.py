@@ -23,7 +23,8 @@ from datetime import datetime
 from typing import Any
 
 from punctual.domain.errors import LostRace
-from punctual.domain.models import Execution, ExecutionStatus, Job, JobStatus, new_version
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import Job, JobStatus, new_version
 from punctual.domain.schedules import AtSchedule
 from punctual.store import Store
 

@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from punctual.domain.models import Execution, ExecutionStatus, Job
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import Job
 from punctual.domain.policies import Overlap
 
 # A run buffered behind the job's previous one (overlap `buffer_one`) looks again after this long,

@@ -11,7 +11,8 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from punctual.domain.models import Execution, ExecutionStatus, Job, TaskSpec
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import Job, TaskSpec
 from punctual.domain.validation import json_problem
 from punctual.platform.observability import logger
 from punctual.store.queue import WorkItem

@@ -17,7 +17,8 @@ from functools import partial
 from typing import Any, Protocol
 
 from punctual.domain.errors import LostRace, RetryableStoreError, UnreadableItem
-from punctual.domain.models import LEASE_MARGIN, Execution, ExecutionStatus, Job, skip_reason
+from punctual.domain.executions import LEASE_MARGIN, Execution, ExecutionStatus
+from punctual.domain.models import Job, skip_reason
 from punctual.execution import pausing, run_policy, run_records
 from punctual.execution.attempts import Attempts
 from punctual.execution.batched_reads import BatchedReads

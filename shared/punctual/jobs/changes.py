@@ -9,21 +9,18 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from punctual.domain.errors import Conflict, InvalidRequest, LostRace, NotFound
+from punctual.domain.executions import Execution, ExecutionStatus, manual_execution_id, scheduled_at_of
 from punctual.domain.models import (
     NO_VERSION,
     DueMarker,
-    Execution,
-    ExecutionStatus,
     Job,
     JobStatus,
     TaskRef,
     TaskSpec,
     anchor_for,
     first_run,
-    manual_execution_id,
     marker_for,
     new_version,
-    scheduled_at_of,
 )
 from punctual.domain.policies import JobPolicy, NotifyRule, RetryPolicy
 from punctual.domain.schedules import _Schedule, absolute

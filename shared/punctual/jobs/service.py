@@ -14,15 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from punctual import tasks
 from punctual.domain.errors import Conflict, InvalidRequest, NotFound
-from punctual.domain.models import (
-    Execution,
-    ExecutionStatus,
-    Job,
-    JobStatus,
-    anchor_for,
-    first_run,
-    job_as_seen,
-)
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import Job, JobStatus, anchor_for, first_run, job_as_seen
 from punctual.domain.schedules import _Schedule, absolute, is_recurring, preview
 from punctual.jobs.changes import JobChanges, JobLifecycle
 from punctual.jobs.checks import TaskChecker, bounded, check_not_past

@@ -19,7 +19,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
 from punctual import tasks
-from punctual.domain.models import Delivery, DeliveryStatus, TaskSpec
+from punctual.domain.executions import Delivery, DeliveryStatus
+from punctual.domain.models import TaskSpec
 from punctual.notify.messages import Notification, NotifyPolicy
 from punctual.platform import target_arns
 from punctual.platform.clock import Clock

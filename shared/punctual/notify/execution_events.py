@@ -24,7 +24,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
-from punctual.domain.models import FINAL_STATUSES, ExecutionStatus
+from punctual.domain.executions import FINAL_STATUSES, ExecutionStatus
 from punctual.platform.observability import logger
 from punctual.store import keys
 
@@ -89,7 +89,7 @@ def detail_of(record: dict[str, Any], mode: str = ALL) -> dict[str, Any] | None:
 def _shown(image: dict[str, Any]) -> tuple[Any, Any]:
     """An image's status and attempts as users see them: a claim made ahead of the execution's instant
     (RUNNING, no start recorded: the outcome's write records it) is still QUEUED, the claim's
-    attempt not counted (`models.execution_as_seen`)."""
+    attempt not counted (`executions.execution_as_seen`)."""
     status, attempts = image.get("status"), _json_value(image.get("attempts", 0))
     if status == ExecutionStatus.RUNNING.value and image.get("started_at") is None:
         return ExecutionStatus.QUEUED.value, attempts - 1

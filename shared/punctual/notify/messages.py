@@ -18,7 +18,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from punctual.domain.errors import InvalidRequest, RetryableStoreError
-from punctual.domain.models import Execution, ExecutionStatus, Job
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import Job
 from punctual.domain.policies import NotifyEvent, NotifyRule, TargetKind
 from punctual.platform import target_arns
 from punctual.platform.concurrency import chunks, parallel_map

@@ -38,17 +38,8 @@ from typing import Any
 
 from punctual.domain.cron.bounds import CronBoundExceeded
 from punctual.domain.errors import LostRace, RetryableStoreError
-from punctual.domain.models import (
-    DueMarker,
-    Execution,
-    ExecutionStatus,
-    Job,
-    JobStatus,
-    marker_for,
-    next_after,
-    skip_reason,
-    spread,
-)
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import DueMarker, Job, JobStatus, marker_for, next_after, skip_reason, spread
 from punctual.domain.schedules import next_run
 from punctual.platform.clock import Clock
 from punctual.platform.concurrency import parallel_map

@@ -15,18 +15,8 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from punctual.domain.models import (
-    SCHEDULE_ADAPTER,
-    DeadLetter,
-    DueMarker,
-    Execution,
-    ExecutionStatus,
-    Job,
-    JobStatus,
-    Outcome,
-    TaskRef,
-    TaskSpec,
-)
+from punctual.domain.executions import DeadLetter, Execution, ExecutionStatus
+from punctual.domain.models import SCHEDULE_ADAPTER, DueMarker, Job, JobStatus, Outcome, TaskRef, TaskSpec
 from punctual.domain.policies import JobPolicy, NotifyRule, RetryPolicy
 from punctual.platform.signing import SigningKeys
 from punctual.platform.timefmt import from_epoch_ms, parse_rfc3339, to_epoch_ms, to_rfc3339

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from punctual.domain.models import DeadLetter
+from punctual.domain.executions import DeadLetter
 from punctual.store import codec, keys
 from punctual.store.table import Page, Table, call, cursor_key
 

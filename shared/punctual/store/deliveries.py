@@ -13,7 +13,7 @@ from functools import partial
 from typing import Any
 
 from punctual.domain.errors import LostRace
-from punctual.domain.models import Delivery, DeliveryStatus
+from punctual.domain.executions import Delivery, DeliveryStatus
 from punctual.domain.policies import NotifyEvent
 from punctual.platform.timefmt import from_epoch_ms, to_epoch_ms
 from punctual.store import keys

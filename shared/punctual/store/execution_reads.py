@@ -13,7 +13,8 @@ from functools import partial
 from typing import Any
 
 from punctual.domain.errors import UnreadableItem
-from punctual.domain.models import DueMarker, Execution, ExecutionStatus, execution_as_seen, in_flight
+from punctual.domain.executions import Execution, ExecutionStatus, execution_as_seen
+from punctual.domain.models import DueMarker, in_flight
 from punctual.platform.timefmt import to_rfc3339
 from punctual.store import codec, keys
 from punctual.store.table import Page, Table, call, cursor_key
@@ -89,7 +90,7 @@ class ExecutionReads:
         before `until` (a range of the sort key: nothing else is read), and with `status` (a filter:
         the executions in the range are read on until the page is full, at most `list_read_budget` a
         request, past which the page may be short, even empty, with a `last_key` to continue from).
-        With `now`, as users see them then (`models.execution_as_seen`), the status filter too, and on
+        With `now`, as users see them then (`executions.execution_as_seen`), the status filter too, and on
         a first page the job's run under way that is not stored yet (`models.in_flight`)."""
         page = self._page(job_id, limit, start_key, status=status, since=since, until=until, now=now)
         if now is None or start_key or status not in (None, ExecutionStatus.RUNNING):

@@ -17,7 +17,8 @@ from datetime import datetime
 from typing import Any
 
 from punctual.domain.errors import LostRace
-from punctual.domain.models import DueMarker, Execution, ExecutionStatus
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import DueMarker
 from punctual.platform.timefmt import to_epoch_ms, to_rfc3339
 from punctual.store import codec, keys, lifecycle
 from punctual.store.execution_reads import ExecutionReads

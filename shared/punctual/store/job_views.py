@@ -20,7 +20,8 @@ from typing import Any, NamedTuple
 
 from botocore.exceptions import ClientError
 
-from punctual.domain.models import Execution, ExecutionStatus, Job, JobStatus
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import Job, JobStatus
 from punctual.domain.validation import has_tag
 from punctual.platform import resources
 from punctual.platform.concurrency import parallel_map

@@ -26,7 +26,8 @@ from functools import partial
 from typing import Any
 
 from punctual.domain.errors import LostRace
-from punctual.domain.models import Execution, ExecutionStatus, Job, JobStatus
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import Job, JobStatus
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from punctual.store import codec, keys, lifecycle
 from punctual.store.job_views import JobsRead, JobViews

@@ -19,7 +19,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from punctual.domain.models import Execution, ExecutionStatus, JobStatus
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import JobStatus
 from punctual.platform.timefmt import to_epoch_ms
 
 ABSENT = "ABSENT"

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError
 
 from punctual.domain.errors import RetryableStoreError
-from punctual.domain.models import execution_id_for
+from punctual.domain.executions import execution_id_for
 from punctual.platform.concurrency import chunks, parallel_map
 from punctual.platform.timefmt import from_epoch_ms, to_epoch_ms
 

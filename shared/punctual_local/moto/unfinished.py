@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from punctual.domain.models import RAN_TO_END, UNDER_WAY, ExecutionStatus
+from punctual.domain.executions import RAN_TO_END, UNDER_WAY, ExecutionStatus
 from punctual.platform.timefmt import parse_rfc3339, to_epoch_ms
 from punctual.store import keys
 from punctual_local.moto.items import all_items

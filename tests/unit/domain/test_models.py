@@ -13,19 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from punctual.domain.executions import Execution, ExecutionStatus, execution_as_seen, execution_id_for
 from punctual.domain.models import (
     SCHEDULE_ADAPTER,
     DueMarker,
-    Execution,
-    ExecutionStatus,
     Job,
     JobStatus,
     Outcome,
     TaskSpec,
     anchor_for,
     completes_job,
-    execution_as_seen,
-    execution_id_for,
     first_run,
     job_as_seen,
     next_after,

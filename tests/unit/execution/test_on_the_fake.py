@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from punctual import wiring
-from punctual.domain.models import Execution, ExecutionStatus, JobStatus, TaskSpec, marker_for
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import JobStatus, TaskSpec, marker_for
 from punctual.domain.schedules import AtSchedule, RateSchedule
 from punctual.execution.worker import Disposition
 from punctual.jobs.creation import NewJob

@@ -14,17 +14,15 @@ from pydantic import ValidationError
 
 from punctual import tasks
 from punctual.domain.errors import InvalidRequest
-from punctual.domain.models import (
+from punctual.domain.executions import (
     DeliveryStatus,
     Execution,
     ExecutionStatus,
-    Job,
-    JobStatus,
-    TaskSpec,
     execution_id_for,
     manual_execution_id,
     scheduled_at_of,
 )
+from punctual.domain.models import Job, JobStatus, TaskSpec
 from punctual.domain.policies import NotifyEvent, NotifyRule, RetryPolicy
 from punctual.domain.schedules import NowSchedule
 from punctual.notify.delivery import RETRY_DELAYS, Handled, Notifier

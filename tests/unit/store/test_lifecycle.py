@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from punctual.domain.models import Execution, ExecutionStatus, JobStatus
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import JobStatus
 from punctual.store import lifecycle
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS, JOB_TRANSITIONS, IllegalTransition
 from punctual_testing import expressions

@@ -14,7 +14,7 @@ from punctual.api.errors import openapi_responses
 from punctual.api.inputs import PageLimit, caller, instant_param
 from punctual.api.responses import execution_out, json_response
 from punctual.api.schemas import ExecutionOut, ExecutionPage
-from punctual.domain.models import ExecutionStatus
+from punctual.domain.executions import ExecutionStatus
 
 router = Router()
 

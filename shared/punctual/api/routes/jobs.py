@@ -28,7 +28,8 @@ from punctual.api.schemas import (
     OutcomeFilter,
     PauseIn,
 )
-from punctual.domain.models import ExecutionStatus, Job, JobStatus
+from punctual.domain.executions import ExecutionStatus
+from punctual.domain.models import Job, JobStatus
 from punctual.domain.validation import PLAIN_TEXT
 from punctual.jobs.changes import UNCHANGED, JobChanges
 from punctual.jobs.service import BulkChange
