@@ -4,7 +4,7 @@ A job stored by an earlier version has no `flag` until its next status or outcom
 lists by a paused, cancelled or failed state (which read by_flag) miss it; and one named by its id
 stores that name, so `?name_prefix=` with its id lists it twice (its by_name entry, and the read by
 id). This scans the table's job items a page at a time and sets each one's flag as the functions
-compute it (codec.stored_flag), and removes a stored name that is the job's id. Each write is
+compute it (list_keys.stored_flag), and removes a stored name that is the job's id. Each write is
 conditioned on the status, outcome and name it was computed from: a job changed meanwhile is read
 again and its keys computed anew, never overwritten with stale ones. A job a later version wrote
 (a status or outcome this one does not know) keeps its flag.
@@ -37,7 +37,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from punctual.platform import aws
-from punctual.store import codec, keys
+from punctual.store import keys, list_keys
 from scripts.quarantine import settings as deployment_settings
 
 # Reads a job item again after a write lost to a change at most this often (each change since the
@@ -62,8 +62,8 @@ class Totals:
 def changes(item: dict[str, Any]) -> tuple[str | None, bool] | None:
     """(the flag to store, whether to remove the stored name) for a job item, or None if its keys are
     right: its flag as the functions compute it, and no name stored that is its id."""
-    flag = codec.stored_flag(item)
-    drop_name = "name" in item and codec.stored_name(str(item["id"]), str(item["name"])) is None
+    flag = list_keys.stored_flag(item)
+    drop_name = "name" in item and list_keys.stored_name(str(item["id"]), str(item["name"])) is None
     if flag == item.get("flag") and not drop_name:
         return None
     return flag, drop_name

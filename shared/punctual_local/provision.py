@@ -12,7 +12,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 
 from punctual.platform import resources
-from punctual.store import codec, keys
+from punctual.store import keys, list_keys
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def _flag_jobs(dynamodb_client: Any, table_name: str) -> None:
     for page in pages:
         for raw in page.get("Items", []):
             item = {name: deserialize(value) for name, value in raw.items()}
-            flag = codec.stored_flag(item)
+            flag = list_keys.stored_flag(item)
             if flag is not None and item.get("flag") != flag:
                 dynamodb_client.update_item(
                     TableName=table_name,

@@ -113,8 +113,8 @@ BY_OWNER_INDEX = Index(name="by_owner", partition_keys=("owner_pk",), sort_keys=
 # is created and removed when it completes or is cancelled.
 BY_TASK_INDEX = Index(name="by_task", partition_keys=("task_ref",), sort_keys=("owner_sk",), sparse=True)
 # An owner's jobs in a state users seldom ask for, newest first: sparse, keyed by `flag`, which a job
-# carries only while it is PAUSED or CANCELLED or its latest outcome is FAILED (codec.flag_of). A job
-# created, run and succeeded never enters it; a failing one enters at its first failure and leaves at
+# carries only while it is PAUSED or CANCELLED or its latest outcome is FAILED (list_keys.flag_of). A
+# job created, run and succeeded never enters it; a failing one enters at its first failure and leaves at
 # its next success. `?status=PAUSED|CANCELLED` and `?outcome=failed` read it; the other statuses and
 # outcomes read by_owner, a bounded read (job_views.page).
 BY_FLAG_INDEX = Index(

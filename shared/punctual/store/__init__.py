@@ -2,7 +2,7 @@
 
 One table, several aggregates, one repository each:
 - keys.py        every key and its parts, the scanner's `Position`
-- codec.py       items <-> domain objects
+- codec.py       items <-> domain objects (list_keys.py: a job's index keys and tag entries)
 - lifecycle.py   the execution and job transitions, as data, and the conditions they turn into
 - table.py       the calls: errors mapped to domain errors, batches, transactions, cursors
 - jobs.py        jobs (job_views.py: lists, jobs with their last executions)

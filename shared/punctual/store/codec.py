@@ -1,4 +1,5 @@
-"""Items <-> domain objects: every attribute name the table's items carry, and how each is stored.
+"""Items <-> domain objects: every attribute name the table's items carry, and how each is stored
+(a job's index keys that are not fields of its own, and its tag entries: list_keys.py).
 
 Readers are lenient where a newer version may have written more (an outcome or a delivery record of
 a form this one does not know reads as none), and take what older versions wrote (a job without a
@@ -20,7 +21,7 @@ from punctual.domain.models import SCHEDULE_ADAPTER, DueMarker, Job, JobStatus, 
 from punctual.domain.policies import JobPolicy, NotifyRule, RetryPolicy
 from punctual.platform.signing import SigningKeys
 from punctual.platform.timefmt import from_epoch_ms, parse_rfc3339, to_epoch_ms, to_rfc3339
-from punctual.store import keys
+from punctual.store import keys, list_keys
 from punctual.store.deliveries import deliveries_from
 
 # A job's timeout when it gives none (the API's default; a job with a named task may take the task's).
@@ -96,74 +97,6 @@ def job_attributes(changes: dict[str, Any]) -> dict[str, Any]:
     return stored
 
 
-def task_ref_of(owner: str, task: TaskSpec | TaskRef, status: JobStatus) -> str | None:
-    """A job's by_task key: only while it keeps its named task in use (ACTIVE or PAUSED)."""
-    if isinstance(task, TaskRef) and status in (JobStatus.ACTIVE, JobStatus.PAUSED):
-        return keys.task_ref(owner, task.name)
-    return None
-
-
-# A job's by_flag key (`flag`): its status while PAUSED or CANCELLED, FAILED while its latest outcome
-# is, both when both hold (`PAUSED#FAILED`); none otherwise, so that a plain job writes no entry. A
-# list of one status or of failed jobs reads each flag value that includes it (`flags_of_status`,
-# `flags_of_outcome`).
-FLAG_FAILED = ExecutionStatus.FAILED.value
-_FLAGGED_STATUSES = (JobStatus.PAUSED, JobStatus.CANCELLED)
-
-
-def flag_of(status: JobStatus, outcome: ExecutionStatus | None) -> str | None:
-    parts = [status.value] if status in _FLAGGED_STATUSES else []
-    if outcome is ExecutionStatus.FAILED:
-        parts.append(FLAG_FAILED)
-    return "#".join(parts) or None
-
-
-def flags_of_status(status: JobStatus) -> tuple[str, ...] | None:
-    """The flag values a job in `status` may carry; None for a status that carries none."""
-    if status not in _FLAGGED_STATUSES:
-        return None
-    return (status.value, f"{status.value}#{FLAG_FAILED}")
-
-
-def flags_of_outcome(outcome: ExecutionStatus) -> tuple[str, ...] | None:
-    """The flag values a job whose latest outcome is `outcome` may carry; None for one that carries none."""
-    if outcome is not ExecutionStatus.FAILED:
-        return None
-    return (FLAG_FAILED, *(f"{status.value}#{FLAG_FAILED}" for status in _FLAGGED_STATUSES))
-
-
-def stored_flag(item: dict[str, Any]) -> str | None:
-    """The flag a stored job item should carry, from its status and outcome as stored."""
-    outcome = item.get("outcome")
-    try:
-        return flag_of(JobStatus(item["status"]), ExecutionStatus(outcome) if outcome else None)
-    except (KeyError, ValueError):
-        return item.get("flag")  # (a newer version's status or outcome: left as it wrote it)
-
-
-def stored_name(job_id: str, name: str) -> str | None:
-    """A job's name as stored, which keys by_name: only one given (the default, its id, is not stored:
-    a job without a name of its own has no by_name entry)."""
-    return name if name and name != job_id else None
-
-
-def index_keys(job: Job, changes: dict[str, Any]) -> dict[str, Any]:
-    """The index keys that `changes` (domain field values) move on the job and that are not fields
-    of its own: its named task's (by_task), which its status and its task decide; its flag (by_flag),
-    its status and outcome (as read: `JobRepository` settles it against the item written); and its
-    name (by_name), stored only when given."""
-    moved: dict[str, Any] = {}
-    if "task" in changes or "status" in changes:
-        moved["task_ref"] = task_ref_of(
-            job.owner, changes.get("task", job.task), changes.get("status", job.status)
-        )
-    if "status" in changes:
-        moved["flag"] = flag_of(changes["status"], None if job.outcome is None else job.outcome.status)
-    if "name" in changes:
-        moved["name"] = stored_name(job.id, changes["name"])
-    return moved
-
-
 def job_item(job: Job) -> dict[str, Any]:
     item = {
         **keys.job_key(job.id),
@@ -171,7 +104,7 @@ def job_item(job: Job) -> dict[str, Any]:
         "owner": job.owner,
         "owner_pk": keys.owner_pk(job.owner),
         "owner_sk": keys.owner_sk(job.created_at, job.id),
-        "name": stored_name(job.id, job.name),
+        "name": list_keys.stored_name(job.id, job.name),
         "status": job.status.value,
         # (absent while a job with a named task takes the task's: `Job.inherits`)
         "timeout_seconds": None if "timeout_seconds" in job.inherits else job.timeout_seconds,
@@ -197,19 +130,10 @@ def job_item(job: Job) -> dict[str, Any]:
             }
         ),
         "runs_dispatched": job.runs_dispatched or None,
-        "task_ref": task_ref_of(job.owner, job.task, job.status),
-        "flag": flag_of(job.status, None if job.outcome is None else job.outcome.status),
+        "task_ref": list_keys.task_ref_of(job.owner, job.task, job.status),
+        "flag": list_keys.flag_of(job.status, None if job.outcome is None else job.outcome.status),
     }
     return _present(item)
-
-
-def tag_entries(job: Job, tags: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """The tag entries of a job (of `tags`, if given): one small item a tag, which `?tag=` lists read.
-    They may outlive the tag (a job's item is the truth: lists check it and drop stale entries)."""
-    return [
-        keys.tag_key(job.owner, key, value, job.created_at, job.id)
-        for key, value in (job.tags if tags is None else tags).items()
-    ]
 
 
 def job_from(item: dict[str, Any]) -> Job:
@@ -307,7 +231,7 @@ def _outcome_from(item: dict[str, Any]) -> Outcome | None:
 def outcome_update(execution: Execution) -> tuple[list[str], list[str], dict[str, Any]]:
     """The SET and REMOVE clauses (and their values) that record a finished execution as its job's
     outcome: a failure adds one to the consecutive failures, a success ends them. (The job's flag,
-    which its outcome and its status decide, is the caller's to set: `flag_of`.)"""
+    which its outcome and its status decide, is the caller's to set: `list_keys.flag_of`.)"""
     assert execution.finished_at is not None
     sets = ["outcome = :oc", "outcome_at = :oat", "outcome_run = :orun"]
     removes: list[str] = []

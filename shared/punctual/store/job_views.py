@@ -27,7 +27,7 @@ from punctual.platform import resources
 from punctual.platform.concurrency import parallel_map
 from punctual.platform.observability import logger
 from punctual.platform.timefmt import from_epoch_ms
-from punctual.store import codec, keys
+from punctual.store import codec, keys, list_keys
 from punctual.store.table import Page, Table, call, cursor_key, delete
 
 # Job ids begin so (jobs/creation.py): a name prefix that does may name a job without a name of its own.
@@ -236,7 +236,7 @@ class JobViews:
             partial(self._table.resource.get_item, Key=keys.job_key(name_prefix), ConsistentRead=True)
         )
         item = response.get("Item")
-        if item is None or codec.stored_name(name_prefix, str(item.get("name") or "")) is not None:
+        if item is None or list_keys.stored_name(name_prefix, str(item.get("name") or "")) is not None:
             return None
         try:
             return codec.job_from(item)
@@ -456,8 +456,8 @@ def _source(
     if name_prefix is not None:
         return _Source(resources.BY_NAME_INDEX, (owner_pk,), name_prefix, forward=True)
     flags = (
-        (None if outcome is None else codec.flags_of_outcome(outcome))
-        or (None if status is None else codec.flags_of_status(status))
+        (None if outcome is None else list_keys.flags_of_outcome(outcome))
+        or (None if status is None else list_keys.flags_of_status(status))
         or ()
     )
     if flags:

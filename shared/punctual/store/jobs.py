@@ -1,5 +1,5 @@
 """Jobs: pk JOB#<job id>, sk JOB, with owner_pk/owner_sk, which key by_owner and, with a name given,
-by_name; while PAUSED, CANCELLED or failing, a flag (codec.flag_of) for the sparse by_flag index;
+by_name; while PAUSED, CANCELLED or failing, a flag (list_keys.flag_of) for the sparse by_flag index;
 and, while a job keeps a named task in use, task_ref for the sparse by_task index. A tagged job has
 an entry a tag in the table (written before the job, deleted after it loses the tag).
 
@@ -29,7 +29,7 @@ from punctual.domain.errors import LostRace
 from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import Job, JobStatus
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
-from punctual.store import codec, keys, lifecycle
+from punctual.store import codec, keys, lifecycle, list_keys
 from punctual.store.job_views import JobsRead, JobViews
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS, JOB_TRANSITIONS
 from punctual.store.table import Table, call, delete, put
@@ -119,7 +119,7 @@ class JobRepository(JobViews):
         """Store a new job; LostRace if one with its id is stored (a concurrent idempotent retry).
         Its tag entries go first (a crash between leaves entries that lists drop)."""
         if job.tags:
-            self._table.batch_write([put(entry) for entry in codec.tag_entries(job)])
+            self._table.batch_write([put(entry) for entry in list_keys.tag_entries(job)])
         call(
             lambda: self._table.resource.put_item(
                 Item=codec.job_item(job), ConditionExpression="attribute_not_exists(pk)"
@@ -129,7 +129,7 @@ class JobRepository(JobViews):
     def put_new_many(self, jobs: Sequence[Job]) -> None:
         """Store new jobs with BatchWriteItem, retrying unprocessed ones. Unconditional: only for jobs
         whose ids were just drawn (an idempotent retry of a batch uses put_new for the rest)."""
-        self._table.batch_write([put(entry) for job in jobs for entry in codec.tag_entries(job)])
+        self._table.batch_write([put(entry) for job in jobs for entry in list_keys.tag_entries(job)])
         self._table.batch_write([put(codec.job_item(job)) for job in jobs])
 
     def update(
@@ -155,7 +155,7 @@ class JobRepository(JobViews):
         sets: list[str] = []
         removes: list[str] = []
         attributes = codec.job_attributes(changes)
-        attributes.update(codec.index_keys(job, changes))
+        attributes.update(list_keys.index_keys(job, changes))
         if "status" in changes:
             status = changes["status"]
             # A finished job expires with its history; a revived one is kept again.
@@ -230,7 +230,7 @@ class JobRepository(JobViews):
         )
         # (a COMPLETED job is flagged only while its latest outcome is FAILED)
         outcome = execution.status if execution.status.ran_to_end else _outcome_status(job)
-        flag = codec.flag_of(JobStatus.COMPLETED, outcome)
+        flag = list_keys.flag_of(JobStatus.COMPLETED, outcome)
         if flag is None:
             removes.append("flag")
         else:
@@ -271,7 +271,7 @@ class JobRepository(JobViews):
         sets, removes, values = codec.outcome_update(execution)
         # The flag of an ACTIVE (or COMPLETED) job, as most are: one PAUSED or CANCELLED meanwhile has
         # its flag settled by a second write.
-        flag = codec.flag_of(JobStatus.ACTIVE, execution.status)
+        flag = list_keys.flag_of(JobStatus.ACTIVE, execution.status)
         if flag is None:
             removes.append("flag")
         else:
@@ -301,7 +301,7 @@ class JobRepository(JobViews):
         conditioned on both as seen: a write after it settles the flag itself, from what it returns."""
         key = keys.job_key(str(item["id"]))
         for _ in range(SETTLE_ATTEMPTS):
-            want = codec.stored_flag(item)
+            want = list_keys.stored_flag(item)
             if item.get("flag") == want:
                 return item
             outcome = item.get("outcome")
@@ -362,7 +362,7 @@ class JobRepository(JobViews):
         paused = lifecycle.condition(
             JOB_TRANSITIONS["resume_with_run"], schedule_version=job.schedule_version
         )
-        flag = codec.flag_of(JobStatus.ACTIVE, _outcome_status(job))
+        flag = list_keys.flag_of(JobStatus.ACTIVE, _outcome_status(job))
         self._table.transact(
             [
                 {
@@ -417,4 +417,4 @@ def _tag_changes(job: Job, tags: dict[str, str] | None) -> tuple[list[dict[str, 
     written (again: a job tagged before tag entries existed gains them so), those dropped deleted."""
     new = dict(tags or {})
     dropped = {k: v for k, v in job.tags.items() if new.get(k) != v}
-    return codec.tag_entries(job, new), codec.tag_entries(job, dropped)
+    return list_keys.tag_entries(job, new), list_keys.tag_entries(job, dropped)

@@ -15,7 +15,7 @@
 Index keys: a job's owner_pk OWNER#<owner>, owner_sk <created ms>#<job id> (by_owner), and while it
 keeps a named task in use, task_ref <owner digest>#<name> (by_task). The other list indexes are keyed
 by owner_pk and owner_sk with the job's name, stored only when given (by_name), and its flag, carried
-only while it is paused, cancelled or failing (by_flag: codec.flag_of).
+only while it is paused, cancelled or failing (by_flag: list_keys.flag_of).
 
 A `Position` is where the scanner reads on in a shard: a minute and a place in that minute's bucket.
 """
