@@ -1,7 +1,7 @@
 """Jobs as users list and see them: pages of an owner's jobs, and jobs with their last executions.
 
-Reads: an access path of the owner's jobs (a keys-only index: by_owner, by_flag, by_name; or a
-tag's entries), whose page of jobs is read by BatchGetItem, one per entry page, none per
+Reads: an access path of the owner's jobs (list_sources.py: a keys-only index, by_owner, by_flag,
+by_name; or a tag's entries), whose page of jobs is read by BatchGetItem, one per entry page, none per
 job; a job's partition (the job and its executions, newest first); and the executions the jobs'
 outcomes name (one BatchGetItem, eventually consistent, a projection without results). A job's last
 execution is the newest of its executions to have run to its end: the newest alone first (usually
@@ -13,8 +13,8 @@ Writes: only the deletion of tag entries that a list finds stale.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from dataclasses import replace
+from datetime import datetime
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -26,8 +26,7 @@ from punctual.domain.validation import has_tag
 from punctual.platform import resources
 from punctual.platform.concurrency import parallel_map
 from punctual.platform.observability import logger
-from punctual.platform.timefmt import from_epoch_ms
-from punctual.store import codec, keys, list_keys
+from punctual.store import codec, keys, list_keys, list_sources
 from punctual.store.table import Page, Table, call, cursor_key, delete
 
 # Job ids begin so (jobs/creation.py): a name prefix that does may name a job without a name of its own.
@@ -72,7 +71,7 @@ class JobViews:
         """A page of the owner's jobs: newest first, but by name with a name prefix, and grouped by
         value with a tag key alone.
 
-        Each filter reads its own access path (`_source`): a tag's entries, the by_name index, the
+        Each filter reads its own access path (`list_sources.source_of`): a tag's entries, the by_name index, the
         by_flag index (a status of PAUSED or CANCELLED, a FAILED outcome: the few flag values that
         include it, merged newest first), or by_owner, without a filter or for a status or outcome no
         index holds (ACTIVE, COMPLETED, SUCCEEDED: most jobs, which write no index entry for it); with
@@ -85,7 +84,7 @@ class JobViews:
         its creation). With a name prefix, a job without a name of its own whose id is the prefix
         comes first on the first page (one GetItem): by_name holds only names given.
         """
-        source = _source(owner, status, tag, outcome, name_prefix)
+        source = list_sources.source_of(owner, status, tag, outcome, name_prefix)
 
         def wanted(job: Job) -> bool:
             return (
@@ -100,10 +99,10 @@ class JobViews:
             try:
                 return self._merged_page(source, wanted, limit, start_key)
             except ClientError as exc:
-                if not _index_missing(exc, source):
+                if not list_sources.index_missing(exc, source):
                     raise
-                _log_index_missing(source)
-                source = _source(owner, None, None, None, None)
+                list_sources.log_index_missing(source)
+                source = list_sources.source_of(owner, None, None, None, None)
         found: list[Job] = []
         if name_prefix is not None and start_key is None:
             named_by_id = self._named_by_id(name_prefix)
@@ -120,14 +119,16 @@ class JobViews:
         try:
             while True:
                 try:
-                    response = self._query_source(source, min(chunk, read_budget - read), start_key)
+                    response = list_sources.query(
+                        self._table, source, min(chunk, read_budget - read), start_key
+                    )
                 except ClientError as exc:
-                    if not _index_missing(exc, source):
+                    if not list_sources.index_missing(exc, source):
                         raise
                     # A table still gaining its list indexes (docs/upgrading.md): the owner's jobs,
                     # every filter checked on them, as before the index.
-                    _log_index_missing(source)
-                    source = _source(owner, None, None, None, None)
+                    list_sources.log_index_missing(source)
+                    source = list_sources.source_of(owner, None, None, None, None)
                     continue
                 entries = response.get("Items", [])
                 ids = [source.job_id(entry) for entry in entries]
@@ -154,7 +155,11 @@ class JobViews:
                 self._table.batch_write([delete({"pk": e["pk"], "sk": e["sk"]}) for e in stale])
 
     def _merged_page(
-        self, source: _Source, wanted: Callable[[Job], bool], limit: int, start_key: dict[str, Any] | None
+        self,
+        source: list_sources.Source,
+        wanted: Callable[[Job], bool],
+        limit: int,
+        start_key: dict[str, Any] | None,
     ) -> Page:
         """A page of by_flag's entries under any of `source.flags`, newest first: each flag value's
         entries read newest first (a Query each), merged down to the newest of the last entries read
@@ -176,7 +181,7 @@ class JobViews:
             read_of: dict[str, list[str]] = {}
             more: set[str] = set()
             for flag in flags:
-                items, has_more = self._query_flag(source.partition[0], flag, each, after)
+                items, has_more = list_sources.query_flag(self._table, source.partition[0], flag, each, after)
                 read_of[flag] = [str(item[index.sort_key]) for item in items]
                 read += len(items)
                 if has_more:
@@ -201,31 +206,6 @@ class JobViews:
             if read >= read_budget:
                 return Page(found, {**path, index.sort_key: after})
             chunk = min(chunk * 2, 100)
-
-    def _query_flag(
-        self, owner_pk: str, flag: str, limit: int, after: str | None
-    ) -> tuple[list[dict[str, Any]], bool]:
-        """Up to `limit` of by_flag's entries of `flag`, newest first from before `after`; and
-        whether there are more."""
-        index = resources.BY_FLAG_INDEX
-        condition = "#o = :o AND #f = :f" + (" AND #s < :after" if after else "")
-        values: dict[str, Any] = {":o": owner_pk, ":f": flag, **({":after": after} if after else {})}
-        response: dict[str, Any] = call(
-            partial(
-                self._table.resource.query,
-                IndexName=index.name,
-                KeyConditionExpression=condition,
-                ExpressionAttributeNames={
-                    "#o": index.partition_keys[0],
-                    "#f": index.partition_keys[1],
-                    **({"#s": index.sort_key} if after else {}),
-                },
-                ExpressionAttributeValues=values,
-                ScanIndexForward=False,
-                Limit=limit,
-            )
-        )
-        return list(response.get("Items", [])), "LastEvaluatedKey" in response
 
     def _named_by_id(self, name_prefix: str) -> Job | None:
         """The job whose id is `name_prefix`, if it has no name of its own (named by its id, it has no
@@ -331,147 +311,6 @@ class JobViews:
             if last is not None or start_key is None:
                 return last
         return None
-
-    def _query_source(self, source: _Source, limit: int, start_key: dict[str, Any] | None) -> dict[str, Any]:
-        names: dict[str, str] = {}
-        values: dict[str, Any] = {}
-        conditions = []
-        for i, (name, value) in enumerate(zip(source.partition_keys, source.partition, strict=True)):
-            names[f"#k{i}"] = name
-            values[f":k{i}"] = value
-            conditions.append(f"#k{i} = :k{i}")
-        if source.prefix:
-            names["#s"] = source.sort_keys[0]
-            values[":p"] = source.prefix
-            conditions.append("begins_with(#s, :p)")
-        kwargs: dict[str, Any] = {
-            "KeyConditionExpression": " AND ".join(conditions),
-            "ExpressionAttributeNames": names,
-            "ExpressionAttributeValues": values,
-            "ScanIndexForward": source.forward,
-            "Limit": limit,
-        }
-        if source.index is not None:
-            kwargs["IndexName"] = source.index.name
-        if start_key:
-            # A cursor given out by another access path (before an upgrade changed the one a filter
-            # reads) would make DynamoDB refuse the query: a stale cursor is bad input, not a server error.
-            kwargs["ExclusiveStartKey"] = source.cursor_key(start_key)
-        response: dict[str, Any] = call(lambda: self._table.resource.query(**kwargs))
-        return response
-
-
-# A tag entry whose job is not found is deleted by the list that reads it only this long after the
-# job's creation: a job's entries are written just before the job.
-STALE_TAG_ENTRY_AGE = timedelta(hours=1)
-
-
-@dataclass(frozen=True)
-class _Source:
-    """An access path of the owner's jobs, in a list's order: a partition of an index (or of the tag
-    entries, in the table, `index` None), from a prefix of its first sort attribute; or, with `flags`,
-    by_flag's partitions of those flag values, merged."""
-
-    index: resources.Index | None
-    partition: tuple[str, ...]  # the values of its partition attributes, in order
-    prefix: str = ""
-    forward: bool = False
-    flags: tuple[str, ...] = ()
-
-    @property
-    def partition_keys(self) -> tuple[str, ...]:
-        return (resources.TABLE.partition_key,) if self.index is None else self.index.partition_keys
-
-    @property
-    def sort_keys(self) -> tuple[str, ...]:
-        return (resources.TABLE.sort_key,) if self.index is None else self.index.sort_keys
-
-    def job_id(self, entry: dict[str, Any]) -> str:
-        if self.index is None:
-            return keys.job_id_of_tag_sk(str(entry["sk"]))
-        return keys.job_id_of(str(entry["pk"]))
-
-    def resume_key(self, entry: dict[str, Any]) -> dict[str, Any]:
-        """An entry's key, as the ExclusiveStartKey to continue after it."""
-        names = {
-            resources.TABLE.partition_key,
-            resources.TABLE.sort_key,
-            *self.partition_keys,
-            *self.sort_keys,
-        }
-        return {name: entry[name] for name in names}
-
-    def cursor_key(self, start_key: dict[str, Any]) -> dict[str, str]:
-        equal = dict(zip(self.partition_keys, self.partition, strict=True))
-        prefixed = {name: "" for name in self.sort_keys} | {self.sort_keys[0]: self.prefix}
-        if self.index is not None:
-            equal["sk"] = keys.JOB_SK
-            prefixed["pk"] = keys.JOB_PK_PREFIX
-        return cursor_key(start_key, equal=equal, prefixed=prefixed)
-
-    def backed(self, entry: dict[str, Any], job: Job | None, now: datetime | None) -> bool:
-        """False for a tag entry to delete: its job no longer has that tag at that value, is not the
-        job it was written for (an idempotent retry's draft, created later, that lost the race), or is
-        gone (known only `STALE_TAG_ENTRY_AGE` after its creation, its entries being written first)."""
-        if self.index is not None:
-            return True
-        key = self.partition[0].rsplit("#", 1)[1]
-        value_prefix, _, written_for = str(entry["sk"]).partition("#")
-        if job is None:
-            created = from_epoch_ms(int(written_for.split("#", 1)[0]))
-            return now is None or now - created < STALE_TAG_ENTRY_AGE
-        return (
-            key in job.tags
-            and f"{value_prefix}#" == keys.tag_value_prefix(job.tags[key])
-            and written_for == keys.owner_sk(job.created_at, job.id)
-        )
-
-
-def _index_missing(exc: ClientError, source: _Source) -> bool:
-    """Whether DynamoDB refused a list's Query because the table lacks the index it reads."""
-    error = exc.response.get("Error", {})
-    return (
-        source.index is not None
-        and source.index is not resources.BY_OWNER_INDEX
-        # (DynamoDB answers ValidationException, "The table does not have the specified index"; moto
-        # ResourceNotFoundException)
-        and error.get("Code") in {"ValidationException", "ResourceNotFoundException"}
-        and source.index.name in str(error.get("Message", ""))
-    )
-
-
-def _source(
-    owner: str,
-    status: JobStatus | None,
-    tag: tuple[str, str | None] | None,
-    outcome: ExecutionStatus | None,
-    name_prefix: str | None,
-) -> _Source:
-    """The access path a list reads: the first that applies of a tag at a value, a name prefix, a
-    flagged outcome (FAILED), a flagged status (PAUSED, CANCELLED), a tag key (any value), and
-    otherwise the owner's jobs (every filter checked on them)."""
-    owner_pk = keys.owner_pk(owner)
-    if tag is not None and tag[1] is not None:
-        return _Source(None, (keys.tag_pk(owner, tag[0]),), keys.tag_value_prefix(tag[1]))
-    if name_prefix is not None:
-        return _Source(resources.BY_NAME_INDEX, (owner_pk,), name_prefix, forward=True)
-    flags = (
-        (None if outcome is None else list_keys.flags_of_outcome(outcome))
-        or (None if status is None else list_keys.flags_of_status(status))
-        or ()
-    )
-    if flags:
-        return _Source(resources.BY_FLAG_INDEX, (owner_pk,), flags=flags)
-    if tag is not None:
-        return _Source(None, (keys.tag_pk(owner, tag[0]),))
-    return _Source(resources.BY_OWNER_INDEX, (owner_pk,))
-
-
-def _log_index_missing(source: _Source) -> None:
-    logger.warning(
-        "list index missing: filtering by_owner",
-        extra={"index": source.index.name if source.index else None},
-    )
 
 
 def _last_final(items: Iterable[dict[str, Any]]) -> Execution | None:
