@@ -5,8 +5,8 @@ One table, several aggregates, one repository each:
 - codec.py       items <-> domain objects (list_keys.py: a job's index keys and tag entries)
 - lifecycle.py   the execution and job transitions, as data, and the conditions they turn into
 - table.py       the calls: errors mapped to domain errors, batches, transactions, cursors
-- jobs.py        jobs (job_views.py: lists, jobs with their last executions; list_sources.py: the
-                 access paths lists read)
+- jobs.py        jobs (job_flags.py: settling a job's flag; job_views.py: lists, jobs with their
+                 last executions; list_sources.py: the access paths lists read)
 - executions.py  executions' status changes (execution_reads.py: their reads)
 - deliveries.py  notification deliveries, kept on their execution
 - markers.py     due markers and quarantine

@@ -12,7 +12,8 @@ a field update, only while the job is in the status and at the schedule version 
 the same write (`lifecycle.JOB_TRANSITIONS["complete"]`); an outcome, never over a later one; a
 paused one-time job's note that its run ended, and its resume with that run (the pause protocol:
 punctual/execution/pausing.py). A write that moves a job's status or outcome sets its flag from what
-its caller read, then settles it against the item written (a second write only when they differ).
+its caller read, then settles it against the item written (a second write only when they differ:
+job_flags.py).
 Every write adds one to the job's revision; a finished job expires with its history
 (`retention_days` after it), a revived one is kept again.
 """
@@ -29,13 +30,10 @@ from punctual.domain.errors import LostRace
 from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import Job, JobStatus
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
-from punctual.store import codec, keys, lifecycle, list_keys
+from punctual.store import codec, job_flags, keys, lifecycle, list_keys
 from punctual.store.job_views import JobsRead, JobViews
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS, JOB_TRANSITIONS
 from punctual.store.table import Table, call, delete, put
-
-# Writes at most to settle a job's flag against writes racing it (each of which settles it too).
-SETTLE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -193,7 +191,7 @@ class JobRepository(JobViews):
             values[":next"] = to_rfc3339(next_run_before)
             conditions.append("(attribute_not_exists(#next) OR #next < :next)")
         tags = changes.get("tags")
-        added, dropped = _tag_changes(job, tags) if "tags" in changes else ([], [])
+        added, dropped = list_keys.tag_changes(job, tags) if "tags" in changes else ([], [])
         # New tag entries before the job, old ones after: a crash between leaves a stale entry (lists
         # check each job's tags), never a tagged job missing from its tag's list.
         if added:
@@ -210,7 +208,7 @@ class JobRepository(JobViews):
         )
         if dropped:
             self._table.batch_write([delete(entry) for entry in dropped])
-        item = self._settle_flag(response["Attributes"])
+        item = job_flags.settle(self._table, response["Attributes"])
         return codec.job_from(item)
 
     def complete(self, job: Job, execution: Execution) -> int | None:
@@ -231,11 +229,7 @@ class JobRepository(JobViews):
         # (a COMPLETED job is flagged only while its latest outcome is FAILED)
         outcome = execution.status if execution.status.ran_to_end else _outcome_status(job)
         flag = list_keys.flag_of(JobStatus.COMPLETED, outcome)
-        if flag is None:
-            removes.append("flag")
-        else:
-            sets.append("flag = :flag")
-            values[":flag"] = flag
+        job_flags.set_flag(flag, sets, removes, values)
         condition = lifecycle.condition(
             JOB_TRANSITIONS["complete"], schedule_version=execution.schedule_version
         )
@@ -258,7 +252,7 @@ class JobRepository(JobViews):
             },
             ReturnValues="ALL_NEW",
         )
-        item = self._settle_flag(call(completing)["Attributes"])
+        item = job_flags.settle(self._table, call(completing)["Attributes"])
         if not execution.status.ran_to_end:
             return None
         return int(item.get("failures", 0))
@@ -272,11 +266,7 @@ class JobRepository(JobViews):
         # The flag of an ACTIVE (or COMPLETED) job, as most are: one PAUSED or CANCELLED meanwhile has
         # its flag settled by a second write.
         flag = list_keys.flag_of(JobStatus.ACTIVE, execution.status)
-        if flag is None:
-            removes.append("flag")
-        else:
-            sets.append("flag = :flag")
-            values[":flag"] = flag
+        job_flags.set_flag(flag, sets, removes, values)
         expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         try:
             response = call(
@@ -292,45 +282,7 @@ class JobRepository(JobViews):
             )
         except LostRace:
             return None
-        return int(self._settle_flag(response["Attributes"]).get("failures", 0))
-
-    def _settle_flag(self, item: dict[str, Any]) -> dict[str, Any]:
-        """The job item (as a write returned it) with the flag its status and outcome call for: a
-        write that moved one of them set the flag from what its caller read (a job's outcome, a run's
-        job's status), which another write between may have changed. Only then a second write,
-        conditioned on both as seen: a write after it settles the flag itself, from what it returns."""
-        key = keys.job_key(str(item["id"]))
-        for _ in range(SETTLE_ATTEMPTS):
-            want = list_keys.stored_flag(item)
-            if item.get("flag") == want:
-                return item
-            outcome = item.get("outcome")
-            names = {"#st": "status", "#oc": "outcome"}
-            values: dict[str, Any] = {":st": item["status"]}
-            if outcome:
-                values[":oc"] = outcome
-            if want is not None:
-                values[":flag"] = want
-            try:
-                response = call(
-                    partial(
-                        self._table.resource.update_item,
-                        Key=key,
-                        UpdateExpression="SET flag = :flag" if want is not None else "REMOVE flag",
-                        ConditionExpression="#st = :st AND "
-                        + ("#oc = :oc" if outcome else "attribute_not_exists(#oc)"),
-                        ExpressionAttributeNames=names,
-                        ExpressionAttributeValues=values,
-                        ReturnValues="ALL_NEW",
-                    )
-                )
-                return dict(response["Attributes"])
-            except LostRace:
-                found = call(partial(self._table.resource.get_item, Key=key, ConsistentRead=True)).get("Item")
-                if found is None:
-                    return item
-                item = dict(found)
-        return item
+        return int(job_flags.settle(self._table, response["Attributes"]).get("failures", 0))
 
     # ------------------------------------------------------- pause protocol
     def note_ran_while_paused(self, job: Job, execution: Execution, finished: datetime) -> bool:
@@ -405,16 +357,8 @@ class JobRepository(JobViews):
         )
         if item is None:
             raise LostRace(f"job {job.id} is gone")
-        return codec.job_from(self._settle_flag(dict(item)))
+        return codec.job_from(job_flags.settle(self._table, dict(item)))
 
 
 def _outcome_status(job: Job) -> ExecutionStatus | None:
     return None if job.outcome is None else job.outcome.status
-
-
-def _tag_changes(job: Job, tags: dict[str, str] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The tag entries to write and to delete when a job's tags become `tags`: every one given is
-    written (again: a job tagged before tag entries existed gains them so), those dropped deleted."""
-    new = dict(tags or {})
-    dropped = {k: v for k, v in job.tags.items() if new.get(k) != v}
-    return list_keys.tag_entries(job, new), list_keys.tag_entries(job, dropped)

@@ -87,3 +87,11 @@ def tag_entries(job: Job, tags: dict[str, str] | None = None) -> list[dict[str, 
         keys.tag_key(job.owner, key, value, job.created_at, job.id)
         for key, value in (job.tags if tags is None else tags).items()
     ]
+
+
+def tag_changes(job: Job, tags: dict[str, str] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The tag entries to write and to delete when a job's tags become `tags`: every one given is
+    written (again: a job tagged before tag entries existed gains them so), those dropped deleted."""
+    new = dict(tags or {})
+    dropped = {k: v for k, v in job.tags.items() if new.get(k) != v}
+    return tag_entries(job, new), tag_entries(job, dropped)
