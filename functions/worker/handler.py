@@ -18,7 +18,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from punctual import wiring
-from punctual.execution.worker import Disposition
+from punctual.execution.receipts import Disposition
 from punctual.platform.observability import log_request_id, metrics, tracer
 from punctual.store.queue import read_body
 

@@ -14,7 +14,7 @@ from punctual.domain.errors import UnreadableItem
 from punctual.domain.executions import ExecutionStatus, execution_id_for
 from punctual.domain.models import DueMarker, marker_for
 from punctual.execution.dead_letters import dead_letter
-from punctual.execution.worker import UNREADABLE_RETRY_SECONDS
+from punctual.execution.receipts import UNREADABLE_RETRY_SECONDS
 from punctual.platform.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
 from punctual.scheduling.dispatch import Dispatcher, release_quarantined
 from punctual.scheduling.handoff import HANDOFF_CLAIM

@@ -15,7 +15,7 @@ from punctual.domain.errors import RetryableStoreError
 from punctual.domain.executions import Execution
 from punctual.domain.models import Job
 from punctual.execution.packs import PACK_LEASE_MIN
-from punctual.execution.worker import Disposition
+from punctual.execution.receipts import Disposition
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
 from punctual.scheduling.handoff import HandOff

@@ -42,15 +42,14 @@ from punctual.domain.errors import RetryableStoreError, UnreadableItem
 from punctual.domain.executions import LEASE_MARGIN, Execution, ExecutionStatus
 from punctual.domain.models import Job, skip_reason
 from punctual.execution import run_policy, run_records
-from punctual.execution.worker import (
+from punctual.execution.receipt_reads import Known
+from punctual.execution.receipts import (
     THROTTLE_BACKOFF_SECONDS,
     UNEXPECTED_RETRY_SECONDS,
     Disposition,
-    Known,
     Member,
-    Worker,
-    WorkerConfig,
 )
+from punctual.execution.worker import Worker, WorkerConfig
 from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
 from punctual.store.jobs import JobStamp

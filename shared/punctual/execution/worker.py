@@ -2,37 +2,34 @@
 
 Every status change is a conditional write, so a redelivered or duplicated message never re-runs a
 finished execution, and a worker that lost its lease cannot overwrite the outcome of the one that
-took over. Retries wait by message visibility, not by sleeping.
+took over. Retries wait by message visibility, not by sleeping (what becomes of a message:
+receipts.py; what the worker reads on receipt: receipt_reads.py).
 """
 
 from __future__ import annotations
 
 import random
-import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from enum import Enum
 from functools import partial
-from typing import Any, Protocol
+from typing import Protocol
 
-from punctual.domain.errors import LostRace, RetryableStoreError, UnreadableItem
+from punctual.domain.errors import LostRace, RetryableStoreError
 from punctual.domain.executions import LEASE_MARGIN, Execution, ExecutionStatus
 from punctual.domain.models import Job, skip_reason
 from punctual.execution import pausing, run_policy, run_records
 from punctual.execution.attempts import Attempts
-from punctual.execution.batched_reads import BatchedReads
 from punctual.execution.hooks import RunHooks
-from punctual.execution.instant_reads import Expected, InstantReads
+from punctual.execution.instant_reads import Expected
+from punctual.execution.receipt_reads import Known, ReceiptReads
+from punctual.execution.receipts import Disposition, Receipt, failure_delay, later
 from punctual.execution.run_records import unstored_execution
 from punctual.execution.starts_first import StartsFirst
 from punctual.platform.clock import Clock
-from punctual.platform.concurrency import parallel_map
 from punctual.platform.config import FIRE_THREADS
 from punctual.platform.observability import EXECUTIONS_SKIPPED, logger, metrics
-from punctual.platform.resources import WORK_QUEUE
 from punctual.store import Store
-from punctual.store.execution_reads import ExecutionRef
 from punctual.store.jobs import JobStamp
 from punctual.store.queue import WorkItem, WorkQueue
 from punctual.tasks import AwsClients, LambdaClients, TaskPolicy
@@ -41,14 +38,6 @@ from punctual.tasks.netguard import Resolver, system_resolver
 # A message that becomes visible this close to its instant waits in the worker; earlier, it goes back.
 # (Beyond the head start a deployment gives its messages: WorkerConfig.early_visibility_seconds.)
 MAX_EARLY_WAIT = timedelta(seconds=5)
-THROTTLE_BACKOFF_SECONDS = 5
-MAX_THROTTLE_BACKOFF_SECONDS = 900
-UNREADABLE_RETRY_SECONDS = 300
-# An unexpected error (a store or network failure no rule covers, a bug) brings the message back after
-# this, doubling with each receive up to the work queue's visibility timeout: a passing fault costs
-# seconds, not the 6.5 minutes a message left to its visibility timeout would, and a lasting one ends
-# in the dead-letter queue after its receives (about 2 h 10 min rather than 2 h 45).
-UNEXPECTED_RETRY_SECONDS = 5
 # A message whose execution changed as it was being skipped comes back this much later, looked at afresh;
 # a worker holding the run tries this many times first.
 LOST_SKIP_RETRY_SECONDS = 5
@@ -69,74 +58,6 @@ def _as_claimed(job: Job, claimed: Job, running: Execution) -> tuple[Job, Execut
     if job.timeout_seconds > claimed.timeout_seconds:
         job = replace(job, timeout_seconds=claimed.timeout_seconds)
     return job, replace(running, task_version=job.task_version)
-
-
-def _doubling(first_seconds: int, receive_count: int, most_seconds: int) -> int:
-    """A delay that doubles with each receive of a message, from its first up to its most."""
-    return min(most_seconds, first_seconds * 2 ** max(0, receive_count - 1))
-
-
-@dataclass
-class Member:
-    """A pack member's receipt: when the member must be looked at again is noted here (for the pack
-    to decide, punctual.execution.packs) rather than set on a message's visibility."""
-
-    later: float | None = None
-
-
-# A message's receipt handle, or a pack member's.
-Receipt = str | Member
-
-
-class PackStamps:
-    """A pack's jobs' stamps at its instant, read once for all its members: by the first to ask, after
-    its claim at or past the instant (a change that landed later came after their start, as with
-    InstantReads), while the others wait for that read."""
-
-    def __init__(
-        self, read: Callable[[list[str]], tuple[dict[str, JobStamp], dict[str, str]]], job_ids: list[str]
-    ):
-        self._read = read
-        self._job_ids = job_ids
-        self._lock = threading.Lock()
-        self._answer: tuple[dict[str, JobStamp], dict[str, str]] | None = None
-
-    def get(self, job_id: str) -> JobStamp | None:
-        with self._lock:
-            if self._answer is None:
-                self._answer = self._read(self._job_ids)
-        found, unreadable = self._answer
-        if job_id in unreadable:
-            raise UnreadableItem(f"job {job_id}: {unreadable[job_id]}")
-        return found.get(job_id)
-
-
-@dataclass(frozen=True)
-class Known:
-    """A pack's executions and jobs, read together on receipt: its members look them up here."""
-
-    executions: dict[ExecutionRef, Execution]
-    unreadable_executions: dict[ExecutionRef, str]
-    jobs: dict[str, Job]
-    unreadable_jobs: dict[str, str]
-    stamps: PackStamps | None = None
-
-    def execution(self, ref: ExecutionRef) -> Execution | None:
-        if ref in self.unreadable_executions:
-            raise UnreadableItem(f"execution {ref[2]}: {self.unreadable_executions[ref]}")
-        return self.executions.get(ref)
-
-    def job(self, job_id: str) -> Job | None:
-        if job_id in self.unreadable_jobs:
-            raise UnreadableItem(f"job {job_id}: {self.unreadable_jobs[job_id]}")
-        return self.jobs.get(job_id)
-
-
-class Disposition(Enum):
-    """What becomes of a work message once handled."""
-
-    DONE = "done"  # delete the message
-    LATER = "later"  # leave it: it comes back when its visibility timeout (set here) ends
 
 
 @dataclass(frozen=True)
@@ -175,12 +96,7 @@ class Worker:
         self._resolver = resolver
         self._lambda_clients = lambda_clients
         self._rng = rng or random.Random()
-        # Executions read on receipt, and their jobs: many received together share a call each.
-        self._executions = BatchedReads(self._read_executions, what="execution")
-        self._jobs = BatchedReads(lambda job_ids: self._store.jobs.get_many(job_ids))
-        self._stamps = BatchedReads(self._read_stamps)
-        # Executions claimed ahead read their jobs' stamps at their instant together.
-        self._stamps_at: InstantReads[JobStamp] = InstantReads(self._read_stamps, self._stamps.get, clock)
+        self._reads = ReceiptReads(store, clock)
         self._aws_clients = aws_clients
         # A job as it runs now: its named task resolved (named_tasks.TaskResolver.effective).
         self._effective: Resolve = named_tasks or (lambda job, at=None: job)
@@ -202,16 +118,8 @@ class Worker:
         )
 
     def read_ahead(self, items: Sequence[WorkItem]) -> Known:
-        """The executions and jobs of a pack's members, in a BatchGetItem (a hundred) each, side by side."""
-        refs = [(item.job_id, item.scheduled_at, item.execution_id) for item in items]
-        job_ids = [item.job_id for item in items]
-        reads: list[Callable[[], Any]] = [
-            lambda: self._read_executions(refs),
-            lambda: tuple(self._store.jobs.get_many(job_ids)),
-        ]
-        (executions, bad_executions), (jobs, bad_jobs) = parallel_map(lambda read: read(), reads)
-        stamps = PackStamps(lambda ids: self._read_stamps(ids), list(dict.fromkeys(job_ids)))
-        return Known(executions, bad_executions, jobs, bad_jobs, stamps)
+        """The executions and jobs of a pack's members, read together (ReceiptReads.ahead)."""
+        return self._reads.ahead(items)
 
     # ------------------------------------------- for a pack's members run under its lease (packs.py)
     @property
@@ -251,26 +159,10 @@ class Worker:
         """`known`: its execution and job, read with its pack's (None: read here)."""
         try:
             return self._handle(item, receipt_handle, receive_count, known)
-        except UnreadableItem as exc:
-            # Written by a newer version (a deployment under way, say): leave it as it is, and the
-            # message for a worker that can read it; after its receives it goes to the dead-letter queue.
-            logger.error("execution cannot be read; message returns later", extra={"error": str(exc)})
-            return self._later(receipt_handle, UNREADABLE_RETRY_SECONDS)
-        except RetryableStoreError as exc:
-            # Throttled: come back sooner than the visibility timeout, backing off with each receive
-            # so that a long throttle does not use up the receives and dead-letter the execution.
-            delay = _doubling(THROTTLE_BACKOFF_SECONDS, receive_count, MAX_THROTTLE_BACKOFF_SECONDS)
-            logger.warning(
-                "store busy; message returns later", extra={"error": str(exc), "delay_seconds": delay}
+        except Exception as exc:
+            return self._later(
+                receipt_handle, failure_delay(exc, item.execution_id, receive_count, self._rng)
             )
-            return self._later(receipt_handle, delay * (1 + self._rng.random() / 2))
-        except Exception:
-            delay = _doubling(UNEXPECTED_RETRY_SECONDS, receive_count, WORK_QUEUE.visibility_timeout_seconds)
-            logger.exception(
-                "execution failed unexpectedly; message returns later",
-                extra={"execution_id": item.execution_id, "delay_seconds": delay},
-            )
-            return self._later(receipt_handle, delay)
 
     def _handle(
         self, item: WorkItem, receipt_handle: Receipt, receive_count: int, known: Known | None = None
@@ -280,13 +172,13 @@ class Worker:
             return self._later(receipt_handle, wait)
 
         ref = (item.job_id, item.scheduled_at, item.execution_id)
-        stored = known.execution(ref) if known is not None else self._executions.get(ref)
+        stored = self._reads.execution(ref, known)
         if stored is not None and stored.status.is_final:
             # A duplicate or redelivered message. If the worker that finished it died before updating
             # the job, do that now.
             self._ensure_outcome_recorded(stored)
             return Disposition.DONE
-        stored_job = known.job(item.job_id) if known is not None else self._jobs.get(item.job_id)
+        stored_job = self._reads.job(item.job_id, known)
         job = self._effective(stored_job, item.scheduled_at)
         execution = stored or unstored_execution(item, job, self._clock.now(), self._store.retention)
         if execution is None:
@@ -347,7 +239,7 @@ class Worker:
                 current = self._store.executions.get(item.job_id, item.scheduled_at, item.execution_id)
                 if not as_stored or current is not None:
                     return self._after_lost_claim(current, receipt_handle)
-        expected = self._stamps_at.expect(job.id, execution.scheduled_at) if ahead else None
+        expected = self._reads.expect(job.id, execution.scheduled_at) if ahead else None
         try:
             if ahead:
                 self._clock.sleep((execution.scheduled_at - self._clock.now()).total_seconds())
@@ -382,7 +274,7 @@ class Worker:
         # pause that landed between the first read and now still stops it, and one after this read
         # came after its start. (Whether it changed is read first: all of it only if it did.) Its named
         # task is resolved as of its instant too: a change to it acknowledged before then is run.
-        job = self._effective(self._reread(read, expected, known), running.scheduled_at)
+        job = self._effective(self._reads.reread(read, expected, known), running.scheduled_at)
         ahead = expected is not None
         if job is not None and job.task_version != claimed.task_version:
             job, running = _as_claimed(job, claimed, running)
@@ -406,33 +298,6 @@ class Worker:
                 self._clock.sleep(0.1 * 2**attempt)
         self._release(running)
         return self._later(receipt_handle, LOST_SKIP_RETRY_SECONDS)
-
-    def _read_executions(
-        self, refs: Iterable[ExecutionRef]
-    ) -> tuple[dict[ExecutionRef, Execution], dict[ExecutionRef, str]]:
-        """Executions as stored, for the batched reads on receipt (the store's method looked up at
-        each call, so that a test may replace it)."""
-        return self._store.executions.get_many(refs)
-
-    def _read_stamps(self, job_ids: Iterable[str]) -> tuple[dict[str, JobStamp], dict[str, str]]:
-        """Whether jobs changed (status, schedule version, time of last change), for the batched reads
-        (the store's method looked up at each call, so that a test may replace it)."""
-        return self._store.jobs.stamps(job_ids)
-
-    def _reread(
-        self, job: Job, expected: Expected[JobStamp] | None, known: Known | None = None
-    ) -> Job | None:
-        """The job as it is now: the copy read before, unless its status, schedule version or time of
-        last change differ (or it is gone)."""
-        if expected is not None:
-            stamp = expected.get()
-        elif known is not None and known.stamps is not None:
-            stamp = known.stamps.get(job.id)
-        else:
-            stamp = self._stamps.get(job.id)
-        if stamp == JobStamp.of(job):
-            return job
-        return self._jobs.get(job.id)
 
     def _by_policy(
         self, job: Job, execution: Execution, now: datetime, receipt_handle: Receipt, receive_count: int
@@ -522,8 +387,4 @@ class Worker:
         return self._later(receipt_handle, 5)
 
     def _later(self, receipt_handle: Receipt, seconds: float) -> Disposition:
-        if isinstance(receipt_handle, Member):
-            receipt_handle.later = seconds
-        else:
-            self._queue.change_visibility(receipt_handle, seconds)
-        return Disposition.LATER
+        return later(self._queue, receipt_handle, seconds)

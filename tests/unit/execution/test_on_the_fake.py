@@ -13,7 +13,7 @@ from punctual import wiring
 from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import JobStatus, TaskSpec, marker_for
 from punctual.domain.schedules import AtSchedule, RateSchedule
-from punctual.execution.worker import Disposition
+from punctual.execution.receipts import Disposition
 from punctual.jobs.creation import NewJob
 from punctual.platform import resources
 from punctual.platform.clock import ManualClock
