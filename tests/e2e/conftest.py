@@ -139,11 +139,16 @@ class Stack:
         self.process.wait(10)
 
     def moto_url(self) -> str:
-        """moto's address, as the stack's banner gives it ("  AWS      http://127.0.0.1:N  (moto: ...")."""
-        for line in self.log_path.read_text(errors="replace").splitlines():
-            if line.startswith("  AWS "):
-                return line.split()[1]
-        raise AssertionError(f"no AWS line in the stack's banner\n{self.log()}")
+        """moto's address, as the stack's banner gives it ("  AWS      http://127.0.0.1:N  (moto: ...").
+        The API answers as soon as it serves; the stack prints its banner a moment after."""
+        deadline = time.monotonic() + 10
+        while True:
+            for line in self.log_path.read_text(errors="replace").splitlines():
+                if line.startswith("  AWS "):
+                    return line.split()[1]
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no AWS line in the stack's banner\n{self.log()}")
+            time.sleep(0.05)
 
     def log(self, lines: int = 60) -> str:
         try:
