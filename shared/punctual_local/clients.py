@@ -59,13 +59,20 @@ def connect(moto_url: str, *, api_reads: bool = False) -> MotoClients:
     return MotoClients(session, dynamodb_client, dynamodb, sqs)
 
 
+# Asked only after a write failed: a loaded machine can take seconds to answer, and no answer reads as
+# "no disk failure", which turns the client's 503 (retry later) into a 502.
+STATUS_TIMEOUT_SECONDS = 10.0
+
+
 def storage_failure(moto_url: str) -> Callable[[], str | None]:
     """Why moto's process refuses writes (its disk failed), or None; asked after a failed write, each
     time: moto takes writes again by itself once its disk does."""
 
     def ask() -> str | None:
         try:
-            with urllib.request.urlopen(f"{moto_url}/_punctual/status", timeout=2.0) as answer:
+            with urllib.request.urlopen(
+                f"{moto_url}/_punctual/status", timeout=STATUS_TIMEOUT_SECONDS
+            ) as answer:
                 failure = json.loads(answer.read()).get("failure")
         except (OSError, ValueError):
             return None
