@@ -46,7 +46,7 @@ class Settings(BaseModel):
     # about 40 bytes each, and a socket each while a webhook starts (Lambda allows 1,024 descriptors).
     pack_size: int = Field(default=500, ge=1, le=2000)
     # Members of a pack a worker starts at once: on Lambda one environment per pack, its threads
-    # waiting on the network. The local stack runs every container in one interpreter and sets fewer.
+    # waiting on the network.
     fire_threads: int = Field(default=FIRE_THREADS, ge=1, le=1000)
     # Networks a webhook may reach even though they are private, loopback or link-local.
     webhook_allowed_networks: tuple[str, ...] = ()
