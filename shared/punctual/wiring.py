@@ -125,7 +125,13 @@ def build(
         allowed_networks=settings.webhook_allowed_networks, targets=settings.notification_targets
     )
     service = JobService(
-        store, dispatcher, clock, task_policy=task_policy, named_tasks=named, notify_policy=notify_policy
+        store,
+        dispatcher,
+        clock,
+        task_policy=task_policy,
+        named_tasks=named,
+        notify_policy=notify_policy,
+        handoff_claim=timedelta(seconds=settings.handoff_claim_seconds),
     )
     # The AWS target tasks' clients and the notifier's SNS and EventBridge ones: the same kind, kept once.
     aws_clients = aws_clients or aws_clients_for(settings)

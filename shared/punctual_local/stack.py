@@ -152,6 +152,7 @@ class LocalStack:
             region=REGION,
             shard_count=LOCAL_SHARD_COUNT,
             tick_seconds=options.tick_seconds,
+            tick_lateness_seconds=0,
             lookahead_seconds=lookahead_for(options.tick_seconds),
             webhook_allowed_networks=LOOPBACK_NETWORKS,
             lambda_functions=LOCAL_LAMBDA_FUNCTIONS,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from punctual import tasks
@@ -50,11 +50,12 @@ class JobService:
         task_policy: tasks.TaskPolicy | None = None,
         named_tasks: TaskService | None = None,
         notify_policy: NotifyPolicy | None = None,
+        handoff_claim: timedelta | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
         self._named_tasks = named_tasks
-        handoff = HandOff(store, dispatcher, clock)
+        handoff = HandOff(store, dispatcher, clock, handoff_claim)
         checker = TaskChecker(task_policy or tasks.TaskPolicy(), named_tasks)
         policy = notify_policy or NotifyPolicy()
         self._creation = JobCreation(store, handoff, clock, checker, policy)

@@ -36,6 +36,9 @@ class Settings(BaseModel):
     lookahead_seconds: int = Field(default=90, ge=5, le=900)
     # The period of the scanner's tick (EventBridge: one minute).
     tick_seconds: int = Field(default=60, ge=1, le=300)
+    # How much later than its period a tick may run: EventBridge fires a `rate(1 minute)` rule within
+    # its minute, not on its second 0. The local stack's ticker keeps time (0).
+    tick_lateness_seconds: int = Field(default=60, ge=0, le=300)
     retention_days: int = Field(default=30, ge=1, le=3650)
     # Make messages visible this much before their instant; the worker reads and claims the execution
     # then and waits out the rest. 0 on AWS, where Lambda's pollers pick a message up at once and a
@@ -132,6 +135,16 @@ class Settings(BaseModel):
         fall between them, so the API hands it to the queue directly.
         """
         return self.lookahead_seconds + self.tick_seconds + 30
+
+    @property
+    def handoff_claim_seconds(self) -> int:
+        """Of what the API files under a soon partition, what is due sooner than this it enqueues itself.
+
+        The next tick runs within a period and its lateness, and sends what is due before its own
+        now + lookahead, so anything due after that (and a margin for the tick's own run) can wait for
+        it, and be sent packed with the rest of its instant (scheduling/handoff.py).
+        """
+        return min(self.handoff_seconds, self.tick_seconds + self.tick_lateness_seconds + 15)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

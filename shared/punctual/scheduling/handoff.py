@@ -2,9 +2,13 @@
 
 A marker due before now + `Dispatcher.soon` (the scanner's lookahead, a tick and a margin) is filed
 under its shard's soon partition, which every tick reads whole: a tick may already have read past
-that instant in the minute's bucket (`route`). One that an API request files there carries a claim
-(`handoff_until`, HANDOFF_CLAIM ahead): the request enqueues it itself, at once, and until the claim
-runs out a scanner tick leaves it alone (`split_claimed`), so that the two do not both send it. What
+that instant in the minute's bucket (`route`). Of those, one due before the next tick can send it
+(`claim_within`: a tick period, the tick's lateness and a margin) carries a claim (`handoff_until`,
+HANDOFF_CLAIM ahead): the request enqueues it itself, at once, and until the claim runs out a scanner
+tick leaves it alone (`split_claimed`), so that the two do not both send it. The rest wait unclaimed
+for the next tick, which sends them packed with the other executions of their instant: a request
+sends one execution a message, so a crowded instant created a few minutes ahead would otherwise
+reach the workers as thousands of messages of one. What
 the request fails to enqueue stays filed with its claim withdrawn, and the scanner enqueues it
 (late); should the withdrawal fail too, the claim runs out on its own. The request succeeds either
 way.
@@ -64,17 +68,26 @@ class HandOff:
     """An API request's side of the claim: file markers, claiming those due too soon for the
     scanner, then enqueue what it claimed."""
 
-    def __init__(self, store: Store, dispatcher: Dispatches, clock: Clock) -> None:
+    def __init__(
+        self, store: Store, dispatcher: Dispatches, clock: Clock, claim_within: timedelta | None = None
+    ) -> None:
         self._store = store
         self._dispatcher = dispatcher
         self._clock = clock
+        # None: every marker filed under a soon partition is this request's to enqueue.
+        self._claim_within = dispatcher.soon if claim_within is None else min(claim_within, dispatcher.soon)
 
     def file(self, *markers: DueMarker) -> list[DueMarker]:
         """Store markers (one PutItem for one, BatchWriteItems for more), those due before the
-        scanner's next tick with this request's claim; returns them as filed."""
+        scanner's next tick can send them with this request's claim; returns them as filed."""
         now = self._clock.now()
         routed = [route(m, now, self._dispatcher.soon) for m in markers]
-        claimed = [replace(m, handoff_until=now + HANDOFF_CLAIM) if m.soon else m for m in routed]
+        claimed = [
+            replace(m, handoff_until=now + HANDOFF_CLAIM)
+            if m.soon and m.scheduled_at - now < self._claim_within
+            else m
+            for m in routed
+        ]
         self._put(claimed)
         return claimed
 
