@@ -142,7 +142,11 @@ class DeploySettings:
     # the hour (`punctual capacity --pollers N`), and scale up at 1,000 concurrent invokes a minute,
     # against standard mode's 300 from 5 (docs/scaling.md, section 4).
     worker_min_pollers: int = 0
-    worker_max_pollers: int = 200  # provisioned mode only: 2-2,000, at least worker_min_pollers
+    # Provisioned mode only: 2-2,000 (CloudFormation's ceiling; the API reference's is 10,000), at
+    # least worker_min_pollers. 210 take a million executions due at one instant: 2,048 packs of 500
+    # on 64 shards, each holding an invoke from its lead until it has fired, 10 a poller (205).
+    # Pollers past the minimum are billed only while they run.
+    worker_max_pollers: int = 210
     # The burst forecast: each tick counts the due buckets of this many coming minutes, publishes the
     # busiest (ComingMinuteExecutions) and its share of what the deployment can start
     # (BurstLoadPercent: worker concurrency, lambda_concurrency_quota, table write units), and alarms
@@ -156,6 +160,11 @@ class DeploySettings:
     worker_prescale_max_pollers: int = 200
     # The account's Lambda concurrency quota (per region; 1,000 by default), for the forecast's alarm.
     lambda_concurrency_quota: int = 1000
+    # The most a crowded instant's work messages are made visible before it (0-15 s; 0: never), by
+    # the lead the scanner chooses from how many executions fall due then: none for an instant of at
+    # most a pack a shard, the time the mapping and Lambda take to start its packs for a larger one
+    # (punctual.scheduling.prescaling.lead_seconds). The worker holds them until the instant.
+    lead_max_seconds: int = 15
     # How many of the list indexes (resources.LIST_INDEXES) the table has. An existing table gains
     # them one deployment at a time (1, then the default): DynamoDB adds one index an update.
     list_indexes: int = len(resources.LIST_INDEXES)
@@ -190,6 +199,8 @@ class DeploySettings:
                 raise ValueError("worker_min_pollers must be between 2 and 200 (or 0: standard mode)")
             if not self.worker_min_pollers <= self.worker_max_pollers <= 2000:
                 raise ValueError("worker_max_pollers must be between worker_min_pollers and 2,000")
+        if not 0 <= self.lead_max_seconds <= 15:
+            raise ValueError("lead_max_seconds must be between 0 (no lead) and 15")
         if not 0 <= self.burst_forecast_minutes <= 15:
             raise ValueError("burst_forecast_minutes must be between 0 (off) and 15")
         if self.worker_prescale:
@@ -210,6 +221,13 @@ class DeploySettings:
     def worker_pollers(self) -> tuple[int, int] | None:
         """(minimum, maximum) pollers of the worker's mapping, or None: standard mode."""
         return (self.worker_min_pollers, self.worker_max_pollers) if self.worker_min_pollers else None
+
+    def ready_pollers(self) -> int:
+        """The worker mapping's pollers ready for a crowded minute: its MinimumPollers as the
+        pre-scaling raises it (or as set, without it); 0 in standard mode."""
+        if not self.worker_min_pollers:
+            return 0
+        return self.worker_prescale_max_pollers if self.worker_prescale else self.worker_min_pollers
 
     def worker_concurrency(self) -> int:
         """The most concurrent worker invocations the mapping starts: its maximum concurrency, or in
@@ -279,6 +297,8 @@ class DeploySettings:
                 self.worker_prescale_max_pollers if self.worker_prescale else self.worker_min_pollers or 2
             ),
             burst_worker_concurrency=self.worker_concurrency(),
+            lead_max_seconds=self.lead_max_seconds,
+            worker_ready_pollers=self.ready_pollers(),
             burst_lambda_concurrency=self.lambda_concurrency_quota,
             burst_table_write_units=(
                 self.table_max_write_units if self.table_capacity == PROVISIONED else sizing.TABLE_QUOTA_UNITS
@@ -318,6 +338,7 @@ class DeploySettings:
             ("burst_forecast_minutes", int),
             ("worker_prescale_max_pollers", int),
             ("lambda_concurrency_quota", int),
+            ("lead_max_seconds", int),
             ("task_cache_seconds", int),
             ("list_indexes", int),
             ("retired_indexes", int),

@@ -18,6 +18,7 @@ from infra.components.workers import Workers
 from infra.settings import DeploySettings
 from punctual.notify import execution_events
 from punctual.platform import resources, target_arns
+from punctual.platform.config import Settings
 
 # Stack output keys; scripts/smoke.py reads API_URL_OUTPUT.
 API_URL_OUTPUT = "ApiUrl"
@@ -146,6 +147,13 @@ def function_environment(settings: DeploySettings) -> dict[str, str]:
         environment["PUNCTUAL_NOTIFICATION_TARGETS"] = ",".join(settings.notification_targets)
     if settings.record_queued:
         environment["PUNCTUAL_RECORD_QUEUED"] = "true"
+    # What the scanner chooses a crowded instant's lead from, and how early the worker holds a message.
+    functions = settings.function_settings()
+    environment["PUNCTUAL_LEAD_MAX_SECONDS"] = str(functions.lead_max_seconds)
+    if functions.worker_ready_pollers:
+        environment["PUNCTUAL_WORKER_READY_POLLERS"] = str(functions.worker_ready_pollers)
+    if functions.burst_worker_concurrency != Settings().burst_worker_concurrency:
+        environment["PUNCTUAL_BURST_WORKER_CONCURRENCY"] = str(functions.burst_worker_concurrency)
     if settings.burst_forecast_minutes:
         burst = settings.function_settings()
         environment.update(

@@ -21,7 +21,7 @@ from punctual.platform import aws
 from punctual.platform.clock import Clock, SystemClock
 from punctual.platform.config import Settings
 from punctual.scheduling.dispatch import Dispatcher
-from punctual.scheduling.prescaling import BurstPlanner, Limits, PollerPolicy
+from punctual.scheduling.prescaling import BurstPlanner, LeadPolicy, Limits, PollerPolicy
 from punctual.scheduling.scanner import Scanner
 from punctual.store import Store
 from punctual.store.packs import PackRepository
@@ -75,7 +75,12 @@ class Punctual:
                 lambda_concurrency=s.burst_lambda_concurrency,
                 table_write_units=s.burst_table_write_units,
             ),
-            policy=PollerPolicy(floor=s.burst_pollers_floor, ceiling=s.burst_pollers_ceiling),
+            policy=PollerPolicy(
+                floor=s.burst_pollers_floor,
+                ceiling=s.burst_pollers_ceiling,
+                pack_size=s.pack_size,
+                shards=s.shard_count,
+            ),
             lambda_client=lambda_client,
             mapping_id=s.worker_mapping_id,
         )
@@ -111,6 +116,7 @@ def build(
         early_visibility_seconds=settings.early_visibility_seconds,
         record_queued=settings.record_queued,
         pack_size=settings.pack_size,
+        lead=LeadPolicy.from_settings(settings),
     )
     task_policy = TaskPolicy(
         allowed_networks=settings.webhook_allowed_networks,
@@ -140,7 +146,7 @@ def build(
     worker_config = WorkerConfig(
         task_policy=task_policy,
         result_max_bytes=settings.result_max_bytes,
-        early_visibility_seconds=settings.early_visibility_seconds,
+        lead_max_seconds=max(settings.early_visibility_seconds, settings.lead_max_seconds),
         fire_threads=settings.fire_threads,
     )
     worker = Worker(

@@ -11,6 +11,7 @@ from infra.settings import DeploySettings
 from punctual.platform import observability as obs
 from punctual.platform import resources
 from punctual.platform.config import Settings
+from punctual.scheduling.prescaling import PollerPolicy, pollers_for_instant
 
 
 def _work_mapping(synthesized) -> tuple[str, dict[str, Any]]:
@@ -143,10 +144,37 @@ def test_poller_settings_are_checked(values: dict[str, Any], message: str):
 def test_poller_settings_from_the_command_line():
     context = {"worker_min_pollers": "20", "burst_forecast_minutes": "3", "worker_prescale": "yes"}
     settings = DeploySettings.from_context(context.get)
-    assert settings.worker_pollers() == (20, 200)
+    assert settings.worker_pollers() == (20, 210)
     assert settings.worker_prescale and settings.burst_forecast_minutes == 3
     assert DeploySettings().worker_pollers() is None
     # The forecast alone (standard mode): the limits are the mapping's maximum concurrency
     alone = DeploySettings(burst_forecast_minutes=5, worker_max_concurrency=500).function_settings()
     assert alone.burst_worker_concurrency == 500
     assert (alone.burst_pollers_floor, alone.burst_pollers_ceiling) == (2, 2)
+
+
+def test_the_functions_are_told_the_lead_bound_and_what_it_is_chosen_for(synthesized, warmed):
+    # Given the default stack: standard mode, the lead bound 15 s
+    for name in ("scanner", "api", "worker"):
+        variables = synthesized.function(name)[1]["Environment"]["Variables"]
+        settings = Settings.from_env({k: v for k, v in variables.items() if isinstance(v, str)})
+        assert (settings.lead_max_seconds, settings.worker_ready_pollers) == (15, 0), name
+        assert settings.burst_worker_concurrency == 20
+    # and pre-scaled: the pollers it raises to are ready for a crowded instant, within 300 x 10 invokes
+    variables = warmed.function("scanner")[1]["Environment"]["Variables"]
+    settings = Settings.from_env({k: v for k, v in variables.items() if isinstance(v, str)})
+    assert (settings.worker_ready_pollers, settings.burst_worker_concurrency) == (150, 3000)
+
+
+def test_the_default_maximum_pollers_hold_a_million_at_one_instant():
+    # Every pack of an instant holds an invoke from its lead until it has fired: 2,048 packs, 205 pollers
+    defaults = DeploySettings()
+    functions = DeploySettings(worker_min_pollers=2).function_settings()
+    policy = PollerPolicy(floor=2, ceiling=200, pack_size=functions.pack_size, shards=defaults.shard_count)
+    assert pollers_for_instant(1_000_000, policy) == 205 <= defaults.worker_max_pollers
+
+
+def test_the_lead_bound_is_checked():
+    with pytest.raises(ValueError, match="lead_max_seconds"):
+        DeploySettings(lead_max_seconds=16)
+    assert DeploySettings(lead_max_seconds=0).function_settings().lead_max_seconds == 0

@@ -36,7 +36,7 @@ from punctual.tasks import AwsClients, LambdaClients, TaskPolicy
 from punctual.tasks.netguard import Resolver, system_resolver
 
 # A message that becomes visible this close to its instant waits in the worker; earlier, it goes back.
-# (Beyond the head start a deployment gives its messages: WorkerConfig.early_visibility_seconds.)
+# (Beyond the head start a deployment gives its messages: WorkerConfig.lead_max_seconds.)
 MAX_EARLY_WAIT = timedelta(seconds=5)
 # A message whose execution changed as it was being skipped comes back this much later, looked at afresh;
 # a worker holding the run tries this many times first.
@@ -64,14 +64,16 @@ def _as_claimed(job: Job, claimed: Job, running: Execution) -> tuple[Job, Execut
 class WorkerConfig:
     task_policy: TaskPolicy = field(default_factory=TaskPolicy)
     result_max_bytes: int = 4096
-    # Settings.early_visibility_seconds: messages meant to arrive this early wait in the worker too.
-    early_visibility_seconds: int = 0
+    # The earliest a message is meant to arrive before its instant (the larger of
+    # Settings.early_visibility_seconds and Settings.lead_max_seconds): such a message waits in the
+    # worker too, and still starts at its instant.
+    lead_max_seconds: int = 0
     # Settings.fire_threads: a pack's members started at once.
     fire_threads: int = FIRE_THREADS
 
     @property
     def max_early_wait(self) -> timedelta:
-        return MAX_EARLY_WAIT + timedelta(seconds=self.early_visibility_seconds)
+        return MAX_EARLY_WAIT + timedelta(seconds=self.lead_max_seconds)
 
 
 class Worker:

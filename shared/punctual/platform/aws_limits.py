@@ -64,6 +64,9 @@ POLLER_RECEIVES_PER_SECOND = 10
 POLLER_BYTES_PER_SECOND = 1_000_000
 MIN_POLLERS_RANGE = (2, 200)
 MAX_POLLERS_RANGE = (2, 2000)
+PROVISIONED_INVOKES_PER_MINUTE = 1_000
+STANDARD_START_INVOKES = 5
+STANDARD_INVOKES_PER_MINUTE = 300
 SQS_BILLING_CHUNK_BYTES = 64 * 1024
 
 # ------------------------------------------------------------------ worker batches, one-time jobs
@@ -73,3 +76,9 @@ WORKER_OVERHEAD_SECONDS = 0.05
 # Measured (`make bench-cost`, punctual_cli.capacity.figures.ONE_TIME): write units of one one-time
 # execution, its creation included, with the indexes projecting KEYS_ONLY.
 ONE_TIME_WRITE_UNITS = 6.0
+
+# ------------------------------------------------------------------ a pack taken ahead of its instant
+# Assumed: a new execution environment's initialisation (Python, boto3, Powertools), at its longest,
+# and a pack's work before it can hold: its body read, its jobs read, its lease written.
+COLD_START_SECONDS = 0.8
+PACK_PREPARE_SECONDS = 0.5

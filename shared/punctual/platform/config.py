@@ -40,11 +40,20 @@ class Settings(BaseModel):
     # its minute, not on its second 0. The local stack's ticker keeps time (0).
     tick_lateness_seconds: int = Field(default=60, ge=0, le=300)
     retention_days: int = Field(default=30, ge=1, le=3650)
-    # Make messages visible this much before their instant; the worker reads and claims the execution
-    # then and waits out the rest. 0 on AWS, where Lambda's pollers pick a message up at once and a
-    # waiting invocation is billed; the local stack sets it: its store answers slowly when many
-    # executions share an instant, so their reads and claims need a head start.
+    # Make every message visible at least this much before its instant; the worker reads and claims
+    # the execution then and waits out the rest. 0 on AWS, where a waiting invocation is billed and a
+    # quiet instant needs none; the local stack sets it: its store answers slowly when many executions
+    # share an instant, so their reads and claims need a head start.
     early_visibility_seconds: int = Field(default=0, ge=0, le=15)
+    # The most a crowded instant's messages are made visible ahead of it, by the lead the dispatcher
+    # chooses from how many executions fall due then (punctual.scheduling.prescaling.lead_seconds): the
+    # time the deployment needs to start the environments and pollers that many packs need. 0: none.
+    # The worker holds a message that early (and never starts it before its instant).
+    lead_max_seconds: int = Field(default=15, ge=0, le=15)
+    # The worker mapping's pollers ready for a crowded minute in provisioned mode (its MinimumPollers,
+    # as the pre-scaling raises it); 0 is standard mode. With burst_worker_concurrency, what the lead
+    # is chosen for.
+    worker_ready_pollers: int = Field(default=0, ge=0, le=200)
     # Executions of one instant a work message carries at most (its worker starts them side by side):
     # about 40 bytes each, and a socket each while a webhook starts (Lambda allows 1,024 descriptors).
     pack_size: int = Field(default=500, ge=1, le=2000)
@@ -166,6 +175,8 @@ class Settings(BaseModel):
             "cursor_secret": "PUNCTUAL_CURSOR_SECRET",
             "result_max_bytes": "PUNCTUAL_RESULT_MAX_BYTES",
             "task_cache_seconds": "PUNCTUAL_TASK_CACHE_SECONDS",
+            "lead_max_seconds": "PUNCTUAL_LEAD_MAX_SECONDS",
+            "worker_ready_pollers": "PUNCTUAL_WORKER_READY_POLLERS",
             "burst_forecast_minutes": "PUNCTUAL_BURST_FORECAST_MINUTES",
             "worker_mapping_id": resources.ENV_WORKER_MAPPING_ID,
             "burst_pollers_floor": "PUNCTUAL_BURST_POLLERS_FLOOR",

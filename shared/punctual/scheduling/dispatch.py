@@ -5,8 +5,10 @@ For a batch of markers, in an order that survives a crash at any step:
    cancelled, paused or rescheduled;
 2. for a recurring job, file the next occurrence's marker and move the job's next_run_at, so the
    chain continues whatever happens to this execution;
-3. send the messages, held by DelaySeconds until their instant: one a pack of executions due at the
-   same instant (and from the same shard), up to `pack_size`;
+3. send the messages, held by DelaySeconds until their instant, or until a lead before it chosen
+   from how many executions fall due then (`lead`, prescaling.lead_seconds: a crowded instant's
+   packs are taken and prepared by workers that hold them until it comes): one a pack of executions
+   due at the same instant (and from the same shard), up to `pack_size`;
 4. delete the markers filed as due soon (`DueMarker.soon`); a minute bucket's markers stay, read
    once by the scanner (which keeps its position in each bucket) and left to expire.
 A crash before the scanner records its position (or, for a soon marker, before 4) leaves the markers
@@ -31,7 +33,8 @@ few calls per hundred executions, so one scanner invocation is bounded by CPU, n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -45,6 +48,7 @@ from punctual.platform.clock import Clock
 from punctual.platform.concurrency import parallel_map
 from punctual.platform.observability import logger
 from punctual.scheduling import handoff
+from punctual.scheduling.prescaling import LeadPolicy, lead_seconds
 from punctual.store import Store
 from punctual.store.queue import WorkItem, WorkQueue, delay_seconds, pack_items
 
@@ -78,7 +82,10 @@ class Dispatcher:
         early_visibility_seconds: int = 0,
         record_queued: bool = False,
         pack_size: int = PACK_SIZE,
+        lead: LeadPolicy | None = None,
     ) -> None:
+        """`early_visibility_seconds`: every message visible at least this early; `lead`: how much
+        earlier a crowded instant's are (None: no more)."""
         self._store = store
         self._queue = queue
         self._clock = clock
@@ -86,6 +93,7 @@ class Dispatcher:
         self._early = timedelta(seconds=early_visibility_seconds)
         self._record_queued = record_queued
         self.pack_size = pack_size
+        self._lead = lead
 
     def route(self, marker: DueMarker, now: datetime) -> DueMarker:
         """The marker as it must be filed (`handoff.route`)."""
@@ -99,12 +107,23 @@ class Dispatcher:
         """Whether this marker's execution is stored as QUEUED before its message is sent."""
         return marker.manual or self._record_queued
 
+    def ahead(self, executions: int) -> timedelta:
+        """How long before their instant messages become visible, for `executions` due at it."""
+        lead = lead_seconds(executions, self._lead) if self._lead is not None else 0
+        return max(self._early, timedelta(seconds=lead))
+
     def dispatch(
-        self, markers: Sequence[DueMarker], new_jobs: Sequence[Job] = (), *, resent: bool = False
+        self,
+        markers: Sequence[DueMarker],
+        new_jobs: Sequence[Job] = (),
+        *,
+        resent: bool = False,
+        due_at: Mapping[datetime, int] | None = None,
     ) -> DispatchResult:
         """`new_jobs`: jobs the caller has just stored, with these markers their first: not read again,
         and known to have no execution yet. `resent`: the markers may have been sent before (their
-        packs are guarded)."""
+        packs are guarded). `due_at`: executions falling due at each instant, deployment-wide, as the
+        caller knows them (the scanner, from its buckets); an instant not there counts these markers'."""
         result = DispatchResult()
         if not markers:
             return result
@@ -156,10 +175,12 @@ class Dispatcher:
             guarded=(m.execution_id for m in sendable if resent or self._guarded(m, now)),
             max_entries=self.pack_size,
         )
+        crowds = Counter(m.scheduled_at for m in markers) | Counter(due_at or {})
+        ahead = {at: self.ahead(crowds[at]) for at in {pack.scheduled_at for pack in packs}}
         unsent = {
             item.execution_id
             for pack in self._queue.send_packs(
-                [(pack, delay_seconds(pack.scheduled_at - self._early, now)) for pack in packs]
+                [(pack, delay_seconds(pack.scheduled_at - ahead[pack.scheduled_at], now)) for pack in packs]
             )
             for item in pack.items
         }

@@ -8,8 +8,15 @@ and the rest come at up to 1,000 concurrent invokes a minute. So the minimum is 
 before a large minute and lowered once it has passed, and the rest of the time only the floor is
 paid for (docs/scaling.md, section 4; `python -m bench.burst`).
 
-`desired_min_pollers` and `load_percent` are arithmetic; `BurstPlanner` makes the AWS calls: a COUNT
-query per shard and minute, GetEventSourceMapping and UpdateEventSourceMapping on the one mapping.
+A minute's count does not say whether its executions are spread over it or all due at one instant, so
+the pollers are sized for the stricter: every pack of the minute due at once, each holding its
+invocation from when it is taken until it has fired (`pollers_for_instant`). And the dispatcher makes
+a crowded instant's packs visible some seconds before it (`lead_seconds`), so that the environments
+the instant needs are started and holding when it comes.
+
+`desired_min_pollers`, `load_percent` and `lead_seconds` are arithmetic; `BurstPlanner` makes the AWS
+calls: a COUNT query per shard and minute, GetEventSourceMapping and UpdateEventSourceMapping on the
+one mapping.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from punctual.platform import aws_limits as sizing
 from punctual.platform.clock import Clock
 from punctual.platform.concurrency import parallel_map
+from punctual.platform.config import Settings
 from punctual.platform.observability import (
     BURST_LOAD_PERCENT,
     COMING_MINUTE_EXECUTIONS,
@@ -54,7 +62,8 @@ class PollerPolicy:
     `batch_seconds` is a worker batch's time (task + the worker's own calls, as punctual.platform.aws_limits has them);
     `headroom` multiplies the need, for a minute whose executions are not spread evenly across it;
     a lower need lowers the minimum only when it is at least `hysteresis` below it, or at the floor,
-    so that a load that wavers does not update the mapping every minute.
+    so that a load that wavers does not update the mapping every minute. `pack_size` and `shards`
+    say how a minute all at one instant is packed (Settings.pack_size, Settings.shard_count).
     """
 
     floor: int
@@ -63,6 +72,8 @@ class PollerPolicy:
     batch_seconds: float = sizing.TASK_SECONDS + sizing.WORKER_OVERHEAD_SECONDS
     headroom: float = 1.5
     hysteresis: float = 0.25
+    pack_size: int = 500
+    shards: int = 16
 
     def __post_init__(self) -> None:
         low, high = MIN_POLLERS_RANGE
@@ -89,11 +100,30 @@ def pollers_for(executions_in_minute: int, policy: PollerPolicy) -> int:
     )
 
 
+def instant_packs(executions: int, shards: int, pack_size: int) -> int:
+    """Packs (work messages) of `executions` due at one instant: spread evenly over the shards by
+    their ids, each shard's part cut every `pack_size` (scanner.instant_chunks)."""
+    if executions <= 0:
+        return 0
+    per_shard = math.ceil(executions / shards)
+    return min(shards, executions) * math.ceil(per_shard / pack_size)
+
+
+def pollers_for_instant(executions: int, policy: PollerPolicy) -> int:
+    """Pollers for `executions` all due at one instant (unbounded): every pack holds one concurrent
+    invoke from when it is taken, ahead of the instant, until it has fired, so all of them at once,
+    10 a poller."""
+    packs = instant_packs(executions, policy.shards, policy.pack_size)
+    return math.ceil(packs / POLLER_CONCURRENT_INVOKES)
+
+
 def desired_min_pollers(coming: Sequence[int], current: int, policy: PollerPolicy) -> int:
     """The mapping's MinimumPollers for the coming minutes' counts (the busiest decides), given its
-    current value: raised at once, lowered with hysteresis, always within the policy's bounds."""
+    current value: raised at once, lowered with hysteresis, always within the policy's bounds. A
+    minute is sized for the stricter of an even spread and all of it at one instant."""
     busiest = max(coming, default=0)
-    needed = min(policy.ceiling, max(policy.floor, pollers_for(busiest, policy)))
+    need = max(pollers_for(busiest, policy), pollers_for_instant(busiest, policy))
+    needed = min(policy.ceiling, max(policy.floor, need))
     if needed >= current or current > policy.ceiling or current < policy.floor:
         return needed
     if needed == policy.floor or needed <= current * (1 - policy.hysteresis):
@@ -115,8 +145,12 @@ class Limits:
 
 def load_percent(executions_in_minute: int, limits: Limits, policy: PollerPolicy) -> float:
     """How much of what the deployment can start a minute's load needs, in percent (over 100: some of
-    it will start late): the tightest of worker concurrency, Lambda concurrency and table writes."""
-    concurrency = concurrency_for(executions_in_minute, policy)
+    it will start late): the tightest of worker concurrency, Lambda concurrency and table writes,
+    for the minute spread evenly or all at one instant (a pack an invoke at once), whichever needs more."""
+    concurrency = max(
+        concurrency_for(executions_in_minute, policy),
+        instant_packs(executions_in_minute, policy.shards, policy.pack_size),
+    )
     write_units = executions_in_minute / 60 * limits.write_units_per_execution
     return round(
         100
@@ -127,6 +161,106 @@ def load_percent(executions_in_minute: int, limits: Limits, policy: PollerPolicy
         ),
         1,
     )
+
+
+@dataclass(frozen=True)
+class LeadPolicy:
+    """What decides how long before a crowded instant its packs become visible (`lead_seconds`).
+
+    `bound_seconds`: the most (Settings.lead_max_seconds; the worker holds a message that early).
+    `ready_invokes`: concurrent invokes the worker mapping has at once when the packs come: in
+    provisioned mode its MinimumPollers x 10, which the pre-scaling raised for the minute; in
+    standard mode the 5 it starts with. `invokes_per_minute`: what the mapping adds beyond them (1,000
+    provisioned, 300 standard); `max_invokes`: its ceiling (MaximumPollers x 10, or MaximumConcurrency).
+    `receives_per_second`: packs its pollers take a second (10 receives a second a poller; standard
+    mode's pollers are AWS's and not counted). An instant of at most `quiet_packs` packs (a pack a
+    shard: up to shards x pack_size executions) is quiet.
+    """
+
+    bound_seconds: int = 15
+    pack_size: int = 500
+    shards: int = 16
+    quiet_packs: int = 16
+    ready_invokes: int = sizing.STANDARD_START_INVOKES
+    invokes_per_minute: int = sizing.STANDARD_INVOKES_PER_MINUTE
+    max_invokes: int = 20
+    receives_per_second: float = math.inf
+    environments_at_once: int = sizing.LAMBDA_ENVIRONMENTS_PER_10_SECONDS
+    environments_per_second: float = sizing.LAMBDA_ENVIRONMENTS_PER_10_SECONDS / 10
+    start_seconds: float = sizing.COLD_START_SECONDS + sizing.PACK_PREPARE_SECONDS
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LeadPolicy:
+        """The deployment's, as its functions are configured (infra/settings.py sets them)."""
+        return cls.for_deployment(
+            bound_seconds=settings.lead_max_seconds,
+            pack_size=settings.pack_size,
+            shards=settings.shard_count,
+            ready_pollers=settings.worker_ready_pollers,
+            max_invokes=settings.burst_worker_concurrency,
+        )
+
+    @classmethod
+    def for_deployment(
+        cls,
+        *,
+        bound_seconds: int,
+        pack_size: int,
+        shards: int,
+        ready_pollers: int,
+        max_invokes: int,
+    ) -> LeadPolicy:
+        """`ready_pollers`: the provisioned mapping's MinimumPollers for a crowded minute (0: standard
+        mode, bounded by `max_invokes`, its MaximumConcurrency)."""
+        if not ready_pollers:
+            return cls(bound_seconds, pack_size, shards, shards, max_invokes=max_invokes)
+        return cls(
+            bound_seconds,
+            pack_size,
+            shards,
+            shards,
+            ready_invokes=ready_pollers * POLLER_CONCURRENT_INVOKES,
+            invokes_per_minute=sizing.PROVISIONED_INVOKES_PER_MINUTE,
+            max_invokes=max_invokes,
+            receives_per_second=ready_pollers * POLLER_RECEIVES_PER_SECOND,
+        )
+
+
+def take_seconds(packs: int, policy: LeadPolicy) -> float:
+    """Seconds from the first of an instant's packs becoming visible until the deployment has handed
+    each to an invocation, as many as it can hold at once (`max_invokes`; the rest wait for one to
+    end, whatever the lead), by the first of three limits to bind:
+    - the mapping: `ready_invokes` at once, then `invokes_per_minute`;
+    - Lambda: `environments_at_once` new environments (1,000), then `environments_per_second` (100);
+    - the pollers' receives, a pack each."""
+    held = min(packs, policy.max_invokes)
+    return max(
+        max(0, held - policy.ready_invokes) / (policy.invokes_per_minute / 60),
+        max(0, held - policy.environments_at_once) / policy.environments_per_second,
+        held / policy.receives_per_second,
+    )
+
+
+def lead_seconds(executions: int, policy: LeadPolicy) -> int:
+    """Whole seconds before an instant that `executions` due at it become visible (0: at the instant).
+
+    A quiet instant, at most `quiet_packs` packs (a pack a shard), gets none: its invocations are
+    few, the environments of a steady load take them, and a lead would bill each hold and, under a
+    steady load, keep lead x packs a second invocations held. A crowded one gets the time it takes
+    the deployment to hand out its packs (`take_seconds`) plus a pack's start in a new environment
+    (`start_seconds`: a cold start and its reads and lease), rounded up, at most `bound_seconds`.
+    Its packs are then taken and prepared before the instant and fire at it.
+
+    A million at one instant onto the default deployment pre-scaled (64 shards, packs of 500, 200
+    pollers ready, 210 at most): 64 x ceil(15,625 / 500) = 2,048 packs; the mapping has 2,000 at once
+    and adds 48 in 48 / (1,000 / 60) = 2.9 s; Lambda starts 1,000 environments at once and the other
+    1,048 at 100 a second, 10.5 s; the pollers' 2,000 receives a second take 1.0 s. So 10.5 s + 1.3 s
+    = 11.8 s: 12 s ahead. Under 64 x 500 = 32,000 at an instant: 0.
+    """
+    packs = instant_packs(executions, policy.shards, policy.pack_size)
+    if packs <= policy.quiet_packs or policy.bound_seconds <= 0:
+        return 0
+    return min(policy.bound_seconds, math.ceil(take_seconds(packs, policy) + policy.start_seconds))
 
 
 @dataclass

@@ -7,6 +7,9 @@ It reads two kinds of partition per shard:
   shard) says where it reads on, and moves past what was sent. Markers there are not deleted; they
   expire. A bucket never receives a marker behind a position: anything due that soon is filed under
   the soon partition instead (`Dispatcher.route`).
+Before sending, it counts how many executions fall due at each instant it read, on all shards (its
+own shards' count scaled to the rest: executions spread evenly over the shards by their ids), so
+that the dispatcher can make a crowded instant's messages visible ahead of it (`Dispatcher.ahead`).
 A late, missed or crashed tick skips nothing: the position moves only past markers that were sent
 (or dropped, or set aside); a failure keeps it at the first marker that failed, so the next tick reads
 from there (sending again what followed it, which the worker recognises).
@@ -15,7 +18,8 @@ from there (sending again what followed it, which the worker recognises).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -213,12 +217,21 @@ class Scanner:
             },
         )
 
-    def _dispatch(self, markers: list[DueMarker], now: datetime) -> _Counts:
+    def due_at(self, batches: Sequence[tuple[int, Sequence[DueMarker]]]) -> dict[datetime, int]:
+        """Executions due at each instant of these shards' markers, on every shard: their count scaled
+        by the shards this scanner does not read (the shards hold an instant's executions evenly)."""
+        counts = Counter(m.scheduled_at for _, markers in batches for m in markers)
+        scale = self._store.shard_count / max(1, len(self._shards))
+        return {at: round(count * max(1.0, scale)) for at, count in counts.items()}
+
+    def _dispatch(
+        self, markers: list[DueMarker], now: datetime, due_at: Mapping[datetime, int] | None = None
+    ) -> _Counts:
         # A marker an API request is still enqueueing stays for a later tick (in a minute bucket, the
         # shard's position stops at it).
         mine, claimed = handoff.split_claimed(markers, now)
         counts = _Counts(deferred=claimed)
-        result = self._dispatcher.dispatch(mine)
+        result = self._dispatcher.dispatch(mine, due_at=due_at)
         counts.enqueued = len(result.enqueued)
         counts.skipped = len(result.skipped)
         counts.failed = list(result.failed)
@@ -322,8 +335,9 @@ class _Tick:
         partition, which every tick reads, so that one marker failing again and again never holds up
         the rest of its shard; only if that fails too does the shard stop at it."""
         assert self.lanes is not None
+        due_at = self._scanner.due_at(batches)
         futures = [
-            (shard, list(chunk), self.lanes.submit(self._scanner._dispatch, list(chunk), self.now))
+            (shard, list(chunk), self.lanes.submit(self._scanner._dispatch, list(chunk), self.now, due_at))
             for shard, markers in batches
             for chunk in instant_chunks(markers, self._scanner._dispatcher.pack_size)
         ]

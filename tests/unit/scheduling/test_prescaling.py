@@ -96,9 +96,10 @@ def test_policy_bounds_are_checked() -> None:
 
 
 def test_load_percent_names_the_tightest_limit() -> None:
-    # A million in a minute needs 625 concurrent invocations with headroom and 100,000 write units/s
+    # A million in a minute needs 625 concurrent invocations spread with headroom, 2,000 at one
+    # instant (16 shards' packs of 500, each an invoke held at once), and 100,000 write units/s
     limits = Limits(worker_concurrency=20, lambda_concurrency=1000, table_write_units=40_000)
-    assert load_percent(1_000_000, limits, POLICY) == round(100 * 625 / 20, 1)
+    assert load_percent(1_000_000, limits, POLICY) == round(100 * 2000 / 20, 1)
     roomy = Limits(
         worker_concurrency=1000,
         lambda_concurrency=1000,
