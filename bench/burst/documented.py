@@ -78,7 +78,8 @@ SQS_IN_FLIGHT = sizing.SQS_IN_FLIGHT  # messages received and not deleted, a sta
 PARTITION_READ_UNITS = sizing.PARTITION_READ_UNITS  # a second, per partition (DDB_PARTITION_PAGE)
 
 # Assumed.
-COLD_START = (0.25, 0.8)  # seconds, uniform: a Python function with boto3 and Powertools
+# Seconds, uniform: a Python function with boto3 and Powertools (the lead plans with the longest).
+COLD_START = (0.25, sizing.COLD_START_SECONDS)
 RECEIVE_SECONDS = 0.02  # a poller's ReceiveMessage returning messages, and the invoke
 PRE_START_SECONDS = 0.02  # the worker's reads and its claim of the execution before the task
 # Table write units an execution in the worker: its claim, its end and the job's outcome (bench-cost;
@@ -100,8 +101,8 @@ PACK_WEBHOOK_CPU_MS = 0.87
 DYNAMODB_CALL_CPU_MS = 1.9
 PACK_DECODE_MS_PER_ENTRY = 0.005
 BATCH_READ_CPU_MS = 8.0  # assumed: a BatchGetItem of a hundred items parsed
-# Assumed: the lead the forecast gives a crowded instant, the bound of Settings.early_visibility_seconds.
-LEAD_SECONDS = 15.0
+# The end of a leased member: one write (ExecutionRepository.put_end); the pack's lease: one.
+END_WRITE_UNITS = 1.0
 
 
 def documented(value: Any, *pages: tuple[str, str], note: str = "") -> dict[str, Any]:
@@ -155,7 +156,8 @@ INPUTS: dict[str, dict[str, Any]] = {
         "at most 2,000; the stricter 2,000 (20,000 concurrent invokes, as the News Blog says)",
     ),
     "warming": {
-        "value": "MinimumPollers raised to 200 before the minute (punctual.scheduling.prescaling, minutes ahead)",
+        "value": "MinimumPollers raised before the minute to what it needs all at one instant, at most "
+        "200 (punctual.scheduling.prescaling.desired_min_pollers, minutes ahead)",
         "label": "assumed: the update takes effect within the forecast's minutes",
     },
     "lambda_environment_scaling": documented(
@@ -227,10 +229,21 @@ INPUTS: dict[str, dict[str, Any]] = {
     },
     "batch_read_cpu_ms": {"value": BATCH_READ_CPU_MS, "label": "assumed"},
     "lead_seconds": {
-        "value": LEAD_SECONDS,
+        "label": "derived",
+        "source": "punctual.scheduling.prescaling.lead_seconds on the deployment's settings "
+        "(LeadPolicy.from_settings): the mapping's and Lambda's documented scaling, the assumed cold "
+        "start and pack preparation, bounded by lead_max_seconds (15)",
+    },
+    "pack_prepare_seconds": {
+        "value": sizing.PACK_PREPARE_SECONDS,
         "label": "assumed",
-        "source": "messages visible this long before a crowded instant: the bound of "
-        "Settings.early_visibility_seconds (0-15), which AWS deploys at 0 today",
+        "source": "what the lead allows for a pack's body, jobs and lease before it can hold "
+        "(punctual.platform.aws_limits)",
+    },
+    "end_write_units": {
+        "value": END_WRITE_UNITS,
+        "label": "assumed",
+        "source": "a leased member's end, one put (execution.packs); the pack's lease, one",
     },
     "worker_memory_mb": {
         "value": 512,

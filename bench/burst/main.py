@@ -8,9 +8,15 @@ from dataclasses import asdict
 from typing import Any
 
 from bench import webhook_cpu
-from bench.burst.documented import DYNAMODB_CALL_CPU_MS, INPUTS, LEAD_SECONDS, PACK_WEBHOOK_CPU_MS
+from bench.burst.documented import DYNAMODB_CALL_CPU_MS, INPUTS, PACK_WEBHOOK_CPU_MS
 from bench.burst.model import GOAL_SECONDS, simulate
-from bench.burst.scenarios import one_instant_million, scenarios, steady_10k_per_s
+from bench.burst.scenarios import (
+    lead_arithmetic,
+    one_instant_million,
+    packed_prescaled,
+    scenarios,
+    steady_10k_per_s,
+)
 from punctual_cli import capacity
 
 # The first line of the package's docstring.
@@ -37,7 +43,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     inputs["worker_cpu_ms_per_webhook"]["value"] = args.worker_cpu_ms
     inputs["scanner_rate_per_invocation"]["value"] = round(rate, 1)
     inputs["worker_batch_seconds"]["value"] = args.batch_seconds
-    inputs["lead_seconds"]["value"] = args.lead_seconds
+    inputs["lead_seconds"]["value"] = lead_arithmetic(args.burst, packed_prescaled(rate, args, args.burst))
     inputs["pack_webhook_cpu_ms"]["value"] = args.pack_webhook_cpu_ms
     inputs["dynamodb_call_cpu_ms"]["value"] = args.dynamodb_call_cpu_ms
     results = {
@@ -95,8 +101,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--lead-seconds",
         type=float,
-        default=LEAD_SECONDS,
-        help="packs visible this long before their instant",
+        default=None,
+        help="packs visible this long before every instant (default: the code's lead for each instant)",
     )
     p.add_argument(
         "--pack-webhook-cpu-ms", type=float, default=PACK_WEBHOOK_CPU_MS, help="measured: bench.pack_fire"

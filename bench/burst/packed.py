@@ -1,12 +1,13 @@
 """The packed path as the code runs it: the scanner sends one message a pack (up to `pack_size`
 executions of one instant and shard, scheduling.dispatch), held by DelaySeconds until `lead` seconds
-before the instant (rounded down to whole seconds, store.queue.delay_seconds); the worker mapping's
-pollers hand each pack to one invocation (BatchSize 1), and its PackRunner (execution.packs) reads the
-pack's executions and jobs, has min(pack, FIRE_THREADS) threads each claim a member ahead of the
-instant (an UpdateItem), hold, then start it; members beyond the threads wait for a thread, which is
-free once its member's outcome is written (two UpdateItems); starts go before outcome writes
-(execution.starts_first). One environment's CPU is its share of a vCPU (memory / 1,769 MB), spent
-on one thing at a time in that order.
+before the instant (rounded down to whole seconds, store.queue.delay_seconds; the lead is the code's
+own, scheduling.prescaling.lead_seconds); the worker mapping's pollers hand each pack to one
+invocation (BatchSize 1), and its PackRunner (execution.packs) takes it under one lease: it reads the
+pack's jobs, writes the lease, holds until the instant (never early), reads the jobs' stamps, starts
+min(pack, FIRE_THREADS) members side by side and writes each end once every start is made
+(execution.starts_first); members beyond the threads wait for a thread, which is free once its
+member has answered and its end is written. One environment's CPU is its share of a vCPU
+(memory / 1,769 MB), spent on one thing at a time in that order.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 
 from bench.burst.documented import (
     COLD_START,
+    END_WRITE_UNITS,
     ENVIRONMENTS_PER_10_SECONDS,
     INVOCATION_START_SECONDS,
     PROVISIONED_PER_MINUTE,
@@ -28,6 +30,7 @@ from bench.burst.documented import (
 from bench.burst.model import percentile
 from punctual.platform import aws_limits as sizing
 from punctual.platform.config import FIRE_THREADS
+from punctual.scheduling.prescaling import LeadPolicy, lead_seconds
 
 DT = 0.01
 READS_PER_CALL = 100  # BatchGetItem keys a call
@@ -48,7 +51,10 @@ class Costs:
 
 @dataclass(frozen=True)
 class PackedDeployment:
-    lead_seconds: float  # messages visible this long before their instant
+    # How long before its instant each instant's messages become visible: the code's lead for the
+    # executions due then (prescaling.lead_seconds), unless `lead_seconds` fixes one for every instant.
+    lead: LeadPolicy = field(default_factory=LeadPolicy)
+    lead_seconds: float | None = None
     memory_mb: int = 512
     pack_size: int = 500
     fire_threads: int = FIRE_THREADS
@@ -65,6 +71,10 @@ class PackedDeployment:
     def share(self) -> float:
         return min(1.0, self.memory_mb / sizing.LAMBDA_MB_PER_VCPU)
 
+    def ahead(self, executions: int) -> float:
+        """Seconds before an instant of `executions` its messages become visible."""
+        return self.lead_seconds if self.lead_seconds is not None else lead_seconds(executions, self.lead)
+
 
 @dataclass
 class PackedResult:
@@ -77,7 +87,8 @@ class PackedResult:
     cold_starts: int
     peak_concurrency: int
     last_received_seconds: float  # the last pack taken, from the instant (negative: before it)
-    peak_write_units_per_second: float
+    peak_write_units_per_second: float  # asked of the table in its busiest second
+    last_end_written_seconds: float  # the last member's end stored, at the table's rate, from the instant
     invocation_seconds: float  # mean billed time a pack's invocation, hold included
     bound_by: list[str] = field(default_factory=list)
 
@@ -112,30 +123,29 @@ def run_pack(
     size: int, ready: float, due: float, d: PackedDeployment, c: Costs, claims: _Table, after: _Table
 ) -> tuple[list[float], float]:
     """Start times of one pack's members (`ready`: its invocation has the pack, after any cold start),
-    and when its invocation ends. `claims`: the table's rate as the claims ahead find it, `after`: as
-    the writes from the instant on do (each booked in its own order of time)."""
+    and when its invocation ends. `claims`: the table's rate as the leases ahead find it, `after`: as
+    the ends' writes from the instant on do (each booked in its own order of time)."""
     cpu = 1000 * d.share  # ms of work a second
     threads = min(size, d.fire_threads)
     t = ready + size * c.decode_ms_per_entry / cpu
-    t += c.call_seconds + 2 * math.ceil(size / READS_PER_CALL) * c.batch_read_ms / cpu  # executions, jobs
-    claimed = claims.write(threads, t)  # each thread claims its member, ahead if there is time
-    claimed = max(claimed, t + threads * c.dynamodb_call_ms / cpu)
-    ahead = claimed < due
-    fire = max(due, claimed)
-    if ahead:  # the jobs' stamps, read again at the instant in one batch
-        fire += c.call_seconds + math.ceil(threads / READS_PER_CALL) * c.batch_read_ms / cpu
+    t += c.call_seconds + math.ceil(size / READS_PER_CALL) * c.batch_read_ms / cpu  # the jobs
+    leased = claims.write(1, t)  # the pack's one lease, ahead if there is time
+    leased = max(leased, t + c.dynamodb_call_ms / cpu) + c.call_seconds
+    # Held until the instant, never early; then the jobs' stamps, in one batch a hundred.
+    fire = max(due, leased) + c.call_seconds + math.ceil(size / READS_PER_CALL) * c.batch_read_ms / cpu
     starts = [fire + (k + 1) * c.webhook_ms / cpu for k in range(threads)]
-    # The rest wait for a thread: one frees once its member answered and its outcome is written.
+    # The rest wait for a thread: one frees once its member answered and its end is written.
     rest = size - threads
     base = max(starts[-1], starts[0] + c.task_seconds)
-    each = (3 * c.dynamodb_call_ms + c.webhook_ms) / cpu  # an outcome written, a claim, a start
+    each = (c.dynamodb_call_ms + c.webhook_ms) / cpu  # an end written, a start
     if rest:
-        written = after.write(3 * rest, base)
+        written = after.write(rest * END_WRITE_UNITS, base)
         base = max(base, written - rest * each)
     starts += [base + (j + 1) * each for j in range(rest)]
-    outcomes = (threads - rest) * 2 * c.dynamodb_call_ms / cpu
-    end = max(starts[-1] + c.task_seconds, starts[-1] + outcomes)
-    after.write(2 * (threads - rest), starts[threads - 1])
+    # The first threads' ends, once every start is made.
+    ends = after.write(threads * END_WRITE_UNITS, starts[threads - 1])
+    outcomes = threads * c.dynamodb_call_ms / cpu
+    end = max(starts[-1] + c.task_seconds, starts[threads - 1] + outcomes, ends)
     return starts, end
 
 
@@ -146,6 +156,7 @@ def simulate_packs(
     rng = random.Random(seed)
     packs: list[tuple[float, float, int]] = []  # visible, due, size
     for due, executions in instants:
+        lead = d.ahead(executions)
         for shard_packs in pack_sizes(executions, d.shards, d.pack_size):
             # The tick reads the instant TICK_LEAD_SECONDS ahead at the latest; a scanner invocation
             # sends its shard's packs in order at its measured rate; SQS delays in whole seconds,
@@ -153,7 +164,7 @@ def simulate_packs(
             sent = due - TICK_LEAD_SECONDS + INVOCATION_START_SECONDS
             for size in shard_packs:
                 sent += size / d.scanner_rate
-                packs.append((sent + max(0, math.floor(due - d.lead_seconds - sent)), due, size))
+                packs.append((sent + max(0, math.floor(due - lead - sent)), due, size))
     packs.sort()
     claims, after = _Table(d.table_write_units), _Table(d.table_write_units)
     lateness: list[float] = []
@@ -215,7 +226,7 @@ def simulate_packs(
                 bounds.setdefault(min(limits, key=lambda pair: pair[0])[1], round(t, 2))
         peak = max(peak, len(busy))
     if claims.units < 10**8 and claims.free_at > min(due for _, due, _ in packs):
-        bounds.setdefault("table write units (the claims ahead)", round(claims.free_at, 2))
+        bounds.setdefault("table write units (the leases ahead)", round(claims.free_at, 2))
     per_second = defaultdict(float, claims.by_second)
     for second, units in after.by_second.items():
         per_second[second] += units
@@ -231,6 +242,7 @@ def simulate_packs(
         peak_concurrency=peak,
         last_received_seconds=round(last_received, 2),
         peak_write_units_per_second=round(max(per_second.values(), default=0.0), 1),
+        last_end_written_seconds=round(after.free_at - min(due for _, due, _ in packs), 1),
         invocation_seconds=round(billed / len(packs), 2),
         bound_by=sorted(bounds, key=bounds.__getitem__),
     )

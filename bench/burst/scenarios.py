@@ -22,11 +22,19 @@ from bench.burst.documented import (
     SQS_QUOTA_PAGE,
 )
 from bench.burst.model import GOAL_SECONDS, Deployment, Load, Result, mapping_claim
-from bench.burst.packed import Costs, PackedDeployment, PackedResult, simulate_packs
+from bench.burst.packed import Costs, PackedDeployment, PackedResult, pack_sizes, simulate_packs
 from infra.settings import DeploySettings
 from punctual.platform import aws_limits as sizing
-from punctual.platform.config import FIRE_THREADS, Settings
+from punctual.scheduling.prescaling import (
+    LeadPolicy,
+    PollerPolicy,
+    desired_min_pollers,
+    take_seconds,
+)
 from punctual_cli import capacity
+
+# The default deployment with the pre-scaling on (PRESCALE_CONTEXT), and its functions' settings.
+PRESCALED = DeploySettings(worker_min_pollers=2, burst_forecast_minutes=5, worker_prescale=True)
 
 
 def default_prescaled(rate: float) -> Deployment:
@@ -121,16 +129,32 @@ def packed_costs(args: argparse.Namespace) -> Costs:
     )
 
 
-def packed_prescaled(rate: float, args: argparse.Namespace) -> PackedDeployment:
+def prescaled_pollers(executions_in_minute: int) -> int:
+    """The MinimumPollers the default deployment's pre-scaling sets ahead of such a minute
+    (punctual.scheduling.prescaling.desired_min_pollers, as the scanner's tick runs it)."""
+    functions = PRESCALED.function_settings()
+    policy = PollerPolicy(
+        floor=functions.burst_pollers_floor,
+        ceiling=functions.burst_pollers_ceiling,
+        pack_size=functions.pack_size,
+        shards=functions.shard_count,
+    )
+    return desired_min_pollers([executions_in_minute], functions.burst_pollers_floor, policy)
+
+
+def packed_prescaled(rate: float, args: argparse.Namespace, executions_in_minute: int) -> PackedDeployment:
     """The default deployment (infra/settings.py) with the pre-scaling on, on the packed path: pollers
-    raised ahead to worker_prescale_max_pollers within worker_max_pollers, the account's quotas at
-    their defaults, the worker at its memory, packs of Settings.pack_size."""
-    s = DeploySettings
+    raised ahead by the code's pre-scaling for the minute, within worker_max_pollers; each instant's
+    lead the code's (LeadPolicy.from_settings on the deployed settings), unless --lead-seconds fixes
+    one; the account's quotas at their defaults, the worker at its memory, packs of Settings.pack_size."""
+    s = PRESCALED
+    functions = s.function_settings()
     return PackedDeployment(
+        lead=LeadPolicy.from_settings(functions),
         lead_seconds=args.lead_seconds,
         memory_mb=capacity.Assumptions().worker_memory_mb,
-        pack_size=Settings().pack_size,
-        min_pollers=s.worker_prescale_max_pollers,
+        pack_size=functions.pack_size,
+        min_pollers=prescaled_pollers(executions_in_minute),
         max_pollers=s.worker_max_pollers,
         lambda_quota=s.lambda_concurrency_quota,
         table_write_units=sizing.TABLE_QUOTA_UNITS,
@@ -138,6 +162,20 @@ def packed_prescaled(rate: float, args: argparse.Namespace) -> PackedDeployment:
         scanner_fanout=s.scanner_fanout,
         scanner_rate=rate,
     )
+
+
+def lead_arithmetic(executions: int, d: PackedDeployment) -> dict[str, Any]:
+    """The lead the code chooses for an instant of `executions` on `d`, with its terms."""
+    packs = sum(len(shard) for shard in pack_sizes(executions, d.shards, d.pack_size))
+    return {
+        "lead_s": d.ahead(executions),
+        "packs": packs,
+        "take_s": round(take_seconds(packs, d.lead), 2),
+        "start_s": d.lead.start_seconds,
+        "bound_s": d.lead.bound_seconds,
+        "rule": "0 for at most a pack a shard; else ceil(take + start), at most the bound "
+        "(punctual.scheduling.prescaling.lead_seconds)",
+    }
 
 
 def _figures(found: PackedResult) -> dict[str, Any]:
@@ -196,28 +234,20 @@ def one_instant_million(rate: float, args: argparse.Namespace) -> dict[str, Any]
     on the packed path (bench.burst.packed), its quotas raised; then what else moves the figure."""
     instants = [(0.0, args.burst)]
     c = packed_costs(args)
-    base = packed_prescaled(rate, args)
+    base = packed_prescaled(rate, args, args.burst)
     raises = packed_quota_raises(base, instants, c, args.seed)
     raised = _raised(base, raises)
     found = simulate_packs(instants, raised, c, seed=args.seed)
     at_defaults = simulate_packs(instants, base, c, seed=args.seed)
     cost = burst_cost_packed(raised, found)
-    enough_pollers = max(base.max_pollers, math.ceil(found.packs / sizing.POLLER_CONCURRENT_INVOKES) + 5)
+    lead = lead_arithmetic(args.burst, raised)
     levers = {
-        f"worker_max_pollers={enough_pollers} (a pack an invoke for every pack)": replace(
-            raised,
-            max_pollers=enough_pollers,
-            lambda_quota=max(raised.lambda_quota, _round_up(found.packs + 164, 100)),
+        "messages visible at the instant (lead 0, as before the lead)": replace(raised, lead_seconds=0),
+        "MinimumPollers left at the floor (pre-scaling off)": replace(raised, min_pollers=2),
+        f"the worker at {sizing.LAMBDA_MB_PER_VCPU} MB (one vCPU)": replace(
+            raised, memory_mb=sizing.LAMBDA_MB_PER_VCPU
         ),
     }
-    more = levers[next(iter(levers))]
-    levers[f"and the worker at {sizing.LAMBDA_MB_PER_VCPU} MB (one vCPU)"] = replace(
-        more, memory_mb=sizing.LAMBDA_MB_PER_VCPU
-    )
-    levers["and FIRE_THREADS = pack_size (no member waits for a thread)"] = replace(
-        more, fire_threads=more.pack_size
-    )
-    levers["messages visible at the instant (lead 0, today's AWS default)"] = replace(raised, lead_seconds=0)
     return {
         "p50_s": found.p50_seconds,
         "p99_s": found.p99_seconds,
@@ -228,21 +258,25 @@ def one_instant_million(rate: float, args: argparse.Namespace) -> dict[str, Any]
         "goal_max_s": GOAL_SECONDS,
         "met": found.max_seconds <= GOAL_SECONDS,
         "packs": found.packs,
+        "lead": lead,
         "bound_by": found.bound_by,
         "last_pack_received_s": found.last_received_seconds,
         "peak_write_units_per_second": found.peak_write_units_per_second,
+        "last_end_written_s": found.last_end_written_seconds,
         "burst_cost_parts_usd": cost,
         "depends_on": [
-            f"messages made visible {args.lead_seconds:g} s before the instant (assumed: the lead the "
-            "forecast gives a crowded instant, the bound of early_visibility_seconds; AWS deploys 0 today)",
+            f"messages made visible {lead['lead_s']:g} s before the instant: the code's lead for "
+            f"{args.burst:,} executions at one instant (scheduling.prescaling.lead_seconds)",
             "the worker mapping's BatchSize 1 (a pack an invoke)",
-            "MinimumPollers raised to worker_prescale_max_pollers before the packs become visible "
-            "(the pre-scaling, minutes ahead; assumed to take effect in time)",
+            f"MinimumPollers raised to {raised.min_pollers} by the pre-scaling before the packs become "
+            f"visible (minutes ahead; assumed to take effect in time), MaximumPollers {raised.max_pollers}",
             f"the worker's CPU at {raised.memory_mb} MB: {raised.share:.3f} of a vCPU, the measured "
             "per-member CPU (pack_webhook_cpu_ms, dynamodb_call_cpu_ms) spent one at a time",
-            f"{FIRE_THREADS} threads a pack of {raised.pack_size}: members beyond them start once a "
-            "thread's member has answered and its outcome is written",
-            "the table's write rate quota raised (the claims made ahead); bucket and job partitions never bind",
+            f"{raised.fire_threads} threads a pack of {raised.pack_size}, one lease a pack taken ahead, "
+            "each member's end written once every start is made",
+            f"the ends are written at the table's {raised.table_write_units:,} units a second after the "
+            f"starts: they delay no start, and the last is stored {found.last_end_written_seconds:g} s "
+            "after the instant",
         ],
         "levers": {
             name: _figures(simulate_packs(instants, d, c, seed=args.seed)) for name, d in levers.items()
@@ -284,11 +318,11 @@ def burst_cost_packed(d: PackedDeployment, result: PackedResult) -> dict[str, fl
 def steady_10k_per_s(rate: float, args: argparse.Namespace) -> dict[str, Any]:
     """10,000 executions a second, steady, onto the same deployment (quotas raised as for the burst),
     its environments warm: each second's executions due at that second (as the API's times and cron's
-    are), so they pack by instant and shard."""
+    are), so they pack by instant and shard, and each instant gets the code's lead (none: quiet)."""
     steady_rate = 10_000
     instants = [(float(second), steady_rate) for second in range(args.steady_seconds)]
     c = packed_costs(args)
-    base = replace(packed_prescaled(rate, args), warm_environments=2000)
+    base = replace(packed_prescaled(rate, args, steady_rate * 60), warm_environments=2000)
     raises = packed_quota_raises(base, instants[:5], c, args.seed)
     found = simulate_packs(instants, _raised(base, raises), c, seed=args.seed)
     return {
@@ -300,7 +334,9 @@ def steady_10k_per_s(rate: float, args: argparse.Namespace) -> dict[str, Any]:
         "peak_write_units_per_second": found.peak_write_units_per_second,
         "depends_on": [
             "executions due at whole seconds (a pack per shard a second, ~156 executions)",
-            f"messages visible {args.lead_seconds:g} s before their instant; environments warm",
+            f"messages visible {base.ahead(steady_rate):g} s before their instant (the code's lead: an "
+            f"instant of at most a pack a shard is quiet); MinimumPollers {base.min_pollers} by the "
+            "pre-scaling; environments warm",
         ],
     }
 
