@@ -10,7 +10,8 @@ paid for (docs/scaling.md, section 4; `python -m bench.burst`).
 
 A minute's count does not say whether its executions are spread over it or all due at one instant, so
 the pollers are sized for the stricter: every pack of the minute due at once, each holding its
-invocation from when it is taken until it has fired (`pollers_for_instant`). And the dispatcher makes
+invocation from when it is taken until it has fired, if that instant would be crowded
+(`instant_invokes`). And the dispatcher makes
 a crowded instant's packs visible some seconds before it (`lead_seconds`), so that the environments
 the instant needs are started and holding when it comes.
 
@@ -109,12 +110,18 @@ def instant_packs(executions: int, shards: int, pack_size: int) -> int:
     return min(shards, executions) * math.ceil(per_shard / pack_size)
 
 
-def pollers_for_instant(executions: int, policy: PollerPolicy) -> int:
-    """Pollers for `executions` all due at one instant (unbounded): every pack holds one concurrent
-    invoke from when it is taken, ahead of the instant, until it has fired, so all of them at once,
-    10 a poller."""
+def instant_invokes(executions: int, policy: PollerPolicy) -> int:
+    """Concurrent invokes `executions` all due at one instant hold at once: every pack, when the
+    instant is crowded (more than a pack a shard), since each is then taken ahead of it
+    (`lead_seconds`) and holds its invoke until it has fired. A quiet instant's packs are taken at it
+    and need no more than the even spread's."""
     packs = instant_packs(executions, policy.shards, policy.pack_size)
-    return math.ceil(packs / POLLER_CONCURRENT_INVOKES)
+    return packs if packs > policy.shards else 0
+
+
+def pollers_for_instant(executions: int, policy: PollerPolicy) -> int:
+    """Pollers for `executions` all due at one instant (unbounded), 10 invokes a poller."""
+    return math.ceil(instant_invokes(executions, policy) / POLLER_CONCURRENT_INVOKES)
 
 
 def desired_min_pollers(coming: Sequence[int], current: int, policy: PollerPolicy) -> int:
@@ -146,10 +153,9 @@ class Limits:
 def load_percent(executions_in_minute: int, limits: Limits, policy: PollerPolicy) -> float:
     """How much of what the deployment can start a minute's load needs, in percent (over 100: some of
     it will start late): the tightest of worker concurrency, Lambda concurrency and table writes,
-    for the minute spread evenly or all at one instant (a pack an invoke at once), whichever needs more."""
+    for the minute spread evenly or all at one instant (`instant_invokes`), whichever needs more."""
     concurrency = max(
-        concurrency_for(executions_in_minute, policy),
-        instant_packs(executions_in_minute, policy.shards, policy.pack_size),
+        concurrency_for(executions_in_minute, policy), instant_invokes(executions_in_minute, policy)
     )
     write_units = executions_in_minute / 60 * limits.write_units_per_execution
     return round(

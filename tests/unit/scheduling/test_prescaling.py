@@ -111,6 +111,18 @@ def test_load_percent_names_the_tightest_limit() -> None:
     assert load_percent(6_000, LIMITS, POLICY) < 100
 
 
+def test_a_minute_sized_at_one_instant_only_when_that_instant_would_be_crowded() -> None:
+    # Given 16 shards and packs of 500: up to 8,000 at one instant is a pack a shard, taken at the
+    # instant, not held ahead; more is crowded, every pack an invoke held at once
+    assert burst.instant_invokes(8_000, POLICY) == 0
+    assert burst.instant_invokes(8_001, POLICY) == 32
+    assert burst.pollers_for_instant(1_000_000, POLICY) == 200  # 2,000 packs
+    # So a quiet minute's load is its spread's, and a crowded one's its packs'
+    limits = Limits(worker_concurrency=20, lambda_concurrency=1000, table_write_units=40_000)
+    assert load_percent(8_000, limits, POLICY) == round(100 * burst.concurrency_for(8_000, POLICY) / 20, 1)
+    assert load_percent(8_001, limits, POLICY) == round(100 * 32 / 20, 1)
+
+
 # ------------------------------------------------------------------------------ the calls
 
 
