@@ -11,7 +11,13 @@ import pytest
 
 from bench import scanner_throughput
 from bench.cost import main as cost
+from punctual.execution.packs import PACK_LEASE_MIN
 from punctual_cli import capacity
+
+# The batched jobs are all due at one second, so they fall into packs by the shards of their random
+# ids: a pack of PACK_LEASE_MIN goes the leased path, which writes less than the lone executions the
+# capacity constants price. One job fewer than that makes every pack claim its members, whatever the ids.
+BATCH_JOBS = PACK_LEASE_MIN - 1
 
 
 def test_scanner_benchmark_enqueues_every_marker() -> None:
@@ -44,7 +50,7 @@ def test_cost_benchmark_counts_units_and_prices_them() -> None:
             "--one-time",
             "3",
             "--batch-jobs",
-            "4",
+            str(BATCH_JOBS),
             "--batch-lead-seconds",
             "200",
             "--cron",
@@ -65,16 +71,16 @@ def test_cost_benchmark_counts_units_and_prices_them() -> None:
     assert creation["dynamodb.PutItem"] == 2
     assert creation["dynamodb.BatchWriteItem"] == 1  # the marker's deletion (no execution is stored)
     assert "sqs.ReceiveMessage" not in one_time["per_execution_scan_and_run"]["calls"]  # polling, apart
-    # (one batch of four, --batch-size left at 100: the markers in one BatchWriteItem, then the jobs
-    # in another; handed off)
+    # (one batch, --batch-size left at 100: the markers in one BatchWriteItem, then the jobs in
+    # another; handed off)
     batched = result["measured"]["batched"]
-    assert batched["executions"] == 4
-    assert batched["jobs_per_request"] == 4
-    assert batched["per_job_creation"]["calls"]["dynamodb.BatchWriteItem"] >= 0.5
-    assert batched["usage_per_execution"]["api_requests"] == 0.25
-    # priced and named as measured: four jobs a request, not the flag's 100
-    assert result["assumed_api_seconds_per_batch_request"] == capacity.batch_api_seconds(4)
-    assert "batch-create endpoint, 4 jobs a request (measured)" in [
+    assert batched["executions"] == BATCH_JOBS
+    assert batched["jobs_per_request"] == BATCH_JOBS
+    assert round(batched["per_job_creation"]["calls"]["dynamodb.BatchWriteItem"] * BATCH_JOBS) >= 2
+    assert batched["usage_per_execution"]["api_requests"] == pytest.approx(1 / BATCH_JOBS, abs=1e-3)
+    # priced and named as measured: the jobs a request, not the flag's 100
+    assert result["assumed_api_seconds_per_batch_request"] == capacity.batch_api_seconds(BATCH_JOBS)
+    assert f"batch-create endpoint, {BATCH_JOBS} jobs a request (measured)" in [
         lever["change"] for lever in result["levers_one_time_per_million"]
     ]
     # and priced above zero, with the comparison and the target
