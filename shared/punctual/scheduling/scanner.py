@@ -218,20 +218,27 @@ class Scanner:
         )
 
     def due_at(self, batches: Sequence[tuple[int, Sequence[DueMarker]]]) -> dict[datetime, int]:
-        """Executions due at each instant of these shards' markers, on every shard: their count scaled
-        by the shards this scanner does not read (the shards hold an instant's executions evenly)."""
+        """Executions due at each crowded instant of these shards' markers, on every shard: their count
+        scaled by the shards this scanner does not read (the shards hold an instant's executions
+        evenly). Crowded: more than a pack a shard; a quiet instant's lead is none whatever its count."""
         counts = Counter(m.scheduled_at for _, markers in batches for m in markers)
-        scale = self._store.shard_count / max(1, len(self._shards))
-        return {at: round(count * max(1.0, scale)) for at, count in counts.items()}
+        scale = max(1.0, self._store.shard_count / max(1, len(self._shards)))
+        quiet = self._dispatcher.pack_size * self._store.shard_count
+        return {at: n for at, count in counts.items() if (n := round(count * scale)) > quiet}
 
     def _dispatch(
         self, markers: list[DueMarker], now: datetime, due_at: Mapping[datetime, int] | None = None
     ) -> _Counts:
+        """`due_at`: the crowded instants' counts (`Scanner.due_at`); the dispatcher counts the rest."""
         # A marker an API request is still enqueueing stays for a later tick (in a minute bucket, the
         # shard's position stops at it).
         mine, claimed = handoff.split_claimed(markers, now)
         counts = _Counts(deferred=claimed)
-        result = self._dispatcher.dispatch(mine, due_at=due_at)
+        crowds = due_at or {}
+        crowded = {m.scheduled_at: crowds[m.scheduled_at] for m in mine if m.scheduled_at in crowds}
+        result = (
+            self._dispatcher.dispatch(mine, due_at=crowded) if crowded else self._dispatcher.dispatch(mine)
+        )
         counts.enqueued = len(result.enqueued)
         counts.skipped = len(result.skipped)
         counts.failed = list(result.failed)

@@ -150,12 +150,13 @@ def test_every_message_is_visible_at_least_early_visibility_seconds_ahead() -> N
 def test_a_scanner_of_some_shards_counts_the_instant_on_all_of_them() -> None:
     stack = stack_with(**SMALL)
     at = NOW + timedelta(minutes=5)
-    markers = [marker_for(f"job-{n}", at, 1) for n in range(3)]
-    # Given a scanner of 2 of the 4 shards that read 3 markers due at `at`
+    markers = [marker_for(f"job-{n}", at, 1) for n in range(5)]
+    # Given a scanner of 2 of the 4 shards that read 5 markers due at `at`
     scanner = stack.punctual.scanner([0, 1])
-    # Then it reckons 6 due then on the deployment; a scanner of all 4 reckons what it read
-    assert scanner.due_at([(0, markers[:2]), (1, markers[2:])]) == {at: 6}
-    assert stack.punctual.scanner().due_at([(0, markers)]) == {at: 3}
+    # Then it reckons 10 due then on the deployment: crowded, over a pack of 2 a shard
+    assert scanner.due_at([(0, markers[:2]), (1, markers[2:])]) == {at: 10}
+    # and a scanner of all 4 reckons the 5 it read: quiet, so not passed on
+    assert stack.punctual.scanner().due_at([(0, markers)]) == {}
 
 
 # ------------------------------------------------------------------------------ the worker
