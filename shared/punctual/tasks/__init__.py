@@ -17,6 +17,7 @@ from punctual.domain.errors import InvalidRequest
 from punctual.domain.models import UNRESOLVED_TASK, TaskRef, TaskSpec
 from punctual.domain.validation import json_problem, refuse_constant
 from punctual.platform.clock import Clock
+from punctual.platform.observability import logger
 from punctual.platform.timefmt import to_rfc3339
 from punctual.tasks import templating
 from punctual.tasks.netguard import Resolver, system_resolver
@@ -99,6 +100,28 @@ class TaskType(Protocol):
 
     def run(self, params: BaseModel, context: TaskContext) -> Any:
         """Run once; return a JSON-able result or raise TaskFailed."""
+        ...
+
+
+class Prepared(Protocol):
+    """A task made ready ahead of its start (`prepare`): what does not depend on the start is done."""
+
+    def fire(self, context: TaskContext) -> Any:
+        """Start it (`context`: the start's): a result or TaskFailed, exactly as `run` would give."""
+        ...
+
+    def close(self) -> None:
+        """Let go of what was held for the start (a connection) when it will not come; idempotent."""
+        ...
+
+
+class Preparing(Protocol):
+    """A task type that can do part of a run ahead of the start (optional: the others are started
+    cold, as `run` starts them)."""
+
+    def prepare(self, params: BaseModel, context: TaskContext) -> Prepared:
+        """Do ahead what does not depend on the start; raise TaskFailed (or anything) for what could
+        not be done: the start then runs cold, and meets the same problem, if it is still there."""
         ...
 
 
@@ -214,6 +237,65 @@ SAMPLE_REFERENCES: dict[str, Any] = {
 
 
 def run(spec: TaskSpec | TaskRef, context: TaskContext) -> Any:
+    task_type, params = _for_run(spec, context)
+    return task_type.run(params, context)
+
+
+def prepare(spec: TaskSpec | TaskRef, context: TaskContext) -> Prepared:
+    """`run`'s work that does not depend on the start, done ahead of it (its references rendered, and
+    whatever its type's `prepare` does); `context` as the start's will be. Never raises, and never
+    makes a failure of its own: what could not be done ahead is done when it fires, as `run` does it.
+    A start whose references differ from the context's here (another attempt) runs cold."""
+    try:
+        task_type, params = _for_run(spec, context)
+        preparing = getattr(task_type, "prepare", None)
+        if preparing is None:
+            return _Cold(spec)
+        ready: Prepared = preparing(params, context)
+    except TaskFailed:
+        return _Cold(spec)  # (the start meets it again, if it is still so)
+    except Exception:
+        logger.warning(
+            "task not prepared; it starts cold", exc_info=True, extra={"execution_id": context.execution_id}
+        )
+        return _Cold(spec)
+    return _Rendered(spec, context.references(), ready)
+
+
+class _Cold:
+    """Nothing done ahead: `fire` is `run`."""
+
+    def __init__(self, spec: TaskSpec | TaskRef) -> None:
+        self._spec = spec
+
+    def fire(self, context: TaskContext) -> Any:
+        return run(self._spec, context)
+
+    def close(self) -> None:
+        pass
+
+
+class _Rendered:
+    """Prepared with the references of one context: fired in another, it runs cold."""
+
+    def __init__(self, spec: TaskSpec | TaskRef, references: dict[str, Any], ready: Prepared) -> None:
+        self._spec = spec
+        self._references = references
+        self._ready = ready
+
+    def fire(self, context: TaskContext) -> Any:
+        if context.references() != self._references:
+            self._ready.close()
+            return run(self._spec, context)
+        return self._ready.fire(context)
+
+    def close(self) -> None:
+        self._ready.close()
+
+
+def _for_run(spec: TaskSpec | TaskRef, context: TaskContext) -> tuple[TaskType, BaseModel]:
+    """The task's type and its parameters for this run, references substituted; TaskFailed when it
+    cannot run."""
     if isinstance(spec, TaskRef):
         raise TaskFailed(f"the named task {spec.name!r} was not resolved for this run", retryable=False)
     if spec.type == UNRESOLVED_TASK:
@@ -223,12 +305,11 @@ def run(spec: TaskSpec | TaskRef, context: TaskContext) -> Any:
     task_type = get(spec.type)
     try:
         params_in = templating.render(spec.params, context.references())
-        params = task_type.params_model.model_validate(params_in)
+        return task_type, task_type.params_model.model_validate(params_in)
     except (ValidationError, templating.TemplateError) as exc:
         raise TaskFailed(
             f"the task's parameters are invalid for this run: {_first_problem(exc)}", retryable=False
         ) from exc
-    return task_type.run(params, context)
 
 
 def run_given(spec: TaskSpec, context: TaskContext) -> Any:

@@ -7,6 +7,9 @@ import json
 import re
 import socket
 import ssl
+import threading
+from collections.abc import Callable
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -18,6 +21,7 @@ from punctual.platform import signing
 from punctual.platform.timefmt import to_rfc3339
 from punctual.tasks import (
     ANSWER_PREVIEW_BYTES,
+    Prepared,
     TaskContext,
     TaskFailed,
     TaskPolicy,
@@ -25,7 +29,15 @@ from punctual.tasks import (
     register,
     retryable_status,
 )
-from punctual.tasks.netguard import MAX_URL_LENGTH, AddressRefused, BadUrl, check_url, parse_url, resolve_url
+from punctual.tasks.netguard import (
+    MAX_URL_LENGTH,
+    AddressRefused,
+    BadUrl,
+    OutboundUrl,
+    check_url,
+    parse_url,
+    resolve_url,
+)
 
 _RESERVED_HEADERS = {"host", "content-length", "transfer-encoding", "connection"}
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -123,51 +135,201 @@ class HttpTask:
 
     def run(self, params: BaseModel, context: TaskContext) -> Any:
         assert isinstance(params, HttpParams)
-        # The URL as the guard read it is where the request goes: its host, port and target.
-        try:
-            url, addresses = resolve_url(params.url, context.policy.allowed_networks, context.resolver)
-        except (BadUrl, AddressRefused) as exc:
-            raise TaskFailed(str(exc), retryable=False) from exc
-        timeout = min(params.timeout_seconds or context.timeout_seconds, context.timeout_seconds)
-        body: bytes | None = None if params.body is None else json.dumps(params.body).encode()
-        # Defaults first; a user's header replaces a default whatever its case.
-        headers = {"User-Agent": "Punctual/1"}
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        given = {name.lower() for name in params.headers}
-        headers = {name: value for name, value in headers.items() if name.lower() not in given}
-        headers.update(params.headers)
-        headers.update(
-            {
-                "X-Punctual-Job-Id": context.job_id,
-                "X-Punctual-Execution-Id": context.execution_id,
-                "X-Punctual-Scheduled-At": to_rfc3339(context.scheduled_at),
-                "X-Punctual-Attempt": str(context.attempt),
-            }
-        )
-        if context.signing_keys:
-            # The signature covers exactly the bytes sent; a user's header of the same name would
-            # contradict it, so Punctual's replace it.
-            headers = {name: value for name, value in headers.items() if name.lower() not in signing.HEADERS}
-            message_id = context.message_id or context.execution_id
-            headers.update(
-                signing.headers(context.signing_keys, message_id, context.clock.now(), body or b"")
-            )
-        connection_type = _PinnedHTTPSConnection if url.is_https else _PinnedHTTPConnection
-        connection = connection_type(url.host, addresses[0], url.port, timeout)
-        try:
-            connection.request(params.method, url.target, body=body, headers=headers)
-            response = connection.getresponse()
-            payload = response.read(ANSWER_PREVIEW_BYTES)
-        except (OSError, http.client.HTTPException) as exc:
-            raise TaskFailed(f"{type(exc).__name__}: {exc}", retryable=True) from exc
-        finally:
+        url, addresses = _target(params, context)
+        timeout = _timeout(params, context)
+        body, headers = _request(params, context)
+        connection = _connection(url, addresses[0], timeout)
+        return _exchange(lambda: _send(connection, params.method, url.target, body, headers))
+
+    def prepare(self, params: BaseModel, context: TaskContext) -> Prepared:
+        """The URL read and guarded, its host resolved and the address checked, and a connection to
+        that address opened (TLS handshake and all) when the start is at most PREPARED_IDLE_SECONDS
+        away: not a byte of the request is sent. TaskFailed for a URL or address refused (the start
+        runs cold, and checks again)."""
+        assert isinstance(params, HttpParams)
+        url, addresses = _target(params, context)
+        now = context.clock.now()
+        connection: _Connection | None = None
+        if (context.scheduled_at - now).total_seconds() <= PREPARED_IDLE_SECONDS:
+            connection = _connection(url, addresses[0], _timeout(params, context))
+            try:
+                connection.connect()
+            except (OSError, http.client.HTTPException):
+                connection.close()
+                connection = None  # (the start connects afresh, and fails, if it must, as run does)
+        return PreparedCall(params, url, addresses[0], connection, now)
+
+
+# A connection opened ahead of a start waits idle at most this long for its request: a pack's
+# members are prepared at most its lead before their instant (Settings.lead_max_seconds, at most 15
+# s). That is within the time usual servers give a new connection to send its request: nginx's
+# client_header_timeout (60 s by default), Apache's mod_reqtimeout (20 s for the first byte of the
+# headers), Node.js's headersTimeout (60 s), an AWS load balancer's idle timeout (60 s). A server
+# that lets go sooner costs a fresh connect at the start, never a failure.
+PREPARED_IDLE_SECONDS = 15.0
+
+# What a send on a connection the server let go of meets: the request is sent again, once, on a
+# connection of its own. (A server that closed an idle connection took no request on it; this is what
+# RFC 9110 section 9.2.2 lets a client retry, and the request carries its execution id for receivers
+# that de-duplicate.)
+_LET_GO = (
+    BrokenPipeError,
+    ConnectionResetError,
+    http.client.RemoteDisconnected,
+    ssl.SSLEOFError,
+    ssl.SSLZeroReturnError,
+)
+
+_Connection = _PinnedHTTPConnection | _PinnedHTTPSConnection
+
+
+class PreparedCall:
+    """An `http` task prepared ahead of its start: `fire` sends its request, on the connection opened
+    ahead if the server still holds it open, and reads the answer as `HttpTask.run` does."""
+
+    def __init__(
+        self,
+        params: HttpParams,
+        url: OutboundUrl,
+        address: str,
+        connection: _Connection | None,
+        prepared_at: datetime,
+    ) -> None:
+        self._params = params
+        self._url = url
+        self._address = address  # (checked by the guard: a fresh connect goes there too)
+        self._connection = connection
+        self._prepared_at = prepared_at
+        self._lock = threading.Lock()
+
+    @property
+    def connected(self) -> bool:
+        """Whether a connection is held open for the start."""
+        return self._connection is not None
+
+    def fire(self, context: TaskContext) -> Any:
+        params, url = self._params, self._url
+        timeout = _timeout(params, context)
+        body, headers = _request(params, context)
+
+        def send() -> tuple[http.client.HTTPResponse, bytes]:
+            ahead = self._take(context, timeout)
+            if ahead is not None:
+                try:
+                    return _send(ahead, params.method, url.target, body, headers)
+                except _LET_GO:
+                    pass  # the server let go of it as the request went out
+            return _send(_connection(url, self._address, timeout), params.method, url.target, body, headers)
+
+        return _exchange(send)
+
+    def close(self) -> None:
+        with self._lock:
+            connection, self._connection = self._connection, None
+        if connection is not None:
             connection.close()
-        result = {"status": response.status, "body": decode_answer(payload)}
-        if 200 <= response.status < 300:
-            return result
-        retryable = retryable_status(response.status)
-        raise TaskFailed(f"HTTP {response.status} {response.reason}", retryable=retryable, result=result)
+
+    def _take(self, context: TaskContext, timeout: float) -> _Connection | None:
+        """The connection opened ahead, if it is still of use: not idle too long, and open at the
+        server's end (which answers nothing before a request: anything it sent is a goodbye)."""
+        with self._lock:
+            connection, self._connection = self._connection, None
+        if connection is None:
+            return None
+        idle = (context.clock.now() - self._prepared_at).total_seconds()
+        if idle > PREPARED_IDLE_SECONDS or connection.sock is None or not _still_open(connection.sock):
+            connection.close()
+            return None
+        connection.timeout = timeout
+        connection.sock.settimeout(timeout)
+        return connection
+
+
+def _still_open(sock: socket.socket) -> bool:
+    """Whether the server's end of a connection no request went out on yet is still open: nothing to
+    read from it."""
+    try:
+        sock.setblocking(False)
+        if isinstance(sock, ssl.SSLSocket):
+            # (reading takes in what a server may send unasked after the handshake, TLS 1.3's session
+            # tickets; wanting more means nothing else is there)
+            sock.recv(1)
+        else:
+            sock.recv(1, socket.MSG_PEEK)
+    except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+        return True
+    except OSError:
+        return False
+    return False  # the end of the stream, or what a server says as it lets go (a 408)
+
+
+def _target(params: HttpParams, context: TaskContext) -> tuple[OutboundUrl, list[str]]:
+    """The URL as the guard read it (where the request goes: its host, port and target) and the
+    addresses it may connect to; TaskFailed when refused."""
+    try:
+        return resolve_url(params.url, context.policy.allowed_networks, context.resolver)
+    except (BadUrl, AddressRefused) as exc:
+        raise TaskFailed(str(exc), retryable=False) from exc
+
+
+def _timeout(params: HttpParams, context: TaskContext) -> float:
+    return min(params.timeout_seconds or context.timeout_seconds, context.timeout_seconds)
+
+
+def _request(params: HttpParams, context: TaskContext) -> tuple[bytes | None, dict[str, str]]:
+    """The request's body and headers for this start (its signature's timestamp is now)."""
+    body: bytes | None = None if params.body is None else json.dumps(params.body).encode()
+    # Defaults first; a user's header replaces a default whatever its case.
+    headers = {"User-Agent": "Punctual/1"}
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    given = {name.lower() for name in params.headers}
+    headers = {name: value for name, value in headers.items() if name.lower() not in given}
+    headers.update(params.headers)
+    headers.update(
+        {
+            "X-Punctual-Job-Id": context.job_id,
+            "X-Punctual-Execution-Id": context.execution_id,
+            "X-Punctual-Scheduled-At": to_rfc3339(context.scheduled_at),
+            "X-Punctual-Attempt": str(context.attempt),
+        }
+    )
+    if context.signing_keys:
+        # The signature covers exactly the bytes sent; a user's header of the same name would
+        # contradict it, so Punctual's replace it.
+        headers = {name: value for name, value in headers.items() if name.lower() not in signing.HEADERS}
+        message_id = context.message_id or context.execution_id
+        headers.update(signing.headers(context.signing_keys, message_id, context.clock.now(), body or b""))
+    return body, headers
+
+
+def _connection(url: OutboundUrl, address: str, timeout: float) -> _Connection:
+    connection_type = _PinnedHTTPSConnection if url.is_https else _PinnedHTTPConnection
+    return connection_type(url.host, address, url.port, timeout)
+
+
+def _send(
+    connection: _Connection, method: str, target: str, body: bytes | None, headers: dict[str, str]
+) -> tuple[http.client.HTTPResponse, bytes]:
+    try:
+        connection.request(method, target, body=body, headers=headers)
+        response = connection.getresponse()
+        return response, response.read(ANSWER_PREVIEW_BYTES)
+    finally:
+        connection.close()
+
+
+def _exchange(send: Callable[[], tuple[http.client.HTTPResponse, bytes]]) -> Any:
+    """The task's result from the answer `send` gets; TaskFailed for a failure or a refusal."""
+    try:
+        response, payload = send()
+    except (OSError, http.client.HTTPException) as exc:
+        raise TaskFailed(f"{type(exc).__name__}: {exc}", retryable=True) from exc
+    result = {"status": response.status, "body": decode_answer(payload)}
+    if 200 <= response.status < 300:
+        return result
+    retryable = retryable_status(response.status)
+    raise TaskFailed(f"HTTP {response.status} {response.reason}", retryable=retryable, result=result)
 
 
 register(HttpTask())

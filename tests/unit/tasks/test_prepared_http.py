@@ -1,0 +1,297 @@
+"""The `http` task prepared ahead of its start (tasks.prepare): its address checked and its connection
+opened early, its request sent only when it fires, and a start as good as a cold one whatever
+happened to the connection meanwhile. Name resolution is stubbed; nothing leaves the machine."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from punctual import tasks
+from punctual.domain.models import TaskSpec
+from punctual.platform import signing
+from punctual.platform.clock import ManualClock
+from punctual.tasks import TaskContext, TaskFailed
+from punctual.tasks import http as http_task
+from punctual.tasks.http import PREPARED_IDLE_SECONDS
+from tests.stubs import StubResolver
+from tests.unit.tasks.connections import Listener, listener
+from tests.unit.tasks.webhook import CLOCK_START, Reply, Webhook, context
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(CLOCK_START)
+
+
+@pytest.fixture
+def receiver(clock: ManualClock) -> Iterator[Listener]:
+    with listener(clock.now) as found:
+        yield found
+
+
+@pytest.fixture
+def connects(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """The addresses the http task connects to, in order."""
+    made: list[tuple[str, int]] = []
+    real = socket.create_connection
+
+    def create_connection(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
+        made.append(address)
+        return real(address, *args, **kwargs)
+
+    monkeypatch.setattr(http_task.socket, "create_connection", create_connection)
+    return made
+
+
+@pytest.fixture
+def sends(monkeypatch: pytest.MonkeyPatch, clock: ManualClock) -> list[Any]:
+    """When (by the test's clock) each request's bytes were handed to a connection."""
+    made: list[Any] = []
+    real = http.client.HTTPConnection.send
+
+    def send(self: http.client.HTTPConnection, data: Any) -> None:
+        made.append(clock.now())
+        real(self, data)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "send", send)
+    return made
+
+
+def spec(params: dict[str, Any], ctx: TaskContext) -> TaskSpec:
+    return tasks.validate(TaskSpec(type="http", params=params), ctx.policy)
+
+
+def test_preparing_opens_the_connection_and_the_request_goes_on_it_only_when_fired(
+    receiver: Listener, clock: ManualClock, connects: list[tuple[str, int]], sends: list[Any]
+) -> None:
+    # Given a webhook due in 3 seconds
+    ctx = context(clock=clock, scheduled_at=clock.now() + timedelta(seconds=3))
+    task = spec({"url": receiver.url, "body": {"n": 1}}, ctx)
+    # When it is prepared
+    prepared = tasks.prepare(task, ctx)
+    # Then its connection is open, and nothing of the request was sent
+    receiver.wait_for(lambda r: len(r.connections) == 1)
+    assert len(connects) == 1 and sends == []
+    # When its instant comes and it fires
+    clock.advance(3)
+    result = prepared.fire(ctx)
+    # Then the request went on the connection opened ahead, sent at the instant, not before
+    assert result == {"status": 200, "body": {"ok": True}}
+    [only] = receiver.requests()
+    assert len(receiver.connections) == 1 and len(connects) == 1
+    assert only.accepted_at < ctx.scheduled_at <= only.requested_at  # type: ignore[operator]
+    assert sends and min(sends) >= ctx.scheduled_at
+
+
+def test_a_connection_the_server_closed_while_it_waited_is_replaced_at_the_start(
+    receiver: Listener, clock: ManualClock
+) -> None:
+    # Given a prepared webhook whose connection the server closed while it waited
+    ctx = context(clock=clock)
+    prepared = tasks.prepare(spec({"url": receiver.url}, ctx), ctx)
+    receiver.wait_for(lambda r: len(r.connections) == 1)
+    assert receiver.close_idle() == 1
+    receiver.wait_for(lambda r: all(c.ended_unused for c in r.connections.values()))
+    # When it fires / Then it connects afresh and succeeds
+    assert prepared.fire(ctx)["status"] == 200
+    assert len(receiver.connections) == 2 and len(receiver.requests()) == 1
+
+
+def test_a_send_on_a_connection_the_server_let_go_of_is_made_again_on_a_fresh_one(
+    receiver: Listener, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a prepared webhook whose server closes the connection as the request goes out (its
+    # close not yet seen when the connection was looked at)
+    receiver.drop = 1
+    ctx = context(clock=clock)
+    prepared = tasks.prepare(spec({"url": receiver.url}, ctx), ctx)
+    receiver.wait_for(lambda r: len(r.connections) == 1)
+    monkeypatch.setattr(http_task, "_still_open", lambda sock: True)
+    # When it fires / Then the request is made once more, on a connection of its own
+    assert prepared.fire(ctx)["status"] == 200
+    assert len(receiver.connections) == 2 and len(receiver.requests()) == 1
+
+
+def test_a_failed_early_connect_is_made_again_at_the_start(
+    receiver: Listener, clock: ManualClock, monkeypatch: pytest.MonkeyPatch, connects: list[tuple[str, int]]
+) -> None:
+    # Given a connection that could not be opened ahead
+    real = socket.create_connection
+    failing = [True]
+
+    def flaky(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
+        if failing.pop() if failing else False:
+            raise ConnectionRefusedError("not yet")
+        return real(address, *args, **kwargs)
+
+    monkeypatch.setattr(http_task.socket, "create_connection", flaky)
+    ctx = context(clock=clock)
+    prepared = tasks.prepare(spec({"url": receiver.url}, ctx), ctx)
+    # When it fires / Then it connects then, and succeeds: preparing made no failure
+    assert prepared.fire(ctx)["status"] == 200
+    assert len(receiver.requests()) == 1
+
+
+def test_a_connection_idle_longer_than_the_bound_is_not_used(receiver: Listener, clock: ManualClock) -> None:
+    ctx = context(clock=clock)
+    prepared = tasks.prepare(spec({"url": receiver.url}, ctx), ctx)
+    receiver.wait_for(lambda r: len(r.connections) == 1)
+    # When it fires longer after its preparing than a connection may wait idle
+    clock.advance(PREPARED_IDLE_SECONDS + 1)
+    assert prepared.fire(ctx)["status"] == 200
+    # Then the request went on a fresh connection, and the old one was closed
+    receiver.wait_for(
+        lambda r: len(r.connections) == 2 and any(c.ended_unused for c in r.connections.values())
+    )
+    assert len(receiver.requests()) == 1
+
+
+def test_no_connection_is_opened_for_a_start_further_off_than_a_connection_may_wait(
+    receiver: Listener, clock: ManualClock, connects: list[tuple[str, int]]
+) -> None:
+    ctx = context(clock=clock, scheduled_at=clock.now() + timedelta(seconds=PREPARED_IDLE_SECONDS + 5))
+    prepared = tasks.prepare(spec({"url": receiver.url}, ctx), ctx)
+    assert connects == []
+    clock.set(ctx.scheduled_at)
+    assert prepared.fire(ctx)["status"] == 200 and len(connects) == 1
+
+
+def test_the_address_guard_refuses_at_preparing_and_nothing_is_connected(
+    clock: ManualClock, connects: list[tuple[str, int]]
+) -> None:
+    # Given a host that resolves to a private address, and a deployment that allows none
+    resolver = StubResolver({"hooks.example": ["10.0.0.5"]})
+    ctx = context(clock=clock, resolver=resolver, allowed_networks=())
+    task = spec({"url": "http://hooks.example/hook"}, ctx)
+    # When it is prepared / Then nothing is connected
+    prepared = tasks.prepare(task, ctx)
+    assert resolver.asked == [("hooks.example", 80)] and connects == []
+    # and when it fires it is refused as a cold start is, never connected
+    with pytest.raises(TaskFailed) as fired:
+        prepared.fire(ctx)
+    with pytest.raises(TaskFailed) as cold:
+        tasks.run(task, ctx)
+    assert str(fired.value) == str(cold.value) and "10.0.0.5" in str(fired.value)
+    assert not fired.value.retryable and connects == []
+
+
+def test_the_address_connected_to_is_the_address_checked_and_not_looked_up_again(
+    receiver: Listener, clock: ManualClock, connects: list[tuple[str, int]]
+) -> None:
+    port = int(receiver.url.rsplit(":", 1)[1].split("/")[0])
+    resolver = StubResolver({"hooks.example": ["127.0.0.1"]})
+    ctx = context(clock=clock, resolver=resolver)
+    prepared = tasks.prepare(spec({"url": f"http://hooks.example:{port}/hook"}, ctx), ctx)
+    assert prepared.fire(ctx)["status"] == 200
+    assert connects == [("127.0.0.1", port)] and resolver.asked == [("hooks.example", port)]
+    [request] = receiver.requests()
+    assert request.request is not None and request.request[2]["Host"] == f"hooks.example:{port}"
+
+
+TEMPLATED: dict[str, Any] = {
+    "url": "/{{ job.name | urlencode }}?run={{ execution.id }}",
+    "method": "PUT",
+    "headers": {"X-Run": "{{ execution.id }} of {{ job.id }}", "X-Attempt": "try {{ execution.attempt }}"},
+    "body": {
+        "at": "{{ execution.scheduled_at }}",
+        "attempt": "{{ execution.attempt }}",
+        "name": "{{ job.name }}",
+    },
+}
+
+
+def _templated(url: str) -> dict[str, Any]:
+    params = json.loads(json.dumps(TEMPLATED))
+    params["url"] = url.removesuffix("/hook") + TEMPLATED["url"]
+    return params
+
+
+def test_templates_render_the_same_prepared_as_cold(receiver: Listener, clock: ManualClock) -> None:
+    # Given a task whose URL, headers and body refer to the execution
+    ctx = context(clock=clock, job_name="nightly report", attempt=1)
+    task = spec(_templated(receiver.url), ctx)
+    # When it runs cold, then prepared and fired
+    tasks.run(task, ctx)
+    tasks.prepare(task, ctx).fire(ctx)
+    # Then both requests are the same
+    cold, prepared = sorted(receiver.requests(), key=lambda c: c.accepted_at)
+    assert cold.request is not None and prepared.request is not None
+    assert cold.request == prepared.request
+    method, path, headers, body = prepared.request
+    assert (method, path) == ("PUT", "/nightly%20report?run=job-42.19ad6b9e2a3.3")
+    assert headers["X-Attempt"] == "try 1" and json.loads(body)["attempt"] == 1
+
+
+def test_a_start_of_another_attempt_than_prepared_for_runs_cold(
+    receiver: Listener, clock: ManualClock
+) -> None:
+    ctx = context(clock=clock, attempt=1)
+    prepared = tasks.prepare(spec(_templated(receiver.url), ctx), ctx)
+    receiver.wait_for(lambda r: len(r.connections) == 1)
+    # When it fires as attempt 2 / Then its templates say 2, and the connection made for 1 is closed
+    prepared.fire(context(clock=clock, attempt=2))
+    [request] = receiver.requests()
+    assert request.request is not None and json.loads(request.request[3])["attempt"] == 2
+    receiver.wait_for(
+        lambda r: len(r.connections) == 2 and any(c.ended_unused for c in r.connections.values())
+    )
+
+
+def test_a_prepared_start_reads_its_answer_as_a_cold_one(webhook: Webhook, clock: ManualClock) -> None:
+    # Given a server that answers 503 (a retryable status) with a body
+    webhook.replies["/busy"] = Reply(503, b'{"retry": "later"}')
+    ctx = context(clock=clock)
+    task = spec({"url": webhook.url("/busy")}, ctx)
+    # When it is started prepared, and cold / Then it fails the same way, with the same result
+    with pytest.raises(TaskFailed) as fired:
+        tasks.prepare(task, ctx).fire(ctx)
+    with pytest.raises(TaskFailed) as cold:
+        tasks.run(task, ctx)
+    assert fired.value.retryable and fired.value.result == {"status": 503, "body": {"retry": "later"}}
+    assert (str(fired.value), fired.value.result) == (str(cold.value), cold.value.result)
+
+
+def test_a_prepared_start_to_where_nothing_listens_fails_as_a_cold_one(clock: ManualClock) -> None:
+    ctx = context(clock=clock)
+    task = spec({"url": "http://127.0.0.1:9/nothing-listens"}, ctx)
+    with pytest.raises(TaskFailed) as fired:
+        tasks.prepare(task, ctx).fire(ctx)
+    with pytest.raises(TaskFailed) as cold:
+        tasks.run(task, ctx)
+    assert (str(fired.value), fired.value.retryable) == (str(cold.value), cold.value.retryable)
+    assert fired.value.retryable
+
+
+def test_closing_a_prepared_start_closes_its_connection(receiver: Listener, clock: ManualClock) -> None:
+    ctx = context(clock=clock)
+    prepared = tasks.prepare(spec({"url": receiver.url}, ctx), ctx)
+    receiver.wait_for(lambda r: len(r.connections) == 1)
+    prepared.close()
+    prepared.close()  # (again: nothing more)
+    receiver.wait_for(lambda r: all(c.ended_unused for c in r.connections.values()))
+    assert receiver.requests() == []
+
+
+def test_a_task_type_that_does_not_prepare_starts_cold() -> None:
+    ctx = context()
+    task = tasks.validate(TaskSpec(type="noop", params={}), ctx.policy)
+    assert tasks.prepare(task, ctx).fire(ctx) == tasks.run(task, ctx)
+
+
+def test_a_prepared_start_is_signed_when_it_fires(receiver: Listener, clock: ManualClock) -> None:
+    # Given a signed webhook prepared 5 seconds before its start
+    ctx = context(clock=clock, signing_keys=(b"k" * 32,), scheduled_at=clock.now() + timedelta(seconds=5))
+    prepared = tasks.prepare(spec({"url": receiver.url, "body": {"n": 1}}, ctx), ctx)
+    # When it fires at its instant / Then its signature's timestamp is the start's
+    clock.advance(5)
+    prepared.fire(ctx)
+    [request] = receiver.requests()
+    assert request.request is not None
+    assert request.request[2][signing.TIMESTAMP_HEADER] == str(int(clock.now().timestamp()))
