@@ -142,10 +142,34 @@ def test_write_units_for_a_one_time_execution(world: World) -> None:
     # Then creating it writes 3 units: its marker, the job and its by_owner entry (no by_name entry
     # without a name of its own, no by_flag entry while it is active)
     assert (created.table, +created.indexes) == (2, Counter({"by_owner": 1}))
-    # and running it 3: the claim and the end of its execution and the job's completion, with no
-    # index write (a job that succeeded carries no flag)
+    # and running it alone (a pack of one: its execution claimed) 3: the claim and the end of its
+    # execution and the job's completion, with no index write (a job that succeeded carries no flag)
     assert (ran.table - idle.table, +(ran.indexes - idle.indexes)) == (3, Counter())
     assert created.total + ran.total - idle.total == 6
+
+
+def test_write_units_for_one_time_executions_run_in_a_pack(clock: ManualClock) -> None:
+    with mocked_world(clock, shard_count=1) as world:
+        # Given the write units of five idle minutes, on one shard (a pack is per instant and shard)
+        world.run_for(90)  # to 09:01:00
+        with counting_write_units(world) as idle:
+            world.run_for(300)
+        # When ten unnamed jobs are created for one instant 4 minutes ahead, and run and succeed
+        at = to_rfc3339(world.clock.now() + timedelta(seconds=240))
+        with counting_write_units(world) as created:
+            jobs = [world.create({"type": "at", "at": at}) for _ in range(10)]
+        with counting_write_units(world) as ran:
+            world.run_for(300)
+        assert {world.executions(job["id"])[0]["status"] for job in jobs} == {"SUCCEEDED"}
+        print(
+            "write units, ten one-time jobs in a pack:",
+            json.dumps({"create": created.total, "run": ran.total - idle.total}),
+        )
+        # Then creating each writes 3 units, as alone
+        assert (created.table, +created.indexes) == (10 * 2, Counter({"by_owner": 10}))
+        # and running them 1 each and 1 for the pack: the pack's lease, and one write a run that
+        # stores its end on its job's item with the job's completion (no claim, no item of its own)
+        assert (ran.table - idle.table, +(ran.indexes - idle.indexes)) == (1 + 10 * 1, Counter())
 
 
 def test_calls_for_ten_jobs_at_one_instant(clock: ManualClock) -> None:
@@ -164,14 +188,14 @@ def test_calls_for_ten_jobs_at_one_instant(clock: ManualClock) -> None:
         # worker takes that message as one unit: reads the jobs in a BatchGetItem, takes the pack's
         # one lease (a PutItem: no claim per execution, and no read of the executions, which the
         # lease says are not started), reads the jobs' stamps at the instant in one BatchGetItem for
-        # all, stores each execution's end in one write and completes each job, and deletes the one
+        # all, completes each job with its execution's end on it in one write, and deletes the one
         # message
         assert per_ten == Counter(
             {
                 "dynamodb.BatchGetItem": 3,
                 "sqs.SendMessageBatch": 1,
                 "dynamodb.PutItem": 1,
-                "dynamodb.UpdateItem": 10 * 2,
+                "dynamodb.UpdateItem": 10 * 1,
                 "sqs.DeleteMessageBatch": 1,
             }
         )

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 import boto3
 from moto.dynamodbstreams.models import dynamodbstreams_backends
 
+from punctual.execution.packs import PACK_LEASE_MIN
 from punctual.notify import execution_events
-from tests.world import World
+from punctual.platform.clock import ManualClock
+from punctual.platform.timefmt import to_rfc3339
+from tests.world import World, mocked_world
 
 
 def _stream_records(world: World) -> list[dict[str, Any]]:
@@ -155,3 +159,44 @@ def test_a_run_claimed_ahead_of_its_instant_is_queued_in_its_events_until_it_run
     assert shown({"status": "CANCELLED", "attempts": 0}, claimed) == ("QUEUED", "CANCELLED", 0)
     # and a worker taking over a claim whose worker died starts it
     assert shown({"status": "RUNNING", "attempts": 2, **started}, claimed) == ("QUEUED", "RUNNING", 2)
+
+
+def test_a_run_stored_on_its_job_is_one_event_from_the_job_items_record(clock: ManualClock) -> None:
+    with mocked_world(clock, shard_count=1) as world:
+        # Given the table's stream on, and one-time jobs due together (a pack, whose runs are stored
+        # on their jobs' items with their completion), one failing
+        world.dynamodb_client.update_table(
+            TableName=world.punctual.settings.table_name,
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+        )
+        events, sqs, queue = _bus_with_queue("punctual-packed")
+        at = to_rfc3339(world.clock.now() + timedelta(seconds=240))
+        tasks = [{"type": "noop"}] * (PACK_LEASE_MIN - 1) + [{"type": "fail"}]
+        jobs = [world.create({"type": "at", "at": at}, task=t, retry={"max_attempts": 1}) for t in tasks]
+        world.run_for(300)
+        # and a later write to one of those jobs, which keeps its run
+        assert world.api("PATCH", f"/jobs/{jobs[0]['id']}", {"tags": {"team": "a"}}).status == 200
+        # When the stream's records reach the function, all changes and only the final ones
+        execution_events.publish(_stream_records(world), events, "punctual-packed")
+        every = [event["detail"] for event in _received(sqs, queue)]
+        execution_events.publish(_stream_records(world), events, "punctual-packed", execution_events.FINAL)
+        final = [event["detail"] for event in _received(sqs, queue)]
+        # Then each run is one event, its end, as an execution's own item would give
+        assert every == final
+        by_job = {d["job_id"]: d for d in every}
+        assert len(every) == len(by_job) == len(jobs)
+        for job in jobs:
+            [execution] = world.executions(job["id"])
+            detail = by_job[job["id"]]
+            assert (detail["execution_id"], detail["status"], detail["previous_status"]) == (
+                execution["id"],
+                execution["status"],
+                None,
+            )
+            assert (detail["attempts"], detail["started_at"], detail["finished_at"]) == (
+                1,
+                execution["started_at"],
+                execution["finished_at"],
+            )
+            assert detail["lateness_ms"] == execution["lateness_ms"] and detail["owner"] == "alice"
+        assert by_job[jobs[-1]["id"]]["error"] == "failed on purpose"

@@ -78,6 +78,14 @@ class Execution:
     dead_lettered: bool = False
     # What became of its notifications (the job's `notify` rules), one per rule and event.
     deliveries: tuple[Delivery, ...] = ()
+    # A one-time job's scheduled run under its pack's lease: the size its job's item would have once
+    # completed, without the run (`store.jobs.completed_bytes`). Its end may then be stored on that
+    # item, in the write that completes the job, instead of on an item of its own: one write, not two
+    # (`ExecutionRepository.put_end`). None: on an item of its own.
+    job_item_bytes: int | None = None
+    # Its end was stored so, on its job's item with the job's completion: the job's consecutive
+    # failures that write left (None: stored on an item of its own, or not yet).
+    job_failures: int | None = None
 
 
 @dataclass(frozen=True)

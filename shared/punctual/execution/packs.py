@@ -52,7 +52,7 @@ from punctual.execution.receipts import (
 from punctual.execution.worker import Worker, WorkerConfig
 from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
-from punctual.store.jobs import JobStamp
+from punctual.store.jobs import JobStamp, completed_bytes, ran_on_job
 from punctual.store.packs import PackHeld, PackRepository
 from punctual.store.queue import MAX_DELAY_SECONDS, Pack, WorkItem, WorkQueue
 
@@ -233,7 +233,7 @@ class PackRunner:
         }
         stored, unreadable = self._worker.store.executions.get_many(refs.values())
         for n, ref in refs.items():
-            if ref in stored or ref in unreadable:
+            if ref in stored or ref in unreadable or ran_on_job(leased[n].read, ref[2]):
                 del leased[n]
 
     def _fire(
@@ -302,6 +302,7 @@ class PackRunner:
                 lateness_ms=run_records.lateness_ms(member.execution, began),
                 lease_until=lease_until,
                 task_version=member.job.task_version,
+                job_item_bytes=completed_bytes(member.read),  # (its end may go on its job's item)
             )
             return self._worker.run_leased(member.job, running, leave, receipt)
         except Exception:

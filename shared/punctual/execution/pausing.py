@@ -66,7 +66,11 @@ def complete_job(store: Store, job: Job, execution: Execution) -> int | None:
     """Complete a job whose last execution this was, its outcome recorded in the same write; returns
     the job's consecutive failures (None when no outcome was recorded). If the job was paused,
     cancelled or rescheduled meanwhile (or is gone), only the outcome is recorded, and a one-time
-    job paused while this, its run, was under way notes that it ran (2)."""
+    job paused while this, its run, was under way notes that it ran (2). A run whose end was stored
+    on its job's item completed the job in that write (`ExecutionRepository.put_end`): nothing more
+    is written."""
+    if execution.job_failures is not None:
+        return execution.job_failures
     try:
         return store.jobs.complete(job, execution)
     except LostRace:
@@ -79,6 +83,10 @@ def run_before_pause(store: Store, job: Job) -> Execution | None:
     """A paused one-time job's scheduled run from before its pause, if it has one not noted as ended (3)."""
     if job.recurring or not job.paused_version or job.ran_at is not None:
         return None
+    # (one stored on the job's item, with a completion: of a version before the job was revived)
+    on_job = job.last_execution
+    if on_job is not None and not on_job.manual and on_job.schedule_version == job.paused_version:
+        return on_job
     return store.executions.scheduled_run(job.id, job.paused_version)
 
 

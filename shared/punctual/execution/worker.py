@@ -30,7 +30,7 @@ from punctual.platform.clock import Clock
 from punctual.platform.config import FIRE_THREADS
 from punctual.platform.observability import EXECUTIONS_SKIPPED, logger, metrics
 from punctual.store import Store
-from punctual.store.jobs import JobStamp
+from punctual.store.jobs import JobStamp, ran_on_job
 from punctual.store.queue import WorkItem, WorkQueue
 from punctual.tasks import AwsClients, LambdaClients, TaskPolicy
 from punctual.tasks.netguard import Resolver, system_resolver
@@ -181,6 +181,12 @@ class Worker:
             self._ensure_outcome_recorded(stored)
             return Disposition.DONE
         stored_job = self._reads.job(item.job_id, known)
+        if stored is None and stored_job is not None and ran_on_job(stored_job, item.execution_id):
+            # Ended, its end stored on its job's item with the job's completion (a one-time job's run
+            # in a pack): as for one stored ended, above.
+            assert stored_job.last_execution is not None
+            self._record_outcome(stored_job, stored_job.last_execution)
+            return Disposition.DONE
         job = self._effective(stored_job, item.scheduled_at)
         execution = stored or unstored_execution(item, job, self._clock.now(), self._store.retention)
         if execution is None:

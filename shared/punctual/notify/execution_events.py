@@ -11,6 +11,10 @@ The event (`source` "punctual", `detail-type` "Punctual Execution Status Change"
      "attempts", "manual", "retry_of", "dead_lettered", "started_at", "finished_at", "lateness_ms",
      "error", "next_attempt_at"}
 `previous_status` is null when the change stored the execution (its first claim on AWS).
+
+A one-time job's run that ended under its pack's lease may be stored on its job's item, in the write
+that completed the job (`codec.embedded_execution`): that job item's record, where the run appears,
+is the run's end, as the record storing its own item would be.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
-from punctual.domain.executions import FINAL_STATUSES, ExecutionStatus
+from punctual.domain.executions import FINAL_STATUSES, Execution, ExecutionStatus
 from punctual.platform.observability import logger
-from punctual.store import keys
+from punctual.platform.timefmt import to_rfc3339
+from punctual.store import codec, keys
 
 SOURCE = "punctual"
 DETAIL_TYPE = "Punctual Execution Status Change"
@@ -57,6 +62,8 @@ def detail_of(record: dict[str, Any], mode: str = ALL) -> dict[str, Any] | None:
     """The event's detail for a stream record that changes an execution's status, or None."""
     change = record.get("dynamodb") or {}
     sk = ((change.get("Keys") or {}).get("sk") or {}).get("S", "")
+    if sk == keys.JOB_SK and "NewImage" in change:
+        return _run_on_job(change, mode)
     if not keys.is_execution_sk(sk) or "NewImage" not in change:
         return None  # another kind of item, or an execution expiring from the history
     new = _plain(change["NewImage"])
@@ -83,6 +90,44 @@ def detail_of(record: dict[str, Any], mode: str = ALL) -> dict[str, Any] | None:
         "lateness_ms": _json_value(new.get("lateness_ms")),
         "error": new.get("error"),
         "next_attempt_at": new.get("next_attempt_at"),
+    }
+
+
+def _run_on_job(change: dict[str, Any], mode: str) -> dict[str, Any] | None:
+    """The event of a job item's record where a run stored on it appears (its end: nothing of it was
+    stored before), or None."""
+    if codec.RUN not in change["NewImage"]:
+        return None
+    run = codec.embedded_execution(_plain(change["NewImage"]))
+    old = codec.embedded_execution(_plain(change.get("OldImage") or {}))
+    if run is None or (old is not None and old.id == run.id):
+        return None  # (a later write to the job, which keeps its run)
+    if mode == FINAL and run.status.value not in FINAL_STATUS_VALUES:
+        return None
+    return _detail(run)
+
+
+def _detail(run: Execution) -> dict[str, Any]:
+    def iso(value: Any) -> str | None:
+        return None if value is None else to_rfc3339(value)
+
+    return {
+        "version": 1,
+        "job_id": run.job_id,
+        "owner": run.owner,
+        "execution_id": run.id,
+        "scheduled_at": iso(run.scheduled_at),
+        "status": run.status.value,
+        "previous_status": None,
+        "attempts": run.attempts,
+        "manual": run.manual,
+        "retry_of": run.retry_of,
+        "dead_lettered": run.dead_lettered,
+        "started_at": iso(run.started_at),
+        "finished_at": iso(run.finished_at),
+        "lateness_ms": run.lateness_ms,
+        "error": run.error,
+        "next_attempt_at": iso(run.next_attempt_at),
     }
 
 

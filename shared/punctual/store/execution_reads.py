@@ -3,6 +3,11 @@
 status filter (`page`, at most the list's read budget a request); those before one (`before`); a
 one-time job's scheduled run of a schedule version; the statuses of many (BatchGetItem, a
 projection). Nothing here writes.
+
+A one-time job's run that ended under its pack's lease may be stored on its job's item instead
+(`codec.embedded_execution`): one by key, a page and a one-time job's scheduled run read it there
+too; many in one call (the worker's reads, which read the job beside: `jobs.ran_on_job`) and the
+statuses of many (of markers a dispatch stored, never such a run) do not.
 """
 
 from __future__ import annotations
@@ -37,7 +42,21 @@ class ExecutionReads:
         self._table = table
 
     def get(self, job_id: str, scheduled_at: datetime, execution_id: str) -> Execution | None:
-        """Raises UnreadableItem for an item this version cannot read (a newer version's status)."""
+        """Raises UnreadableItem for an item this version cannot read (a newer version's status). A
+        scheduled run not stored on an item of its own is looked for on its job's item (a read more)."""
+        stored = self._stored(job_id, scheduled_at, execution_id)
+        if stored is not None or not _scheduled_id(execution_id):
+            return stored
+        run = _on_job(self._job_item(job_id))
+        return run if run is not None and run.id == execution_id else None
+
+    def _job_item(self, job_id: str) -> dict[str, Any] | None:
+        item: dict[str, Any] | None = call(
+            lambda: self._table.resource.get_item(Key=keys.job_key(job_id), ConsistentRead=True)
+        ).get("Item")
+        return item
+
+    def _stored(self, job_id: str, scheduled_at: datetime, execution_id: str) -> Execution | None:
         key = keys.execution_key(job_id, scheduled_at, execution_id)
         item = call(lambda: self._table.resource.get_item(Key=key, ConsistentRead=True)).get("Item")
         if item is None:
@@ -51,7 +70,8 @@ class ExecutionReads:
         self, refs: Iterable[ExecutionRef]
     ) -> tuple[dict[ExecutionRef, Execution], dict[ExecutionRef, str]]:
         """Executions by (job id, instant, execution id), read consistently (one BatchGetItem a
-        hundred); apart, with why, those this version cannot read. One not stored is in neither."""
+        hundred); apart, with why, those this version cannot read. One not stored is in neither, nor
+        one stored on its job's item (no job is read here: `jobs.ran_on_job` on the job read)."""
         by_key = {_key_of(keys.execution_key(*ref)): ref for ref in refs}
         found: dict[ExecutionRef, Execution] = {}
         unreadable: dict[ExecutionRef, str] = {}
@@ -91,15 +111,21 @@ class ExecutionReads:
         the executions in the range are read on until the page is full, at most `list_read_budget` a
         request, past which the page may be short, even empty, with a `last_key` to continue from).
         With `now`, as users see them then (`executions.execution_as_seen`), the status filter too, and on
-        a first page the job's run under way that is not stored yet (`models.in_flight`)."""
+        a first page the job's run under way that is not stored yet (`models.in_flight`). The job's
+        run stored on its item (`codec.embedded_execution`) is in its place, filters applied to it as
+        to the others: a read of the job a page."""
         page = self._page(job_id, limit, start_key, status=status, since=since, until=until, now=now)
-        if now is None or start_key or status not in (None, ExecutionStatus.RUNNING):
+        item = self._job_item(job_id)
+        run = _on_job(item)
+        if run is not None and (status is None or run.status is status) and _between(run, since, until):
+            page = _merged(page, run, limit, start_key)
+        if item is None or now is None or start_key or status not in (None, ExecutionStatus.RUNNING):
             return page
-        return self._with_in_flight(job_id, page, limit, now, since, until)
+        return self._with_in_flight(item, page, limit, now, since, until)
 
     def _with_in_flight(
         self,
-        job_id: str,
+        item: dict[str, Any],
         page: Page,
         limit: int,
         now: datetime,
@@ -107,12 +133,8 @@ class ExecutionReads:
         until: datetime | None,
     ) -> Page:
         """The page with the job's run under way, unstored, in its place (newest first): a pack's
-        member is stored only at its end. Costs a read of the job, and of that execution unless the
-        page shows it."""
-        item = call(lambda: self._table.resource.get_item(Key=keys.job_key(job_id), ConsistentRead=True)).get(
-            "Item"
-        )
-        running = None if item is None else in_flight(codec.job_from(item), now)
+        member is stored only at its end. Costs a read of that execution unless the page shows it."""
+        running = in_flight(codec.job_from(item), now)
         if running is None or any(e.id == running.id for e in page.items):
             return page
         at = running.scheduled_at
@@ -122,7 +144,7 @@ class ExecutionReads:
         place = sum(1 for e in items if (e.scheduled_at, e.id) > (at, running.id))
         if place >= limit or (place == len(items) and page.last_key is not None):
             return page  # past this page
-        if self.get(running.job_id, at, running.id) is not None:
+        if self._stored(running.job_id, at, running.id) is not None:
             return page  # stored: shown as it is where it belongs
         items.insert(place, running)
         if len(items) > limit:
@@ -199,7 +221,9 @@ class ExecutionReads:
 
     def before(self, execution: Execution, limit: int = 10) -> list[Execution]:
         """The job's executions scheduled before this one, newest first (at most `limit`; consistent:
-        a run that has just started shows)."""
+        a run that has just started shows). Not a run stored on its job's item: one that ended (what
+        this is read for is a run under way or waiting), of a one-time job (whose overlap rule is never
+        read)."""
         response = call(
             lambda: self._table.resource.query(
                 KeyConditionExpression="pk = :pk AND sk BETWEEN :first AND :this",
@@ -218,14 +242,16 @@ class ExecutionReads:
 
     def scheduled_run(self, job_id: str, schedule_version: int) -> Execution | None:
         """The scheduled (not extra) execution of a one-time job's schedule version, if stored — there
-        is one per version: its id comes from the job, its instant and the version (consistent)."""
+        is one per version: its id comes from the job, its instant and the version (consistent). On
+        its job's item too (read by the same Query: it sorts first)."""
         kwargs: dict[str, Any] = {
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "FilterExpression": "schedule_version = :sv",
+            "KeyConditionExpression": "pk = :pk",
+            "FilterExpression": "(begins_with(sk, :prefix) AND schedule_version = :sv) OR sk = :job",
             "ExpressionAttributeValues": {
                 ":pk": keys.job_pk(job_id),
                 ":prefix": keys.EXECUTION_SK_PREFIX,
                 ":sv": schedule_version,
+                ":job": keys.JOB_SK,
             },
             "ScanIndexForward": False,
             "ConsistentRead": True,
@@ -233,8 +259,48 @@ class ExecutionReads:
         while True:
             response: dict[str, Any] = call(partial(self._table.resource.query, **kwargs))
             for item in response.get("Items", []):
-                if not item.get("manual", False):
+                if item["sk"] == keys.JOB_SK:
+                    run = _on_job(item)
+                    if run is not None and run.schedule_version == schedule_version:
+                        return run
+                elif not item.get("manual", False):
                     return codec.execution_from(item)
             if "LastEvaluatedKey" not in response:
                 return None
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+
+def _scheduled_id(execution_id: str) -> bool:
+    """Whether an execution id is a scheduled run's (`execution_id_for`: it ends in its version), not
+    one by hand's."""
+    return execution_id.rpartition(".")[2].isdigit()
+
+
+def _on_job(item: dict[str, Any] | None) -> Execution | None:
+    return None if item is None else codec.embedded_execution(item)
+
+
+def _between(execution: Execution, since: datetime | None, until: datetime | None) -> bool:
+    low, high = keys.executions_between(since, until)
+    return low <= keys.execution_sk(execution.scheduled_at, execution.id) <= high
+
+
+def _merged(page: Page, run: Execution, limit: int, start_key: dict[str, Any] | None) -> Page:
+    """The page with the job's run stored on its item in its place (newest first, as its key would
+    sort), if its place is on this page: after the page it continues from (`start_key`), and before
+    where the page stops (its `last_key`). One stored on an item of its own as well (a duplicate's
+    run) is shown as that item."""
+    items = list(page.items)
+    if any(e.id == run.id for e in items):
+        return page
+    sk = keys.execution_sk(run.scheduled_at, run.id)
+    if start_key and sk >= str(start_key.get("sk", "")):
+        return page  # on a page before
+    if page.last_key is not None and sk <= str(page.last_key.get("sk", "")):
+        return page  # on a page after
+    place = sum(1 for e in items if keys.execution_sk(e.scheduled_at, e.id) > sk)
+    items.insert(place, run)
+    if len(items) > limit:
+        items.pop()
+        return Page(items, _key_of_execution(items[-1]))
+    return Page(items, page.last_key)

@@ -2,17 +2,19 @@
 
 Reads: execution_reads.py. Writes: each status change is one conditional UpdateItem through the
 lifecycle's table (`lifecycle.EXECUTION_TRANSITIONS`): claim, release_claim, finish_attempt,
-retry_later, put_end (a first attempt run under its pack's lease, stored at its end), skip (skip_while_paused: a transaction with a check that the job is still paused),
-give_up, requeue_dead_lettered. A write whose transition starts from ABSENT stores the execution, its
-fixed fields set if not there yet. New executions (with the markers filed with them) go in batches,
-unconditionally: only for executions read as absent a moment ago. (deliveries.py keeps the
-notifications' deliveries on the execution's item.)
+retry_later, put_end (a first attempt run under its pack's lease, stored at its end: a one-time
+job's on its job's item, with the job's completion), skip (skip_while_paused: a transaction with a
+check that the job is still paused), give_up, requeue_dead_lettered. A write whose transition
+starts from ABSENT stores the execution, its fixed fields set if not there yet. New executions (with
+the markers filed with them) go in batches, unconditionally: only for executions read as absent a
+moment ago. (deliveries.py keeps the notifications' deliveries on the execution's item.)
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +24,7 @@ from punctual.domain.models import DueMarker
 from punctual.platform.timefmt import to_epoch_ms, to_rfc3339
 from punctual.store import codec, keys, lifecycle
 from punctual.store.execution_reads import ExecutionReads
+from punctual.store.jobs import complete_with_run
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS as _T
 from punctual.store.lifecycle import JOB_TRANSITIONS
 from punctual.store.table import call, put
@@ -145,8 +148,21 @@ class ExecutionRepository(ExecutionReads):
         """A first attempt run under its pack's lease (nothing of it stored before) -> its end,
         SUCCEEDED or FAILED, or RETRYING until its `next_attempt_at`: its start, lateness and attempt
         in the same one write. Raises LostRace if it is stored otherwise (another worker claimed or
-        ended it: that one stands)."""
+        ended it: that one stands).
+
+        A one-time job's run that ran to its end is stored on its job's item instead, in the write
+        that completes the job (`jobs.complete_with_run`): the one write for its end and its job,
+        where the job's item stays within a write unit with it (`codec.run_fits`; the copy returned
+        says so: `job_failures`). Where it does not fit, or the job moved on meanwhile (paused,
+        cancelled, rescheduled: the pause protocol's, `pausing.complete_job`), on an item of its own."""
         assert execution.started_at is not None and execution.lateness_ms is not None, "it started"
+        if codec.run_fits(execution):
+            try:
+                failures = complete_with_run(self._table, execution)
+            except LostRace:
+                pass
+            else:
+                return replace(execution, lease_until=None, job_failures=failures)
         retrying = execution.status is ExecutionStatus.RETRYING
         ends_at = execution.next_attempt_at if retrying else execution.finished_at
         assert ends_at is not None, "an end has its time"

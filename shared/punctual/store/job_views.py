@@ -8,6 +8,8 @@ execution is the newest of its executions to have run to its end: the newest alo
 it, a read unit even when executions carry large results), then LAST_EXECUTION_READ at a time, for
 at most LAST_EXECUTION_PAGES pages in all (executions under way or skipped are passed over).
 Writes: only the deletion of tag entries that a list finds stale.
+A one-time job's run may be stored on its job's item (`codec.embedded_execution`, read as the job's
+`last_execution`): it is one of the job's executions here, read with the job, for no read more.
 """
 
 from __future__ import annotations
@@ -230,7 +232,7 @@ class JobViews:
         wanted = [
             keys.execution_key(job.id, job.outcome.scheduled_at, job.outcome.execution_id)
             for job in jobs
-            if job.outcome is not None
+            if job.outcome is not None and _on_job(job, job.outcome.execution_id) is None
         ]
         found: dict[str, Execution] = {}
         # (no result, no delivery records: what a job shows of its last execution, and fewer bytes back)
@@ -240,7 +242,12 @@ class JobViews:
             if shown is not None:
                 found[shown.id] = shown
         return [
-            replace(job, last_execution=None if job.outcome is None else found.get(job.outcome.execution_id))
+            replace(
+                job,
+                last_execution=None
+                if job.outcome is None
+                else found.get(job.outcome.execution_id) or _on_job(job, job.outcome.execution_id),
+            )
             for job in jobs
         ]
 
@@ -275,15 +282,22 @@ class JobViews:
         if not items or items[0]["sk"] != keys.JOB_SK:
             return None
         job = codec.job_from(items[0])
+        run = _shown(job.last_execution)
         last = _last_final(items[1:])
-        if last is None and "LastEvaluatedKey" in response:
+        # (those past the newest read sort below it: a run on the job's item above that one is newer)
+        newest = None if len(items) < 2 else str(items[1]["sk"])
+        below = run is not None and (newest is None or _sk(run) > newest)
+        if last is None and "LastEvaluatedKey" in response and not below:
             last = self._last_execution(job_id, start_key=response["LastEvaluatedKey"], consistent=True)
-        return replace(job, last_execution=last)
+        return replace(job, last_execution=_latest(last, run))
 
     def with_last_executions(self, jobs: Sequence[Job]) -> list[Job]:
         """These jobs with their last executions (one Query each, side by side)."""
         lasts = parallel_map(lambda job: self._last_execution(job.id, consistent=False), list(jobs))
-        return [replace(job, last_execution=last) for job, last in zip(jobs, lasts, strict=True)]
+        return [
+            replace(job, last_execution=_latest(last, _shown(job.last_execution)))
+            for job, last in zip(jobs, lasts, strict=True)
+        ]
 
     def _last_execution(
         self, job_id: str, *, consistent: bool, start_key: dict[str, Any] | None = None
@@ -324,6 +338,29 @@ def _last_final(items: Iterable[dict[str, Any]]) -> Execution | None:
     return None
 
 
+def _sk(execution: Execution) -> str:
+    return keys.execution_sk(execution.scheduled_at, execution.id)
+
+
+def _latest(*executions: Execution | None) -> Execution | None:
+    """The newest of these (as their keys sort; of one execution found twice, the first given)."""
+    found = [e for e in executions if e is not None]
+    return max(found, key=_sk, default=None)
+
+
+def _on_job(job: Job, execution_id: str) -> Execution | None:
+    """The job's run stored on its item (as read: `Job.last_execution`), if it is this one, as shown."""
+    run = job.last_execution
+    return _shown(run) if run is not None and run.id == execution_id else None
+
+
+def _shown(execution: Execution | None) -> Execution | None:
+    if execution is None:
+        return None
+    error = None if execution.error is None else execution.error[:200]
+    return replace(execution, result=None, error=error, deliveries=())
+
+
 def _shown_execution(item: dict[str, Any]) -> Execution | None:
     """An execution as shown on its job: no result (it stays on the execution), a short error; None
     for one this version cannot read (a status it does not know)."""
@@ -331,5 +368,4 @@ def _shown_execution(item: dict[str, Any]) -> Execution | None:
         execution = codec.execution_from(item)
     except (KeyError, ValueError, TypeError):
         return None
-    error = None if execution.error is None else execution.error[:200]
-    return replace(execution, result=None, error=error, deliveries=())
+    return _shown(execution)

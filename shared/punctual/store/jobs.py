@@ -220,42 +220,18 @@ class JobRepository(JobViews):
         The job keeps no copy of its last execution, only its outcome, a few bytes: readers take the
         execution from the job's partition (`get_with_last_execution`), or by the key the outcome
         names (`with_outcome_executions`). (A copy's bytes pushed job items over 1 KB, where every
-        write of them costs two units.)
+        write of them costs two units.) The exception is `complete_with_run`'s.
         """
-        finished = execution.finished_at or execution.scheduled_at
-        sets, removes, values = (
-            codec.outcome_update(execution) if execution.status.ran_to_end else ([], [], {})
-        )
         # (a COMPLETED job is flagged only while its latest outcome is FAILED)
         outcome = execution.status if execution.status.ran_to_end else _outcome_status(job)
-        flag = list_keys.flag_of(JobStatus.COMPLETED, outcome)
-        job_flags.set_flag(flag, sets, removes, values)
-        condition = lifecycle.condition(
-            JOB_TRANSITIONS["complete"], schedule_version=execution.schedule_version
-        )
-        completing = partial(
-            self._table.resource.update_item,
-            Key=keys.job_key(job.id),
-            UpdateExpression="SET " + ", ".join(["#st = :done", "expires_at = :exp", *sets]) + " "
-            # (and a stale copy of the last execution, which every write to a job drops)
-            "REMOVE "
-            + ", ".join(
-                ["next_run_at", "queued_run_at", "last_execution", "last_execution_ms", "task_ref", *removes]
-            ),
-            ConditionExpression=condition.expression,
-            ExpressionAttributeNames=condition.names,
-            ExpressionAttributeValues={
-                ":done": JobStatus.COMPLETED.value,
-                ":exp": self._table.expiry(finished),
-                **condition.values,
-                **values,
-            },
-            ReturnValues="ALL_NEW",
-        )
-        item = job_flags.settle(self._table, call(completing)["Attributes"])
+        item = _complete(self._table, execution, outcome)
         if not execution.status.ran_to_end:
             return None
         return int(item.get("failures", 0))
+
+    def complete_with_run(self, execution: Execution) -> int:
+        """`complete_with_run`, on this repository's table."""
+        return complete_with_run(self._table, execution)
 
     def record_outcome(self, execution: Execution) -> int | None:
         """Record a finished execution (SUCCEEDED or FAILED) as its job's outcome, unless the job has
@@ -362,3 +338,84 @@ class JobRepository(JobViews):
 
 def _outcome_status(job: Job) -> ExecutionStatus | None:
     return None if job.outcome is None else job.outcome.status
+
+
+def complete_with_run(table: Table, execution: Execution) -> int:
+    """`JobRepository.complete` for a one-time job's scheduled run that ran to its end, the run stored
+    on the job's item in the same one write (`codec.run_map`), instead of on an item of its own: the
+    caller has checked that it fits (`codec.run_fits`). Returns the job's consecutive failures.
+    LostRace when the job no longer runs that schedule (paused, cancelled, rescheduled), or carries
+    a run already (revived after one: that one stays)."""
+    assert execution.status.ran_to_end and not execution.manual, "a scheduled run that ran"
+    item = _complete(table, execution, execution.status, run=codec.run_map(execution))
+    return int(item.get("failures", 0))
+
+
+def _complete(
+    table: Table,
+    execution: Execution,
+    outcome: ExecutionStatus | None,
+    run: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The write that completes a job (`complete`), with `run` on it if given; the item written."""
+    finished = execution.finished_at or execution.scheduled_at
+    sets, removes, values = codec.outcome_update(execution) if execution.status.ran_to_end else ([], [], {})
+    job_flags.set_flag(list_keys.flag_of(JobStatus.COMPLETED, outcome), sets, removes, values)
+    condition = lifecycle.condition(JOB_TRANSITIONS["complete"], schedule_version=execution.schedule_version)
+    expression, names = condition.expression, dict(condition.names)
+    if run is not None:
+        sets.append("#run = :run")
+        values[":run"] = run
+        names["#run"] = codec.RUN
+        expression += " AND attribute_not_exists(#run)"
+    completing = partial(
+        table.resource.update_item,
+        Key=keys.job_key(execution.job_id),
+        UpdateExpression="SET " + ", ".join(["#st = :done", "expires_at = :exp", *sets]) + " "
+        # (and a stale copy of the last execution, which every write to a job drops)
+        "REMOVE "
+        + ", ".join(
+            ["next_run_at", "queued_run_at", "last_execution", "last_execution_ms", "task_ref", *removes]
+        ),
+        ConditionExpression=expression,
+        ExpressionAttributeNames=names,
+        ExpressionAttributeValues={
+            ":done": JobStatus.COMPLETED.value,
+            ":exp": table.expiry(finished),
+            **condition.values,
+            **values,
+        },
+        ReturnValues="ALL_NEW",
+    )
+    return job_flags.settle(table, call(completing)["Attributes"])
+
+
+def completed_bytes(job: Job | None) -> int | None:
+    """For a one-time job's scheduled run under its pack's lease (`Execution.job_item_bytes`): the
+    larger of its item's size as read and once completed, less the run; None when its run is not to
+    go on it (no such job, a recurring one, one that carries a run already, or one with notification
+    rules, whose notifications a redelivery finds to queue again only on a run's item of its own)."""
+    if job is None or job.recurring or job.notify or job.last_execution is not None:
+        return None
+    item = codec.job_item(job)
+    before = codec.item_bytes(item)
+    for name in ("next_run_at", "queued_run_at", "task_ref", "flag"):
+        item.pop(name, None)
+    # (the longest outcome: a failure, counted, and flagged)
+    item.update(
+        status=JobStatus.COMPLETED.value,
+        expires_at=2**32,
+        outcome=ExecutionStatus.SUCCEEDED.value,
+        outcome_at=2**42,
+        outcome_run=f"{2**42:013d}#.{2**42:x}.{job.schedule_version}",
+        failures=99,
+        flag=list_keys.flag_of(JobStatus.COMPLETED, ExecutionStatus.FAILED) or "",
+        revision=99_999,
+    )
+    return max(before, codec.item_bytes(item))
+
+
+def ran_on_job(job: Job | None, execution_id: str) -> bool:
+    """Whether the job's item carries this execution, ended (stored with the job's completion)."""
+    run = None if job is None else job.last_execution
+    return run is not None and run.id == execution_id and run.status.is_final

@@ -1,0 +1,179 @@
+"""A one-time job's run stored on its job's item, with the job's completion (store/jobs.py
+`complete_with_run`, ExecutionRepository.put_end), and read back there by every read of executions
+that users or the pause protocol see, on moto and on the fake."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from punctual.domain.errors import LostRace
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import Job, JobStatus
+from punctual.domain.policies import NotifyEvent, NotifyRule
+from punctual.domain.schedules import CronSchedule
+from punctual.store import Store, codec
+from punctual.store.jobs import completed_bytes, ran_on_job
+from tests.store.builders import NOW, execution, job
+
+
+def ended(of: Job, status: ExecutionStatus = ExecutionStatus.SUCCEEDED, **changes: Any) -> Execution:
+    """Its scheduled run, ended under its pack's lease (nothing of it stored)."""
+    at = of.next_run_at or NOW
+    base = execution(
+        of,
+        status=status,
+        attempts=1,
+        started_at=at + timedelta(milliseconds=20),
+        finished_at=at + timedelta(milliseconds=70),
+        lateness_ms=20,
+        error="no" if status is ExecutionStatus.FAILED else None,
+        result={"ok": True} if status is ExecutionStatus.SUCCEEDED else None,
+        job_item_bytes=completed_bytes(of),
+    )
+    return replace(base, **changes)
+
+
+def test_a_run_that_fits_completes_its_job_with_it_in_one_write(store: Store) -> None:
+    # Given a one-time job, and its run ended under its pack's lease
+    stored = job()
+    store.jobs.put_new(stored)
+    run = ended(stored, ExecutionStatus.FAILED)
+    # When its end is stored
+    written = store.executions.put_end(run)
+    # Then its job is COMPLETED with it, its outcome recorded, and no item of its own is stored
+    assert written.job_failures == 1
+    completed = store.jobs.get(stored.id)
+    assert completed is not None and completed.status is JobStatus.COMPLETED
+    assert completed.outcome is not None and completed.outcome.execution_id == run.id
+    on_job = replace(run, job_item_bytes=None)
+    assert completed.last_execution == on_job and ran_on_job(completed, run.id)
+    assert store.executions.get_many([(run.job_id, run.scheduled_at, run.id)]) == ({}, {})
+    # and every read of the job's executions finds it there
+    assert store.executions.get(run.job_id, run.scheduled_at, run.id) == on_job
+    assert store.executions.scheduled_run(stored.id, stored.schedule_version) == on_job
+    assert store.executions.page(stored.id, 10, None).items == [on_job]
+    assert store.executions.page(stored.id, 10, None, status=ExecutionStatus.FAILED).items == [on_job]
+    assert store.executions.page(stored.id, 10, None, status=ExecutionStatus.SUCCEEDED).items == []
+    shown = store.jobs.get_with_last_execution(stored.id)
+    assert shown is not None and shown.last_execution is not None
+    assert (shown.last_execution.id, shown.last_execution.result) == (run.id, None)
+    [listed] = store.jobs.with_outcome_executions([completed])
+    assert listed.last_execution is not None and listed.last_execution.id == run.id
+
+
+def test_a_run_of_a_job_that_moved_on_is_stored_on_its_own_item(store: Store) -> None:
+    # Given a one-time job rescheduled after its run was taken
+    stored = job()
+    store.jobs.put_new(stored)
+    run = ended(stored)
+    store.jobs.update(
+        stored,
+        {"schedule_version": 2, "updated_at": NOW},
+        allowed_statuses=[JobStatus.ACTIVE],
+        schedule_version=1,
+    )
+    # When its end is stored
+    written = store.executions.put_end(run)
+    # Then it has an item of its own, and the job is as it was (its completion is the caller's)
+    assert written.job_failures is None
+    assert store.executions.get(run.job_id, run.scheduled_at, run.id) == replace(
+        written, job_item_bytes=None, deliveries=()
+    )
+    after = store.jobs.get(stored.id)
+    assert after is not None and after.status is JobStatus.ACTIVE and after.last_execution is None
+
+
+def test_a_run_that_does_not_fit_is_stored_on_its_own_item(store: Store) -> None:
+    # Given a one-time job whose item, with its run, would be over a write unit
+    stored = job()
+    store.jobs.put_new(stored)
+    big = ended(stored, result={"text": "x" * 900})
+    long_error = ended(stored, ExecutionStatus.FAILED, error="e" * (codec.RUN_ERROR_MAX_CHARS + 1))
+    # Then neither goes on its job
+    assert not codec.run_fits(big) and not codec.run_fits(long_error)
+    assert codec.run_fits(ended(stored))
+    # and a recurring job's run, a run by hand, and a job with notification rules never do
+    assert (
+        completed_bytes(replace(stored, schedule=CronSchedule(type="cron", expression="* * * * *"))) is None
+    )
+    assert (
+        completed_bytes(
+            replace(stored, notify=(NotifyRule(on=[NotifyEvent.FAILED], to="https://example.com/h"),))
+        )
+        is None
+    )
+    assert not codec.run_fits(ended(stored, manual=True))
+    written = store.executions.put_end(big)
+    assert written.job_failures is None
+    assert store.executions.get_many([(big.job_id, big.scheduled_at, big.id)])[0]
+
+
+def test_a_job_carries_one_run_a_revived_jobs_next_goes_on_its_own_item(store: Store) -> None:
+    stored = job()
+    store.jobs.put_new(stored)
+    store.executions.put_end(ended(stored))
+    completed = store.jobs.get(stored.id)
+    assert completed is not None
+    # Given the job revived with a new instant
+    later = (stored.next_run_at or NOW) + timedelta(hours=1)
+    revived = store.jobs.update(
+        completed,
+        {"status": JobStatus.ACTIVE, "next_run_at": later, "schedule_version": 2, "updated_at": NOW},
+        allowed_statuses=[JobStatus.COMPLETED],
+        schedule_version=1,
+    )
+    # Then its run is kept, and its next run is not to go on the job
+    assert revived.last_execution is not None and revived.last_execution.schedule_version == 1
+    assert completed_bytes(revived) is None
+    second = ended(revived, job_item_bytes=200)
+    with pytest.raises(LostRace):
+        store.jobs.complete_with_run(second)
+
+
+def test_a_page_of_executions_places_the_run_on_the_job_by_its_instant(store: Store) -> None:
+    # Given a job whose run is on its item, with runs by hand stored before and after its instant
+    stored = job()
+    store.jobs.put_new(stored)
+    run = ended(stored)
+    store.executions.put_end(run)
+    at = run.scheduled_at
+    by_hand = [
+        execution(
+            stored, at=at + delta, id=f"{stored.id}.x{n}.r{n}", manual=True, status=ExecutionStatus.CANCELLED
+        )
+        for n, delta in enumerate((timedelta(minutes=-1), timedelta(minutes=1)))
+    ]
+    store.executions.put_new_many(by_hand)
+    # When they are read a page of one at a time, and a range
+    seen: list[str] = []
+    cursor = None
+    for _ in range(5):
+        page = store.executions.page(stored.id, 1, cursor)
+        seen += [e.id for e in page.items]
+        cursor = page.last_key
+        if cursor is None:
+            break
+    # Then each comes once, newest first, the run on the job in its place
+    assert seen == [by_hand[1].id, run.id, by_hand[0].id]
+    assert [e.id for e in store.executions.page(stored.id, 10, None, since=at).items] == [
+        by_hand[1].id,
+        run.id,
+    ]
+    assert [e.id for e in store.executions.page(stored.id, 10, None, until=at).items] == [by_hand[0].id]
+
+
+def test_the_run_on_a_job_reads_back_from_its_item() -> None:
+    # Given a run as stored on a job's item
+    stored = job()
+    run = ended(stored, ExecutionStatus.FAILED)
+    item = {**codec.job_item(stored), codec.RUN: codec.run_map(run)}
+    # Then it reads back as it ended, and the item's size is counted as DynamoDB does
+    assert codec.embedded_execution(item) == replace(run, job_item_bytes=None)
+    assert codec.item_bytes({"a": "xy", "n": 12345, "m": {"k": True}}) == (1 + 2) + (1 + 4) + (
+        1 + 3 + 1 + 1 + 1
+    )
+    assert codec.embedded_execution({**item, codec.RUN: {"id": 1}}) is None  # (a newer version's)
