@@ -1,7 +1,7 @@
 """The local stack as a subprocess, driven over HTTP only; a webhook receiver the tests run.
 
-One stack serves the whole session (per xdist worker); tests that stop or restart a stack start
-their own. Everything listens on 127.0.0.1, on free ports.
+One stack serves the tests that ask for it (per xdist worker); tests that stop or restart a stack
+start their own. Everything listens on 127.0.0.1, on free ports.
 """
 
 from __future__ import annotations
@@ -235,20 +235,33 @@ def stacks(tmp_path: Path) -> Iterator[Stacks]:
         stack.kill()
 
 
-@pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+# The shared stack lives while its worker runs tests/e2e (their files are handed out first): an idle
+# stack polls on, and would take CPU from every later file on a machine of two cores.
+@pytest.fixture(scope="package")
+def started_stack(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Stack, dict[str, dict[str, Any]]]]:
     base = tmp_path_factory.mktemp("stack")
     local = Stack(base / "data", base / "stack.log")
     try:
         local.start()
-        yield local
+        yield local, _early_jobs(local)
     finally:
         local.kill()
 
 
-@pytest.fixture(scope="session", autouse=True)
-def early_jobs(stack: Stack) -> dict[str, dict[str, Any]]:
-    """Jobs that need time, created before the first test so their time comes while the others run.
+@pytest.fixture(scope="package")
+def stack(started_stack: tuple[Stack, dict[str, dict[str, Any]]]) -> Stack:
+    return started_stack[0]
+
+
+@pytest.fixture(scope="package")
+def early_jobs(started_stack: tuple[Stack, dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    return started_stack[1]
+
+
+def _early_jobs(stack: Stack) -> dict[str, dict[str, Any]]:
+    """Jobs that need time, created as the stack starts so that their time comes while the others run.
 
     - "cron": every minute, so it needs a minute boundary.
     - "scanned": due later than the API's hand-off window (HANDOFF_SECONDS), so only a scanner tick
