@@ -33,7 +33,7 @@ from punctual.platform.observability import (
     metrics,
 )
 from punctual.store import Store
-from punctual.tasks import AwsClients, LambdaClients, TaskContext, TaskFailed, TaskPolicy
+from punctual.tasks import AwsClients, LambdaClients, Prepared, TaskContext, TaskFailed, TaskPolicy
 from punctual.tasks.netguard import Resolver
 
 MAX_ERROR_CHARS = 1000
@@ -67,13 +67,24 @@ class Attempts:
         self._lambda_clients = lambda_clients
         self._aws_clients = aws_clients
 
+    def prepare(self, job: Job, execution: Execution) -> Prepared:
+        """The attempt's task made ready ahead of its start (tasks.prepare); `run` it with `prepared`."""
+        return tasks.prepare(job.task, self._context(job, execution))
+
     def run(
-        self, job: Job, execution: Execution, started: Callable[[], None], *, leased: bool = False
+        self,
+        job: Job,
+        execution: Execution,
+        started: Callable[[], None],
+        *,
+        leased: bool = False,
+        prepared: Prepared | None = None,
     ) -> float | None:
         """Run the claimed attempt and record its outcome: the seconds until its retry, or None when
         the work message is done with (ended, or another worker took over). `started` is called as
         its task starts. `leased`: a first attempt run under its pack's lease, unclaimed and not
-        stored (RUNNING only in memory): its end stores it, start and all, in one write."""
+        stored (RUNNING only in memory): its end stores it, start and all, in one write. `prepared`:
+        its task as `prepare` made it ready (None: started cold)."""
         # One INFO line per attempt, at its end (CloudWatch Logs bills every byte: a start line too cost
         # as much as all of an execution's DynamoDB reads); the start is at DEBUG.
         log = run_records.attempt_log(job, execution)
@@ -84,24 +95,11 @@ class Attempts:
             )
             self._hooks.started(job, execution)
         logger.debug("execution started", extra=log)
-        context = TaskContext(
-            job_id=job.id,
-            execution_id=execution.id,
-            scheduled_at=execution.scheduled_at,
-            attempt=execution.attempts,
-            timeout_seconds=job.timeout_seconds,
-            clock=self._clock,
-            policy=self._task_policy,
-            resolver=self._resolver,
-            lambda_clients=self._lambda_clients,
-            aws_clients=self._aws_clients,
-            job_name=job.name,
-            signing_keys=() if job.signing is None else job.signing.active(self._clock.now()),
-        )
+        context = self._context(job, execution)
         began = self._clock.now()
         started()
         try:
-            result = tasks.run(job.task, context)
+            result = tasks.run(job.task, context) if prepared is None else prepared.fire(context)
         except TaskFailed as exc:
             took = run_records.ms(self._clock.now() - began)
             return self._failed(job, execution, str(exc), exc.retryable, exc.result, took, leased)
@@ -129,6 +127,22 @@ class Attempts:
         logger.info("execution succeeded", extra=log)
         self._hooks.ended(job, finished)
         return None
+
+    def _context(self, job: Job, execution: Execution) -> TaskContext:
+        return TaskContext(
+            job_id=job.id,
+            execution_id=execution.id,
+            scheduled_at=execution.scheduled_at,
+            attempt=execution.attempts,
+            timeout_seconds=job.timeout_seconds,
+            clock=self._clock,
+            policy=self._task_policy,
+            resolver=self._resolver,
+            lambda_clients=self._lambda_clients,
+            aws_clients=self._aws_clients,
+            job_name=job.name,
+            signing_keys=() if job.signing is None else job.signing.active(self._clock.now()),
+        )
 
     def _failed(
         self,

@@ -19,8 +19,9 @@ stored before its end:
   of them started); a pack taken again (redelivered, or its lease run out) reads its executions, and
   a member stored already goes the lone way (its claim, or its end recorded), the others run again
   with the same ids;
-- what can be done before the instant is (named tasks resolved, the skip rules), then it holds until
-  the instant, never early; the jobs' stamps, read then, stop a run whose job changed meanwhile;
+- what can be done before the instant is (named tasks resolved, the skip rules, each task prepared:
+  a webhook's address checked and its connection opened), then it holds until the instant, never
+  early; the jobs' stamps, read then, stop a run whose job changed meanwhile;
 - its members start side by side and each end is stored in one write (ExecutionRepository.put_end),
   the outcomes after all the starts;
 - any member that waits (a retry) is sent on in a guarded pack and the message goes: taken again
@@ -55,6 +56,7 @@ from punctual.platform.observability import logger
 from punctual.store.jobs import JobStamp, completed_bytes, ran_on_job
 from punctual.store.packs import PackHeld, PackRepository
 from punctual.store.queue import MAX_DELAY_SECONDS, Pack, WorkItem, WorkQueue
+from punctual.tasks import Prepared
 
 # Members waiting within this much of the shortest wait stay together; any waiting longer goes alone.
 TOGETHER_SECONDS = 10.0
@@ -65,12 +67,16 @@ HELD_RETRY_SECONDS = 5.0
 
 
 class _Leased:
-    """A member to run under the pack's lease: its job as read, as it runs, and its execution."""
+    """A member to run under the pack's lease: its job as read, as it runs, its execution, and its
+    task as made ready ahead of the instant (Worker.prepare)."""
 
-    def __init__(self, read: Job | None, job: Job, execution: Execution) -> None:
+    def __init__(
+        self, read: Job | None, job: Job, execution: Execution, prepared: Prepared | None = None
+    ) -> None:
         self.read = read
         self.job = job
         self.execution = execution
+        self.prepared = prepared
 
 
 class PackRunner:
@@ -196,6 +202,11 @@ class PackRunner:
             self._give_back(packs, pack, holder)
             raise
         with ThreadPoolExecutor(max_workers=min(len(pack.items), self._config.fire_threads)) as pool:
+            # What a start can do ahead (a webhook's address checked, its connection opened) is done
+            # before the hold, side by side; never a byte of a request.
+            preparing = {n: pool.submit(self._worker.prepare, m.job, m.execution) for n, m in leased.items()}
+            for n, ready in preparing.items():
+                leased[n].prepared = ready.result()
             alone: dict[int, Future[Disposition]] = {
                 n: pool.submit(self._worker.handle, item, members[n], receive_count)
                 for n, item in enumerate(pack.items)
@@ -207,6 +218,9 @@ class PackRunner:
             try:
                 fired = self._fire(leased, members, lease_until)
             except Exception:
+                for member in leased.values():
+                    if member.prepared is not None:
+                        member.prepared.close()
                 self._give_back(packs, pack, holder)  # (none of them started)
                 raise
             for n, future in alone.items():
@@ -274,7 +288,12 @@ class PackRunner:
                     job, member.execution, late, members[n], by_policy=True
                 )
                 continue
-            ready[n] = _Leased(member.read, job, member.execution)
+            # (prepared for the job as read: one changed since starts cold)
+            prepared = None if member.execution.job_id in changed else member.prepared
+            ready[n] = _Leased(member.read, job, member.execution, prepared)
+        for n, member in leased.items():
+            if member.prepared is not None and (n not in ready or ready[n].prepared is None):
+                member.prepared.close()  # (its start is not coming, or comes cold)
         leaves = {n: self._worker.starting() for n in ready}
         pool = ThreadPoolExecutor(max_workers=max(1, min(len(ready), self._config.fire_threads)))
         futures: dict[int, Future[Disposition]] = {}
@@ -304,7 +323,7 @@ class PackRunner:
                 task_version=member.job.task_version,
                 job_item_bytes=completed_bytes(member.read),  # (its end may go on its job's item)
             )
-            return self._worker.run_leased(member.job, running, leave, receipt)
+            return self._worker.run_leased(member.job, running, leave, receipt, member.prepared)
         except Exception:
             # Its end not stored: it runs again, on its own, with its claim.
             logger.exception("member failed unexpectedly", extra={"execution_id": member.execution.id})
@@ -312,6 +331,8 @@ class PackRunner:
             return Disposition.LATER
         finally:
             leave()
+            if member.prepared is not None:
+                member.prepared.close()
 
     def _read_ahead(self, pack: Pack) -> Known | None:
         try:

@@ -32,7 +32,7 @@ from punctual.platform.observability import EXECUTIONS_SKIPPED, logger, metrics
 from punctual.store import Store
 from punctual.store.jobs import JobStamp, ran_on_job
 from punctual.store.queue import WorkItem, WorkQueue
-from punctual.tasks import AwsClients, LambdaClients, TaskPolicy
+from punctual.tasks import AwsClients, LambdaClients, Prepared, TaskPolicy
 from punctual.tasks.netguard import Resolver, system_resolver
 
 # A message that becomes visible this close to its instant waits in the worker; earlier, it goes back.
@@ -148,11 +148,21 @@ class Worker:
             return Disposition.DONE
         return self._later(receipt, LOST_SKIP_RETRY_SECONDS)
 
+    def prepare(self, job: Job, execution: Execution) -> Prepared:
+        """A first attempt's task made ready ahead of its instant, for `run_leased` (tasks.prepare)."""
+        return self._attempts.prepare(job, replace(execution, attempts=1))
+
     def run_leased(
-        self, job: Job, running: Execution, started: Callable[[], None], receipt: Receipt
+        self,
+        job: Job,
+        running: Execution,
+        started: Callable[[], None],
+        receipt: Receipt,
+        prepared: Prepared | None = None,
     ) -> Disposition:
-        """Run a first attempt under its pack's lease (`running`: unclaimed, RUNNING in memory only)."""
-        delay = self._attempts.run(job, running, started, leased=True)
+        """Run a first attempt under its pack's lease (`running`: unclaimed, RUNNING in memory only;
+        `prepared`: its task as `prepare` made it ready)."""
+        delay = self._attempts.run(job, running, started, leased=True, prepared=prepared)
         return Disposition.DONE if delay is None else self._later(receipt, delay)
 
     def handle(

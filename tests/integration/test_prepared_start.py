@@ -1,0 +1,145 @@
+"""A pack taken under one lease prepares its webhooks before it holds: each connection is open before
+the instant, and each request goes out at the instant, never before; a connection the server
+closed meanwhile is replaced, and one made for a member that is then skipped is closed.
+
+The receiver listens on 127.0.0.1; the clock is the test's, and the receiver is looked at while the
+pack holds (the hold is the clock's sleep), so nothing hangs on timing."""
+
+from __future__ import annotations
+
+import http.client
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from punctual.execution.packs import PACK_LEASE_MIN
+from punctual.execution.receipts import Disposition
+from punctual.platform.clock import ManualClock
+from punctual.platform.timefmt import to_rfc3339
+from punctual.store.queue import Pack
+from tests.integration.test_packs import take_the_pack
+from tests.unit.tasks.connections import Listener, listener
+from tests.world import World, mocked_world
+
+MEMBERS = 6
+
+
+class HoldingClock(ManualClock):
+    """The test's clock; `at_hold` is called once, as the pack's hold begins (its first sleep)."""
+
+    def __init__(self, start: datetime) -> None:
+        super().__init__(start)
+        self.at_hold: Callable[[], None] | None = None
+
+    def sleep(self, seconds: float) -> None:
+        hook, self.at_hold = self.at_hold, None
+        if hook is not None:
+            hook()
+        super().sleep(seconds)
+
+
+@pytest.fixture
+def world(clock: ManualClock) -> Iterator[World]:
+    with mocked_world(HoldingClock(clock.now()), shard_count=1) as made:
+        yield made
+
+
+@pytest.fixture
+def receiver(world: World) -> Iterator[Listener]:
+    with listener(world.clock.now) as found:
+        yield found
+
+
+@pytest.fixture
+def sends(monkeypatch: pytest.MonkeyPatch, world: World) -> list[datetime]:
+    """When (by the test's clock) any request's bytes were handed to a connection."""
+    made: list[datetime] = []
+    real = http.client.HTTPConnection.send
+
+    def send(self: http.client.HTTPConnection, data: Any) -> None:
+        made.append(world.clock.now())
+        real(self, data)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "send", send)
+    return made
+
+
+def webhooks_at_one_instant(world: World, url: str) -> tuple[list[dict[str, Any]], Pack, str]:
+    at = to_rfc3339(world.clock.now() + timedelta(seconds=240))
+    task = {"type": "http", "params": {"url": url}}
+    jobs = [world.create({"type": "at", "at": at}, task) for _ in range(MEMBERS)]
+    pack, receipt = take_the_pack(world)
+    assert len(pack.items) == MEMBERS >= PACK_LEASE_MIN and not pack.guarded
+    return jobs, pack, receipt
+
+
+def take_before_the_instant(world: World, pack: Pack, receipt: str, at_hold: Callable[[], None]) -> None:
+    clock = world.clock
+    assert isinstance(clock, HoldingClock)
+    clock.set(pack.scheduled_at - timedelta(seconds=2))
+    clock.at_hold = at_hold
+    assert world.punctual.packs.handle(pack, receipt) is Disposition.DONE
+    assert clock.at_hold is None  # (it held)
+
+
+def statuses(world: World, jobs: list[dict[str, Any]]) -> list[str]:
+    return [execution["status"] for job in jobs for execution in world.executions(job["id"])]
+
+
+def test_a_packs_webhooks_are_connected_before_the_instant_and_called_at_it(
+    world: World, receiver: Listener, sends: list[datetime]
+) -> None:
+    jobs, pack, receipt = webhooks_at_one_instant(world, receiver.url)
+    seen: dict[int, datetime] = {}
+
+    def at_hold() -> None:
+        # While the pack holds: every member's connection is open, and no request came
+        receiver.wait_for(lambda r: len(r.connections) == MEMBERS)
+        seen.update({port: c.accepted_at for port, c in receiver.connections.items()})
+        assert receiver.requests() == [] and sends == []
+
+    # When the pack is taken 2 seconds before its instant
+    take_before_the_instant(world, pack, receipt, at_hold)
+    # Then each request came at the instant, on a connection opened before it, and none other
+    requests = receiver.requests()
+    assert len(requests) == MEMBERS and set(receiver.connections) == set(seen)
+    for connection in requests:
+        assert connection.accepted_at < pack.scheduled_at <= connection.requested_at  # type: ignore[operator]
+    assert len(sends) >= MEMBERS and min(sends) >= pack.scheduled_at
+    assert statuses(world, jobs) == ["SUCCEEDED"] * MEMBERS
+
+
+def test_connections_the_server_closed_during_the_hold_are_replaced(world: World, receiver: Listener) -> None:
+    jobs, pack, receipt = webhooks_at_one_instant(world, receiver.url)
+
+    def at_hold() -> None:
+        # Given a server that lets go of every idle connection while the pack holds
+        receiver.wait_for(lambda r: len(r.connections) == MEMBERS)
+        assert receiver.close_idle() == MEMBERS
+        receiver.wait_for(lambda r: all(c.ended_unused for c in r.connections.values()))
+
+    take_before_the_instant(world, pack, receipt, at_hold)
+    # Then each member connected afresh at its start and succeeded
+    assert len(receiver.requests()) == MEMBERS and len(receiver.connections) == 2 * MEMBERS
+    assert statuses(world, jobs) == ["SUCCEEDED"] * MEMBERS
+
+
+def test_a_member_skipped_at_the_instant_closes_its_prepared_connection(
+    world: World, receiver: Listener
+) -> None:
+    jobs, pack, receipt = webhooks_at_one_instant(world, receiver.url)
+
+    def at_hold() -> None:
+        # Given a job paused while its pack holds, its connection already open
+        receiver.wait_for(lambda r: len(r.connections) == MEMBERS)
+        assert world.api("POST", f"/jobs/{jobs[0]['id']}/pause").status == 200
+
+    take_before_the_instant(world, pack, receipt, at_hold)
+    # Then it was not called and its connection was closed; the others were called
+    assert len(receiver.requests()) == MEMBERS - 1
+    receiver.wait_for(lambda r: sum(c.ended_unused for c in r.connections.values()) == 1)
+    assert len(receiver.connections) == MEMBERS
+    assert world.executions(jobs[0]["id"])[0]["status"] == "CANCELLED"
+    assert statuses(world, jobs[1:]) == ["SUCCEEDED"] * (MEMBERS - 1)
