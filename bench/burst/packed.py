@@ -100,12 +100,15 @@ class _Table:
         self.units = units
         self.free_at = -math.inf
         self.by_second: dict[int, float] = defaultdict(float)
+        self.first_wait: float | None = None  # when a write first had to wait for units
 
     def write(self, count: float, at: float) -> float:
         """When `count` units asked at `at` are all written."""
         self.free_at = max(self.free_at, at - 1.0)
         self.free_at += count / self.units
         self.by_second[math.floor(at)] += count
+        if self.free_at > at and self.first_wait is None:
+            self.first_wait = at
         return max(at, self.free_at)
 
 
@@ -225,8 +228,8 @@ def simulate_packs(
             else:
                 bounds.setdefault(min(limits, key=lambda pair: pair[0])[1], round(t, 2))
         peak = max(peak, len(busy))
-    if claims.units < 10**8 and claims.free_at > min(due for _, due, _ in packs):
-        bounds.setdefault("table write units (the leases ahead)", round(claims.free_at, 2))
+    if claims.first_wait is not None:
+        bounds.setdefault("table write units (the leases ahead)", round(claims.first_wait, 2))
     per_second = defaultdict(float, claims.by_second)
     for second, units in after.by_second.items():
         per_second[second] += units
