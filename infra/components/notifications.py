@@ -17,7 +17,7 @@ from infra.components.queues import Queues
 from infra.components.storage import Storage
 from punctual.notify import execution_events
 from punctual.platform import resources, target_arns
-from punctual.store import keys
+from punctual.store import codec, keys
 
 NOTIFIER_BATCH_SIZE = 10
 # The stream's records reach the function in batches of up to this many, within this long.
@@ -124,6 +124,27 @@ class ExecutionEvents(Construct):
                     "dynamodb": {
                         "Keys": {"sk": {"S": lambda_.FilterRule.begins_with(keys.EXECUTION_SK_PREFIX)}},
                         **image,
+                    },
+                }
+            ),
+            # A one-time job's run stored on its job's item, in the write that completed the job
+            # (execution_events.detail_of tells its first appearance from later writes to the job).
+            lambda_.FilterCriteria.filter(
+                {
+                    "eventName": lambda_.FilterRule.is_equal("MODIFY"),
+                    "dynamodb": {
+                        "Keys": {"sk": {"S": lambda_.FilterRule.is_equal(keys.JOB_SK)}},
+                        "NewImage": {
+                            codec.RUN: {
+                                "M": {
+                                    "st": {
+                                        "S": sorted(execution_events.FINAL_STATUS_VALUES)
+                                        if mode == execution_events.FINAL
+                                        else lambda_.FilterRule.exists()
+                                    }
+                                }
+                            }
+                        },
                     },
                 }
             ),
