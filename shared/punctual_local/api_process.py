@@ -19,8 +19,8 @@ writes one line each:
                                 so that the stack starts pollers for them in time
 
 Delayed sends are held here as in the stack (holding.py): the API's hand-offs are released to moto
-when due. What is held when the process stops is sent again by the stack's recovery on its next start,
-as for the stack's own held messages.
+when due. They are journaled as the stack's are, in the same file (queue_journal.py), so what is held
+when the process stops is held again by the stack on its next start.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import socket
 import sys
 import threading
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import IO, Any
 
 STOP_SECONDS = 2.0
@@ -49,6 +50,7 @@ class Config:
     tokens: dict[str, str]
     moto_url: str
     access_log: bool
+    data_dir: str  # where the work queue's journal is
 
     def line(self) -> str:
         return json.dumps(asdict(self)) + "\n"
@@ -135,6 +137,7 @@ def _serve(config: Config, handler: Any, listening: socket.socket, notices: Noti
     from punctual_local.holding import HoldingSqs
     from punctual_local.lambda_events import FakeLambdaContext
     from punctual_local.moto.gate import api_read
+    from punctual_local.queue_journal import JournaledSqs, QueueJournal
     from punctual_local.server import ApiServer
 
     settings = Settings(**config.settings)
@@ -147,7 +150,7 @@ def _serve(config: Config, handler: Any, listening: socket.socket, notices: Noti
         clock=clock,
         dynamodb=aws.dynamodb,
         dynamodb_client=aws.dynamodb_client,
-        sqs=holding,
+        sqs=JournaledSqs(holding, QueueJournal(Path(config.data_dir)), clock, [settings.queue_url]),
         lambda_clients=wiring.lambda_clients_for(settings, aws.session),
         aws_clients=wiring.aws_clients_for(settings, aws.session),
     )

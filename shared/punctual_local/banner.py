@@ -29,7 +29,7 @@ def show(
     tick = "every minute" if tick_seconds >= 60 else f"every {tick_seconds} s"
     data = f"{data_dir.resolve()}"
     if restored:
-        data += f"  ({restored} items restored, {requeued} unfinished executions re-queued)"
+        data += f"  ({restored} items restored, {requeued} queued messages kept)"
     env = ""
     if port != 8765:
         env += f"PUNCTUAL_PORT={port} "

@@ -11,9 +11,9 @@ without a delay, when that delay is over. moto then only ever holds messages tha
 being processed, and a long poll wakes for a released message at once. Everything after the send is
 moto's: visibility timeouts, receive counts, redrive to the dead-letter queue.
 
-Held messages are not saved, as moto's queued messages are not: each names an execution stored as
-QUEUED before its message was sent, and persistence.recover sends every unfinished execution's
-message again when the stack starts.
+Held messages are not saved here, nor are moto's: the work queue's messages are journaled in front
+of this client (queue_journal.JournaledSqs), and the stack holds each one not deleted again when it
+starts (`hold`), for what is left of its delay.
 """
 
 from __future__ import annotations
@@ -98,13 +98,21 @@ class HoldingSqs:
         ]
         return response
 
+    def hold(self, queue_url: str, entries: list[tuple[dict[str, Any], float]]) -> None:
+        """Hold these SendMessageBatch entries (without Id and DelaySeconds) until their epoch
+        seconds: those past are released at once (messages sent again after a restart)."""
+        with self._changed:
+            for entry, release_at in entries:
+                heapq.heappush(self._held, _Held(release_at, next(self._order), queue_url, entry))
+            self._changed.notify()
+
     # --------------------------------------------------------------- releases
     def start(self) -> None:
         self._thread = threading.Thread(target=self._release_loop, name="sqs-delays", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop releasing; what is still held is sent again by recover() on the next start."""
+        """Stop releasing; what is still held is journaled and held again at the next start."""
         with self._changed:
             self._stopped = True
             self._changed.notify()

@@ -2,13 +2,15 @@
 
 moto holds everything in memory, in its own process; that process journals every write to the table
 and answers it only once it is on disk (durable.py, journal.py), and reads the data back when the
-stack starts. This side keeps one stack per data directory and re-queues what was unfinished.
+stack starts. The work queue's messages are journaled by the stack's SQS client
+(queue_journal.JournaledSqs). This side keeps one stack per data directory, holds the messages not
+deleted again (`replay`), and gives back what the stopped stack's workers held: claims made ahead of
+an instant (`release_claims`), hand-off claims (`withdraw_claims`); their leases end in moto's
+process (moto/unfinished.py).
 
-SQS messages are not saved. They need not be: the local stack stores every execution as QUEUED before
-its message is sent (`Settings.record_queued`), so every message names an execution stored as QUEUED,
-RETRYING or RUNNING, so `recover` sends each unfinished execution's message again (the worker's
-conditional transitions make a duplicate harmless), and due markers come back with the table for the
-scanner.
+A data directory from before the queue's journal has none: its stack stored every execution as
+QUEUED before sending its message, and `recover` sends each unfinished execution's message again
+(the worker's conditional transitions make a duplicate harmless), once.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from punctual.domain.errors import LostRace, RetryableStoreError, UnreadableItem
 from punctual.domain.executions import ExecutionStatus
@@ -25,6 +27,8 @@ from punctual.platform.observability import logger
 from punctual.platform.timefmt import parse_rfc3339
 from punctual.store import Store
 from punctual.store.queue import WorkItem, WorkQueue, delay_seconds
+from punctual_local.holding import HoldingSqs
+from punctual_local.queue_journal import Sent, queue_name
 
 LOCK_NAME = "lock"
 
@@ -70,14 +74,34 @@ def work_items(unfinished: Iterable[list[str]]) -> list[WorkItem]:
     return [WorkItem(job_id, execution_id, parse_rfc3339(at)) for job_id, execution_id, at in unfinished]
 
 
-def recover(work: list[WorkItem], queue: WorkQueue, now: datetime, store: Store) -> int:
-    """Send the message of every unfinished execution again; returns how many.
+def replay(pending: Iterable[Sent], holding: HoldingSqs, queue_urls: Iterable[str]) -> int:
+    """Hold every message the journal has as sent and not deleted until its delay ends (those past
+    it: at once), on its queue as named now (moto's port changes at each start); returns how many."""
+    urls = {queue_name(url): url for url in queue_urls}
+    by_queue: dict[str, list[tuple[dict[str, Any], float]]] = {}
+    for message in pending:
+        url = urls.get(message.queue)
+        if url is None:
+            logger.warning("journaled message for an unknown queue dropped", extra={"queue": message.queue})
+            continue
+        by_queue.setdefault(url, []).append((message.entry, message.release_ms / 1000))
+    for url, entries in by_queue.items():
+        holding.hold(url, entries)
+    return sum(len(entries) for entries in by_queue.values())
 
-    An execution claimed ahead of its instant by the stack that stopped is given back first: its worker
-    is gone (the data directory's lock says no other stack runs), and its lease would otherwise hold the
+
+def release_claims(work: Iterable[WorkItem], store: Store) -> None:
+    """Give back each execution claimed ahead of its instant by the stack that stopped: its worker is
+    gone (the data directory's lock says no other stack runs), and its lease would otherwise hold the
     run back until it ran out, a timeout and more after its instant."""
     for item in work:
         _release_unstarted_claim(item, store)
+
+
+def recover(work: list[WorkItem], queue: WorkQueue, now: datetime, store: Store) -> int:
+    """A data directory from before the queue's journal: send the message of every unfinished
+    execution again (its claim given back first); returns how many."""
+    release_claims(work, store)
     unsent = queue.send([(item, delay_seconds(item.scheduled_at, now)) for item in work])
     if unsent:
         logger.warning("could not re-queue some executions", extra={"count": len(unsent)})

@@ -6,6 +6,7 @@
     delayed sends (SQS DelaySeconds)              -> held here until due, then sent to moto
     poller pools (SQS event source mappings)      -> worker, dead-letter and notifier handlers
     journal + snapshot (<data dir>)               <- every write to the table, before it is answered
+    queue.journal (<data dir>)                    <- every work message sent, and deleted
 
 The handlers are the Lambda handlers of functions/, called with the events AWS would send.
 """
@@ -39,8 +40,17 @@ from punctual_local.clients import REGION, StackError
 from punctual_local.esm import Handler
 from punctual_local.holding import ComingCounts, HoldingSqs
 from punctual_local.moto.gate import Gate, gate_client
-from punctual_local.persistence import DataDirError, DataDirLock, recover, withdraw_claims, work_items
+from punctual_local.persistence import (
+    DataDirError,
+    DataDirLock,
+    recover,
+    release_claims,
+    replay,
+    withdraw_claims,
+    work_items,
+)
 from punctual_local.pollers import PollerPool, load_handler
+from punctual_local.queue_journal import JOURNAL_NAME, JournaledSqs, QueueJournal
 from punctual_local.server import ApiServer
 
 HOST = "127.0.0.1"
@@ -162,24 +172,34 @@ class LocalStack:
             # A developer trying a change to a named task sees it at the next run.
             task_cache_seconds=LOCAL_TASK_CACHE_SECONDS,
             early_visibility_seconds=LOCAL_EARLY_VISIBILITY_SECONDS,
-            # Its queue is in memory: recovery after a restart re-sends the executions stored QUEUED.
-            record_queued=True,
         )
         # Pollers for messages about to come due are started before they are due (pools set below).
         self._delays = HoldingSqs(aws.sqs, clock, on_coming=self._coming.reporter("stack"))
-        self._delays.start()
+        journal = self._queue_journal()
+        sqs = JournaledSqs(self._delays, journal, clock, [settings.queue_url])
         punctual = wiring.build(
             settings,
             clock=clock,
             dynamodb=aws.dynamodb,
             dynamodb_client=aws.dynamodb_client,
-            sqs=self._delays,
+            sqs=sqs,
             lambda_clients=wiring.lambda_clients_for(settings, aws.session),
             aws_clients=wiring.aws_clients_for(settings, aws.session),
         )
         wiring.set_default(punctual)
         work = work_items(restored["unfinished"])
-        requeued = recover(work, punctual.queue, punctual.clock.now(), punctual.store) if work else 0
+        journaled = journal.exists
+        # Every message sent and not deleted is held again: the queue as it was, less what ran.
+        pending = journal.pending()
+        queues = [settings.queue_url, settings.dlq_url, settings.notify_queue_url]
+        requeued = replay(pending, self._delays, queues)
+        if journaled or not work:
+            release_claims(work, punctual.store)
+        else:
+            # A data directory from before the queue's journal, whose stack stored every execution
+            # QUEUED before sending it: those not finished are sent again, once.
+            requeued = recover(work, punctual.queue, punctual.clock.now(), punctual.store)
+        self._delays.start()
         # Hand-offs the API claimed but had not enqueued when the stack stopped: their requests are
         # gone, so the first tick (below, at once) sends them instead of waiting for the claims to
         # run out. No request of this run has claimed any yet: the API serves once configured, below.
@@ -190,7 +210,7 @@ class LocalStack:
         self._pools = [
             PollerPool(
                 "worker",
-                aws.sqs,
+                sqs,
                 settings.queue_url,
                 _containers(resources.FUNCTIONS["worker"]),
                 self.stop_requested,
@@ -199,7 +219,7 @@ class LocalStack:
             ),
             PollerPool(
                 "dead-letter",
-                aws.sqs,
+                sqs,
                 settings.dlq_url,
                 _containers(resources.FUNCTIONS["dead_letter"]),
                 self.stop_requested,
@@ -208,7 +228,7 @@ class LocalStack:
             ),
             PollerPool(
                 "notifier",
-                aws.sqs,
+                sqs,
                 settings.notify_queue_url,
                 _containers(resources.FUNCTIONS["notifier"]),
                 self.stop_requested,
@@ -229,6 +249,13 @@ class LocalStack:
         self.banner(moto_url, int(restored["items"]), requeued, provisioned.table_name)
         # (after the banner: one pass over the table, which a large data directory makes long)
         self._thread("owners", self._name_owners_without_token, aws.dynamodb_client, provisioned.table_name)
+
+    def _queue_journal(self) -> QueueJournal:
+        """The work queue's journal in the data directory (emptied by --reset, as the table is)."""
+        path = self.options.data_dir / JOURNAL_NAME
+        if self.options.reset:
+            path.unlink(missing_ok=True)
+        return QueueJournal(self.options.data_dir)
 
     def _name_owners_without_token(self, dynamodb_client: Any, table: str) -> None:
         try:
@@ -281,6 +308,7 @@ class LocalStack:
             tokens=self.options.tokens,
             moto_url=moto_url,
             access_log=self.options.verbose,
+            data_dir=str(self.options.data_dir),
         )
         try:
             api.stdin.write(config.line())

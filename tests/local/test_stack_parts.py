@@ -9,16 +9,17 @@ from typing import Any
 
 import pytest
 
+from punctual.domain.executions import Execution, ExecutionStatus, execution_id_for
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
-from punctual.store.queue import WorkItem, WorkQueue
+from punctual.store.queue import WorkItem, WorkQueue, read_body
 from punctual_local.holding import HoldingSqs
 from punctual_local.moto.compactor import compact
 from punctual_local.moto.data_files import segments
 from punctual_local.moto.durable import DurableTables
 from punctual_local.moto.speedups import query_only_the_partition
 from punctual_local.moto.write_hooks import install_hooks
-from punctual_local.persistence import recover, work_items
+from punctual_local.persistence import recover, release_claims, work_items
 from tests.world import World, mocked_world
 
 
@@ -163,14 +164,20 @@ def _saved_then_restored(
     return _restored(clock, tmp_path)
 
 
-def test_a_restore_requeues_unfinished_executions_and_ends_their_leases(
+def test_a_restore_reports_unfinished_executions_and_ends_their_leases_and_packs_leases(
     clock: ManualClock, tmp_path: Path
 ) -> None:
-    # Given executions saved QUEUED, RUNNING with a lease, and SUCCEEDED
+    # Given executions saved QUEUED, RUNNING with a lease, and SUCCEEDED, and a pack's lease
     items = [
         _execution(1, "QUEUED"),
         _execution(2, "RUNNING", lease_until={"N": "99999999999999"}),
         _execution(3, "SUCCEEDED"),
+        {
+            "pk": {"S": "PACK#p1"},
+            "sk": {"S": "PACK"},
+            "holder": {"S": "h"},
+            "lease_until": {"N": "99999999999999"},
+        },
     ]
 
     # When the data is read back
@@ -181,9 +188,12 @@ def test_a_restore_requeues_unfinished_executions_and_ends_their_leases(
         ["job_1", "job_1.e", "2030-01-01T00:00:00.000Z"],
         ["job_2", "job_2.e", "2030-01-01T00:00:00.000Z"],
     ]
-    [running] = [item for item in back if item["status"]["S"] == "RUNNING"]
+    [running] = [item for item in back if item.get("status", {}).get("S") == "RUNNING"]
     assert running["lease_until"] == {"N": "0"}  # the restore's "now"
     assert {w.job_id for w in work_items(found["unfinished"])} == {"job_1", "job_2"}
+    # and so is the pack's: its message, held again from the queue's journal, is taken at once
+    [pack] = [item for item in back if item["pk"]["S"] == "PACK#p1"]
+    assert pack["lease_until"] == {"N": "0"}
 
 
 def test_a_restore_requeues_an_execution_that_ended_without_its_job_recording_it(
@@ -288,31 +298,55 @@ def test_a_restore_ignores_a_torn_last_record_and_keeps_everything_before_it(
     assert found["torn"] == [{"segment": last.name, "ignored_bytes": 6}]
 
 
-def test_a_restart_gives_back_a_claim_made_ahead_of_its_instant_and_queues_its_message_again(
+def _claimed_ahead(world: World, clock: ManualClock) -> WorkItem:
+    """A one-time job's execution, stored QUEUED and claimed by a worker ahead of its instant."""
+    store = world.punctual.store
+    job = world.create({"type": "at", "at": to_rfc3339(clock.now() + timedelta(seconds=60))})
+    stored = store.jobs.get(job["id"])
+    assert stored is not None
+    due = parse_rfc3339(job["next_run_at"])
+    execution = Execution(
+        id=execution_id_for(job["id"], due, stored.schedule_version),
+        job_id=job["id"],
+        owner=stored.owner,
+        scheduled_at=due,
+        status=ExecutionStatus.QUEUED,
+        schedule_version=stored.schedule_version,
+        created_at=clock.now(),
+    )
+    store.executions.put_new_many([execution])
+    store.executions.claim(
+        execution, now=clock.now(), lease_until=due + timedelta(minutes=5), lateness_ms=None, stored=True
+    )
+    world.sqs.purge_queue(QueueUrl=world.punctual.settings.queue_url)
+    return WorkItem(job["id"], execution.id, due)
+
+
+def test_a_restart_gives_back_a_claim_made_ahead_of_its_instant(clock: ManualClock) -> None:
+    with mocked_world(clock) as world:
+        # Given an execution a worker claimed ahead of its instant, and then the stack stopped
+        item = _claimed_ahead(world, clock)
+        # When the next stack starts (its message is held again from the queue's journal)
+        release_claims([item], world.punctual.store)
+        # Then the claim was given back (waiting again, no attempt counted), and nothing more was sent
+        [after] = world.executions(item.job_id)
+        assert after["status"] == "QUEUED" and after["attempts"] == 0
+        clock.advance(60)
+        assert receive(world) == []
+
+
+def test_a_data_directory_from_before_the_queues_journal_has_its_unfinished_executions_sent_again(
     clock: ManualClock,
 ) -> None:
-    with mocked_world(clock, record_queued=True) as world:
-        store = world.punctual.store
-        # Given an execution a worker claimed ahead of its instant, and then the stack stopped
-        job = world.create({"type": "at", "at": to_rfc3339(clock.now() + timedelta(seconds=60))})
-        [shown] = world.executions(job["id"])
-        due = parse_rfc3339(shown["scheduled_at"])
-        execution = store.executions.get(job["id"], due, shown["id"])
-        assert execution is not None
-        store.executions.claim(
-            execution,
-            now=clock.now(),
-            lease_until=due + timedelta(minutes=5),
-            lateness_ms=None,
-            task_version=None,
-        )
-        world.sqs.purge_queue(QueueUrl=world.punctual.settings.queue_url)
-        # When the next stack starts and recovers the unfinished executions
-        work = work_items([[job["id"], shown["id"], shown["scheduled_at"]]])
-        assert recover(work, world.punctual.queue, clock.now(), store) == 1
-        # Then the claim was given back (waiting again, no attempt counted) and its message sent again
-        [after] = world.executions(job["id"])
+    with mocked_world(clock) as world:
+        # Given an execution stored QUEUED and claimed ahead, by a stack that kept no queue journal
+        item = _claimed_ahead(world, clock)
+        # When the next stack recovers the unfinished executions
+        work = work_items([[item.job_id, item.execution_id, to_rfc3339(item.scheduled_at)]])
+        assert recover(work, world.punctual.queue, clock.now(), world.punctual.store) == 1
+        # Then the claim was given back and its message sent again
+        [after] = world.executions(item.job_id)
         assert after["status"] == "QUEUED" and after["attempts"] == 0
         clock.advance(60)
         [message] = receive(world)
-        assert WorkItem.from_body(str(message["Body"])).execution_id == shown["id"]
+        assert read_body(str(message["Body"])).items[0].execution_id == item.execution_id

@@ -15,14 +15,16 @@ from punctual.store import keys
 from punctual_local.moto.items import all_items
 
 _UNFINISHED = frozenset({ExecutionStatus.QUEUED, *UNDER_WAY})
+_PACK_SK = keys.pack_key("")["sk"]
 
 
 def unfinished_and_expire_leases(tables: Iterable[Any], now_ms: int) -> list[list[str]]:
     """[job_id, id, scheduled_at] of each unfinished execution, and of each that ran to its end
-    without its job recording it as its outcome (its worker stopped between the two writes, and
-    moto's queue, which is not saved, held the message that would have made that good). A RUNNING
-    one's worker stopped with the stack: its lease ends now, so it runs again (not journaled: a later
-    start ends it again)."""
+    without its job recording it as its outcome (its worker stopped between the two writes; a data
+    directory from before the queue's journal has lost the message that would have made that good).
+    A RUNNING one's worker stopped with the stack: its lease ends now, so it runs again, and so does
+    a pack's lease, so that its message, held again, is taken at once (neither journaled: a later
+    start ends them again)."""
     from moto.dynamodb.models.dynamo_type import DynamoType
 
     found = []
@@ -31,6 +33,11 @@ def unfinished_and_expire_leases(tables: Iterable[Any], now_ms: int) -> list[lis
     for table in tables:
         for item in all_items(table):
             attrs = item.attrs
+            if item.range_key is not None and str(item.range_key.value) == _PACK_SK:
+                lease = attrs.get("lease_until")
+                if lease is not None and int(lease.value) > now_ms:
+                    dict.__setitem__(attrs, "lease_until", DynamoType({"N": str(now_ms)}))
+                continue
             if item.range_key is not None and str(item.range_key.value) == keys.JOB_SK:
                 recorded = attrs.get("outcome_at")
                 outcome_at[str(item.hash_key.value)] = -1 if recorded is None else int(recorded.value)
