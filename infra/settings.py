@@ -78,11 +78,6 @@ class DeploySettings:
     alarm_email: str | None = None
     # Off only for throwaway test stacks: the table and the logs are then deleted with the stack.
     deletion_protection: bool = True
-    # Store every execution as QUEUED before its message is sent (one more write unit an execution).
-    # Needed for one deployment when upgrading from a version whose workers drop a message naming an
-    # execution that is not stored (before 2026-11-30): deploy with it on, then off once every
-    # function runs this version (docs/upgrading.md).
-    record_queued: bool = False
     worker_max_concurrency: int = 20
     # AWS's public Powertools layer (account 017000801446); 32 carries Powertools 3.28.0.
     powertools_layer_version: int = 32
@@ -290,7 +285,6 @@ class DeploySettings:
             state_machines=self.state_machines,
             task_cache_seconds=self.task_cache_seconds,
             notification_targets=self.notification_targets,
-            record_queued=self.record_queued,
             burst_forecast_minutes=self.burst_forecast_minutes,
             burst_pollers_floor=self.worker_min_pollers or 2,
             burst_pollers_ceiling=(
@@ -350,7 +344,7 @@ class DeploySettings:
                 values[key] = kind(raw)
             except ValueError as exc:
                 raise ValueError(f"context {key}={raw!r} is not an integer") from exc
-        for flag in ("deletion_protection", "record_queued", "worker_prescale"):
+        for flag in ("deletion_protection", "worker_prescale"):
             if value(flag) is not None:
                 values[flag] = _as_bool(flag, value(flag))
         values["alarm_email"] = str(value("alarm_email") or "").strip() or None

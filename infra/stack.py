@@ -145,8 +145,6 @@ def function_environment(settings: DeploySettings) -> dict[str, str]:
         environment["PUNCTUAL_TASK_CACHE_SECONDS"] = str(settings.task_cache_seconds)
     if settings.notification_targets:
         environment["PUNCTUAL_NOTIFICATION_TARGETS"] = ",".join(settings.notification_targets)
-    if settings.record_queued:
-        environment["PUNCTUAL_RECORD_QUEUED"] = "true"
     # What the scanner chooses a crowded instant's lead from, and how early the worker holds a message.
     functions = settings.function_settings()
     environment["PUNCTUAL_LEAD_MAX_SECONDS"] = str(functions.lead_max_seconds)

@@ -114,7 +114,6 @@ def build(
         clock,
         soon=timedelta(seconds=settings.handoff_seconds),
         early_visibility_seconds=settings.early_visibility_seconds,
-        record_queued=settings.record_queued,
         pack_size=settings.pack_size,
         lead=LeadPolicy.from_settings(settings),
     )

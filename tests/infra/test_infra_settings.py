@@ -176,17 +176,6 @@ def test_bad_values_fail_at_synth_not_at_cold_start(context):
         DeploySettings.from_context(context.get)
 
 
-def test_recording_queued_executions_is_an_upgrade_switch_off_by_default():
-    from infra.stack import function_environment
-
-    empty: dict[str, str] = {}
-    assert DeploySettings.from_context(empty.get).record_queued is False
-    assert "PUNCTUAL_RECORD_QUEUED" not in function_environment(DeploySettings.from_context(empty.get))
-    on = DeploySettings.from_context({"record_queued": "true"}.get)
-    assert on.record_queued is True and on.function_settings().record_queued is True
-    assert function_environment(on)["PUNCTUAL_RECORD_QUEUED"] == "true"
-
-
 def test_the_api_is_an_http_api_unless_rest_is_asked_for():
     # Given no api_type, then an HTTP API; given `-c api_type=rest`, a REST API
     empty: dict[str, str] = {}

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from punctual.domain.errors import UnreadableItem
-from punctual.domain.executions import ExecutionStatus, execution_id_for
+from punctual.domain.executions import execution_id_for
 from punctual.domain.models import DueMarker, marker_for
 from punctual.execution.dead_letters import dead_letter
 from punctual.execution.receipts import UNREADABLE_RETRY_SECONDS
 from punctual.platform.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
-from punctual.scheduling.dispatch import Dispatcher, release_quarantined
+from punctual.scheduling.dispatch import DispatchResult, release_quarantined
 from punctual.scheduling.handoff import HANDOFF_CLAIM
 from punctual.store.queue import WorkItem
 from tests.receiver import receiver
@@ -43,15 +43,10 @@ def marker_of(world: World, job: dict[str, Any]) -> DueMarker:
     )
 
 
-def recording(world: World) -> Dispatcher:
-    """A dispatcher that stores executions as QUEUED before sending them (the local stack's)."""
-    return Dispatcher(
-        world.store,
-        world.punctual.queue,
-        world.clock,
-        soon=world.punctual.dispatcher.soon,
-        record_queued=True,
-    )
+def dispatch_stored(world: World, marker: DueMarker) -> DispatchResult:
+    """Dispatch the marker as an extra run's is: its execution read first, and stored as QUEUED
+    before its message is sent."""
+    return world.punctual.dispatcher.dispatch([replace(marker, manual=True)])
 
 
 def test_a_repeated_dispatch_leaves_a_finished_execution_as_it_is_and_sends_nothing(world: World) -> None:
@@ -63,9 +58,9 @@ def test_a_repeated_dispatch_leaves_a_finished_execution_as_it_is_and_sends_noth
     assert world.executions(job["id"])[0]["status"] == "SUCCEEDED"
     marker = replace(marker, soon=True)
     world.store.markers.put(marker)
-    # When a dispatcher that stores executions dispatches it again
+    # When it is dispatched again as an execution stored before its send is (an extra run's)
     with world.counting_calls() as calls:
-        result = recording(world).dispatch([marker])
+        result = dispatch_stored(world, marker)
     # Then nothing is written over it or sent, and the marker is gone
     assert [m.execution_id for m in result.skipped] == [marker.execution_id]
     assert calls["sqs.SendMessageBatch"] == 0
@@ -123,20 +118,18 @@ def test_a_marker_dispatched_again_after_its_run_never_resets_the_execution(worl
         assert len(hook.deliveries) == 1
 
 
-@pytest.mark.parametrize("records", [False, True], ids=["scanner", "recording"])
-def test_an_execution_whose_send_was_lost_is_sent_again(world: World, records: bool) -> None:
+def test_an_execution_whose_send_was_lost_is_sent_again(world: World) -> None:
     # Given a dispatch that could not send the execution (SQS refused every attempt)
     world.tick()
     job = world.create({"type": "at", "at": at(world, 240)})
     marker = marker_of(world, job)
-    dispatcher = recording(world) if records else world.punctual.dispatcher
+    dispatcher = world.punctual.dispatcher
     real = world.punctual.queue.send_packs
     world.punctual.queue.send_packs = lambda packs, attempts=4: [pack for pack, _ in packs]  # type: ignore[method-assign]
     result = dispatcher.dispatch([marker])
     world.punctual.queue.send_packs = real  # type: ignore[method-assign]
     assert [m.execution_id for m in result.failed] == [marker.execution_id]
-    stored = [e["status"] for e in world.executions(job["id"])]
-    assert stored == ([ExecutionStatus.QUEUED.value] if records else [])
+    assert world.executions(job["id"]) == []
     # When the scanner comes to the marker, which stayed
     world.run_for(300)
     # Then the execution is sent and runs, once
@@ -331,7 +324,7 @@ def stored_with_a_future_status(world: World, job: dict[str, Any]) -> tuple[DueM
     """The job's execution, stored (and sent) as QUEUED, then given a status a newer version wrote;
     its marker (filed as soon) and the execution's key."""
     marker = replace(marker_of(world, job), soon=True)
-    recording(world).dispatch([marker])
+    dispatch_stored(world, marker)
     key = {
         "pk": {"S": f"JOB#{job['id']}"},
         "sk": {"S": f"EXEC#{to_epoch_ms(marker.scheduled_at):013d}#{marker.execution_id}"},
@@ -355,7 +348,7 @@ def test_an_execution_with_a_status_this_version_does_not_know_is_left_as_it_is(
     world.store.markers.put(marker)
     # When it is dispatched again / Then it is neither overwritten nor sent, and the marker is done with
     with world.counting_calls() as calls:
-        result = recording(world).dispatch([marker])
+        result = dispatch_stored(world, marker)
     assert [m.execution_id for m in result.skipped] == [marker.execution_id]
     assert calls["sqs.SendMessageBatch"] == 0
     assert [m for m in markers(world) if "#SOON#" in m["pk"]["S"]] == []

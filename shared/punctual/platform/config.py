@@ -80,11 +80,6 @@ class Settings(BaseModel):
     notification_targets: tuple[str, ...] = ()
     cursor_secret: str = "punctual-local-cursor-secret"
     result_max_bytes: int = Field(default=4096, ge=0, le=65536)
-    # Store each scheduled execution as QUEUED when it is enqueued: one more write per execution.
-    # Off on AWS, where SQS keeps the message and the worker records the execution when it starts; on
-    # in the local stack, whose queue lives in memory and is rebuilt from the QUEUED executions after
-    # a restart (punctual_local.persistence).
-    record_queued: bool = False
     # Burst forecast (punctual.scheduling.prescaling), off at 0: the scanner's tick counts the due buckets of this
     # many coming minutes, publishes the busiest and its load on the limits below, and, given the
     # worker mapping's id (provisioned mode), keeps its minimum pollers between floor and ceiling.
@@ -191,13 +186,6 @@ class Settings(BaseModel):
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
         if region:
             values["region"] = region
-        if env.get("PUNCTUAL_RECORD_QUEUED"):
-            values["record_queued"] = env["PUNCTUAL_RECORD_QUEUED"].strip().lower() in {
-                "1",
-                "true",
-                "yes",
-                "on",
-            }
         networks = env.get("PUNCTUAL_WEBHOOK_ALLOWED_NETWORKS", "")
         values["webhook_allowed_networks"] = tuple(n.strip() for n in networks.split(",") if n.strip())
         functions = env.get("PUNCTUAL_LAMBDA_FUNCTIONS", "")

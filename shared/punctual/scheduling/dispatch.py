@@ -22,11 +22,10 @@ its minute's bucket, which no tick has reached yet (handoff.py: who enqueues whi
 
 The execution itself is stored by the worker when it starts (the message carries what it needs): on
 AWS the queue keeps the message, so a record written here would be one more write per execution for
-nothing but showing it as QUEUED for the minute before it runs. Two kinds of execution are still
-stored as QUEUED here, before their message is sent: extra runs (POST /jobs/{id}/run answers with
-the execution), and every execution when `record_queued` is on (the local stack, whose queue lives
-in memory and is rebuilt from QUEUED executions after a restart). Those are read first, so that a
-repeated dispatch never overwrites an execution that has started, and not sent again once started.
+nothing but showing it as QUEUED for the minute before it runs. One kind of execution is still
+stored as QUEUED here, before its message is sent: an extra run (POST /jobs/{id}/run answers with
+the execution). Those are read first, so that a repeated dispatch never overwrites an execution
+that has started, and not sent again once started.
 Every call is batched (BatchGetItem, BatchWriteItem, SendMessageBatch) and they run side by side: a
 few calls per hundred executions, so one scanner invocation is bounded by CPU, not by round trips.
 """
@@ -80,7 +79,6 @@ class Dispatcher:
         *,
         soon: timedelta,
         early_visibility_seconds: int = 0,
-        record_queued: bool = False,
         pack_size: int = PACK_SIZE,
         lead: LeadPolicy | None = None,
     ) -> None:
@@ -91,7 +89,6 @@ class Dispatcher:
         self._clock = clock
         self.soon = soon
         self._early = timedelta(seconds=early_visibility_seconds)
-        self._record_queued = record_queued
         self.pack_size = pack_size
         self._lead = lead
 
@@ -105,7 +102,7 @@ class Dispatcher:
 
     def _recorded(self, marker: DueMarker) -> bool:
         """Whether this marker's execution is stored as QUEUED before its message is sent."""
-        return marker.manual or self._record_queued
+        return marker.manual
 
     def ahead(self, executions: int) -> timedelta:
         """How long before their instant messages become visible, for `executions` due at it."""
