@@ -143,3 +143,22 @@ def test_a_member_skipped_at_the_instant_closes_its_prepared_connection(
     assert len(receiver.connections) == MEMBERS
     assert world.executions(jobs[0]["id"])[0]["status"] == "CANCELLED"
     assert statuses(world, jobs[1:]) == ["SUCCEEDED"] * (MEMBERS - 1)
+
+
+def test_a_member_slow_to_prepare_holds_up_no_other(world: World, receiver: Listener) -> None:
+    jobs, pack, receipt = webhooks_at_one_instant(world, receiver.url)
+    worker = world.punctual.worker
+    real = worker.prepare
+    slow = pack.items[0].execution_id
+
+    def prepare(job: Any, execution: Any) -> Any:
+        # Given a member whose preparing (a lookup, say) ends only once the others have called
+        if execution.id == slow:
+            receiver.wait_for(lambda r: len(r.requests()) == MEMBERS - 1)
+        return real(job, execution)
+
+    worker.prepare = prepare  # type: ignore[method-assign]
+    take_before_the_instant(world, pack, receipt, lambda: None)
+    # Then the others started without it, and it started once it was ready
+    assert len(receiver.requests()) == MEMBERS
+    assert statuses(world, jobs) == ["SUCCEEDED"] * MEMBERS

@@ -68,10 +68,10 @@ HELD_RETRY_SECONDS = 5.0
 
 class _Leased:
     """A member to run under the pack's lease: its job as read, as it runs, its execution, and its
-    task as made ready ahead of the instant (Worker.prepare)."""
+    task being made ready ahead of the instant (Worker.prepare; None: it starts cold)."""
 
     def __init__(
-        self, read: Job | None, job: Job, execution: Execution, prepared: Prepared | None = None
+        self, read: Job | None, job: Job, execution: Execution, prepared: Future[Prepared] | None = None
     ) -> None:
         self.read = read
         self.job = job
@@ -203,10 +203,10 @@ class PackRunner:
             raise
         with ThreadPoolExecutor(max_workers=min(len(pack.items), self._config.fire_threads)) as pool:
             # What a start can do ahead (a webhook's address checked, its connection opened) is done
-            # before the hold, side by side; never a byte of a request.
-            preparing = {n: pool.submit(self._worker.prepare, m.job, m.execution) for n, m in leased.items()}
-            for n, ready in preparing.items():
-                leased[n].prepared = ready.result()
+            # while the pack holds, side by side; never a byte of a request. Each member waits at its
+            # start for its own, not for the others'.
+            for member in leased.values():
+                member.prepared = pool.submit(self._worker.prepare, member.job, member.execution)
             alone: dict[int, Future[Disposition]] = {
                 n: pool.submit(self._worker.handle, item, members[n], receive_count)
                 for n, item in enumerate(pack.items)
@@ -219,8 +219,7 @@ class PackRunner:
                 fired = self._fire(leased, members, lease_until)
             except Exception:
                 for member in leased.values():
-                    if member.prepared is not None:
-                        member.prepared.close()
+                    _let_go(member.prepared)
                 self._give_back(packs, pack, holder)  # (none of them started)
                 raise
             for n, future in alone.items():
@@ -292,8 +291,8 @@ class PackRunner:
             prepared = None if member.execution.job_id in changed else member.prepared
             ready[n] = _Leased(member.read, job, member.execution, prepared)
         for n, member in leased.items():
-            if member.prepared is not None and (n not in ready or ready[n].prepared is None):
-                member.prepared.close()  # (its start is not coming, or comes cold)
+            if n not in ready or ready[n].prepared is None:
+                _let_go(member.prepared)  # (its start is not coming, or comes cold)
         leaves = {n: self._worker.starting() for n in ready}
         pool = ThreadPoolExecutor(max_workers=max(1, min(len(ready), self._config.fire_threads)))
         futures: dict[int, Future[Disposition]] = {}
@@ -311,7 +310,9 @@ class PackRunner:
     def _start(
         self, member: _Leased, receipt: Member, lease_until: datetime, leave: Callable[[], None]
     ) -> Disposition:
+        prepared = None
         try:
+            prepared = None if member.prepared is None else member.prepared.result()
             began = self._clock.now()
             running = replace(
                 member.execution,
@@ -323,7 +324,7 @@ class PackRunner:
                 task_version=member.job.task_version,
                 job_item_bytes=completed_bytes(member.read),  # (its end may go on its job's item)
             )
-            return self._worker.run_leased(member.job, running, leave, receipt, member.prepared)
+            return self._worker.run_leased(member.job, running, leave, receipt, prepared)
         except Exception:
             # Its end not stored: it runs again, on its own, with its claim.
             logger.exception("member failed unexpectedly", extra={"execution_id": member.execution.id})
@@ -331,8 +332,8 @@ class PackRunner:
             return Disposition.LATER
         finally:
             leave()
-            if member.prepared is not None:
-                member.prepared.close()
+            if prepared is not None:
+                prepared.close()
 
     def _read_ahead(self, pack: Pack) -> Known | None:
         try:
@@ -370,6 +371,18 @@ class PackRunner:
     def _later(self, receipt_handle: str, seconds: float) -> Disposition:
         self._queue.change_visibility(receipt_handle, seconds)
         return Disposition.LATER
+
+
+def _let_go(preparing: Future[Prepared] | None) -> None:
+    """A member's task being prepared for a start that is not coming: what it holds is let go once
+    it is ready."""
+    if preparing is not None:
+        preparing.add_done_callback(_close_ready)
+
+
+def _close_ready(done: Future[Prepared]) -> None:
+    if done.exception() is None:
+        done.result().close()
 
 
 def _delay(seconds: float) -> int:

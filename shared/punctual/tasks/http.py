@@ -149,9 +149,14 @@ class HttpTask:
         assert isinstance(params, HttpParams)
         url, addresses = _target(params, context)
         now = context.clock.now()
+        ahead = (context.scheduled_at - now).total_seconds()
         connection: _Connection | None = None
-        if (context.scheduled_at - now).total_seconds() <= PREPARED_IDLE_SECONDS:
-            connection = _connection(url, addresses[0], _timeout(params, context))
+        if ahead <= PREPARED_IDLE_SECONDS:
+            # An early connect gets no longer than the time left before the start (a second at
+            # least): one slower is dropped and made afresh then, with the task's whole timeout, so
+            # that a start never ends later than a cold one would by more than that second.
+            connect_timeout = min(_timeout(params, context), max(ahead, EARLY_CONNECT_MIN_SECONDS))
+            connection = _connection(url, addresses[0], connect_timeout)
             try:
                 connection.connect()
             except (OSError, http.client.HTTPException):
@@ -167,6 +172,7 @@ class HttpTask:
 # headers), Node.js's headersTimeout (60 s), an AWS load balancer's idle timeout (60 s). A server
 # that lets go sooner costs a fresh connect at the start, never a failure.
 PREPARED_IDLE_SECONDS = 15.0
+EARLY_CONNECT_MIN_SECONDS = 1.0
 
 # What a send on a connection the server let go of meets: the request is sent again, once, on a
 # connection of its own. (A server that closed an idle connection took no request on it; this is what

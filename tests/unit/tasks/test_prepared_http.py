@@ -36,17 +36,23 @@ def receiver(clock: ManualClock) -> Iterator[Listener]:
         yield found
 
 
+# The timeouts of the connects `connects` saw.
+timeouts: list[float] = []
+
+
 @pytest.fixture
 def connects(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
-    """The addresses the http task connects to, in order."""
+    """The addresses the http task connects to, in order (their timeouts in `timeouts`)."""
     made: list[tuple[str, int]] = []
     real = socket.create_connection
 
-    def create_connection(address: tuple[str, int], *args: Any, **kwargs: Any) -> socket.socket:
+    def create_connection(address: tuple[str, int], timeout: float, *args: Any) -> socket.socket:
         made.append(address)
-        return real(address, *args, **kwargs)
+        timeouts.append(timeout)
+        return real(address, timeout, *args)
 
     monkeypatch.setattr(http_task.socket, "create_connection", create_connection)
+    timeouts.clear()
     return made
 
 
@@ -295,3 +301,32 @@ def test_a_prepared_start_is_signed_when_it_fires(receiver: Listener, clock: Man
     [request] = receiver.requests()
     assert request.request is not None
     assert request.request[2][signing.TIMESTAMP_HEADER] == str(int(clock.now().timestamp()))
+
+
+@pytest.mark.parametrize(("ahead", "connect_timeout"), [(3, 3), (0, http_task.EARLY_CONNECT_MIN_SECONDS)])
+def test_an_early_connect_gets_no_longer_than_the_time_left_and_the_request_its_whole_timeout(
+    receiver: Listener,
+    clock: ManualClock,
+    connects: list[tuple[str, int]],
+    monkeypatch: pytest.MonkeyPatch,
+    ahead: int,
+    connect_timeout: float,
+) -> None:
+    # Given a task with a 5 s timeout, prepared `ahead` seconds before its start
+    ctx = context(clock=clock, timeout_seconds=5, scheduled_at=clock.now() + timedelta(seconds=ahead))
+    prepared = tasks.prepare(spec({"url": receiver.url}, ctx), ctx)
+    # Then its connect waited at most the time left (a second at least)
+    assert timeouts == [connect_timeout]
+    # and when it fires, its request and answer get the task's whole timeout
+    seen: list[float | None] = []
+    real = http.client.HTTPConnection.getresponse
+
+    def getresponse(self: http.client.HTTPConnection) -> Any:
+        assert self.sock is not None
+        seen.append(self.sock.gettimeout())
+        return real(self)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "getresponse", getresponse)
+    clock.advance(ahead)
+    prepared.fire(ctx)
+    assert seen == [5] and len(connects) == 1
