@@ -75,6 +75,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--dist loadfile, except that tests/infra's files go to one worker together: they share the
+    session's synthesized CDK apps (tests/infra/conftest.py), each some seconds of CPU to build, and
+    spread over the workers each app was built again by every worker that ran a file needing it."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class InfraTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            return "tests/infra" if scope.startswith("tests/infra/") else scope
+
+    return InfraTogether(config, log)
+
+
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(START)
