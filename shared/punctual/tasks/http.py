@@ -151,7 +151,7 @@ class HttpTask:
         now = context.clock.now()
         ahead = (context.scheduled_at - now).total_seconds()
         connection: _Connection | None = None
-        if ahead <= PREPARED_IDLE_SECONDS:
+        if ahead <= PREPARED_IDLE_SECONDS and _OPEN_AHEAD.acquire(blocking=False):
             # An early connect gets no longer than the time left before the start (a second at
             # least): one slower is dropped and made afresh then, with the task's whole timeout, so
             # that a start never ends later than a cold one would by more than that second.
@@ -162,6 +162,7 @@ class HttpTask:
             except (OSError, http.client.HTTPException):
                 connection.close()
                 connection = None  # (the start connects afresh, and fails, if it must, as run does)
+                _OPEN_AHEAD.release()
         return PreparedCall(params, url, addresses[0], connection, now)
 
 
@@ -173,6 +174,11 @@ class HttpTask:
 # that lets go sooner costs a fresh connect at the start, never a failure.
 PREPARED_IDLE_SECONDS = 15.0
 EARLY_CONNECT_MIN_SECONDS = 1.0
+# Connections a process holds open ahead of their starts at most; more start cold. A default pack's
+# worth (Settings.pack_size): a pack started at once (fire_threads) then needs no socket besides
+# them, within Lambda's 1,024 descriptors with the SDK's beside them.
+PREPARED_CONNECTIONS_MAX = 500
+_OPEN_AHEAD = threading.BoundedSemaphore(PREPARED_CONNECTIONS_MAX)
 
 # What a send on a connection the server let go of meets: the request is sent again, once, on a
 # connection of its own. (A server that closed an idle connection took no request on it; this is what
@@ -208,11 +214,6 @@ class PreparedCall:
         self._prepared_at = prepared_at
         self._lock = threading.Lock()
 
-    @property
-    def connected(self) -> bool:
-        """Whether a connection is held open for the start."""
-        return self._connection is not None
-
     def fire(self, context: TaskContext) -> Any:
         params, url = self._params, self._url
         timeout = _timeout(params, context)
@@ -230,16 +231,22 @@ class PreparedCall:
         return _exchange(send)
 
     def close(self) -> None:
+        connection = self._held()
+        if connection is not None:
+            connection.close()
+
+    def _held(self) -> _Connection | None:
+        """The connection held open ahead, no longer held (each is handed out once)."""
         with self._lock:
             connection, self._connection = self._connection, None
         if connection is not None:
-            connection.close()
+            _OPEN_AHEAD.release()
+        return connection
 
     def _take(self, context: TaskContext, timeout: float) -> _Connection | None:
         """The connection opened ahead, if it is still of use: not idle too long, and open at the
         server's end (which answers nothing before a request: anything it sent is a goodbye)."""
-        with self._lock:
-            connection, self._connection = self._connection, None
+        connection = self._held()
         if connection is None:
             return None
         idle = (context.clock.now() - self._prepared_at).total_seconds()

@@ -5,6 +5,7 @@ prepared ahead of their start; times are read from the test's clock."""
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -64,7 +65,8 @@ class Listener:
 
 
 @contextmanager
-def listener(now: Callable[[], datetime]) -> Iterator[Listener]:
+def listener(now: Callable[[], datetime], tls: ssl.SSLContext | None = None) -> Iterator[Listener]:
+    """`tls`: the server's context, for an https receiver (its handshake made as it accepts)."""
     state = Listener(url="", now=now)
 
     class Handler(BaseHTTPRequestHandler):
@@ -108,9 +110,11 @@ def listener(now: Callable[[], datetime]) -> Iterator[Listener]:
             return True
 
     server = Server(("127.0.0.1", 0), Handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    state.url = f"{'http' if tls is None else 'https'}://127.0.0.1:{server.server_address[1]}/hook"
     try:
         yield state
     finally:

@@ -5,13 +5,21 @@ happened to the connection meanwhile. Name resolution is stubbed; nothing leaves
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
 import socket
+import ssl
+import threading
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from punctual import tasks
 from punctual.domain.models import TaskSpec
@@ -330,3 +338,91 @@ def test_an_early_connect_gets_no_longer_than_the_time_left_and_the_request_its_
     clock.advance(ahead)
     prepared.fire(ctx)
     assert seen == [5] and len(connects) == 1
+
+
+# --- over TLS -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tls_receiver(clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Listener]:
+    """An https receiver on 127.0.0.1 with a certificate made for the test, which the task trusts."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert_file, key_file)
+    trusting = ssl.create_default_context
+
+    def client_context(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        return trusting(cafile=str(cert_file))
+
+    monkeypatch.setattr(http_task.ssl, "create_default_context", client_context)
+    with listener(clock.now, tls=server) as found:
+        yield found
+
+
+def test_a_tls_connection_is_opened_ahead_and_the_request_goes_on_it(
+    tls_receiver: Listener, clock: ManualClock, sends: list[Any]
+) -> None:
+    # Given an https webhook prepared 3 seconds ahead (handshake made; TLS 1.3 servers send session
+    # tickets after it, unasked)
+    ctx = context(clock=clock, scheduled_at=clock.now() + timedelta(seconds=3))
+    prepared = tasks.prepare(spec({"url": tls_receiver.url}, ctx), ctx)
+    tls_receiver.wait_for(lambda r: len(r.connections) == 1)
+    assert sends == []
+    # When it fires at its instant / Then the request went on the connection opened ahead
+    clock.advance(3)
+    assert prepared.fire(ctx) == {"status": 200, "body": {"ok": True}}
+    assert len(tls_receiver.connections) == 1 and len(tls_receiver.requests()) == 1
+
+
+def test_a_tls_connection_the_server_closed_is_replaced_at_the_start(
+    tls_receiver: Listener, clock: ManualClock
+) -> None:
+    ctx = context(clock=clock)
+    prepared = tasks.prepare(spec({"url": tls_receiver.url}, ctx), ctx)
+    tls_receiver.wait_for(lambda r: len(r.connections) == 1)
+    assert tls_receiver.close_idle() == 1
+    tls_receiver.wait_for(lambda r: all(c.ended_unused for c in r.connections.values()))
+    assert prepared.fire(ctx)["status"] == 200
+    assert len(tls_receiver.connections) == 2 and len(tls_receiver.requests()) == 1
+
+
+def test_past_the_most_connections_held_ahead_a_start_connects_cold(
+    receiver: Listener, clock: ManualClock, connects: list[tuple[str, int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a process that may hold one connection open ahead
+    held = threading.BoundedSemaphore(1)
+    monkeypatch.setattr(http_task, "_OPEN_AHEAD", held)
+    ctx = context(clock=clock)
+    # When two webhooks are prepared / Then only the first connected ahead
+    first, second = (tasks.prepare(spec({"url": receiver.url}, ctx), ctx) for _ in range(2))
+    assert len(connects) == 1
+    # and both start, the second on a connection of its own; what was held is given back
+    assert first.fire(ctx)["status"] == second.fire(ctx)["status"] == 200
+    assert len(connects) == 2 and held.acquire(blocking=False)
+    held.release()
+    third = tasks.prepare(spec({"url": receiver.url}, ctx), ctx)
+    third.close()
+    assert held.acquire(blocking=False)
