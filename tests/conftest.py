@@ -71,8 +71,12 @@ query_only_the_partition()
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # `make test` hands out whole files in collection order (--dist loadfile --no-loadscope-reorder):
-    # the longest go first, so that the workers end together.
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+    # the longest go first, so that the workers end together. The end-to-end files go before all the
+    # others, so that a worker runs its share of them in one stretch: the local stack they share
+    # (tests/e2e/conftest.py) starts once a worker and stops when the worker leaves them.
+    items.sort(
+        key=lambda item: (not item.nodeid.startswith("tests/e2e/"), item.get_closest_marker("long") is None)
+    )
 
 
 @pytest.hookimpl(optionalhook=True)
