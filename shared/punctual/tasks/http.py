@@ -102,9 +102,24 @@ class _PinnedHTTPConnection(http.client.HTTPConnection):
         self.sock = socket.create_connection((self._address, self.port), self.timeout)
 
 
+_TLS: ssl.SSLContext | None = None
+_TLS_LOCK = threading.Lock()
+
+
+def _tls_context() -> ssl.SSLContext:
+    """The system's certificate authorities and TLS defaults, loaded once a process: loading them
+    is most of a TLS webhook's CPU when done for each (tens of milliseconds: `make bench-pack-fire
+    --tls`), and they do not change under a running process. (A context serves many threads.)"""
+    global _TLS
+    with _TLS_LOCK:
+        if _TLS is None:
+            _TLS = ssl.create_default_context()
+        return _TLS
+
+
 class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     def __init__(self, host: str, address: str, port: int, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        super().__init__(host, port, timeout=timeout, context=_tls_context())
         self._address = address
 
     def connect(self) -> None:

@@ -372,12 +372,7 @@ def tls_receiver(clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyP
     )
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server.load_cert_chain(cert_file, key_file)
-    trusting = ssl.create_default_context
-
-    def client_context(*args: Any, **kwargs: Any) -> ssl.SSLContext:
-        return trusting(cafile=str(cert_file))
-
-    monkeypatch.setattr(http_task.ssl, "create_default_context", client_context)
+    monkeypatch.setattr(http_task, "_TLS", ssl.create_default_context(cafile=str(cert_file)))
     with listener(clock.now, tls=server) as found:
         yield found
 
