@@ -108,8 +108,8 @@ _TLS_LOCK = threading.Lock()
 
 def _tls_context() -> ssl.SSLContext:
     """The system's certificate authorities and TLS defaults, loaded once a process: loading them
-    is most of a TLS webhook's CPU when done for each (tens of milliseconds: `make bench-pack-fire
-    --tls`), and they do not change under a running process. (A context serves many threads.)"""
+    for each connection would be most of a TLS webhook's CPU (bench.pack_fire --tls measures it),
+    and they do not change under a running process. (A context serves many threads.)"""
     global _TLS
     with _TLS_LOCK:
         if _TLS is None:
