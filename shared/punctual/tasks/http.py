@@ -158,7 +158,7 @@ class HttpTask:
 
     def prepare(self, params: BaseModel, context: TaskContext) -> Prepared:
         """The URL read and guarded, its host resolved and the address checked, and a connection to
-        that address opened (TLS handshake and all) when the start is at most PREPARED_IDLE_SECONDS
+        that address opened (TLS handshake and all) when the start is at most PREPARED_AHEAD_SECONDS
         away: not a byte of the request is sent. TaskFailed for a URL or address refused (the start
         runs cold, and checks again)."""
         assert isinstance(params, HttpParams)
@@ -166,7 +166,7 @@ class HttpTask:
         now = context.clock.now()
         ahead = (context.scheduled_at - now).total_seconds()
         connection: _Connection | None = None
-        if ahead <= PREPARED_IDLE_SECONDS and _OPEN_AHEAD.acquire(blocking=False):
+        if ahead <= PREPARED_AHEAD_SECONDS and _OPEN_AHEAD.acquire(blocking=False):
             # An early connect gets no longer than the time left before the start (a second at
             # least): one slower is dropped and made afresh then, with the task's whole timeout, so
             # that a start never ends later than a cold one would by more than that second.
@@ -181,13 +181,16 @@ class HttpTask:
         return PreparedCall(params, url, addresses[0], connection, now)
 
 
-# A connection opened ahead of a start waits idle at most this long for its request: a pack's
-# members are prepared at most its lead before their instant (Settings.lead_max_seconds, at most 15
-# s). That is within the time usual servers give a new connection to send its request: nginx's
-# client_header_timeout (60 s by default), Apache's mod_reqtimeout (20 s for the first byte of the
-# headers), Node.js's headersTimeout (60 s), an AWS load balancer's idle timeout (60 s). A server
-# that lets go sooner costs a fresh connect at the start, never a failure.
-PREPARED_IDLE_SECONDS = 15.0
+# A connection is opened at most this long before its start, and one that has waited idle longer
+# than PREPARED_IDLE_SECONDS is not used (that bound's few seconds more are for a start that comes
+# late: its turn on a thread, a busy CPU). A pack's members are prepared at most its lead before
+# their instant (Settings.lead_max_seconds, at most 15 s). That is within the time usual servers give
+# a new connection to send its request: nginx's client_header_timeout (60 s by default), Apache's
+# mod_reqtimeout (20 s for the first byte of the headers), Node.js's headersTimeout (60 s), an AWS
+# load balancer's idle timeout (60 s). A server that lets go sooner costs a fresh connect at the
+# start, never a failure.
+PREPARED_AHEAD_SECONDS = 15.0
+PREPARED_IDLE_SECONDS = 20.0
 EARLY_CONNECT_MIN_SECONDS = 1.0
 # Connections a process holds open ahead of their starts at most; more start cold. A default pack's
 # worth (Settings.pack_size): a pack started at once (fire_threads) then needs no socket besides

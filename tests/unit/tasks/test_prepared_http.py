@@ -27,7 +27,7 @@ from punctual.platform import signing
 from punctual.platform.clock import ManualClock
 from punctual.tasks import TaskContext, TaskFailed
 from punctual.tasks import http as http_task
-from punctual.tasks.http import PREPARED_IDLE_SECONDS
+from punctual.tasks.http import PREPARED_AHEAD_SECONDS, PREPARED_IDLE_SECONDS
 from tests.stubs import StubResolver
 from tests.unit.tasks.connections import Listener, listener
 from tests.unit.tasks.webhook import CLOCK_START, Reply, Webhook, context
@@ -167,10 +167,23 @@ def test_a_connection_idle_longer_than_the_bound_is_not_used(receiver: Listener,
     assert len(receiver.requests()) == 1
 
 
+def test_a_connection_opened_the_furthest_ahead_serves_a_start_that_comes_late(
+    receiver: Listener, clock: ManualClock
+) -> None:
+    # Given a connection opened as far ahead as may be, and a start that comes a second late
+    ctx = context(clock=clock, scheduled_at=clock.now() + timedelta(seconds=PREPARED_AHEAD_SECONDS))
+    prepared = tasks.prepare(spec({"url": receiver.url}, ctx), ctx)
+    receiver.wait_for(lambda r: len(r.connections) == 1)
+    clock.advance(PREPARED_AHEAD_SECONDS + 1)
+    # Then the request goes on it
+    assert prepared.fire(ctx)["status"] == 200
+    assert len(receiver.connections) == 1 and len(receiver.requests()) == 1
+
+
 def test_no_connection_is_opened_for_a_start_further_off_than_a_connection_may_wait(
     receiver: Listener, clock: ManualClock, connects: list[tuple[str, int]]
 ) -> None:
-    ctx = context(clock=clock, scheduled_at=clock.now() + timedelta(seconds=PREPARED_IDLE_SECONDS + 5))
+    ctx = context(clock=clock, scheduled_at=clock.now() + timedelta(seconds=PREPARED_AHEAD_SECONDS + 5))
     prepared = tasks.prepare(spec({"url": receiver.url}, ctx), ctx)
     assert connects == []
     clock.set(ctx.scheduled_at)
