@@ -15,7 +15,7 @@ figure the median of `--rounds` rounds (cold and prepared in turn): from the ins
 request received, and the CPU a start costs from the hold on (a prepared one's preparing apart).
 
 Then what else a member costs the same process's CPU: the pack's body made and read
-(store/queue.py `Pack.to_body`, `read_body`, at `pack_size` entries), and a DynamoDB call through
+(domain/work.py `Pack.to_body`, `read_body`, at `pack_size` entries), and a DynamoDB call through
 boto3 (an UpdateItem, as a claim or an outcome is) to a stand-in on loopback answering at once, called
 from as many threads as the pack's, so that the burst model (bench.burst) can charge a member's start
 and its writes to the worker's share of a vCPU. Plain HTTP: a TLS handshake would add to the
@@ -52,9 +52,9 @@ from bench import offline  # noqa: F401  (first: it sets up the environment)
 from bench.common import WEBHOOK, emit, environment
 from bench.webhook_cpu import LOOPBACK, _caller
 from punctual.domain.executions import execution_id_for
+from punctual.domain.work import PACK_MAX_BYTES, Pack, WorkItem, read_body
 from punctual.platform.clock import SystemClock
 from punctual.platform.config import FIRE_THREADS, Settings
-from punctual.store.queue import PACK_MAX_BYTES, Pack, WorkItem, read_body
 from punctual.tasks import Prepared, TaskContext, TaskPolicy
 from punctual.tasks.http import HttpParams, HttpTask
 

@@ -225,7 +225,7 @@ INPUTS: dict[str, dict[str, Any]] = {
     "pack_decode_ms_per_entry": {
         "value": PACK_DECODE_MS_PER_ENTRY,
         "label": "measured",
-        "source": "python -m bench.pack_fire: store.queue.read_body of 500 entries",
+        "source": "python -m bench.pack_fire: domain.work.read_body of 500 entries",
     },
     "batch_read_cpu_ms": {"value": BATCH_READ_CPU_MS, "label": "assumed"},
     "lead_seconds": {

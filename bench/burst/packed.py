@@ -1,6 +1,6 @@
 """The packed path as the code runs it: the scanner sends one message a pack (up to `pack_size`
 executions of one instant and shard, scheduling.dispatch), held by DelaySeconds until `lead` seconds
-before the instant (rounded down to whole seconds, store.queue.delay_seconds; the lead is the code's
+before the instant (rounded down to whole seconds, domain.work.delay_seconds; the lead is the code's
 own, scheduling.prescaling.lead_seconds); the worker mapping's pollers hand each pack to one
 invocation (BatchSize 1), and its PackRunner (execution.packs) takes it under one lease: it reads the
 pack's jobs, writes the lease, holds until the instant (never early), reads the jobs' stamps, starts

@@ -8,9 +8,9 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from punctual import wiring
+from punctual.domain.work import read_body
 from punctual.execution.dead_letters import dead_letter
 from punctual.platform.observability import logger, metrics, tracer
-from punctual.store.queue import read_body
 
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 

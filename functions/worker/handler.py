@@ -18,9 +18,9 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from punctual import wiring
+from punctual.domain.work import read_body
 from punctual.execution.receipts import Disposition
 from punctual.platform.observability import log_request_id, metrics, tracer
-from punctual.store.queue import read_body
 
 # A batch whose records all wait (retries, early messages) is not a function error.
 # One thread per record of a batch (the event source mapping's batch size): asyncio's default pool

@@ -23,10 +23,11 @@ from typing import IO, Any
 
 from punctual.domain.errors import LostRace, RetryableStoreError, UnreadableItem
 from punctual.domain.executions import ExecutionStatus
+from punctual.domain.work import WorkItem, delay_seconds
 from punctual.platform.observability import logger
 from punctual.platform.timefmt import parse_rfc3339
 from punctual.store import Store
-from punctual.store.queue import WorkItem, WorkQueue, delay_seconds
+from punctual.store.queue import WorkQueue
 from punctual_local.holding import HoldingSqs
 from punctual_local.queue_journal import Sent, queue_name
 

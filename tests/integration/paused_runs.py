@@ -12,10 +12,10 @@ from unittest import mock
 import boto3
 
 from punctual import tasks
+from punctual.domain.work import WorkItem
 from punctual.execution.dead_letters import dead_letter
 from punctual.platform import resources
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
-from punctual.store.queue import WorkItem
 from punctual.tasks import TaskContext
 from tests.world import World
 

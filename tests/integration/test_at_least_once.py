@@ -10,9 +10,9 @@ import pytest
 
 from punctual.domain.errors import LostRace, RetryableStoreError
 from punctual.domain.executions import Execution, ExecutionStatus, execution_id_for
+from punctual.domain.work import WorkItem
 from punctual.execution.run_records import unstored_execution
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
-from punctual.store.queue import WorkItem
 from tests.faults import Crash, once
 from tests.receiver import Receiver, receiver
 from tests.world import World

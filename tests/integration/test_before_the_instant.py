@@ -13,6 +13,7 @@ import pytest
 
 from punctual import tasks
 from punctual.domain.executions import ExecutionStatus
+from punctual.domain.work import WorkItem, read_body
 from punctual.execution.receipts import Disposition
 from punctual.execution.run_records import unstored_execution
 from punctual.execution.worker import MAX_EARLY_WAIT
@@ -20,7 +21,6 @@ from punctual.platform import resources
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from punctual.store import Store
-from punctual.store.queue import WorkItem, read_body
 from punctual_local.stack import LOCAL_EARLY_VISIBILITY_SECONDS
 from tests.faults import Crash
 from tests.world import World, mocked_world

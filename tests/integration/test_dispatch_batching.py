@@ -13,12 +13,12 @@ import pytest
 from punctual.domain.errors import UnreadableItem
 from punctual.domain.executions import execution_id_for
 from punctual.domain.models import DueMarker, marker_for
+from punctual.domain.work import WorkItem
 from punctual.execution.dead_letters import dead_letter
 from punctual.execution.receipts import UNREADABLE_RETRY_SECONDS
 from punctual.platform.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
 from punctual.scheduling.dispatch import DispatchResult, release_quarantined
 from punctual.scheduling.handoff import HANDOFF_CLAIM
-from punctual.store.queue import WorkItem
 from tests.receiver import receiver
 from tests.world import World
 

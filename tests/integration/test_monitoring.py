@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from punctual.domain.work import read_body
 from punctual.platform import signing
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
-from punctual.store.queue import read_body
 from tests.receiver import receiver
 from tests.world import World
 

@@ -12,10 +12,11 @@ import pytest
 
 from punctual.domain.executions import Execution, execution_id_for
 from punctual.domain.models import DueMarker, Job
+from punctual.domain.work import PACK_MAX_BYTES, Pack, WorkItem, pack_items, read_body
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
 from punctual.scheduling.scanner import instant_chunks
-from punctual.store.queue import PACK_MAX_BYTES, Pack, WorkItem, WorkQueue, pack_items, read_body
+from punctual.store.queue import WorkQueue
 from tests.world import World, mocked_world
 
 AT = datetime(2026, 12, 1, 9, 5, tzinfo=UTC)

@@ -7,9 +7,9 @@ from datetime import timedelta
 
 from punctual.domain.executions import ExecutionStatus, execution_id_for
 from punctual.domain.models import Job, spread
+from punctual.domain.work import WorkItem
 from punctual.execution.run_records import unstored_execution
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
-from punctual.store.queue import WorkItem
 from tests.world import World
 
 EVERY_MINUTE = {"type": "cron", "expression": "* * * * *"}

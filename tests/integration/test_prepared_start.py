@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from punctual.domain.work import Pack
 from punctual.execution.packs import PACK_LEASE_MIN
 from punctual.execution.receipts import Disposition
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
-from punctual.store.queue import Pack
 from tests.integration.test_packs import take_the_pack
 from tests.unit.tasks.connections import Listener, listener
 from tests.world import World, mocked_world

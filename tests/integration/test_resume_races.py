@@ -9,9 +9,9 @@ from unittest import mock
 from botocore.exceptions import ClientError
 
 from punctual.domain.executions import ExecutionStatus
+from punctual.domain.work import WorkItem
 from punctual.execution import pausing
 from punctual.platform.timefmt import to_epoch_ms
-from punctual.store.queue import WorkItem
 from tests.integration.paused_runs import (
     at,
     during_the_run,

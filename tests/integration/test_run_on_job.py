@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from punctual.domain.executions import execution_id_for
+from punctual.domain.work import Pack
 from punctual.execution.packs import PACK_LEASE_MIN
 from punctual.execution.receipts import Disposition
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from punctual.store import keys
-from punctual.store.queue import Pack
 from tests.integration.test_packs import runs_counted, take_the_pack
 from tests.world import World, mocked_world
 

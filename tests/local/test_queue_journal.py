@@ -19,8 +19,9 @@ from moto.core import DEFAULT_ACCOUNT_ID
 
 from functions.worker.handler import lambda_handler as worker_handler
 from punctual import wiring
+from punctual.domain.work import Pack, WorkItem, read_body
 from punctual.platform.clock import ManualClock
-from punctual.store.queue import Pack, WorkItem, WorkQueue, read_body
+from punctual.store.queue import WorkQueue
 from punctual_local import queue_journal
 from punctual_local.esm import EventSourceMapping
 from punctual_local.holding import HoldingSqs

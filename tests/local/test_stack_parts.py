@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from punctual.domain.executions import Execution, ExecutionStatus, execution_id_for
+from punctual.domain.work import WorkItem, read_body
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
-from punctual.store.queue import WorkItem, WorkQueue, read_body
+from punctual.store.queue import WorkQueue
 from punctual_local.holding import HoldingSqs
 from punctual_local.moto.compactor import compact
 from punctual_local.moto.data_files import segments

@@ -18,13 +18,14 @@ from typing import Any
 from punctual.domain.errors import LostRace, UnreadableItem
 from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import completes_job
+from punctual.domain.work import WorkItem
 from punctual.execution import pausing
 from punctual.execution.hooks import RunHooks
 from punctual.execution.run_records import unstored_execution
 from punctual.platform.clock import Clock
 from punctual.platform.observability import DEAD_LETTERED, EXECUTIONS_FAILED, logger, metrics
 from punctual.store import Store
-from punctual.store.queue import WorkItem, WorkQueue
+from punctual.store.queue import WorkQueue
 from punctual.store.table import Page
 
 MAX_REDRIVE = 100

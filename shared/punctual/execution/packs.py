@@ -42,6 +42,7 @@ from datetime import datetime, timedelta
 from punctual.domain.errors import RetryableStoreError, UnreadableItem
 from punctual.domain.executions import LEASE_MARGIN, Execution, ExecutionStatus
 from punctual.domain.models import Job, skip_reason
+from punctual.domain.work import Pack, WorkItem
 from punctual.execution import run_policy, run_records
 from punctual.execution.receipt_reads import Known
 from punctual.execution.receipts import (
@@ -51,11 +52,12 @@ from punctual.execution.receipts import (
     Member,
 )
 from punctual.execution.worker import Worker, WorkerConfig
+from punctual.platform.aws_limits import SQS_MAX_DELAY_SECONDS
 from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
 from punctual.store.jobs import JobStamp, completed_bytes, ran_on_job
 from punctual.store.packs import PackHeld, PackRepository
-from punctual.store.queue import MAX_DELAY_SECONDS, Pack, WorkItem, WorkQueue
+from punctual.store.queue import WorkQueue
 from punctual.tasks import Prepared
 
 # Members waiting within this much of the shortest wait stay together; any waiting longer goes alone.
@@ -387,4 +389,4 @@ def _close_ready(done: Future[Prepared]) -> None:
 
 def _delay(seconds: float) -> int:
     """A message's delay for a wait (a longer wait is looked at again after SQS's longest delay)."""
-    return max(0, min(MAX_DELAY_SECONDS, math.ceil(seconds)))
+    return max(0, min(SQS_MAX_DELAY_SECONDS, math.ceil(seconds)))

@@ -14,6 +14,7 @@ from typing import Any
 from punctual.domain.errors import UnreadableItem
 from punctual.domain.executions import Execution
 from punctual.domain.models import Job
+from punctual.domain.work import WorkItem
 from punctual.execution.batched_reads import BatchedReads
 from punctual.execution.instant_reads import Expected, InstantReads
 from punctual.platform.clock import Clock
@@ -21,7 +22,6 @@ from punctual.platform.concurrency import parallel_map
 from punctual.store import Store
 from punctual.store.execution_reads import ExecutionRef
 from punctual.store.jobs import JobStamp
-from punctual.store.queue import WorkItem
 
 
 class PackStamps:

@@ -14,8 +14,8 @@ from typing import Any
 from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import Job, TaskSpec
 from punctual.domain.validation import json_problem
+from punctual.domain.work import WorkItem
 from punctual.platform.observability import logger
-from punctual.store.queue import WorkItem
 from punctual.tasks import MAX_RESULT_DEPTH
 
 

@@ -18,6 +18,7 @@ from typing import Protocol
 from punctual.domain.errors import LostRace, RetryableStoreError
 from punctual.domain.executions import LEASE_MARGIN, Execution, ExecutionStatus
 from punctual.domain.models import Job, skip_reason
+from punctual.domain.work import WorkItem
 from punctual.execution import pausing, run_policy, run_records
 from punctual.execution.attempts import Attempts
 from punctual.execution.hooks import RunHooks
@@ -31,7 +32,7 @@ from punctual.platform.config import FIRE_THREADS
 from punctual.platform.observability import EXECUTIONS_SKIPPED, logger, metrics
 from punctual.store import Store
 from punctual.store.jobs import JobStamp, ran_on_job
-from punctual.store.queue import WorkItem, WorkQueue
+from punctual.store.queue import WorkQueue
 from punctual.tasks import AwsClients, LambdaClients, Prepared, TaskPolicy
 from punctual.tasks.netguard import Resolver, system_resolver
 

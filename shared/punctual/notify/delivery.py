@@ -23,10 +23,10 @@ from punctual.domain.executions import Delivery, DeliveryStatus
 from punctual.domain.models import TaskSpec
 from punctual.notify.messages import Notification, NotifyPolicy
 from punctual.platform import target_arns
+from punctual.platform.aws_limits import SQS_MAX_VISIBILITY_SECONDS
 from punctual.platform.clock import Clock
 from punctual.platform.observability import NOTIFICATIONS_DELIVERED, NOTIFICATIONS_FAILED, logger, metrics
 from punctual.store import Store
-from punctual.store.queue import MAX_VISIBILITY_SECONDS
 from punctual.tasks import AwsClients, TaskContext, TaskFailed
 from punctual.tasks.netguard import Resolver
 
@@ -118,7 +118,7 @@ class Notifier:
                 self._sqs.change_message_visibility(
                     QueueUrl=self._url,
                     ReceiptHandle=receipt_handle,
-                    VisibilityTimeout=min(MAX_VISIBILITY_SECONDS, delay),
+                    VisibilityTimeout=min(SQS_MAX_VISIBILITY_SECONDS, delay),
                 )
                 return Handled.LATER
             self._record(notification, DeliveryStatus.FAILED, attempt, error)

@@ -44,6 +44,11 @@ API_GATEWAY_RPS = 10_000
 # other regions).
 EVENTBRIDGE_PUT_EVENTS_PER_SECOND = 10_000
 SQS_BATCH = 10
+# SQS: a message's delay is at most 15 minutes, its visibility timeout under 12 hours, and
+# SendMessageBatch takes at most 1 MiB of bodies a call.
+SQS_MAX_DELAY_SECONDS = 900
+SQS_MAX_VISIBILITY_SECONDS = 12 * 3600 - 1
+SQS_BATCH_MAX_BYTES = 1_000_000
 # Messages a worker invocation takes (its event source mapping's BatchSize): one, a pack, which is
 # the unit; packs spread over execution environments.
 WORKER_BATCH = 1

@@ -43,13 +43,14 @@ from punctual.domain.errors import LostRace, RetryableStoreError
 from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import DueMarker, Job, JobStatus, marker_for, next_after, skip_reason, spread
 from punctual.domain.schedules import next_run
+from punctual.domain.work import WorkItem, delay_seconds, pack_items
 from punctual.platform.clock import Clock
 from punctual.platform.concurrency import parallel_map
 from punctual.platform.observability import logger
 from punctual.scheduling import handoff
 from punctual.scheduling.prescaling import LeadPolicy, lead_seconds
 from punctual.store import Store
-from punctual.store.queue import WorkItem, WorkQueue, delay_seconds, pack_items
+from punctual.store.queue import WorkQueue
 
 QUEUED = ExecutionStatus.QUEUED
 # Executions a work message carries at most (Settings.pack_size).

@@ -13,12 +13,12 @@ from punctual import wiring
 from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import JobStatus, TaskSpec, marker_for
 from punctual.domain.schedules import AtSchedule, RateSchedule
+from punctual.domain.work import WorkItem, read_body
 from punctual.execution.receipts import Disposition
 from punctual.jobs.creation import NewJob
 from punctual.platform import resources
 from punctual.platform.clock import ManualClock
 from punctual.platform.config import Settings
-from punctual.store.queue import WorkItem, read_body
 from punctual_testing.fake_aws import FakeAws, Latency, SentMessage, clients
 from tests.store import builders
 

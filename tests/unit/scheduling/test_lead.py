@@ -16,13 +16,13 @@ from punctual import wiring
 from punctual.domain.executions import ExecutionStatus
 from punctual.domain.models import TaskSpec, marker_for
 from punctual.domain.schedules import AtSchedule
+from punctual.domain.work import read_body
 from punctual.execution.receipts import Disposition
 from punctual.jobs.creation import NewJob
 from punctual.platform import resources
 from punctual.platform.clock import ManualClock
 from punctual.platform.config import Settings
 from punctual.scheduling.prescaling import LeadPolicy, instant_packs, lead_seconds
-from punctual.store.queue import read_body
 from punctual_testing.fake_aws import FakeAws, Latency, SentMessage, clients
 
 NOW = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
