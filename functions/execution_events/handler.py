@@ -1,15 +1,16 @@
 """The table's stream -> one EventBridge event per execution status change, on the stack's bus."""
 
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from punctual.notify.execution_events import publish
+from punctual import wiring
 from punctual.platform import aws
 from punctual.platform.config import settings
 from punctual.platform.observability import logger, metrics, tracer
 
-_EVENTS: list[Any] = []
+_PUBLISH: list[Callable[[list[dict[str, Any]]], dict[str, Any]]] = []
 
 
 @logger.inject_lambda_context
@@ -17,6 +18,7 @@ _EVENTS: list[Any] = []
 @tracer.capture_lambda_handler
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     config = settings()
-    if not _EVENTS:
-        _EVENTS.append(aws.target_client(config, "events", config.region, 10, attempts=3))
-    return publish(event.get("Records", []), _EVENTS[0], config.event_bus_name, config.execution_events)
+    if not _PUBLISH:
+        events = aws.target_client(config, "events", config.region, 10, attempts=3)
+        _PUBLISH.append(wiring.execution_events(events, config))
+    return _PUBLISH[0](event.get("Records", []))

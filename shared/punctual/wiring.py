@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from punctual.execution.dead_letters import DeadLetters
@@ -15,6 +17,7 @@ from punctual.jobs.cursor import Cursors
 from punctual.jobs.named_tasks import TaskService
 from punctual.jobs.service import JobService
 from punctual.jobs.task_resolver import TaskResolver
+from punctual.notify import execution_events as stream_events
 from punctual.notify.delivery import Notifier
 from punctual.notify.messages import NotifyPolicy, Outbox
 from punctual.platform import aws
@@ -26,6 +29,7 @@ from punctual.scheduling.scanner import Scanner
 from punctual.store import Store
 from punctual.store.packs import PackRepository
 from punctual.store.queue import WorkQueue
+from punctual.store.streams import execution_change
 from punctual.tasks import AwsClients, LambdaClients, TaskPolicy
 from punctual.tasks.netguard import Resolver, system_resolver
 
@@ -183,6 +187,19 @@ def build(
         hooks=hooks,
         notifier=notifier,
         dead_letters=DeadLetters(store, queue, clock),
+    )
+
+
+def execution_events(events: Any, settings: Settings) -> Callable[[Sequence[dict[str, Any]]], dict[str, Any]]:
+    """The execution_events function's work: a batch of the table's stream records -> one event per
+    execution status change on the stack's bus, with `events`, an EventBridge client (the function
+    builds nothing else: it reads no table)."""
+    return partial(
+        stream_events.publish,
+        read=execution_change,
+        events=events,
+        bus=settings.event_bus_name,
+        mode=settings.execution_events,
     )
 
 

@@ -13,6 +13,7 @@ from punctual.execution.packs import PACK_LEASE_MIN
 from punctual.notify import execution_events
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
+from punctual.store.streams import execution_change
 from tests.world import World, mocked_world
 
 
@@ -65,7 +66,7 @@ def test_each_status_change_of_an_execution_is_one_event_on_the_bus(world: World
     )
     world.run_for(10)
     # and the stream's records (jobs', markers', executions') reach the function
-    answer = execution_events.publish(_stream_records(world), events, "punctual-executions")
+    answer = execution_events.publish(_stream_records(world), execution_change, events, "punctual-executions")
     # Then each change of the execution's status is one event, in order, and nothing else is
     assert answer == {"batchItemFailures": []}
     details = [event["detail"] for event in _received(sqs, queue)]
@@ -82,7 +83,9 @@ def test_each_status_change_of_an_execution_is_one_event_on_the_bus(world: World
     assert last["error"] == "failed on purpose" and last["finished_at"] == execution["finished_at"]
     # and with `final`, only the end
     only_final = [r for r in _stream_records(world)]
-    execution_events.publish(only_final, events, "punctual-executions", execution_events.FINAL)
+    execution_events.publish(
+        only_final, execution_change, events, "punctual-executions", execution_events.FINAL
+    )
     assert [e["detail"]["status"] for e in _received(sqs, queue)] == ["FAILED"]
 
 
@@ -122,7 +125,7 @@ def test_events_that_cannot_be_put_make_the_stream_retry_from_the_first_of_them(
         _record("3", "SUCCEEDED", "SUCCEEDED"),
     ]
     refusing = Refusing("SUCCEEDED")
-    assert execution_events.publish(records, refusing, "bus") == {
+    assert execution_events.publish(records, execution_change, refusing, "bus") == {
         "batchItemFailures": [{"itemIdentifier": "2"}]
     }
     assert refusing.calls == [2, 1, 1]  # the refused one tried again, twice; the unchanged one never sent
@@ -146,7 +149,7 @@ def test_a_run_claimed_ahead_of_its_instant_is_queued_in_its_events_until_it_run
     started = {"started_at": "2026-12-01T09:00:00.004Z"}
 
     def shown(new: dict[str, Any], old: dict[str, Any] | None) -> tuple[Any, ...] | None:
-        detail = execution_events.detail_of(change(new, old))
+        detail = execution_events.detail_of(change(new, old), execution_change)
         return None if detail is None else (detail["previous_status"], detail["status"], detail["attempts"])
 
     # Its claim is no start: QUEUED, no attempt counted (nothing at all if it was stored QUEUED)
@@ -177,9 +180,11 @@ def test_a_run_stored_on_its_job_is_one_event_from_the_job_items_record(clock: M
         # and a later write to one of those jobs, which keeps its run
         assert world.api("PATCH", f"/jobs/{jobs[0]['id']}", {"tags": {"team": "a"}}).status == 200
         # When the stream's records reach the function, all changes and only the final ones
-        execution_events.publish(_stream_records(world), events, "punctual-packed")
+        execution_events.publish(_stream_records(world), execution_change, events, "punctual-packed")
         every = [event["detail"] for event in _received(sqs, queue)]
-        execution_events.publish(_stream_records(world), events, "punctual-packed", execution_events.FINAL)
+        execution_events.publish(
+            _stream_records(world), execution_change, events, "punctual-packed", execution_events.FINAL
+        )
         final = [event["detail"] for event in _received(sqs, queue)]
         # Then each run is one event, its end, as an execution's own item would give
         assert every == final

@@ -13,25 +13,27 @@ The event (`source` "punctual", `detail-type` "Punctual Execution Status Change"
 `previous_status` is null when the change stored the execution (its first claim on AWS).
 
 A one-time job's run that ended under its pack's lease may be stored on its job's item, in the write
-that completed the job (`codec.embedded_execution`): that job item's record, where the run appears,
-is the run's end, as the record storing its own item would be.
+that completed the job: that job item's record, where the run appears, is the run's end, as the
+record storing its own item would be.
+
+Which records write an execution, and how they read, is the store's to know: `read` (given by
+wiring.py) answers, for a record, an execution item's new and old images as plain values, or the run
+that appears on a job's item.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from punctual.domain.executions import FINAL_STATUSES, Execution, ExecutionStatus
 from punctual.platform.observability import logger
 from punctual.platform.timefmt import to_rfc3339
-from punctual.store import codec, keys
 
 SOURCE = "punctual"
 DETAIL_TYPE = "Punctual Execution Status Change"
@@ -45,11 +47,10 @@ FINAL_STATUS_VALUES = frozenset(status.value for status in FINAL_STATUSES)
 _ATTEMPT_ENDS = frozenset(
     status.value for status in (ExecutionStatus.SUCCEEDED, ExecutionStatus.FAILED, ExecutionStatus.RETRYING)
 )
-_DESERIALIZER = TypeDeserializer()
-
-
-def _plain(image: dict[str, Any]) -> dict[str, Any]:
-    return {name: _DESERIALIZER.deserialize(value) for name, value in image.items()}
+# A stream record -> what it writes of an execution: an execution item's new and old images (plain
+# values; the old one empty when the write stored it), a run stored on its job's item that this write
+# put there, or None (another kind of item, an execution expiring, a job's write that keeps its run).
+StreamReader = Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]] | Execution | None]
 
 
 def _json_value(value: Any) -> Any:
@@ -58,16 +59,14 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def detail_of(record: dict[str, Any], mode: str = ALL) -> dict[str, Any] | None:
+def detail_of(record: dict[str, Any], read: StreamReader, mode: str = ALL) -> dict[str, Any] | None:
     """The event's detail for a stream record that changes an execution's status, or None."""
-    change = record.get("dynamodb") or {}
-    sk = ((change.get("Keys") or {}).get("sk") or {}).get("S", "")
-    if sk == keys.JOB_SK and "NewImage" in change:
+    change = read(record)
+    if change is None:
+        return None
+    if isinstance(change, Execution):
         return _run_on_job(change, mode)
-    if not keys.is_execution_sk(sk) or "NewImage" not in change:
-        return None  # another kind of item, or an execution expiring from the history
-    new = _plain(change["NewImage"])
-    old = _plain(change.get("OldImage") or {})
+    new, old = change
     status, attempts = _shown(new)
     # (an attempt's outcome ends a run claimed ahead that started at its instant: it was RUNNING)
     previous = old.get("status") if status in _ATTEMPT_ENDS else _shown(old)[0]
@@ -93,15 +92,9 @@ def detail_of(record: dict[str, Any], mode: str = ALL) -> dict[str, Any] | None:
     }
 
 
-def _run_on_job(change: dict[str, Any], mode: str) -> dict[str, Any] | None:
-    """The event of a job item's record where a run stored on it appears (its end: nothing of it was
+def _run_on_job(run: Execution, mode: str) -> dict[str, Any] | None:
+    """The event of a run stored on its job's item, where it appears (its end: nothing of it was
     stored before), or None."""
-    if codec.RUN not in change["NewImage"]:
-        return None
-    run = codec.embedded_execution(_plain(change["NewImage"]))
-    old = codec.embedded_execution(_plain(change.get("OldImage") or {}))
-    if run is None or (old is not None and old.id == run.id):
-        return None  # (a later write to the job, which keeps its run)
     if mode == FINAL and run.status.value not in FINAL_STATUS_VALUES:
         return None
     return _detail(run)
@@ -141,13 +134,15 @@ def _shown(image: dict[str, Any]) -> tuple[Any, Any]:
     return status, attempts
 
 
-def publish(records: Sequence[dict[str, Any]], events: Any, bus: str, mode: str = ALL) -> dict[str, Any]:
+def publish(
+    records: Sequence[dict[str, Any]], read: StreamReader, events: Any, bus: str, mode: str = ALL
+) -> dict[str, Any]:
     """Put one event per status change of these stream records on `bus`, in order, ten a call.
     Returns the batch response of a stream event source: the sequence number of the first record
     whose event could not be put, from which the stream retries (those before it are done)."""
     pending: list[tuple[str, dict[str, Any]]] = []
     for record in records:
-        detail = detail_of(record, mode)
+        detail = detail_of(record, read, mode)
         if detail is not None:
             entry = {
                 "Source": SOURCE,

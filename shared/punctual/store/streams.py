@@ -1,0 +1,43 @@
+"""The table's stream, as the execution events read it: which records write an execution, and how
+(the attribute names are codec.py's).
+
+An execution's write is to its own item, or, for a one-time job's run that ended under its pack's
+lease, to its job's item, in the write that completed the job (`codec.embedded_execution`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer
+
+from punctual.domain.executions import Execution
+from punctual.store import codec, keys
+
+_DESERIALIZER = TypeDeserializer()
+
+
+def _plain(image: dict[str, Any]) -> dict[str, Any]:
+    return {name: _DESERIALIZER.deserialize(value) for name, value in image.items()}
+
+
+def execution_change(record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | Execution | None:
+    """What a stream record writes of an execution: its item's new and old images, as plain values
+    (the old one empty when the write stored it); or the run stored on its job's item by this write;
+    or None: another kind of item, an execution expiring from the history, or a later write to a job
+    that keeps its run."""
+    change = record.get("dynamodb") or {}
+    sk = ((change.get("Keys") or {}).get("sk") or {}).get("S", "")
+    if "NewImage" not in change:
+        return None
+    if sk == keys.JOB_SK:
+        if codec.RUN not in change["NewImage"]:
+            return None
+        run = codec.embedded_execution(_plain(change["NewImage"]))
+        old = codec.embedded_execution(_plain(change.get("OldImage") or {}))
+        if run is None or (old is not None and old.id == run.id):
+            return None
+        return run
+    if not keys.is_execution_sk(sk):
+        return None
+    return _plain(change["NewImage"]), _plain(change.get("OldImage") or {})
