@@ -27,6 +27,7 @@ from punctual.scheduling.dispatch import Dispatcher
 from punctual.scheduling.prescaling import BurstPlanner, LeadPolicy, Limits, PollerPolicy
 from punctual.scheduling.scanner import Scanner
 from punctual.store import Store
+from punctual.store.markers import count_bucket
 from punctual.store.packs import PackRepository
 from punctual.store.queue import WorkQueue
 from punctual.store.streams import execution_change
@@ -69,8 +70,7 @@ class Punctual:
         if s.worker_mapping_id and lambda_client is None:
             lambda_client = aws.lambda_client(s)
         return BurstPlanner(
-            self.store.clients[1],
-            s.table_name,
+            partial(count_bucket, self.store.clients[1], s.table_name),
             s.shard_count,
             self.clock,
             minutes_ahead=s.burst_forecast_minutes,

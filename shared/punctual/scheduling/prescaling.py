@@ -23,7 +23,7 @@ one mapping.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -43,7 +43,6 @@ from punctual.platform.observability import (
     metrics,
 )
 from punctual.store.keys import bucket_minute
-from punctual.store.markers import count_bucket
 
 MINUTE = timedelta(minutes=1)
 
@@ -284,12 +283,12 @@ class BurstPlanner:
 
     Runs once a tick, in one invocation (the tick's own, not the fan-out's): the decision is the whole
     deployment's. The last minute is counted so that the pollers stay up while its executions run.
+    `count_bucket(minute, shard)`: how many markers a minute's bucket of a shard holds (the store's).
     """
 
     def __init__(
         self,
-        dynamodb: Any,
-        table_name: str,
+        count_bucket: Callable[[datetime, int], int],
         shard_count: int,
         clock: Clock,
         *,
@@ -299,8 +298,7 @@ class BurstPlanner:
         lambda_client: Any = None,
         mapping_id: str = "",
     ) -> None:
-        self._dynamodb = dynamodb
-        self._table = table_name
+        self._count_bucket = count_bucket
         self._shards = list(range(shard_count))
         self._clock = clock
         self._ahead = minutes_ahead
@@ -312,7 +310,7 @@ class BurstPlanner:
     def count(self, minute: datetime) -> int:
         """Executions due in a minute, every shard's bucket counted (markers stay until they expire,
         so a minute already dispatched still counts)."""
-        return sum(parallel_map(partial(count_bucket, self._dynamodb, self._table, minute), self._shards))
+        return sum(parallel_map(partial(self._count_bucket, minute), self._shards))
 
     def run(self) -> BurstReport:
         now = self._clock.now().replace(second=0, microsecond=0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import boto3
@@ -26,6 +27,7 @@ from punctual.scheduling.prescaling import (
     load_percent,
     pollers_for,
 )
+from punctual.store.markers import count_bucket
 
 POLICY = PollerPolicy(floor=2, ceiling=200)
 MAPPING = "a1b2c3d4-5678-90ab-cdef-11111EXAMPLE"
@@ -163,8 +165,7 @@ def _mapping(minimum: int, maximum: int = 200) -> dict[str, Any]:
 
 def _planner(dynamodb: CountingDynamoDB, client: Any = None, *, shards: int = 4) -> BurstPlanner:
     return BurstPlanner(
-        dynamodb,
-        "punctual",
+        partial(count_bucket, dynamodb, "punctual"),
         shards,
         ManualClock(NOW),
         minutes_ahead=5,
