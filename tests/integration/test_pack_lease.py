@@ -19,8 +19,8 @@ from punctual.execution.packs import PACK_LEASE_MIN
 from punctual.execution.receipts import Disposition
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
+from punctual.ports.packs import PackHeld
 from punctual.scheduling.handoff import HandOff
-from punctual.store.packs import PackHeld
 from tests.integration.test_packs import Crash, runs_counted, take_the_pack, ten_at_one_instant
 from tests.world import World, mocked_world
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from punctual.domain.buckets import Position, shard_of
 from punctual.domain.executions import execution_id_for
 from punctual.domain.models import marker_for
 from punctual.platform.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
 from punctual.scheduling import scanner as scanner_module
 from punctual.scheduling.scanner import Scanner
 from punctual.store.codec import MARKER_TTL
-from punctual.store.keys import Position, shard_of
 from tests.world import World
 
 

@@ -8,14 +8,14 @@ from datetime import timedelta
 
 import pytest
 
+from punctual.domain.buckets import Position
 from punctual.domain.errors import LostRace
 from punctual.domain.executions import DeadLetter
 from punctual.domain.models import TaskRef
+from punctual.domain.named_tasks import NamedTask
 from punctual.store import Store
 from punctual.store.idempotency import LIFETIME
-from punctual.store.keys import Position
 from punctual.store.markers import count_bucket
-from punctual.store.tasks import NamedTask
 from tests.store.builders import NOW, OWNER, job, marker
 
 

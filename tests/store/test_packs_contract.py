@@ -7,8 +7,9 @@ from datetime import timedelta
 import pytest
 
 from punctual.domain.errors import LostRace
+from punctual.ports.packs import PackHeld
 from punctual.store import Store
-from punctual.store.packs import PackHeld, PackRepository
+from punctual.store.packs import PackRepository
 from tests.store.builders import NOW
 
 LEASE = NOW + timedelta(minutes=1)

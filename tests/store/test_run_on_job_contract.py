@@ -12,11 +12,11 @@ import pytest
 
 from punctual.domain.errors import LostRace
 from punctual.domain.executions import Execution, ExecutionStatus
-from punctual.domain.models import Job, JobStatus
+from punctual.domain.models import Job, JobStatus, ran_on_job
 from punctual.domain.policies import NotifyEvent, NotifyRule
 from punctual.domain.schedules import CronSchedule
 from punctual.store import Store, codec
-from punctual.store.jobs import completed_bytes, ran_on_job
+from punctual.store.jobs import JobRepository
 from tests.store.builders import NOW, execution, job
 
 
@@ -32,7 +32,7 @@ def ended(of: Job, status: ExecutionStatus = ExecutionStatus.SUCCEEDED, **change
         lateness_ms=20,
         error="no" if status is ExecutionStatus.FAILED else None,
         result={"ok": True} if status is ExecutionStatus.SUCCEEDED else None,
-        job_item_bytes=completed_bytes(of),
+        job_item_bytes=JobRepository.completed_bytes(of),
     )
     return replace(base, **changes)
 
@@ -98,10 +98,13 @@ def test_a_run_that_does_not_fit_is_stored_on_its_own_item(store: Store) -> None
     assert codec.run_fits(ended(stored))
     # and a recurring job's run, a run by hand, and a job with notification rules never do
     assert (
-        completed_bytes(replace(stored, schedule=CronSchedule(type="cron", expression="* * * * *"))) is None
+        JobRepository.completed_bytes(
+            replace(stored, schedule=CronSchedule(type="cron", expression="* * * * *"))
+        )
+        is None
     )
     assert (
-        completed_bytes(
+        JobRepository.completed_bytes(
             replace(stored, notify=(NotifyRule(on=[NotifyEvent.FAILED], to="https://example.com/h"),))
         )
         is None
@@ -128,7 +131,7 @@ def test_a_job_carries_one_run_a_revived_jobs_next_goes_on_its_own_item(store: S
     )
     # Then its run is kept, and its next run is not to go on the job
     assert revived.last_execution is not None and revived.last_execution.schedule_version == 1
-    assert completed_bytes(revived) is None
+    assert JobRepository.completed_bytes(revived) is None
     second = ended(revived, job_item_bytes=200)
     with pytest.raises(LostRace):
         store.jobs.complete_with_run(second)

@@ -1,5 +1,6 @@
 """The folders show the flow: `punctual` is the Lambda bundle and nothing else, its folders are the
-stages of an execution's flow, and imports point down that flow (docs/architecture.md)."""
+stages of an execution's flow, imports point down that flow, and the stages reach DynamoDB and SQS
+through the ports alone (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -8,19 +9,25 @@ from collections.abc import Mapping
 from tests.imports import HANDLERS, PACKAGES, cycles, import_graph, package_modules, reached_from
 
 # The stages of `punctual`, from the top of the flow down. A module may import its own stage, the
-# stages below it, and nothing above; `store` is the adapter to DynamoDB and SQS the stages are built
-# with (wiring.py gives each its repositories).
+# stages below it, and nothing above. `ports` are what the stages need from storage and the queue.
 TIERS: tuple[frozenset[str], ...] = (
     frozenset({"api"}),
     frozenset({"jobs", "scheduling", "execution"}),
     frozenset({"notify", "tasks"}),
-    frozenset({"store"}),
+    frozenset({"ports"}),
     frozenset({"domain"}),
     frozenset({"platform"}),
 )
+# The adapter to DynamoDB and SQS, off the flow: it implements the ports, so it may import them and
+# what they stand on; only the composition root builds it, and only it, the local stack and the tests
+# import it (the stages are given it as the ports).
+ADAPTER = "store"
+COMPOSITION_ROOT = "punctual.wiring"
 # Allowed at the top of `punctual`: the package itself and the composition root.
-TOP_LEVEL = frozenset({"punctual", "punctual.wiring"})
+TOP_LEVEL = frozenset({"punctual", COMPOSITION_ROOT})
 OFF_LAMBDA = tuple(p for p in PACKAGES if p != "punctual")
+# Off the bundle, the one package that may import the adapter: the local stack runs and repairs it.
+ADAPTER_USERS = frozenset({"punctual_local"})
 
 
 def stage(module: str) -> str | None:
@@ -33,18 +40,22 @@ def rank(folder: str) -> int:
     return next(i for i, tier in enumerate(TIERS) if folder in tier)
 
 
-def upward_imports(graph: Mapping[str, set[str]]) -> list[tuple[str, str]]:
-    """(module, imported) pairs of `punctual` where a stage imports one above it in the flow."""
-    wrong = []
-    for module, imports in graph.items():
-        here = stage(module)
-        if here is None:
-            continue
-        for imported in imports:
-            there = stage(imported)
-            if there is not None and rank(there) < rank(here):
-                wrong.append((module, imported))
-    return sorted(wrong)
+def may_import(module: str, imported: str) -> bool:
+    """Whether `module` may import `imported` (a module of shared/'s packages)."""
+    here, there = stage(module), stage(imported)
+    if there == ADAPTER:
+        return here == ADAPTER or module == COMPOSITION_ROOT or module.split(".")[0] in ADAPTER_USERS
+    if here is None or there is None:
+        return True
+    if here == ADAPTER:
+        return rank(there) >= rank("ports")
+    return rank(there) >= rank(here)
+
+
+def wrong_imports(graph: Mapping[str, set[str]]) -> list[tuple[str, str]]:
+    """(module, imported) pairs where a stage imports one above it in the flow, the adapter imports a
+    stage, or anything but the composition root and the local stack imports the adapter."""
+    return sorted((m, i) for m, imports in graph.items() for i in imports if not may_import(m, i))
 
 
 def test_the_functions_import_every_module_of_the_bundle_and_nothing_else() -> None:
@@ -78,25 +89,34 @@ def test_the_top_of_the_bundle_holds_only_the_composition_root_and_the_stages() 
     loose = {m for m in top if modules[m].name != "__init__.py"} - TOP_LEVEL
     assert sorted(loose) == []
     folders = {m.split(".")[1] for m in top if modules[m].name == "__init__.py"}
-    assert folders == set().union(*TIERS)
+    assert folders == set().union(*TIERS, {ADAPTER})
 
 
-def test_imports_point_down_the_flow() -> None:
-    assert upward_imports(import_graph()) == []
+def test_imports_point_down_the_flow_and_only_the_composition_root_imports_the_store() -> None:
+    assert wrong_imports(import_graph()) == []
 
 
 def test_an_import_up_the_flow_is_found() -> None:
-    # Given a domain module that imports the API, and a store module that imports a job operation
+    # Given a domain module that imports the API, a store module that imports a job operation, a
+    # stage and a port that import the store, and the CLI that does too
     graph = {
         "punctual.domain.models": {"punctual.api.app", "punctual.platform.clock"},
-        "punctual.store.jobs": {"punctual.jobs.creation", "punctual.domain.models"},
+        "punctual.store.jobs": {"punctual.jobs.creation", "punctual.domain.models", "punctual.ports.jobs"},
+        "punctual.scheduling.scanner": {"punctual.store.keys", "punctual.ports.store"},
+        "punctual.ports.store": {"punctual.store", "punctual.domain.models"},
         "punctual.api.app": {"punctual.jobs.service"},
         "punctual.wiring": {"punctual.api.app", "punctual.store.jobs"},
+        "punctual_cli.main": {"punctual.store"},
+        "punctual_local.stack": {"punctual.store", "punctual.wiring"},
     }
-    # Then both are reported, and the downward imports and the composition root's are not
-    assert upward_imports(graph) == [
+    # Then all are reported, and the downward imports, the store's of the ports, and the composition
+    # root's and the local stack's of the store are not
+    assert wrong_imports(graph) == [
         ("punctual.domain.models", "punctual.api.app"),
+        ("punctual.ports.store", "punctual.store"),
+        ("punctual.scheduling.scanner", "punctual.store.keys"),
         ("punctual.store.jobs", "punctual.jobs.creation"),
+        ("punctual_cli.main", "punctual.store"),
     ]
 
 

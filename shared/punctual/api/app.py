@@ -14,7 +14,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from punctual import __version__
 from punctual.api import bodies, errors
 from punctual.api.routes import ROUTERS
-from punctual.store.table import LIST_READ_BUDGET
+from punctual.ports.pages import LIST_READ_BUDGET
 
 # Health and the OpenAPI document; the resources' routes are in routes/, the error handlers in errors.py.
 router = Router()

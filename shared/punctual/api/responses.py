@@ -12,8 +12,8 @@ from pydantic import BaseModel
 from punctual.api.schemas import DeliveryOut, ExecutionOut, JobOut, OutcomeOut, SigningOut, TaskOut
 from punctual.domain.executions import Delivery, Execution
 from punctual.domain.models import Job, TaskRef
+from punctual.domain.named_tasks import NamedTask
 from punctual.platform.timefmt import to_rfc3339
-from punctual.store.tasks import NamedTask
 
 
 def _iso(value: Any) -> str | None:

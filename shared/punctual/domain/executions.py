@@ -79,7 +79,7 @@ class Execution:
     # What became of its notifications (the job's `notify` rules), one per rule and event.
     deliveries: tuple[Delivery, ...] = ()
     # A one-time job's scheduled run under its pack's lease: the size its job's item would have once
-    # completed, without the run (`store.jobs.completed_bytes`). Its end may then be stored on that
+    # completed, without the run (`JobStore.completed_bytes`, punctual.ports.jobs). Its end may then be stored on that
     # item, in the write that completes the job, instead of on an item of its own: one write, not two
     # (`ExecutionRepository.put_end`). None: on an item of its own.
     job_item_bytes: int | None = None
@@ -121,6 +121,10 @@ class DeadLetter:
     manual: bool
     dead_lettered_at: datetime
     error: str
+
+
+# An execution's key, as a message names it: job id, instant, execution id.
+ExecutionRef = tuple[str, datetime, str]
 
 
 def execution_id_for(job_id: str, scheduled_at: datetime, schedule_version: int) -> str:

@@ -75,6 +75,10 @@ class Outcome:
     consecutive_failures: int = 0
 
 
+# A job's timeout when it gives none (the API's default; a job with a named task may take the task's).
+DEFAULT_TIMEOUT_SECONDS = 60
+
+
 @dataclass(frozen=True)
 class Job:
     id: str
@@ -136,6 +140,19 @@ class Job:
     @property
     def task_name(self) -> str | None:
         return self.task.name if isinstance(self.task, TaskRef) else None
+
+
+@dataclass(frozen=True)
+class JobStamp:
+    """A job's status, schedule version and time of last change: whether it changed since a read."""
+
+    status: JobStatus
+    schedule_version: int
+    updated_at: datetime
+
+    @staticmethod
+    def of(job: Job) -> JobStamp:
+        return JobStamp(job.status, job.schedule_version, job.updated_at)
 
 
 @dataclass(frozen=True)
@@ -226,6 +243,12 @@ def skip_reason(job: Job | None, marker_or_execution: DueMarker | Execution) -> 
     if marker_or_execution.schedule_version != job.schedule_version:
         return "superseded: the job was rescheduled, or paused and resumed, since it was queued"
     return None
+
+
+def ran_on_job(job: Job | None, execution_id: str) -> bool:
+    """Whether the job carries this execution, ended (a one-time job's run stored with its completion)."""
+    run = None if job is None else job.last_execution
+    return run is not None and run.id == execution_id and run.status.is_final
 
 
 def completes_job(job: Job, execution: Execution) -> bool:

@@ -32,7 +32,7 @@ from punctual.platform.observability import (
     logger,
     metrics,
 )
-from punctual.store import Store
+from punctual.ports.store import Store
 from punctual.tasks import AwsClients, LambdaClients, Prepared, TaskContext, TaskFailed, TaskPolicy
 from punctual.tasks.netguard import Resolver
 

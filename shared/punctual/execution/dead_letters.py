@@ -24,9 +24,9 @@ from punctual.execution.hooks import RunHooks
 from punctual.execution.run_records import unstored_execution
 from punctual.platform.clock import Clock
 from punctual.platform.observability import DEAD_LETTERED, EXECUTIONS_FAILED, logger, metrics
-from punctual.store import Store
-from punctual.store.queue import WorkQueue
-from punctual.store.table import Page
+from punctual.ports.pages import Page
+from punctual.ports.queue import WorkQueue
+from punctual.ports.store import Store
 
 MAX_REDRIVE = 100
 

@@ -26,7 +26,7 @@ from punctual.execution import call_class, pausing
 from punctual.notify.messages import Outbox, events_at_end, is_late, notifications
 from punctual.platform.clock import Clock
 from punctual.platform.observability import JOBS_AUTO_PAUSED, logger, metrics
-from punctual.store import Store
+from punctual.ports.store import Store
 
 PERSIST_ATTEMPTS = 4
 PAUSE_ATTEMPTS = 3

@@ -13,7 +13,7 @@ its job's policy) is noted instead, and the pack decides once:
 A pack of one is its execution's message, as before packs.
 
 A pack sent unguarded (none of its members can have been sent before) of PACK_LEASE_MIN members or
-more is taken under one lease (store.packs) instead of a claim per member, and nothing of a member is
+more is taken under one lease (ports.packs) instead of a claim per member, and nothing of a member is
 stored before its end:
 - its jobs are read and its lease taken; on a first take nothing more is read (the lease says none
   of them started); a pack taken again (redelivered, or its lease run out) reads its executions, and
@@ -41,7 +41,7 @@ from datetime import datetime, timedelta
 
 from punctual.domain.errors import RetryableStoreError, UnreadableItem
 from punctual.domain.executions import LEASE_MARGIN, Execution, ExecutionStatus
-from punctual.domain.models import Job, skip_reason
+from punctual.domain.models import Job, JobStamp, ran_on_job, skip_reason
 from punctual.domain.work import Pack, WorkItem
 from punctual.execution import run_policy, run_records
 from punctual.execution.receipt_reads import Known
@@ -55,9 +55,8 @@ from punctual.execution.worker import Worker, WorkerConfig
 from punctual.platform.aws_limits import SQS_MAX_DELAY_SECONDS
 from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
-from punctual.store.jobs import JobStamp, completed_bytes, ran_on_job
-from punctual.store.packs import PackHeld, PackRepository
-from punctual.store.queue import WorkQueue
+from punctual.ports.packs import PackHeld, PackLeases
+from punctual.ports.queue import WorkQueue
 from punctual.tasks import Prepared
 
 # Members waiting within this much of the shortest wait stay together; any waiting longer goes alone.
@@ -88,7 +87,7 @@ class PackRunner:
         queue: WorkQueue,
         clock: Clock,
         config: WorkerConfig,
-        packs: PackRepository | None = None,
+        packs: PackLeases | None = None,
     ) -> None:
         """`packs`: the packs' leases (None: every member claims its own execution)."""
         self._worker = worker
@@ -232,7 +231,7 @@ class PackRunner:
             pack, receipt_handle, members, [o or Disposition.DONE for o in outcomes], keep=False
         )
 
-    def _give_back(self, packs: PackRepository, pack: Pack, holder: str) -> None:
+    def _give_back(self, packs: PackLeases, pack: Pack, holder: str) -> None:
         """A pack none of whose members started: its message, back after a failure, need not wait for
         the lease to run out."""
         try:
@@ -324,7 +323,9 @@ class PackRunner:
                 lateness_ms=run_records.lateness_ms(member.execution, began),
                 lease_until=lease_until,
                 task_version=member.job.task_version,
-                job_item_bytes=completed_bytes(member.read),  # (its end may go on its job's item)
+                job_item_bytes=self._worker.store.jobs.completed_bytes(
+                    member.read
+                ),  # (its end may go on its job's item)
             )
             return self._worker.run_leased(member.job, running, leave, receipt, prepared)
         except Exception:

@@ -11,7 +11,7 @@ is stale, and a one-time job remembers the version it was paused from (`paused_v
    (`complete_job`), so that resuming it does not run it again.
 3. Resuming a paused one-time job reads its run from before the pause (`run_before_pause`, after the
    job, consistently). One still under way goes on: the job takes back its version in one
-   transaction that holds only while the run is still under way (`Store.jobs.resume_with_run`), and
+   transaction that holds only while the run is still under way (`JobStore.resume_with_run`), and
    the run completes the job when it ends. One that ended is the job's run: nothing is left to run
    (`resumed_one_time_run`). Otherwise the job runs at its instant, or now, or never if its instant
    passed while it was paused.
@@ -26,7 +26,7 @@ from punctual.domain.errors import LostRace
 from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import Job, JobStatus, new_version
 from punctual.domain.schedules import AtSchedule
-from punctual.store import Store
+from punctual.ports.store import Store
 
 
 def pause_changes(job: Job, now: datetime, note: str | None) -> dict[str, Any]:

@@ -12,16 +12,14 @@ from datetime import datetime
 from typing import Any
 
 from punctual.domain.errors import UnreadableItem
-from punctual.domain.executions import Execution
-from punctual.domain.models import Job
+from punctual.domain.executions import Execution, ExecutionRef
+from punctual.domain.models import Job, JobStamp
 from punctual.domain.work import WorkItem
 from punctual.execution.batched_reads import BatchedReads
 from punctual.execution.instant_reads import Expected, InstantReads
 from punctual.platform.clock import Clock
 from punctual.platform.concurrency import parallel_map
-from punctual.store import Store
-from punctual.store.execution_reads import ExecutionRef
-from punctual.store.jobs import JobStamp
+from punctual.ports.store import Store
 
 
 class PackStamps:

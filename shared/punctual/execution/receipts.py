@@ -12,7 +12,7 @@ from enum import Enum
 from punctual.domain.errors import RetryableStoreError, UnreadableItem
 from punctual.platform.observability import logger
 from punctual.platform.resources import WORK_QUEUE
-from punctual.store.queue import WorkQueue
+from punctual.ports.queue import WorkQueue
 
 THROTTLE_BACKOFF_SECONDS = 5
 MAX_THROTTLE_BACKOFF_SECONDS = 900

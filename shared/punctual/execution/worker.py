@@ -17,7 +17,7 @@ from typing import Protocol
 
 from punctual.domain.errors import LostRace, RetryableStoreError
 from punctual.domain.executions import LEASE_MARGIN, Execution, ExecutionStatus
-from punctual.domain.models import Job, skip_reason
+from punctual.domain.models import Job, JobStamp, ran_on_job, skip_reason
 from punctual.domain.work import WorkItem
 from punctual.execution import pausing, run_policy, run_records
 from punctual.execution.attempts import Attempts
@@ -30,9 +30,8 @@ from punctual.execution.starts_first import StartsFirst
 from punctual.platform.clock import Clock
 from punctual.platform.config import FIRE_THREADS
 from punctual.platform.observability import EXECUTIONS_SKIPPED, logger, metrics
-from punctual.store import Store
-from punctual.store.jobs import JobStamp, ran_on_job
-from punctual.store.queue import WorkQueue
+from punctual.ports.queue import WorkQueue
+from punctual.ports.store import Store
 from punctual.tasks import AwsClients, LambdaClients, Prepared, TaskPolicy
 from punctual.tasks.netguard import Resolver, system_resolver
 

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from punctual.domain.errors import Conflict, InvalidRequest, LostRace, NotFound
 from punctual.domain.executions import Execution, ExecutionStatus, manual_execution_id, scheduled_at_of
 from punctual.domain.models import (
+    DEFAULT_TIMEOUT_SECONDS,
     NO_VERSION,
     DueMarker,
     Job,
@@ -37,9 +38,8 @@ from punctual.notify.messages import NotifyPolicy, check_rules
 from punctual.platform import randomness
 from punctual.platform.clock import Clock
 from punctual.platform.signing import SigningKeys
+from punctual.ports.store import Store
 from punctual.scheduling.handoff import HandOff
-from punctual.store import Store
-from punctual.store.codec import DEFAULT_TIMEOUT_SECONDS
 
 
 class _Unchanged:

@@ -15,6 +15,7 @@ from typing import Any
 
 from punctual.domain.errors import Conflict, InvalidRequest, LostRace
 from punctual.domain.models import (
+    DEFAULT_TIMEOUT_SECONDS,
     DueMarker,
     Job,
     JobStatus,
@@ -40,9 +41,8 @@ from punctual.platform import randomness
 from punctual.platform.clock import Clock
 from punctual.platform.observability import JOBS_CREATED, metrics
 from punctual.platform.signing import SigningKeys
+from punctual.ports.store import Store
 from punctual.scheduling.handoff import HandOff
-from punctual.store import Store
-from punctual.store.codec import DEFAULT_TIMEOUT_SECONDS
 
 # A request that claimed an Idempotency-Key this recently may still be storing its jobs (API Gateway
 # gives up on it after 29 s): a retry meanwhile is told to wait, not that its jobs cannot be created.

@@ -18,19 +18,18 @@ from typing import Any
 from punctual import tasks
 from punctual.domain.errors import Conflict, InvalidRequest, LostRace, NotFound
 from punctual.domain.models import TaskRef, TaskSpec
+from punctual.domain.named_tasks import NamedTask
 from punctual.domain.policies import RetryPolicy
 from punctual.domain.validation import has_tag, json_problem
 from punctual.jobs import paramschema
 from punctual.platform.clock import Clock
-from punctual.store.table import Page
-from punctual.store.tasks import NamedTask, TaskRepository
+from punctual.ports.jobs import TaskStore
+from punctual.ports.pages import LIST_READ_BUDGET, Page
 from punctual.tasks import templating
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # DELETE /tasks/{name} counts the jobs that keep a task in use up to this many (one Query).
 IN_USE_COUNT_LIMIT = 1000
-# Reads of the owner's tasks one filtered list request makes at most.
-LIST_READ_BUDGET = 500
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,7 @@ def compiled_schema(task: NamedTask) -> paramschema.CompiledSchema | None:
 class TaskService:
     """The owner's named tasks: define, read, change, delete; and checking a job's reference to one."""
 
-    def __init__(self, store: TaskRepository, clock: Clock, policy: tasks.TaskPolicy) -> None:
+    def __init__(self, store: TaskStore, clock: Clock, policy: tasks.TaskPolicy) -> None:
         self._store = store
         self._clock = clock
         self._policy = policy

@@ -22,10 +22,10 @@ from punctual.jobs.checks import TaskChecker, bounded, check_not_past
 from punctual.jobs.creation import JobCreation, NewJob
 from punctual.notify.messages import NotifyPolicy
 from punctual.platform.clock import Clock
+from punctual.ports.pages import Page
+from punctual.ports.store import Store
 from punctual.scheduling.dispatch import Dispatcher
 from punctual.scheduling.handoff import HandOff
-from punctual.store import Store
-from punctual.store.table import Page
 
 if TYPE_CHECKING:
     from punctual.jobs.named_tasks import TaskService

@@ -13,13 +13,13 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from punctual.domain.models import UNRESOLVED_TASK, Job, TaskRef, TaskSpec
+from punctual.domain.models import DEFAULT_TIMEOUT_SECONDS, UNRESOLVED_TASK, Job, TaskRef, TaskSpec
+from punctual.domain.named_tasks import NamedTask
 from punctual.domain.policies import RetryPolicy
 from punctual.jobs import paramschema
 from punctual.jobs.named_tasks import compiled_schema, merge
 from punctual.platform.clock import Clock
-from punctual.store.codec import DEFAULT_TIMEOUT_SECONDS
-from punctual.store.tasks import NamedTask, TaskRepository
+from punctual.ports.jobs import TaskStore
 
 # The worker keeps a task's definition this long before reading it again: an execution that starts
 # later than this after a change runs the new version.
@@ -47,7 +47,7 @@ class TaskResolver:
     earlier instants starting after it."""
 
     def __init__(
-        self, store: TaskRepository, clock: Clock, *, ttl_seconds: float = DEFINITION_TTL_SECONDS
+        self, store: TaskStore, clock: Clock, *, ttl_seconds: float = DEFINITION_TTL_SECONDS
     ) -> None:
         self._store = store
         self._ttl = timedelta(seconds=ttl_seconds)

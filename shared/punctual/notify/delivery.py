@@ -26,7 +26,7 @@ from punctual.platform import target_arns
 from punctual.platform.aws_limits import SQS_MAX_VISIBILITY_SECONDS
 from punctual.platform.clock import Clock
 from punctual.platform.observability import NOTIFICATIONS_DELIVERED, NOTIFICATIONS_FAILED, logger, metrics
-from punctual.store import Store
+from punctual.ports.store import Store
 from punctual.tasks import AwsClients, TaskContext, TaskFailed
 from punctual.tasks.netguard import Resolver
 

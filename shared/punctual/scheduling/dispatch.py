@@ -47,10 +47,10 @@ from punctual.domain.work import WorkItem, delay_seconds, pack_items
 from punctual.platform.clock import Clock
 from punctual.platform.concurrency import parallel_map
 from punctual.platform.observability import logger
+from punctual.ports.queue import WorkQueue
+from punctual.ports.store import Store
 from punctual.scheduling import handoff
 from punctual.scheduling.prescaling import LeadPolicy, lead_seconds
-from punctual.store import Store
-from punctual.store.queue import WorkQueue
 
 QUEUED = ExecutionStatus.QUEUED
 # Executions a work message carries at most (Settings.pack_size).

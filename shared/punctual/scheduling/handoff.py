@@ -31,7 +31,7 @@ from typing import Protocol
 from punctual.domain.models import DueMarker, Job, JobStatus, marker_for
 from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
-from punctual.store import Store
+from punctual.ports.store import Store
 
 # How long a marker filed by a request stays that request's to enqueue: API Gateway gives up on a
 # request after 29 s. Past it (a request that crashed), the scanner enqueues it.

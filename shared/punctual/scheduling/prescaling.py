@@ -31,6 +31,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from punctual.domain.buckets import bucket_minute
 from punctual.platform import aws_limits as sizing
 from punctual.platform.clock import Clock
 from punctual.platform.concurrency import parallel_map
@@ -42,7 +43,6 @@ from punctual.platform.observability import (
     logger,
     metrics,
 )
-from punctual.store.keys import bucket_minute
 
 MINUTE = timedelta(minutes=1)
 

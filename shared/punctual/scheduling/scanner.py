@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
+from punctual.domain.buckets import Position, shard_of
 from punctual.domain.errors import RetryableStoreError
 from punctual.domain.models import DueMarker
 from punctual.platform import randomness
@@ -39,10 +40,9 @@ from punctual.platform.observability import (
     logger,
     metrics,
 )
+from punctual.ports.store import Store
 from punctual.scheduling import handoff
 from punctual.scheduling.dispatch import Dispatcher
-from punctual.store import Store
-from punctual.store.keys import Position, shard_of
 
 # Soon markers read from a shard at a time (a backlog is worked through in several readings).
 SOON_READ = 2000

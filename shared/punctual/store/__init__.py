@@ -1,7 +1,9 @@
-"""DynamoDB data access: the only package that knows key formats, attribute names and expressions.
+"""DynamoDB and SQS access: the adapter that implements the ports (punctual.ports), and the only
+package that knows key formats, attribute names, expressions and the work queue's calls. Only the
+composition root (punctual/wiring.py) imports it; the stages reach it through the ports.
 
 One table, several aggregates, one repository each:
-- keys.py        every key and its parts, the scanner's `Position`
+- keys.py        every key and its parts
 - codec.py       items <-> domain objects (list_keys.py: a job's index keys and tag entries)
 - lifecycle.py   the execution and job transitions, as data, and the conditions they turn into
 - table.py       the calls: errors mapped to domain errors, batches, transactions, cursors
@@ -14,7 +16,8 @@ One table, several aggregates, one repository each:
 - idempotency.py idempotency keys
 - dead_letters.py   dead letters
 - tasks.py       named tasks
-`Store` holds one of each over one table. Jobs carry owner_pk/owner_sk so that an owner's jobs list
+`Store` holds one of each over one table (packs.py, the packs' leases, and queue.py, the work
+queue, are built apart). Jobs carry owner_pk/owner_sk so that an owner's jobs list
 newest first from the by_owner index without a scan. A list by status reads that index too and
 filters the jobs it reads: an index keyed by status would cost two more index writes on every status
 change (a one-time job's completion).
@@ -26,35 +29,15 @@ from datetime import timedelta
 from typing import Any
 
 from punctual.platform.concurrency import PartitionPacer
-from punctual.store.codec import DEFAULT_TIMEOUT_SECONDS, MARKER_TTL
 from punctual.store.dead_letters import DeadLetterRepository
 from punctual.store.deliveries import DeliveryRepository
 from punctual.store.executions import ExecutionRepository
-from punctual.store.idempotency import IdempotencyKeys, IdempotencyRecord
-from punctual.store.job_views import JobsRead
-from punctual.store.jobs import JobRepository, JobStamp
-from punctual.store.keys import START_OF_BUCKET, Position, bucket_minute, shard_of
-from punctual.store.markers import MarkerRepository, count_bucket
+from punctual.store.idempotency import IdempotencyKeys
+from punctual.store.jobs import JobRepository
+from punctual.store.markers import MarkerRepository
 from punctual.store.scanner_state import ScannerState
-from punctual.store.table import LIST_READ_BUDGET, Page, Table
-from punctual.store.tasks import NamedTask, TaskRepository
-
-__all__ = [
-    "DEFAULT_TIMEOUT_SECONDS",
-    "LIST_READ_BUDGET",
-    "MARKER_TTL",
-    "START_OF_BUCKET",
-    "IdempotencyRecord",
-    "JobStamp",
-    "JobsRead",
-    "NamedTask",
-    "Page",
-    "Position",
-    "Store",
-    "bucket_minute",
-    "count_bucket",
-    "shard_of",
-]
+from punctual.store.table import Table
+from punctual.store.tasks import TaskRepository
 
 
 class Store:

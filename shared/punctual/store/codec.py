@@ -17,15 +17,22 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from punctual.domain.executions import DeadLetter, Execution, ExecutionStatus
-from punctual.domain.models import SCHEDULE_ADAPTER, DueMarker, Job, JobStatus, Outcome, TaskRef, TaskSpec
+from punctual.domain.models import (
+    DEFAULT_TIMEOUT_SECONDS,
+    SCHEDULE_ADAPTER,
+    DueMarker,
+    Job,
+    JobStatus,
+    Outcome,
+    TaskRef,
+    TaskSpec,
+)
 from punctual.domain.policies import JobPolicy, NotifyRule, RetryPolicy
 from punctual.platform.signing import SigningKeys
 from punctual.platform.timefmt import from_epoch_ms, parse_rfc3339, to_epoch_ms, to_rfc3339
 from punctual.store import keys, list_keys
 from punctual.store.deliveries import deliveries_from
 
-# A job's timeout when it gives none (the API's default; a job with a named task may take the task's).
-DEFAULT_TIMEOUT_SECONDS = 60
 # Markers in minute buckets are read once and never deleted by the scanner: they expire, this long
 # after their instant (a scanner stopped for longer would find them gone; its alarms fire long before).
 # Soon markers do not expire: the scanner deletes each once it is sent.

@@ -8,8 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from punctual.domain.executions import DeadLetter
+from punctual.ports.pages import Page
 from punctual.store import codec, keys
-from punctual.store.table import Page, Table, call, cursor_key
+from punctual.store.table import Table, call, cursor_key
 
 
 class DeadLetterRepository:

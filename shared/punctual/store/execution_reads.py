@@ -6,7 +6,7 @@ projection). Nothing here writes.
 
 A one-time job's run that ended under its pack's lease may be stored on its job's item instead
 (`codec.embedded_execution`): one by key, a page and a one-time job's scheduled run read it there
-too; many in one call (the worker's reads, which read the job beside: `jobs.ran_on_job`) and the
+too; many in one call (the worker's reads, which read the job beside: `domain.models.ran_on_job`) and the
 statuses of many (of markers a dispatch stored, never such a run) do not.
 """
 
@@ -18,14 +18,12 @@ from functools import partial
 from typing import Any
 
 from punctual.domain.errors import UnreadableItem
-from punctual.domain.executions import Execution, ExecutionStatus, execution_as_seen
+from punctual.domain.executions import Execution, ExecutionRef, ExecutionStatus, execution_as_seen
 from punctual.domain.models import DueMarker, in_flight
 from punctual.platform.timefmt import to_rfc3339
+from punctual.ports.pages import Page
 from punctual.store import codec, keys
-from punctual.store.table import Page, Table, call, cursor_key
-
-# An execution's key, as a message names it: job id, instant, execution id.
-ExecutionRef = tuple[str, datetime, str]
+from punctual.store.table import Table, call, cursor_key
 
 
 def _key_of(item: dict[str, Any]) -> tuple[str, str]:
@@ -71,7 +69,7 @@ class ExecutionReads:
     ) -> tuple[dict[ExecutionRef, Execution], dict[ExecutionRef, str]]:
         """Executions by (job id, instant, execution id), read consistently (one BatchGetItem a
         hundred); apart, with why, those this version cannot read. One not stored is in neither, nor
-        one stored on its job's item (no job is read here: `jobs.ran_on_job` on the job read)."""
+        one stored on its job's item (no job is read here: `domain.models.ran_on_job` on the job read)."""
         by_key = {_key_of(keys.execution_key(*ref)): ref for ref in refs}
         found: dict[ExecutionRef, Execution] = {}
         unreadable: dict[ExecutionRef, str] = {}

@@ -9,24 +9,15 @@ returned, and the caller compares fingerprints. `get` reads a live record (consi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from punctual.domain.errors import LostRace
+from punctual.ports.jobs import IdempotencyRecord
 from punctual.store import keys
 from punctual.store.table import Table, call
 
 LIFETIME = timedelta(hours=24)
-
-
-@dataclass(frozen=True)
-class IdempotencyRecord:
-    """What a key was first used with: the request's fingerprint, the jobs it creates, and when."""
-
-    fingerprint: str
-    job_ids: list[str]
-    claimed_at: datetime
 
 
 class IdempotencyKeys:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -27,28 +27,15 @@ from punctual.domain.models import Job, JobStatus
 from punctual.domain.validation import has_tag
 from punctual.platform import resources
 from punctual.platform.concurrency import parallel_map
-from punctual.platform.observability import logger
+from punctual.ports.jobs import JobsRead
+from punctual.ports.pages import Page
 from punctual.store import codec, keys, list_keys, list_sources
-from punctual.store.table import Page, Table, call, cursor_key, delete
+from punctual.store.table import Table, call, cursor_key, delete
 
 # Job ids begin so (jobs/creation.py): a name prefix that does may name a job without a name of its own.
 JOB_ID_PREFIX = "job_"
 LAST_EXECUTION_READ = 4
 LAST_EXECUTION_PAGES = 6
-
-
-class JobsRead(NamedTuple):
-    """Jobs by id, and apart the ids of items that exist but cannot be read (e.g. a time zone this
-    runtime's tzdata no longer has), with the reason."""
-
-    found: dict[str, Job]
-    unreadable: dict[str, str]
-
-    def readable(self) -> dict[str, Job]:
-        """The jobs found, the unreadable ones logged as errors."""
-        for job_id, error in self.unreadable.items():
-            logger.error("job item cannot be read", extra={"job_id": job_id, "error": error})
-        return self.found
 
 
 class JobViews:

@@ -21,32 +21,19 @@ Every write adds one to the job's revision; a finished job expires with its hist
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any
 
 from punctual.domain.errors import LostRace
 from punctual.domain.executions import Execution, ExecutionStatus
-from punctual.domain.models import Job, JobStatus
+from punctual.domain.models import Job, JobStamp, JobStatus
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
+from punctual.ports.jobs import JobsRead
 from punctual.store import codec, job_flags, keys, lifecycle, list_keys
-from punctual.store.job_views import JobsRead, JobViews
+from punctual.store.job_views import JobViews
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS, JOB_TRANSITIONS
 from punctual.store.table import Table, call, delete, put
-
-
-@dataclass(frozen=True)
-class JobStamp:
-    """A job's status, schedule version and time of last change: whether it changed since a read."""
-
-    status: JobStatus
-    schedule_version: int
-    updated_at: datetime
-
-    @staticmethod
-    def of(job: Job) -> JobStamp:
-        return JobStamp(job.status, job.schedule_version, job.updated_at)
 
 
 class JobRepository(JobViews):
@@ -111,6 +98,31 @@ class JobRepository(JobViews):
             except Exception as exc:
                 unreadable[job_id] = f"{type(exc).__name__}: {exc}"[:500]
         return stamps, unreadable
+
+    @staticmethod
+    def completed_bytes(job: Job | None) -> int | None:
+        """For a one-time job's scheduled run under its pack's lease (`Execution.job_item_bytes`): the
+        larger of its item's size as read and once completed, less the run; None when its run is not to
+        go on it (no such job, a recurring one, one that carries a run already, or one with notification
+        rules, whose notifications a redelivery finds to queue again only on a run's item of its own)."""
+        if job is None or job.recurring or job.notify or job.last_execution is not None:
+            return None
+        item = codec.job_item(job)
+        before = codec.item_bytes(item)
+        for name in ("next_run_at", "queued_run_at", "task_ref", "flag"):
+            item.pop(name, None)
+        # (the longest outcome: a failure, counted, and flagged)
+        item.update(
+            status=JobStatus.COMPLETED.value,
+            expires_at=2**32,
+            outcome=ExecutionStatus.SUCCEEDED.value,
+            outcome_at=2**42,
+            outcome_run=f"{2**42:013d}#.{2**42:x}.{job.schedule_version}",
+            failures=99,
+            flag=list_keys.flag_of(JobStatus.COMPLETED, ExecutionStatus.FAILED) or "",
+            revision=99_999,
+        )
+        return max(before, codec.item_bytes(item))
 
     # ----------------------------------------------------------------- writes
     def put_new(self, job: Job) -> None:
@@ -388,34 +400,3 @@ def _complete(
         ReturnValues="ALL_NEW",
     )
     return job_flags.settle(table, call(completing)["Attributes"])
-
-
-def completed_bytes(job: Job | None) -> int | None:
-    """For a one-time job's scheduled run under its pack's lease (`Execution.job_item_bytes`): the
-    larger of its item's size as read and once completed, less the run; None when its run is not to
-    go on it (no such job, a recurring one, one that carries a run already, or one with notification
-    rules, whose notifications a redelivery finds to queue again only on a run's item of its own)."""
-    if job is None or job.recurring or job.notify or job.last_execution is not None:
-        return None
-    item = codec.job_item(job)
-    before = codec.item_bytes(item)
-    for name in ("next_run_at", "queued_run_at", "task_ref", "flag"):
-        item.pop(name, None)
-    # (the longest outcome: a failure, counted, and flagged)
-    item.update(
-        status=JobStatus.COMPLETED.value,
-        expires_at=2**32,
-        outcome=ExecutionStatus.SUCCEEDED.value,
-        outcome_at=2**42,
-        outcome_run=f"{2**42:013d}#.{2**42:x}.{job.schedule_version}",
-        failures=99,
-        flag=list_keys.flag_of(JobStatus.COMPLETED, ExecutionStatus.FAILED) or "",
-        revision=99_999,
-    )
-    return max(before, codec.item_bytes(item))
-
-
-def ran_on_job(job: Job | None, execution_id: str) -> bool:
-    """Whether the job's item carries this execution, ended (stored with the job's completion)."""
-    run = None if job is None else job.last_execution
-    return run is not None and run.id == execution_id and run.status.is_final

@@ -17,18 +17,17 @@ keeps a named task in use, task_ref <owner digest>#<name> (by_task). The other l
 by owner_pk and owner_sk with the job's name, stored only when given (by_name), and its flag, carried
 only while it is paused, cancelled or failing (by_flag: list_keys.flag_of).
 
-A `Position` is where the scanner reads on in a shard: a minute and a place in that minute's bucket.
+A marker's sort key is its place in its bucket (punctual.domain.buckets: the order the scanner reads).
 """
 
 from __future__ import annotations
 
 import hashlib
-import zlib
-from dataclasses import dataclass
 from datetime import datetime
 
+from punctual.domain.buckets import bucket_minute, place_before, place_of, shard_of
 from punctual.domain.models import DueMarker
-from punctual.platform.timefmt import from_epoch_ms, to_epoch_ms
+from punctual.platform.timefmt import to_epoch_ms
 
 Key = dict[str, str]
 
@@ -130,14 +129,6 @@ def executions_between(since: datetime | None, until: datetime | None) -> tuple[
 
 
 # ---------------------------------------------------------------- markers
-def bucket_minute(instant: datetime) -> str:
-    return instant.strftime("%Y%m%d%H%M")
-
-
-def shard_of(execution_id: str, shard_count: int) -> int:
-    return zlib.crc32(execution_id.encode()) % shard_count
-
-
 def bucket_pk(minute: datetime, shard: int) -> str:
     return f"{MARKER_PK_PREFIX}{bucket_minute(minute)}#{shard:03d}"
 
@@ -152,7 +143,7 @@ def is_marker_pk(pk: str) -> bool:
 
 def marker_sk(marker: DueMarker) -> str:
     """A marker's place in its bucket (or soon partition)."""
-    return f"{_ms(marker.scheduled_at)}#{marker.execution_id}"
+    return place_of(marker)
 
 
 def marker_key(marker: DueMarker, shard_count: int) -> Key:
@@ -171,7 +162,7 @@ def marker_place(pk: str) -> tuple[int, bool]:
 
 def sk_bound(instant: datetime) -> str:
     """A sort key between the markers due before `instant` and those due at or after it."""
-    return _ms(instant)
+    return place_before(instant)
 
 
 def quarantine_key(marker: DueMarker) -> Key:
@@ -180,37 +171,6 @@ def quarantine_key(marker: DueMarker) -> Key:
 
 def quarantine_prefix(job_id: str) -> str:
     return f"{job_id}#"
-
-
-# The lowest place in a bucket: every marker's sort key (scheduled ms, 13 digits) is above it.
-START_OF_BUCKET = "0"
-
-
-@dataclass(frozen=True, order=True)
-class Position:
-    """Where the scanner reads on in a shard: `minute`'s bucket from `after` (inclusive: a marker's
-    sort key, or a bound between instants). Ordered as the scanner reads: by minute, then place."""
-
-    minute: datetime
-    after: str = START_OF_BUCKET
-
-    @staticmethod
-    def bound(minute: datetime, instant: datetime) -> Position:
-        """In `minute`'s bucket, after every marker due before `instant`."""
-        return Position(minute, sk_bound(instant))
-
-    @staticmethod
-    def at(minute: datetime, marker: DueMarker) -> Position:
-        """In `minute`'s bucket, at `marker` (read again from it)."""
-        return Position(minute, marker_sk(marker))
-
-    @property
-    def at_start(self) -> bool:
-        return self.after == START_OF_BUCKET
-
-    def instant(self) -> datetime:
-        """The instant up to which the shard has been read: its minute, or the markers' time it stopped at."""
-        return self.minute if self.at_start else from_epoch_ms(int(self.after[:13]))
 
 
 def lease_key(shard: int) -> Key:

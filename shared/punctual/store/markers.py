@@ -15,9 +15,9 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
+from punctual.domain.buckets import Position
 from punctual.domain.models import DueMarker
 from punctual.store import codec, keys
-from punctual.store.keys import Position
 from punctual.store.table import Table, call, delete, put
 
 

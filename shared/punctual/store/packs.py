@@ -8,7 +8,6 @@ write marks a pack done: a pack taken over finds its members' ends stored, at th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,27 +15,12 @@ from botocore.exceptions import ClientError
 
 from punctual.domain.errors import LostRace
 from punctual.platform.timefmt import from_epoch_ms, to_epoch_ms
+from punctual.ports.packs import PackHeld, Taken
 from punctual.store import keys
 from punctual.store.table import Table, call
 
 # A lease outlives any message of its pack: the work queue keeps one at most 14 days.
 QUEUE_RETENTION = timedelta(days=14)
-
-
-@dataclass(frozen=True)
-class Taken:
-    """A pack's lease, taken. `first`: no one had taken the pack before, so none of its members has
-    started; otherwise (a redelivery, or a lease taken over) some may have run or ended."""
-
-    first: bool
-
-
-class PackHeld(Exception):
-    """Another worker holds the pack's lease, until `lease_until` (None: not known)."""
-
-    def __init__(self, lease_until: datetime | None) -> None:
-        super().__init__(f"pack held until {lease_until}")
-        self.lease_until = lease_until
 
 
 class PackRepository:

@@ -1,6 +1,6 @@
 """The scanner's own items, in partition SCANNER: its leases on shards (sk LEASE#<shard>: a holder
 and an instant in ms) and its positions (sk CHECKPOINT#<shard>: a minute in ms and a place in that
-minute's bucket, `keys.Position`).
+minute's bucket, `punctual.domain.buckets.Position`).
 
 A lease is taken with a conditional PutItem (no lease there, or one run out) and given back with a
 conditional DeleteItem (still this holder's). Positions are written unconditionally: a tick holds a
@@ -14,12 +14,12 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from functools import partial
 
+from punctual.domain.buckets import START_OF_BUCKET, Position
 from punctual.domain.errors import LostRace, RetryableStoreError
 from punctual.platform.concurrency import parallel_map
 from punctual.platform.observability import logger
 from punctual.platform.timefmt import from_epoch_ms, to_epoch_ms
 from punctual.store import keys
-from punctual.store.keys import START_OF_BUCKET, Position
 from punctual.store.table import Table, call
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import partial
@@ -24,6 +23,7 @@ from botocore.exceptions import ClientError
 
 from punctual.domain.errors import InvalidRequest, LostRace, RetryableStoreError
 from punctual.platform.concurrency import PartitionPacer, chunks, parallel_map
+from punctual.ports.pages import LIST_READ_BUDGET
 from punctual.store import keys
 
 # Why a transaction was cancelled, besides a failed condition, that trying again can cure.
@@ -45,8 +45,6 @@ BATCH_ATTEMPTS = 14
 # markers filed into it meanwhile: a scanner draining a minute of a million executions (15,625 markers
 # a bucket at the deployed 64 shards) keeps under the limit instead of being throttled into retries.
 MARKER_PARTITION_WRITES_PER_SECOND = 900.0
-# The most items one filtered list request reads before it answers (a short page and a cursor).
-LIST_READ_BUDGET = 500
 
 _T = TypeVar("_T")
 
@@ -88,12 +86,6 @@ def cursor_key(
     if not valid:
         raise InvalidRequest("cursor: not valid for this list; start again without it", field="cursor")
     return dict(start_key)
-
-
-@dataclass(frozen=True)
-class Page:
-    items: list[Any]
-    last_key: dict[str, Any] | None
 
 
 def _backoff(attempt: int) -> float:

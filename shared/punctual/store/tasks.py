@@ -14,31 +14,16 @@ otherwise. Reads: one task (consistent unless asked), a page of an owner's tasks
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import replace
 from typing import Any
 
+from punctual.domain.named_tasks import NamedTask
 from punctual.domain.policies import RetryPolicy
 from punctual.platform import resources
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
+from punctual.ports.pages import Page
 from punctual.store import keys
-from punctual.store.table import Page, Table, call, cursor_key
-
-
-@dataclass(frozen=True)
-class NamedTask:
-    owner: str
-    name: str
-    type: str
-    params: dict[str, Any]
-    created_at: datetime
-    updated_at: datetime
-    params_schema: Any = None  # a JSON Schema (object or boolean), or None: any parameters
-    retry: RetryPolicy | None = None
-    timeout_seconds: int | None = None
-    description: str = ""
-    tags: dict[str, str] = field(default_factory=dict)
-    version: int = 1
+from punctual.store.table import Table, call, cursor_key
 
 
 class TaskRepository:

@@ -14,6 +14,7 @@ import pytest
 
 from punctual.domain.errors import InvalidRequest
 from punctual.domain.models import Job, JobStatus, TaskRef, TaskSpec
+from punctual.domain.named_tasks import NamedTask
 from punctual.domain.policies import RetryPolicy
 from punctual.domain.schedules import NowSchedule
 from punctual.jobs import paramschema
@@ -22,7 +23,6 @@ from punctual.jobs.paramschema.checking import compile_schema
 from punctual.jobs.paramschema.messages import SchemaError
 from punctual.jobs.task_resolver import TaskResolver
 from punctual.platform.clock import ManualClock
-from punctual.store.tasks import NamedTask
 from punctual.tasks import TaskPolicy
 
 NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)

@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from punctual.domain.models import Job, JobStatus, TaskRef, TaskSpec
+from punctual.domain.named_tasks import NamedTask
 from punctual.domain.policies import RetryPolicy
 from punctual.domain.schedules import NowSchedule
 from punctual.jobs.task_resolver import TaskResolver
 from punctual.platform.clock import ManualClock
-from punctual.store.tasks import NamedTask
 
 NOW = datetime(2026, 12, 1, 9, tzinfo=UTC)
 

@@ -33,7 +33,7 @@ from punctual.domain.models import Job, JobStatus
 from punctual.domain.validation import PLAIN_TEXT
 from punctual.jobs.changes import UNCHANGED, JobChanges
 from punctual.jobs.service import BulkChange
-from punctual.store.table import LIST_READ_BUDGET
+from punctual.ports.pages import LIST_READ_BUDGET
 from punctual.wiring import Punctual
 
 router = Router()
