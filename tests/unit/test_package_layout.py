@@ -96,6 +96,17 @@ def test_imports_point_down_the_flow_and_only_the_composition_root_imports_the_s
     assert wrong_imports(import_graph()) == []
 
 
+def test_the_functions_reach_the_store_only_through_the_composition_root() -> None:
+    # Given what each handler imports itself (not through the modules it imports)
+    graph = import_graph()
+    unlinked: dict[str, set[str]] = {module: set() for module in graph}
+    own = {path.parent.name: reached_from([path], unlinked) for path in HANDLERS}
+    # Then none imports the store: wiring.py builds it and hands it over
+    assert {name: sorted(m for m in mods if stage(m) == ADAPTER) for name, mods in own.items()} == {
+        name: [] for name in own
+    }
+
+
 def test_an_import_up_the_flow_is_found() -> None:
     # Given a domain module that imports the API, a store module that imports a job operation, a
     # stage and a port that import the store, and the CLI that does too
