@@ -30,7 +30,9 @@ def test_the_window_a_request_enqueues_is_a_tick_its_lateness_and_a_margin() -> 
     assert Settings().handoff_claim_seconds == 60 + 60 + 15
     assert Settings().handoff_seconds == 180
     # The local stack's ticker keeps time
-    assert Settings(tick_seconds=10, tick_lateness_seconds=0, lookahead_seconds=20).handoff_claim_seconds == 25
+    assert (
+        Settings(tick_seconds=10, tick_lateness_seconds=0, lookahead_seconds=20).handoff_claim_seconds == 25
+    )
     # Never more than the hand-off window itself
     assert Settings(tick_seconds=300, lookahead_seconds=5).handoff_claim_seconds == 5 + 300 + 30
 
