@@ -1,7 +1,7 @@
 """The local stack as a subprocess, driven over HTTP only; a webhook receiver the tests run.
 
-One stack serves a worker's end-to-end tests (per xdist worker); tests that stop or restart a stack
-start their own. Everything listens on 127.0.0.1, on free ports.
+One stack serves the end-to-end tests that ask for it (per xdist worker); tests that stop or
+restart a stack start their own. Everything listens on 127.0.0.1, on free ports.
 """
 
 from __future__ import annotations
@@ -235,9 +235,10 @@ def stacks(tmp_path: Path) -> Iterator[Stacks]:
         stack.kill()
 
 
-# The shared stack starts with a worker's first end-to-end test (the early jobs' time comes while the
-# others run) and stops when the worker leaves tests/e2e, whose files are handed out first
-# (tests/conftest.py): an idle stack polls on, and took CPU from every later file on two cores.
+# The shared stack starts with the first test that asks for it, not for the files that start stacks
+# of their own (crash, restart, data directory, precision), and stops when its worker leaves
+# tests/e2e, whose files are handed out first (tests/conftest.py): an idle stack polls on, and took
+# CPU from every later file on two cores.
 @pytest.fixture(scope="package")
 def started_stack(
     tmp_path_factory: pytest.TempPathFactory,
@@ -256,14 +257,14 @@ def stack(started_stack: tuple[Stack, dict[str, dict[str, Any]]]) -> Stack:
     return started_stack[0]
 
 
-@pytest.fixture(scope="package", autouse=True)
+@pytest.fixture(scope="package")
 def early_jobs(started_stack: tuple[Stack, dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     return started_stack[1]
 
 
 def _early_jobs(stack: Stack) -> dict[str, dict[str, Any]]:
-    """Jobs that need time, created as the stack starts, before the first test, so that their time
-    comes while the others run.
+    """Jobs that need time, created as the stack starts, before the first test that uses it, so that
+    their time comes while the others run.
 
     - "cron": every minute, so it needs a minute boundary.
     - "scanned": due later than the API's hand-off window (HANDOFF_SECONDS), so only a scanner tick
