@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+import boto3
 import pytest
 
 from punctual_client.errors import ApiError, ConnectionFailed
@@ -218,17 +219,39 @@ def test_sigkill_loses_no_acknowledged_change_and_every_due_execution_runs(
 BURST_JOBS = 40
 
 
+def leased_packs(stack: Stack) -> int:
+    """The packs' leases in the stack's table."""
+    dynamodb = boto3.client(
+        "dynamodb",
+        endpoint_url=stack.moto_url(),
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+    [table] = dynamodb.list_tables()["TableNames"]
+    found = dynamodb.scan(
+        TableName=table,
+        FilterExpression="begins_with(pk, :pack)",
+        ExpressionAttributeValues={":pack": {"S": "PACK#"}},
+    )
+    return len(found["Items"])
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["created one by one", "created in one request"])
 def test_sigkill_as_a_bursts_executions_start_runs_each_at_least_once_and_records_its_end(
-    stacks: Stacks, webhooks: Webhooks
+    stacks: Stacks, webhooks: Webhooks, together: bool
 ) -> None:
     ledger = Ledger()
     stack = stacks.start(own_group=True, timeout=60)
     client = stack.client()
-    # Given a burst of one-time jobs due at one instant, claimed ahead of it
+    # Given a burst of one-time jobs due at one instant, each sent alone and claimed ahead of it, or
+    # (created in one request) sent in one pack, taken under one lease ahead of it
     instant = in_seconds(15)
-    for _ in range(BURST_JOBS):
-        job, path = webhook_job(webhooks, at=instant)
-        ledger.jobs[client.create_job(job)["id"]] = Expected(path, {str(job["name"])}, must_run=True)
+    burst = [webhook_job(webhooks, at=instant) for _ in range(BURST_JOBS)]
+    jobs = [job for job, _ in burst]
+    created = client.create_jobs(jobs) if together else [client.create_job(job) for job in jobs]
+    for made, (job, path) in zip(created, burst, strict=True):
+        ledger.jobs[made["id"]] = Expected(path, {str(job["name"])}, must_run=True)
     paths = [e.path for e in ledger.jobs.values()]
     # When the stack is killed once half of them have called their webhook: the others are between
     # their instant and their start, and those that ran still wait to write their outcome (starts
@@ -250,6 +273,8 @@ def test_sigkill_as_a_bursts_executions_start_runs_each_at_least_once_and_record
         [execution] = wait_for_executions(stack, job_id, timeout=60)
         assert execution["status"] == "SUCCEEDED", execution
         wait_for_job_status(stack.client(), job_id, "COMPLETED", stack, timeout=30)
+    # (created together, they were taken under a pack's lease: nothing of them was claimed)
+    assert (leased_packs(stack) > 0) is together
     print(
         f"burst of {BURST_JOBS}: {started_before_kill} had called before the kill; all ran, "
         f"{sum(calls.values()) - len(calls)} twice"
