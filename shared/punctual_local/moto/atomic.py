@@ -32,7 +32,17 @@ def make_writes_atomic() -> None:
     from moto.dynamodb.models import DynamoDBBackend
     from moto.dynamodb.responses import DynamoHandler
 
-    for name in ("put_item", "update_item", "delete_item", "transact_write_items", "get_item"):
+    # Reads too: an UpdateItem that creates its item puts the bare key in the table first and sets the
+    # attributes after, so a Query or Scan between the two would read an item with nothing but its key.
+    for name in (
+        "put_item",
+        "update_item",
+        "delete_item",
+        "transact_write_items",
+        "get_item",
+        "query",
+        "scan",
+    ):
         _lock_method(DynamoDBBackend, name)
     # A BatchGetItem reads its keys one get_item at a time. Taken once for the whole batch (the lock is
     # re-entrant), rather than once per key: a thread that gives the lock up between keys queues for it

@@ -121,3 +121,46 @@ def test_a_long_poll_lets_sends_in_while_it_waits(queue: tuple[Any, str]) -> Non
     poller.join(10)
     # Then the poll received it (it did not hold the lock the send needs)
     assert answer == [["hello"]]
+
+
+def test_a_query_never_reads_an_item_an_update_is_still_creating(
+    table: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.dynamodb.parsing.executors import UpdateExpressionExecutor
+
+    client, name = table
+    seen: list[list[dict[str, Any]]] = []
+    reader: list[threading.Thread] = []
+    real_execute = UpdateExpressionExecutor.execute
+
+    def execute(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if reader:
+            return real_execute(self, *args, **kwargs)
+
+        # A Query that arrives after the new item's key is in the table, before its attributes are
+        def query() -> None:
+            found = client.query(
+                TableName=name,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": {"S": "JOB#1"}},
+            )
+            seen.append(found["Items"])
+
+        reader.append(threading.Thread(target=query))
+        reader[0].start()
+        reader[0].join(0.2)  # it waits for the write, however long it is given
+        return real_execute(self, *args, **kwargs)
+
+    monkeypatch.setattr(UpdateExpressionExecutor, "execute", execute)
+    # When an UpdateItem creates an execution's item while a Query reads its partition
+    client.update_item(
+        TableName=name,
+        Key={"pk": {"S": "JOB#1"}, "sk": {"S": "EXEC#1#a"}},
+        UpdateExpression="SET #st = :st, id = :id",
+        ExpressionAttributeNames={"#st": "status"},
+        ExpressionAttributeValues={":st": {"S": "RUNNING"}, ":id": {"S": "a"}},
+    )
+    reader[0].join(10)
+    # Then the Query read the item whole, after the write
+    [items] = seen
+    assert [item.get("id") for item in items] == [{"S": "a"}]
