@@ -9,14 +9,17 @@ from typing import Any
 
 import pytest
 
-from punctual.domain.executions import execution_id_for
+from punctual.domain.executions import Execution, execution_id_for
 from punctual.domain.work import Pack
 from punctual.execution.packs import PACK_LEASE_MIN
 from punctual.execution.receipts import Disposition
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from punctual.store import keys
+from punctual.store.streams import execution_change
+from tests.integration.test_execution_events import _stream_records
 from tests.integration.test_packs import runs_counted, take_the_pack
+from tests.store.test_run_on_job_contract import sent_again_once_applied
 from tests.world import World, mocked_world
 
 
@@ -218,3 +221,47 @@ def test_a_run_whose_job_was_paused_meanwhile_is_stored_on_its_own_and_noted(one
     assert "run" not in item and item["status"]["S"] == "PAUSED" and "ran_at" in item
     assert [e["status"]["S"] for e in executions] == ["SUCCEEDED"]
     assert world.api("POST", f"/jobs/{paused['id']}/resume").body["status"] == "COMPLETED"
+
+
+def test_a_completing_write_retried_after_it_applied_leaves_one_record_one_event_one_outcome(
+    one_shard: World,
+) -> None:
+    world = one_shard
+    world.dynamodb_client.update_table(
+        TableName=world.punctual.settings.table_name,
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )
+    noop = {"type": "noop"}
+    _, jobs = at_one_instant(world, *[noop] * PACK_LEASE_MIN)
+    pack, receipt = take_the_pack(world)
+    outcomes: list[str] = []
+    job_store = world.punctual.worker.store.jobs
+    for name in ("complete", "record_outcome", "note_ran_while_paused"):
+        real = getattr(job_store, name)
+
+        def spy(*args: Any, _name: str = name, _real: Any = real, **kwargs: Any) -> Any:
+            outcomes.append(_name)
+            return _real(*args, **kwargs)
+
+        setattr(job_store, name, spy)
+    # Given the client sending a member's completing write again after it applied (its answer lost)
+    world.clock.set(pack.scheduled_at)
+    with sent_again_once_applied(world.punctual.store, naming='"#run"') as retried:
+        # When the pack runs
+        assert world.punctual.packs.handle(pack, receipt) is Disposition.DONE
+    assert retried
+    # Then every run is stored once, on its job, with no item of its own
+    for job in jobs:
+        item, executions = stored(world, job["id"])
+        assert "run" in item and item["status"]["S"] == "COMPLETED" and executions == []
+        assert item.get("failures") is None
+    # and the stream carries one end of each, and no outcome was written again
+    ends: list[str] = []
+    for record in _stream_records(world):
+        change = execution_change(record)
+        if isinstance(change, Execution):
+            ends.append(change.id)
+        elif change is not None:
+            ends.append(str(change[0]["id"]))
+    assert sorted(ends) == sorted(item.execution_id for item in pack.items)
+    assert outcomes == []

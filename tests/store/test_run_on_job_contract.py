@@ -4,6 +4,8 @@ that users or the pause protocol see, on moto and on the fake."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -63,6 +65,70 @@ def test_a_run_that_fits_completes_its_job_with_it_in_one_write(store: Store) ->
     assert (shown.last_execution.id, shown.last_execution.result) == (run.id, None)
     [listed] = store.jobs.with_outcome_executions([completed])
     assert listed.last_execution is not None and listed.last_execution.id == run.id
+
+
+@contextmanager
+def sent_again_once_applied(store: Store, naming: str = "") -> Iterator[list[int]]:
+    """The client sends the first UpdateItem (whose request names `naming`) again after it applied, as
+    botocore does when the answer to an attempt that applied is lost to a timeout or a 500: its retry
+    meets its own write."""
+    events = store.clients[0].meta.events
+    retried: list[int] = []
+
+    def again(response: Any = None, attempts: int = 1, request_dict: Any = None, **_: Any) -> int | None:
+        if retried or attempts > 1 or response is None or response[0].status_code != 200:
+            return None
+        body = (request_dict or {}).get("body", b"")
+        if naming not in (body.decode() if isinstance(body, bytes) else str(body)):
+            return None
+        retried.append(attempts)
+        return 0  # (retry at once)
+
+    events.register_first("needs-retry.dynamodb.UpdateItem", again)
+    try:
+        yield retried
+    finally:
+        events.unregister("needs-retry.dynamodb.UpdateItem", again)
+
+
+def test_a_completing_write_retried_after_it_applied_stores_the_run_once(store: Store) -> None:
+    # Given a one-time job, and its run ended under its pack's lease
+    stored = job()
+    store.jobs.put_new(stored)
+    run = ended(stored, ExecutionStatus.FAILED)
+    # When its completing write applies and the client sends it again (which then fails its condition)
+    with sent_again_once_applied(store) as retried:
+        written = store.executions.put_end(run)
+    assert retried
+    # Then its end is as stored by that write: on its job, counted once, and no item of its own
+    assert written.job_failures == 1
+    completed = store.jobs.get(stored.id)
+    assert completed is not None and completed.status is JobStatus.COMPLETED
+    assert completed.outcome is not None and completed.outcome.consecutive_failures == 1
+    assert completed.last_execution == replace(run, job_item_bytes=None)
+    assert store.executions.get_many([(run.job_id, run.scheduled_at, run.id)]) == ({}, {})
+
+
+def test_another_end_of_a_run_its_job_carries_loses_and_stores_nothing(store: Store) -> None:
+    # Given a one-time job whose run one worker ended on it
+    stored = job()
+    store.jobs.put_new(stored)
+    first = ended(stored)
+    store.executions.put_end(first)
+    # When another worker, which took the pack again once its lease ran out, ends the same run
+    second = ended(
+        stored,
+        ExecutionStatus.FAILED,
+        started_at=(first.started_at or NOW) + timedelta(minutes=10),
+        finished_at=(first.finished_at or NOW) + timedelta(minutes=10),
+    )
+    # Then it loses, as a lone run's end does to another's: the first end stands, alone
+    with pytest.raises(LostRace):
+        store.executions.put_end(second)
+    completed = store.jobs.get(stored.id)
+    assert completed is not None and completed.last_execution == replace(first, job_item_bytes=None)
+    assert completed.outcome is not None and completed.outcome.status is ExecutionStatus.SUCCEEDED
+    assert store.executions.get_many([(first.job_id, first.scheduled_at, first.id)]) == ({}, {})
 
 
 def test_a_run_of_a_job_that_moved_on_is_stored_on_its_own_item(store: Store) -> None:

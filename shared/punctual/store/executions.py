@@ -20,7 +20,7 @@ from typing import Any
 
 from punctual.domain.errors import LostRace
 from punctual.domain.executions import Execution, ExecutionStatus
-from punctual.domain.models import DueMarker
+from punctual.domain.models import DueMarker, ran_on_job
 from punctual.platform.timefmt import to_epoch_ms, to_rfc3339
 from punctual.store import codec, keys, lifecycle
 from punctual.store.execution_reads import ExecutionReads
@@ -154,13 +154,19 @@ class ExecutionRepository(ExecutionReads):
         that completes the job (`jobs.complete_with_run`): the one write for its end and its job,
         where the job's item stays within a write unit with it (`codec.run_fits`; the copy returned
         says so: `job_failures`). Where it does not fit, or the job moved on meanwhile (paused,
-        cancelled, rescheduled: the pause protocol's, `pausing.complete_job`), on an item of its own."""
+        cancelled, rescheduled: the pause protocol's, `pausing.complete_job`), on an item of its own.
+        A completing write that loses its condition may have lost it to itself (applied, then sent
+        again by the client's retry after a timeout) or to another end of the same run (a worker
+        whose pack's lease ran out, and the one that took it again): with the job carrying this run,
+        nothing more is stored (`_on_job`)."""
         assert execution.started_at is not None and execution.lateness_ms is not None, "it started"
         if codec.run_fits(execution):
             try:
                 failures = complete_with_run(self._table, execution)
             except LostRace:
-                pass
+                stored = self._on_job(execution)
+                if stored is not None:
+                    return stored
             else:
                 return replace(execution, lease_until=None, job_failures=failures)
         retrying = execution.status is ExecutionStatus.RETRYING
@@ -327,6 +333,20 @@ class ExecutionRepository(ExecutionReads):
 
     def key(self, execution: Execution) -> dict[str, str]:
         return keys.execution_key(execution.job_id, execution.scheduled_at, execution.id)
+
+    def _on_job(self, execution: Execution) -> Execution | None:
+        """After `complete_with_run` lost: this very end as its job's item carries it (its write had
+        applied), or LostRace when the job carries another end of this run (that one stands, as for a
+        lone run whose end write loses); None when the job carries none of it (store it apart)."""
+        response = call(
+            lambda: self._table.resource.get_item(Key=keys.job_key(execution.job_id), ConsistentRead=True)
+        )
+        item = response.get("Item")
+        if item is None or not ran_on_job(codec.job_from(item), execution.id):
+            return None
+        if item[codec.RUN] != codec.run_map(execution):
+            raise LostRace(f"execution {execution.id} ended on its job by another worker")
+        return replace(execution, lease_until=None, job_failures=int(item.get("failures", 0)))
 
     # ---------------------------------------------------------------- helpers
     def _change(
