@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from punctual.domain.errors import RetryableStoreError
-from punctual.domain.executions import Execution
+from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import Job
 from punctual.domain.work import Pack
 from punctual.execution.packs import PACK_LEASE_MIN
@@ -172,7 +172,7 @@ def test_a_duplicate_pack_taken_at_the_same_time_waits_and_runs_nothing_twice(on
     counted_run = attempts.run
     second: list[Disposition] = []
     held_until: list[datetime | None] = []
-    real_take = world.punctual.packs._packs.take
+    real_take = world.punctual.packs._packs.take  # type: ignore[union-attr]
 
     def take(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -278,7 +278,7 @@ def test_a_retried_request_resumes_its_hand_off_guarded(one_shard: World) -> Non
             raise SystemExit  # the first request dies after filing, before its hand-off
         return real(markers, new_jobs, resent=resent)
 
-    world.punctual.dispatcher.dispatch = dispatch  # type: ignore[method-assign]
+    world.punctual.dispatcher.dispatch = dispatch  # type: ignore[method-assign,assignment]
     at = to_rfc3339(world.clock.now() + timedelta(seconds=20))
     with pytest.raises(SystemExit):
         world.create({"type": "at", "at": at})
@@ -317,4 +317,66 @@ def test_a_pack_that_fails_before_any_member_starts_gives_its_lease_back(one_sha
     # Then it is taken again at once (not held off until the lease would have run out), and runs
     assert world.punctual.packs.handle(pack, receipt) is Disposition.DONE
     assert [counts[i.execution_id] for i in pack.items] == [1] * 10
+    listed_once_each(world, jobs, pack)
+
+
+@pytest.mark.parametrize("lands", ["between the read and the take", "while the pack holds"])
+def test_a_pack_retaken_as_its_last_holders_end_lands_on_the_job_runs_that_member_not_again(
+    one_shard: World, lands: str
+) -> None:
+    world = one_shard
+    jobs = ten_at_one_instant(world)
+    pack, receipt = take_the_pack(world)
+    store = world.punctual.worker.store
+    runner = world.punctual.packs
+    assert runner._packs is not None
+    # Given the pack taken before by a worker whose lease ran out, still running its first member
+    gone = pack.scheduled_at - timedelta(seconds=10)
+    runner._packs.take(pack.id, "slow", gone, gone - timedelta(minutes=5))
+    first = pack.items[0]
+    job = store.jobs.get(first.job_id)
+    assert job is not None
+    began = pack.scheduled_at + timedelta(milliseconds=5)
+    end = Execution(
+        id=first.execution_id,
+        job_id=first.job_id,
+        owner=job.owner,
+        scheduled_at=first.scheduled_at,
+        status=ExecutionStatus.SUCCEEDED,
+        schedule_version=job.schedule_version,
+        attempts=1,
+        started_at=began,
+        finished_at=began + timedelta(milliseconds=10),
+        lateness_ms=5,
+        created_at=began,
+        job_item_bytes=store.jobs.completed_bytes(job),
+    )
+    landed: list[bool] = []
+
+    def lands_once(target: Any, name: str) -> None:
+        real = getattr(target, name)
+
+        def landing(*args: Any, **kwargs: Any) -> Any:
+            if not landed:
+                landed.append(True)
+                store.executions.put_end(end)  # that worker's end, on its job
+            return real(*args, **kwargs)
+
+        setattr(target, name, landing)
+
+    if lands == "between the read and the take":
+        lands_once(runner._packs, "take")
+    else:
+        lands_once(world.clock, "sleep")
+    counts = runs_counted(world)
+    # When another worker takes the pack again, just before its instant, as that end lands
+    world.clock.set(pack.scheduled_at - timedelta(seconds=2))
+    assert runner.handle(pack, receipt) is Disposition.DONE
+    # Then that member is not run again: its end stands alone, on its job; the others ran once
+    assert landed
+    assert [counts[item.execution_id] for item in pack.items] == [0] + [1] * 9
+    after = store.jobs.get(first.job_id)
+    assert after is not None and after.last_execution is not None
+    assert after.last_execution.started_at == began
+    assert store.executions.get_many([(first.job_id, first.scheduled_at, first.execution_id)]) == ({}, {})
     listed_once_each(world, jobs, pack)

@@ -17,11 +17,13 @@ more is taken under one lease (ports.packs) instead of a claim per member, and n
 stored before its end:
 - its jobs are read and its lease taken; on a first take nothing more is read (the lease says none
   of them started); a pack taken again (redelivered, or its lease run out) reads its executions, and
+  its jobs again (an end the last holder stored on its job may have landed since the first read), and
   a member stored already goes the lone way (its claim, or its end recorded), the others run again
   with the same ids;
 - what can be done before the instant is (named tasks resolved, the skip rules, each task prepared:
   a webhook's address checked and its connection opened), then it holds until the instant, never
-  early; the jobs' stamps, read then, stop a run whose job changed meanwhile;
+  early; the jobs' stamps, read then, stop a run whose job changed meanwhile (a job that completed
+  meanwhile, its run ended by the pack's last holder, sends the member the lone way);
 - its members start side by side and each end is stored in one write (ExecutionRepository.put_end),
   the outcomes after all the starts;
 - any member that waits (a retry) is sent on in a guarded pack and the message goes: taken again
@@ -41,7 +43,7 @@ from datetime import datetime, timedelta
 
 from punctual.domain.errors import RetryableStoreError, UnreadableItem
 from punctual.domain.executions import LEASE_MARGIN, Execution, ExecutionStatus
-from punctual.domain.models import Job, JobStamp, ran_on_job, skip_reason
+from punctual.domain.models import Job, JobStamp, JobStatus, ran_on_job, skip_reason
 from punctual.domain.work import Pack, WorkItem
 from punctual.execution import run_policy, run_records
 from punctual.execution.receipt_reads import Known
@@ -217,7 +219,7 @@ class PackRunner:
             if wait > 0:
                 self._clock.sleep(wait)  # never early
             try:
-                fired = self._fire(leased, members, lease_until)
+                fired = self._fire(pack, leased, members, lease_until, receive_count)
             except Exception:
                 for member in leased.values():
                     _let_go(member.prepared)
@@ -241,20 +243,42 @@ class PackRunner:
 
     def _drop_stored(self, pack: Pack, leased: dict[int, _Leased]) -> None:
         """A pack taken again: members stored already (ended, or waiting to retry) go the lone way
-        (which records an end not recorded on its job); the others run again, with the same ids."""
+        (which records an end not recorded on its job); the others run again, with the same ids. Their
+        jobs are read again, after the take: the last holder may have stored an end on its job since
+        the first read, and the run goes on from this read."""
+        store = self._worker.store
         refs = {
             n: (pack.items[n].job_id, pack.items[n].scheduled_at, pack.items[n].execution_id) for n in leased
         }
-        stored, unreadable = self._worker.store.executions.get_many(refs.values())
+        stored, unreadable = store.executions.get_many(refs.values())
+        jobs = store.jobs.get_many(dict.fromkeys(ref[0] for ref in refs.values()))
         for n, ref in refs.items():
-            if ref in stored or ref in unreadable or ran_on_job(leased[n].read, ref[2]):
+            read = jobs.found.get(ref[0])
+            job = self._worker.effective(read, ref[1])
+            if (
+                ref in stored
+                or ref in unreadable
+                or ref[0] in jobs.unreadable
+                or job is None
+                or _ended_on_job(read, ref[2])
+            ):
                 del leased[n]
+                continue
+            # (no longer a timeout than the lease was sized for)
+            timeout = min(job.timeout_seconds, leased[n].job.timeout_seconds)
+            leased[n] = _Leased(read, replace(job, timeout_seconds=timeout), leased[n].execution)
 
     def _fire(
-        self, leased: dict[int, _Leased], members: list[Member], lease_until: datetime
+        self,
+        pack: Pack,
+        leased: dict[int, _Leased],
+        members: list[Member],
+        lease_until: datetime,
+        receive_count: int,
     ) -> dict[int, Future[Disposition]]:
-        """At the instant: whatever changed in their jobs since read stops a run; the others start side
-        by side, their outcomes written after all their starts."""
+        """At the instant: whatever changed in their jobs since read stops a run (a job completed
+        meanwhile by its run, which the pack's last holder ended: that member goes the lone way, which
+        finds it ended); the others start side by side, their outcomes written after all their starts."""
         if not leased:
             return {}
         store = self._worker.store
@@ -267,10 +291,14 @@ class PackRunner:
         again = store.jobs.get_many(changed).found if changed else {}
         ready: dict[int, _Leased] = {}
         results: dict[int, Disposition] = {}
+        alone: list[int] = []
         began = self._clock.now()
         for n, member in leased.items():
             job = member.job
             if member.execution.job_id in changed:
+                if _ended_on_job(again.get(member.execution.job_id), member.execution.id):
+                    alone.append(n)
+                    continue
                 now_job = self._worker.effective(
                     again.get(member.execution.job_id), member.execution.scheduled_at
                 )
@@ -300,6 +328,8 @@ class PackRunner:
         try:
             for n, member in ready.items():
                 futures[n] = pool.submit(self._start, member, members[n], lease_until, leaves[n])
+            for n in alone:
+                futures[n] = pool.submit(self._worker.handle, pack.items[n], members[n], receive_count)
         finally:
             pool.shutdown(wait=False)
         for n, result in results.items():
@@ -374,6 +404,15 @@ class PackRunner:
     def _later(self, receipt_handle: str, seconds: float) -> Disposition:
         self._queue.change_visibility(receipt_handle, seconds)
         return Disposition.LATER
+
+
+def _ended_on_job(job: Job | None, execution_id: str) -> bool:
+    """Whether a member's job, read after its pack was taken, says its run ended: the job carries it
+    (stored with its completion), or it is a one-time job completed (by its run, ended on an item of
+    its own). Either way the lone way finds the end, and records what is missing."""
+    if job is None:
+        return False
+    return ran_on_job(job, execution_id) or (job.status is JobStatus.COMPLETED and not job.recurring)
 
 
 def _let_go(preparing: Future[Prepared] | None) -> None:
