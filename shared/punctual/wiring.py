@@ -149,7 +149,8 @@ def build(
     worker_config = WorkerConfig(
         task_policy=task_policy,
         result_max_bytes=settings.result_max_bytes,
-        lead_max_seconds=max(settings.early_visibility_seconds, settings.lead_max_seconds),
+        early_visibility_seconds=settings.early_visibility_seconds,
+        lead_max_seconds=settings.lead_max_seconds,
         fire_threads=settings.fire_threads,
     )
     worker = Worker(

@@ -99,24 +99,32 @@ class PackRunner:
         self._packs = packs
 
     def handle(self, pack: Pack, receipt_handle: str, receive_count: int = 1) -> Disposition:
+        leased = self._packs is not None and not pack.guarded and len(pack.items) >= PACK_LEASE_MIN
+        # A pack taken under one lease waits as early as a crowded instant's lead sends it (it is
+        # taken and its members prepared meanwhile); any other message only the lone allowance.
+        allowed = self._config.max_early_wait if leased else self._config.lone_early_wait
         wait = (pack.scheduled_at - self._clock.now()).total_seconds()
-        if wait > self._config.max_early_wait.total_seconds():
+        if wait > allowed.total_seconds():
             # Too early for any of them (each would say so): back at its instant, nothing read.
             return self._later(receipt_handle, wait)
         if len(pack.items) == 1:
             return self._worker.handle(pack.items[0], receipt_handle, receive_count)
-        if self._packs is not None and not pack.guarded and len(pack.items) >= PACK_LEASE_MIN:
+        if leased:
             return self._guarded_leased(pack, receipt_handle, receive_count)
         return self._each(pack, receipt_handle, receive_count)
 
-    def _each(self, pack: Pack, receipt_handle: str, receive_count: int) -> Disposition:
-        """Each member claims its own execution."""
+    def _each(
+        self, pack: Pack, receipt_handle: str, receive_count: int, early_wait: timedelta | None = None
+    ) -> Disposition:
+        """Each member claims its own execution (`early_wait`: Worker.handle's)."""
         known = self._read_ahead(pack)
         members = [Member() for _ in pack.items]
         with ThreadPoolExecutor(max_workers=min(len(pack.items), self._config.fire_threads)) as pool:
             outcomes = list(
                 pool.map(
-                    lambda pair: self._worker.handle(pair[0], pair[1], receive_count, known),
+                    lambda pair: self._worker.handle(
+                        pair[0], pair[1], receive_count, known, early_wait=early_wait
+                    ),
                     zip(pack.items, members, strict=True),
                 )
             )
@@ -182,7 +190,8 @@ class PackRunner:
             elif job is not None and run_policy.early_claim(job, execution):
                 leased[n] = _Leased(stored, job, execution)
         if not leased:
-            return self._each(pack, receipt_handle, receive_count)
+            # (as early as it came: its lead sent it so)
+            return self._each(pack, receipt_handle, receive_count, self._config.max_early_wait)
         starts = max(now, pack.scheduled_at)
         longest = max(m.job.timeout_seconds for m in leased.values())
         lease_until = starts + timedelta(seconds=longest) + LEASE_MARGIN
@@ -210,8 +219,10 @@ class PackRunner:
             # start for its own, not for the others'.
             for member in leased.values():
                 member.prepared = pool.submit(self._worker.prepare, member.job, member.execution)
+            # (those the lone way wait as early as their pack does: it came this early on purpose)
+            early = self._config.max_early_wait
             alone: dict[int, Future[Disposition]] = {
-                n: pool.submit(self._worker.handle, item, members[n], receive_count)
+                n: pool.submit(self._worker.handle, item, members[n], receive_count, early_wait=early)
                 for n, item in enumerate(pack.items)
                 if n not in leased and outcomes[n] is None
             }

@@ -36,7 +36,7 @@ from punctual.tasks import AwsClients, LambdaClients, Prepared, TaskPolicy
 from punctual.tasks.netguard import Resolver, system_resolver
 
 # A message that becomes visible this close to its instant waits in the worker; earlier, it goes back.
-# (Beyond the head start a deployment gives its messages: WorkerConfig.lead_max_seconds.)
+# (Beyond the head start a deployment gives its messages: WorkerConfig.lone_early_wait, max_early_wait.)
 MAX_EARLY_WAIT = timedelta(seconds=5)
 # A message whose execution changed as it was being skipped comes back this much later, looked at afresh;
 # a worker holding the run tries this many times first.
@@ -64,16 +64,26 @@ def _as_claimed(job: Job, claimed: Job, running: Execution) -> tuple[Job, Execut
 class WorkerConfig:
     task_policy: TaskPolicy = field(default_factory=TaskPolicy)
     result_max_bytes: int = 4096
-    # The earliest a message is meant to arrive before its instant (the larger of
-    # Settings.early_visibility_seconds and Settings.lead_max_seconds): such a message waits in the
-    # worker too, and still starts at its instant.
+    # Settings.early_visibility_seconds: every message is visible at least this early (the local
+    # stack's), and waits in the worker for its instant.
+    early_visibility_seconds: int = 0
+    # Settings.lead_max_seconds: the most a crowded instant's packs are sent ahead on purpose, to be
+    # taken and prepared before it. Only a pack taken under one lease waits that long: a lone message
+    # or a retry held so long would bill its invocation for the wait, and has nothing to prepare.
     lead_max_seconds: int = 0
     # Settings.fire_threads: a pack's members started at once.
     fire_threads: int = FIRE_THREADS
 
     @property
+    def lone_early_wait(self) -> timedelta:
+        """How early a lone message (or a pack's member on its own), or a retry, waits in the worker."""
+        return MAX_EARLY_WAIT + timedelta(seconds=self.early_visibility_seconds)
+
+    @property
     def max_early_wait(self) -> timedelta:
-        return MAX_EARLY_WAIT + timedelta(seconds=self.lead_max_seconds)
+        """How early a pack taken under one lease waits: the most the worker holds any message."""
+        lead = max(self.early_visibility_seconds, self.lead_max_seconds)
+        return MAX_EARLY_WAIT + timedelta(seconds=lead)
 
 
 class Worker:
@@ -166,21 +176,35 @@ class Worker:
         return Disposition.DONE if delay is None else self._later(receipt, delay)
 
     def handle(
-        self, item: WorkItem, receipt_handle: Receipt, receive_count: int = 1, known: Known | None = None
+        self,
+        item: WorkItem,
+        receipt_handle: Receipt,
+        receive_count: int = 1,
+        known: Known | None = None,
+        *,
+        early_wait: timedelta | None = None,
     ) -> Disposition:
-        """`known`: its execution and job, read with its pack's (None: read here)."""
+        """`known`: its execution and job, read with its pack's (None: read here). `early_wait`: how
+        early before its instant it waits here (None: a lone message's, `WorkerConfig.lone_early_wait`;
+        a member of a pack held under its lease waits with its pack)."""
         try:
-            return self._handle(item, receipt_handle, receive_count, known)
+            return self._handle(item, receipt_handle, receive_count, known, early_wait)
         except Exception as exc:
             return self._later(
                 receipt_handle, failure_delay(exc, item.execution_id, receive_count, self._rng)
             )
 
     def _handle(
-        self, item: WorkItem, receipt_handle: Receipt, receive_count: int, known: Known | None = None
+        self,
+        item: WorkItem,
+        receipt_handle: Receipt,
+        receive_count: int,
+        known: Known | None = None,
+        early_wait: timedelta | None = None,
     ) -> Disposition:
+        allowed = self._config.lone_early_wait if early_wait is None else early_wait
         wait = (item.scheduled_at - self._clock.now()).total_seconds()
-        if wait > self._config.max_early_wait.total_seconds():
+        if wait > allowed.total_seconds():
             return self._later(receipt_handle, wait)
 
         ref = (item.job_id, item.scheduled_at, item.execution_id)
@@ -228,7 +252,7 @@ class Worker:
 
         if execution.status is ExecutionStatus.RETRYING and execution.next_attempt_at:
             early = (execution.next_attempt_at - now).total_seconds()
-            if early > self._config.max_early_wait.total_seconds():
+            if early > self._config.lone_early_wait.total_seconds():
                 return self._later(receipt_handle, early)
             if early > 0:
                 self._clock.sleep(early)
