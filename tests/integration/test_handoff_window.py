@@ -5,7 +5,7 @@ executions packed together rather than a message a request."""
 from __future__ import annotations
 
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from punctual.platform.timefmt import to_rfc3339
@@ -78,3 +78,51 @@ def test_jobs_due_after_the_next_tick_wait_for_it_and_go_packed(world: World) ->
         assert execution["status"] == "SUCCEEDED"
         assert execution["lateness_ms"] < 1000
     assert soon_markers(world) == []
+
+
+def run_with_ticks_at(world: World, ticks: list[datetime], until: datetime) -> None:
+    """Let time pass with the scanner ticking only at `ticks` (EventBridge fires a rate(1 minute) rule
+    anywhere within its minute: two ticks may be two periods apart); the workers poll all along."""
+    while world.clock.now() < until:
+        if ticks and world.clock.now() >= ticks[0]:
+            ticks.pop(0)
+            world.tick()
+        world.drain()
+        world.clock.advance(1)
+    world.drain()
+
+
+def test_what_waits_for_the_next_tick_runs_on_time_when_ticks_come_two_periods_apart(
+    world: World,
+) -> None:
+    # Given a tick at 09:00:00
+    minute = world.clock.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
+    world.clock.set(minute)
+    world.tick()
+    # When, 40 s later, jobs are created due beyond the window a request enqueues, up to the end of
+    # the hand-off window
+    world.clock.advance(40)
+    settings = world.punctual.settings
+    claim, window = settings.handoff_claim_seconds, settings.handoff_seconds
+    ahead = [claim + 1, claim + 15, window - 1]
+    jobs: list[dict[str, Any]] = []
+    sent = sent_while(
+        world,
+        lambda: jobs.extend(
+            world.create({"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=s))})
+            for s in ahead
+        ),
+    )
+    assert sent == Counter()
+    # and the next ticks come at 09:01:00, then two periods apart: 09:02:59, 09:04:58
+    gap = timedelta(seconds=settings.tick_seconds + settings.tick_lateness_seconds - 1)
+    ticks = [minute + timedelta(minutes=1) + n * gap for n in range(3)]
+    # Then the 09:01:00 tick sent them all (the one after it would be late for the first)
+    run_with_ticks_at(world, ticks, minute + timedelta(seconds=61))
+    assert soon_markers(world) == []
+    # and each ran on time
+    run_with_ticks_at(world, ticks, minute + timedelta(minutes=6))
+    for job in jobs:
+        [execution] = world.executions(job["id"])
+        assert execution["status"] == "SUCCEEDED"
+        assert execution["lateness_ms"] < 1000, (job["next_run_at"], execution)

@@ -88,9 +88,10 @@ def test_pause_stops_runs_and_resume_skips_what_was_missed(world: World) -> None
     # Given an every-minute job that has run once
     job = world.create({"type": "cron", "expression": "* * * * *"})
     world.run_for(45)  # 09:00:15
-    # (09:01 is already enqueued, within the lookahead; an execution is stored when it starts)
+    # (09:01 and 09:02 are already enqueued: a tick sends what its soon partition holds, up to the
+    # hand-off window; an execution is stored when it starts)
     assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
-    assert world.job(job["id"])["next_run_at"] == "2026-12-01T09:01:00.000Z"
+    assert world.job(job["id"])["next_run_at"] == "2026-12-01T09:02:00.000Z"
     # When it is paused for three minutes, then resumed
     world.api("POST", f"/jobs/{job['id']}/pause")
     world.run_for(180)  # 09:03:15

@@ -144,9 +144,10 @@ class Settings(BaseModel):
     def handoff_claim_seconds(self) -> int:
         """Of what the API files under a soon partition, what is due sooner than this it enqueues itself.
 
-        The next tick runs within a period and its lateness, and sends what is due before its own
-        now + lookahead, so anything due after that (and a margin for the tick's own run) can wait for
-        it, and be sent packed with the rest of its instant (scheduling/handoff.py).
+        The next tick runs within a period and its lateness, and sends all that the soon partitions
+        hold (it reads them up to its now + the hand-off window), so anything due after that and a
+        margin for the tick's own run (15 s) can wait for it, and be sent packed with the rest of its
+        instant (scheduling/handoff.py, scanner.py).
         """
         return min(self.handoff_seconds, self.tick_seconds + self.tick_lateness_seconds + 15)
 

@@ -6,12 +6,12 @@ that instant in the minute's bucket (`route`). Of those, one due before the next
 (`claim_within`: a tick period, the tick's lateness and a margin) carries a claim (`handoff_until`,
 HANDOFF_CLAIM ahead): the request enqueues it itself, at once, and until the claim runs out a scanner
 tick leaves it alone (`split_claimed`), so that the two do not both send it. The rest wait unclaimed
-for the next tick, which sends them packed with the other executions of their instant: a request
-sends one execution a message, so a crowded instant created a few minutes ahead would otherwise
-reach the workers as thousands of messages of one. What
-the request fails to enqueue stays filed with its claim withdrawn, and the scanner enqueues it
-(late); should the withdrawal fail too, the claim runs out on its own. The request succeeds either
-way.
+for the next tick, which reads the soon partitions up to its now + `soon` (all they hold, however
+late it comes within its lateness) and sends them packed with the other executions of their
+instant: a request sends one execution a message, so a crowded instant created a few minutes ahead
+would otherwise reach the workers as thousands of messages of one. What the request fails to
+enqueue stays filed with its claim withdrawn, and the scanner enqueues it (late); should the
+withdrawal fail too, the claim runs out on its own. The request succeeds either way.
 
 A request that dies between filing and enqueueing leaves its claim to run out, and its marker then
 waits for the tick after that: up to a claim and a tick late. Two things take over sooner. A retry of

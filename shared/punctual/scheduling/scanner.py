@@ -1,8 +1,17 @@
-"""The scanner: once a tick, dispatch every marker due before now + lookahead.
+"""The scanner: once a tick, dispatch every marker due before now + lookahead, and every marker filed
+under a soon partition.
 
 It reads two kinds of partition per shard:
 - its soon partition, whole (markers filed due sooner than a tick could have read their bucket: the
-  API's hand-offs and their failures, close follow-ups); what it sends from there it deletes;
+  API's hand-offs and their failures, close follow-ups); what it sends from there it deletes. Whole:
+  up to now + `Dispatcher.soon`, not just the horizon, since a marker is filed there only when due
+  before its filing + `soon`, so a tick reads every one filed before it started. An unclaimed one (due
+  at least `handoff_claim_seconds` after its filing: a tick period, the tick's lateness and 15 s) is
+  thus sent by the first tick after its filing, which starts within a period and its lateness: 15 s
+  or more before its instant (on AWS: filed at 12:00:40, due at 12:02:55 or after, sent by a tick by
+  12:02:40). Its message may be sent up to `soon` (180 s) ahead, well within SQS's 900 s delay. (A
+  recurring job's next occurrence filed there during the tick is chased within it only when due
+  before the horizon, as through the buckets: a later one is sent by a later tick.);
 - the minute buckets, each once: a shard's position (a minute and a place in its bucket, stored per
   shard) says where it reads on, and moves past what was sent. Markers there are not deleted; they
   expire. A bucket never receives a marker behind a position: anything due that soon is filed under
@@ -263,6 +272,8 @@ class _Tick:
         self._store = scanner._store
         self.now = now
         self.horizon = now + scanner._lookahead
+        # How far the soon partitions are read: all they hold (module docstring).
+        self.reach = max(self.horizon, now + scanner._dispatcher.soon)
         self.last_minute = floor_minute(self.horizon)
         self.positions = positions
         self.saved = dict(stored)
@@ -404,7 +415,7 @@ class _Tick:
             self.held[shard] = min(Position.at(floor_minute(m.scheduled_at), m) for m in markers)
 
     def _read_soon(self, shard: int) -> tuple[int, list[DueMarker]]:
-        return shard, list(self._store.markers.soon(shard, self.horizon, SOON_READ))
+        return shard, list(self._store.markers.soon(shard, self.reach, SOON_READ))
 
     def _read_bucket(self, minute: datetime, shard: int) -> tuple[int, list[DueMarker]]:
         position = self.positions[shard]
