@@ -16,9 +16,13 @@ It reads two kinds of partition per shard:
   shard) says where it reads on, and moves past what was sent. Markers there are not deleted; they
   expire. A bucket never receives a marker behind a position: anything due that soon is filed under
   the soon partition instead (`Dispatcher.route`).
-Before sending, it counts how many executions fall due at each instant it read, on all shards (its
-own shards' count scaled to the rest: executions spread evenly over the shards by their ids), so
-that the dispatcher can make a crowded instant's messages visible ahead of it (`Dispatcher.ahead`).
+Before sending, it counts how many executions fall due at each instant it has read this tick, on all
+shards (its own shards' count scaled to the rest: executions spread evenly over the shards by their
+ids), so that the dispatcher can make a crowded instant's messages visible ahead of it
+(`Dispatcher.ahead`). The count runs across the tick's reads (soon partitions and buckets), not one
+read's; and an instant at which a soon read was cut (SOON_READ) may hold more than the tick has read
+when it sends the first of them, so it is counted as crowded as any (UNCOUNTED). (The soon markers
+read first are still counted without the buckets read after them.)
 A late, missed or crashed tick skips nothing: the position moves only past markers that were sent
 (or dropped, or set aside); a failure keeps it at the first marker that failed, so the next tick reads
 from there (sending again what followed it, which the worker recognises).
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -55,6 +59,10 @@ from punctual.scheduling.dispatch import Dispatcher
 
 # Soon markers read from a shard at a time (a backlog is worked through in several readings).
 SOON_READ = 2000
+# The count of an instant a tick sends before it has read all of it (a soon read cut at SOON_READ, a
+# million at one instant filed there): more than any deployment holds at once, so that its messages
+# get the longest lead the deployment needs (prescaling.lead_seconds: its invocations all held).
+UNCOUNTED = 2**62
 # A shard never scanned starts this far back (markers older than that were filed by no one).
 FIRST_SCAN_BACK = timedelta(minutes=2)
 MINUTE = timedelta(minutes=1)
@@ -226,14 +234,15 @@ class Scanner:
             },
         )
 
-    def due_at(self, batches: Sequence[tuple[int, Sequence[DueMarker]]]) -> dict[datetime, int]:
-        """Executions due at each crowded instant of these shards' markers, on every shard: their count
-        scaled by the shards this scanner does not read (the shards hold an instant's executions
-        evenly). Crowded: more than a pack a shard; a quiet instant's lead is none whatever its count."""
-        counts = Counter(m.scheduled_at for _, markers in batches for m in markers)
+    def due_at(self, counts: Mapping[datetime, int], cut: Collection[datetime] = ()) -> dict[datetime, int]:
+        """Executions due at each crowded instant, on every shard, from `counts`, the markers this
+        scanner's shards hold at each: scaled by the shards this scanner does not read (the shards hold
+        an instant's executions evenly). `cut`: instants not all read yet (UNCOUNTED). Crowded: more
+        than a pack a shard; a quiet instant's lead is none whatever its count."""
         scale = max(1.0, self._store.shard_count / max(1, len(self._shards)))
         quiet = self._dispatcher.pack_size * self._store.shard_count
-        return {at: n for at, count in counts.items() if (n := round(count * scale)) > quiet}
+        crowded = {at: n for at, count in counts.items() if (n := round(count * scale)) > quiet}
+        return crowded | dict.fromkeys(cut, UNCOUNTED)
 
     def _dispatch(
         self, markers: list[DueMarker], now: datetime, due_at: Mapping[datetime, int] | None = None
@@ -282,6 +291,8 @@ class _Tick:
         self.held: dict[int, Position] = {}  # shards stopped at a marker this tick (could not be set aside)
         self.due_soon: list[DueMarker] = []  # follow-ups filed under a soon partition, due within this tick
         self.seen: set[str] = set()  # soon markers dispatched (or set there) this tick: once a tick each
+        self.counted: Counter[datetime] = Counter()  # markers read this tick, by instant
+        self.cut: set[datetime] = set()  # instants at which a soon read stopped (more may follow)
         self.error: BaseException | None = None
         self.lanes: ThreadPoolExecutor | None = None
 
@@ -293,6 +304,8 @@ class _Tick:
         time (a backlog, after an outage, never takes a whole tick). Returns the shards that had more."""
         read = parallel_map(self._read_soon, list(shards))
         self.report.buckets_read += len(read)
+        # A read is in instant order: only its last instant may go on past it.
+        self.cut.update(markers[-1].scheduled_at for _, markers in read if len(markers) >= SOON_READ)
         unseen = [(shard, [m for m in markers if m.execution_id not in self.seen]) for shard, markers in read]
         self.seen.update(m.execution_id for _, markers in unseen for m in markers)
         self.due_soon.clear()
@@ -353,7 +366,8 @@ class _Tick:
         partition, which every tick reads, so that one marker failing again and again never holds up
         the rest of its shard; only if that fails too does the shard stop at it."""
         assert self.lanes is not None
-        due_at = self._scanner.due_at(batches)
+        self.counted.update(m.scheduled_at for _, markers in batches for m in markers)
+        due_at = self._scanner.due_at(self.counted, self.cut)
         futures = [
             (shard, list(chunk), self.lanes.submit(self._scanner._dispatch, list(chunk), self.now, due_at))
             for shard, markers in batches

@@ -6,6 +6,7 @@ On the in-memory DynamoDB and SQS with a clock that moves only when told: no tim
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,6 +23,7 @@ from punctual.jobs.creation import NewJob
 from punctual.platform import resources
 from punctual.platform.clock import ManualClock
 from punctual.platform.config import Settings
+from punctual.scheduling import scanner as scanner_module
 from punctual.scheduling.prescaling import LeadPolicy, instant_packs, lead_seconds
 from punctual_testing.fake_aws import FakeAws, Latency, SentMessage, clients
 
@@ -153,10 +155,57 @@ def test_a_scanner_of_some_shards_counts_the_instant_on_all_of_them() -> None:
     markers = [marker_for(f"job-{n}", at, 1) for n in range(5)]
     # Given a scanner of 2 of the 4 shards that read 5 markers due at `at`
     scanner = stack.punctual.scanner([0, 1])
+    counts = Counter(m.scheduled_at for m in markers)
     # Then it reckons 10 due then on the deployment: crowded, over a pack of 2 a shard
-    assert scanner.due_at([(0, markers[:2]), (1, markers[2:])]) == {at: 10}
+    assert scanner.due_at(counts) == {at: 10}
     # and a scanner of all 4 reckons the 5 it read: quiet, so not passed on
-    assert stack.punctual.scanner().due_at([(0, markers)]) == {}
+    assert stack.punctual.scanner().due_at(counts) == {}
+    # unless it could not read them all: then the instant is as crowded as any
+    assert stack.punctual.scanner().due_at(counts, cut={at}) == {at: scanner_module.UNCOUNTED}
+
+
+def test_a_crowded_instant_read_from_the_soon_partitions_a_page_at_a_time_gets_its_whole_lead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stack = stack_with(**SMALL)
+    # Given 20 executions due at one instant created 150 s ahead: filed unclaimed under the soon
+    # partitions for the next tick, which reads them 2 a shard at a time (a million at one instant
+    # read 2,000 a shard at a time), each page quiet on its own (8 executions at most)
+    monkeypatch.setattr(scanner_module, "SOON_READ", 2)
+    instant = NOW + timedelta(seconds=150)
+    stack.create_at(instant, 20)
+    assert stack.sent() == []
+    # When the tick runs
+    report = stack.punctual.scanner().tick()
+    # Then every message of the instant is visible as far ahead as the whole instant needs, or more:
+    # the tick could not count it before sending its first pages
+    assert report.enqueued == 20
+    dispatcher = stack.punctual.dispatcher
+    lead = dispatcher.ahead(scanner_module.UNCOUNTED)
+    assert lead >= dispatcher.ahead(20) > timedelta(0)
+    assert {m.delay_seconds for m in stack.sent()} == {150 - lead.seconds}
+
+
+def test_an_instant_read_from_a_soon_partition_and_a_bucket_is_counted_as_one() -> None:
+    stack = stack_with(**SMALL)
+    # Given 6 executions due at one instant filed in its minute's bucket long ahead, and a tick
+    instant = NOW + timedelta(minutes=10)
+    stack.create_at(instant, 6)
+    stack.clock.set(instant - timedelta(seconds=140))
+    stack.punctual.scanner().tick()
+    # and 6 more created for it after that tick, under the soon partitions (quiet apart: 8 at most)
+    stack.clock.advance(1)
+    stack.create_at(instant, 6)
+    assert stack.sent() == []
+    # When the next tick reads both
+    stack.clock.advance(59)
+    report = stack.punctual.scanner().tick()
+    # Then the bucket's messages, sent after the soon partition's, have the lead of all 12
+    assert report.enqueued == 12
+    lead = stack.punctual.dispatcher.ahead(12)
+    assert lead > timedelta(0)
+    delays = sorted(m.delay_seconds for m in stack.sent())
+    assert delays[0] == 80 - lead.seconds
 
 
 # ------------------------------------------------------------------------------ the worker
