@@ -97,9 +97,16 @@ class _PinnedHTTPConnection(http.client.HTTPConnection):
     def __init__(self, host: str, address: str, port: int, timeout: float) -> None:
         super().__init__(host, port, timeout=timeout)
         self._address = address
+        # Whether a send of the request went out whole. The first is the request's head: until it is
+        # out, no server can have acted on the request, and it may go again on another connection.
+        self.sent = False
 
     def connect(self) -> None:
         self.sock = socket.create_connection((self._address, self.port), self.timeout)
+
+    def send(self, data: Any) -> None:
+        super().send(data)
+        self.sent = True
 
 
 _TLS: ssl.SSLContext | None = None
@@ -121,6 +128,11 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     def __init__(self, host: str, address: str, port: int, timeout: float) -> None:
         super().__init__(host, port, timeout=timeout, context=_tls_context())
         self._address = address
+        self.sent = False  # (as _PinnedHTTPConnection.sent)
+
+    def send(self, data: Any) -> None:
+        super().send(data)
+        self.sent = True
 
     def connect(self) -> None:
         raw = socket.create_connection((self._address, self.port), self.timeout)
@@ -198,14 +210,13 @@ EARLY_CONNECT_MIN_SECONDS = 1.0
 PREPARED_CONNECTIONS_MAX = 500
 _OPEN_AHEAD = threading.BoundedSemaphore(PREPARED_CONNECTIONS_MAX)
 
-# What a send on a connection the server let go of meets: the request is sent again, once, on a
-# connection of its own. (A server that closed an idle connection took no request on it; this is what
-# RFC 9110 section 9.2.2 lets a client retry, and the request carries its execution id for receivers
-# that de-duplicate.)
+# What a send on a connection the server let go of meets. When the request's head could not go out
+# whole on the connection opened ahead, the server took no request on it, and the request is sent
+# again, once, on a connection of its own (what RFC 9110 section 9.2.2 lets a client retry). Never
+# after that: an answer that does not come may follow a request the server acted on.
 _LET_GO = (
     BrokenPipeError,
     ConnectionResetError,
-    http.client.RemoteDisconnected,
     ssl.SSLEOFError,
     ssl.SSLZeroReturnError,
 )
@@ -237,14 +248,27 @@ class PreparedCall:
         timeout = _timeout(params, context)
         body, headers = _request(params, context)
 
+        def on(connection: _Connection) -> tuple[http.client.HTTPResponse, bytes]:
+            return _send(connection, params.method, url.target, body, headers)
+
         def send() -> tuple[http.client.HTTPResponse, bytes]:
+            started = context.clock.now()
             ahead = self._take(context, timeout)
-            if ahead is not None:
-                try:
-                    return _send(ahead, params.method, url.target, body, headers)
-                except _LET_GO:
-                    pass  # the server let go of it as the request went out
-            return _send(_connection(url, self._address, timeout), params.method, url.target, body, headers)
+            if ahead is None:
+                return on(_connection(url, self._address, timeout))
+            try:
+                return on(ahead)
+            except _LET_GO:
+                if ahead.sent:
+                    # The server may hold the request, and may have acted on it (one that closes
+                    # without answering looks the same from here): it fails as a cold start would.
+                    raise
+            # Sent again with what is left of the timeout: the execution's lease and Lambda's limit
+            # count on a start taking no longer than its timeout.
+            left = timeout - (context.clock.now() - started).total_seconds()
+            if left <= 0:
+                raise TimeoutError("timed out")
+            return on(_connection(url, self._address, left))
 
         return _exchange(send)
 
