@@ -135,8 +135,15 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
         self.sent = True
 
     def connect(self) -> None:
+        # The name is made ASCII before there is a socket: wrap_socket fails on one it cannot carry
+        # once it has taken the socket over, and nothing could close that socket but the collector.
+        server_hostname = self.host.encode("idna").decode("ascii")
         raw = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(raw, server_hostname=self.host)  # type: ignore[attr-defined]
+        try:
+            self.sock = self._context.wrap_socket(raw, server_hostname=server_hostname)  # type: ignore[attr-defined]
+        except BaseException:
+            raw.close()  # (nothing to close if wrap_socket took it over: it closes it when it fails)
+            raise
 
 
 class HttpTask:
@@ -183,13 +190,19 @@ class HttpTask:
             # least): one slower is dropped and made afresh then, with the task's whole timeout, so
             # that a start never ends later than a cold one would by more than that second.
             connect_timeout = min(_timeout(params, context), max(ahead, EARLY_CONNECT_MIN_SECONDS))
-            connection = _connection(url, addresses[0], connect_timeout)
             try:
+                connection = _connection(url, addresses[0], connect_timeout)
                 connection.connect()
-            except (OSError, http.client.HTTPException):
-                connection.close()
-                connection = None  # (the start connects afresh, and fails, if it must, as run does)
+            except BaseException as exc:
+                # Whatever failed, the slot and the socket are given back: a slot kept would leave
+                # every later start of the process cold once all were lost.
+                if connection is not None:
+                    connection.close()
+                connection = None
                 _OPEN_AHEAD.release()
+                if not isinstance(exc, (OSError, http.client.HTTPException)):
+                    raise  # (tasks.prepare logs it; the start runs cold)
+                # (the start connects afresh, and fails, if it must, as run does)
         return PreparedCall(params, url, addresses[0], connection, now)
 
 

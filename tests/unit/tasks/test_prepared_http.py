@@ -143,6 +143,34 @@ def test_a_failed_early_connect_is_made_again_at_the_start(
     assert len(receiver.requests()) == 1
 
 
+def test_an_early_connect_that_fails_unexpectedly_gives_back_its_slot_and_its_socket(
+    receiver: Listener, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a process that may hold one connection open ahead, and an early connect that fails, once,
+    # as no network does (a ValueError), its socket already open
+    held = threading.BoundedSemaphore(1)
+    monkeypatch.setattr(http_task, "_OPEN_AHEAD", held)
+    real = http_task._PinnedHTTPConnection.connect
+    failing = [True]
+
+    def connect(self: http_task._PinnedHTTPConnection) -> None:
+        real(self)
+        if failing and failing.pop():
+            raise ValueError("not as a network fails")
+
+    monkeypatch.setattr(http_task._PinnedHTTPConnection, "connect", connect)
+    ctx = context(clock=clock)
+    # When it is prepared / Then its socket is closed and its slot given back
+    prepared = tasks.prepare(spec({"url": receiver.url}, ctx), ctx)
+    receiver.wait_for(
+        lambda r: len(r.connections) == 1 and all(c.ended_unused for c in r.connections.values())
+    )
+    assert held.acquire(blocking=False)
+    held.release()
+    # and the start runs cold, and succeeds
+    assert prepared.fire(ctx)["status"] == 200 and len(receiver.requests()) == 1
+
+
 def test_a_connection_idle_longer_than_the_bound_is_not_used(receiver: Listener, clock: ManualClock) -> None:
     ctx = context(clock=clock)
     prepared = tasks.prepare(spec({"url": receiver.url}, ctx), ctx)
@@ -405,6 +433,46 @@ def test_a_tls_connection_the_server_closed_is_replaced_at_the_start(
     tls_receiver.wait_for(lambda r: all(c.ended_unused for c in r.connections.values()))
     assert prepared.fire(ctx)["status"] == 200
     assert len(tls_receiver.connections) == 2 and len(tls_receiver.requests()) == 1
+
+
+# (These two meet no TLS server: a socket left open would hold the test server's handshake, and its
+# shutting down, for good.)
+
+
+def test_a_tls_connect_that_fails_to_wrap_its_socket_closes_it_and_gives_back_its_slot(
+    receiver: Listener, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a process that may hold one connection open ahead, and a TLS layer that refuses the socket
+    class Refusing(ssl.SSLContext):
+        def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+            raise ValueError("not as a network fails")
+
+    held = threading.BoundedSemaphore(1)
+    monkeypatch.setattr(http_task, "_OPEN_AHEAD", held)
+    monkeypatch.setattr(http_task, "_TLS", Refusing(ssl.PROTOCOL_TLS_CLIENT))
+    opened: list[socket.socket] = []
+    real = socket.create_connection
+
+    def create_connection(*args: Any) -> socket.socket:
+        opened.append(real(*args))
+        return opened[-1]
+
+    monkeypatch.setattr(http_task.socket, "create_connection", create_connection)
+    ctx = context(clock=clock)
+    # When it is prepared / Then the socket it opened is closed, and its slot given back
+    tasks.prepare(spec({"url": receiver.url.replace("http:", "https:")}, ctx), ctx)
+    [raw] = opened
+    assert raw.fileno() == -1 and held.acquire(blocking=False)
+
+
+def test_a_host_name_tls_cannot_carry_fails_before_a_socket_is_opened(
+    receiver: Listener, connects: list[tuple[str, int]]
+) -> None:
+    port = int(receiver.url.rsplit(":", 1)[1].split("/")[0])
+    connection = http_task._PinnedHTTPSConnection("a" * 64 + ".example", "127.0.0.1", port, 1)
+    with pytest.raises(UnicodeError):
+        connection.connect()
+    assert connects == []
 
 
 def test_past_the_most_connections_held_ahead_a_start_connects_cold(
