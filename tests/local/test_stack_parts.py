@@ -179,6 +179,12 @@ def test_a_restore_reports_unfinished_executions_and_ends_their_leases_and_packs
             "holder": {"S": "h"},
             "lease_until": {"N": "99999999999999"},
         },
+        {
+            "pk": {"S": "SCANNER"},
+            "sk": {"S": "LEASE#000"},
+            "holder": {"S": "t"},
+            "until_ms": {"N": "99999999999999"},
+        },
     ]
 
     # When the data is read back
@@ -195,6 +201,9 @@ def test_a_restore_reports_unfinished_executions_and_ends_their_leases_and_packs
     # and so is the pack's: its message, held again from the queue's journal, is taken at once
     [pack] = [item for item in back if item["pk"]["S"] == "PACK#p1"]
     assert pack["lease_until"] == {"N": "0"}
+    # and so is a scanner tick's lease on its shards: the first tick after the start takes them
+    [lease] = [item for item in back if item["sk"]["S"] == "LEASE#000"]
+    assert lease["until_ms"] == {"N": "0"}
 
 
 def test_a_restore_requeues_an_execution_that_ended_without_its_job_recording_it(

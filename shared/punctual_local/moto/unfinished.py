@@ -16,6 +16,7 @@ from punctual_local.moto.items import all_items
 
 _UNFINISHED = frozenset({ExecutionStatus.QUEUED, *UNDER_WAY})
 _PACK_SK = keys.pack_key("")["sk"]
+_SCANNER_PK = keys.lease_key(0)["pk"]
 
 
 def unfinished_and_expire_leases(tables: Iterable[Any], now_ms: int) -> list[list[str]]:
@@ -23,8 +24,9 @@ def unfinished_and_expire_leases(tables: Iterable[Any], now_ms: int) -> list[lis
     without its job recording it as its outcome (its worker stopped between the two writes; a data
     directory from before the queue's journal has lost the message that would have made that good).
     A RUNNING one's worker stopped with the stack: its lease ends now, so it runs again, and so does
-    a pack's lease, so that its message, held again, is taken at once (neither journaled: a later
-    start ends them again)."""
+    a pack's lease, so that its message, held again, is taken at once, and a scanner tick's shard
+    leases, so that the first tick after the start runs (none journaled: a later start ends them
+    again)."""
     from moto.dynamodb.models.dynamo_type import DynamoType
 
     found = []
@@ -33,6 +35,13 @@ def unfinished_and_expire_leases(tables: Iterable[Any], now_ms: int) -> list[lis
     for table in tables:
         for item in all_items(table):
             attrs = item.attrs
+            if str(item.hash_key.value) == _SCANNER_PK:
+                # A scanner tick's shard lease: its tick stopped with the stack, and the first tick of
+                # the next start must not leave the shards to it until the lease runs out.
+                until = attrs.get("until_ms")
+                if until is not None and int(until.value) > now_ms:
+                    dict.__setitem__(attrs, "until_ms", DynamoType({"N": str(now_ms)}))
+                continue
             if item.range_key is not None and str(item.range_key.value) == _PACK_SK:
                 lease = attrs.get("lease_until")
                 if lease is not None and int(lease.value) > now_ms:
