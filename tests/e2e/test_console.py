@@ -47,7 +47,7 @@ if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
     pytest.skip("no /usr/bin/chromium: `make test` installs Debian's chromium", allow_module_level=True)
 
 from selenium import webdriver  # noqa: E402  (only where there is a browser to drive)
-from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
@@ -152,8 +152,21 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Callable[[WebDriver, str]
     return take
 
 
+def rendered(probe: Callable[[], Any]) -> Callable[[], Any]:
+    """The probe, read again later if the page re-rendered under it (it polls every 1.5 s)."""
+
+    def read() -> Any:
+        try:
+            return probe()
+        except StaleElementReferenceException:
+            return None
+
+    return read
+
+
 def main_text(driver: WebDriver) -> str:
-    return str(driver.find_element(By.TAG_NAME, "main").text)
+    # One script call reads the whole view at once, so a re-render cannot leave it half read.
+    return str(driver.execute_script("return document.querySelector('main').innerText"))
 
 
 def shows(driver: WebDriver, *texts: str, timeout: float = 10) -> str:
@@ -256,7 +269,7 @@ def test_a_jobs_page_charts_its_runs_lateness_and_runs_it_now(
         bars = browser.find_elements(By.CSS_SELECTOR, "svg.chart rect.bar")
         return sum("SUCCEEDED" in row.text for row in runs) >= 3 and len(bars) >= 3
 
-    eventually(charted, timeout=15, interval=0.2, what="three runs charted", stack=stack)
+    eventually(rendered(charted), timeout=15, interval=0.2, what="three runs charted", stack=stack)
     assert browser.execute_script("return document.querySelectorAll('img').length") == 0
     shots(browser, "job")
 
