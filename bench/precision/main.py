@@ -139,6 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
     output = parser.add_argument_group("output")
     output.add_argument("--png", type=Path, default=None, help="write the lateness histograms here")
     output.add_argument("--stack-log", type=Path, default=None, help="keep the local stack's output here")
+    output.add_argument(
+        "--stack-data",
+        type=Path,
+        default=None,
+        help="keep the local stack's data directory here (must not exist)",
+    )
     stack = parser.add_argument_group("the local stack (ignored with --endpoint)")
     stack.add_argument("--tick-seconds", type=int, default=None, help="punctual local --tick-seconds")
     stack.add_argument("--concurrency", type=int, default=None, help="punctual local --concurrency")
@@ -195,7 +201,7 @@ def run(args: argparse.Namespace, cleanup: ExitStack) -> dict[str, Any]:
         if args.concurrency:
             stack_args += ["--concurrency", str(args.concurrency)]
         workdir = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="punctual-precision-")))
-        stack = LocalStack(workdir, stack_args, args.stack_log)
+        stack = LocalStack(workdir, stack_args, args.stack_log, args.stack_data)
         cleanup.callback(stack.stop)
         if young:
             # Started so that the burst's first creation comes --stack-age seconds after it is ready.

@@ -27,10 +27,12 @@ STACK_STOP_SECONDS = 15.0  # it stops within 8 s (punctual_local.STOP_LIMIT_SECO
 class LocalStack:
     """`punctual local` as a subprocess in its own session, so that Ctrl-C reaches only us."""
 
-    def __init__(self, workdir: Path, extra_args: Sequence[str], log_path: Path | None) -> None:
+    def __init__(
+        self, workdir: Path, extra_args: Sequence[str], log_path: Path | None, data_dir: Path | None = None
+    ) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.data_dir = workdir / "data"
+        self.data_dir = data_dir or workdir / "data"
         self.log_path = log_path or workdir / "stack.log"
         self.command = [sys.executable, "-m", "punctual_cli", "local", "--port", str(self.port)]
         self.command += ["--data-dir", str(self.data_dir), *extra_args]
