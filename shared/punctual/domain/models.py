@@ -174,6 +174,11 @@ class DueMarker:
     # its instant). The scanner reads those partitions whole and deletes what it sends; it reads each
     # minute's buckets once, up to its position, and never deletes from them (they expire).
     soon: bool = False
+    # When an API request filed it, before the job write it goes with (a new job, a resume, a new
+    # schedule): until that write lands the marker does not match its job, and a dispatch that reads
+    # it meanwhile leaves it for later instead of dropping it (`storing`). None: filed by a dispatch
+    # (a recurring job's next occurrence, whose job already matches) or by an earlier version.
+    filed_at: datetime | None = None
 
 
 def first_run(
@@ -243,6 +248,22 @@ def skip_reason(job: Job | None, marker_or_execution: DueMarker | Execution) -> 
     if marker_or_execution.schedule_version != job.schedule_version:
         return "superseded: the job was rescheduled, or paused and resumed, since it was queued"
     return None
+
+
+# How long after filing a marker a request may still be storing the job write that goes with it: API
+# Gateway and the API function give up on a request after 29 s (handoff.HANDOFF_CLAIM is as long).
+STORING_SECONDS = 30
+
+
+def storing(job: Job | None, marker: DueMarker, now: datetime) -> bool:
+    """Whether a marker that does not match its job (`skip_reason`) may still come to: the request
+    that filed it files the marker first and writes the job after (so that no stored job is ever
+    without its marker), and may not have written it yet. Nothing has written the job since the
+    marker was filed, and the request may still be running. Otherwise the marker is superseded, or
+    its request died before storing the job: it is dropped."""
+    if marker.filed_at is None or (now - marker.filed_at).total_seconds() >= STORING_SECONDS:
+        return False
+    return job is None or job.updated_at <= marker.filed_at
 
 
 def ran_on_job(job: Job | None, execution_id: str) -> bool:

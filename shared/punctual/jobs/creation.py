@@ -103,8 +103,8 @@ class JobCreation:
 
         Every job is validated before anything is written: an invalid one is refused (its field named
         `jobs[i].<field>`) and nothing is stored. Then all markers are filed, then all jobs stored
-        (BatchWriteItem both): a failure part way leaves markers without jobs, which the scanner drops,
-        never a job without its marker. With an Idempotency-Key, a retry of a batch that failed part way
+        (BatchWriteItem both): a failure part way leaves markers without jobs, which the scanner drops
+        once the request must have ended, never a job without its marker. With an Idempotency-Key, a retry of a batch that failed part way
         returns the jobs that were stored and creates the others.
         """
         now = self._clock.now()
@@ -220,7 +220,7 @@ class JobCreation:
         """Store a new job with its marker; returns the stored job and, if this call stored it, the
         marker it filed (None: a concurrent retry stored it first)."""
         # The marker goes first: a job stored without its marker would never run, while a marker
-        # without its job is dropped harmlessly by the scanner.
+        # without its job is dropped by the scanner once this request must have ended (`storing`).
         marker = file_one(self._handoff, _first_marker(job))
         try:
             self._store.jobs.put_new(job)

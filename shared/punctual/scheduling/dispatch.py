@@ -2,7 +2,8 @@
 
 For a batch of markers, in an order that survives a crash at any step:
 1. read the markers' jobs (not those the API has just created), and drop markers whose job is gone,
-   cancelled, paused or rescheduled;
+   cancelled, paused or rescheduled; but leave for a later dispatch one whose request may still be
+   storing the job write it goes with (`models.storing`: a request files the marker first);
 2. for a recurring job, file the next occurrence's marker and move the job's next_run_at, so the
    chain continues whatever happens to this execution;
 3. send the messages, held by DelaySeconds until their instant, or until a lead before it chosen
@@ -41,7 +42,16 @@ from typing import Any
 from punctual.domain.cron.bounds import CronBoundExceeded
 from punctual.domain.errors import LostRace, RetryableStoreError
 from punctual.domain.executions import Execution, ExecutionStatus
-from punctual.domain.models import DueMarker, Job, JobStatus, marker_for, next_after, skip_reason, spread
+from punctual.domain.models import (
+    DueMarker,
+    Job,
+    JobStatus,
+    marker_for,
+    next_after,
+    skip_reason,
+    spread,
+    storing,
+)
 from punctual.domain.schedules import next_run
 from punctual.domain.work import WorkItem, delay_seconds, pack_items
 from punctual.platform.clock import Clock
@@ -65,6 +75,8 @@ class DispatchResult:
     skipped: list[DueMarker] = field(default_factory=list)
     failed: list[DueMarker] = field(default_factory=list)
     quarantined: list[DueMarker] = field(default_factory=list)
+    # Markers whose job write has not landed yet (`storing`): left as they are, for a later dispatch.
+    waiting: list[DueMarker] = field(default_factory=list)
     # Recurring jobs' next occurrences filed meanwhile.
     filed: list[DueMarker] = field(default_factory=list)
     # Jobs whose next occurrence could not be computed within the bound, with why.
@@ -138,6 +150,7 @@ class Dispatcher:
         jobs = {**jobs, **given}
         existing: dict[str, ExecutionStatus | None] = answers[-1] if recorded else {}
         runnable: list[tuple[DueMarker, Job]] = []
+        read_at = self._clock.now()
         for marker in markers:
             if marker.job_id in unreadable:
                 result.quarantined.append(marker)
@@ -146,6 +159,8 @@ class Dispatcher:
             reason = skip_reason(job, marker)
             if reason is None and job is not None:
                 runnable.append((marker, job))
+            elif storing(job, marker, read_at):
+                result.waiting.append(marker)
             else:
                 logger.debug("dropping marker", extra={"execution_id": marker.execution_id, "reason": reason})
                 result.skipped.append(marker)

@@ -28,7 +28,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from punctual.domain.models import DueMarker, Job, JobStatus, marker_for
+from punctual.domain.models import STORING_SECONDS, DueMarker, Job, JobStatus, marker_for
 from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
 from punctual.ports.store import Store
@@ -40,6 +40,7 @@ HANDOFF_CLAIM = timedelta(seconds=30)
 
 class _Dispatched(Protocol):
     failed: list[DueMarker]
+    waiting: list[DueMarker]
 
 
 class Dispatches(Protocol):
@@ -81,7 +82,7 @@ class HandOff:
         """Store markers (one PutItem for one, BatchWriteItems for more), those due before the
         scanner's next tick can send them with this request's claim; returns them as filed."""
         now = self._clock.now()
-        routed = [route(m, now, self._dispatcher.soon) for m in markers]
+        routed = [replace(route(m, now, self._dispatcher.soon), filed_at=now) for m in markers]
         claimed = [
             replace(m, handoff_until=now + HANDOFF_CLAIM)
             if m.soon and m.scheduled_at - now < self._claim_within
@@ -94,7 +95,33 @@ class HandOff:
     def enqueue(self, *markers: DueMarker, new_jobs: Sequence[Job] = (), resent: bool = False) -> None:
         """Enqueue the executions of the markers filed with a claim, all in one dispatch
         (`new_jobs`: jobs just stored, with these markers their first: not read again; `resent`: they
-        may have been sent before, so their packs are guarded)."""
+        may have been sent before, so their packs are guarded).
+
+        A soon marker filed without a claim is the next tick's to send, once this request's job write
+        has landed. A tick that read it before then left it, as `storing`, for STORING_SECONDS after
+        its filing; should this request have taken longer than that to get here, a tick may have
+        dropped it since, so the request sends it itself, claimed and guarded."""
+        now = self._clock.now()
+        late = [
+            replace(m, handoff_until=now + HANDOFF_CLAIM)
+            for m in markers
+            if m.handoff_until is None
+            and m.soon
+            and m.filed_at is not None
+            and (now - m.filed_at).total_seconds() >= STORING_SECONDS
+        ]
+        if late:
+            logger.warning(
+                "request stored its job after its marker's wait; it enqueues it itself",
+                extra={"execution_ids": [m.execution_id for m in late]},
+            )
+            try:
+                self._put(late)
+            except Exception:
+                # Sent anyway: a duplicate (the worker tells it apart) rather than a run lost.
+                logger.exception("could not claim the late markers", extra={"count": len(late)})
+            markers = (*[m for m in markers if m.handoff_until is not None], *late)
+            resent = True
         claimed = [m for m in markers if m.handoff_until is not None]
         if not claimed:
             return
@@ -104,7 +131,8 @@ class HandOff:
                 if resent
                 else self._dispatcher.dispatch(claimed, new_jobs)
             )
-            unsent = dispatched.failed
+            # (one that does not match its job though this request wrote it: another change since)
+            unsent = dispatched.failed + dispatched.waiting
         except Exception:
             logger.exception("hand-off failed", extra={"execution_ids": [m.execution_id for m in claimed]})
             unsent = claimed

@@ -122,7 +122,9 @@ class ScanReport:
     enqueued: int = 0
     skipped: int = 0
     failed: int = 0
-    deferred: int = 0  # markers an API request is enqueueing itself (hand-off claim still running)
+    # markers an API request is enqueueing itself (hand-off claim still running) or still storing the
+    # job of (`models.storing`)
+    deferred: int = 0
     quarantined: int = 0  # markers set aside because their job cannot be read
     buckets_read: int = 0
     first_minute: datetime | None = None
@@ -251,7 +253,7 @@ class Scanner:
         # A marker an API request is still enqueueing stays for a later tick (in a minute bucket, the
         # shard's position stops at it).
         mine, claimed = handoff.split_claimed(markers, now)
-        counts = _Counts(deferred=claimed)
+        counts = _Counts(deferred=list(claimed))
         crowds = due_at or {}
         crowded = {m.scheduled_at: crowds[m.scheduled_at] for m in mine if m.scheduled_at in crowds}
         result = (
@@ -262,6 +264,8 @@ class Scanner:
         counts.failed = list(result.failed)
         counts.quarantined = len(result.quarantined)
         counts.filed = result.filed
+        # (a marker whose request is still storing its job: in a minute bucket, set aside as a claim is)
+        counts.deferred += result.waiting
         return counts
 
 

@@ -434,11 +434,13 @@ def marker_item(marker: DueMarker, shard_count: int) -> dict[str, Any]:
             if marker.handoff_until is not None
             else {}
         ),
+        **({"filed_ms": to_epoch_ms(marker.filed_at)} if marker.filed_at is not None else {}),
     }
 
 
 def marker_from(item: dict[str, Any]) -> DueMarker:
     handoff = item.get("handoff_until_ms")
+    filed = item.get("filed_ms")
     shard, soon = keys.marker_place(str(item["pk"]))
     return DueMarker(
         job_id=str(item["job_id"]),
@@ -449,6 +451,7 @@ def marker_from(item: dict[str, Any]) -> DueMarker:
         shard=shard,
         handoff_until=None if handoff is None else from_epoch_ms(int(handoff)),
         soon=soon,
+        filed_at=None if filed is None else from_epoch_ms(int(filed)),
     )
 
 

@@ -27,6 +27,7 @@ from punctual.domain.models import (
     job_as_seen,
     next_after,
     skip_reason,
+    storing,
 )
 from punctual.domain.policies import RetryPolicy
 
@@ -395,3 +396,18 @@ def test_a_run_claimed_ahead_of_its_instant_is_shown_queued_until_it() -> None:
     assert execution_as_seen(claimed, claimed.scheduled_at) == claimed
     started = replace(claimed, started_at=claimed.scheduled_at - timedelta(seconds=1))
     assert execution_as_seen(started, claimed.scheduled_at - timedelta(seconds=1)) == started
+
+
+def test_a_marker_that_does_not_match_its_job_waits_only_while_its_request_may_still_store_it() -> None:
+    filed = NOW + timedelta(seconds=5)
+    marker = DueMarker("job1", "job1.x.9", NOW + timedelta(minutes=2), 9, filed_at=filed)
+    soon_after = filed + timedelta(seconds=1)
+    # The job not stored yet, or written last before the marker was filed (a resume's write pending)
+    assert storing(None, marker, soon_after)
+    assert storing(job(status=JobStatus.PAUSED, updated_at=NOW), marker, soon_after)
+    # Written since the marker was filed: superseded
+    assert not storing(job(updated_at=filed + timedelta(milliseconds=1)), marker, soon_after)
+    # Its request has ended (API Gateway gave up on it): dropped
+    assert not storing(None, marker, filed + timedelta(seconds=30))
+    # Filed by a dispatch, or before markers said when they were filed: as before
+    assert not storing(None, replace(marker, filed_at=None), soon_after)
