@@ -187,12 +187,13 @@ def test_calls_for_ten_jobs_at_one_instant(clock: ManualClock) -> None:
         # Then the scanner reads their jobs in one BatchGetItem and sends them in one message; the
         # worker takes that message as one unit: reads the jobs in a BatchGetItem, takes the pack's
         # one lease (a PutItem: no claim per execution, and no read of the executions, which the
-        # lease says are not started), reads the jobs' stamps at the instant in one BatchGetItem for
-        # all, completes each job with its execution's end on it in one write, and deletes the one
-        # message
+        # lease says are not started), reads the instant's change records at the instant in one
+        # Query (not a read per job: none of them changed), completes each job with its execution's
+        # end on it in one write, and deletes the one message
         assert per_ten == Counter(
             {
-                "dynamodb.BatchGetItem": 3,
+                "dynamodb.Query": 1,
+                "dynamodb.BatchGetItem": 2,
                 "sqs.SendMessageBatch": 1,
                 "dynamodb.PutItem": 1,
                 "dynamodb.UpdateItem": 10 * 1,

@@ -21,16 +21,12 @@ from punctual.domain.schedules import LATEST_INSTANT, RateSchedule
 from punctual.platform.timefmt import parse_rfc3339
 from punctual_local.lambda_events import FakeLambdaContext
 from punctual_local.server import ApiServer
+from tests.integration.api_edges import snapshot
 from tests.world import Answer, World
 
 CRON = {"type": "cron", "expression": "0 10 * * *", "timezone": "Europe/Paris"}
 NOOP = {"type": "noop"}
 BOTH_FORMATS = pytest.mark.usefixtures("api_format")
-
-
-def snapshot(world: World) -> list[dict[str, Any]]:
-    items = world.dynamodb_client.scan(TableName=world.punctual.settings.table_name)["Items"]
-    return sorted(items, key=lambda i: (i["pk"]["S"], i["sk"]["S"]))
 
 
 def refused(

@@ -297,17 +297,18 @@ def test_a_pack_that_fails_before_any_member_starts_gives_its_lease_back(one_sha
     jobs = ten_at_one_instant(world)
     pack, receipt = take_the_pack(world)
     counts = runs_counted(world)
-    jobs_repo = world.punctual.worker.store.jobs
-    real = jobs_repo.stamps
+    # (the read at the instant: the change records on a first take)
+    records = world.punctual.worker.store.changes
+    real = records.changed
     calls: list[int] = []
 
-    def throttled(job_ids: Any) -> Any:
+    def throttled(instant: Any) -> Any:
         calls.append(1)
         if len(calls) == 1:
             raise RetryableStoreError("throttled")
-        return real(job_ids)
+        return real(instant)
 
-    jobs_repo.stamps = throttled  # type: ignore[method-assign]
+    records.changed = throttled  # type: ignore[method-assign]
     # Given the store throttled at the instant, before any member started
     world.clock.set(pack.scheduled_at)
     assert world.punctual.packs.handle(pack, receipt) is Disposition.LATER

@@ -266,6 +266,20 @@ def storing(job: Job | None, marker: DueMarker, now: datetime) -> bool:
     return job is None or job.updated_at <= marker.filed_at
 
 
+# A pack fired this long after its instant or later reads its members' jobs again at its start
+# instead of the change records (execution.packs): records are kept only for runs that close.
+CHANGE_RECORDS_LATE = timedelta(seconds=60)
+
+
+def dispatched_runs(job: Job, now: datetime, ahead: timedelta) -> list[datetime]:
+    """The instants of this job's runs that a pack may start after now under its change records: its
+    next run and a recurring job's occurrence enqueued last (`queued_run_at`, which next_run_at has
+    moved past), each if due within `ahead` (how far ahead of its instant a message may be sent) and
+    not more than CHANGE_RECORDS_LATE past."""
+    runs = [job.next_run_at, job.queued_run_at]
+    return sorted({at for at in runs if at is not None and now - CHANGE_RECORDS_LATE < at <= now + ahead})
+
+
 def ran_on_job(job: Job | None, execution_id: str) -> bool:
     """Whether the job carries this execution, ended (a one-time job's run stored with its completion)."""
     run = None if job is None else job.last_execution

@@ -16,11 +16,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import timedelta
 from typing import TypeVar
 
 from punctual.domain.errors import LostRace, RetryableStoreError
 from punctual.domain.executions import DeadLetter, Execution, ExecutionStatus
-from punctual.domain.models import Job, JobStatus, Outcome, completes_job
+from punctual.domain.models import Job, JobStatus, Outcome, completes_job, dispatched_runs
 from punctual.domain.policies import NotifyEvent, NotifyRule
 from punctual.execution import call_class, pausing
 from punctual.notify.messages import Outbox, events_at_end, is_late, notifications
@@ -39,9 +40,18 @@ _T = TypeVar("_T")
 
 class RunHooks:
     def __init__(
-        self, store: Store, clock: Clock, outbox: Outbox | None, rng: random.Random | None = None
+        self,
+        store: Store,
+        clock: Clock,
+        outbox: Outbox | None,
+        rng: random.Random | None = None,
+        *,
+        sent_ahead: timedelta,
     ) -> None:
+        """`sent_ahead`: how far ahead of its instant a run's message may be sent (a job paused after
+        failures records the change for a pack already sent: JobLifecycle._write does the same)."""
         self._store = store
+        self._sent_ahead = sent_ahead
         self._clock = clock
         self._outbox = outbox
         self._rng = rng or random.Random()
@@ -151,10 +161,12 @@ class RunHooks:
         for _ in range(PAUSE_ATTEMPTS):
             if current is None or current.status is not JobStatus.ACTIVE:
                 return job if current is None else replace(current, outcome=job.outcome)
+            now = self._clock.now()
+            self._store.changes.note(current.id, dispatched_runs(current, now, self._sent_ahead))
             try:
                 paused = self._store.jobs.update(
                     current,
-                    pausing.pause_changes(current, self._clock.now(), note),
+                    pausing.pause_changes(current, now, note),
                     allowed_statuses=[JobStatus.ACTIVE],
                     schedule_version=current.schedule_version,
                 )

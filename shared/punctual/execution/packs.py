@@ -43,7 +43,14 @@ from datetime import datetime, timedelta
 
 from punctual.domain.errors import RetryableStoreError, UnreadableItem
 from punctual.domain.executions import LEASE_MARGIN, Execution, ExecutionStatus
-from punctual.domain.models import Job, JobStamp, JobStatus, ran_on_job, skip_reason
+from punctual.domain.models import (
+    CHANGE_RECORDS_LATE,
+    Job,
+    JobStamp,
+    JobStatus,
+    ran_on_job,
+    skip_reason,
+)
 from punctual.domain.work import Pack, WorkItem
 from punctual.execution import run_policy, run_records
 from punctual.execution.receipt_reads import Known
@@ -230,7 +237,7 @@ class PackRunner:
             if wait > 0:
                 self._clock.sleep(wait)  # never early
             try:
-                fired = self._fire(pack, leased, members, lease_until, receive_count)
+                fired = self._fire(pack, leased, members, lease_until, receive_count, taken.first)
             except Exception:
                 for member in leased.values():
                     _let_go(member.prepared)
@@ -286,20 +293,26 @@ class PackRunner:
         members: list[Member],
         lease_until: datetime,
         receive_count: int,
+        first: bool,
     ) -> dict[int, Future[Disposition]]:
         """At the instant: whatever changed in their jobs since read stops a run (a job completed
         meanwhile by its run, which the pack's last holder ended: that member goes the lone way, which
-        finds it ended); the others start side by side, their outcomes written after all their starts."""
+        finds it ended); the others start side by side, their outcomes written after all their starts.
+        `first`: the pack's first take (no other holder can have ended a member)."""
         if not leased:
             return {}
         store = self._worker.store
-        stamps, _ = store.jobs.stamps(dict.fromkeys(m.execution.job_id for m in leased.values()))
-        changed = {
-            m.execution.job_id
-            for m in leased.values()
-            if m.read is None or stamps.get(m.read.id) != JobStamp.of(m.read)
-        }
+        changed = self._changed(pack, leased, first)
         again = store.jobs.get_many(changed).found if changed else {}
+        # (a change recorded that left the job as read, its stamp the same, stops nothing)
+        read = {m.execution.job_id: m.read for m in leased.values()}
+        changed = {
+            job_id
+            for job_id in changed
+            if (now := again.get(job_id)) is None
+            or (was := read.get(job_id)) is None
+            or JobStamp.of(now) != JobStamp.of(was)
+        }
         ready: dict[int, _Leased] = {}
         results: dict[int, Disposition] = {}
         alone: list[int] = []
@@ -348,6 +361,24 @@ class PackRunner:
             done.set_result(result)
             futures[n] = done
         return futures
+
+    def _changed(self, pack: Pack, leased: dict[int, _Leased], first: bool) -> set[str]:
+        """The members' jobs that may have changed since they were read: on a first take at about its
+        instant, those the instant's change records name (one Query, whatever the pack's size: a
+        request records a change to a job whose run may be in a message before it writes it);
+        otherwise, or fired late, those whose stamps differ (a read per member)."""
+        store = self._worker.store
+        job_ids = {m.execution.job_id for m in leased.values()}
+        unread = {m.execution.job_id for m in leased.values() if m.read is None}
+        late = self._clock.now() - pack.scheduled_at >= CHANGE_RECORDS_LATE
+        if first and not late:
+            return (set(store.changes.changed(pack.scheduled_at)) & job_ids) | unread
+        stamps, _ = store.jobs.stamps(job_ids)
+        return unread | {
+            m.execution.job_id
+            for m in leased.values()
+            if m.read is not None and stamps.get(m.read.id) != JobStamp.of(m.read)
+        }
 
     def _start(
         self, member: _Leased, receipt: Member, lease_until: datetime, leave: Callable[[], None]

@@ -113,7 +113,8 @@ class Worker:
         # A job as it runs now: its named task resolved (named_tasks.TaskResolver.effective).
         self._effective: Resolve = named_tasks or (lambda job, at=None: job)
         # The job's outcome, auto-pause and notifications around each run (punctual.execution.hooks).
-        self._hooks = hooks or RunHooks(store, clock, None, self._rng)
+        # (without the deployment's hooks: every change within a day recorded for packs)
+        self._hooks = hooks or RunHooks(store, clock, None, self._rng, sent_ahead=timedelta(days=1))
         # Attempts that ended write their outcome once the starts due meanwhile are made.
         self._starts = StartsFirst()
         self._attempts = Attempts(

@@ -6,6 +6,7 @@ idempotency concerns it does not share; `JobService` delegates to it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any, Protocol
 
 from punctual.domain.errors import Conflict, InvalidRequest, LostRace, NotFound
@@ -19,6 +20,7 @@ from punctual.domain.models import (
     TaskRef,
     TaskSpec,
     anchor_for,
+    dispatched_runs,
     first_run,
     marker_for,
     new_version,
@@ -82,8 +84,13 @@ class JobLifecycle:
         reader: JobReader,
         tasks: TaskChecker,
         notify_policy: NotifyPolicy,
+        *,
+        sent_ahead: timedelta,
     ) -> None:
+        """`sent_ahead`: how far ahead of its instant a run's work message may be sent (a change to a
+        job whose run is that close is recorded for its pack: `_write`)."""
         self._store = store
+        self._sent_ahead = sent_ahead
         self._handoff = handoff
         self._clock = clock
         # Each change reads the job through the service (`JobService.get`), as a request would.
@@ -343,6 +350,9 @@ class JobLifecycle:
     def _write(self, job: Job, fields: dict[str, Any], withdraw: DueMarker | None = None) -> Job:
         """Apply a change if the job is still as read; otherwise 409, withdrawing the marker filed for it
         (its version is unique, so even if it stayed it would be skipped as superseded)."""
+        # Recorded before it is written: a pack already sent for the job's run reads the records at its
+        # instant and so honours any change acknowledged before then (docs/api.md).
+        self._store.changes.note(job.id, dispatched_runs(job, self._clock.now(), self._sent_ahead))
         try:
             updated = self._store.jobs.update(
                 job, fields, allowed_statuses=[job.status], schedule_version=job.schedule_version

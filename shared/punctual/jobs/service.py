@@ -60,7 +60,9 @@ class JobService:
         policy = notify_policy or NotifyPolicy()
         self._creation = JobCreation(store, handoff, clock, checker, policy)
         # (changes are decided on the job as stored, not as shown: `get`)
-        self._lifecycle = JobLifecycle(store, handoff, clock, _StoredJobs(store), checker, policy)
+        self._lifecycle = JobLifecycle(
+            store, handoff, clock, _StoredJobs(store), checker, policy, sent_ahead=dispatcher.sends_ahead
+        )
 
     # --------------------------------------------------------------- create
     def create(self, owner: str, new: NewJob, idempotency_key: str | None = None) -> tuple[Job, bool]:

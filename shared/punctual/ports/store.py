@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Protocol
 
+from punctual.ports.changes import ChangeRecords
 from punctual.ports.executions import DeadLetterStore, DeliveryStore, ExecutionStore
 from punctual.ports.jobs import IdempotencyStore, JobStore, TaskStore
 from punctual.ports.markers import MarkerStore, ScannerStateStore
@@ -36,6 +37,9 @@ class Store(Protocol):
 
     @property
     def tasks(self) -> TaskStore: ...
+
+    @property
+    def changes(self) -> ChangeRecords: ...
 
     @property
     def shard_count(self) -> int:

@@ -105,6 +105,14 @@ class Dispatcher:
         self.pack_size = pack_size
         self._lead = lead
 
+    @property
+    def sends_ahead(self) -> timedelta:
+        """How far ahead of its instant a message may be sent and become visible: a soon partition
+        is read to the hand-off window, a crowded instant's lead comes on top (and the local stack
+        releases held messages a second early)."""
+        lead = self._lead.bound_seconds if self._lead is not None else 0
+        return self.soon + max(self._early, timedelta(seconds=lead)) + timedelta(seconds=1)
+
     def route(self, marker: DueMarker, now: datetime) -> DueMarker:
         """The marker as it must be filed (`handoff.route`)."""
         return handoff.route(marker, now, self.soon)

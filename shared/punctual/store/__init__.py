@@ -16,6 +16,7 @@ One table, several aggregates, one repository each:
 - idempotency.py idempotency keys
 - dead_letters.py   dead letters
 - tasks.py       named tasks
+- changes.py     change records: jobs changed after their run at an instant was sent
 `Store` holds one of each over one table (packs.py, the packs' leases, and queue.py, the work
 queue, are built apart). Jobs carry owner_pk/owner_sk so that an owner's jobs list
 newest first from the by_owner index without a scan. A list by status reads that index too and
@@ -29,6 +30,7 @@ from datetime import timedelta
 from typing import Any
 
 from punctual.platform.concurrency import PartitionPacer
+from punctual.store.changes import ChangeRepository
 from punctual.store.dead_letters import DeadLetterRepository
 from punctual.store.deliveries import DeliveryRepository
 from punctual.store.executions import ExecutionRepository
@@ -58,6 +60,7 @@ class Store:
         self.idempotency = IdempotencyKeys(self.table)
         self.dead_letters = DeadLetterRepository(self.table)
         self.tasks = TaskRepository(self.table)
+        self.changes = ChangeRepository(self.table)
         self.clients = (dynamodb.meta.client, client)  # every client it calls (to watch or count calls)
 
     @property

@@ -10,6 +10,7 @@
 - a scanner lease:      pk SCANNER                sk LEASE#<shard>
 - a scanner position:   pk SCANNER                sk CHECKPOINT#<shard>
 - a pack's lease:       pk PACK#<pack id>         sk PACK
+- a change record:      pk CHANGED#<instant ms>   sk <job id>
 - a named task:         pk TASK#<owner digest>    sk TASK#<name>
 - a job's tag entry:    pk TAG#<owner digest>#<tag key>  sk <value digest>#<created ms>#<job id>
 Index keys: a job's owner_pk OWNER#<owner>, owner_sk <created ms>#<job id> (by_owner), and while it
@@ -187,6 +188,14 @@ def shard_of_position(sk: str) -> int:
 
 def pack_key(pack_id: str) -> Key:
     return {"pk": f"PACK#{pack_id}", "sk": "PACK"}
+
+
+def change_pk(instant: datetime) -> str:
+    return f"CHANGED#{to_epoch_ms(instant)}"
+
+
+def change_key(instant: datetime, job_id: str) -> Key:
+    return {"pk": change_pk(instant), "sk": job_id}
 
 
 # ------------------------------------------------------------ bookkeeping

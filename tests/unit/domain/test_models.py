@@ -23,6 +23,7 @@ from punctual.domain.models import (
     TaskSpec,
     anchor_for,
     completes_job,
+    dispatched_runs,
     first_run,
     job_as_seen,
     next_after,
@@ -411,3 +412,19 @@ def test_a_marker_that_does_not_match_its_job_waits_only_while_its_request_may_s
     assert not storing(None, marker, filed + timedelta(seconds=30))
     # Filed by a dispatch, or before markers said when they were filed: as before
     assert not storing(None, replace(marker, filed_at=None), soon_after)
+
+
+def test_the_runs_a_change_is_recorded_against_are_those_a_message_may_carry_not_started() -> None:
+    ahead = timedelta(seconds=200)
+    soon, far = NOW + timedelta(seconds=100), NOW + timedelta(seconds=300)
+    # A one-time job's run within how far ahead messages are sent, or just past
+    assert dispatched_runs(job(next_run_at=soon), NOW, ahead) == [soon]
+    assert dispatched_runs(job(next_run_at=NOW - timedelta(seconds=30)), NOW, ahead) == [
+        NOW - timedelta(seconds=30)
+    ]
+    # not one further off, nor one long past (a pack that late reads its jobs again)
+    assert dispatched_runs(job(next_run_at=far), NOW, ahead) == []
+    assert dispatched_runs(job(next_run_at=NOW - timedelta(minutes=5)), NOW, ahead) == []
+    # A recurring job's occurrence enqueued last, beside its next
+    assert dispatched_runs(job(next_run_at=far, queued_run_at=NOW), NOW, ahead) == [NOW]
+    assert dispatched_runs(job(next_run_at=soon, queued_run_at=NOW), NOW, ahead) == [NOW, soon]
