@@ -31,8 +31,8 @@ class ChangeRepository:
 
     def changed(self, instant: datetime) -> frozenset[str]:
         found = self._table.query_all(
+            # (whole items: they hold no more than their keys and expiry)
             KeyConditionExpression=Key("pk").eq(keys.change_pk(instant)),
-            ProjectionExpression="sk",
             ConsistentRead=True,
         )
         return frozenset(str(item["sk"]) for item in found)
