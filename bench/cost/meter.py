@@ -20,7 +20,7 @@ from bench.common import logs_to
 from punctual.platform import aws_limits as sizing
 from punctual.platform import resources
 from punctual.platform.observability import logger
-from punctual.store import keys
+from punctual.store import streams
 from punctual_testing.units import index_write_units, item_size, read_units, write_units
 from tests.world import World
 
@@ -192,8 +192,7 @@ class Meter:
                 continue
             if kind == "UpdateItem":
                 new = self._read(table, key)
-            if keys.is_execution_sk(str(key["sk"].get("S", ""))) and new is not None:
-                changes += (old or {}).get("status") != new.get("status")
+            changes += _status_changed(key, old, new)
             table_units = write_units(item_size(old), item_size(new))
             write += table_units + sum(
                 index_write_units(old, new, ix, self._table_keys, keys_only=False) for ix in self._indexes
@@ -240,3 +239,18 @@ class Meter:
             self.tally.calls[f"sqs.{operation}"] += 1
             if operation != "ReceiveMessage":
                 self.tally.sqs_billed[operation] += billed
+
+
+def _status_changed(key: dict[str, Any], old: dict[str, Any] | None, new: dict[str, Any] | None) -> int:
+    """Whether a write changed an execution's status, read as the execution events read the table's
+    stream (store.streams): an execution's item, or a run stored on its job's item."""
+    if new is None:
+        return 0
+    record = {"dynamodb": {"Keys": key, "NewImage": new, "OldImage": old or {}}}
+    change = streams.execution_change(record)
+    if change is None:
+        return 0
+    if isinstance(change, tuple):
+        after, before = change
+        return int(after.get("status") != before.get("status"))
+    return 1
