@@ -102,6 +102,15 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
+def claim_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lone execution goes the claim path (Worker.handle), as one sent guarded, a retry or a run by
+    hand does, rather than under a lease of its own: for tests of the claim's mechanics."""
+    from punctual.execution import packs
+
+    monkeypatch.setattr(packs, "PACK_LEASE_MIN", 2)
+
+
+@pytest.fixture
 def world(clock: ManualClock) -> Iterator[World]:
     with mocked_world(clock) as w:
         yield w

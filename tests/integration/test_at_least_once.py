@@ -17,6 +17,9 @@ from tests.faults import Crash, once
 from tests.receiver import Receiver, receiver
 from tests.world import World
 
+# Lone executions going the claim path (a guarded one, a retry, a run by hand take it too).
+pytestmark = pytest.mark.usefixtures("claim_path")
+
 
 def http_job(world: World, hook: Receiver, seconds_ahead: float) -> dict[str, Any]:
     return world.create(

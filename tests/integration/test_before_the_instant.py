@@ -25,6 +25,9 @@ from punctual_local.stack import LOCAL_EARLY_VISIBILITY_SECONDS
 from tests.faults import Crash
 from tests.world import World, mocked_world
 
+# Lone executions going the claim path (a guarded one, a retry, a run by hand take it too).
+pytestmark = pytest.mark.usefixtures("claim_path")
+
 EARLY = LOCAL_EARLY_VISIBILITY_SECONDS  # seconds: messages become visible this much ahead
 
 

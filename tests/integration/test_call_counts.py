@@ -45,16 +45,17 @@ def test_calls_for_one_one_time_job(world: World) -> None:
     # Then creating it is one marker and one job item
     assert create == Counter({"dynamodb.PutItem": 2})
     # and the scanner reads its job (BatchGetItem) and sends it: it stores no execution and deletes
-    # no marker (its position moves past it; the marker expires); the worker reads the execution
-    # (absent) and the job, claims it (which stores it), reads the job again (a cancel between read
-    # and claim still counts), finishes the execution and completes the job (recording its outcome in
-    # the same write). (The worker's reads are BatchGetItems, shared with the executions reading at
-    # the same moment: the same read units.)
+    # no marker (its position moves past it; the marker expires); the worker takes the message as a
+    # pack of one: reads the job, takes the pack's lease (a PutItem: no claim, no read of the
+    # execution, which the lease says has not started), reads the instant's change records (a Query)
+    # and stores the run's end on the job's item in the write that completes the job
     assert per_job == Counter(
         {
-            "dynamodb.BatchGetItem": 4,
+            "dynamodb.BatchGetItem": 2,
+            "dynamodb.PutItem": 1,
+            "dynamodb.Query": 1,
             "sqs.SendMessageBatch": 1,
-            "dynamodb.UpdateItem": 3,
+            "dynamodb.UpdateItem": 1,
             "sqs.DeleteMessageBatch": 1,
         }
     )
@@ -142,10 +143,11 @@ def test_write_units_for_a_one_time_execution(world: World) -> None:
     # Then creating it writes 3 units: its marker, the job and its by_owner entry (no by_name entry
     # without a name of its own, no by_flag entry while it is active)
     assert (created.table, +created.indexes) == (2, Counter({"by_owner": 1}))
-    # and running it alone (a pack of one: its execution claimed) 3: the claim and the end of its
-    # execution and the job's completion, with no index write (a job that succeeded carries no flag)
-    assert (ran.table - idle.table, +(ran.indexes - idle.indexes)) == (3, Counter())
-    assert created.total + ran.total - idle.total == 6
+    # and running it alone (a pack of one, under its lease) 2: the lease, and its end stored on its
+    # job's item in the write completing the job, with no index write (a job that succeeded carries
+    # no flag)
+    assert (ran.table - idle.table, +(ran.indexes - idle.indexes)) == (2, Counter())
+    assert created.total + ran.total - idle.total == 5
 
 
 def test_write_units_for_one_time_executions_run_in_a_pack(clock: ManualClock) -> None:
@@ -216,15 +218,18 @@ def test_calls_for_one_cron_occurrence(world: World) -> None:
     print("cron occurrence:", json.dumps(dict(per_occurrence)))
     # Then the scanner reads the job (BatchGetItem), files the next marker (one BatchWriteItem: due
     # within the next ticks' reach, under its shard's soon partition), moves next_run_at, sends, and
-    # deletes this marker from its soon partition (a second BatchWriteItem); the worker reads the
-    # execution and the job (a BatchGetItem each), claims (storing the execution), reads the job
-    # again (its stamp, a BatchGetItem), finishes, and records the outcome on the job (an UpdateItem:
-    # its status, when and which: what lists show and filter by, without reading executions)
+    # deletes this marker from its soon partition (a second BatchWriteItem); the worker takes the
+    # message as a pack of one: reads the job (a BatchGetItem), takes the lease (a PutItem), reads the
+    # instant's change records (a Query), stores the run's end (an UpdateItem creating its item: no
+    # claim before it), and records the outcome on the job (an UpdateItem: its status, when and
+    # which: what lists show and filter by, without reading executions)
     assert per_occurrence == Counter(
         {
-            "dynamodb.BatchGetItem": 4,
+            "dynamodb.BatchGetItem": 2,
+            "dynamodb.PutItem": 1,
+            "dynamodb.Query": 1,
             "dynamodb.BatchWriteItem": 2,
-            "dynamodb.UpdateItem": 4,
+            "dynamodb.UpdateItem": 3,
             "sqs.SendMessageBatch": 1,
             "sqs.DeleteMessageBatch": 1,
         }
@@ -259,16 +264,18 @@ def test_a_named_task_adds_one_read_per_task_and_worker_not_one_per_execution(wo
     # and running both costs what two inline jobs cost (the scanner's reads and sends are per shard's
     # chunk, and the worker's reads batched with whatever reads at the same moment, as for them),
     # plus one read of the task by the worker, which keeps it (DEFINITION_TTL_SECONDS) for the other:
-    # no read per execution, and the version it ran is written by the claim's own UpdateItem
+    # no read per execution, and the version it ran is written with its end
     assert set(per_two) == {
         "dynamodb.BatchGetItem",
+        "dynamodb.PutItem",
+        "dynamodb.Query",
         "sqs.SendMessageBatch",
         "dynamodb.GetItem",
         "dynamodb.UpdateItem",
         "sqs.DeleteMessageBatch",
     }
     assert per_two["dynamodb.GetItem"] == 1  # the task's, once
-    assert per_two["dynamodb.UpdateItem"] == 2 * 3
+    assert per_two["dynamodb.UpdateItem"] == 2 * 1
     assert per_two["dynamodb.BatchGetItem"] <= 2 * 4 and per_two["sqs.SendMessageBatch"] <= 2
 
 
@@ -297,12 +304,12 @@ def test_a_page_of_jobs_costs_the_same_calls_for_5_jobs_as_for_50(world: World) 
     page = world.api("GET", "/jobs", query="limit=50").body["items"]
     assert len(page) == 50 and all(job["last_execution"] is not None for job in page)
     print("GET /jobs, 50 jobs:", json.dumps(dict(many)), "outcome=failed:", json.dumps(dict(many_failed)))
-    # Then a page costs the same calls however many jobs it shows: the index, the jobs, and the
-    # executions their outcomes name (no read per job)
-    assert many == few == Counter({"dynamodb.Query": 1, "dynamodb.BatchGetItem": 2})
+    # Then a page costs the same calls however many jobs it shows: the index and the jobs, whose runs
+    # each ended on its job's item (a run on an item of its own would add one BatchGetItem for them
+    # all): no read per job
+    assert many == few == Counter({"dynamodb.Query": 1, "dynamodb.BatchGetItem": 1})
     # and a filtered page is bounded too: per page of the index it reads (at most 500 jobs a request),
-    # a Query for each flag value that includes FAILED and a BatchGetItem; one BatchGetItem for the
-    # executions
+    # a Query for each flag value that includes FAILED and a BatchGetItem
     assert many_failed == few_failed
     assert set(many_failed) == {"dynamodb.Query", "dynamodb.BatchGetItem"}
-    assert many_failed["dynamodb.Query"] == 3 * (many_failed["dynamodb.BatchGetItem"] - 1)
+    assert many_failed["dynamodb.Query"] == 3 * many_failed["dynamodb.BatchGetItem"]

@@ -49,6 +49,7 @@ def dispatch_stored(world: World, marker: DueMarker) -> DispatchResult:
     return world.punctual.dispatcher.dispatch([replace(marker, manual=True)])
 
 
+@pytest.mark.usefixtures("claim_path")
 def test_a_repeated_dispatch_leaves_a_finished_execution_as_it_is_and_sends_nothing(world: World) -> None:
     # Given a job that ran to SUCCEEDED, and its marker filed again (an interrupted dispatch's leftover)
     world.tick()

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import boto3
+import pytest
 from moto.dynamodbstreams.models import dynamodbstreams_backends
 
 from punctual.execution.packs import PACK_LEASE_MIN
@@ -53,6 +54,7 @@ def _received(sqs: Any, queue: str) -> list[dict[str, Any]]:
     return found
 
 
+@pytest.mark.usefixtures("claim_path")
 def test_each_status_change_of_an_execution_is_one_event_on_the_bus(world: World) -> None:
     # Given the table's stream on, as the stack deploys it, and a bus with a rule for Punctual's events
     world.dynamodb_client.update_table(

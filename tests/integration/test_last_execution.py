@@ -110,6 +110,7 @@ def test_a_job_item_written_by_an_earlier_version_sheds_its_copy(world: World) -
     assert world.job(job["id"])["last_execution"]["status"] == "SUCCEEDED"
 
 
+@pytest.mark.usefixtures("claim_path")
 def test_a_job_read_between_its_runs_end_and_its_outcome_shows_the_run_ended(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -148,6 +149,7 @@ def test_a_job_read_between_its_runs_end_and_its_outcome_shows_the_run_ended(
     assert stored["status"] == "COMPLETED" and stored["outcome"] == read_once["outcome"]
 
 
+@pytest.mark.usefixtures("claim_path")
 def test_a_job_paused_between_its_runs_end_and_its_outcome_answers_with_the_run_ended(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -347,6 +347,7 @@ def early_world(clock: ManualClock) -> Iterator[World]:
         yield w
 
 
+@pytest.mark.usefixtures("claim_path")
 def test_a_change_acknowledged_before_an_instant_is_run_by_executions_claimed_ahead_of_it(
     early_world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:

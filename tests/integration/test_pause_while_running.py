@@ -8,6 +8,8 @@ from datetime import timedelta
 from typing import Any
 from unittest import mock
 
+import pytest
+
 from tests.faults import Crash, once
 from tests.integration.paused_runs import (
     at,
@@ -20,6 +22,9 @@ from tests.integration.paused_runs import (
     stored_status,
 )
 from tests.world import World
+
+# Lone executions going the claim path (a guarded one, a retry, a run by hand take it too).
+pytestmark = pytest.mark.usefixtures("claim_path")
 
 
 def test_a_run_that_ended_while_paused_is_not_repeated_once_its_history_expired(world: World) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 from unittest import mock
 
+import pytest
 from botocore.exceptions import ClientError
 
 from punctual.domain.executions import ExecutionStatus
@@ -21,6 +22,9 @@ from tests.integration.paused_runs import (
     resume,
 )
 from tests.world import World
+
+# Lone executions going the claim path (a guarded one, a retry, a run by hand take it too).
+pytestmark = pytest.mark.usefixtures("claim_path")
 
 
 def the_run(world: World, job_id: str) -> Any:

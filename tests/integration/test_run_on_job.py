@@ -67,7 +67,7 @@ def test_a_packed_run_is_stored_on_its_job_and_listed_filtered_and_shown_as_any_
     noop = {"type": "noop"}
     sleep = {"type": "sleep", "params": {"seconds": 0}}
     at, jobs = at_one_instant(world, noop, noop, sleep, {"type": "fail"})
-    assert len(jobs) == PACK_LEASE_MIN
+    assert len(jobs) >= PACK_LEASE_MIN
     failing = jobs[-1]
     # When their pack runs
     world.run_for(300)

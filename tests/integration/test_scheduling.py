@@ -139,6 +139,7 @@ def test_cancel_stops_an_execution_that_is_already_queued(world: World) -> None:
         assert hook.deliveries == []
 
 
+@pytest.mark.usefixtures("claim_path")
 def test_a_cancel_between_the_workers_read_and_its_claim_still_stops_the_run(world: World) -> None:
     with receiver() as hook:
         # Given a webhook job due now, cancelled after the worker read it and before it claims it
@@ -170,6 +171,7 @@ def test_rescheduling_supersedes_the_queued_occurrence(world: World) -> None:
     assert "superseded" in by_status["CANCELLED"]["error"]
 
 
+@pytest.mark.usefixtures("claim_path")
 def test_a_run_finishing_after_its_job_was_rescheduled_leaves_the_job_active(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -255,6 +257,7 @@ def test_dead_lettered_messages_fail_their_execution(world: World) -> None:
     assert world.job(job["id"])["status"] == "COMPLETED"
 
 
+@pytest.mark.usefixtures("claim_path")
 def test_execution_history_expires_after_the_retention(world: World) -> None:
     # Given a finished execution
     job = world.create({"type": "now"})

@@ -70,8 +70,9 @@ from punctual.tasks import Prepared
 
 # Members waiting within this much of the shortest wait stay together; any waiting longer goes alone.
 TOGETHER_SECONDS = 10.0
-# A pack this large or larger is taken under one lease: a smaller one costs no more in claims.
-PACK_LEASE_MIN = 4
+# A pack this large or larger is taken under one lease. One execution alone too: its lease and its
+# end on its job's item are two writes, where a claim, an end and the job's completion are three.
+PACK_LEASE_MIN = 1
 # A pack held by another worker whose lease could not be read is looked at again after this.
 HELD_RETRY_SECONDS = 5.0
 
@@ -114,10 +115,10 @@ class PackRunner:
         if wait > allowed.total_seconds():
             # Too early for any of them (each would say so): back at its instant, nothing read.
             return self._later(receipt_handle, wait)
-        if len(pack.items) == 1:
-            return self._worker.handle(pack.items[0], receipt_handle, receive_count)
         if leased:
             return self._guarded_leased(pack, receipt_handle, receive_count)
+        if len(pack.items) == 1:
+            return self._worker.handle(pack.items[0], receipt_handle, receive_count)
         return self._each(pack, receipt_handle, receive_count)
 
     def _each(

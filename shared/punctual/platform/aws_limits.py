@@ -80,7 +80,7 @@ TASK_SECONDS = 0.2
 WORKER_OVERHEAD_SECONDS = 0.05
 # Measured (`make bench-cost`, punctual_cli.capacity.figures.ONE_TIME): write units of one one-time
 # execution, its creation included, with the indexes projecting KEYS_ONLY.
-ONE_TIME_WRITE_UNITS = 6.0
+ONE_TIME_WRITE_UNITS = 5.0
 
 # ------------------------------------------------------------------ a pack taken ahead of its instant
 # Assumed: a new execution environment's initialisation (Python, boto3, Powertools), at its longest,

@@ -99,7 +99,8 @@ class ExecutionUsage:
     item_bytes: float  # stored bytes of the execution's item (kept for the retention period)
     job_bytes: float  # stored bytes of a one-time job's item (expires with its history)
     # Changes of the execution's status, each an event on the stack's bus (execution_events "all"):
-    # on AWS, RUNNING and its end (and two more a retry: RETRYING, RUNNING again).
+    # on AWS, a first attempt under its pack's lease only its end (a retry adds RETRYING, RUNNING and
+    # its end).
     status_changes: float = 0.0
     # Of index_write_units_keys_only, those of the index that takes the most (its provisioned bounds,
     # which every index gets).
@@ -119,11 +120,12 @@ HANDED_OFF_EXTRA_WRITE_UNITS = 1.0
 HANDED_OFF_FEWER_READ_UNITS = 1.0
 ONE_TIME = ExecutionUsage(
     api_requests=1.0,
-    write_units=7.0,  # as if the indexes projected ALL
-    read_units=4.0,
+    write_units=6.0,  # as if the indexes projected ALL
+    read_units=3.0,
     # creation 3 (marker, job, its by_owner entry: a job without a name of its own has no by_name
-    # entry, an active one no by_flag entry); scan 0; worker 3 (claim, finish, completion: a job that
-    # succeeded carries no flag)
+    # entry, an active one no by_flag entry); scan 0; worker 2, a pack of one (its lease, and its end
+    # stored on its job's item in the write completing the job: a job that succeeded carries no
+    # flag). Executions sharing an instant and a shard share a lease: a little less.
     write_units_keys_only=sizing.ONE_TIME_WRITE_UNITS,
     # its by_owner entry, put at creation
     index_write_units_keys_only=1.0,
@@ -132,37 +134,39 @@ ONE_TIME = ExecutionUsage(
     log_bytes=597.0,
     metric_bytes=250.0,
     # Measured with an assumed-role ARN as the owner (bench.cost.meter.CALLER), as callers are named on AWS:
-    # the job item, which stores it twice, is 925 B when completed (with its outcome: status, when,
-    # which run), under the 1 KB of a write unit.
-    item_bytes=600.0,
-    job_bytes=925.0,
-    status_changes=2.0,
+    # the job item, which stores it twice, is 1,050 B stored when completed with its run on it (950 B
+    # of attributes, under the 1 KB of a write unit); the run has no item of its own.
+    item_bytes=0.0,
+    job_bytes=1050.0,
+    # Its end only: nothing of a run under a lease is stored before it.
+    status_changes=1.0,
 )
 # One-time jobs created through POST /jobs/batch, BATCH_JOBS a request: the same DynamoDB and SQS
 # use (the writes are BatchWriteItems), a hundredth of the API requests and of their log lines.
 BATCH_JOBS = 100
 ONE_TIME_BATCHED = ExecutionUsage(
     api_requests=0.01,
-    write_units=7.0,
-    read_units=4.0,
-    write_units_keys_only=6.0,
+    write_units=6.0,
+    read_units=3.0,
+    write_units_keys_only=5.0,
     index_write_units_keys_only=1.0,
     busiest_index_write_units_keys_only=1.0,
     sqs_requests=0.3,
     log_bytes=392.0,
     metric_bytes=50.0,
-    item_bytes=600.0,
-    job_bytes=925.0,
-    status_changes=2.0,
+    item_bytes=0.0,
+    job_bytes=1050.0,
+    status_changes=1.0,
 )
 RECURRING = ExecutionUsage(
     api_requests=0.0,
     write_units=8.0,  # with ALL, each of the occurrence's two job updates rewrites its by_owner entry
-    read_units=4.0,
+    read_units=3.0,
     # An every-minute job: scan 3 (next marker, filed under the soon partition since it is due within
-    # the hand-off window, that marker's delete, the job's next_run_at); worker 3 (claim, finish, and
-    # the job's outcome: what lists show and filter by without reading executions). A job with a
-    # period of three minutes or more files into a minute bucket and deletes nothing: 5.
+    # the hand-off window, that marker's delete, the job's next_run_at); worker 3, a pack of one (its
+    # lease, the run's end on an item of its own, and the job's outcome: what lists show and filter
+    # by without reading executions). A job with a period of three minutes or more files into a
+    # minute bucket and deletes nothing: 5. Occurrences sharing an instant and a shard share a lease.
     write_units_keys_only=6.0,
     # (its by_owner entry was put at its creation; by_flag's only when its outcome flips)
     index_write_units_keys_only=0.0,
@@ -171,7 +175,7 @@ RECURRING = ExecutionUsage(
     metric_bytes=48.0,
     item_bytes=600.0,
     job_bytes=0.0,
-    status_changes=2.0,
+    status_changes=1.0,
 )
 
 # ----------------------------------------------------------------------------- assumptions

@@ -15,6 +15,8 @@ from punctual_cli import main as cli
 from punctual_cli.capacity.figures import Prices
 from tests.unit.cli.capacity_inputs import BOOKKEEPING, FULL_VCPU, TABLE_WRITES, USAGE
 
+READS = capacity.ONE_TIME.read_units  # a one-time execution's read units
+
 # What `capacity --jobs-per-second N --json` printed before the provisioned mode: its fields must not
 # change for the on-demand plan.
 ON_DEMAND_FIELDS = {
@@ -121,7 +123,7 @@ def test_ten_thousand_a_second_provisioned_bounds() -> None:
     table = 10_000 * TABLE_WRITES + BOOKKEEPING * 40 / 60
     assert p.provisioned.table_write_units == pytest.approx(table)
     assert c["table_min_write_units"] == math.ceil(table / 0.7)
-    assert c["table_min_read_units"] == math.ceil(40_000 / 0.7) == 57_143
+    assert c["table_min_read_units"] == math.ceil(10_000 * READS / 0.7)
     # and each index what by_owner takes, the most written: 1 a one-time execution, 10,000 / 0.7
     assert p.provisioned.index_write_units == 10_000
     assert c["index_min_write_units"] == 14_286
@@ -141,11 +143,12 @@ def test_a_hundred_a_second_half_busy_bounds() -> None:
     p = capacity.plan(100, utilisation_percent=50, assumptions=FULL_VCPU)
     assert p.provisioned is not None
     c = p.provisioned.context
-    # Then each figure is the load over a half: (100 x table units + 3/60) / 0.5, 400 / 0.5, 100 / 0.5
+    # Then each figure is the load over a half: (100 x table units + 3/60) / 0.5, 100 x read units / 0.5,
+    # 100 / 0.5
     assert p.shard_count == 1
     assert (c["table_min_write_units"], c["table_min_read_units"], c["index_min_write_units"]) == (
         math.ceil((100 * TABLE_WRITES + BOOKKEEPING / 60) / 0.5),
-        800,
+        math.ceil(100 * READS / 0.5),
         200,
     )
     assert c["table_target_utilisation"] == 50
@@ -165,7 +168,7 @@ def test_a_busier_minute_sets_the_maximums() -> None:
     assert c["table_max_write_units"] == capacity.provisioned.capacity_units(
         peak * TABLE_WRITES + bookkeeping, 0.7
     )
-    assert c["table_max_read_units"] == math.ceil(peak * 4 / 0.7)
+    assert c["table_max_read_units"] == math.ceil(peak * READS / 0.7)
     assert c["index_max_write_units"] == math.ceil(peak * 1 / 0.7) == 23_810
 
 
@@ -184,11 +187,11 @@ def test_small_loads_get_the_floor_and_pay_for_it() -> None:
     assert min(v for k, v in c.items() if k.endswith("_units")) == 10
     assert c["index_min_write_units"] == c["index_min_read_units"] == 10
     # and the floor's capacity the load does not keep busy is a fixed cost: the index's 10 and 10,
-    # the table's reads 10 - 4 / 0.7, its writes 10 - (6 + 4 / 60) / 0.7 (6 an occurrence, and the
-    # scanner's bookkeeping: 4 writes a shard a tick)
+    # the table's reads 10 - (an occurrence's read units) / 0.7, its writes 10 - (6 + 4 / 60) / 0.7 (6
+    # an occurrence, and the scanner's bookkeeping: 4 writes a shard a tick)
     prices = capacity.PRICES
     idle_writes = 10 + (10 - (6 + capacity.BOOKKEEPING_WRITES_PER_SHARD / 60) / 0.7)
-    idle_reads = 10 + (10 - 4 / 0.7)
+    idle_reads = 10 + (10 - capacity.RECURRING.read_units / 0.7)
     expected = (idle_writes * prices.dynamodb_wcu_hour + idle_reads * prices.dynamodb_rcu_hour) * HOURS
     assert p.monthly_cost["fixed_capacity_floor"] == pytest.approx(expected, abs=0.01)
     # and the minimums alone, whatever the load, are each a month of capacity
@@ -210,7 +213,7 @@ def test_provisioned_monthly_cost_is_the_capacity_the_load_keeps_busy() -> None:
         1_000 * TABLE_WRITES / 0.7 * wcu_hour * HOURS, abs=0.01
     )
     assert p.monthly_cost["dynamodb_index_writes"] == pytest.approx(1_000 / 0.7 * wcu_hour * HOURS, abs=0.01)
-    assert p.monthly_cost["dynamodb_reads"] == pytest.approx(1_000 * 4 / 0.7 * rcu_hour * HOURS, abs=0.01)
+    assert p.monthly_cost["dynamodb_reads"] == pytest.approx(1_000 * READS / 0.7 * rcu_hour * HOURS, abs=0.01)
     # and the scanner's bookkeeping is priced provisioned too
     bookkeeping = BOOKKEEPING * p.shard_count * month / 60
     assert p.monthly_cost["fixed_scanner_bookkeeping"] == pytest.approx(

@@ -93,10 +93,10 @@ def test_a_lone_message_early_goes_back_while_a_leased_pack_as_early_is_held(
     assert MAX_EARLY_WAIT.total_seconds() < EARLY
     [lone] = items_due(punctual, 1)
     members = items_due(punctual, PACK_LEASE_MIN)
-    # Given a lone message received 10 s before its instant (a retry's message or a quiet instant's)
+    # Given a lone message sent guarded (a retry's), received 10 s before its instant
     clock.set(AT - timedelta(seconds=EARLY))
     # When the worker takes it
-    answer = punctual.packs.handle(Pack(AT, (lone,)), "lone")
+    answer = punctual.packs.handle(Pack(AT, (lone,), guarded=True), "lone")
     # Then it goes back to the queue until its instant, nothing waited for and nothing stored
     assert answer is Disposition.LATER
     assert recorded.visibility == [("lone", EARLY)] and recorded.slept == []
