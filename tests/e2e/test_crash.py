@@ -244,8 +244,8 @@ def test_sigkill_as_a_bursts_executions_start_runs_each_at_least_once_and_record
     ledger = Ledger()
     stack = stacks.start(own_group=True, timeout=60)
     client = stack.client()
-    # Given a burst of one-time jobs due at one instant, each sent alone and claimed ahead of it, or
-    # (created in one request) sent in one pack, taken under one lease ahead of it
+    # Given a burst of one-time jobs due at one instant, each sent alone (a pack of one), or (created
+    # in one request) sent in packs, each taken under its lease ahead of it
     instant = in_seconds(15)
     burst = [webhook_job(webhooks, at=instant) for _ in range(BURST_JOBS)]
     jobs = [job for job, _ in burst]
@@ -273,8 +273,8 @@ def test_sigkill_as_a_bursts_executions_start_runs_each_at_least_once_and_record
         [execution] = wait_for_executions(stack, job_id, timeout=60)
         assert execution["status"] == "SUCCEEDED", execution
         wait_for_job_status(stack.client(), job_id, "COMPLETED", stack, timeout=30)
-    # (created together, they were taken under a pack's lease: nothing of them was claimed)
-    assert (leased_packs(stack) > 0) is together
+    # (taken under their packs' leases: nothing of them was claimed)
+    assert leased_packs(stack) > 0
     print(
         f"burst of {BURST_JOBS}: {started_before_kill} had called before the kill; all ran, "
         f"{sum(calls.values()) - len(calls)} twice"

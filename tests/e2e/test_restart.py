@@ -61,17 +61,22 @@ def test_a_restart_keeps_jobs_and_history_and_runs_queued_executions_late(stacks
     assert second.interrupt() < QUICK_EXIT_SECONDS
 
 
+# A job due in an hour whose task takes a minute. A run by hand goes the claim path, which stores the
+# execution RUNNING with its attempt; a scheduled first run under its pack's lease is stored only at its
+# end (tests/e2e/test_crash.py kills a stack under those).
+LONG_TASK = {
+    "task": {"type": "sleep", "params": {"seconds": 60}},
+    "schedule": {"type": "in", "seconds": 3600},
+    "timeout_seconds": 90,
+}
+
+
 def test_ctrl_c_stops_quickly_during_a_long_task_which_runs_again_after_a_restart(stacks: Stacks) -> None:
-    # Given a stack running a task that takes a minute
+    # Given a stack running a task that takes a minute, run by hand (its claim stores each attempt)
     first = stacks.start()
     alice = first.client()
-    job = alice.create_job(
-        {
-            "task": {"type": "sleep", "params": {"seconds": 60}},
-            "schedule": {"type": "now"},
-            "timeout_seconds": 90,
-        }
-    )
+    job = alice.create_job(LONG_TASK)
+    alice.run_job(job["id"])
 
     def running(attempt: int) -> dict[str, Any] | None:
         found = executions(alice, job["id"])
@@ -110,14 +115,10 @@ def test_ctrl_c_while_the_stack_is_still_starting_and_a_task_already_runs_stops_
     # Given a stack whose API and workers run while its start has not returned yet
     stack = stacks.start(launcher=[sys.executable, "-c", SLOW_TO_FINISH_STARTING])
     alice = stack.client()
-    # And a task of a minute running in a worker (its thread would hold a normal interpreter exit)
-    job = alice.create_job(
-        {
-            "task": {"type": "sleep", "params": {"seconds": 60}},
-            "schedule": {"type": "now"},
-            "timeout_seconds": 90,
-        }
-    )
+    # And a task of a minute running in a worker (its thread would hold a normal interpreter exit),
+    # run by hand (its claim stores each attempt)
+    job = alice.create_job(LONG_TASK)
+    alice.run_job(job["id"])
     eventually(
         lambda: [e for e in executions(alice, job["id"]) if e["status"] == "RUNNING"],
         timeout=10,

@@ -381,3 +381,35 @@ def test_a_pack_retaken_as_its_last_holders_end_lands_on_the_job_runs_that_membe
     assert after.last_execution.started_at == began
     assert store.executions.get_many([(first.job_id, first.scheduled_at, first.execution_id)]) == ({}, {})
     listed_once_each(world, jobs, pack)
+
+
+@pytest.mark.parametrize("resumed", ["while it runs", "after it ended"])
+def test_a_job_paused_while_its_leased_run_is_under_way_runs_once_whenever_resumed(
+    one_shard: World, resumed: str
+) -> None:
+    world = one_shard
+    # Given a one-time job, its run under its pack's lease (nothing of it stored until its end)
+    job = world.create({"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=240))})
+    counts = runs_counted(world)
+    attempts = world.punctual.worker._attempts
+    real = attempts.run
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        # When the job is paused while its run is under way (and resumed then, or after)
+        assert world.api("POST", f"/jobs/{job['id']}/pause").status == 200
+        if resumed == "while it runs":
+            assert world.api("POST", f"/jobs/{job['id']}/resume").body["status"] == "ACTIVE"
+        return real(*args, **kwargs)
+
+    attempts.run = run  # type: ignore[method-assign]
+    world.run_for(250)
+    attempts.run = real  # type: ignore[method-assign]
+    assert sum(counts.values()) == 1
+    if resumed == "after it ended":
+        assert world.job(job["id"])["status"] == "PAUSED"
+        assert world.api("POST", f"/jobs/{job['id']}/resume").body["status"] == "COMPLETED"
+    # Then it ran once, and its job completed
+    world.run_for(300)
+    assert sum(counts.values()) == 1
+    assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
+    assert world.job(job["id"])["status"] == "COMPLETED"

@@ -99,7 +99,8 @@ class Job:
     anchor_at: datetime | None = None
     # The execution after which a recurring job has no more occurrences.
     final_execution_id: str | None = None
-    # A recurring job's most recently enqueued occurrence: next_run_at already points past it.
+    # A recurring job's most recently enqueued occurrence: next_run_at already points past it. A paused
+    # one-time job's run from before its pause (its next_run_at then), which a pack may still run.
     queued_run_at: datetime | None = None
     # A paused one-time job: the version it ran under before the pause, whose execution, if one is
     # under way, may still end while the job is paused.

@@ -12,19 +12,22 @@ is stale, and a one-time job remembers the version it was paused from (`paused_v
 3. Resuming a paused one-time job reads its run from before the pause (`run_before_pause`, after the
    job, consistently). One still under way goes on: the job takes back its version in one
    transaction that holds only while the run is still under way (`JobStore.resume_with_run`), and
-   the run completes the job when it ends. One that ended is the job's run: nothing is left to run
+   the run completes the job when it ends. A run under its pack's lease is stored only at its end:
+   while that lease may hold it (`unstored_run_before_pause`), the transaction holds only while
+   nothing of it is stored. One that ended is the job's run: nothing is left to run
    (`resumed_one_time_run`). Otherwise the job runs at its instant, or now, or never if its instant
    passed while it was paused.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from punctual.domain.errors import LostRace
 from punctual.domain.executions import Execution, ExecutionStatus
-from punctual.domain.models import Job, JobStatus, new_version
+from punctual.domain.models import Job, JobStatus, in_flight, new_version
 from punctual.domain.schedules import AtSchedule
 from punctual.ports.store import Store
 
@@ -35,7 +38,9 @@ def pause_changes(job: Job, now: datetime, note: str | None) -> dict[str, Any]:
     return {
         "status": JobStatus.PAUSED,
         "next_run_at": None,
-        "queued_run_at": None,
+        # A one-time job keeps its run's instant here: a run under its pack's lease is stored only at
+        # its end, and a resume must find it under way (3, `unstored_run_before_pause`).
+        "queued_run_at": None if job.recurring else job.next_run_at,
         "schedule_version": new_version(),
         # A one-time job's run under way may end while it is paused: it notes so on the job (2).
         "paused_version": None if job.recurring else job.schedule_version,
@@ -88,6 +93,22 @@ def run_before_pause(store: Store, job: Job) -> Execution | None:
     if on_job is not None and not on_job.manual and on_job.schedule_version == job.paused_version:
         return on_job
     return store.executions.scheduled_run(job.id, job.paused_version)
+
+
+def unstored_run_before_pause(job: Job, now: datetime) -> Execution | None:
+    """A paused one-time job's run from before its pause that nothing stored yet, while its pack's
+    lease may hold it under way (its instant had come, within its timeout and the lease's margin):
+    RUNNING, as the job's listing shows it (`models.in_flight`). None otherwise: it never started, or
+    is stored (`run_before_pause` reads that)."""
+    if job.recurring or not job.paused_version or job.ran_at is not None or job.queued_run_at is None:
+        return None
+    running = in_flight(
+        replace(
+            job, status=JobStatus.ACTIVE, next_run_at=job.queued_run_at, schedule_version=job.paused_version
+        ),
+        now,
+    )
+    return None if running is None or running.scheduled_at > (job.paused_at or now) else running
 
 
 def resumed_one_time_run(job: Job, now: datetime, *, ran: bool = False) -> datetime | None:

@@ -249,12 +249,14 @@ class JobLifecycle:
         # A one-time job's run from before the pause (read after the job, consistently): one still
         # under way goes on, and one that ended is the job's run.
         run = pausing.run_before_pause(self._store, job)
+        stored = run is not None
+        run = run or pausing.unstored_run_before_pause(job, now)
         if run is not None and run.status.under_way:
             # The job takes back that run's version, so that the run goes on (its retries too) and
             # completes the job when it ends. Only while the run is still under way: one that ends
             # or is skipped meanwhile makes this write fail, and the decision is taken again.
             try:
-                resumed = self._store.jobs.resume_with_run(job, run, now)
+                resumed = self._store.jobs.resume_with_run(job, run, now, stored=stored)
             except LostRace:
                 if attempts <= 1:
                     raise Conflict(
@@ -280,6 +282,8 @@ class JobLifecycle:
             {
                 "status": JobStatus.ACTIVE if runs_at is not None else JobStatus.COMPLETED,
                 "next_run_at": runs_at,
+                # (a one-time job's run from before the pause, kept while paused: pausing.pause_changes)
+                "queued_run_at": None,
                 "schedule_version": version,
                 "paused_version": None,
                 "ran_at": None,

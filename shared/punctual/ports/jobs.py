@@ -82,7 +82,9 @@ class JobStore(Protocol):
 
     def note_ran_while_paused(self, job: Job, execution: Execution, finished: datetime) -> bool: ...
 
-    def resume_with_run(self, job: Job, run: Execution, now: datetime) -> Job: ...
+    def resume_with_run(self, job: Job, run: Execution, now: datetime, *, stored: bool = True) -> Job:
+        """`stored`: the run has an item of its own (else: while nothing of it is stored)."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -294,11 +294,16 @@ class JobRepository(JobViews):
             return False
         return True
 
-    def resume_with_run(self, job: Job, run: Execution, now: datetime) -> Job:
+    def resume_with_run(self, job: Job, run: Execution, now: datetime, *, stored: bool = True) -> Job:
         """Resume a paused one-time job at the version of its run under way, so that the run goes on
         and completes it: one transaction, which holds only while the run is still RUNNING or
-        RETRYING and the job still paused at the version read. Raises LostRace when either changed."""
-        under_way = lifecycle.condition(EXECUTION_TRANSITIONS["still_under_way"])
+        RETRYING (`stored`; else, a run under its pack's lease: while nothing of it is stored) and the
+        job still paused at the version read. Raises LostRace when either changed."""
+        under_way = (
+            lifecycle.condition(EXECUTION_TRANSITIONS["still_under_way"])
+            if stored
+            else lifecycle.Condition("attribute_not_exists(pk)", {}, {})
+        )
         paused = lifecycle.condition(
             JOB_TRANSITIONS["resume_with_run"], schedule_version=job.schedule_version
         )
@@ -310,8 +315,9 @@ class JobRepository(JobViews):
                         "TableName": self._table.name,
                         "Key": keys.execution_key(run.job_id, run.scheduled_at, run.id),
                         "ConditionExpression": under_way.expression,
-                        "ExpressionAttributeNames": under_way.names,
-                        "ExpressionAttributeValues": under_way.values,
+                        # (DynamoDB refuses them empty)
+                        **({"ExpressionAttributeNames": under_way.names} if under_way.names else {}),
+                        **({"ExpressionAttributeValues": under_way.values} if under_way.values else {}),
                     }
                 },
                 {
