@@ -37,6 +37,19 @@ def tick_before(world: World, repository: Any, method: str, *, advance: float = 
         setattr(repository, method, write)
 
 
+def kept_then_run_on_time(world: World, reports: list[Any], job: dict[str, Any], instant: Any) -> None:
+    """The tick that read between the marker and the job write sent nothing and kept the marker;
+    the job then runs once, on time."""
+    [report] = reports
+    assert (report["enqueued"], report["skipped"], report["deferred"]) == (0, 0, 1)
+    assert len(soon_markers(world)) == 1
+    world.run_for((instant - world.clock.now()).total_seconds() + 5)
+    [execution] = world.executions(job["id"])
+    assert execution["status"] == "SUCCEEDED"
+    assert execution["lateness_ms"] < 1000
+    assert soon_markers(world) == []
+
+
 def unclaimed_lead(world: World) -> float:
     """A lead in the hand-off window that the next tick sends (its request does not)."""
     settings = world.punctual.settings
@@ -53,16 +66,8 @@ def test_a_tick_between_a_new_jobs_marker_and_its_job_leaves_the_marker_for_the_
     # When a tick reads the soon partitions after the marker is filed and before the job is stored
     with tick_before(world, world.store.jobs, "put_new") as reports:
         job = world.create({"type": "at", "at": to_rfc3339(instant)})
-    # Then that tick sent nothing and kept the marker
-    [report] = reports
-    assert (report["enqueued"], report["skipped"], report["deferred"]) == (0, 0, 1)
-    assert len(soon_markers(world)) == 1
-    # And the job runs once, on time
-    world.run_for((instant - world.clock.now()).total_seconds() + 5)
-    [execution] = world.executions(job["id"])
-    assert execution["status"] == "SUCCEEDED"
-    assert execution["lateness_ms"] < 1000
-    assert soon_markers(world) == []
+    # Then that tick sent nothing and kept the marker, and the job runs once, on time
+    kept_then_run_on_time(world, reports, job, instant)
 
 
 def test_a_tick_between_a_resumes_marker_and_its_job_write_leaves_the_marker(world: World) -> None:
@@ -77,13 +82,7 @@ def test_a_tick_between_a_resumes_marker_and_its_job_write_leaves_the_marker(wor
     with tick_before(world, world.store.jobs, "update") as reports:
         assert world.api("POST", f"/jobs/{job['id']}/resume").status == 200
     # Then the marker stays, and the resumed run comes, on time
-    [report] = reports
-    assert (report["enqueued"], report["skipped"], report["deferred"]) == (0, 0, 1)
-    assert len(soon_markers(world)) == 1
-    world.run_for((instant - world.clock.now()).total_seconds() + 5)
-    [execution] = world.executions(job["id"])
-    assert execution["status"] == "SUCCEEDED"
-    assert execution["lateness_ms"] < 1000
+    kept_then_run_on_time(world, reports, job, instant)
 
 
 def test_a_marker_whose_job_never_comes_is_dropped_once_its_request_has_ended(world: World) -> None:
