@@ -30,7 +30,6 @@ leaves the machine.
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
 import multiprocessing
 import os
@@ -42,10 +41,11 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
+from pathlib import Path
 from typing import Any
 
 from bench import offline  # noqa: F401  (first: it sets up the environment)
@@ -57,6 +57,7 @@ from punctual.platform.clock import SystemClock
 from punctual.platform.config import FIRE_THREADS, Settings
 from punctual.tasks import Prepared, TaskContext, TaskPolicy
 from punctual.tasks.http import HttpParams, HttpTask
+from punctual_testing.loopback_tls import loopback_certificate
 
 # Members hold until this long after the pool is started: every thread is up and waiting by then.
 HOLD_SECONDS = 1.0
@@ -369,46 +370,16 @@ def dynamodb_calls(url: str, calls: int, threads: int) -> dict[str, Any]:
 def _certificate(directory: str) -> tuple[str, str]:
     """A certificate for 127.0.0.1 and its key, in `directory`; this process trusts it from now on,
     beside the system's authorities (SSL_CERT_FILE: each connection's context loads them all)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.now(UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(days=1))
-        .not_valid_after(now + timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file, bundle = (os.path.join(directory, n) for n in ("cert.pem", "key.pem", "bundle.pem"))
-    pem = certificate.public_bytes(serialization.Encoding.PEM)
-    with open(cert_file, "wb") as out:
-        out.write(pem)
-    with open(key_file, "wb") as out:
-        out.write(
-            key.private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-            )
-        )
+    cert_file, key_file = loopback_certificate(Path(directory))
+    bundle = os.path.join(directory, "bundle.pem")
     system = ssl.get_default_verify_paths().cafile
     with open(bundle, "wb") as out:
         if system and os.path.exists(system):
             with open(system, "rb") as authorities:
                 out.write(authorities.read())
-        out.write(pem)
+        out.write(cert_file.read_bytes())
     os.environ["SSL_CERT_FILE"] = bundle
-    return cert_file, key_file
+    return str(cert_file), str(key_file)
 
 
 def measure(

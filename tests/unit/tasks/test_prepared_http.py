@@ -5,7 +5,6 @@ happened to the connection meanwhile. Name resolution is stubbed; nothing leaves
 from __future__ import annotations
 
 import http.client
-import ipaddress
 import json
 import re
 import socket
@@ -16,15 +15,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from punctual import tasks
 from punctual.domain.models import TaskSpec
@@ -33,6 +28,7 @@ from punctual.platform.clock import ManualClock
 from punctual.tasks import TaskContext, TaskFailed
 from punctual.tasks import http as http_task
 from punctual.tasks.http import PREPARED_AHEAD_SECONDS, PREPARED_IDLE_SECONDS
+from punctual_testing.loopback_tls import loopback_certificate
 from tests.stubs import StubResolver
 from tests.unit.tasks.connections import Listener, listener
 from tests.unit.tasks.webhook import CLOCK_START, Reply, Webhook, context
@@ -377,30 +373,7 @@ def test_an_early_connect_gets_no_longer_than_the_time_left_and_the_request_its_
 @pytest.fixture
 def tls_receiver(clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Listener]:
     """An https receiver on 127.0.0.1 with a certificate made for the test, which the task trusts."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.now(UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(days=1))
-        .not_valid_after(now + timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
+    cert_file, key_file = loopback_certificate(tmp_path)
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server.load_cert_chain(cert_file, key_file)
     monkeypatch.setattr(http_task, "_TLS", ssl.create_default_context(cafile=str(cert_file)))
