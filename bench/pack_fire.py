@@ -175,7 +175,23 @@ def fire(
     with _Peaks() as peaks, ThreadPoolExecutor(max_workers=threads) as pool:
         list(pool.map(member, range(size)))
     cpu = time.process_time() - cpu - peaks.cpu
-    received = arrivals()
+    return _fired(size, threads, instant, began, answered, arrivals(), cpu) | {
+        "peak_threads": peaks.threads,
+        "peak_open_descriptors": peaks.descriptors,
+        "descriptors_before": baseline,
+    }
+
+
+def _fired(
+    size: int,
+    threads: int,
+    instant: float,
+    began: list[float],
+    answered: list[float],
+    received: list[float],
+    cpu: float,
+) -> dict[str, Any]:
+    """A pack's starts against its instant (epoch seconds) and the CPU they took."""
     return {
         "executions": size,
         "threads": threads,
@@ -186,9 +202,6 @@ def fire(
         "p50_call_began_s": round(sorted(began)[size // 2] - instant, 3),
         "cpu_s": round(cpu, 3),
         "cpu_ms_per_webhook": round(cpu * 1000 / size, 3),
-        "peak_threads": peaks.threads,
-        "peak_open_descriptors": peaks.descriptors,
-        "descriptors_before": baseline,
     }
 
 
@@ -248,18 +261,8 @@ def fire_prepared(
 
         list(pool.map(member, range(size)))
         cpu = time.process_time() - cpu - (peaks.spent() - sampler)
-    received = arrivals()
-    return {
-        "executions": size,
-        "threads": threads,
+    return _fired(size, threads, instant, began, answered, arrivals(), cpu) | {
         "connections_open_at_hold": connected,
-        "last_call_began_s": round(max(began) - instant, 3),
-        "last_request_received_s": round(max(received) - instant, 3) if received else None,
-        "requests_received": len(received),
-        "last_answered_s": round(max(answered) - instant, 3),
-        "p50_call_began_s": round(sorted(began)[size // 2] - instant, 3),
-        "cpu_s": round(cpu, 3),
-        "cpu_ms_per_webhook": round(cpu * 1000 / size, 3),
         "preparing_cpu_ms_per_webhook": round(preparing_cpu * 1000 / size, 3),
         "peak_threads": peaks.threads,
         "peak_open_descriptors": peaks.descriptors,
