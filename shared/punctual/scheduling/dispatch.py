@@ -108,8 +108,8 @@ class Dispatcher:
     @property
     def sends_ahead(self) -> timedelta:
         """How far ahead of its instant a message may be sent and become visible: a soon partition
-        is read to the hand-off window, a crowded instant's lead comes on top (and the local stack
-        releases held messages a second early)."""
+        is read to the hand-off window, a crowded instant's lead comes on top, and a delay is whole
+        seconds rounded down (`delay_seconds`): up to a second more."""
         lead = self._lead.bound_seconds if self._lead is not None else 0
         return self.soon + max(self._early, timedelta(seconds=lead)) + timedelta(seconds=1)
 
