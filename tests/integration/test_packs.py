@@ -62,6 +62,10 @@ def test_packs_stay_under_their_bounds() -> None:
     assert all(len(p.to_body()) < PACK_MAX_BYTES for p in packs)
     # and a byte bound cuts too
     assert all(len(p.to_body()) <= 2_000 for p in pack_items(items, max_entries=500, max_bytes=2_000))
+    # and ids that JSON escapes are measured as escaped
+    odd = [(WorkItem(f'j\u00f6b"{n}\\', f"x{n}", AT, 3), 0) for n in range(200)]
+    cut = pack_items(odd, max_entries=500, max_bytes=2_000)
+    assert len(cut) > 1 and all(1_000 < len(p.to_body()) <= 2_000 for p in cut[:-1])
 
 
 def test_send_packs_keeps_a_batch_under_a_megabyte() -> None:

@@ -112,6 +112,19 @@ def _entry(item: WorkItem) -> list[object]:
     return [item.job_id, version, "m" if item.manual else "", item.execution_id]
 
 
+def _entry_bytes_at_most(item: WorkItem) -> int:
+    """An entry's length in a body at most (its longest form), without encoding it: ids are plain
+    ASCII; anything else is measured the slow way."""
+    if all(
+        t.isascii() and t.isprintable() and '"' not in t and "\\" not in t
+        for t in (item.job_id, item.execution_id)
+    ):
+        # ["job",version,"m","execution"]: the quotes, "m", commas and brackets make 12
+        return len(item.job_id) + len(item.execution_id) + len(str(item.schedule_version)) + 12
+    longest = [item.job_id, item.schedule_version, "m", item.execution_id]
+    return len(json.dumps(longest, separators=(",", ":")))
+
+
 def read_body(body: str) -> Pack:
     """A work message's pack; a body of one execution (sent before packs) reads as a pack of one."""
     data = json.loads(body)
@@ -150,7 +163,7 @@ def pack_items(
         current: list[WorkItem] = []
         size = 0
         for *_, item in group:
-            entry = len(json.dumps(_entry(item), separators=(",", ":"))) + 1
+            entry = _entry_bytes_at_most(item) + 1
             if current and (len(current) >= max_entries or size + entry > max_bytes - 200):
                 packs.append(Pack(at, tuple(current), shard, is_guarded))
                 current, size = [], 0

@@ -196,8 +196,11 @@ class Dispatcher:
             guarded=(m.execution_id for m in sendable if resent or self._guarded(m, now)),
             max_entries=self.pack_size,
         )
-        crowds = Counter(m.scheduled_at for m in markers) | Counter(due_at or {})
-        ahead = {at: self.ahead(crowds[at]) for at in {pack.scheduled_at for pack in packs}}
+        here = Counter(m.scheduled_at for m in markers)
+        known = due_at or {}
+        ahead = {
+            at: self.ahead(max(here[at], known.get(at, 0))) for at in {pack.scheduled_at for pack in packs}
+        }
         unsent = {
             item.execution_id
             for pack in self._queue.send_packs(

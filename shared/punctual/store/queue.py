@@ -28,36 +28,39 @@ class WorkQueue:
         Returns the items that could not be sent after all attempts (the caller keeps their markers,
         so the next scanner tick sends them again).
         """
+        sendable = [(item, item.to_body(), delay) for item, delay in items]
         return [
             item
-            for failed in parallel_map(lambda b: self._send_batch(b, attempts), chunks(items, 10))
+            for failed in parallel_map(lambda b: self._send_batch(b, attempts), chunks(sendable, 10))
             for item in failed
         ]
 
     def send_packs(self, packs: list[tuple[Pack, int]], attempts: int = 4) -> list[Pack]:
         """Send (pack, delay seconds) pairs in batches of at most ten and 1 MB, side by side; retry
         partial failures. Returns the packs that could not be sent after all attempts."""
-        batches: list[list[tuple[Pack, int]]] = []
+        batches: list[list[tuple[Pack, str, int]]] = []
         size = SQS_BATCH_MAX_BYTES
         for pack, delay in packs:
-            body = len(pack.to_body().encode())
-            if not batches or len(batches[-1]) == 10 or size + body > SQS_BATCH_MAX_BYTES:
+            body = pack.to_body()
+            length = len(body) if body.isascii() else len(body.encode())
+            if not batches or len(batches[-1]) == 10 or size + length > SQS_BATCH_MAX_BYTES:
                 batches.append([])
                 size = 0
-            batches[-1].append((pack, delay))
-            size += body
+            batches[-1].append((pack, body, delay))
+            size += length
         return [
             pack
             for failed in parallel_map(lambda b: self._send_batch(b, attempts), batches)
             for pack in failed
         ]
 
-    def _send_batch(self, pairs: Sequence[tuple[_Body, int]], attempts: int) -> list[_Body]:
-        batch = {str(i): pair for i, pair in enumerate(pairs)}
+    def _send_batch(self, sends: Sequence[tuple[_Body, str, int]], attempts: int) -> list[_Body]:
+        """(item, its body, delay seconds) triples, sent in one batch."""
+        batch = {str(i): send for i, send in enumerate(sends)}
         for attempt in range(attempts):
             entries = [
-                {"Id": entry_id, "MessageBody": item.to_body(), "DelaySeconds": delay}
-                for entry_id, (item, delay) in batch.items()
+                {"Id": entry_id, "MessageBody": body, "DelaySeconds": delay}
+                for entry_id, (_, body, delay) in batch.items()
             ]
             try:
                 response = self._sqs.send_message_batch(QueueUrl=self.url, Entries=entries)
@@ -67,7 +70,7 @@ class WorkQueue:
             if not batch or attempt == attempts - 1:
                 break
             time.sleep(min(0.05 * 2**attempt, 0.5))
-        return [item for item, _ in batch.values()]
+        return [item for item, _, _ in batch.values()]
 
     def change_visibility(self, receipt_handle: str, seconds: float) -> None:
         timeout = max(0, min(SQS_MAX_VISIBILITY_SECONDS, math.ceil(seconds)))
