@@ -17,6 +17,7 @@ from typing import Any
 import boto3
 
 from bench.common import logs_to
+from punctual.notify import execution_events
 from punctual.platform import aws_limits as sizing
 from punctual.platform import resources
 from punctual.platform.observability import logger
@@ -50,8 +51,12 @@ class Tally:
     emf_bytes: int = 0
     worker_invocations: int = 0
     worker_messages: int = 0
-    # Writes that changed an execution's status: each one an event on the stack's bus (as deployed)
+    # Writes that changed an execution's status: each one a change put on the stack's bus (as deployed)
     status_changes: int = 0
+    # The details the execution events function makes of those writes, and the bytes they add to
+    # their events
+    event_details: int = 0
+    event_detail_bytes: int = 0
 
     def minus(self, other: Tally) -> Tally:
         return Tally(
@@ -66,7 +71,13 @@ class Tally:
             worker_invocations=self.worker_invocations - other.worker_invocations,
             worker_messages=self.worker_messages - other.worker_messages,
             status_changes=self.status_changes - other.status_changes,
+            event_details=self.event_details - other.event_details,
+            event_detail_bytes=self.event_detail_bytes - other.event_detail_bytes,
         )
+
+    def detail_bytes(self) -> float:
+        """The mean bytes a status change adds to its execution event."""
+        return self.event_detail_bytes / self.event_details if self.event_details else 0.0
 
     def per(self, count: int) -> dict[str, Any]:
         def each(value: float) -> float:
@@ -82,6 +93,7 @@ class Tally:
             "emf_metric_bytes": each(self.emf_bytes),
             "worker_invocations": each(self.worker_invocations),
             "execution_status_changes": each(self.status_changes),
+            "execution_event_detail_bytes": round(self.detail_bytes(), 1),
         }
 
 
@@ -184,7 +196,7 @@ class Meter:
     def _after_dynamodb(self, http_response: Any, context: dict[str, Any], **_: Any) -> None:
         operation, body, writes = context.pop("bench_call")
         failed = http_response.status_code >= 300
-        write = write_keys_only = index_keys_only = changes = 0
+        write = write_keys_only = index_keys_only = changes = details = detail_bytes = 0
         for table, key, old, new, kind in writes:
             if failed:  # a failed condition still costs the existing item's size (or one unit)
                 write += write_units(item_size(old))
@@ -193,6 +205,10 @@ class Meter:
             if kind == "UpdateItem":
                 new = self._read(table, key)
             changes += _status_changed(key, old, new)
+            detail = _event_detail(key, old, new)
+            if detail is not None:
+                details += 1
+                detail_bytes += execution_events.detail_bytes(detail)
             table_units = write_units(item_size(old), item_size(new))
             write += table_units + sum(
                 index_write_units(old, new, ix, self._table_keys, keys_only=False) for ix in self._indexes
@@ -209,6 +225,8 @@ class Meter:
             self.tally.index_write_units_keys_only += index_keys_only
             self.tally.read_units += reads
             self.tally.status_changes += changes
+            self.tally.event_details += details
+            self.tally.event_detail_bytes += detail_bytes
 
     def _read_units(self, operation: str, body: dict[str, Any]) -> float:
         """Reads cost the whole items' sizes, whatever the projection: read them again, whole."""
@@ -241,13 +259,26 @@ class Meter:
                 self.tally.sqs_billed[operation] += billed
 
 
+def _record(key: dict[str, Any], old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """A write as the table's stream carries it (new and old images)."""
+    return {"dynamodb": {"Keys": key, "NewImage": new, "OldImage": old or {}}}
+
+
+def _event_detail(
+    key: dict[str, Any], old: dict[str, Any] | None, new: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The detail the execution events function puts for a write (execution_events "all"), or None."""
+    if new is None:
+        return None
+    return execution_events.detail_of(_record(key, old, new), streams.execution_change)
+
+
 def _status_changed(key: dict[str, Any], old: dict[str, Any] | None, new: dict[str, Any] | None) -> int:
     """Whether a write changed an execution's status, read as the execution events read the table's
     stream (store.streams): an execution's item, or a run stored on its job's item."""
     if new is None:
         return 0
-    record = {"dynamodb": {"Keys": key, "NewImage": new, "OldImage": old or {}}}
-    change = streams.execution_change(record)
+    change = streams.execution_change(_record(key, old, new))
     if change is None:
         return 0
     if isinstance(change, tuple):

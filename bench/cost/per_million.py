@@ -125,7 +125,12 @@ def per_million_usd(
                 2,
             ),
             "dynamodb_read_units": round(usages[sources[figure]].read_units, 2),
-            "execution_events": capacity.events_per_execution(usages[sources[figure]], assumptions),
+            # the changes put on the stack's bus, and the billed events they make, grouped
+            "execution_status_changes": capacity.status_changes_put(usages[sources[figure]], assumptions),
+            "execution_changes_per_event": round(
+                capacity.changes_per_event(usages[sources[figure]], assumptions), 1
+            ),
+            "execution_events": round(capacity.events_per_execution(usages[sources[figure]], assumptions), 4),
             "api_requests": round(usages[sources[figure]].api_requests, 3),
             "worker_invocations": round(1 / assumptions.batch_fill, 3),
         }
@@ -135,13 +140,21 @@ def per_million_usd(
     inputs = {
         "measured": {
             "what": "each execution's DynamoDB request units (from item sizes, DynamoDB's rules), API "
-            "requests, status changes, log bytes and stored bytes, counted in this run on moto",
+            "requests, status changes and the bytes each adds to its execution event, log bytes and "
+            "stored bytes, counted in this run on moto",
             "workloads": sources,
             "per_execution": {figure: asdict(usages[found]) for figure, found in sources.items()},
         },
         "documented": {
-            row: {"prices": {f: prices[f] for f in fields}, "page": PRICE_PAGES[row]}
-            for row, fields in _PRICE_FIELDS.items()
+            **{
+                row: {"prices": {f: prices[f] for f in fields}, "page": PRICE_PAGES[row]}
+                for row, fields in _PRICE_FIELDS.items()
+            },
+            "eventbridge_event_bytes": {
+                "value": capacity.EVENTBRIDGE_EVENT_BYTES,
+                "what": "each 64 KB chunk of an event is billed as one event (read as 64,000 bytes)",
+                "page": PRICE_PAGES["eventbridge_events"],
+            },
         },
         "deployment_default": {
             "execution_events": DeploySettings.execution_events,
@@ -152,6 +165,12 @@ def per_million_usd(
         "assumed": {
             **asdict(assumptions),
             "sqs_requests_per_execution": "0.3: full batches of ten (a send, a receive, a delete)",
+            "execution_changes_per_event": f"full stream batches of {assumptions.events_batch:g} "
+            "records, each one owner's changes to one status: one event a batch, cut where the "
+            "measured bytes of its changes' details and the entry's own "
+            f"{capacity.EVENTS_ENTRY_OVERHEAD_BYTES} B would pass "
+            f"{capacity.EVENTBRIDGE_EVENT_BYTES:,} B; each further owner or status in a batch is "
+            "one event more",
             "eventbridge_scheduler_lambda": "one schedule invocation and one Lambda request an execution, "
             "the task's seconds at the worker's memory; its own writes of the outcome not counted",
         },

@@ -177,4 +177,6 @@ def _usage(
         item_bytes=execution_bytes + STORAGE_OVERHEAD_BYTES,
         job_bytes=0.0 if recurring else job_bytes + STORAGE_OVERHEAD_BYTES,
         status_changes=(created.status_changes + run.status_changes) / count,
+        event_detail_bytes=(created.event_detail_bytes + run.event_detail_bytes)
+        / max(1, created.event_details + run.event_details),
     )

@@ -1,4 +1,4 @@
-"""The table's stream -> one EventBridge event per execution status change, on the stack's bus."""
+"""The table's stream -> execution status changes on the stack's bus, grouped by owner and status."""
 
 from collections.abc import Callable
 from typing import Any

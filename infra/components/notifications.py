@@ -20,7 +20,8 @@ from punctual.platform import resources, target_arns
 from punctual.store import codec, keys
 
 NOTIFIER_BATCH_SIZE = 10
-# The stream's records reach the function in batches of up to this many, within this long.
+# The stream's records reach the function in batches of up to this many, within this long: a
+# batch's changes of one owner to one status are one event.
 EVENTS_BATCH_SIZE = 100
 EVENTS_BATCHING_WINDOW = Duration.seconds(1)
 
@@ -80,7 +81,8 @@ class Notifications(Construct):
 
 
 class ExecutionEvents(Construct):
-    """One EventBridge event per execution status change, from the table's stream, on a bus of the stack."""
+    """Execution status changes from the table's stream as EventBridge events on a bus of the stack: a
+    stream batch's changes grouped by owner and status, each group one event (cut at 64 KB)."""
 
     def __init__(
         self, scope: Construct, id: str, *, factory: FunctionFactory, storage: Storage, mode: str
@@ -93,7 +95,8 @@ class ExecutionEvents(Construct):
             self,
             "Publisher",
             "execution_events",
-            description="Punctual execution events: puts each execution status change on the stack's bus",
+            description="Punctual execution events: puts execution status changes on the stack's bus, "
+            "grouped by owner and status",
             timeout=Duration.seconds(60),
             memory_size=256,
             environment={
@@ -155,7 +158,8 @@ class ExecutionEvents(Construct):
                 starting_position=lambda_.StartingPosition.LATEST,
                 batch_size=EVENTS_BATCH_SIZE,
                 max_batching_window=EVENTS_BATCHING_WINDOW,
-                # A failed record is retried (from the first event not put) for a day, then skipped.
+                # A failed record is retried (from the earliest record of an event not put) for a day,
+                # then skipped.
                 retry_attempts=100,
                 max_record_age=Duration.days(1),
                 report_batch_item_failures=True,

@@ -192,8 +192,8 @@ def build(
 
 
 def execution_events(events: Any, settings: Settings) -> Callable[[Sequence[dict[str, Any]]], dict[str, Any]]:
-    """The execution_events function's work: a batch of the table's stream records -> one event per
-    execution status change on the stack's bus, with `events`, an EventBridge client (the function
+    """The execution_events function's work: a batch of the table's stream records -> their execution
+    status changes on the stack's bus, grouped by owner and status, with `events`, an EventBridge client (the function
     builds nothing else: it reads no table)."""
     return partial(
         stream_events.publish,

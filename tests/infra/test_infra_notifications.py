@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
+from infra.components.notifications import EVENTS_BATCH_SIZE
 from infra.settings import DeploySettings
 from punctual.platform import resources
 from punctual.platform.config import Settings
+from punctual_cli import capacity
 from tests.infra.conftest import ALERT_TOPICS, OPS_BUS, TARGET_PATTERNS
 
 
@@ -126,6 +128,9 @@ def test_execution_status_changes_go_from_the_table_stream_to_the_stacks_bus(syn
     assert mapping["EventSourceArn"] == {"Fn::GetAtt": [table, "StreamArn"]}
     assert mapping["StartingPosition"] == "LATEST"
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    # in batches of 100 records, whose changes it puts grouped (as the cost figures assume)
+    assert mapping["BatchSize"] == EVENTS_BATCH_SIZE == capacity.Assumptions().events_batch
+    assert "grouped by owner and status" in props["Description"]
     patterns = [f["Pattern"] for f in mapping["FilterCriteria"]["Filters"]]
     executions = [p for p in patterns if '"sk":{"S":[{"prefix":"EXEC#"}]}' in p]
     # (and a one-time job's run stored on its job item, in the write that completed the job)

@@ -1,16 +1,23 @@
-"""Execution status changes as EventBridge events, on a bus of the stack (AWS only).
+"""Execution status changes as EventBridge events, on a bus of the stack (AWS only), grouped.
 
 The table's stream carries every write to an execution's item; the execution_events function turns
-each one that changes its status into one event on the stack's bus, so that a platform team routes
-them (rules, any target) without touching jobs. Every writer is covered, whatever wrote the change
-(the worker, the dead-letter handler, an extra run's QUEUED record), at least once: the stream retries
-a batch from its first record whose event was not put.
+each one that changes its status into a detail, and puts a batch's details on the stack's bus
+grouped: one entry for each owner and status, so that a platform team routes them (rules, any target)
+without touching jobs, and EventBridge bills about one event for a batch's changes rather than one
+a change. Every writer is covered, whatever wrote the change (the worker, the dead-letter handler, an
+extra run's QUEUED record), at least once: the stream retries a batch from its earliest record in an
+entry that was not put (a later change put again is a duplicate: consumers de-duplicate on
+`execution_id`, `status` and `attempts`).
 
-The event (`source` "punctual", `detail-type` "Punctual Execution Status Change"; docs/monitoring.md):
+The entry (`source` "punctual", `detail-type` "Punctual Execution Status Changes"; docs/monitoring.md):
+    {"version": 2, "owner", "status", "executions": [detail, ...]}
+each detail, in stream order:
     {"version": 1, "job_id", "owner", "execution_id", "scheduled_at", "status", "previous_status",
      "attempts", "manual", "retry_of", "dead_lettered", "started_at", "finished_at", "lateness_ms",
      "error", "next_attempt_at"}
-`previous_status` is null when the change stored the execution (its first claim on AWS).
+`previous_status` is null when the change stored the execution (its first claim on AWS). Every
+detail of an entry has the entry's owner and status, so a rule on `detail.owner` or `detail.status`
+routes exactly the executions it names.
 
 A one-time job's run that ended under its pack's lease may be stored on its job's item, in the write
 that completed the job: that job item's record, where the run appears, is the run's end, as the
@@ -25,7 +32,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -36,7 +44,16 @@ from punctual.platform.observability import logger
 from punctual.platform.timefmt import to_rfc3339
 
 SOURCE = "punctual"
-DETAIL_TYPE = "Punctual Execution Status Change"
+DETAIL_TYPE = "Punctual Execution Status Changes"
+VERSION = 2
+# EventBridge bills each 64 KB chunk of an event as one event ("Amazon EventBridge pricing",
+# https://aws.amazon.com/eventbridge/pricing/): an entry is cut to stay within one, 64 KB read as
+# 64,000 bytes, the stricter reading.
+EVENT_BYTES = 64_000
+# A PutEvents call takes at most 10 entries, their total size under 256 KB ("PutEvents", Amazon
+# EventBridge API Reference, https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html).
+CALL_ENTRIES = 10
+CALL_BYTES = 256_000
 # Which changes become events (the deployment's `execution_events`).
 ALL = "all"
 FINAL = "final"  # only those that reach a final status: SUCCEEDED, FAILED, CANCELLED, SKIPPED
@@ -134,27 +151,102 @@ def _shown(image: dict[str, Any]) -> tuple[Any, Any]:
     return status, attempts
 
 
+@dataclass(frozen=True)
+class Entry:
+    """One PutEvents entry: an owner's changes to one status, from `first`, the position in its batch
+    of its earliest record (a batch comes in stream order), on."""
+
+    first: int
+    request: dict[str, Any]
+    size: int
+
+
+def entry_size(source: str, detail_type: str, detail: str, bus: str) -> int:
+    """An entry's size as EventBridge measures it ("Calculating Amazon EventBridge PutEvents event
+    entry size", https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-putevent-size.html):
+    the UTF-8 bytes of Source, DetailType and Detail (Time and Resources, which count there, are never
+    set). The bus's name, which that rule leaves out, is counted too: a margin, never an excess."""
+    return sum(len(text.encode()) for text in (source, detail_type, detail, bus))
+
+
+def entries(changes: Sequence[tuple[int, dict[str, Any]]], bus: str) -> list[Entry]:
+    """The entries for a batch's `changes` (each its record's position and its detail): grouped by
+    owner and status, each group's details in stream order, cut so that each entry is one billed
+    event. Ordered by their earliest record, so that a failure leaves the fewest records to retry."""
+    groups: dict[tuple[Any, Any], list[tuple[int, dict[str, Any]]]] = {}
+    for position, detail in changes:
+        groups.setdefault((detail["owner"], detail["status"]), []).append((position, detail))
+    found = [entry for (owner, status), group in groups.items() for entry in _cut(owner, status, group, bus)]
+    return sorted(found, key=lambda entry: entry.first)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def detail_bytes(detail: dict[str, Any]) -> int:
+    """The bytes a detail adds to its entry: its JSON and the comma before it."""
+    return len(_compact(detail).encode()) + 1
+
+
+def _cut(owner: Any, status: Any, group: list[tuple[int, dict[str, Any]]], bus: str) -> Iterator[Entry]:
+    """A group's entries, each as many of its details as stay within EVENT_BYTES (a detail alone over
+    it, which no execution's reaches, still goes, alone)."""
+    head = f'{{"version":{VERSION},"owner":{_compact(owner)},"status":{_compact(status)},"executions":['
+    tail = "]}"
+    empty = entry_size(SOURCE, DETAIL_TYPE, head + tail, bus)
+    parts: list[str] = []
+    first, size = 0, empty
+    for position, detail in group:
+        part = _compact(detail)
+        added = len(part.encode()) + (1 if parts else 0)  # and its comma
+        if parts and size + added > EVENT_BYTES:
+            yield _entry(first, head + ",".join(parts) + tail, size, bus)
+            parts, size, added = [], empty, added - 1
+        if not parts:
+            first = position
+        parts.append(part)
+        size += added
+    if parts:
+        yield _entry(first, head + ",".join(parts) + tail, size, bus)
+
+
+def _entry(first: int, detail: str, size: int, bus: str) -> Entry:
+    request = {"Source": SOURCE, "DetailType": DETAIL_TYPE, "Detail": detail, "EventBusName": bus}
+    return Entry(first, request, size)
+
+
+def _calls(pending: list[Entry]) -> Iterator[list[Entry]]:
+    """`pending` in PutEvents calls, in order: at most CALL_ENTRIES entries, under CALL_BYTES, a call."""
+    call: list[Entry] = []
+    for entry in pending:
+        if call and (len(call) == CALL_ENTRIES or sum(e.size for e in call) + entry.size >= CALL_BYTES):
+            yield call
+            call = []
+        call.append(entry)
+    if call:
+        yield call
+
+
 def publish(
     records: Sequence[dict[str, Any]], read: StreamReader, events: Any, bus: str, mode: str = ALL
 ) -> dict[str, Any]:
-    """Put one event per status change of these stream records on `bus`, in order, ten a call.
-    Returns the batch response of a stream event source: the sequence number of the first record
-    whose event could not be put, from which the stream retries (those before it are done)."""
-    pending: list[tuple[str, dict[str, Any]]] = []
-    for record in records:
+    """Put these stream records' status changes on `bus`, grouped (`entries`). Returns the batch
+    response of a stream event source: on a failure, the sequence number of the earliest record among
+    the entries not put (refused, or not yet tried), from which the stream retries."""
+    changes = []
+    for position, record in enumerate(records):
         detail = detail_of(record, read, mode)
         if detail is not None:
-            entry = {
-                "Source": SOURCE,
-                "DetailType": DETAIL_TYPE,
-                "Detail": json.dumps(detail),
-                "EventBusName": bus,
-            }
-            pending.append((str((record.get("dynamodb") or {}).get("SequenceNumber", "")), entry))
-    for start in range(0, len(pending), 10):
-        chunk = pending[start : start + 10]
-        failed = _put(events, chunk)
-        if failed is not None:
+            changes.append((position, detail))
+    pending = entries(changes, bus)
+    done = 0
+    for call in _calls(pending):
+        refused = _put(events, call)
+        done += len(call)
+        if refused:
+            first = min(entry.first for entry in [*refused, *pending[done:]])
+            failed = str((records[first].get("dynamodb") or {}).get("SequenceNumber", ""))
             logger.warning(
                 "execution events not put; the stream retries from there", extra={"sequence": failed}
             )
@@ -162,20 +254,20 @@ def publish(
     return {"batchItemFailures": []}
 
 
-def _put(events: Any, chunk: list[tuple[str, dict[str, Any]]]) -> str | None:
-    """Put a chunk's events, retrying those refused; the sequence number of the first still refused."""
-    left = chunk
+def _put(events: Any, call: list[Entry]) -> list[Entry]:
+    """Put a call's entries, retrying those refused; those still refused."""
+    left = call
     for attempt in range(PUT_ATTEMPTS):
         try:
-            answer = events.put_events(Entries=[entry for _, entry in left])
+            answer = events.put_events(Entries=[entry.request for entry in left])
         except (ClientError, BotoCoreError) as exc:
             logger.warning("PutEvents failed", extra={"error": str(exc)})
             answer = {"FailedEntryCount": len(left), "Entries": [{"ErrorCode": "Failed"}] * len(left)}
         if not answer.get("FailedEntryCount"):
-            return None
+            return []
         results = answer.get("Entries") or []
-        left = [pair for pair, result in zip(left, results, strict=False) if result.get("ErrorCode")]
+        left = [entry for entry, result in zip(left, results, strict=False) if result.get("ErrorCode")]
         if not left:
-            return None
+            return []
         time.sleep(0.1 * 2**attempt)
-    return left[0][0]
+    return left

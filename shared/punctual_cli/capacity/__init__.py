@@ -20,6 +20,7 @@ The names below are the planner's interface, used as `capacity.plan(...)`, `capa
 from punctual_cli.capacity.cost import (
     RESERVED_BLOCK_UNITS,
     RESERVED_TERM_HOURS,
+    changes_per_event,
     cost_per_execution,
     eventbridge_scheduler_per_million,
     events_per_execution,
@@ -30,10 +31,13 @@ from punctual_cli.capacity.cost import (
     provisioned_read_unit_price,
     provisioned_write_unit_price,
     reserved_prices,
+    status_changes_put,
 )
 from punctual_cli.capacity.figures import (
     BATCH_JOBS,
     BOOKKEEPING_WRITES_PER_SHARD,
+    EVENTBRIDGE_EVENT_BYTES,
+    EVENTS_ENTRY_OVERHEAD_BYTES,
     FIXED_ALARMS,
     FIXED_METRICS,
     HANDED_OFF_EXTRA_WRITE_UNITS,
@@ -72,6 +76,8 @@ __all__ = [
     "BATCH_JOBS",
     "BOOKKEEPING_WRITES_PER_SHARD",
     "DRAIN_SHARE",
+    "EVENTBRIDGE_EVENT_BYTES",
+    "EVENTS_ENTRY_OVERHEAD_BYTES",
     "FILING_SHARE",
     "FIXED_ALARMS",
     "FIXED_METRICS",
@@ -102,6 +108,7 @@ __all__ = [
     "ProvisionedPlan",
     "batch_api_seconds",
     "blended",
+    "changes_per_event",
     "cost_per_execution",
     "environments_for",
     "eventbridge_scheduler_per_million",
@@ -116,4 +123,5 @@ __all__ = [
     "render",
     "reserved_prices",
     "scanner_rate",
+    "status_changes_put",
 ]

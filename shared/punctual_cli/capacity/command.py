@@ -116,7 +116,8 @@ def register(commands: Any, command: Callable[..., Any]) -> None:
         choices=("all", "final", "off"),
         default=defaults.execution_events,
         help="the stack's execution events on EventBridge, as -c execution_events deploys them "
-        f"(default {defaults.execution_events}: each status change, $1.00 a million events)",
+        f"(default {defaults.execution_events}: each status change, a stream batch's changes of one "
+        "owner to one status in one event, $1.00 a million events)",
     )
     plan.add_argument(
         "--provisioned",

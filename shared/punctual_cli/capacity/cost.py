@@ -3,10 +3,13 @@ the fixed monthly costs of a deployment; and EventBridge Scheduler's, to compare
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from punctual_cli.capacity.figures import (
     BOOKKEEPING_WRITES_PER_SHARD,
+    EVENTBRIDGE_EVENT_BYTES,
+    EVENTS_ENTRY_OVERHEAD_BYTES,
     FIXED_ALARMS,
     FIXED_METRICS,
     IDLE_POLLS_PER_MINUTE,
@@ -66,7 +69,8 @@ def cost_per_execution(
         + a.scanner_memory_mb / 1024 * scanner_seconds
     )
     events = events_per_execution(usage, a)
-    events_invocations = events / a.events_batch
+    # The events function runs once a batch of the stream's records, whatever events they make.
+    events_invocations = status_changes_put(usage, a) / a.events_batch
     gb_seconds += events_invocations * a.events_memory_mb / 1024 * a.events_seconds
     invocations = usage.api_requests + worker_invocations + events_invocations
     write_units = usage.write_units_keys_only if a.keys_only_indexes else usage.write_units
@@ -106,10 +110,25 @@ def cost_per_execution(
     }
 
 
-def events_per_execution(usage: ExecutionUsage, assumptions: Assumptions) -> float:
-    """Execution status events an execution puts on the stack's bus, as `execution_events` says."""
+def status_changes_put(usage: ExecutionUsage, assumptions: Assumptions) -> float:
+    """An execution's status changes put on the stack's bus, as `execution_events` says (each a
+    record of the table's stream reaching the events function)."""
     mode = assumptions.execution_events
     return {"all": usage.status_changes, "final": min(1.0, usage.status_changes)}.get(mode, 0.0)
+
+
+def changes_per_event(usage: ExecutionUsage, assumptions: Assumptions) -> float:
+    """Status changes one billed EventBridge event carries: a stream batch's (events_batch of them, one
+    owner's to one status) cut into as few entries of EVENTBRIDGE_EVENT_BYTES as their details fit."""
+    batch = max(1, math.floor(assumptions.events_batch))
+    room = EVENTBRIDGE_EVENT_BYTES - EVENTS_ENTRY_OVERHEAD_BYTES
+    fit = max(1, math.floor(room / usage.event_detail_bytes)) if usage.event_detail_bytes > 0 else batch
+    return batch / math.ceil(batch / min(fit, batch))
+
+
+def events_per_execution(usage: ExecutionUsage, assumptions: Assumptions) -> float:
+    """Billed EventBridge events an execution's status changes cost (each an entry of PutEvents)."""
+    return status_changes_put(usage, assumptions) / changes_per_event(usage, assumptions)
 
 
 def per_million(costs: dict[str, float]) -> dict[str, float]:

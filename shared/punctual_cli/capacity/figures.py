@@ -48,7 +48,7 @@ class Prices:
     xray_traces_per_million: float = 5.00
     secret_month: float = 0.40  # Secrets Manager: the cursor-signing key
     eventbridge_scheduler_per_million: float = 1.00  # for comparison; scheduled rules are free
-    eventbridge_events_per_million: float = 1.00  # custom events put on a bus (each 64 KB)
+    eventbridge_events_per_million: float = 1.00  # custom events put on a bus (each 64 KB chunk one)
     # Provisioned mode of an SQS event source mapping, per Event Poller Unit-hour: documented by AWS in
     # the Lambda pricing page's SQS example (https://aws.amazon.com/lambda/pricing/, "Pricing Example
     # 2", US East (N. Virginia)). One poller taken as one EPU (assumed: that example's 10 minimum
@@ -98,10 +98,13 @@ class ExecutionUsage:
     metric_bytes: float  # of which EMF metrics (kept when INFO lines are turned off)
     item_bytes: float  # stored bytes of the execution's item (kept for the retention period)
     job_bytes: float  # stored bytes of a one-time job's item (expires with its history)
-    # Changes of the execution's status, each an event on the stack's bus (execution_events "all"):
-    # on AWS, a first attempt under its pack's lease only its end (a retry adds RETRYING, RUNNING and
-    # its end).
+    # Changes of the execution's status, each a record of the table's stream that the execution
+    # events function puts on the stack's bus (execution_events "all"): on AWS, a first attempt under
+    # its pack's lease only its end (a retry adds RETRYING, RUNNING and its end).
     status_changes: float = 0.0
+    # Bytes a change adds to its event (its detail's JSON and a comma): a stream batch's changes of one
+    # owner to one status share one event, up to EVENTBRIDGE_EVENT_BYTES.
+    event_detail_bytes: float = 0.0
     # Of index_write_units_keys_only, those of the index that takes the most (its provisioned bounds,
     # which every index gets).
     busiest_index_write_units_keys_only: float = 0.0
@@ -118,6 +121,9 @@ class ExecutionUsage:
 # and one read unit less: the API dispatches the job it has just stored without reading it back.
 HANDED_OFF_EXTRA_WRITE_UNITS = 1.0
 HANDED_OFF_FEWER_READ_UNITS = 1.0
+# The bytes a status change adds to its execution event, the owner an assumed-role ARN (the cost
+# run's `event_detail_bytes`: the same for a one-time job's run and a recurring occurrence).
+EVENT_DETAIL_BYTES = 471.0
 ONE_TIME = ExecutionUsage(
     api_requests=1.0,
     write_units=6.0,  # as if the indexes projected ALL
@@ -140,6 +146,7 @@ ONE_TIME = ExecutionUsage(
     job_bytes=1050.0,
     # Its end only: nothing of a run under a lease is stored before it.
     status_changes=1.0,
+    event_detail_bytes=EVENT_DETAIL_BYTES,
 )
 # One-time jobs created through POST /jobs/batch, BATCH_JOBS a request: the same DynamoDB and SQS
 # use (the writes are BatchWriteItems), a hundredth of the API requests and of their log lines.
@@ -157,6 +164,7 @@ ONE_TIME_BATCHED = ExecutionUsage(
     item_bytes=0.0,
     job_bytes=1050.0,
     status_changes=1.0,
+    event_detail_bytes=EVENT_DETAIL_BYTES,
 )
 RECURRING = ExecutionUsage(
     api_requests=0.0,
@@ -176,6 +184,7 @@ RECURRING = ExecutionUsage(
     item_bytes=600.0,
     job_bytes=0.0,
     status_changes=1.0,
+    event_detail_bytes=EVENT_DETAIL_BYTES,
 )
 
 # ----------------------------------------------------------------------------- assumptions
@@ -205,7 +214,9 @@ class Assumptions:
     keys_only_indexes: bool = all(index.projection == "KEYS_ONLY" for index in resources.TABLE.indexes)
     # Execution status events on the stack's bus (the deployment's execution_events): "all" (each
     # status change), "final" (one an execution: its end) or "off". The stream's records reach their
-    # function in batches (EVENTS_BATCH records, about events_seconds each).
+    # function in batches (events_batch records, about events_seconds each), under load full ones of
+    # one owner's changes to one status: one event a batch, while its changes' details fit in 64 KB.
+    # (Each further owner or status in a batch is one event more.)
     execution_events: str = "all"
     events_batch: float = 100.0
     events_seconds: float = 0.25
@@ -220,6 +231,13 @@ def batch_api_seconds(jobs: int) -> float:
 
 # 100 bytes DynamoDB adds to every stored item.
 KEYS_ONLY_ENTRY_BYTES = 250
+# EventBridge bills each 64 KB chunk of an event as one event ("Amazon EventBridge pricing"), and the
+# execution events function cuts each entry to one (punctual.notify.execution_events.EVENT_BYTES).
+EVENTBRIDGE_EVENT_BYTES = 64_000
+# An execution events entry's bytes besides its changes' details: its source, detail-type and bus
+# name, and its detail's version, owner and status (assumed: an owner's ARN of about 100 characters,
+# a stack name of about 40).
+EVENTS_ENTRY_OVERHEAD_BYTES = 300
 # Indexes holding every job (by_owner); the sparse ones hold fewer (by_task: jobs using a named task;
 # by_name: jobs named by their users; by_flag: paused, cancelled or failing jobs; priced as if they
 # held none).

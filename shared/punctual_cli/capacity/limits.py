@@ -145,9 +145,10 @@ def warnings_for(p: Plan, prices: Prices = PRICES) -> list[str]:
         *near_limit(
             p.events_per_second,
             EVENTBRIDGE_PUT_EVENTS_PER_SECOND,
-            "execution events/s",
+            # Entries, each counted as a transaction: the stricter reading of a quota in transactions.
+            "execution event entries/s",
             "EventBridge's PutEvents quota in us-east-1 (lower in most regions); request an increase, "
-            "or deploy -c execution_events=final (one an execution) or off",
+            "or deploy -c execution_events=final (the ends only) or off",
         ),
     ]
     if p.scanner_drain_seconds > p.drain_target_seconds:

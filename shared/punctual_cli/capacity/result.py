@@ -69,7 +69,8 @@ class Plan:
     # The worker mapping in provisioned mode (priced with `pollers`): the pollers the busiest minute
     # needs, by receives and invokes. None: standard mode.
     worker_pollers: int | None = None
-    # Execution status events put on the stack's bus a second, at peak (execution_events).
+    # Execution events put on the stack's bus a second, at peak (execution_events): PutEvents entries,
+    # each a stream batch's changes of one owner to one status, one billed event.
     events_per_second: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:

@@ -3,14 +3,19 @@ and the cost figures `make bench-cost` prints for the default deployment."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from bench.burst import main, model, scenarios
 from bench.cost import per_million
 from infra.settings import DeploySettings
+from punctual.notify import execution_events
 from punctual.platform import aws_limits as sizing
 from punctual_cli import capacity
 
+# An owner as API Gateway's IAM authorization names a caller with a role's credentials.
+CALLER = "arn:aws:sts::123456789012:assumed-role/punctual-client/orders-service"
 SHORT_BATCH = 0.001  # seconds: a batch so short that only the per-environment request rate binds
 
 
@@ -193,3 +198,78 @@ def test_the_burst_benchmark_prints_the_two_blocks() -> None:
     assert all({"quota", "default", "raise_to", "page"} <= r.keys() for r in instant["quota_raises"])
     assert {"p99_s", "max_s"} <= steady.keys()
     assert result["inputs"]["worker_cpu_ms_per_webhook"]["value"] == capacity.WORKER_CPU_MS_PER_WEBHOOK
+
+
+def test_a_stream_batchs_changes_are_priced_as_the_events_their_bytes_fill() -> None:
+    # Given an execution whose one change adds 500 B to its event, in full batches of 100 records
+    usage = replace(capacity.ONE_TIME, status_changes=1.0, event_detail_bytes=500.0)
+    everything = capacity.Assumptions(execution_events="all", events_batch=100)
+    # Then a batch's changes are one event: a hundredth of an event an execution, $0.01 a million
+    assert capacity.changes_per_event(usage, everything) == 100
+    assert capacity.events_per_execution(usage, everything) == pytest.approx(0.01)
+    costs = capacity.cost_per_execution(usage, everything)
+    assert costs["eventbridge_events"] * 1e6 == pytest.approx(0.01)
+    # and changes twice as large fill two events a batch
+    large = replace(usage, event_detail_bytes=1000.0)
+    assert capacity.changes_per_event(large, everything) == 50
+    # and the events function still runs once a batch of records, whatever events they make
+    retried = replace(usage, status_changes=3.0)
+    invocations = capacity.cost_per_execution(retried, everything)["lambda_requests"]
+    without = capacity.cost_per_execution(retried, replace(everything, execution_events="off"))
+    assert (invocations - without["lambda_requests"]) * 1e6 == pytest.approx(3 / 100 * 0.20)
+    # and `final` puts the end only, `off` nothing
+    assert capacity.events_per_execution(retried, replace(everything, execution_events="final")) == (
+        pytest.approx(0.01)
+    )
+    assert capacity.events_per_execution(retried, replace(everything, execution_events="off")) == 0
+
+
+def test_the_plan_counts_no_fewer_events_than_the_function_puts() -> None:
+    # Given the figure EventBridge bills by, as the function and the plan each hold it
+    assert capacity.EVENTBRIDGE_EVENT_BYTES == execution_events.EVENT_BYTES
+    # and a full stream batch of one owner's changes, of several sizes, on a stack's bus
+    batch = int(capacity.Assumptions().events_batch)
+    for error in ("", "x" * 300, "x" * 900):
+        details = [{**_detail(n), "owner": CALLER, "error": error or None} for n in range(batch)]
+        put = execution_events.entries(list(enumerate(details)), "Punctual-executions")
+        measured = sum(execution_events.detail_bytes(d) for d in details) / batch
+        usage = replace(capacity.ONE_TIME, status_changes=1.0, event_detail_bytes=measured)
+        # Then the plan counts at least the events the function puts, and not many more
+        planned = batch / capacity.changes_per_event(usage, capacity.Assumptions())
+        assert len(put) <= planned <= len(put) + 1
+
+
+def _detail(n: int) -> dict[str, object]:
+    """A detail as the function makes it for a run that succeeded."""
+    return {
+        "version": 1,
+        "job_id": f"job_01JF8Z3K4M5N6P7Q8R9S0T{n:04d}",
+        "owner": "alice",
+        "execution_id": f"job_01JF8Z3K4M5N6P7Q8R9S0T{n:04d}.19ad7e5d690.48213",
+        "scheduled_at": "2026-12-01T09:00:00.000Z",
+        "status": "SUCCEEDED",
+        "previous_status": None,
+        "attempts": 1,
+        "manual": False,
+        "retry_of": None,
+        "dead_lettered": False,
+        "started_at": "2026-12-01T09:00:00.004Z",
+        "finished_at": "2026-12-01T09:00:00.204Z",
+        "lateness_ms": 4,
+        "error": None,
+        "next_attempt_at": None,
+    }
+
+
+def test_the_plans_putevents_entries_a_second_drop_with_grouping() -> None:
+    # Given a one-time load of 100,000 executions a second, every change put on the bus
+    assumptions = capacity.Assumptions(execution_events="all")
+    # When it is planned
+    found = capacity.plan(100_000, assumptions=assumptions)
+    # Then the bus takes a batch's changes as one entry: about a hundredth of the changes a second,
+    # under PutEvents' quota, with no warning about it (one entry a change would be ten times over)
+    per_execution = capacity.events_per_execution(capacity.ONE_TIME, assumptions)
+    assert per_execution == pytest.approx(capacity.ONE_TIME.status_changes / 100)
+    assert found.events_per_second == pytest.approx(found.peak_per_second * per_execution, rel=0.01)
+    assert found.events_per_second < 0.8 * sizing.EVENTBRIDGE_PUT_EVENTS_PER_SECOND
+    assert not [w for w in found.warnings if "execution event" in w]
