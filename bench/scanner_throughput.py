@@ -40,7 +40,9 @@ from punctual.platform.clock import ManualClock
 from punctual.platform.config import Settings
 from punctual.platform.timefmt import to_rfc3339
 from punctual.scheduling.scanner import shard_groups
-from punctual.store import codec, keys
+from punctual.store import keys
+from punctual.store.codec.jobs import job_item
+from punctual.store.codec.markers import marker_item
 from punctual.wiring import Punctual
 from punctual_testing.fake_aws import FakeAws, Latency, clients
 from punctual_testing.fake_dynamodb import Table
@@ -98,7 +100,7 @@ def populate(stack: Stack, count: int, shards: list[int]) -> None:
     """
     store = stack.punctual.store
     created = NOW - timedelta(hours=1)
-    template = _wire(codec.job_item(webhook_job("job_" + "0" * 20, DUE_MINUTE, created)))
+    template = _wire(job_item(webhook_job("job_" + "0" * 20, DUE_MINUTE, created)))
     step_ms = 60_000 / max(count, 1)
     for i in range(count):
         job_id = f"job_{i:020x}"
@@ -112,7 +114,7 @@ def populate(stack: Stack, count: int, shards: list[int]) -> None:
         )
         stack.table.put(job)
         marker = DueMarker(job_id, execution_id_for(job_id, at, 1), at, 1, shard=shards[i % len(shards)])
-        stack.table.put(_wire(codec.marker_item(marker, store.shard_count)))
+        stack.table.put(_wire(marker_item(marker, store.shard_count)))
 
 
 def measure(stack: Stack, shards: list[int], count: int) -> dict[str, Any]:

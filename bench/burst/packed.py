@@ -114,7 +114,7 @@ class _Table:
 
 def pack_sizes(executions: int, shards: int, pack_size: int) -> list[list[int]]:
     """An instant's executions spread evenly over the shards, each shard's cut every `pack_size`
-    (scanner.instant_chunks): the packs' sizes, shard by shard."""
+    (tick.instant_chunks): the packs' sizes, shard by shard."""
     sizes = []
     for shard in range(shards):
         count = executions // shards + (1 if shard < executions % shards else 0)

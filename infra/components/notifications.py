@@ -17,7 +17,8 @@ from infra.components.queues import Queues
 from infra.components.storage import Storage
 from punctual.notify import execution_events
 from punctual.platform import resources, target_arns
-from punctual.store import codec, keys
+from punctual.store import keys
+from punctual.store.codec.runs import RUN
 
 NOTIFIER_BATCH_SIZE = 10
 # The stream's records reach the function in batches of up to this many, within this long: a
@@ -138,7 +139,7 @@ class ExecutionEvents(Construct):
                     "dynamodb": {
                         "Keys": {"sk": {"S": lambda_.FilterRule.is_equal(keys.JOB_SK)}},
                         "NewImage": {
-                            codec.RUN: {
+                            RUN: {
                                 "M": {
                                     "st": {
                                         "S": sorted(execution_events.FINAL_STATUS_VALUES)

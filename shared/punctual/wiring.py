@@ -9,10 +9,11 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
+from punctual.execution.config import WorkerConfig
 from punctual.execution.dead_letters import DeadLetters
 from punctual.execution.hooks import RunHooks
 from punctual.execution.packs import PackRunner
-from punctual.execution.worker import Worker, WorkerConfig
+from punctual.execution.worker import Worker
 from punctual.jobs.cursor import Cursors
 from punctual.jobs.named_tasks import TaskService
 from punctual.jobs.service import JobService

@@ -14,9 +14,9 @@ import pytest
 from punctual import tasks
 from punctual.domain.executions import ExecutionStatus
 from punctual.domain.work import WorkItem, read_body
+from punctual.execution.config import MAX_EARLY_WAIT
 from punctual.execution.receipts import Disposition
 from punctual.execution.run_records import unstored_execution
-from punctual.execution.worker import MAX_EARLY_WAIT
 from punctual.platform import resources
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339

@@ -15,7 +15,7 @@ from punctual.domain.models import DueMarker, Job
 from punctual.domain.work import PACK_MAX_BYTES, Pack, WorkItem, pack_items, read_body
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
-from punctual.scheduling.scanner import instant_chunks
+from punctual.scheduling.tick import instant_chunks
 from punctual.store.queue import WorkQueue
 from tests.world import World, mocked_world
 

@@ -13,9 +13,9 @@ from punctual.domain.buckets import Position, shard_of
 from punctual.domain.executions import execution_id_for
 from punctual.domain.models import marker_for
 from punctual.platform.timefmt import parse_rfc3339, to_epoch_ms, to_rfc3339
-from punctual.scheduling import scanner as scanner_module
+from punctual.scheduling import tick as tick_module
 from punctual.scheduling.scanner import Scanner
-from punctual.store.codec import MARKER_TTL
+from punctual.store.codec.markers import MARKER_TTL
 from tests.world import World
 
 
@@ -347,7 +347,7 @@ def test_a_soon_backlog_is_read_a_page_at_a_time_and_all_sent_in_one_tick(
 ) -> None:
     # Given seven executions waiting in the soon partitions (hand-offs whose sends failed), and
     # readings of at most two markers a shard
-    monkeypatch.setattr(scanner_module, "SOON_READ", 2)
+    monkeypatch.setattr(tick_module, "SOON_READ", 2)
     world.tick()
     with monkeypatch.context() as down:
         down.setattr(

@@ -17,7 +17,16 @@ from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import Job, JobStatus, ran_on_job
 from punctual.domain.policies import NotifyEvent, NotifyRule
 from punctual.domain.schedules import CronSchedule
-from punctual.store import Store, codec
+from punctual.store import Store
+from punctual.store.codec.jobs import job_item
+from punctual.store.codec.runs import (
+    RUN,
+    RUN_ERROR_MAX_CHARS,
+    embedded_execution,
+    item_bytes,
+    run_fits,
+    run_map,
+)
 from punctual.store.jobs import JobRepository
 from tests.store.builders import NOW, execution, job
 
@@ -158,10 +167,10 @@ def test_a_run_that_does_not_fit_is_stored_on_its_own_item(store: Store) -> None
     stored = job()
     store.jobs.put_new(stored)
     big = ended(stored, result={"text": "x" * 900})
-    long_error = ended(stored, ExecutionStatus.FAILED, error="e" * (codec.RUN_ERROR_MAX_CHARS + 1))
+    long_error = ended(stored, ExecutionStatus.FAILED, error="e" * (RUN_ERROR_MAX_CHARS + 1))
     # Then neither goes on its job
-    assert not codec.run_fits(big) and not codec.run_fits(long_error)
-    assert codec.run_fits(ended(stored))
+    assert not run_fits(big) and not run_fits(long_error)
+    assert run_fits(ended(stored))
     # and a recurring job's run, a run by hand, and a job with notification rules never do
     assert (
         JobRepository.completed_bytes(
@@ -175,7 +184,7 @@ def test_a_run_that_does_not_fit_is_stored_on_its_own_item(store: Store) -> None
         )
         is None
     )
-    assert not codec.run_fits(ended(stored, manual=True))
+    assert not run_fits(ended(stored, manual=True))
     written = store.executions.put_end(big)
     assert written.job_failures is None
     assert store.executions.get_many([(big.job_id, big.scheduled_at, big.id)])[0]
@@ -239,10 +248,8 @@ def test_the_run_on_a_job_reads_back_from_its_item() -> None:
     # Given a run as stored on a job's item
     stored = job()
     run = ended(stored, ExecutionStatus.FAILED)
-    item = {**codec.job_item(stored), codec.RUN: codec.run_map(run)}
+    item = {**job_item(stored), RUN: run_map(run)}
     # Then it reads back as it ended, and the item's size is counted as DynamoDB does
-    assert codec.embedded_execution(item) == replace(run, job_item_bytes=None)
-    assert codec.item_bytes({"a": "xy", "n": 12345, "m": {"k": True}}) == (1 + 2) + (1 + 4) + (
-        1 + 3 + 1 + 1 + 1
-    )
-    assert codec.embedded_execution({**item, codec.RUN: {"id": 1}}) is None  # (a newer version's)
+    assert embedded_execution(item) == replace(run, job_item_bytes=None)
+    assert item_bytes({"a": "xy", "n": 12345, "m": {"k": True}}) == (1 + 2) + (1 + 4) + (1 + 3 + 1 + 1 + 1)
+    assert embedded_execution({**item, RUN: {"id": 1}}) is None  # (a newer version's)

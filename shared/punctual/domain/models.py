@@ -268,7 +268,7 @@ def storing(job: Job | None, marker: DueMarker, now: datetime) -> bool:
 
 
 # A pack fired this long after its instant or later reads its members' jobs again at its start
-# instead of the change records (execution.packs): records are kept only for runs that close.
+# instead of the change records (execution.firing): records are kept only for runs that close.
 CHANGE_RECORDS_LATE = timedelta(seconds=60)
 
 

@@ -97,6 +97,15 @@ class RunHooks:
                 shown = self._pause_after_failures(shown, execution, failures)
         self._notify_end(shown, execution)
 
+    def found_ended(self, execution: Execution) -> None:
+        """An execution found ended on a later receipt of its message (a duplicate, a redelivery): as
+        `ended`, for the worker that ended it may have died before it did that."""
+        job = self._store.jobs.get(execution.job_id)
+        # (a paused job too: a one-time job notes that its run ended, so that resuming does not repeat
+        # it; and a finished one, whose notifications may not have been queued)
+        if job is not None:
+            self.ended(job, execution)
+
     def dead_lettered(self, job: Job, execution: Execution) -> None:
         """The dead-letter handler ended `execution`: keep it for its owner to list and redrive, then
         as `ended`."""

@@ -22,10 +22,11 @@ stored before its end:
   with the same ids;
 - what can be done before the instant is (named tasks resolved, the skip rules, each task prepared:
   a webhook's address checked and its connection opened), then it holds until the instant, never
-  early; the jobs' stamps, read then, stop a run whose job changed meanwhile (a job that completed
-  meanwhile, its run ended by the pack's last holder, sends the member the lone way);
-- its members start side by side and each end is stored in one write (ExecutionRepository.put_end),
-  the outcomes after all the starts;
+  early;
+- at the instant (punctual.execution.firing) the jobs' stamps, read then, stop a run whose job
+  changed meanwhile (a job that completed meanwhile, its run ended by the pack's last holder, sends
+  the member the lone way); its members start side by side and each end is stored in one write
+  (ExecutionRepository.put_end), the outcomes after all the starts;
 - any member that waits (a retry) is sent on in a guarded pack and the message goes: taken again
   only when its worker died.
 A member a claim must guard (a manual run, a job whose overlap rule looks at its previous run as
@@ -36,23 +37,17 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from punctual.domain.errors import RetryableStoreError, UnreadableItem
-from punctual.domain.executions import LEASE_MARGIN, Execution, ExecutionStatus
-from punctual.domain.models import (
-    CHANGE_RECORDS_LATE,
-    Job,
-    JobStamp,
-    JobStatus,
-    ran_on_job,
-    skip_reason,
-)
+from punctual.domain.executions import LEASE_MARGIN
+from punctual.domain.models import skip_reason
 from punctual.domain.work import Pack, WorkItem
 from punctual.execution import run_policy, run_records
+from punctual.execution.config import WorkerConfig
+from punctual.execution.firing import Firing, Leased, ended_on_job
 from punctual.execution.receipt_reads import Known
 from punctual.execution.receipts import (
     THROTTLE_BACKOFF_SECONDS,
@@ -60,13 +55,12 @@ from punctual.execution.receipts import (
     Disposition,
     Member,
 )
-from punctual.execution.worker import Worker, WorkerConfig
+from punctual.execution.worker import Worker
 from punctual.platform.aws_limits import SQS_MAX_DELAY_SECONDS
 from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
 from punctual.ports.packs import PackHeld, PackLeases
 from punctual.ports.queue import WorkQueue
-from punctual.tasks import Prepared
 
 # Members waiting within this much of the shortest wait stay together; any waiting longer goes alone.
 TOGETHER_SECONDS = 10.0
@@ -75,19 +69,6 @@ TOGETHER_SECONDS = 10.0
 PACK_LEASE_MIN = 1
 # A pack held by another worker whose lease could not be read is looked at again after this.
 HELD_RETRY_SECONDS = 5.0
-
-
-class _Leased:
-    """A member to run under the pack's lease: its job as read, as it runs, its execution, and its
-    task being made ready ahead of the instant (Worker.prepare; None: it starts cold)."""
-
-    def __init__(
-        self, read: Job | None, job: Job, execution: Execution, prepared: Future[Prepared] | None = None
-    ) -> None:
-        self.read = read
-        self.job = job
-        self.execution = execution
-        self.prepared = prepared
 
 
 class PackRunner:
@@ -105,6 +86,7 @@ class PackRunner:
         self._clock = clock
         self._config = config
         self._packs = packs
+        self._firing = Firing(worker, clock, config)
 
     def handle(self, pack: Pack, receipt_handle: str, receive_count: int = 1) -> Disposition:
         leased = self._packs is not None and not pack.guarded and len(pack.items) >= PACK_LEASE_MIN
@@ -186,7 +168,7 @@ class PackRunner:
         read = store.jobs.get_many([item.job_id for item in pack.items])
         members = [Member() for _ in pack.items]
         outcomes: list[Disposition | None] = [None] * len(pack.items)
-        leased: dict[int, _Leased] = {}
+        leased: dict[int, Leased] = {}
         for n, item in enumerate(pack.items):
             if item.manual or item.job_id in read.unreadable:
                 continue  # the lone way: its claim guards it, or it fails there as unreadable
@@ -196,7 +178,7 @@ class PackRunner:
             if execution is None:
                 outcomes[n] = Disposition.DONE
             elif job is not None and run_policy.early_claim(job, execution):
-                leased[n] = _Leased(stored, job, execution)
+                leased[n] = Leased(stored, job, execution)
         if not leased:
             # (as early as it came: its lead sent it so)
             return self._each(pack, receipt_handle, receive_count, self._config.max_early_wait)
@@ -238,10 +220,10 @@ class PackRunner:
             if wait > 0:
                 self._clock.sleep(wait)  # never early
             try:
-                fired = self._fire(pack, leased, members, lease_until, receive_count, taken.first)
+                fired = self._firing.fire(pack, leased, members, lease_until, receive_count, taken.first)
             except Exception:
                 for member in leased.values():
-                    _let_go(member.prepared)
+                    member.let_go()
                 self._give_back(packs, pack, holder)  # (none of them started)
                 raise
             for n, future in alone.items():
@@ -260,7 +242,7 @@ class PackRunner:
         except Exception:
             logger.warning("pack's lease not given back; it runs out instead", extra={"pack_id": pack.id})
 
-    def _drop_stored(self, pack: Pack, leased: dict[int, _Leased]) -> None:
+    def _drop_stored(self, pack: Pack, leased: dict[int, Leased]) -> None:
         """A pack taken again: members stored already (ended, or waiting to retry) go the lone way
         (which records an end not recorded on its job); the others run again, with the same ids. Their
         jobs are read again, after the take: the last holder may have stored an end on its job since
@@ -279,137 +261,13 @@ class PackRunner:
                 or ref in unreadable
                 or ref[0] in jobs.unreadable
                 or job is None
-                or _ended_on_job(read, ref[2])
+                or ended_on_job(read, ref[2])
             ):
                 del leased[n]
                 continue
             # (no longer a timeout than the lease was sized for)
             timeout = min(job.timeout_seconds, leased[n].job.timeout_seconds)
-            leased[n] = _Leased(read, replace(job, timeout_seconds=timeout), leased[n].execution)
-
-    def _fire(
-        self,
-        pack: Pack,
-        leased: dict[int, _Leased],
-        members: list[Member],
-        lease_until: datetime,
-        receive_count: int,
-        first: bool,
-    ) -> dict[int, Future[Disposition]]:
-        """At the instant: whatever changed in their jobs since read stops a run (a job completed
-        meanwhile by its run, which the pack's last holder ended: that member goes the lone way, which
-        finds it ended); the others start side by side, their outcomes written after all their starts.
-        `first`: the pack's first take (no other holder can have ended a member)."""
-        if not leased:
-            return {}
-        store = self._worker.store
-        changed = self._changed(pack, leased, first)
-        again = store.jobs.get_many(changed).found if changed else {}
-        # (a change recorded that left the job as read, its stamp the same, stops nothing)
-        read = {m.execution.job_id: m.read for m in leased.values()}
-        changed = {
-            job_id
-            for job_id in changed
-            if (now := again.get(job_id)) is None
-            or (was := read.get(job_id)) is None
-            or JobStamp.of(now) != JobStamp.of(was)
-        }
-        ready: dict[int, _Leased] = {}
-        results: dict[int, Disposition] = {}
-        alone: list[int] = []
-        began = self._clock.now()
-        for n, member in leased.items():
-            job = member.job
-            if member.execution.job_id in changed:
-                if _ended_on_job(again.get(member.execution.job_id), member.execution.id):
-                    alone.append(n)
-                    continue
-                now_job = self._worker.effective(
-                    again.get(member.execution.job_id), member.execution.scheduled_at
-                )
-                reason = skip_reason(now_job, member.execution)
-                if reason is not None or now_job is None:
-                    results[n] = self._worker.end_unstarted(
-                        now_job, member.execution, reason or "job deleted", members[n], by_policy=False
-                    )
-                    continue
-                # (no longer a timeout than the lease was sized for)
-                job = replace(now_job, timeout_seconds=min(now_job.timeout_seconds, job.timeout_seconds))
-            late = run_policy.too_late(job, member.execution, began)
-            if late is not None:
-                results[n] = self._worker.end_unstarted(
-                    job, member.execution, late, members[n], by_policy=True
-                )
-                continue
-            # (prepared for the job as read: one changed since starts cold)
-            prepared = None if member.execution.job_id in changed else member.prepared
-            ready[n] = _Leased(member.read, job, member.execution, prepared)
-        for n, member in leased.items():
-            if n not in ready or ready[n].prepared is None:
-                _let_go(member.prepared)  # (its start is not coming, or comes cold)
-        leaves = {n: self._worker.starting() for n in ready}
-        pool = ThreadPoolExecutor(max_workers=max(1, min(len(ready), self._config.fire_threads)))
-        futures: dict[int, Future[Disposition]] = {}
-        try:
-            for n, member in ready.items():
-                futures[n] = pool.submit(self._start, member, members[n], lease_until, leaves[n])
-            for n in alone:
-                futures[n] = pool.submit(self._worker.handle, pack.items[n], members[n], receive_count)
-        finally:
-            pool.shutdown(wait=False)
-        for n, result in results.items():
-            done: Future[Disposition] = Future()
-            done.set_result(result)
-            futures[n] = done
-        return futures
-
-    def _changed(self, pack: Pack, leased: dict[int, _Leased], first: bool) -> set[str]:
-        """The members' jobs that may have changed since they were read: on a first take at about its
-        instant, those the instant's change records name (one Query, whatever the pack's size: a
-        request records a change to a job whose run may be in a message before it writes it);
-        otherwise, or fired late, those whose stamps differ (a read per member)."""
-        store = self._worker.store
-        job_ids = {m.execution.job_id for m in leased.values()}
-        unread = {m.execution.job_id for m in leased.values() if m.read is None}
-        late = self._clock.now() - pack.scheduled_at >= CHANGE_RECORDS_LATE
-        if first and not late:
-            return (set(store.changes.changed(pack.scheduled_at)) & job_ids) | unread
-        stamps, _ = store.jobs.stamps(job_ids)
-        return unread | {
-            m.execution.job_id
-            for m in leased.values()
-            if m.read is not None and stamps.get(m.read.id) != JobStamp.of(m.read)
-        }
-
-    def _start(
-        self, member: _Leased, receipt: Member, lease_until: datetime, leave: Callable[[], None]
-    ) -> Disposition:
-        prepared = None
-        try:
-            prepared = None if member.prepared is None else member.prepared.result()
-            began = self._clock.now()
-            running = replace(
-                member.execution,
-                status=ExecutionStatus.RUNNING,
-                attempts=1,
-                started_at=began,
-                lateness_ms=run_records.lateness_ms(member.execution, began),
-                lease_until=lease_until,
-                task_version=member.job.task_version,
-                job_item_bytes=self._worker.store.jobs.completed_bytes(
-                    member.read
-                ),  # (its end may go on its job's item)
-            )
-            return self._worker.run_leased(member.job, running, leave, receipt, prepared)
-        except Exception:
-            # Its end not stored: it runs again, on its own, with its claim.
-            logger.exception("member failed unexpectedly", extra={"execution_id": member.execution.id})
-            receipt.later = float(UNEXPECTED_RETRY_SECONDS)
-            return Disposition.LATER
-        finally:
-            leave()
-            if prepared is not None:
-                prepared.close()
+            leased[n] = Leased(read, replace(job, timeout_seconds=timeout), leased[n].execution)
 
     def _read_ahead(self, pack: Pack) -> Known | None:
         try:
@@ -447,27 +305,6 @@ class PackRunner:
     def _later(self, receipt_handle: str, seconds: float) -> Disposition:
         self._queue.change_visibility(receipt_handle, seconds)
         return Disposition.LATER
-
-
-def _ended_on_job(job: Job | None, execution_id: str) -> bool:
-    """Whether a member's job, read after its pack was taken, says its run ended: the job carries it
-    (stored with its completion), or it is a one-time job completed (by its run, ended on an item of
-    its own). Either way the lone way finds the end, and records what is missing."""
-    if job is None:
-        return False
-    return ran_on_job(job, execution_id) or (job.status is JobStatus.COMPLETED and not job.recurring)
-
-
-def _let_go(preparing: Future[Prepared] | None) -> None:
-    """A member's task being prepared for a start that is not coming: what it holds is let go once
-    it is ready."""
-    if preparing is not None:
-        preparing.add_done_callback(_close_ready)
-
-
-def _close_ready(done: Future[Prepared]) -> None:
-    if done.exception() is None:
-        done.result().close()
 
 
 def _delay(seconds: float) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Protocol
@@ -21,6 +21,7 @@ from punctual.domain.models import Job, JobStamp, ran_on_job, skip_reason
 from punctual.domain.work import WorkItem
 from punctual.execution import pausing, run_policy, run_records
 from punctual.execution.attempts import Attempts
+from punctual.execution.config import WorkerConfig
 from punctual.execution.hooks import RunHooks
 from punctual.execution.instant_reads import Expected
 from punctual.execution.receipt_reads import Known, ReceiptReads
@@ -28,16 +29,12 @@ from punctual.execution.receipts import Disposition, Receipt, failure_delay, lat
 from punctual.execution.run_records import unstored_execution
 from punctual.execution.starts_first import StartsFirst
 from punctual.platform.clock import Clock
-from punctual.platform.config import FIRE_THREADS
 from punctual.platform.observability import EXECUTIONS_SKIPPED, logger, metrics
 from punctual.ports.queue import WorkQueue
 from punctual.ports.store import Store
-from punctual.tasks import AwsClients, LambdaClients, Prepared, TaskPolicy
+from punctual.tasks import AwsClients, LambdaClients, Prepared
 from punctual.tasks.netguard import Resolver, system_resolver
 
-# A message that becomes visible this close to its instant waits in the worker; earlier, it goes back.
-# (Beyond the head start a deployment gives its messages: WorkerConfig.lone_early_wait, max_early_wait.)
-MAX_EARLY_WAIT = timedelta(seconds=5)
 # A message whose execution changed as it was being skipped comes back this much later, looked at afresh;
 # a worker holding the run tries this many times first.
 LOST_SKIP_RETRY_SECONDS = 5
@@ -58,32 +55,6 @@ def _as_claimed(job: Job, claimed: Job, running: Execution) -> tuple[Job, Execut
     if job.timeout_seconds > claimed.timeout_seconds:
         job = replace(job, timeout_seconds=claimed.timeout_seconds)
     return job, replace(running, task_version=job.task_version)
-
-
-@dataclass(frozen=True)
-class WorkerConfig:
-    task_policy: TaskPolicy = field(default_factory=TaskPolicy)
-    result_max_bytes: int = 4096
-    # Settings.early_visibility_seconds: every message is visible at least this early (the local
-    # stack's), and waits in the worker for its instant.
-    early_visibility_seconds: int = 0
-    # Settings.lead_max_seconds: the most a crowded instant's packs are sent ahead on purpose, to be
-    # taken and prepared before it. Only a pack taken under one lease waits that long: a lone message
-    # or a retry held so long would bill its invocation for the wait, and has nothing to prepare.
-    lead_max_seconds: int = 0
-    # Settings.fire_threads: a pack's members started at once.
-    fire_threads: int = FIRE_THREADS
-
-    @property
-    def lone_early_wait(self) -> timedelta:
-        """How early a lone message (or a pack's member on its own), or a retry, waits in the worker."""
-        return MAX_EARLY_WAIT + timedelta(seconds=self.early_visibility_seconds)
-
-    @property
-    def max_early_wait(self) -> timedelta:
-        """How early a pack taken under one lease waits: the most the worker holds any message."""
-        lead = max(self.early_visibility_seconds, self.lead_max_seconds)
-        return MAX_EARLY_WAIT + timedelta(seconds=lead)
 
 
 class Worker:
@@ -134,7 +105,7 @@ class Worker:
         """The executions and jobs of a pack's members, read together (ReceiptReads.ahead)."""
         return self._reads.ahead(items)
 
-    # ------------------------------------------- for a pack's members run under its lease (packs.py)
+    # ----------------------------- for a pack's members run under its lease (packs.py, firing.py)
     @property
     def store(self) -> Store:
         return self._store
@@ -213,14 +184,14 @@ class Worker:
         if stored is not None and stored.status.is_final:
             # A duplicate or redelivered message. If the worker that finished it died before updating
             # the job, do that now.
-            self._ensure_outcome_recorded(stored)
+            self._hooks.found_ended(stored)
             return Disposition.DONE
         stored_job = self._reads.job(item.job_id, known)
         if stored is None and stored_job is not None and ran_on_job(stored_job, item.execution_id):
             # Ended, its end stored on its job's item with the job's completion (a one-time job's run
             # in a pack): as for one stored ended, above.
             assert stored_job.last_execution is not None
-            self._record_outcome(stored_job, stored_job.last_execution)
+            self._hooks.ended(stored_job, stored_job.last_execution)
             return Disposition.DONE
         job = self._effective(stored_job, item.scheduled_at)
         execution = stored or unstored_execution(item, job, self._clock.now(), self._store.retention)
@@ -380,7 +351,7 @@ class Worker:
         skipped = replace(
             execution, status=ExecutionStatus.SKIPPED, error=reason, finished_at=self._clock.now()
         )
-        self._record_outcome(job, skipped)
+        self._hooks.ended(job, skipped)
         return Disposition.DONE
 
     def _release(self, running: Execution) -> None:
@@ -389,18 +360,6 @@ class Worker:
         except (LostRace, RetryableStoreError):
             # Its lease runs out instead: the message waits for it.
             logger.warning("claim not given back", extra={"execution_id": running.id})
-
-    def _record_outcome(self, job: Job, finished: Execution) -> None:
-        """Complete the job if this was its last execution, or record its outcome on it; then what
-        follows (RunHooks.ended: auto-pause, notifications)."""
-        self._hooks.ended(job, finished)
-
-    def _ensure_outcome_recorded(self, execution: Execution) -> None:
-        job = self._store.jobs.get(execution.job_id)
-        # (a paused job too: a one-time job notes that its run ended, so that resuming does not repeat
-        # it; and a finished one, whose notifications may not have been queued)
-        if job is not None:
-            self._record_outcome(job, execution)
 
     def _skip(
         self,

@@ -147,7 +147,7 @@ class Settings(BaseModel):
         The next tick runs within a period and its lateness, and sends all that the soon partitions
         hold (it reads them up to its now + the hand-off window), so anything due after that and a
         margin for the tick's own run (15 s) can wait for it, and be sent packed with the rest of its
-        instant (scheduling/handoff.py, scanner.py).
+        instant (scheduling/handoff.py, tick.py).
         """
         return min(self.handoff_seconds, self.tick_seconds + self.tick_lateness_seconds + 15)
 

@@ -102,7 +102,7 @@ def pollers_for(executions_in_minute: int, policy: PollerPolicy) -> int:
 
 def instant_packs(executions: int, shards: int, pack_size: int) -> int:
     """Packs (work messages) of `executions` due at one instant: spread evenly over the shards by
-    their ids, each shard's part cut every `pack_size` (scanner.instant_chunks)."""
+    their ids, each shard's part cut every `pack_size` (tick.instant_chunks)."""
     if executions <= 0:
         return 0
     per_shard = math.ceil(executions / shards)

@@ -4,7 +4,8 @@ composition root (punctual/wiring.py) imports it; the stages reach it through th
 
 One table, several aggregates, one repository each:
 - keys.py        every key and its parts
-- codec.py       items <-> domain objects (list_keys.py: a job's index keys and tag entries)
+- codec/         items <-> domain objects, one module per kind of item (list_keys.py: a job's
+                 index keys and tag entries)
 - lifecycle.py   the execution and job transitions, as data, and the conditions they turn into
 - table.py       the calls: errors mapped to domain errors, batches, transactions, cursors
 - jobs.py        jobs (job_flags.py: settling a job's flag; job_views.py: lists, jobs with their

@@ -9,7 +9,8 @@ from typing import Any
 
 from punctual.domain.executions import DeadLetter
 from punctual.ports.pages import Page
-from punctual.store import codec, keys
+from punctual.store import keys
+from punctual.store.codec.dead_letters import dead_letter_from, dead_letter_item
 from punctual.store.table import Table, call, cursor_key
 
 
@@ -18,7 +19,7 @@ class DeadLetterRepository:
         self._table = table
 
     def put(self, letter: DeadLetter) -> None:
-        item = codec.dead_letter_item(letter, self._table.expiry(letter.dead_lettered_at))
+        item = dead_letter_item(letter, self._table.expiry(letter.dead_lettered_at))
         call(lambda: self._table.resource.put_item(Item=item))
 
     def page(self, owner: str, limit: int, start_key: dict[str, Any] | None) -> Page:
@@ -33,14 +34,14 @@ class DeadLetterRepository:
             kwargs["ExclusiveStartKey"] = cursor_key(start_key, equal={"pk": pk}, prefixed={"sk": ""})
         response = call(lambda: self._table.resource.query(**kwargs))
         return Page(
-            [codec.dead_letter_from(owner, i) for i in response.get("Items", [])],
+            [dead_letter_from(owner, i) for i in response.get("Items", [])],
             response.get("LastEvaluatedKey"),
         )
 
     def get(self, owner: str, execution_id: str) -> DeadLetter | None:
         key = keys.dead_letter_key(owner, execution_id)
         item = call(lambda: self._table.resource.get_item(Key=key, ConsistentRead=True)).get("Item")
-        return None if item is None else codec.dead_letter_from(owner, item)
+        return None if item is None else dead_letter_from(owner, item)
 
     def delete(self, owner: str, execution_id: str) -> None:
         key = keys.dead_letter_key(owner, execution_id)

@@ -3,7 +3,7 @@
 
 Writes: `record`, one conditional UpdateItem: only onto a stored execution (one expired from the
 history takes none) and never over the record of a later attempt. Reads: with the execution
-(`codec.execution_from`, through `deliveries_from`).
+(`codec.executions.execution_from`, through `deliveries_from`).
 """
 
 from __future__ import annotations

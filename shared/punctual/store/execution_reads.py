@@ -5,7 +5,7 @@ one-time job's scheduled run of a schedule version; the statuses of many (BatchG
 projection). Nothing here writes.
 
 A one-time job's run that ended under its pack's lease may be stored on its job's item instead
-(`codec.embedded_execution`): one by key, a page and a one-time job's scheduled run read it there
+(`codec.runs.embedded_execution`): one by key, a page and a one-time job's scheduled run read it there
 too; many in one call (the worker's reads, which read the job beside: `domain.models.ran_on_job`) and the
 statuses of many (of markers a dispatch stored, never such a run) do not.
 """
@@ -22,7 +22,10 @@ from punctual.domain.executions import Execution, ExecutionRef, ExecutionStatus,
 from punctual.domain.models import DueMarker, in_flight
 from punctual.platform.timefmt import to_rfc3339
 from punctual.ports.pages import Page
-from punctual.store import codec, keys
+from punctual.store import keys
+from punctual.store.codec.executions import execution_from
+from punctual.store.codec.jobs import job_from
+from punctual.store.codec.runs import embedded_execution
 from punctual.store.table import Table, call, cursor_key
 
 
@@ -60,7 +63,7 @@ class ExecutionReads:
         if item is None:
             return None
         try:
-            return codec.execution_from(item)
+            return execution_from(item)
         except (KeyError, ValueError, TypeError) as exc:
             raise UnreadableItem(f"execution {execution_id}: {type(exc).__name__}: {exc}") from exc
 
@@ -76,7 +79,7 @@ class ExecutionReads:
         for item in self._table.batch_get([{"pk": pk, "sk": sk} for pk, sk in by_key]):
             ref = by_key[_key_of(item)]
             try:
-                found[ref] = codec.execution_from(item)
+                found[ref] = execution_from(item)
             except (KeyError, ValueError, TypeError) as exc:
                 unreadable[ref] = f"{type(exc).__name__}: {exc}"[:500]
         return found, unreadable
@@ -110,7 +113,7 @@ class ExecutionReads:
         request, past which the page may be short, even empty, with a `last_key` to continue from).
         With `now`, as users see them then (`executions.execution_as_seen`), the status filter too, and on
         a first page the job's run under way that is not stored yet (`models.in_flight`). The job's
-        run stored on its item (`codec.embedded_execution`) is in its place, filters applied to it as
+        run stored on its item (`codec.runs.embedded_execution`) is in its place, filters applied to it as
         to the others: a read of the job a page."""
         page = self._page(job_id, limit, start_key, status=status, since=since, until=until, now=now)
         item = self._job_item(job_id)
@@ -132,7 +135,7 @@ class ExecutionReads:
     ) -> Page:
         """The page with the job's run under way, unstored, in its place (newest first): a pack's
         member is stored only at its end. Costs a read of that execution unless the page shows it."""
-        running = in_flight(codec.job_from(item), now)
+        running = in_flight(job_from(item), now)
         if running is None or any(e.id == running.id for e in page.items):
             return page
         at = running.scheduled_at
@@ -178,7 +181,7 @@ class ExecutionReads:
             )
 
         def shown(items: list[dict[str, Any]]) -> list[Execution]:
-            executions = [codec.execution_from(i) for i in items]
+            executions = [execution_from(i) for i in items]
             return executions if now is None else [execution_as_seen(e, now) for e in executions]
 
         if status is None:
@@ -235,7 +238,7 @@ class ExecutionReads:
                 ConsistentRead=True,
             )
         )
-        found = [codec.execution_from(i) for i in response.get("Items", [])]
+        found = [execution_from(i) for i in response.get("Items", [])]
         return [e for e in found if e.id != execution.id][:limit]
 
     def scheduled_run(self, job_id: str, schedule_version: int) -> Execution | None:
@@ -262,7 +265,7 @@ class ExecutionReads:
                     if run is not None and run.schedule_version == schedule_version:
                         return run
                 elif not item.get("manual", False):
-                    return codec.execution_from(item)
+                    return execution_from(item)
             if "LastEvaluatedKey" not in response:
                 return None
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
@@ -275,7 +278,7 @@ def _scheduled_id(execution_id: str) -> bool:
 
 
 def _on_job(item: dict[str, Any] | None) -> Execution | None:
-    return None if item is None else codec.embedded_execution(item)
+    return None if item is None else embedded_execution(item)
 
 
 def _between(execution: Execution, since: datetime | None, until: datetime | None) -> bool:

@@ -22,7 +22,11 @@ from punctual.domain.errors import LostRace
 from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import DueMarker, ran_on_job
 from punctual.platform.timefmt import to_epoch_ms, to_rfc3339
-from punctual.store import codec, keys, lifecycle
+from punctual.store import keys, lifecycle
+from punctual.store.codec.executions import EXECUTION_FIXED, execution_from, execution_item
+from punctual.store.codec.jobs import job_from
+from punctual.store.codec.markers import marker_item
+from punctual.store.codec.runs import RUN, run_fits, run_map
 from punctual.store.execution_reads import ExecutionReads
 from punctual.store.jobs import complete_with_run
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS as _T
@@ -42,8 +46,8 @@ class ExecutionRepository(ExecutionReads):
         """
         retention, shards = self._table.retention, self._table.shard_count
         self._table.batch_write(
-            [put(codec.execution_item(e, retention)) for e in executions]
-            + [put(codec.marker_item(m, shards)) for m in markers]
+            [put(execution_item(e, retention)) for e in executions]
+            + [put(marker_item(m, shards)) for m in markers]
         )
 
     def put_if_absent(self, execution: Execution) -> None:
@@ -52,7 +56,7 @@ class ExecutionRepository(ExecutionReads):
         try:
             call(
                 lambda: self._table.resource.put_item(
-                    Item=codec.execution_item(execution, self._table.retention),
+                    Item=execution_item(execution, self._table.retention),
                     ConditionExpression="attribute_not_exists(pk)",
                 )
             )
@@ -152,7 +156,7 @@ class ExecutionRepository(ExecutionReads):
 
         A one-time job's run that ran to its end is stored on its job's item instead, in the write
         that completes the job (`jobs.complete_with_run`): the one write for its end and its job,
-        where the job's item stays within a write unit with it (`codec.run_fits`; the copy returned
+        where the job's item stays within a write unit with it (`codec.runs.run_fits`; the copy returned
         says so: `job_failures`). Where it does not fit, or the job moved on meanwhile (paused,
         cancelled, rescheduled: the pause protocol's, `pausing.complete_job`), on an item of its own.
         A completing write that loses its condition may have lost it to itself (applied, then sent
@@ -160,7 +164,7 @@ class ExecutionRepository(ExecutionReads):
         whose pack's lease ran out, and the one that took it again): with the job carrying this run,
         nothing more is stored (`_on_job`)."""
         assert execution.started_at is not None and execution.lateness_ms is not None, "it started"
-        if codec.run_fits(execution):
+        if run_fits(execution):
             try:
                 failures = complete_with_run(self._table, execution)
             except LostRace:
@@ -342,9 +346,9 @@ class ExecutionRepository(ExecutionReads):
             lambda: self._table.resource.get_item(Key=keys.job_key(execution.job_id), ConsistentRead=True)
         )
         item = response.get("Item")
-        if item is None or not ran_on_job(codec.job_from(item), execution.id):
+        if item is None or not ran_on_job(job_from(item), execution.id):
             return None
-        if item[codec.RUN] != codec.run_map(execution):
+        if item[RUN] != run_map(execution):
             raise LostRace(f"execution {execution.id} ended on its job by another worker")
         return replace(execution, lease_until=None, job_failures=int(item.get("failures", 0)))
 
@@ -375,12 +379,10 @@ class ExecutionRepository(ExecutionReads):
         (`stores`), the update stores it: the execution's fixed fields are set if not there yet."""
         names, values = dict(condition.names), dict(condition.values)
         if stores:
-            item = codec.execution_item(execution, self._table.retention)
+            item = execution_item(execution, self._table.retention)
             # (less what this update sets itself: two paths to one attribute are refused)
             fixed = {
-                name: item[name]
-                for name in codec.EXECUTION_FIXED
-                if name in item and f"{name} = " not in update
+                name: item[name] for name in EXECUTION_FIXED if name in item and f"{name} = " not in update
             }
             sets = []
             for i, (name, value) in enumerate(fixed.items()):
@@ -399,7 +401,7 @@ class ExecutionRepository(ExecutionReads):
                 ReturnValues="ALL_NEW",
             )
         )
-        return codec.execution_from(response["Attributes"])
+        return execution_from(response["Attributes"])
 
 
 def _start_of(execution: Execution) -> tuple[str, dict[str, Any]]:

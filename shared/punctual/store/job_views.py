@@ -8,7 +8,7 @@ execution is the newest of its executions to have run to its end: the newest alo
 it, a read unit even when executions carry large results), then LAST_EXECUTION_READ at a time, for
 at most LAST_EXECUTION_PAGES pages in all (executions under way or skipped are passed over).
 Writes: only the deletion of tag entries that a list finds stale.
-A one-time job's run may be stored on its job's item (`codec.embedded_execution`, read as the job's
+A one-time job's run may be stored on its job's item (`codec.runs.embedded_execution`, read as the job's
 `last_execution`): it is one of the job's executions here, read with the job, for no read more.
 """
 
@@ -29,7 +29,9 @@ from punctual.platform import resources
 from punctual.platform.concurrency import parallel_map
 from punctual.ports.jobs import JobsRead
 from punctual.ports.pages import Page
-from punctual.store import codec, keys, list_keys, list_sources
+from punctual.store import keys, list_keys, list_sources
+from punctual.store.codec.executions import SHOWN_EXECUTION_ATTRIBUTES, execution_from
+from punctual.store.codec.jobs import job_from, job_item
 from punctual.store.table import Table, call, cursor_key, delete
 
 # Job ids begin so (jobs/creation.py): a name prefix that does may name a job without a name of its own.
@@ -99,7 +101,7 @@ class JobViews:
                 found.append(named_by_id)
                 if len(found) == limit:
                     # (on from where its by_name entry would be: its id is the least name of the prefix)
-                    place = {**codec.job_item(named_by_id), "name": name_prefix}
+                    place = {**job_item(named_by_id), "name": name_prefix}
                     return Page(found, source.resume_key(place))
         read_budget = self._table.list_read_budget
         stale: list[dict[str, Any]] = []
@@ -208,7 +210,7 @@ class JobViews:
         if item is None or list_keys.stored_name(name_prefix, str(item.get("name") or "")) is not None:
             return None
         try:
-            return codec.job_from(item)
+            return job_from(item)
         except (KeyError, ValueError, TypeError):
             return None
 
@@ -223,7 +225,7 @@ class JobViews:
         ]
         found: dict[str, Execution] = {}
         # (no result, no delivery records: what a job shows of its last execution, and fewer bytes back)
-        projection, names = codec.SHOWN_EXECUTION_ATTRIBUTES
+        projection, names = SHOWN_EXECUTION_ATTRIBUTES
         for item in self._table.batch_get(wanted, consistent=False, projection=projection, names=names):
             shown = _shown_execution(item)
             if shown is not None:
@@ -268,7 +270,7 @@ class JobViews:
         items = response.get("Items", [])
         if not items or items[0]["sk"] != keys.JOB_SK:
             return None
-        job = codec.job_from(items[0])
+        job = job_from(items[0])
         run = _shown(job.last_execution)
         last = _last_final(items[1:])
         # (those past the newest read sort below it: a run on the job's item above that one is newer)
@@ -352,7 +354,7 @@ def _shown_execution(item: dict[str, Any]) -> Execution | None:
     """An execution as shown on its job: no result (it stays on the execution), a short error; None
     for one this version cannot read (a status it does not know)."""
     try:
-        execution = codec.execution_from(item)
+        execution = execution_from(item)
     except (KeyError, ValueError, TypeError):
         return None
     return _shown(execution)

@@ -30,7 +30,9 @@ from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import Job, JobStamp, JobStatus
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from punctual.ports.jobs import JobsRead
-from punctual.store import codec, job_flags, keys, lifecycle, list_keys
+from punctual.store import job_flags, keys, lifecycle, list_keys
+from punctual.store.codec.jobs import STAMP_ATTRIBUTES, job_attributes, job_from, job_item
+from punctual.store.codec.runs import RUN, item_bytes, outcome_update, run_map
 from punctual.store.job_views import JobViews
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS, JOB_TRANSITIONS
 from punctual.store.table import Table, call, delete, put
@@ -66,7 +68,7 @@ class JobRepository(JobViews):
                 )
             )
             item = next(iter(response.get("Items", [])), None)
-        return None if item is None else codec.job_from(item)
+        return None if item is None else job_from(item)
 
     def get_many(self, job_ids: Iterable[str]) -> JobsRead:
         """Jobs by id, read consistently (one BatchGetItem a hundred)."""
@@ -75,7 +77,7 @@ class JobRepository(JobViews):
         for item in self._table.batch_get([keys.job_key(job_id) for job_id in dict.fromkeys(job_ids)]):
             job_id = keys.job_id_of(str(item["pk"]))
             try:
-                found[job_id] = codec.job_from(item)
+                found[job_id] = job_from(item)
             except Exception as exc:
                 unreadable[job_id] = f"{type(exc).__name__}: {exc}"[:500]
         return JobsRead(found, unreadable)
@@ -86,7 +88,7 @@ class JobRepository(JobViews):
         wanted = [keys.job_key(job_id) for job_id in dict.fromkeys(job_ids)]
         stamps: dict[str, JobStamp] = {}
         unreadable: dict[str, str] = {}
-        projection, names = codec.STAMP_ATTRIBUTES
+        projection, names = STAMP_ATTRIBUTES
         for item in self._table.batch_get(wanted, projection, names):
             job_id = keys.job_id_of(str(item["pk"]))
             try:
@@ -107,8 +109,8 @@ class JobRepository(JobViews):
         rules, whose notifications a redelivery finds to queue again only on a run's item of its own)."""
         if job is None or job.recurring or job.notify or job.last_execution is not None:
             return None
-        item = codec.job_item(job)
-        before = codec.item_bytes(item)
+        item = job_item(job)
+        before = item_bytes(item)
         for name in ("next_run_at", "queued_run_at", "task_ref", "flag"):
             item.pop(name, None)
         # (the longest outcome: a failure, counted, and flagged)
@@ -122,7 +124,7 @@ class JobRepository(JobViews):
             flag=list_keys.flag_of(JobStatus.COMPLETED, ExecutionStatus.FAILED) or "",
             revision=99_999,
         )
-        return max(before, codec.item_bytes(item))
+        return max(before, item_bytes(item))
 
     # ----------------------------------------------------------------- writes
     def put_new(self, job: Job) -> None:
@@ -132,7 +134,7 @@ class JobRepository(JobViews):
             self._table.batch_write([put(entry) for entry in list_keys.tag_entries(job)])
         call(
             lambda: self._table.resource.put_item(
-                Item=codec.job_item(job), ConditionExpression="attribute_not_exists(pk)"
+                Item=job_item(job), ConditionExpression="attribute_not_exists(pk)"
             )
         )
 
@@ -140,7 +142,7 @@ class JobRepository(JobViews):
         """Store new jobs with BatchWriteItem, retrying unprocessed ones. Unconditional: only for jobs
         whose ids were just drawn (an idempotent retry of a batch uses put_new for the rest)."""
         self._table.batch_write([put(entry) for job in jobs for entry in list_keys.tag_entries(job)])
-        self._table.batch_write([put(codec.job_item(job)) for job in jobs])
+        self._table.batch_write([put(job_item(job)) for job in jobs])
 
     def update(
         self,
@@ -164,7 +166,7 @@ class JobRepository(JobViews):
         values: dict[str, Any] = {}
         sets: list[str] = []
         removes: list[str] = []
-        attributes = codec.job_attributes(changes)
+        attributes = job_attributes(changes)
         attributes.update(list_keys.index_keys(job, changes))
         if "status" in changes:
             status = changes["status"]
@@ -221,7 +223,7 @@ class JobRepository(JobViews):
         if dropped:
             self._table.batch_write([delete(entry) for entry in dropped])
         item = job_flags.settle(self._table, response["Attributes"])
-        return codec.job_from(item)
+        return job_from(item)
 
     def complete(self, job: Job, execution: Execution) -> int | None:
         """Complete a job whose last execution this was (a one-time job's, or a recurring job's last
@@ -250,7 +252,7 @@ class JobRepository(JobViews):
         recorded this one already or one that finished after it (a redelivered message, runs ending
         out of order). Returns the job's consecutive failures with it, or None when not recorded (or
         the job is gone)."""
-        sets, removes, values = codec.outcome_update(execution)
+        sets, removes, values = outcome_update(execution)
         # The flag of an ACTIVE (or COMPLETED) job, as most are: one PAUSED or CANCELLED meanwhile has
         # its flag settled by a second write.
         flag = list_keys.flag_of(JobStatus.ACTIVE, execution.status)
@@ -351,7 +353,7 @@ class JobRepository(JobViews):
         )
         if item is None:
             raise LostRace(f"job {job.id} is gone")
-        return codec.job_from(job_flags.settle(self._table, dict(item)))
+        return job_from(job_flags.settle(self._table, dict(item)))
 
 
 def _outcome_status(job: Job) -> ExecutionStatus | None:
@@ -360,12 +362,12 @@ def _outcome_status(job: Job) -> ExecutionStatus | None:
 
 def complete_with_run(table: Table, execution: Execution) -> int:
     """`JobRepository.complete` for a one-time job's scheduled run that ran to its end, the run stored
-    on the job's item in the same one write (`codec.run_map`), instead of on an item of its own: the
-    caller has checked that it fits (`codec.run_fits`). Returns the job's consecutive failures.
+    on the job's item in the same one write (`codec.runs.run_map`), instead of on an item of its own: the
+    caller has checked that it fits (`codec.runs.run_fits`). Returns the job's consecutive failures.
     LostRace when the job no longer runs that schedule (paused, cancelled, rescheduled), or carries
     a run already (revived after one: that one stays)."""
     assert execution.status.ran_to_end and not execution.manual, "a scheduled run that ran"
-    item = _complete(table, execution, execution.status, run=codec.run_map(execution))
+    item = _complete(table, execution, execution.status, run=run_map(execution))
     return int(item.get("failures", 0))
 
 
@@ -377,14 +379,14 @@ def _complete(
 ) -> dict[str, Any]:
     """The write that completes a job (`complete`), with `run` on it if given; the item written."""
     finished = execution.finished_at or execution.scheduled_at
-    sets, removes, values = codec.outcome_update(execution) if execution.status.ran_to_end else ([], [], {})
+    sets, removes, values = outcome_update(execution) if execution.status.ran_to_end else ([], [], {})
     job_flags.set_flag(list_keys.flag_of(JobStatus.COMPLETED, outcome), sets, removes, values)
     condition = lifecycle.condition(JOB_TRANSITIONS["complete"], schedule_version=execution.schedule_version)
     expression, names = condition.expression, dict(condition.names)
     if run is not None:
         sets.append("#run = :run")
         values[":run"] = run
-        names["#run"] = codec.RUN
+        names["#run"] = RUN
         expression += " AND attribute_not_exists(#run)"
     completing = partial(
         table.resource.update_item,

@@ -1,7 +1,8 @@
 """Due markers, and those set aside in quarantine.
 
 - in a minute's bucket: pk DUE#<yyyymmddHHMM>#<shard>, sk <scheduled ms>#<execution id>; read once
-  by the scanner, from its position (`in_bucket`), never deleted by it: they expire (codec.MARKER_TTL);
+  by the scanner, from its position (`in_bucket`), never deleted by it: they expire
+  (codec.markers.MARKER_TTL);
 - due soon: pk DUE#SOON#<shard>; read whole every tick (`soon`), deleted once sent;
 - quarantined: pk QUARANTINE, sk <job id>#<scheduled ms>#<execution id>, with the reason, kept until
   released (no expiry).
@@ -17,7 +18,8 @@ from typing import Any
 
 from punctual.domain.buckets import Position
 from punctual.domain.models import DueMarker
-from punctual.store import codec, keys
+from punctual.store import keys
+from punctual.store.codec.markers import marker_from, marker_item, quarantine_item, quarantined_from
 from punctual.store.table import Table, call, delete, put
 
 
@@ -45,12 +47,12 @@ class MarkerRepository:
 
     def put(self, marker: DueMarker) -> None:
         """File the intent to enqueue an execution."""
-        item = codec.marker_item(marker, self._table.shard_count)
+        item = marker_item(marker, self._table.shard_count)
         call(lambda: self._table.resource.put_item(Item=item))
 
     def put_many(self, markers: Iterable[DueMarker]) -> None:
         """File markers in batches."""
-        self._table.batch_write([put(codec.marker_item(m, self._table.shard_count)) for m in markers])
+        self._table.batch_write([put(marker_item(m, self._table.shard_count)) for m in markers])
 
     def delete_many(self, markers: Iterable[DueMarker]) -> None:
         self._table.batch_write([delete(keys.marker_key(m, self._table.shard_count)) for m in markers])
@@ -60,7 +62,7 @@ class MarkerRepository:
         BatchGetItem per hundred."""
         shards = self._table.shard_count
         found = self._table.batch_get([keys.marker_key(m, shards) for m in markers])
-        return [codec.marker_from(item) for item in found]
+        return [marker_from(item) for item in found]
 
     def in_bucket(self, shard: int, start: Position, before: datetime) -> Iterator[DueMarker]:
         """Markers in the bucket of `start`'s minute, from `start` (inclusive) to those due before
@@ -90,7 +92,7 @@ class MarkerRepository:
         items = self._table.query_wire(
             limit, KeyConditionExpression=condition, ExpressionAttributeValues=values, ConsistentRead=True
         )
-        return (codec.marker_from(item) for item in items)
+        return (marker_from(item) for item in items)
 
     # ------------------------------------------------------------- quarantine
     def quarantine(self, markers: Iterable[DueMarker], reasons: dict[str, str], now: datetime) -> None:
@@ -99,7 +101,7 @@ class MarkerRepository:
         fixed)."""
         shards = self._table.shard_count
         self._table.batch_write(
-            [put(codec.quarantine_item(m, reasons.get(m.job_id, "unknown"), now, shards)) for m in markers]
+            [put(quarantine_item(m, reasons.get(m.job_id, "unknown"), now, shards)) for m in markers]
         )
 
     def quarantined(self, job_id: str | None = None) -> list[tuple[DueMarker, str]]:
@@ -112,7 +114,7 @@ class MarkerRepository:
         if job_id is not None:
             kwargs["KeyConditionExpression"] += " AND begins_with(sk, :prefix)"
             kwargs["ExpressionAttributeValues"][":prefix"] = keys.quarantine_prefix(job_id)
-        return [codec.quarantined_from(item) for item in self._table.query_all(**kwargs)]
+        return [quarantined_from(item) for item in self._table.query_all(**kwargs)]
 
     def release_quarantined(self, markers: Iterable[DueMarker]) -> None:
         """Drop these markers from quarantine (sent, or dropped as not to run)."""

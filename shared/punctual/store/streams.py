@@ -1,8 +1,8 @@
 """The table's stream, as the execution events read it: which records write an execution, and how
-(the attribute names are codec.py's).
+(the attribute names are codec/'s: executions.py, runs.py).
 
 An execution's write is to its own item, or, for a one-time job's run that ended under its pack's
-lease, to its job's item, in the write that completed the job (`codec.embedded_execution`).
+lease, to its job's item, in the write that completed the job (`codec.runs.embedded_execution`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 
 from punctual.domain.executions import Execution
-from punctual.store import codec, keys
+from punctual.store import keys
+from punctual.store.codec.runs import RUN, embedded_execution
 
 _DESERIALIZER = TypeDeserializer()
 
@@ -31,10 +32,10 @@ def execution_change(record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
     if "NewImage" not in change:
         return None
     if sk == keys.JOB_SK:
-        if codec.RUN not in change["NewImage"]:
+        if RUN not in change["NewImage"]:
             return None
-        run = codec.embedded_execution(_plain(change["NewImage"]))
-        old = codec.embedded_execution(_plain(change.get("OldImage") or {}))
+        run = embedded_execution(_plain(change["NewImage"]))
+        old = embedded_execution(_plain(change.get("OldImage") or {}))
         if run is None or (old is not None and old.id == run.id):
             return None
         return run

@@ -13,9 +13,9 @@ from punctual.domain.executions import ExecutionStatus, execution_id_for
 from punctual.domain.models import TaskSpec
 from punctual.domain.schedules import AtSchedule
 from punctual.domain.work import Pack, WorkItem
+from punctual.execution.config import MAX_EARLY_WAIT
 from punctual.execution.packs import PACK_LEASE_MIN
 from punctual.execution.receipts import Disposition
-from punctual.execution.worker import MAX_EARLY_WAIT
 from punctual.jobs.creation import NewJob
 from punctual.platform import resources
 from punctual.platform.clock import ManualClock

@@ -24,6 +24,7 @@ from punctual.platform import resources
 from punctual.platform.clock import ManualClock
 from punctual.platform.config import Settings
 from punctual.scheduling import scanner as scanner_module
+from punctual.scheduling import tick as tick_module
 from punctual.scheduling.prescaling import LeadPolicy, instant_packs, lead_seconds
 from punctual_testing.fake_aws import FakeAws, Latency, SentMessage, clients
 
@@ -171,7 +172,7 @@ def test_a_crowded_instant_read_from_the_soon_partitions_a_page_at_a_time_gets_i
     # Given 20 executions due at one instant created 150 s ahead: filed unclaimed under the soon
     # partitions for the next tick, which reads them 2 a shard at a time (a million at one instant
     # read 2,000 a shard at a time), each page quiet on its own (8 executions at most)
-    monkeypatch.setattr(scanner_module, "SOON_READ", 2)
+    monkeypatch.setattr(tick_module, "SOON_READ", 2)
     instant = NOW + timedelta(seconds=150)
     stack.create_at(instant, 20)
     assert stack.sent() == []

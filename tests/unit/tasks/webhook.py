@@ -95,10 +95,13 @@ def context(**changes: Any) -> TaskContext:
     return TaskContext(**(values | changes), policy=TaskPolicy(allowed_networks=networks))
 
 
+def http_spec(params: dict[str, Any], ctx: TaskContext) -> TaskSpec:
+    return tasks.validate(TaskSpec(type="http", params=params), ctx.policy)
+
+
 def run_http(params: dict[str, Any], ctx: TaskContext | None = None) -> Any:
     ctx = ctx or context()
-    spec = tasks.validate(TaskSpec(type="http", params=params), ctx.policy)
-    return tasks.run(spec, ctx)
+    return tasks.run(http_spec(params, ctx), ctx)
 
 
 def http_failure(params: dict[str, Any], ctx: TaskContext | None = None) -> TaskFailed:

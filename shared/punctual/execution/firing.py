@@ -1,0 +1,200 @@
+"""A pack held under its lease, at its instant: its members started side by side.
+
+The pack (punctual.execution.packs) was taken, and its members' tasks prepared, before the instant.
+At the instant the jobs that may have changed since they were read are read again: on a first take,
+those the instant's change records name (one Query, whatever the pack's size), otherwise those whose
+stamps differ. A member whose job changed is judged on the job as it now is (skipped if it must not
+run, started cold if it may), and one past its job's catch-up window is skipped. The others start at
+once, each on the task prepared for it, and each end is stored in one write
+(ExecutionRepository.put_end), the outcomes after all the starts. A member whose run the pack's last
+holder ended goes the lone way (Worker.handle), which finds its end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from datetime import datetime
+
+from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.models import (
+    CHANGE_RECORDS_LATE,
+    Job,
+    JobStamp,
+    JobStatus,
+    ran_on_job,
+    skip_reason,
+)
+from punctual.domain.work import Pack
+from punctual.execution import run_policy, run_records
+from punctual.execution.config import WorkerConfig
+from punctual.execution.receipts import UNEXPECTED_RETRY_SECONDS, Disposition, Member
+from punctual.execution.worker import Worker
+from punctual.platform.clock import Clock
+from punctual.platform.observability import logger
+from punctual.tasks import Prepared
+
+
+class Leased:
+    """A member to run under the pack's lease: its job as read, as it runs, its execution, and its
+    task being made ready ahead of the instant (Worker.prepare; None: it starts cold)."""
+
+    def __init__(
+        self, read: Job | None, job: Job, execution: Execution, prepared: Future[Prepared] | None = None
+    ) -> None:
+        self.read = read
+        self.job = job
+        self.execution = execution
+        self.prepared = prepared
+
+    def let_go(self) -> None:
+        """Its task being prepared for a start that is not coming: what it holds is let go once it is
+        ready."""
+        if self.prepared is not None:
+            self.prepared.add_done_callback(_close_ready)
+
+
+class Firing:
+    def __init__(self, worker: Worker, clock: Clock, config: WorkerConfig) -> None:
+        self._worker = worker
+        self._clock = clock
+        self._config = config
+
+    def fire(
+        self,
+        pack: Pack,
+        leased: dict[int, Leased],
+        members: list[Member],
+        lease_until: datetime,
+        receive_count: int,
+        first: bool,
+    ) -> dict[int, Future[Disposition]]:
+        """At the instant: whatever changed in their jobs since read stops a run (a job completed
+        meanwhile by its run, which the pack's last holder ended: that member goes the lone way, which
+        finds it ended); the others start side by side, their outcomes written after all their starts.
+        `first`: the pack's first take (no other holder can have ended a member)."""
+        if not leased:
+            return {}
+        store = self._worker.store
+        changed = self._changed(pack, leased, first)
+        again = store.jobs.get_many(changed).found if changed else {}
+        # (a change recorded that left the job as read, its stamp the same, stops nothing)
+        read = {m.execution.job_id: m.read for m in leased.values()}
+        changed = {
+            job_id
+            for job_id in changed
+            if (now := again.get(job_id)) is None
+            or (was := read.get(job_id)) is None
+            or JobStamp.of(now) != JobStamp.of(was)
+        }
+        ready: dict[int, Leased] = {}
+        results: dict[int, Disposition] = {}
+        alone: list[int] = []
+        began = self._clock.now()
+        for n, member in leased.items():
+            job = member.job
+            if member.execution.job_id in changed:
+                if ended_on_job(again.get(member.execution.job_id), member.execution.id):
+                    alone.append(n)
+                    continue
+                now_job = self._worker.effective(
+                    again.get(member.execution.job_id), member.execution.scheduled_at
+                )
+                reason = skip_reason(now_job, member.execution)
+                if reason is not None or now_job is None:
+                    results[n] = self._worker.end_unstarted(
+                        now_job, member.execution, reason or "job deleted", members[n], by_policy=False
+                    )
+                    continue
+                # (no longer a timeout than the lease was sized for)
+                job = replace(now_job, timeout_seconds=min(now_job.timeout_seconds, job.timeout_seconds))
+            late = run_policy.too_late(job, member.execution, began)
+            if late is not None:
+                results[n] = self._worker.end_unstarted(
+                    job, member.execution, late, members[n], by_policy=True
+                )
+                continue
+            # (prepared for the job as read: one changed since starts cold)
+            prepared = None if member.execution.job_id in changed else member.prepared
+            ready[n] = Leased(member.read, job, member.execution, prepared)
+        for n, member in leased.items():
+            if n not in ready or ready[n].prepared is None:
+                member.let_go()  # (its start is not coming, or comes cold)
+        leaves = {n: self._worker.starting() for n in ready}
+        pool = ThreadPoolExecutor(max_workers=max(1, min(len(ready), self._config.fire_threads)))
+        futures: dict[int, Future[Disposition]] = {}
+        try:
+            for n, member in ready.items():
+                futures[n] = pool.submit(self._start, member, members[n], lease_until, leaves[n])
+            for n in alone:
+                futures[n] = pool.submit(self._worker.handle, pack.items[n], members[n], receive_count)
+        finally:
+            pool.shutdown(wait=False)
+        for n, result in results.items():
+            done: Future[Disposition] = Future()
+            done.set_result(result)
+            futures[n] = done
+        return futures
+
+    def _changed(self, pack: Pack, leased: dict[int, Leased], first: bool) -> set[str]:
+        """The members' jobs that may have changed since they were read: on a first take at about its
+        instant, those the instant's change records name (one Query, whatever the pack's size: a
+        request records a change to a job whose run may be in a message before it writes it);
+        otherwise, or fired late, those whose stamps differ (a read per member)."""
+        store = self._worker.store
+        job_ids = {m.execution.job_id for m in leased.values()}
+        unread = {m.execution.job_id for m in leased.values() if m.read is None}
+        late = self._clock.now() - pack.scheduled_at >= CHANGE_RECORDS_LATE
+        if first and not late:
+            return (set(store.changes.changed(pack.scheduled_at)) & job_ids) | unread
+        stamps, _ = store.jobs.stamps(job_ids)
+        return unread | {
+            m.execution.job_id
+            for m in leased.values()
+            if m.read is not None and stamps.get(m.read.id) != JobStamp.of(m.read)
+        }
+
+    def _start(
+        self, member: Leased, receipt: Member, lease_until: datetime, leave: Callable[[], None]
+    ) -> Disposition:
+        prepared = None
+        try:
+            prepared = None if member.prepared is None else member.prepared.result()
+            began = self._clock.now()
+            running = replace(
+                member.execution,
+                status=ExecutionStatus.RUNNING,
+                attempts=1,
+                started_at=began,
+                lateness_ms=run_records.lateness_ms(member.execution, began),
+                lease_until=lease_until,
+                task_version=member.job.task_version,
+                job_item_bytes=self._worker.store.jobs.completed_bytes(
+                    member.read
+                ),  # (its end may go on its job's item)
+            )
+            return self._worker.run_leased(member.job, running, leave, receipt, prepared)
+        except Exception:
+            # Its end not stored: it runs again, on its own, with its claim.
+            logger.exception("member failed unexpectedly", extra={"execution_id": member.execution.id})
+            receipt.later = float(UNEXPECTED_RETRY_SECONDS)
+            return Disposition.LATER
+        finally:
+            leave()
+            if prepared is not None:
+                prepared.close()
+
+
+def ended_on_job(job: Job | None, execution_id: str) -> bool:
+    """Whether a member's job, read after its pack was taken, says its run ended: the job carries it
+    (stored with its completion), or it is a one-time job completed (by its run, ended on an item of
+    its own). Either way the lone way finds the end, and records what is missing."""
+    if job is None:
+        return False
+    return ran_on_job(job, execution_id) or (job.status is JobStatus.COMPLETED and not job.recurring)
+
+
+def _close_ready(done: Future[Prepared]) -> None:
+    if done.exception() is None:
+        done.result().close()
