@@ -1,21 +1,24 @@
 """A pack held under its lease, at its instant: its members started side by side.
 
-The pack (punctual.execution.packs) was taken, and its members' tasks prepared, before the instant.
-At the instant the jobs that may have changed since they were read are read again: on a first take,
-those the instant's change records name (one Query, whatever the pack's size), otherwise those whose
-stamps differ. A member whose job changed is judged on the job as it now is (skipped if it must not
-run, started cold if it may), and one past its job's catch-up window is skipped. The others start at
-once, each on the task prepared for it, and each end is stored in one write
-(ExecutionRepository.put_end), the outcomes after all the starts. A member whose run the pack's last
-holder ended goes the lone way (Worker.handle), which finds its end.
+The pack (punctual.execution.packs) was taken, and its members' tasks prepared, before the instant;
+each member waits on a thread of its own from then (`Starters`). At the instant the jobs that may
+have changed since they were read are read again: on a first take, those the instant's change
+records name (one Query for every pack of the process firing at that instant, `InstantChanges`),
+otherwise those whose stamps differ. A member whose job changed is judged on the job as it now is
+(skipped if it must not run, started cold if it may), and one past its job's catch-up window is
+skipped. The others start at once, each on the task prepared for it, and each end is stored in one
+write (ExecutionRepository.put_end), the outcomes after all the starts. A member whose run the pack's
+last holder ended goes the lone way (Worker.handle), which finds its end.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 
 from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import (
@@ -55,11 +58,97 @@ class Leased:
             self.prepared.add_done_callback(_close_ready)
 
 
+class InstantChanges:
+    """An instant's change records, read once for every pack of this process firing at it.
+
+    A crowded instant is many packs in one process (many messages of one, handed off by requests, in
+    the local stack above all), and each reading the records on its own would be a Query each, made
+    as each pack's thread gets its turn. The first pack to ask at the instant reads them; the others
+    wait for that read, or take its answer if it is made. The read is shared only when it began at or
+    after the instant: it then covers every change acknowledged before the instant, as a pack's own
+    read would (a change acknowledged after the read began came after the instant). A read that fails
+    is not shared: each pack then reads on its own."""
+
+    def __init__(self, read: Callable[[datetime], frozenset[str]], clock: Clock) -> None:
+        self._read = read
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._reads: dict[datetime, Future[frozenset[str]]] = {}
+
+    def changed(self, instant: datetime) -> frozenset[str]:
+        now = self._clock.now()
+        if now < instant:
+            return self._read(instant)  # (too early to stand for the instant's other packs)
+        with self._lock:
+            # (an instant this far past is read by stamps, never by its records: forgotten)
+            for old in [at for at in self._reads if now - at >= CHANGE_RECORDS_LATE]:
+                del self._reads[old]
+            shared = self._reads.get(instant)
+            mine = shared is None
+            if shared is None:
+                shared = self._reads[instant] = Future()
+        if mine:
+            try:
+                shared.set_result(self._read(instant))
+            except BaseException as exc:
+                with self._lock:
+                    del self._reads[instant]
+                shared.set_exception(exc)
+                raise
+        try:
+            return shared.result()
+        except Exception:
+            return self._read(instant)
+
+
+class Starters:
+    """A pack's members, each waiting on a thread of the pack's for its word at the instant.
+
+    Work handed to a thread at the instant waits for its turn in the interpreter behind every member
+    already started, and a thread made then waits to be started: a crowded instant's packs, each
+    handing out hundreds, would start their last members seconds late. So each member waits on its
+    thread from before the instant (the threads that prepared the members, reused: no more threads
+    than the pack had). At the instant the pack says what each does (start, go the lone way, or
+    nothing: ended) and lets them all go at once.
+
+    The pool's earlier work (the preparing, members going the lone way) is given to it first, and a
+    pool hands out its work in order: no waiting member holds a thread that work needs."""
+
+    def __init__(self, pool: ThreadPoolExecutor, members: Iterable[int]) -> None:
+        self._go = threading.Event()
+        self._lock = threading.Lock()
+        self._work: dict[int, Callable[[], Disposition]] = {}
+        self.waiting = {n: pool.submit(self._wait, n) for n in members}
+
+    def _wait(self, n: int) -> Disposition:
+        self._go.wait()
+        return self._work[n]()
+
+    def go(self, work: dict[int, Callable[[], Disposition]]) -> None:
+        """Each member's work (every member's), and the word."""
+        with self._lock:
+            self._work.update(work)
+        self._go.set()
+
+    def let_go(self) -> None:
+        """The word, for members not given work (none started: the pack failed before its starts):
+        their threads end, doing nothing."""
+        with self._lock:
+            for n in self.waiting:
+                self._work.setdefault(n, partial(_given, Disposition.LATER))
+        self._go.set()
+
+
+def _given(result: Disposition) -> Disposition:
+    return result
+
+
 class Firing:
     def __init__(self, worker: Worker, clock: Clock, config: WorkerConfig) -> None:
         self._worker = worker
         self._clock = clock
         self._config = config
+        self._changes = InstantChanges(lambda at: worker.store.changes.changed(at), clock)
 
     def fire(
         self,
@@ -69,12 +158,15 @@ class Firing:
         lease_until: datetime,
         receive_count: int,
         first: bool,
+        starters: Starters,
     ) -> dict[int, Future[Disposition]]:
         """At the instant: whatever changed in their jobs since read stops a run (a job completed
         meanwhile by its run, which the pack's last holder ended: that member goes the lone way, which
         finds it ended); the others start side by side, their outcomes written after all their starts.
-        `first`: the pack's first take (no other holder can have ended a member)."""
+        `first`: the pack's first take (no other holder can have ended a member). `starters`: the
+        members' threads, waiting since the pack held (`Starters`)."""
         if not leased:
+            starters.go({})
             return {}
         store = self._worker.store
         changed = self._changed(pack, leased, first)
@@ -122,24 +214,19 @@ class Firing:
             if n not in ready or ready[n].prepared is None:
                 member.let_go()  # (its start is not coming, or comes cold)
         leaves = {n: self._worker.starting() for n in ready}
-        pool = ThreadPoolExecutor(max_workers=max(1, min(len(ready), self._config.fire_threads)))
-        futures: dict[int, Future[Disposition]] = {}
-        try:
-            for n, member in ready.items():
-                futures[n] = pool.submit(self._start, member, members[n], lease_until, leaves[n])
-            for n in alone:
-                futures[n] = pool.submit(self._worker.handle, pack.items[n], members[n], receive_count)
-        finally:
-            pool.shutdown(wait=False)
+        work: dict[int, Callable[[], Disposition]] = {
+            n: partial(self._start, member, members[n], lease_until, leaves[n]) for n, member in ready.items()
+        }
+        for n in alone:
+            work[n] = partial(self._worker.handle, pack.items[n], members[n], receive_count)
         for n, result in results.items():
-            done: Future[Disposition] = Future()
-            done.set_result(result)
-            futures[n] = done
-        return futures
+            work[n] = partial(_given, result)
+        starters.go(work)
+        return dict(starters.waiting)
 
     def _changed(self, pack: Pack, leased: dict[int, Leased], first: bool) -> set[str]:
         """The members' jobs that may have changed since they were read: on a first take at about its
-        instant, those the instant's change records name (one Query, whatever the pack's size: a
+        instant, those the instant's change records name (one Query for the instant's packs: a
         request records a change to a job whose run may be in a message before it writes it);
         otherwise, or fired late, those whose stamps differ (a read per member)."""
         store = self._worker.store
@@ -147,7 +234,7 @@ class Firing:
         unread = {m.execution.job_id for m in leased.values() if m.read is None}
         late = self._clock.now() - pack.scheduled_at >= CHANGE_RECORDS_LATE
         if first and not late:
-            return (set(store.changes.changed(pack.scheduled_at)) & job_ids) | unread
+            return (set(self._changes.changed(pack.scheduled_at)) & job_ids) | unread
         stamps, _ = store.jobs.stamps(job_ids)
         return unread | {
             m.execution.job_id

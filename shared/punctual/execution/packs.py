@@ -47,7 +47,7 @@ from punctual.domain.models import skip_reason
 from punctual.domain.work import Pack, WorkItem
 from punctual.execution import run_policy, run_records
 from punctual.execution.config import WorkerConfig
-from punctual.execution.firing import Firing, Leased, ended_on_job
+from punctual.execution.firing import Firing, Leased, Starters, ended_on_job
 from punctual.execution.receipt_reads import Known
 from punctual.execution.receipts import (
     THROTTLE_BACKOFF_SECONDS,
@@ -216,16 +216,21 @@ class PackRunner:
                 for n, item in enumerate(pack.items)
                 if n not in leased and outcomes[n] is None
             }
-            wait = (pack.scheduled_at - self._clock.now()).total_seconds()
-            if wait > 0:
-                self._clock.sleep(wait)  # never early
+            starters = Starters(pool, leased)  # (after the work above: see Starters)
             try:
-                fired = self._firing.fire(pack, leased, members, lease_until, receive_count, taken.first)
+                wait = (pack.scheduled_at - self._clock.now()).total_seconds()
+                if wait > 0:
+                    self._clock.sleep(wait)  # never early
+                fired = self._firing.fire(
+                    pack, leased, members, lease_until, receive_count, taken.first, starters
+                )
             except Exception:
                 for member in leased.values():
                     member.let_go()
                 self._give_back(packs, pack, holder)  # (none of them started)
                 raise
+            finally:
+                starters.let_go()  # (nothing, once they have their work)
             for n, future in alone.items():
                 outcomes[n] = future.result()
             for n, future in fired.items():
