@@ -165,6 +165,8 @@ def per_million_usd(
         "assumed": {
             **asdict(assumptions),
             "sqs_requests_per_execution": "0.3: full batches of ten (a send, a receive, a delete)",
+            "change_records_reads": "one a pack: the packs of a quiet instant start in environments "
+            "of their own, none sharing its read (the benchmark's one process would share it)",
             "execution_changes_per_event": f"full stream batches of {assumptions.events_batch:g} "
             "records, each one owner's changes to one status: one event a batch, cut where the "
             "measured bytes of its changes' details and the entry's own "

@@ -10,9 +10,11 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from unittest import mock
 
 from bench.common import WEBHOOK
 from bench.cost.meter import CALLER, POLLING, STORAGE_OVERHEAD_BYTES, Meter, Tally
+from punctual.execution.firing import InstantChanges
 from punctual.platform import aws_limits as sizing
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
@@ -27,6 +29,15 @@ START = datetime(2026, 12, 1, 8, 59, 30, tzinfo=UTC)
 # lookahead + tick + 30 s = 180 s); the others are due within the hand-off window.
 SCANNED_LEAD_SECONDS = 200
 HANDED_OFF_LEAD_SECONDS = 20
+
+
+@contextmanager
+def _packs_apart() -> Iterator[None]:
+    """Each pack reads its instant's change records itself. In this one process the packs of an
+    instant would share that read (InstantChanges); on AWS a quiet instant's packs start side by side
+    in environments of their own, each reading its own: what is priced."""
+    with mock.patch.object(InstantChanges, "changed", lambda changes, instant: changes.read(instant)):
+        yield
 
 
 @contextmanager
@@ -50,7 +61,7 @@ def one_time(jobs: int, minutes: int, *, lead_seconds: int, batch_size: int = 1)
     """`jobs` one-time jobs due `lead_seconds` ahead and after, in groups of ten at the same second;
     created one a request (POST /jobs), or `batch_size` a request (POST /jobs/batch) when above 1."""
     clock = ManualClock(START)
-    with _webhook() as task, mocked_world(clock) as world:
+    with _packs_apart(), _webhook() as task, mocked_world(clock) as world:
         meter = Meter(world)
         with meter.logging():
             world.run_for(90)  # to 09:01:00: the scanner's positions in their rhythm
@@ -88,7 +99,7 @@ def one_time(jobs: int, minutes: int, *, lead_seconds: int, batch_size: int = 1)
 def recurring(jobs: int, minutes: int) -> dict[str, Any]:
     """`jobs` every-minute cron jobs, measured per occurrence once they are in their rhythm."""
     clock = ManualClock(START)
-    with _webhook() as task, mocked_world(clock) as world:
+    with _packs_apart(), _webhook() as task, mocked_world(clock) as world:
         meter = Meter(world)
         with meter.logging():
             world.run_for(90)  # the scanner's positions in their rhythm

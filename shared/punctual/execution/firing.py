@@ -70,7 +70,7 @@ class InstantChanges:
     is not shared: each pack then reads on its own."""
 
     def __init__(self, read: Callable[[datetime], frozenset[str]], clock: Clock) -> None:
-        self._read = read
+        self.read = read  # (one read of its own)
         self._clock = clock
         self._lock = threading.Lock()
         self._reads: dict[datetime, Future[frozenset[str]]] = {}
@@ -78,7 +78,7 @@ class InstantChanges:
     def changed(self, instant: datetime) -> frozenset[str]:
         now = self._clock.now()
         if now < instant:
-            return self._read(instant)  # (too early to stand for the instant's other packs)
+            return self.read(instant)  # (too early to stand for the instant's other packs)
         with self._lock:
             # (an instant this far past is read by stamps, never by its records: forgotten)
             for old in [at for at in self._reads if now - at >= CHANGE_RECORDS_LATE]:
@@ -89,7 +89,7 @@ class InstantChanges:
                 shared = self._reads[instant] = Future()
         if mine:
             try:
-                shared.set_result(self._read(instant))
+                shared.set_result(self.read(instant))
             except BaseException as exc:
                 with self._lock:
                     del self._reads[instant]
@@ -98,7 +98,7 @@ class InstantChanges:
         try:
             return shared.result()
         except Exception:
-            return self._read(instant)
+            return self.read(instant)
 
 
 class Starters:
