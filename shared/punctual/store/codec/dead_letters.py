@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from punctual.domain.executions import DeadLetter
-from punctual.platform.timefmt import from_epoch_ms, parse_rfc3339, to_epoch_ms, to_rfc3339
+from punctual.platform.timefmt import from_epoch_ms, parse_stored, to_epoch_ms, to_rfc3339
 from punctual.store import keys
 from punctual.store.codec.values import optional_int, present
 
@@ -35,6 +35,6 @@ def dead_letter_from(owner: str, item: dict[str, Any]) -> DeadLetter:
         scheduled_at=from_epoch_ms(int(item["scheduled_ms"])),
         schedule_version=optional_int(item.get("schedule_version")),
         manual=bool(item.get("manual", False)),
-        dead_lettered_at=parse_rfc3339(str(item["dead_lettered_at"])),
+        dead_lettered_at=parse_stored(str(item["dead_lettered_at"])),
         error=str(item.get("error", "")),
     )

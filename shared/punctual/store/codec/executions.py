@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from punctual.domain.executions import Execution, ExecutionStatus
-from punctual.platform.timefmt import from_epoch_ms, parse_rfc3339, to_epoch_ms, to_rfc3339
+from punctual.platform.timefmt import from_epoch_ms, parse_stored, to_epoch_ms, to_rfc3339
 from punctual.store import keys
 from punctual.store.codec.values import from_iso, iso, optional_int, present
 from punctual.store.deliveries import deliveries_from
@@ -71,7 +71,7 @@ def execution_from(item: dict[str, Any]) -> Execution:
         id=str(item["id"]),
         job_id=str(item["job_id"]),
         owner=str(item["owner"]),
-        scheduled_at=parse_rfc3339(item["scheduled_at"]),
+        scheduled_at=parse_stored(item["scheduled_at"]),
         status=ExecutionStatus(item["status"]),
         schedule_version=int(item.get("schedule_version", 1)),
         manual=bool(item.get("manual", False)),

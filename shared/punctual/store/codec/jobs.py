@@ -21,7 +21,7 @@ from punctual.domain.models import (
 )
 from punctual.domain.policies import JobPolicy, NotifyRule, RetryPolicy
 from punctual.platform.signing import SigningKeys
-from punctual.platform.timefmt import parse_rfc3339
+from punctual.platform.timefmt import parse_stored
 from punctual.store import keys, list_keys
 from punctual.store.codec.runs import embedded_execution, outcome_from
 from punctual.store.codec.values import from_iso, iso, optional_int, present
@@ -109,8 +109,8 @@ def job_from(item: dict[str, Any]) -> Job:
         schedule=SCHEDULE_ADAPTER.validate_json(item["schedule"]),
         retry=RetryPolicy.model_validate_json(item["retry"]) if "retry" in item else RetryPolicy(),
         timeout_seconds=int(item.get("timeout_seconds", DEFAULT_TIMEOUT_SECONDS)),
-        created_at=parse_rfc3339(item["created_at"]),
-        updated_at=parse_rfc3339(item["updated_at"]),
+        created_at=parse_stored(item["created_at"]),
+        updated_at=parse_stored(item["updated_at"]),
         next_run_at=from_iso(item.get("next_run_at")),
         schedule_version=int(item.get("schedule_version", 1)),
         anchor_at=from_iso(item.get("anchor_at")),

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
+from punctual.platform.timefmt import parse_stored, to_rfc3339
 
 
 def iso(value: datetime | None) -> str | None:
@@ -16,7 +16,7 @@ def iso(value: datetime | None) -> str | None:
 
 
 def from_iso(value: Any) -> datetime | None:
-    return None if value in (None, "") else parse_rfc3339(str(value))
+    return None if value in (None, "") else parse_stored(str(value))
 
 
 def optional_int(value: Any) -> int | None:
