@@ -31,7 +31,6 @@ from punctual.domain.models import (
 )
 from punctual.domain.work import Pack
 from punctual.execution import run_policy, run_records
-from punctual.execution.config import WorkerConfig
 from punctual.execution.receipts import UNEXPECTED_RETRY_SECONDS, Disposition, Member
 from punctual.execution.worker import Worker
 from punctual.platform.clock import Clock
@@ -40,16 +39,24 @@ from punctual.tasks import Prepared
 
 
 class Leased:
-    """A member to run under the pack's lease: its job as read, as it runs, its execution, and its
-    task being made ready ahead of the instant (Worker.prepare; None: it starts cold)."""
+    """A member to run under the pack's lease: its job as read, as it runs, its execution, its task
+    being made ready ahead of the instant (Worker.prepare; None: it starts cold), and the size its
+    job's item would have with its end on it (JobStore.completed_bytes of the job as read: sized
+    while the pack holds, not at the instant)."""
 
     def __init__(
-        self, read: Job | None, job: Job, execution: Execution, prepared: Future[Prepared] | None = None
+        self,
+        read: Job | None,
+        job: Job,
+        execution: Execution,
+        prepared: Future[Prepared] | None = None,
+        job_item_bytes: int | None = None,
     ) -> None:
         self.read = read
         self.job = job
         self.execution = execution
         self.prepared = prepared
+        self.job_item_bytes = job_item_bytes
 
     def let_go(self) -> None:
         """Its task being prepared for a start that is not coming: what it holds is let go once it is
@@ -144,10 +151,9 @@ def _given(result: Disposition) -> Disposition:
 
 
 class Firing:
-    def __init__(self, worker: Worker, clock: Clock, config: WorkerConfig) -> None:
+    def __init__(self, worker: Worker, clock: Clock) -> None:
         self._worker = worker
         self._clock = clock
-        self._config = config
         self._changes = InstantChanges(lambda at: worker.store.changes.changed(at), clock)
 
     def fire(
@@ -209,7 +215,7 @@ class Firing:
                 continue
             # (prepared for the job as read: one changed since starts cold)
             prepared = None if member.execution.job_id in changed else member.prepared
-            ready[n] = Leased(member.read, job, member.execution, prepared)
+            ready[n] = Leased(member.read, job, member.execution, prepared, member.job_item_bytes)
         for n, member in leased.items():
             if n not in ready or ready[n].prepared is None:
                 member.let_go()  # (its start is not coming, or comes cold)
@@ -257,9 +263,7 @@ class Firing:
                 lateness_ms=run_records.lateness_ms(member.execution, began),
                 lease_until=lease_until,
                 task_version=member.job.task_version,
-                job_item_bytes=self._worker.store.jobs.completed_bytes(
-                    member.read
-                ),  # (its end may go on its job's item)
+                job_item_bytes=member.job_item_bytes,  # (its end may go on its job's item)
             )
             return self._worker.run_leased(member.job, running, leave, receipt, prepared)
         except Exception:

@@ -86,7 +86,7 @@ class PackRunner:
         self._clock = clock
         self._config = config
         self._packs = packs
-        self._firing = Firing(worker, clock, config)
+        self._firing = Firing(worker, clock)
 
     def handle(self, pack: Pack, receipt_handle: str, receive_count: int = 1) -> Disposition:
         leased = self._packs is not None and not pack.guarded and len(pack.items) >= PACK_LEASE_MIN
@@ -200,6 +200,8 @@ class PackRunner:
                     outcomes[n] = self._worker.end_unstarted(
                         member.job, member.execution, reason, members[n], by_policy=False
                     )
+            for member in leased.values():
+                member.job_item_bytes = store.jobs.completed_bytes(member.read)
         except Exception:
             self._give_back(packs, pack, holder)
             raise

@@ -28,7 +28,7 @@ from typing import Any
 from punctual.domain.errors import LostRace
 from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import Job, JobStamp, JobStatus
-from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
+from punctual.platform.timefmt import parse_stored, to_rfc3339
 from punctual.ports.jobs import JobsRead
 from punctual.store import job_flags, keys, lifecycle, list_keys
 from punctual.store.codec.jobs import STAMP_ATTRIBUTES, job_attributes, job_from, job_item
@@ -95,7 +95,7 @@ class JobRepository(JobViews):
                 stamps[job_id] = JobStamp(
                     JobStatus(item["status"]),
                     int(item.get("schedule_version", 1)),
-                    parse_rfc3339(item["updated_at"]),
+                    parse_stored(item["updated_at"]),
                 )
             except Exception as exc:
                 unreadable[job_id] = f"{type(exc).__name__}: {exc}"[:500]

@@ -20,7 +20,7 @@ from typing import Any
 from punctual.domain.named_tasks import NamedTask
 from punctual.domain.policies import RetryPolicy
 from punctual.platform import resources
-from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
+from punctual.platform.timefmt import parse_stored, to_rfc3339
 from punctual.ports.pages import Page
 from punctual.store import keys
 from punctual.store.table import Table, call, cursor_key
@@ -162,6 +162,6 @@ def _task_from(item: dict[str, Any]) -> NamedTask:
         description=str(item.get("description", "")),
         tags={str(k): str(v) for k, v in (item.get("tags") or {}).items()},
         version=int(item["version"]),
-        created_at=parse_rfc3339(item["created_at"]),
-        updated_at=parse_rfc3339(item["updated_at"]),
+        created_at=parse_stored(item["created_at"]),
+        updated_at=parse_stored(item["updated_at"]),
     )
