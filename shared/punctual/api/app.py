@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, Router
+from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, ResponseBuilder, Route, Router
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from punctual import __version__
@@ -202,6 +202,7 @@ def _resolver(resolver: ApiGatewayResolver) -> ApiGatewayResolver:
 
 
 _request = threading.local()
+_building = threading.Lock()
 
 
 class _PerThread(ApiGatewayResolver):
@@ -235,6 +236,16 @@ class _PerThread(ApiGatewayResolver):
     @context.setter
     def context(self, value: dict[str, Any]) -> None:
         _request.context = value
+
+    def _call_route(self, route: Route, route_arguments: dict[str, str]) -> ResponseBuilder:
+        # Powertools builds a route's middleware stack at its first call, onto what is there: two
+        # threads making a route's first calls at once each wrap the other's frames, and the route
+        # answers 500 until the process restarts.
+        if not route._middleware_stack_built:
+            with _building:
+                if not route._middleware_stack_built:
+                    route._build_middleware_stack(router_middlewares=self._router_middlewares, app=self)
+        return super()._call_route(route, route_arguments)
 
     def resolve(self, event: Any, context: Any) -> dict[str, Any]:
         # (Powertools sets its class-level copy too; this resolver and its router read this one.)
