@@ -27,13 +27,12 @@ from typing import IO, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from punctual import wiring
-from punctual.execution import call_class
 from punctual.platform import resources, target_arns
 from punctual.platform.clock import SystemClock
 from punctual.platform.config import Settings
 from punctual.platform.observability import logger
 from punctual.platform.timefmt import to_epoch_ms
-from punctual_local import banner, clients, collector, owners, provision, ticker
+from punctual_local import banner, clients, collector, outcomes_last, owners, provision, ticker
 from punctual_local.api_process import Config as ApiConfig
 from punctual_local.children import MotoChild, end_child
 from punctual_local.clients import REGION, StackError
@@ -68,11 +67,6 @@ LOCAL_LAMBDA_FUNCTIONS = ("arn:aws:lambda:*:123456789012:function:*",)
 # to moto when due, which wakes a waiting long poll; moto's own delays would not.)
 LOCAL_EARLY_VISIBILITY_SECONDS = 15
 LOCAL_TASK_CACHE_SECONDS = 2.0
-# Threads of the stack writing outcomes at once (call_class.bookkeeping). Their writes wait behind the
-# others in the gate anyway; what this bounds is their CPU in the one interpreter: a burst's outcomes,
-# written together once its starts are made, would hold it while steady executions due then wait to
-# start.
-BOOKKEEPING_LANES = 6
 # How long the API's process may take to load and serve, and to stop.
 API_START_SECONDS = 60.0
 API_STOP_SECONDS = 3.0
@@ -143,7 +137,6 @@ class LocalStack:
 
         aws = clients.connect(moto_url)
         gate = Gate()
-        call_class.limit_bookkeeping(BOOKKEEPING_LANES)
         gate_client(aws.dynamodb_client, gate)
         gate_client(aws.dynamodb.meta.client, gate)
         provisioned = provision.create_all(aws.dynamodb_client, aws.sqs)
@@ -186,6 +179,7 @@ class LocalStack:
             lambda_clients=wiring.lambda_clients_for(settings, aws.session),
             aws_clients=wiring.aws_clients_for(settings, aws.session),
         )
+        outcomes_last.mark_outcomes(punctual.store)  # (last in moto's gates: outcomes_last says why)
         wiring.set_default(punctual)
         work = work_items(restored["unfinished"])
         journaled = journal.exists

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -237,3 +238,35 @@ def test_a_retrying_member_is_sent_on_alone_and_the_pack_is_let_go(one_shard: Wo
     world.run_for(15 * 60, step=5)
     [execution] = world.executions(failing["id"])
     assert (execution["status"], execution["attempts"]) == ("FAILED", 3)
+
+
+def test_a_packs_ends_are_written_once_its_members_have_started(one_shard: World) -> None:
+    world = one_shard
+    ten_at_one_instant(world)
+    pack, receipt = take_the_pack(world)
+    seen: list[str] = []
+    attempts = world.punctual.worker._attempts
+    real_run, real_end = attempts.run, world.punctual.store.executions.put_end
+
+    # Given members that start a moment apart, the first at once, and a noop task that ends at once
+    def run(job: Job, execution: Execution, started: Any, *args: Any, **kwargs: Any) -> Any:
+        if execution.id != pack.items[0].execution_id:
+            time.sleep(0.05)
+
+        def noted() -> None:
+            seen.append("start")
+            started()
+
+        return real_run(job, execution, noted, *args, **kwargs)
+
+    def put_end(execution: Execution) -> Execution:
+        seen.append("end")
+        return real_end(execution)
+
+    attempts.run = run  # type: ignore[method-assign]
+    world.punctual.store.executions.put_end = put_end  # type: ignore[method-assign]
+    # When the pack fires at its instant
+    world.clock.set(pack.scheduled_at)
+    world.punctual.packs.handle(pack, receipt)
+    # Then every member started before the first end was written, and each ended once
+    assert seen == ["start"] * 10 + ["end"] * 10

@@ -21,7 +21,6 @@ from punctual.domain.models import Job
 from punctual.execution import run_records
 from punctual.execution.hooks import RunHooks, persist
 from punctual.execution.run_records import truncate
-from punctual.execution.starts_first import StartsFirst
 from punctual.platform.clock import Clock
 from punctual.platform.observability import (
     EXECUTIONS_FAILED,
@@ -41,6 +40,10 @@ MAX_ERROR_CHARS = 1000
 _T = TypeVar("_T")
 
 
+def _nothing() -> None:
+    pass
+
+
 class Attempts:
     def __init__(
         self,
@@ -54,10 +57,8 @@ class Attempts:
         resolver: Resolver,
         lambda_clients: LambdaClients | None,
         aws_clients: AwsClients | None,
-        starts: StartsFirst,
     ) -> None:
         self._store = store
-        self._starts = starts
         self._clock = clock
         self._hooks = hooks
         self._rng = rng
@@ -75,14 +76,15 @@ class Attempts:
         self,
         job: Job,
         execution: Execution,
-        started: Callable[[], None],
+        started: Callable[[], None] = _nothing,
         *,
         leased: bool = False,
         prepared: Prepared | None = None,
+        ends_after: Callable[[], None] = _nothing,
     ) -> float | None:
         """Run the claimed attempt and record its outcome: the seconds until its retry, or None when
         the work message is done with (ended, or another worker took over). `started` is called as
-        its task starts. `leased`: a first attempt run under its pack's lease, unclaimed and not
+        its task starts, `ends_after` before its outcome is written (a pack's StartsFirst). `leased`: a first attempt run under its pack's lease, unclaimed and not
         stored (RUNNING only in memory): its end stores it, start and all, in one write. `prepared`:
         its task as `prepare` made it ready (None: started cold)."""
         # One INFO line per attempt, at its end (CloudWatch Logs bills every byte: a start line too cost
@@ -102,12 +104,12 @@ class Attempts:
             result = tasks.run(job.task, context) if prepared is None else prepared.fire(context)
         except TaskFailed as exc:
             took = run_records.ms(self._clock.now() - began)
-            return self._failed(job, execution, str(exc), exc.retryable, exc.result, took, leased)
+            return self._failed(job, execution, str(exc), exc.retryable, exc.result, took, leased, ends_after)
         except Exception as exc:
             logger.exception("task raised", extra=log)
             error = f"{type(exc).__name__}: {exc}"
             took = run_records.ms(self._clock.now() - began)
-            return self._failed(job, execution, error, True, None, took, leased)
+            return self._failed(job, execution, error, True, None, took, leased, ends_after)
         ended = self._clock.now()
         log["took_ms"] = run_records.ms(ended - began)
         try:
@@ -119,7 +121,8 @@ class Attempts:
                     None,
                     truncate(result, self._result_max_bytes),
                     leased,
-                )
+                ),
+                ends_after,
             )
         except LostRace:
             return None  # our lease ran out and another worker took over: its outcome stands
@@ -153,6 +156,7 @@ class Attempts:
         result: Any,
         took_ms: int,
         leased: bool = False,
+        ends_after: Callable[[], None] = _nothing,
     ) -> float | None:
         error = error[:MAX_ERROR_CHARS]
         ended = self._clock.now()
@@ -161,7 +165,7 @@ class Attempts:
             delay = job.retry.delay_after(execution.attempts, self._rng)
             next_attempt_at = self._clock.now() + timedelta(seconds=delay)
             try:
-                self._persist(lambda: self._retry(execution, next_attempt_at, error, leased))
+                self._persist(lambda: self._retry(execution, next_attempt_at, error, leased), ends_after)
             except LostRace:
                 return None
             metrics.add_metric(name=EXECUTIONS_RETRIED, unit="Count", value=1)
@@ -176,7 +180,8 @@ class Attempts:
                     error,
                     truncate(result, self._result_max_bytes),
                     leased,
-                )
+                ),
+                ends_after,
             )
         except LostRace:
             return None
@@ -215,6 +220,6 @@ class Attempts:
         )
         return self._store.executions.put_end(waiting)
 
-    def _persist(self, write: Callable[[], _T]) -> _T:
-        self._starts.wait()  # the starts of this process's executions due now go first
+    def _persist(self, write: Callable[[], _T], ends_after: Callable[[], None]) -> _T:
+        ends_after()  # (the starts of the pack's members first)
         return persist(write, self._clock, self._rng)

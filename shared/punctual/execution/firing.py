@@ -32,6 +32,7 @@ from punctual.domain.models import (
 from punctual.domain.work import Pack
 from punctual.execution import run_policy, run_records
 from punctual.execution.receipts import UNEXPECTED_RETRY_SECONDS, Disposition, Member
+from punctual.execution.starts_first import StartsFirst
 from punctual.execution.worker import Worker
 from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
@@ -119,22 +120,41 @@ class Starters:
     nothing: ended) and lets them all go at once.
 
     The pool's earlier work (the preparing, members going the lone way) is given to it first, and a
-    pool hands out its work in order: no waiting member holds a thread that work needs."""
+    pool hands out its work in order: no waiting member holds a thread that work needs.
+
+    A member on its thread counts as starting (`starts`) until its task starts or it has nothing to
+    start: the ends of the members that started wait for the others on threads with them, and not
+    for one still waiting for a thread (in a pack larger than its threads), which waits for an end."""
 
     def __init__(self, pool: ThreadPoolExecutor, members: Iterable[int]) -> None:
         self._go = threading.Event()
         self._lock = threading.Lock()
         self._work: dict[int, Callable[[], Disposition]] = {}
+        self._leaves: dict[int, Callable[[], None]] = {}
+        self._starting: set[int] = set()
+        self.starts = StartsFirst()
         self.waiting = {n: pool.submit(self._wait, n) for n in members}
 
     def _wait(self, n: int) -> Disposition:
-        self._go.wait()
-        return self._work[n]()
+        leave = self._leaves[n] = self.starts.enter()
+        try:
+            self._go.wait()
+            if n not in self._starting:
+                leave()  # (nothing to start: no end waits for its work)
+            return self._work[n]()
+        finally:
+            leave()
 
-    def go(self, work: dict[int, Callable[[], Disposition]]) -> None:
-        """Each member's work (every member's), and the word."""
+    def started(self, n: int) -> Callable[[], None]:
+        """What member `n`, on its thread, calls as its task starts."""
+        return self._leaves[n]
+
+    def go(self, work: dict[int, Callable[[], Disposition]], starting: Iterable[int] = ()) -> None:
+        """Each member's work (every member's), and the word. `starting`: the members whose work
+        starts their task (the others' ends need not wait for them)."""
         with self._lock:
             self._work.update(work)
+            self._starting.update(starting)
         self._go.set()
 
     def let_go(self) -> None:
@@ -219,15 +239,15 @@ class Firing:
         for n, member in leased.items():
             if n not in ready or ready[n].prepared is None:
                 member.let_go()  # (its start is not coming, or comes cold)
-        leaves = {n: self._worker.starting() for n in ready}
         work: dict[int, Callable[[], Disposition]] = {
-            n: partial(self._start, member, members[n], lease_until, leaves[n]) for n, member in ready.items()
+            n: partial(self._start, member, members[n], lease_until, starters, n)
+            for n, member in ready.items()
         }
         for n in alone:
             work[n] = partial(self._worker.handle, pack.items[n], members[n], receive_count)
         for n, result in results.items():
             work[n] = partial(_given, result)
-        starters.go(work)
+        starters.go(work, starting=ready)
         return dict(starters.waiting)
 
     def _changed(self, pack: Pack, leased: dict[int, Leased], first: bool) -> set[str]:
@@ -249,7 +269,12 @@ class Firing:
         }
 
     def _start(
-        self, member: Leased, receipt: Member, lease_until: datetime, leave: Callable[[], None]
+        self,
+        member: Leased,
+        receipt: Member,
+        lease_until: datetime,
+        starters: Starters,
+        n: int,
     ) -> Disposition:
         prepared = None
         try:
@@ -265,14 +290,15 @@ class Firing:
                 task_version=member.job.task_version,
                 job_item_bytes=member.job_item_bytes,  # (its end may go on its job's item)
             )
-            return self._worker.run_leased(member.job, running, leave, receipt, prepared)
+            return self._worker.run_leased(
+                member.job, running, starters.started(n), starters.starts.wait, receipt, prepared
+            )
         except Exception:
             # Its end not stored: it runs again, on its own, with its claim.
             logger.exception("member failed unexpectedly", extra={"execution_id": member.execution.id})
             receipt.later = float(UNEXPECTED_RETRY_SECONDS)
             return Disposition.LATER
         finally:
-            leave()
             if prepared is not None:
                 prepared.close()
 

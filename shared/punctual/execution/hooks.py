@@ -23,7 +23,7 @@ from punctual.domain.errors import LostRace, RetryableStoreError
 from punctual.domain.executions import DeadLetter, Execution, ExecutionStatus
 from punctual.domain.models import Job, JobStatus, Outcome, completes_job, dispatched_runs
 from punctual.domain.policies import NotifyEvent, NotifyRule
-from punctual.execution import call_class, pausing
+from punctual.execution import pausing
 from punctual.notify.messages import Outbox, events_at_end, is_late, notifications
 from punctual.platform.clock import Clock
 from punctual.platform.observability import JOBS_AUTO_PAUSED, logger, metrics
@@ -196,8 +196,7 @@ def persist(write: Callable[[], _T], clock: Clock, rng: random.Random) -> _T:
     throttling a while before giving the message back."""
     for attempt in range(PERSIST_ATTEMPTS):
         try:
-            with call_class.bookkeeping():
-                return write()
+            return write()
         except RetryableStoreError:
             if attempt == PERSIST_ATTEMPTS - 1:
                 raise

@@ -27,7 +27,6 @@ from punctual.execution.instant_reads import Expected
 from punctual.execution.receipt_reads import Known, ReceiptReads
 from punctual.execution.receipts import Disposition, Receipt, failure_delay, later
 from punctual.execution.run_records import unstored_execution
-from punctual.execution.starts_first import StartsFirst
 from punctual.platform.clock import Clock
 from punctual.platform.observability import EXECUTIONS_SKIPPED, logger, metrics
 from punctual.ports.queue import WorkQueue
@@ -86,8 +85,6 @@ class Worker:
         # The job's outcome, auto-pause and notifications around each run (punctual.execution.hooks).
         # (without the deployment's hooks: every change within a day recorded for packs)
         self._hooks = hooks or RunHooks(store, clock, None, self._rng, sent_ahead=timedelta(days=1))
-        # Attempts that ended write their outcome once the starts due meanwhile are made.
-        self._starts = StartsFirst()
         self._attempts = Attempts(
             store,
             clock,
@@ -98,7 +95,6 @@ class Worker:
             resolver=resolver,
             lambda_clients=lambda_clients,
             aws_clients=aws_clients,
-            starts=self._starts,
         )
 
     def read_ahead(self, items: Sequence[WorkItem]) -> Known:
@@ -113,11 +109,6 @@ class Worker:
     def effective(self, job: Job | None, at: datetime) -> Job | None:
         """The job as it runs at `at`: its named task resolved."""
         return self._effective(job, at)
-
-    def starting(self) -> Callable[[], None]:
-        """An execution's instant has come: its outcome waits for the starts due meanwhile until the
-        function returned is called (StartsFirst.enter)."""
-        return self._starts.enter()
 
     def end_unstarted(
         self, job: Job | None, execution: Execution, reason: str, receipt: Receipt, *, by_policy: bool
@@ -139,12 +130,16 @@ class Worker:
         job: Job,
         running: Execution,
         started: Callable[[], None],
+        ends_after: Callable[[], None],
         receipt: Receipt,
         prepared: Prepared | None = None,
     ) -> Disposition:
         """Run a first attempt under its pack's lease (`running`: unclaimed, RUNNING in memory only;
-        `prepared`: its task as `prepare` made it ready)."""
-        delay = self._attempts.run(job, running, started, leased=True, prepared=prepared)
+        `prepared`: its task as `prepare` made it ready; `started` called as it starts, `ends_after`
+        before its outcome is written: the pack's StartsFirst)."""
+        delay = self._attempts.run(
+            job, running, started, leased=True, prepared=prepared, ends_after=ends_after
+        )
         return Disposition.DONE if delay is None else self._later(receipt, delay)
 
     def handle(
@@ -262,11 +257,7 @@ class Worker:
                 late = None if running.manual else run_policy.too_late(job, running, began)
                 if late is not None:
                     return self._policy_skip(job, running, late, receipt_handle)
-            leave = self._starts.enter()
-            try:
-                return self._start(stored_job or job, job, running, receipt_handle, expected, leave, known)
-            finally:
-                leave()
+            return self._start(stored_job or job, job, running, receipt_handle, expected, known)
         finally:
             if expected is not None:
                 expected.drop()
@@ -278,7 +269,6 @@ class Worker:
         running: Execution,
         receipt_handle: Receipt,
         expected: Expected[JobStamp] | None,
-        started: Callable[[], None],
         known: Known | None = None,
     ) -> Disposition:
         """Its instant has come and it is claimed: start it unless its job changed meanwhile.
@@ -301,7 +291,7 @@ class Worker:
                     running = replace(
                         running, started_at=began, lateness_ms=run_records.lateness_ms(running, began)
                     )
-                return self._run(job, running, receipt_handle, started)
+                return self._run(job, running, receipt_handle)
             try:
                 if self._skip(job, running, reason):
                     return Disposition.DONE
@@ -337,10 +327,8 @@ class Worker:
         )
         return self._later(receipt_handle, decision.delay_seconds)
 
-    def _run(
-        self, job: Job, execution: Execution, receipt_handle: Receipt, started: Callable[[], None]
-    ) -> Disposition:
-        delay = self._attempts.run(job, execution, started)
+    def _run(self, job: Job, execution: Execution, receipt_handle: Receipt) -> Disposition:
+        delay = self._attempts.run(job, execution)
         return Disposition.DONE if delay is None else self._later(receipt_handle, delay)
 
     def _policy_skip(

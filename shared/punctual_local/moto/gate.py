@@ -8,7 +8,7 @@ them. Here at most `slots` requests are in moto at once; the others wait their t
 BatchGetItem goes before any waiting request of another kind: such a read is short, and what waits on
 it (a run at its instant, a listing) is waiting now, where most writes (an outcome, a claim seconds
 ahead of its instant) can wait some milliseconds without anyone seeing it. The outcomes written after
-runs (punctual.execution.call_class.bookkeeping) wait behind every other call, for `LAST_LIMIT_SECONDS` at most:
+runs (punctual_local.outcomes_last) wait behind every other call, for `LAST_LIMIT_SECONDS` at most:
 at a burst's instant they were two writes an execution, and the creations and claims queued behind
 them waited up to 0.8 s each. Past that limit they take every other turn, not every turn: a burst
 of 1,000 left two thousand of them overdue at once, and letting them all go first held the scanner's
@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from punctual.execution.call_class import is_bookkeeping
+from punctual_local.outcomes_last import is_bookkeeping
 
 # Enough to keep moto busy while some writes wait for the journal's fsync, few enough that a read
 # let in shares moto with few others.

@@ -1,0 +1,113 @@
+"""The stack's writes of outcomes after runs, marked so that moto's gates let them in last.
+
+Locally every function shares one interpreter and moto answers in one more. A burst's ends and its
+jobs' outcomes, written as its runs end, held up the creations and the steady runs due just after it
+(docs/local-stack.md has the measurement). An outcome can wait a moment without anyone seeing it;
+a start or a user's request cannot. On AWS nothing needs this: each environment has its own CPU and
+DynamoDB is not one interpreter. So the Lambda package knows nothing of it: the stack gives the
+worker a store whose outcome writes mark their thread (`bookkeeping`), and its gate reads the mark
+(gate.gate_client). The stack also bounds how many threads are in such writes at once
+(`limit_bookkeeping`): their CPU is the interpreter's, which the starts need.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from punctual.domain.executions import DeadLetter, Execution, ExecutionStatus
+from punctual.domain.models import Job
+from punctual.store import Store
+from punctual.store.dead_letters import DeadLetterRepository
+from punctual.store.executions import ExecutionRepository
+from punctual.store.jobs import JobRepository
+
+# Threads of the stack writing outcomes at once. Their writes wait behind the others in the gate
+# anyway; what this bounds is their CPU in the one interpreter: a burst's outcomes, written together
+# once its starts are made, would hold it while steady executions due then wait to start.
+BOOKKEEPING_LANES = 6
+
+_local = threading.local()
+_lanes: threading.Semaphore | None = None
+
+
+def limit_bookkeeping(lanes: int | None) -> None:
+    """At most `lanes` threads of this process in bookkeeping blocks at once (None: no limit)."""
+    global _lanes
+    _lanes = None if lanes is None else threading.Semaphore(lanes)
+
+
+@contextmanager
+def bookkeeping() -> Iterator[None]:
+    """The calls made in this block record what has happened (they may be ordered after others)."""
+    before = is_bookkeeping()
+    lanes = None if before else _lanes
+    if lanes is not None:
+        lanes.acquire()
+    _local.bookkeeping = True
+    try:
+        yield
+    finally:
+        _local.bookkeeping = before
+        if lanes is not None:
+            lanes.release()
+
+
+def is_bookkeeping() -> bool:
+    return bool(getattr(_local, "bookkeeping", False))
+
+
+class _Executions(ExecutionRepository):
+    def put_end(self, execution: Execution) -> Execution:
+        with bookkeeping():
+            return super().put_end(execution)
+
+    def finish_attempt(
+        self,
+        execution: Execution,
+        *,
+        status: ExecutionStatus,
+        finished_at: datetime,
+        error: str | None,
+        result: Any,
+    ) -> Execution:
+        with bookkeeping():
+            return super().finish_attempt(
+                execution, status=status, finished_at=finished_at, error=error, result=result
+            )
+
+    def retry_later(self, execution: Execution, *, next_attempt_at: datetime, error: str) -> Execution:
+        with bookkeeping():
+            return super().retry_later(execution, next_attempt_at=next_attempt_at, error=error)
+
+
+class _Jobs(JobRepository):
+    def complete(self, job: Job, execution: Execution) -> int | None:
+        with bookkeeping():
+            return super().complete(job, execution)
+
+    def record_outcome(self, execution: Execution) -> int | None:
+        with bookkeeping():
+            return super().record_outcome(execution)
+
+    def note_ran_while_paused(self, job: Job, execution: Execution, finished: datetime) -> bool:
+        with bookkeeping():
+            return super().note_ran_while_paused(job, execution, finished)
+
+
+class _DeadLetters(DeadLetterRepository):
+    def put(self, letter: DeadLetter) -> None:
+        with bookkeeping():
+            super().put(letter)
+
+
+def mark_outcomes(store: Store, lanes: int | None = BOOKKEEPING_LANES) -> None:
+    """`store`'s writes of outcomes after runs marked `bookkeeping`, for the functions that use it,
+    at most `lanes` threads of the process at once (None: any number)."""
+    limit_bookkeeping(lanes)
+    store.executions = _Executions(store.table)
+    store.jobs = _Jobs(store.table)
+    store.dead_letters = _DeadLetters(store.table)
