@@ -21,6 +21,8 @@ from punctual.platform.timefmt import from_epoch_ms, to_epoch_ms
 # keeps it), and ten of them fit a Lambda invoke's 6 MB payload.
 PACK_MAX_BYTES = 250_000
 PACK_VERSION = 2
+# One encoder for every body: json.dumps makes one a call when given separators.
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -83,11 +85,15 @@ class Pack:
     @property
     def id(self) -> str:
         """Deterministic: the same executions make the same pack, whoever sends it and how often."""
-        digest = hashlib.sha256("\n".join(sorted(i.execution_id for i in self.items)).encode())
-        return digest.hexdigest()[:20]
+        ids = (
+            [self.items[0].execution_id]
+            if len(self.items) == 1
+            else sorted(i.execution_id for i in self.items)
+        )
+        return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:20]
 
     def to_body(self) -> str:
-        return json.dumps(
+        return _COMPACT.encode(
             {
                 "v": PACK_VERSION,
                 "id": self.id,
@@ -95,8 +101,7 @@ class Pack:
                 "s": self.shard,
                 "g": int(self.guarded),
                 "e": [_entry(item) for item in self.items],
-            },
-            separators=(",", ":"),
+            }
         )
 
 
@@ -115,14 +120,16 @@ def _entry(item: WorkItem) -> list[object]:
 def _entry_bytes_at_most(item: WorkItem) -> int:
     """An entry's length in a body at most (its longest form), without encoding it: ids are plain
     ASCII; anything else is measured the slow way."""
-    if all(
-        t.isascii() and t.isprintable() and '"' not in t and "\\" not in t
-        for t in (item.job_id, item.execution_id)
-    ):
+    if _plain(item.job_id) and _plain(item.execution_id):
         # ["job",version,"m","execution"]: the quotes, "m", commas and brackets make 12
         return len(item.job_id) + len(item.execution_id) + len(str(item.schedule_version)) + 12
     longest = [item.job_id, item.schedule_version, "m", item.execution_id]
-    return len(json.dumps(longest, separators=(",", ":")))
+    return len(_COMPACT.encode(longest))
+
+
+def _plain(text: str) -> bool:
+    """Whether JSON writes `text` as it is, between quotes."""
+    return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
 
 
 def read_body(body: str) -> Pack:
@@ -160,9 +167,13 @@ def pack_items(
         sorted(keyed, key=lambda k: (k[0], -1 if k[1] is None else k[1], k[2])),
         key=lambda k: (k[0], k[1], k[2]),
     ):
+        members = [k[3] for k in group]
+        if len(members) == 1:  # (an entry alone always fits: no need to size it)
+            packs.append(Pack(at, (members[0],), shard, is_guarded))
+            continue
         current: list[WorkItem] = []
         size = 0
-        for *_, item in group:
+        for item in members:
             entry = _entry_bytes_at_most(item) + 1
             if current and (len(current) >= max_entries or size + entry > max_bytes - 200):
                 packs.append(Pack(at, tuple(current), shard, is_guarded))
