@@ -15,11 +15,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from typing import Any
 
-from punctual.domain.executions import DeadLetter, Execution, ExecutionStatus
-from punctual.domain.models import Job
+from punctual.domain.executions import Execution
 from punctual.store import Store
 from punctual.store.dead_letters import DeadLetterRepository
 from punctual.store.executions import ExecutionRepository
@@ -60,48 +58,39 @@ def is_bookkeeping() -> bool:
     return bool(getattr(_local, "bookkeeping", False))
 
 
+# Each override passes its call on as it came: the repository's own signature stays the one to read.
 class _Executions(ExecutionRepository):
-    def put_end(self, execution: Execution) -> Execution:
+    def put_end(self, *args: Any, **kwargs: Any) -> Execution:
         with bookkeeping():
-            return super().put_end(execution)
+            return super().put_end(*args, **kwargs)
 
-    def finish_attempt(
-        self,
-        execution: Execution,
-        *,
-        status: ExecutionStatus,
-        finished_at: datetime,
-        error: str | None,
-        result: Any,
-    ) -> Execution:
+    def finish_attempt(self, *args: Any, **kwargs: Any) -> Execution:
         with bookkeeping():
-            return super().finish_attempt(
-                execution, status=status, finished_at=finished_at, error=error, result=result
-            )
+            return super().finish_attempt(*args, **kwargs)
 
-    def retry_later(self, execution: Execution, *, next_attempt_at: datetime, error: str) -> Execution:
+    def retry_later(self, *args: Any, **kwargs: Any) -> Execution:
         with bookkeeping():
-            return super().retry_later(execution, next_attempt_at=next_attempt_at, error=error)
+            return super().retry_later(*args, **kwargs)
 
 
 class _Jobs(JobRepository):
-    def complete(self, job: Job, execution: Execution) -> int | None:
+    def complete(self, *args: Any, **kwargs: Any) -> int | None:
         with bookkeeping():
-            return super().complete(job, execution)
+            return super().complete(*args, **kwargs)
 
-    def record_outcome(self, execution: Execution) -> int | None:
+    def record_outcome(self, *args: Any, **kwargs: Any) -> int | None:
         with bookkeeping():
-            return super().record_outcome(execution)
+            return super().record_outcome(*args, **kwargs)
 
-    def note_ran_while_paused(self, job: Job, execution: Execution, finished: datetime) -> bool:
+    def note_ran_while_paused(self, *args: Any, **kwargs: Any) -> bool:
         with bookkeeping():
-            return super().note_ran_while_paused(job, execution, finished)
+            return super().note_ran_while_paused(*args, **kwargs)
 
 
 class _DeadLetters(DeadLetterRepository):
-    def put(self, letter: DeadLetter) -> None:
+    def put(self, *args: Any, **kwargs: Any) -> None:
         with bookkeeping():
-            super().put(letter)
+            super().put(*args, **kwargs)
 
 
 def mark_outcomes(store: Store, lanes: int | None = BOOKKEEPING_LANES) -> None:
