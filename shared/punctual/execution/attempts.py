@@ -84,9 +84,10 @@ class Attempts:
     ) -> float | None:
         """Run the claimed attempt and record its outcome: the seconds until its retry, or None when
         the work message is done with (ended, or another worker took over). `started` is called as
-        its task starts, `ends_after` before its outcome is written (a pack's StartsFirst). `leased`: a first attempt run under its pack's lease, unclaimed and not
-        stored (RUNNING only in memory): its end stores it, start and all, in one write. `prepared`:
-        its task as `prepare` made it ready (None: started cold)."""
+        its task starts, `ends_after` before its outcome is written (a pack's StartsFirst).
+        `leased`: a first attempt run under its pack's lease, unclaimed and not stored (RUNNING only
+        in memory): its end stores it, start and all, in one write. `prepared`: its task as
+        `prepare` made it ready (None: started cold)."""
         # One INFO line per attempt, at its end (CloudWatch Logs bills every byte: a start line too cost
         # as much as all of an execution's DynamoDB reads); the start is at DEBUG.
         log = run_records.attempt_log(job, execution)
