@@ -47,10 +47,9 @@ Choices where the contract is silent:
   skipped) still in the job's history (executions expire `retention_days` after they finish); its
   `result` is only on the execution itself: GET /jobs/{id}/executions.
 - A scheduled execution joins GET /jobs/{id}/executions when it starts (RUNNING), or when it is
-  skipped (CANCELLED, or SKIPPED by its policy); while it waits in the queue, the job's `next_run_at` shows it. (Storing it
-  as QUEUED first would cost one more write per execution.) An extra run (POST /jobs/{id}/run) is
-  listed at once, as QUEUED. (The local stack lists every execution as QUEUED once enqueued: its
-  queue lives in memory, and is rebuilt from those after a restart.)
+  skipped (CANCELLED, or SKIPPED by its policy); while it waits in the queue, the job's
+  `next_run_at` shows it. (Storing it as QUEUED first would cost one more write per execution.)
+  An extra run (POST /jobs/{id}/run) is listed at once, as QUEUED.
 - A COMPLETED or CANCELLED job expires with its execution history, `retention_days` (default 30)
   after it finished; active and paused jobs are kept.
 - An Idempotency-Key has 1 to 200 printable ASCII characters (U+0020-U+007E): one sent empty (or
