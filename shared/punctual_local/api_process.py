@@ -139,7 +139,10 @@ def _serve(config: Config, handler: Any, listening: socket.socket, notices: Noti
     from punctual_local.moto.gate import api_read
     from punctual_local.queue_journal import JournaledSqs, QueueJournal
     from punctual_local.server import ApiServer
+    from punctual_local.threaded_api import install
 
+    # The server answers in threads; the API's resolvers are made for one request at a time.
+    install()
     settings = Settings(**config.settings)
     aws = clients.connect(config.moto_url, api_reads=True)
     clock = SystemClock()

@@ -513,39 +513,3 @@ def test_both_formats_serve_the_same_openapi_document(world: World) -> None:
     assert {"JobIn", "JobOut", "JobPage", "ExecutionOut", "ErrorOut"} <= set(
         documents["http"]["components"]["schemas"]
     )
-
-
-@BOTH_FORMATS
-def test_requests_answered_side_by_side_each_keep_their_own_caller(world: World, monkeypatch) -> None:
-    # Given alice's job, and the API reading its caller only once a second request has been answered
-    import threading
-
-    from punctual.api.routes import jobs
-
-    job_id = world.api("POST", "/jobs", {"task": {"type": "noop"}, "schedule": CRON}).body["id"]
-    bob_answered = threading.Event()
-    read_caller = jobs._owner
-    first = threading.Lock()
-    alice_in = threading.Event()
-
-    def owner_after_bob() -> str:
-        if first.acquire(blocking=False):  # alice's request, the first to get here
-            alice_in.set()
-            assert bob_answered.wait(10)
-        return read_caller()
-
-    monkeypatch.setattr(jobs, "_owner", owner_after_bob)
-    answers: dict[str, int] = {}
-
-    def get_as(owner: str) -> None:
-        answers[owner] = world.api("GET", f"/jobs/{job_id}", owner=owner).status
-
-    # When alice asks for it, and bob asks for it while alice's request is under way
-    alice = threading.Thread(target=get_as, args=("alice",))
-    alice.start()
-    assert alice_in.wait(10)
-    get_as("bob")
-    bob_answered.set()
-    alice.join(10)
-    # Then each request was answered for its own caller: bob cannot see it, alice can
-    assert answers == {"bob": 404, "alice": 200}

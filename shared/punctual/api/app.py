@@ -3,12 +3,11 @@ route, the OpenAPI document they serve, and `resolve`, which answers an event of
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, ResponseBuilder, Route, Router
+from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, Router
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from punctual import __version__
@@ -200,69 +199,12 @@ def _resolver(resolver: ApiGatewayResolver) -> ApiGatewayResolver:
     return resolver
 
 
-_request = threading.local()
-_building = threading.Lock()
-
-
-class _PerThread(ApiGatewayResolver):
-    """A resolver whose request state (the event, the Lambda context, the routing context) belongs to
-    the calling thread. Powertools keeps the event at class level (`BaseRouter.current_event`) and the
-    routing context on the resolver, which is right for Lambda (one request per container at a time)
-    but not for the local stack, which answers requests side by side in threads of one process."""
-
-    @property
-    def current_event(self) -> Any:
-        return _request.event
-
-    @current_event.setter
-    def current_event(self, value: Any) -> None:
-        _request.event = value
-
-    @property
-    def lambda_context(self) -> Any:
-        return _request.lambda_context
-
-    @lambda_context.setter
-    def lambda_context(self, value: Any) -> None:
-        _request.lambda_context = value
-
-    @property
-    def context(self) -> dict[str, Any]:
-        if not hasattr(_request, "context"):
-            _request.context = {}
-        return _request.context
-
-    @context.setter
-    def context(self, value: dict[str, Any]) -> None:
-        _request.context = value
-
-    def _call_route(self, route: Route, route_arguments: dict[str, str]) -> ResponseBuilder:
-        # Powertools builds a route's middleware stack at its first call, onto what is there: two
-        # threads making a route's first calls at once each wrap the other's frames, and the route
-        # answers 500 until the process restarts.
-        if not route._middleware_stack_built:
-            with _building:
-                if not route._middleware_stack_built:
-                    route._build_middleware_stack(router_middlewares=self._router_middlewares, app=self)
-        return super()._call_route(route, route_arguments)
-
-    def resolve(self, event: Any, context: Any) -> dict[str, Any]:
-        # (Powertools sets its class-level copy too; this resolver and its router read this one.)
-        _request.event = self._to_proxy_event(event)
-        _request.lambda_context = context
-        return super().resolve(event, context)
-
-
-class _RestResolver(_PerThread, APIGatewayRestResolver):
-    pass
-
-
-class _HttpResolver(_PerThread, APIGatewayHttpResolver):
-    pass
-
-
-rest_app = _resolver(_RestResolver(enable_validation=True, json_body_deserializer=bodies.strict_json))
-http_app = _resolver(_HttpResolver(enable_validation=True, json_body_deserializer=bodies.strict_json))
+rest_app = _resolver(
+    APIGatewayRestResolver(enable_validation=True, json_body_deserializer=bodies.strict_json)
+)
+http_app = _resolver(
+    APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=bodies.strict_json)
+)
 
 
 def resolver_for(event: Mapping[str, Any]) -> ApiGatewayResolver:
