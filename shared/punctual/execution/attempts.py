@@ -84,7 +84,7 @@ class Attempts:
     ) -> float | None:
         """Run the claimed attempt and record its outcome: the seconds until its retry, or None when
         the work message is done with (ended, or another worker took over). `started` is called as
-        its task starts, `ends_after` before its outcome is written (a pack's StartsFirst).
+        its task starts, `ends_after` before its outcome is written (the environment's StartsFirst).
         `leased`: a first attempt run under its pack's lease, unclaimed and not stored (RUNNING only
         in memory): its end stores it, start and all, in one write. `prepared`: its task as
         `prepare` made it ready (None: started cold)."""

@@ -122,32 +122,45 @@ class Starters:
     The pool's earlier work (the preparing, members going the lone way) is given to it first, and a
     pool hands out its work in order: no waiting member holds a thread that work needs.
 
-    A member on its thread counts as starting (`starts`) until its task starts or it has nothing to
-    start: the ends of the members that started wait for the others on threads with them, and not
-    for one still waiting for a thread (in a pack larger than its threads), which waits for an end."""
+    A member that is to start its task counts as starting in `starts` (the environment's: every
+    pack firing in it shares the one) from the word, or from when it gets a thread if that is later,
+    until its task starts or it has nothing to start. So the ends of the members that started wait
+    for the starts under way in the environment: not for a member still waiting for a thread (in a
+    pack larger than its threads), which waits for an end, nor for a pack holding for a later
+    instant."""
 
-    def __init__(self, pool: ThreadPoolExecutor, members: Iterable[int]) -> None:
+    def __init__(self, pool: ThreadPoolExecutor, members: Iterable[int], starts: StartsFirst) -> None:
+        self.starts = starts
         self._go = threading.Event()
         self._lock = threading.Lock()
         self._work: dict[int, Callable[[], Disposition]] = {}
-        self._leaves: dict[int, Callable[[], None]] = {}
         self._starting: set[int] = set()
-        self.starts = StartsFirst()
+        self._on_threads: set[int] = set()  # members waiting on their threads for the word
+        self._leaves: dict[int, Callable[[], None]] = {}
+        self._word_given = False
         self.waiting = {n: pool.submit(self._wait, n) for n in members}
 
     def _wait(self, n: int) -> Disposition:
-        leave = self._leaves[n] = self.starts.enter()
+        with self._lock:
+            if not self._word_given:
+                self._on_threads.add(n)
+            elif n in self._starting:
+                self._leaves[n] = self.starts.enter()
         try:
             self._go.wait()
-            if n not in self._starting:
-                leave()  # (nothing to start: no end waits for its work)
             return self._work[n]()
         finally:
+            self._leave(n)
+
+    def _leave(self, n: int) -> None:
+        with self._lock:
+            leave = self._leaves.pop(n, None)
+        if leave is not None:
             leave()
 
     def started(self, n: int) -> Callable[[], None]:
         """What member `n`, on its thread, calls as its task starts."""
-        return self._leaves[n]
+        return partial(self._leave, n)
 
     def go(self, work: dict[int, Callable[[], Disposition]], starting: Iterable[int] = ()) -> None:
         """Each member's work (every member's), and the word. `starting`: the members whose work
@@ -155,6 +168,10 @@ class Starters:
         with self._lock:
             self._work.update(work)
             self._starting.update(starting)
+            self._word_given = True
+            for n in sorted(self._on_threads & self._starting):
+                self._leaves[n] = self.starts.enter()
+            self._on_threads.clear()
         self._go.set()
 
     def let_go(self) -> None:
@@ -163,6 +180,8 @@ class Starters:
         with self._lock:
             for n in self.waiting:
                 self._work.setdefault(n, partial(_given, Disposition.LATER))
+            self._word_given = True
+            self._on_threads.clear()
         self._go.set()
 
 
@@ -175,6 +194,9 @@ class Firing:
         self._worker = worker
         self._clock = clock
         self._changes = InstantChanges(lambda at: worker.store.changes.changed(at), clock)
+        # The starts under way in this process (a Lambda environment, whose invocation fires up to a
+        # batch of packs at once): every pack's ends wait for them (StartsFirst).
+        self.starts = StartsFirst()
 
     def fire(
         self,

@@ -218,7 +218,7 @@ class PackRunner:
                 for n, item in enumerate(pack.items)
                 if n not in leased and outcomes[n] is None
             }
-            starters = Starters(pool, leased)  # (after the work above: see Starters)
+            starters = Starters(pool, leased, self._firing.starts)  # (after the work above: see Starters)
             try:
                 wait = (pack.scheduled_at - self._clock.now()).total_seconds()
                 if wait > 0:

@@ -1,16 +1,18 @@
-"""Starts before outcomes: among a pack's members, one whose attempt ended writes its outcome only once
-the members started with it are on their way (or after `limit` seconds).
+"""Starts before outcomes: in one Lambda environment, an attempt that ended writes its outcome only
+once the executions starting with it are on their way (or after `limit` seconds).
 
-Executions due at one instant wake together: a pack's members, started side by side in one Lambda
-environment. Each starts its task, then writes its end. An environment of 512 MB has 0.289 of a vCPU:
-a webhook's start costs it about 3 ms of CPU there and an UpdateItem about 6 ms (docs/benchmarks.md,
-the pack-fire runs). A pack of 500 starts over about 1.5 s; the ends of its first members, written as
-their answers came, would take 3 s more of that CPU before its last starts, past the 2 s promise.
-An outcome can wait a moment without anyone seeing it, where a start cannot. The wait is bounded:
-at worst an outcome is written `limit` seconds later (the execution stays RUNNING under its lease
-meanwhile, as it would have anyway while it ran). A wait is for the starts under way when it began,
-not for those that come after it: in a pack larger than its threads members keep starting as others
-end, and waiting for none would make every wait its limit.
+Executions due at one instant wake together: the members of the packs an invocation took (a batch
+of up to ten messages), started side by side in one environment. Each starts its task, then writes
+its end. An environment of 512 MB has 0.289 of a vCPU: a webhook's start costs it about 3 ms of CPU
+there and an UpdateItem about 6 ms (docs/benchmarks.md, the pack-fire runs). A pack of 500 starts
+over about 1.5 s; the ends of its first members, written as their answers came, would take 3 s more
+of that CPU before its last starts, past the 2 s promise. The same holds between packs: one pack's
+ends take the CPU its neighbour's starts need. An outcome can wait a moment without anyone seeing
+it, where a start cannot. The wait is bounded: at worst an outcome is written `limit` seconds later
+(the execution stays RUNNING under its lease meanwhile, as it would have anyway while it ran). A
+wait is for the starts under way when it began, not for those that come after it: in a pack larger
+than its threads members keep starting as others end, and waiting for none would make every wait
+its limit.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import itertools
 import threading
 from collections.abc import Callable
 
-# How long an ended attempt waits for the starts of its pack at most.
+# How long an ended attempt waits for the starts under way in its environment at most.
 LIMIT_SECONDS = 2.0
 
 

@@ -136,7 +136,7 @@ class Worker:
     ) -> Disposition:
         """Run a first attempt under its pack's lease (`running`: unclaimed, RUNNING in memory only;
         `prepared`: its task as `prepare` made it ready; `started` called as it starts, `ends_after`
-        before its outcome is written: the pack's StartsFirst)."""
+        before its outcome is written: the environment's StartsFirst)."""
         delay = self._attempts.run(
             job, running, started, leased=True, prepared=prepared, ends_after=ends_after
         )

@@ -1,5 +1,6 @@
 """A pack's members wait on the pack's threads from before the instant, and all go at its word
-(punctual/execution/firing.py, Starters)."""
+(punctual/execution/firing.py, Starters); the ends in an environment wait for the starts under way
+in it, whichever pack they are in (StartsFirst)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from functools import partial
 
 from punctual.execution.firing import Starters
 from punctual.execution.receipts import Disposition
+from punctual.execution.starts_first import StartsFirst
 
 
 def test_members_wait_on_threads_made_before_the_word_and_start_at_it() -> None:
     # Given a pack's pool that prepared its 20 members, and the members waiting on it
     pool = ThreadPoolExecutor(max_workers=20)
     prepared = [pool.submit(time.sleep, 0.01) for _ in range(20)]
-    starters = Starters(pool, range(20))
+    starters = Starters(pool, range(20), StartsFirst())
     for future in prepared:
         future.result()
     time.sleep(0.05)
@@ -43,7 +45,7 @@ def test_a_pool_with_a_thread_a_member_never_starves_the_preparing() -> None:
     pool = ThreadPoolExecutor(max_workers=5)
     ready = threading.Event()
     prepared = [pool.submit(ready.wait, 5) for _ in range(5)]
-    starters = Starters(pool, range(5))
+    starters = Starters(pool, range(5), StartsFirst())
     # When the members are let go before the preparing ends, and each waits for its preparing
     starters.go({n: partial(lambda n: bool(prepared[n].result(5)) and Disposition.DONE, n) for n in range(5)})
     ready.set()
@@ -55,7 +57,7 @@ def test_a_pool_with_a_thread_a_member_never_starves_the_preparing() -> None:
 def test_a_pack_that_fails_before_its_starts_lets_its_threads_end_doing_nothing() -> None:
     # Given members waiting on a pool
     pool = ThreadPoolExecutor(max_workers=3)
-    starters = Starters(pool, range(3))
+    starters = Starters(pool, range(3), StartsFirst())
     # When the pack lets them go without work (it failed before its instant's starts)
     starters.let_go()
     # Then the threads end, and the pool shuts down without waiting on them
@@ -63,3 +65,73 @@ def test_a_pack_that_fails_before_its_starts_lets_its_threads_end_doing_nothing(
     pool.shutdown(wait=True)
     # and a word after that changes nothing
     starters.let_go()
+
+
+def _waits(starts: StartsFirst) -> threading.Event:
+    """An end written once the starts under way now have started: set when its wait ends."""
+    done = threading.Event()
+
+    def end() -> None:
+        starts.wait()
+        done.set()
+
+    threading.Thread(target=end, daemon=True).start()
+    return done
+
+
+def test_an_end_waits_for_the_starts_of_every_pack_firing_in_its_environment() -> None:
+    # Given two packs of one environment, each with 3 members on their threads
+    starts = StartsFirst(limit_seconds=10)
+    pools = [ThreadPoolExecutor(max_workers=3) for _ in range(2)]
+    a, b = (Starters(pool, range(3), starts) for pool in pools)
+    time.sleep(0.05)
+    # Then members holding for their instant are not starting
+    assert starts.starting == 0
+    # When both packs get their word, pack b's members starting only once let
+    let_b = threading.Event()
+
+    def member(starters: Starters, n: int, let: threading.Event | None) -> Disposition:
+        if let is not None:
+            let.wait(5)
+        starters.started(n)()
+        return Disposition.DONE
+
+    a.go({n: partial(member, a, n, None) for n in range(3)}, starting=range(3))
+    b.go({n: partial(member, b, n, let_b) for n in range(3)}, starting=range(3))
+    assert [f.result(timeout=5) for f in a.waiting.values()] == [Disposition.DONE] * 3
+    # and one of pack a's members, started, writes its end
+    try:
+        end = _waits(starts)
+        # Then that end waits for pack b's starts, and is written once they have started
+        assert not end.wait(0.2)
+        let_b.set()
+        assert end.wait(5)
+        assert [f.result(timeout=5) for f in b.waiting.values()] == [Disposition.DONE] * 3
+        assert starts.starting == 0
+    finally:
+        let_b.set()
+        for pool in pools:
+            pool.shutdown()
+
+
+def test_an_end_does_not_wait_for_a_pack_holding_for_a_later_instant_nor_for_members_that_start_nothing() -> (
+    None
+):
+    # Given a pack of an environment holding for its instant, and another whose members, at its word,
+    # have nothing to start (skipped)
+    starts = StartsFirst(limit_seconds=10)
+    pools = [ThreadPoolExecutor(max_workers=2) for _ in range(2)]
+    holding, skipped = (Starters(pool, range(2), starts) for pool in pools)
+    time.sleep(0.05)
+    release = threading.Event()
+    skipped.go({n: partial(lambda: release.wait(5) and Disposition.DONE) for n in range(2)})
+    try:
+        # When an end is written meanwhile
+        end = _waits(starts)
+        # Then it waits for neither
+        assert end.wait(1)
+    finally:
+        release.set()
+        holding.let_go()
+        for pool in pools:
+            pool.shutdown()
