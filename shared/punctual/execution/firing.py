@@ -14,6 +14,7 @@ last holder ended goes the lone way (Worker.handle), which finds its end.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
@@ -122,10 +123,10 @@ class Starters:
     The pool's earlier work (the preparing, members going the lone way) is given to it first, and a
     pool hands out its work in order: no waiting member holds a thread that work needs.
 
-    A member that is to start its task counts as starting in `starts` (the environment's: every
-    pack firing in it shares the one) from the word, or from when it gets a thread if that is later,
-    until its task starts or it has nothing to start. So the ends of the members that started wait
-    for the starts under way in the environment: not for a member still waiting for a thread (in a
+    A member counts as starting in `starts` (shared by every pack due at the same instant in the
+    environment) from when it is on its thread until its task starts, or until the word if it has
+    nothing to start. So the ends of the members that started wait for the starts of the instant's
+    other members, in this pack and in the others: not for a member still waiting for a thread (in a
     pack larger than its threads), which waits for an end, nor for a pack holding for a later
     instant."""
 
@@ -134,33 +135,23 @@ class Starters:
         self._go = threading.Event()
         self._lock = threading.Lock()
         self._work: dict[int, Callable[[], Disposition]] = {}
-        self._starting: set[int] = set()
-        self._on_threads: set[int] = set()  # members waiting on their threads for the word
         self._leaves: dict[int, Callable[[], None]] = {}
-        self._word_given = False
+        self._starting: set[int] = set()
         self.waiting = {n: pool.submit(self._wait, n) for n in members}
 
     def _wait(self, n: int) -> Disposition:
-        with self._lock:
-            if not self._word_given:
-                self._on_threads.add(n)
-            elif n in self._starting:
-                self._leaves[n] = self.starts.enter()
+        leave = self._leaves[n] = self.starts.enter()
         try:
             self._go.wait()
+            if n not in self._starting:
+                leave()  # (nothing to start: no end waits for its work)
             return self._work[n]()
         finally:
-            self._leave(n)
-
-    def _leave(self, n: int) -> None:
-        with self._lock:
-            leave = self._leaves.pop(n, None)
-        if leave is not None:
             leave()
 
     def started(self, n: int) -> Callable[[], None]:
         """What member `n`, on its thread, calls as its task starts."""
-        return partial(self._leave, n)
+        return self._leaves[n]
 
     def go(self, work: dict[int, Callable[[], Disposition]], starting: Iterable[int] = ()) -> None:
         """Each member's work (every member's), and the word. `starting`: the members whose work
@@ -168,10 +159,6 @@ class Starters:
         with self._lock:
             self._work.update(work)
             self._starting.update(starting)
-            self._word_given = True
-            for n in sorted(self._on_threads & self._starting):
-                self._leaves[n] = self.starts.enter()
-            self._on_threads.clear()
         self._go.set()
 
     def let_go(self) -> None:
@@ -180,8 +167,6 @@ class Starters:
         with self._lock:
             for n in self.waiting:
                 self._work.setdefault(n, partial(_given, Disposition.LATER))
-            self._word_given = True
-            self._on_threads.clear()
         self._go.set()
 
 
@@ -195,8 +180,18 @@ class Firing:
         self._clock = clock
         self._changes = InstantChanges(lambda at: worker.store.changes.changed(at), clock)
         # The starts under way in this process (a Lambda environment, whose invocation fires up to a
-        # batch of packs at once): every pack's ends wait for them (StartsFirst).
-        self.starts = StartsFirst()
+        # batch of packs at once), by instant: the ends of an instant's packs wait for all of its
+        # starts (StartsFirst). Kept while a pack of the instant holds it.
+        self._starts: weakref.WeakValueDictionary[datetime, StartsFirst] = weakref.WeakValueDictionary()
+        self._starts_lock = threading.Lock()
+
+    def starts_at(self, instant: datetime) -> StartsFirst:
+        """The starts of the packs due at `instant` in this process."""
+        with self._starts_lock:
+            starts = self._starts.get(instant)
+            if starts is None:
+                starts = self._starts[instant] = StartsFirst()
+            return starts
 
     def fire(
         self,

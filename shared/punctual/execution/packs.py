@@ -218,7 +218,8 @@ class PackRunner:
                 for n, item in enumerate(pack.items)
                 if n not in leased and outcomes[n] is None
             }
-            starters = Starters(pool, leased, self._firing.starts)  # (after the work above: see Starters)
+            # (after the work above: see Starters)
+            starters = Starters(pool, leased, self._firing.starts_at(pack.scheduled_at))
             try:
                 wait = (pack.scheduled_at - self._clock.now()).total_seconds()
                 if wait > 0:

@@ -1,5 +1,5 @@
 """Starts before outcomes: in one Lambda environment, an attempt that ended writes its outcome only
-once the executions starting with it are on their way (or after `limit` seconds).
+once the executions of its instant starting with it are on their way (or after `limit` seconds).
 
 Executions due at one instant wake together: the members of the packs an invocation took (a batch
 of up to ten messages), started side by side in one environment. Each starts its task, then writes
@@ -22,7 +22,7 @@ import itertools
 import threading
 from collections.abc import Callable
 
-# How long an ended attempt waits for the starts under way in its environment at most.
+# How long an ended attempt waits for the starts of its instant in its environment at most.
 LIMIT_SECONDS = 2.0
 
 

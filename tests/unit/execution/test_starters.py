@@ -1,17 +1,22 @@
 """A pack's members wait on the pack's threads from before the instant, and all go at its word
 (punctual/execution/firing.py, Starters); the ends in an environment wait for the starts under way
-in it, whichever pack they are in (StartsFirst)."""
+in it at their instant, whichever pack they are in (StartsFirst)."""
 
 from __future__ import annotations
 
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from functools import partial
+from types import SimpleNamespace
 
-from punctual.execution.firing import Starters
+from punctual.execution.firing import Firing, Starters
 from punctual.execution.receipts import Disposition
 from punctual.execution.starts_first import StartsFirst
+from punctual.platform.clock import ManualClock
+
+AT = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def test_members_wait_on_threads_made_before_the_word_and_start_at_it() -> None:
@@ -79,15 +84,17 @@ def _waits(starts: StartsFirst) -> threading.Event:
     return done
 
 
-def test_an_end_waits_for_the_starts_of_every_pack_firing_in_its_environment() -> None:
-    # Given two packs of one environment, each with 3 members on their threads
-    starts = StartsFirst(limit_seconds=10)
+def _firing() -> Firing:
+    return Firing(SimpleNamespace(store=SimpleNamespace(changes=None)), ManualClock(AT))  # type: ignore[arg-type]
+
+
+def test_an_end_waits_for_the_starts_of_every_pack_due_at_its_instant() -> None:
+    # Given two packs due at one instant in one environment, each with 3 members on their threads
+    firing = _firing()
+    starts = firing.starts_at(AT)
+    assert firing.starts_at(AT) is starts
     pools = [ThreadPoolExecutor(max_workers=3) for _ in range(2)]
     a, b = (Starters(pool, range(3), starts) for pool in pools)
-    time.sleep(0.05)
-    # Then members holding for their instant are not starting
-    assert starts.starting == 0
-    # When both packs get their word, pack b's members starting only once let
     let_b = threading.Event()
 
     def member(starters: Starters, n: int, let: threading.Event | None) -> Disposition:
@@ -96,11 +103,12 @@ def test_an_end_waits_for_the_starts_of_every_pack_firing_in_its_environment() -
         starters.started(n)()
         return Disposition.DONE
 
-    a.go({n: partial(member, a, n, None) for n in range(3)}, starting=range(3))
-    b.go({n: partial(member, b, n, let_b) for n in range(3)}, starting=range(3))
-    assert [f.result(timeout=5) for f in a.waiting.values()] == [Disposition.DONE] * 3
-    # and one of pack a's members, started, writes its end
     try:
+        # When both get their word, pack b's members starting only once let, and one of pack a's
+        # members, started, writes its end
+        a.go({n: partial(member, a, n, None) for n in range(3)}, starting=range(3))
+        b.go({n: partial(member, b, n, let_b) for n in range(3)}, starting=range(3))
+        assert [f.result(timeout=5) for f in a.waiting.values()] == [Disposition.DONE] * 3
         end = _waits(starts)
         # Then that end waits for pack b's starts, and is written once they have started
         assert not end.wait(0.2)
@@ -114,20 +122,20 @@ def test_an_end_waits_for_the_starts_of_every_pack_firing_in_its_environment() -
             pool.shutdown()
 
 
-def test_an_end_does_not_wait_for_a_pack_holding_for_a_later_instant_nor_for_members_that_start_nothing() -> (
-    None
-):
-    # Given a pack of an environment holding for its instant, and another whose members, at its word,
-    # have nothing to start (skipped)
-    starts = StartsFirst(limit_seconds=10)
+def test_an_end_waits_neither_for_a_pack_due_later_nor_for_members_that_start_nothing() -> None:
+    # Given a pack of an environment holding for a later instant, and one due now whose members, at
+    # its word, have nothing to start (skipped)
+    firing = _firing()
+    later = AT + timedelta(seconds=5)
+    assert firing.starts_at(later) is not firing.starts_at(AT)
     pools = [ThreadPoolExecutor(max_workers=2) for _ in range(2)]
-    holding, skipped = (Starters(pool, range(2), starts) for pool in pools)
-    time.sleep(0.05)
+    holding = Starters(pools[0], range(2), firing.starts_at(later))
+    skipped = Starters(pools[1], range(2), firing.starts_at(AT))
     release = threading.Event()
-    skipped.go({n: partial(lambda: release.wait(5) and Disposition.DONE) for n in range(2)})
     try:
-        # When an end is written meanwhile
-        end = _waits(starts)
+        skipped.go({n: partial(lambda: release.wait(5) and Disposition.DONE) for n in range(2)})
+        # When an end of the instant is written meanwhile
+        end = _waits(skipped.starts)
         # Then it waits for neither
         assert end.wait(1)
     finally:
