@@ -222,5 +222,5 @@ class Attempts:
         return self._store.executions.put_end(waiting)
 
     def _persist(self, write: Callable[[], _T], ends_after: Callable[[], None]) -> _T:
-        ends_after()  # (the starts of the pack's members first)
+        ends_after()  # (the starts of its instant first)
         return persist(write, self._clock, self._rng)
