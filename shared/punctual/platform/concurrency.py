@@ -1,8 +1,13 @@
 """Run independent AWS calls side by side: the scanner's throughput is bounded by call latency.
 
-One pool of threads lives as long as the process (a Lambda container reuses it across invocations):
+Pools of threads live as long as the process (a Lambda container reuses them across invocations):
 starting threads for every batch of calls cost the scanner more CPU than the calls themselves.
-A call made from one of the pool's own threads runs inline, so nested use can never wait on itself.
+A call made from one of the pools' own threads runs inline, so nested use can never wait on itself.
+
+Reads that a caller waits on before it can send anything (a dispatch's BatchGetItem) have a pool of
+their own. On the one pool, a pool works first in, first out, and the scanner's lanes each queue
+their sends: a lane's reads then waited behind every other lane's sends, all lanes got their reads
+back together once that backlog drained, and the pool ran dry while they all worked at once.
 """
 
 from __future__ import annotations
@@ -17,31 +22,36 @@ _T = TypeVar("_T")
 _R = TypeVar("_R")
 
 POOL_THREADS = 32
+# Both pools' calls together stay within the SDK's connection pool (platform.aws: 64).
+READ_POOL_THREADS = 16
 
-_pool: ThreadPoolExecutor | None = None
+_pools: dict[bool, ThreadPoolExecutor] = {}
 _pool_lock = threading.Lock()
 _inside = threading.local()
 
 
-def _shared_pool() -> ThreadPoolExecutor:
-    global _pool
+def _shared_pool(reads: bool) -> ThreadPoolExecutor:
     with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(
-                max_workers=POOL_THREADS, thread_name_prefix="punctual-io", initializer=_mark_inside
+        pool = _pools.get(reads)
+        if pool is None:
+            pool = _pools[reads] = ThreadPoolExecutor(
+                max_workers=READ_POOL_THREADS if reads else POOL_THREADS,
+                thread_name_prefix="punctual-read" if reads else "punctual-io",
+                initializer=_mark_inside,
             )
-        return _pool
+        return pool
 
 
 def _mark_inside() -> None:
     _inside.active = True
 
 
-def parallel_map(fn: Callable[[_T], _R], items: Sequence[_T]) -> list[_R]:
-    """`[fn(x) for x in items]`, on the shared pool when there is more than one item; order is kept."""
+def parallel_map(fn: Callable[[_T], _R], items: Sequence[_T], *, reads: bool = False) -> list[_R]:
+    """`[fn(x) for x in items]`, on a shared pool when there is more than one item; order is kept.
+    `reads`: reads the caller waits on before it sends anything, on their own pool (module docstring)."""
     if len(items) <= 1 or getattr(_inside, "active", False):
         return [fn(item) for item in items]
-    return list(_shared_pool().map(fn, items))
+    return list(_shared_pool(reads).map(fn, items))
 
 
 def chunks(items: Sequence[_T], size: int) -> list[Sequence[_T]]:

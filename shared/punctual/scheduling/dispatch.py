@@ -153,7 +153,7 @@ class Dispatcher:
             reads.append(lambda: self._store.jobs.get_many(unknown))
         if recorded:
             reads.append(lambda: self._store.executions.statuses(recorded))
-        answers = parallel_map(lambda read: read(), reads)
+        answers = parallel_map(lambda read: read(), reads, reads=True)
         jobs, unreadable = answers[0] if unknown else ({}, {})
         jobs = {**jobs, **given}
         existing: dict[str, ExecutionStatus | None] = answers[-1] if recorded else {}

@@ -214,7 +214,7 @@ class Table:
                 time.sleep(_backoff(attempt))
             raise RetryableStoreError("BatchGetItem left keys unprocessed")
 
-        return [item for items in parallel_map(read, chunks(keys_, 100)) for item in items]
+        return [item for items in parallel_map(read, chunks(keys_, 100), reads=True) for item in items]
 
     def batch_write(self, requests: list[dict[str, Any]]) -> None:
         """Puts and deletes (`put`, `delete`), 25 a call side by side, retrying unprocessed ones."""
