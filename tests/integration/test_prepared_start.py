@@ -8,6 +8,7 @@ pack holds (the hold is the clock's sleep), so nothing hangs on timing."""
 from __future__ import annotations
 
 import http.client
+import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
@@ -161,4 +162,26 @@ def test_a_member_slow_to_prepare_holds_up_no_other(world: World, receiver: List
     take_before_the_instant(world, pack, receipt, lambda: None)
     # Then the others started without it, and it started once it was ready
     assert len(receiver.requests()) == MEMBERS
+    assert statuses(world, jobs) == ["SUCCEEDED"] * MEMBERS
+
+
+def test_a_packs_requests_are_sent_one_after_another_by_the_thread_that_fires_it(
+    world: World, receiver: Listener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a pack of webhooks, their connections opened while it holds
+    jobs, pack, receipt = webhooks_at_one_instant(world, receiver.url)
+    senders: list[threading.Thread] = []
+    real = http.client.HTTPConnection.send
+
+    def send(self: http.client.HTTPConnection, data: Any) -> None:
+        senders.append(threading.current_thread())
+        real(self, data)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "send", send)
+    # When it is taken and fires at its instant
+    take_before_the_instant(world, pack, receipt, lambda: None)
+    # Then every request went from the thread that took it (none handed to a member's thread to
+    # wait for its turn), and each member's thread took its answer and stored its end
+    assert len(receiver.requests()) == MEMBERS
+    assert senders and set(senders) == {threading.current_thread()}
     assert statuses(world, jobs) == ["SUCCEEDED"] * MEMBERS

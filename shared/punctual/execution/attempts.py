@@ -72,6 +72,11 @@ class Attempts:
         """The attempt's task made ready ahead of its start (tasks.prepare); `run` it with `prepared`."""
         return tasks.prepare(job.task, self._context(job, execution))
 
+    def launch(self, job: Job, execution: Execution, prepared: Prepared) -> bool:
+        """Start the attempt's prepared task now without waiting for its answer (Prepared.launch):
+        True if it went; `run` it then, with `prepared`, to take the answer and record the outcome."""
+        return prepared.launch(self._context(job, execution))
+
     def run(
         self,
         job: Job,
@@ -99,7 +104,8 @@ class Attempts:
             self._hooks.started(job, execution)
         logger.debug("execution started", extra=log)
         context = self._context(job, execution)
-        began = self._clock.now()
+        # (a run under its pack's lease began as its pack started it: Firing may have launched it)
+        began = execution.started_at if leased and execution.started_at else self._clock.now()
         started()
         try:
             result = tasks.run(job.task, context) if prepared is None else prepared.fire(context)

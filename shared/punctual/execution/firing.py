@@ -6,8 +6,11 @@ have changed since they were read are read again: on a first take, those the ins
 records name (one Query for every pack of the process firing at that instant, `InstantChanges`),
 otherwise those whose stamps differ. A member whose job changed is judged on the job as it now is
 (skipped if it must not run, started cold if it may), and one past its job's catch-up window is
-skipped. The others start at once, each on the task prepared for it, and each end is stored in one
-write (ExecutionRepository.put_end), the outcomes after all the starts. A member whose run the pack's
+skipped. The others start at once, each on the task prepared for it: one after another on the
+firing thread where the task can start apart from its answer (a webhook's request, on the connection
+opened ahead: `Firing._launch`), on the member's own thread otherwise. Each member's thread takes its
+answer and stores its end in one write (ExecutionRepository.put_end), the outcomes after all the
+starts. A member whose run the pack's
 last holder ended goes the lone way (Worker.handle), which finds its end.
 """
 
@@ -256,15 +259,17 @@ class Firing:
         for n, member in leased.items():
             if n not in ready or ready[n].prepared is None:
                 member.let_go()  # (its start is not coming, or comes cold)
+        launched = self._launch(ready, lease_until)
         work: dict[int, Callable[[], Disposition]] = {
-            n: partial(self._start, member, members[n], lease_until, starters, n)
+            n: partial(self._start, member, members[n], lease_until, starters, n, launched.get(n))
             for n, member in ready.items()
         }
         for n in alone:
             work[n] = partial(self._worker.handle, pack.items[n], members[n], receive_count)
         for n, result in results.items():
             work[n] = partial(_given, result)
-        starters.go(work, starting=ready)
+        # (a member launched has started: no end waits for its thread)
+        starters.go(work, starting=[n for n in ready if n not in launched])
         return dict(starters.waiting)
 
     def _changed(self, pack: Pack, leased: dict[int, Leased], first: bool) -> set[str]:
@@ -285,6 +290,27 @@ class Firing:
             if m.read is not None and stamps.get(m.read.id) != JobStamp.of(m.read)
         }
 
+    def _launch(self, ready: dict[int, Leased], lease_until: datetime) -> dict[int, Execution]:
+        """The members whose tasks were made ready, started one after another on this thread without
+        waiting for their answers (a webhook's request sent on the connection opened ahead): each
+        member's thread then only takes its answer. Handing each start to a thread of its own at the
+        instant made a crowded instant's last start wait for every thread before it to get its turn
+        in the interpreter. What cannot start so starts on its thread, as it would have."""
+        launched: dict[int, Execution] = {}
+        for n, member in ready.items():
+            prepared = member.prepared
+            if prepared is None or not prepared.done() or prepared.exception() is not None:
+                continue  # (not ready yet: it starts on its thread when it is)
+            running = _running(member, lease_until, self._clock.now())
+            try:
+                if self._worker.launch(member.job, running, prepared.result()):
+                    launched[n] = running
+            except Exception:
+                logger.exception(
+                    "member not launched; it starts on its thread", extra={"execution_id": running.id}
+                )
+        return launched
+
     def _start(
         self,
         member: Leased,
@@ -292,21 +318,17 @@ class Firing:
         lease_until: datetime,
         starters: Starters,
         n: int,
+        launched: Execution | None = None,
     ) -> Disposition:
+        """Member `n` on its thread: its task started (or, `launched`, its answer taken) and its end
+        recorded."""
         prepared = None
         try:
+            if launched is not None:
+                # Its answer can wait in its socket while the instant's other members start.
+                starters.starts.wait()
             prepared = None if member.prepared is None else member.prepared.result()
-            began = self._clock.now()
-            running = replace(
-                member.execution,
-                status=ExecutionStatus.RUNNING,
-                attempts=1,
-                started_at=began,
-                lateness_ms=run_records.lateness_ms(member.execution, began),
-                lease_until=lease_until,
-                task_version=member.job.task_version,
-                job_item_bytes=member.job_item_bytes,  # (its end may go on its job's item)
-            )
+            running = launched or _running(member, lease_until, self._clock.now())
             return self._worker.run_leased(
                 member.job, running, starters.started(n), starters.starts.wait, receipt, prepared
             )
@@ -318,6 +340,20 @@ class Firing:
         finally:
             if prepared is not None:
                 prepared.close()
+
+
+def _running(member: Leased, lease_until: datetime, began: datetime) -> Execution:
+    """A member's execution as it starts at `began`, RUNNING in memory only (its end stores it)."""
+    return replace(
+        member.execution,
+        status=ExecutionStatus.RUNNING,
+        attempts=1,
+        started_at=began,
+        lateness_ms=run_records.lateness_ms(member.execution, began),
+        lease_until=lease_until,
+        task_version=member.job.task_version,
+        job_item_bytes=member.job_item_bytes,  # (its end may go on its job's item)
+    )
 
 
 def ended_on_job(job: Job | None, execution_id: str) -> bool:

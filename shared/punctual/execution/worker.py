@@ -125,6 +125,11 @@ class Worker:
         """A first attempt's task made ready ahead of its instant, for `run_leased` (tasks.prepare)."""
         return self._attempts.prepare(job, replace(execution, attempts=1))
 
+    def launch(self, job: Job, running: Execution, prepared: Prepared) -> bool:
+        """A first attempt's prepared task started without waiting for its answer (Attempts.launch):
+        True if it went; `run_leased` then takes the answer and records the outcome."""
+        return self._attempts.launch(job, running, prepared)
+
     def run_leased(
         self,
         job: Job,

@@ -110,6 +110,14 @@ class Prepared(Protocol):
         """Start it (`context`: the start's): a result or TaskFailed, exactly as `run` would give."""
         ...
 
+    def launch(self, context: TaskContext) -> bool:
+        """Start it now without waiting for its answer (a webhook's request, sent on the connection
+        opened ahead), so that one thread can start a pack's members one after another at the instant:
+        True if it went, and `fire` (with the same context) then only takes its answer. False when it
+        cannot be started apart from its answer; `fire` then starts it. Never raises: what went wrong
+        is `fire`'s to report."""
+        ...
+
     def close(self) -> None:
         """Let go of what was held for the start (a connection) when it will not come; idempotent."""
         ...
@@ -271,6 +279,9 @@ class _Cold:
     def fire(self, context: TaskContext) -> Any:
         return run(self._spec, context)
 
+    def launch(self, context: TaskContext) -> bool:
+        return False
+
     def close(self) -> None:
         pass
 
@@ -288,6 +299,10 @@ class _Rendered:
             self._ready.close()
             return run(self._spec, context)
         return self._ready.fire(context)
+
+    def launch(self, context: TaskContext) -> bool:
+        # (references that differ: `fire` runs it cold)
+        return context.references() == self._references and self._ready.launch(context)
 
     def close(self) -> None:
         self._ready.close()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from punctual.platform.clock import ManualClock
-from punctual.tasks import http as http_task
+from punctual.tasks import http_wire
 from punctual_testing.loopback_tls import loopback_certificate
 from tests.unit.tasks.connections import Listener, listener
 from tests.unit.tasks.webhook import CLOCK_START, Webhook
@@ -57,7 +57,7 @@ def tls_receiver(clock: ManualClock, tmp_path: Path, monkeypatch: pytest.MonkeyP
     cert_file, key_file = loopback_certificate(tmp_path)
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server.load_cert_chain(cert_file, key_file)
-    monkeypatch.setattr(http_task, "_TLS", ssl.create_default_context(cafile=str(cert_file)))
+    monkeypatch.setattr(http_wire, "_TLS", ssl.create_default_context(cafile=str(cert_file)))
     with listener(clock.now, tls=server) as found:
         yield found
 
@@ -79,5 +79,5 @@ def connects(monkeypatch: pytest.MonkeyPatch, connect_timeouts: list[float]) -> 
         connect_timeouts.append(timeout)
         return real(address, timeout, *args)
 
-    monkeypatch.setattr(http_task.socket, "create_connection", create_connection)
+    monkeypatch.setattr(http_wire.socket, "create_connection", create_connection)
     return made

@@ -16,9 +16,8 @@ from punctual import tasks
 from punctual.domain.models import TaskSpec
 from punctual.platform import signing
 from punctual.platform.clock import ManualClock
-from punctual.tasks import TaskFailed
-from punctual.tasks import http as http_task
-from punctual.tasks.http import PREPARED_AHEAD_SECONDS, PREPARED_IDLE_SECONDS
+from punctual.tasks import TaskFailed, http_wire
+from punctual.tasks.http_ahead import PREPARED_AHEAD_SECONDS, PREPARED_IDLE_SECONDS
 from tests.unit.tasks.connections import Listener
 from tests.unit.tasks.webhook import Reply, Webhook, context, http_spec
 
@@ -61,7 +60,7 @@ def test_a_failed_early_connect_is_made_again_at_the_start(
             raise ConnectionRefusedError("not yet")
         return real(address, *args, **kwargs)
 
-    monkeypatch.setattr(http_task.socket, "create_connection", flaky)
+    monkeypatch.setattr(http_wire.socket, "create_connection", flaky)
     ctx = context(clock=clock)
     prepared = tasks.prepare(http_spec({"url": receiver.url}, ctx), ctx)
     # When it fires / Then it connects then, and succeeds: preparing made no failure

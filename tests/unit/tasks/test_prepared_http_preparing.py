@@ -16,9 +16,8 @@ import pytest
 
 from punctual import tasks
 from punctual.platform.clock import ManualClock
-from punctual.tasks import TaskFailed
-from punctual.tasks import http as http_task
-from punctual.tasks.http import PREPARED_AHEAD_SECONDS
+from punctual.tasks import TaskFailed, http_ahead, http_wire
+from punctual.tasks.http_ahead import PREPARED_AHEAD_SECONDS
 from tests.stubs import StubResolver
 from tests.unit.tasks.connections import Listener
 from tests.unit.tasks.webhook import context, http_spec
@@ -70,7 +69,7 @@ def test_no_connection_is_opened_for_a_start_further_off_than_a_connection_may_w
     assert prepared.fire(ctx)["status"] == 200 and len(connects) == 1
 
 
-@pytest.mark.parametrize(("ahead", "connect_timeout"), [(3, 3), (0, http_task.EARLY_CONNECT_MIN_SECONDS)])
+@pytest.mark.parametrize(("ahead", "connect_timeout"), [(3, 3), (0, http_ahead.EARLY_CONNECT_MIN_SECONDS)])
 def test_an_early_connect_gets_no_longer_than_the_time_left_and_the_request_its_whole_timeout(
     receiver: Listener,
     clock: ManualClock,
@@ -137,7 +136,7 @@ def test_past_the_most_connections_held_ahead_a_start_connects_cold(
 ) -> None:
     # Given a process that may hold one connection open ahead
     held = threading.BoundedSemaphore(1)
-    monkeypatch.setattr(http_task, "_OPEN_AHEAD", held)
+    monkeypatch.setattr(http_ahead, "_OPEN_AHEAD", held)
     ctx = context(clock=clock)
     # When two webhooks are prepared / Then only the first connected ahead
     first, second = (tasks.prepare(http_spec({"url": receiver.url}, ctx), ctx) for _ in range(2))
@@ -157,16 +156,16 @@ def test_an_early_connect_that_fails_unexpectedly_gives_back_its_slot_and_its_so
     # Given a process that may hold one connection open ahead, and an early connect that fails, once,
     # as no network does (a ValueError), its socket already open
     held = threading.BoundedSemaphore(1)
-    monkeypatch.setattr(http_task, "_OPEN_AHEAD", held)
-    real = http_task._PinnedHTTPConnection.connect
+    monkeypatch.setattr(http_ahead, "_OPEN_AHEAD", held)
+    real = http_wire.PinnedHTTPConnection.connect
     failing = [True]
 
-    def connect(self: http_task._PinnedHTTPConnection) -> None:
+    def connect(self: http_wire.PinnedHTTPConnection) -> None:
         real(self)
         if failing and failing.pop():
             raise ValueError("not as a network fails")
 
-    monkeypatch.setattr(http_task._PinnedHTTPConnection, "connect", connect)
+    monkeypatch.setattr(http_wire.PinnedHTTPConnection, "connect", connect)
     ctx = context(clock=clock)
     # When it is prepared / Then its socket is closed and its slot given back
     prepared = tasks.prepare(http_spec({"url": receiver.url}, ctx), ctx)
@@ -217,8 +216,8 @@ def test_a_tls_connect_that_fails_to_wrap_its_socket_closes_it_and_gives_back_it
             raise ValueError("not as a network fails")
 
     held = threading.BoundedSemaphore(1)
-    monkeypatch.setattr(http_task, "_OPEN_AHEAD", held)
-    monkeypatch.setattr(http_task, "_TLS", Refusing(ssl.PROTOCOL_TLS_CLIENT))
+    monkeypatch.setattr(http_ahead, "_OPEN_AHEAD", held)
+    monkeypatch.setattr(http_wire, "_TLS", Refusing(ssl.PROTOCOL_TLS_CLIENT))
     opened: list[socket.socket] = []
     real = socket.create_connection
 
@@ -226,7 +225,7 @@ def test_a_tls_connect_that_fails_to_wrap_its_socket_closes_it_and_gives_back_it
         opened.append(real(*args))
         return opened[-1]
 
-    monkeypatch.setattr(http_task.socket, "create_connection", create_connection)
+    monkeypatch.setattr(http_wire.socket, "create_connection", create_connection)
     ctx = context(clock=clock)
     # When it is prepared / Then the socket it opened is closed, and its slot given back
     tasks.prepare(http_spec({"url": receiver.url.replace("http:", "https:")}, ctx), ctx)
@@ -238,7 +237,7 @@ def test_a_host_name_tls_cannot_carry_fails_before_a_socket_is_opened(
     receiver: Listener, connects: list[tuple[str, int]]
 ) -> None:
     port = int(receiver.url.rsplit(":", 1)[1].split("/")[0])
-    connection = http_task._PinnedHTTPSConnection("a" * 64 + ".example", "127.0.0.1", port, 1)
+    connection = http_wire.PinnedHTTPSConnection("a" * 64 + ".example", "127.0.0.1", port, 1)
     with pytest.raises(UnicodeError):
         connection.connect()
     assert connects == []

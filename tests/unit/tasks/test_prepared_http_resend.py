@@ -19,8 +19,7 @@ import pytest
 
 from punctual import tasks
 from punctual.platform.clock import ManualClock
-from punctual.tasks import TaskFailed
-from punctual.tasks import http as http_task
+from punctual.tasks import TaskFailed, http_ahead
 from tests.unit.tasks.webhook import context, http_spec
 
 OK = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"ok":true}'
@@ -118,7 +117,7 @@ def test_a_request_whose_connection_was_reset_before_it_went_out_is_sent_once_mo
     with scripted("reset when told") as server:
         ctx = context(clock=clock)
         prepared = tasks.prepare(http_spec({"url": server.url, "body": {"n": 1}}, ctx), ctx)
-        monkeypatch.setattr(http_task, "_still_open", lambda sock: True)
+        monkeypatch.setattr(http_ahead, "_still_open", lambda sock: True)
         server.let_go.set()
         assert server.gone.wait(10)
         # When it fires / Then the request is sent again, once, on a connection of its own
@@ -167,13 +166,13 @@ def test_a_request_sent_again_gets_what_is_left_of_the_timeout(
     with scripted("reset when told") as server:
         ctx = context(clock=clock, timeout_seconds=5)
         prepared = tasks.prepare(http_spec({"url": server.url}, ctx), ctx)
-        monkeypatch.setattr(http_task, "_still_open", lambda sock: True)
+        monkeypatch.setattr(http_ahead, "_still_open", lambda sock: True)
         server.let_go.set()
         assert server.gone.wait(10)
         _taking(clock, 2, monkeypatch)
         # When it fires / Then the request sent again had the 3 s left
         assert prepared.fire(ctx)["status"] == 200
-        assert connect_timeouts == [http_task.EARLY_CONNECT_MIN_SECONDS, 3]
+        assert connect_timeouts == [http_ahead.EARLY_CONNECT_MIN_SECONDS, 3]
 
 
 def test_a_request_is_not_sent_again_once_its_timeout_is_spent(
@@ -184,7 +183,7 @@ def test_a_request_is_not_sent_again_once_its_timeout_is_spent(
     with scripted("reset when told") as server:
         ctx = context(clock=clock, timeout_seconds=5)
         prepared = tasks.prepare(http_spec({"url": server.url}, ctx), ctx)
-        monkeypatch.setattr(http_task, "_still_open", lambda sock: True)
+        monkeypatch.setattr(http_ahead, "_still_open", lambda sock: True)
         server.let_go.set()
         assert server.gone.wait(10)
         _taking(clock, 5, monkeypatch)

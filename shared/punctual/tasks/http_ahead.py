@@ -1,0 +1,231 @@
+"""A webhook made ready ahead of its start: its address resolved and checked, a connection to it
+opened while its pack holds (at most a bounded number a process), and at the start its request sent
+on that connection if the server still holds it open, or on a fresh one if not."""
+
+from __future__ import annotations
+
+import http.client
+import resource
+import socket
+import ssl
+import threading
+from datetime import datetime
+from typing import Any
+
+from punctual.tasks import TaskContext
+from punctual.tasks.http_wire import (
+    Call,
+    Connection,
+    answer_on,
+    exchange,
+    pinned_connection,
+    request_parts,
+    send_on,
+    target,
+    timeout_for,
+)
+from punctual.tasks.netguard import OutboundUrl
+
+
+def prepare_call(params: Call, context: TaskContext) -> PreparedCall:
+    """The URL read and guarded, its host resolved and the address checked, and a connection to
+    that address opened (TLS handshake and all) when the start is at most PREPARED_AHEAD_SECONDS
+    away: not a byte of the request is sent. TaskFailed for a URL or address refused (the start
+    runs cold, and checks again)."""
+    url, addresses = target(params, context)
+    now = context.clock.now()
+    ahead = (context.scheduled_at - now).total_seconds()
+    connection: Connection | None = None
+    if ahead <= PREPARED_AHEAD_SECONDS and _OPEN_AHEAD.acquire(blocking=False):
+        # An early connect gets no longer than the time left before the start (a second at
+        # least): one slower is dropped and made afresh then, with the task's whole timeout, so
+        # that a start never ends later than a cold one would by more than that second.
+        connect_timeout = min(timeout_for(params, context), max(ahead, EARLY_CONNECT_MIN_SECONDS))
+        try:
+            connection = pinned_connection(url, addresses[0], connect_timeout)
+            connection.connect()
+        except BaseException as exc:
+            # Whatever failed, the slot and the socket are given back: a slot kept would leave
+            # every later start of the process cold once all were lost.
+            if connection is not None:
+                connection.close()
+            connection = None
+            _OPEN_AHEAD.release()
+            if not isinstance(exc, (OSError, http.client.HTTPException)):
+                raise  # (tasks.prepare logs it; the start runs cold)
+            # (the start connects afresh, and fails, if it must, as run does)
+    return PreparedCall(params, url, addresses[0], connection, now)
+
+
+# A connection is opened at most this long before its start, and one that has waited idle longer
+# than PREPARED_IDLE_SECONDS is not used (that bound's few seconds more are for a start that comes
+# late: its turn on a thread, a busy CPU). A pack's members are prepared at most its lead before
+# their instant (Settings.lead_max_seconds, at most 15 s). That is within the time usual servers give
+# a new connection to send its request: nginx's client_header_timeout (60 s by default), Apache's
+# mod_reqtimeout (20 s for the first byte of the headers), Node.js's headersTimeout (60 s), an AWS
+# load balancer's idle timeout (60 s). A server that lets go sooner costs a fresh connect at the
+# start, never a failure.
+PREPARED_AHEAD_SECONDS = 15.0
+PREPARED_IDLE_SECONDS = 20.0
+EARLY_CONNECT_MIN_SECONDS = 1.0
+# Descriptors kept for the process's own use (the SDK's connections, logs, the runtime's) before any
+# is held open ahead of a start, and the most of a process's limit counted.
+RESERVED_DESCRIPTORS = 24
+DESCRIPTORS_COUNTED = 20_000
+
+
+def connections_max(descriptors: int) -> int:
+    """Connections a process with this many file descriptors holds open ahead of their starts at most;
+    more start cold. Half of what is left beside its own, the other half for starts that connect
+    then: on Lambda (1,024 descriptors an environment) 500, a default pack's worth (Settings.pack_size).
+    A process that stands for many environments (the local stack's) has a higher limit and holds more."""
+    if descriptors == resource.RLIM_INFINITY or descriptors > DESCRIPTORS_COUNTED:
+        descriptors = DESCRIPTORS_COUNTED
+    return max(0, descriptors - RESERVED_DESCRIPTORS) // 2
+
+
+PREPARED_CONNECTIONS_MAX = connections_max(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+_OPEN_AHEAD = threading.BoundedSemaphore(PREPARED_CONNECTIONS_MAX)
+
+# What a send on a connection the server let go of meets. When the request's head could not go out
+# whole on the connection opened ahead, the server took no request on it, and the request is sent
+# again, once, on a connection of its own (what RFC 9110 section 9.2.2 lets a client retry). Never
+# after that: an answer that does not come may follow a request the server acted on.
+_LET_GO = (
+    BrokenPipeError,
+    ConnectionResetError,
+    ssl.SSLEOFError,
+    ssl.SSLZeroReturnError,
+)
+
+
+class PreparedCall:
+    """An `http` task prepared ahead of its start: `fire` sends its request, on the connection opened
+    ahead if the server still holds it open, and reads the answer as `HttpTask.run` does. `launch`
+    sends it on that connection and returns: `fire` then only reads the answer."""
+
+    def __init__(
+        self,
+        params: Call,
+        url: OutboundUrl,
+        address: str,
+        connection: Connection | None,
+        prepared_at: datetime,
+    ) -> None:
+        self._params = params
+        self._url = url
+        self._address = address  # (checked by the guard: a fresh connect goes there too)
+        self._connection = connection
+        self._prepared_at = prepared_at
+        self._lock = threading.Lock()
+        # Launched: the connection its request went out on, and what went wrong if anything did.
+        self._launched: Connection | None = None
+        self._launch_error: BaseException | None = None
+
+    def launch(self, context: TaskContext) -> bool:
+        params, url = self._params, self._url
+        timeout = timeout_for(params, context)
+        connection = self._take(context, timeout)
+        if connection is None:
+            return False
+        body, headers = request_parts(params, context)
+        try:
+            connection.request(params.method, url.target, body=body, headers=headers)
+        except _LET_GO as exc:
+            if not connection.sent:
+                connection.close()  # (the server took no request on it: `fire` connects afresh)
+                return False
+            self._launch_error = exc
+        except Exception as exc:
+            self._launch_error = exc  # (reported by `fire`, as a send that fails there would be)
+        self._launched = connection
+        return True
+
+    def fire(self, context: TaskContext) -> Any:
+        if self._launched is not None:
+            return exchange(self._answer)
+        params, url = self._params, self._url
+        timeout = timeout_for(params, context)
+        body, headers = request_parts(params, context)
+
+        def on(connection: Connection) -> tuple[http.client.HTTPResponse, bytes]:
+            return send_on(connection, params.method, url.target, body, headers)
+
+        def send() -> tuple[http.client.HTTPResponse, bytes]:
+            started = context.clock.now()
+            ahead = self._take(context, timeout)
+            if ahead is None:
+                return on(pinned_connection(url, self._address, timeout))
+            try:
+                return on(ahead)
+            except _LET_GO:
+                if ahead.sent:
+                    # The server may hold the request, and may have acted on it (one that closes
+                    # without answering looks the same from here): it fails as a cold start would.
+                    raise
+            # Sent again with what is left of the timeout: the execution's lease and Lambda's limit
+            # count on a start taking no longer than its timeout.
+            left = timeout - (context.clock.now() - started).total_seconds()
+            if left <= 0:
+                raise TimeoutError("timed out")
+            return on(pinned_connection(url, self._address, left))
+
+        return exchange(send)
+
+    def _answer(self) -> tuple[http.client.HTTPResponse, bytes]:
+        """The answer to the request `launch` sent."""
+        connection = self._launched
+        assert connection is not None
+        try:
+            if self._launch_error is not None:
+                raise self._launch_error
+            return answer_on(connection)
+        finally:
+            connection.close()
+
+    def close(self) -> None:
+        connection = self._held()
+        if connection is not None:
+            connection.close()
+        if self._launched is not None:
+            self._launched.close()
+
+    def _held(self) -> Connection | None:
+        """The connection held open ahead, no longer held (each is handed out once)."""
+        with self._lock:
+            connection, self._connection = self._connection, None
+        if connection is not None:
+            _OPEN_AHEAD.release()
+        return connection
+
+    def _take(self, context: TaskContext, timeout: float) -> Connection | None:
+        """The connection opened ahead, if it is still of use: not idle too long, and open at the
+        server's end (which answers nothing before a request: anything it sent is a goodbye)."""
+        connection = self._held()
+        if connection is None:
+            return None
+        idle = (context.clock.now() - self._prepared_at).total_seconds()
+        if idle > PREPARED_IDLE_SECONDS or connection.sock is None or not _still_open(connection.sock):
+            connection.close()
+            return None
+        connection.timeout = timeout
+        connection.sock.settimeout(timeout)
+        return connection
+
+
+def _still_open(sock: socket.socket) -> bool:
+    """Whether the server's end of a connection no request went out on yet is still open: nothing to
+    read from it."""
+    try:
+        sock.setblocking(False)
+        if isinstance(sock, ssl.SSLSocket):
+            # (reading takes in what a server may send unasked after the handshake, TLS 1.3's session
+            # tickets; wanting more means nothing else is there)
+            sock.recv(1)
+        else:
+            sock.recv(1, socket.MSG_PEEK)
+    except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+        return True
+    except OSError:
+        return False
+    return False  # the end of the stream, or what a server says as it lets go (a 408)
