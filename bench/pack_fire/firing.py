@@ -116,8 +116,10 @@ def _fired(
     }
 
 
-def preparer(url: str) -> tuple[Callable[[int], Prepared], Callable[[int, Prepared], Any]]:
-    """The `http` task of `_caller`, prepared (its connection opened) and then fired."""
+def preparer(
+    url: str,
+) -> tuple[Callable[[int], Prepared], Callable[[int, Prepared], Any], Callable[[int, Prepared], bool]]:
+    """The `http` task of `_caller`, prepared (its connection opened), launched, and then fired."""
     task = HttpTask()
     params = HttpParams(**{**WEBHOOK["params"], "url": f"{url}/punctual/reminders"})
     policy = TaskPolicy(allowed_networks=LOOPBACK)
@@ -140,18 +142,25 @@ def preparer(url: str) -> tuple[Callable[[int], Prepared], Callable[[int, Prepar
     def start(i: int, ready: Prepared) -> Any:
         return ready.fire(context(i))
 
-    return prepare, start
+    def launch(i: int, ready: Prepared) -> bool:
+        return ready.launch(context(i))
+
+    return prepare, start, launch
 
 
 def fire_prepared(
     size: int,
     prepare: Callable[[int], Prepared],
     start: Callable[[int, Prepared], Any],
+    launch: Callable[[int, Prepared], bool],
     arrivals: Callable[[], list[float]],
     most_threads: int = FIRE_THREADS,
 ) -> dict[str, Any]:
-    """`fire`, each member prepared first on the same pool; the CPU of the preparing and of the
-    starts (from the hold on) apart."""
+    """Each member prepared first on the pack's pool, then held on its thread until the instant, as
+    the PackRunner does. At the instant one thread launches them one after another (their requests
+    sent on the connections opened ahead, punctual.execution.firing.Firing._launch), then the
+    members' threads take the answers (a member not launched starts on its thread). The CPU of the
+    preparing and of the starts (from the hold on) apart."""
     threads = min(size, most_threads)
     began = [0.0] * size
     answered = [0.0] * size
@@ -163,14 +172,24 @@ def fire_prepared(
         connected = _descriptors() - baseline
         instant = time.time() + HOLD_SECONDS
         cpu, sampler = time.process_time(), peaks.spent()
+        word = threading.Event()
 
         def member(i: int) -> None:
-            time.sleep(max(0.0, instant - time.time()))
-            began[i] = time.time()
+            word.wait()
+            if not began[i]:
+                began[i] = time.time()
             start(i, readied[i])
             answered[i] = time.time()
 
-        list(pool.map(member, range(size)))
+        members = [pool.submit(member, i) for i in range(size)]
+        time.sleep(max(0.0, instant - time.time()))
+        for i in range(size):
+            began[i] = time.time()
+            if not launch(i, readied[i]):
+                began[i] = 0.0
+        word.set()
+        for done in members:
+            done.result()
         cpu = time.process_time() - cpu - (peaks.spent() - sampler)
     return _fired(size, threads, instant, began, answered, arrivals(), cpu) | {
         "connections_open_at_hold": connected,

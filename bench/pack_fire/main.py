@@ -46,13 +46,13 @@ def measure(
         for i in range(20):  # warm: imports, the first connections
             call(i)
         arrivals()
-        prepare, start = preparer(url)
+        prepare, start, launch = preparer(url)
         cold: dict[int, list[dict[str, Any]]] = {size: [] for size in sizes}
         prepared: dict[int, list[dict[str, Any]]] = {size: [] for size in sizes}
         for _ in range(rounds):
             for size in sizes:
                 cold[size].append(fire(size, call, arrivals, threads))
-                prepared[size].append(fire_prepared(size, prepare, start, arrivals, threads))
+                prepared[size].append(fire_prepared(size, prepare, start, launch, arrivals, threads))
         found: dict[str, Any] = {
             "packs": {str(size): cold[size][0] for size in sizes},
             "prepared_packs": {str(size): prepared[size][0] for size in sizes},

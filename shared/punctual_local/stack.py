@@ -32,7 +32,7 @@ from punctual.platform.clock import SystemClock
 from punctual.platform.config import Settings
 from punctual.platform.observability import logger
 from punctual.platform.timefmt import to_epoch_ms
-from punctual_local import banner, clients, collector, outcomes_last, owners, provision, ticker
+from punctual_local import banner, call_order, clients, collector, owners, provision, ticker
 from punctual_local.api_process import Config as ApiConfig
 from punctual_local.children import MotoChild, end_child
 from punctual_local.clients import REGION, StackError
@@ -179,7 +179,7 @@ class LocalStack:
             lambda_clients=wiring.lambda_clients_for(settings, aws.session),
             aws_clients=wiring.aws_clients_for(settings, aws.session),
         )
-        outcomes_last.mark_outcomes(punctual.store)  # (last in moto's gates: outcomes_last says why)
+        call_order.mark_calls(punctual.store)  # (call_order says why)
         wiring.set_default(punctual)
         work = work_items(restored["unfinished"])
         journaled = journal.exists

@@ -5,10 +5,11 @@ longer as there are others. When a burst's executions come due while the API cre
 had well over a hundred requests in moto at once, and the read each execution makes at its instant
 (whether its job changed: a BatchGetItem, one for up to a hundred executions) took as long as all of
 them. Here at most `slots` requests are in moto at once; the others wait their turn in order, and a
-BatchGetItem goes before any waiting request of another kind: such a read is short, and what waits on
+BatchGetItem (or a read marked as waited on: call_order.waited_on, an instant's change records) goes
+before any waiting request of another kind: such a read is short, and what waits on
 it (a run at its instant, a listing) is waiting now, where most writes (an outcome, a claim seconds
 ahead of its instant) can wait some milliseconds without anyone seeing it. The outcomes written after
-runs (punctual_local.outcomes_last) wait behind every other call, for `LAST_LIMIT_SECONDS` at most:
+runs (punctual_local.call_order) wait behind every other call, for `LAST_LIMIT_SECONDS` at most:
 at a burst's instant they were two writes an execution, and the creations and claims queued behind
 them waited up to 0.8 s each. Past that limit they take every other turn, not every turn: a burst
 of 1,000 left two thousand of them overdue at once, and letting them all go first held the scanner's
@@ -32,7 +33,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from punctual_local.outcomes_last import is_bookkeeping
+from punctual_local.call_order import is_bookkeeping, is_waited_on
 
 # Enough to keep moto busy while some writes wait for the journal's fsync, few enough that a read
 # let in shares moto with few others.
@@ -46,6 +47,8 @@ _DYNAMODB = "DynamoDB_20120810."
 CALL_HEADER = "X-Punctual-Call"
 _CALL_ENVIRON = "HTTP_X_PUNCTUAL_CALL"
 LAST = "bookkeeping"
+# A read that runs at their instant wait on (call_order.waited_on): first, as a BatchGetItem.
+FIRST = "waited-on"
 # How long a bookkeeping call waits behind the others at most before it takes its turn among them.
 LAST_LIMIT_SECONDS = 2.0
 # The calls of the API's reads (clients.connect marks them): after the stack's, before its bookkeeping.
@@ -176,9 +179,13 @@ def gate_client(client: Any, gate: Gate) -> None:
 
     def gated_send(request: Any) -> Any:
         last = is_bookkeeping()
+        waited_on = is_waited_on()
         if last:
             request.headers[CALL_HEADER] = LAST
-        with gate.slot(first=_is_first(request.headers.get("X-Amz-Target", b"")), last=last):
+        elif waited_on:
+            request.headers[CALL_HEADER] = FIRST
+        first = waited_on or _is_first(request.headers.get("X-Amz-Target", b""))
+        with gate.slot(first=first and not last, last=last):
             return send(request)
 
     endpoint._send = gated_send
@@ -243,8 +250,7 @@ class MotoGate:
         call = environ.get(_CALL_ENVIRON)
         api = call == API
         write = call == API_WRITE
-        with self.gate.slot(
-            first=_is_first(target) and not (api or write), last=call == LAST, api=api, write=write
-        ):
+        first = (call == FIRST or _is_first(target)) and not (api or write)
+        with self.gate.slot(first=first, last=call == LAST, api=api, write=write):
             # (the answer's body is made in the call: moto's handlers return it whole)
             return list(self._app(environ, start_response))

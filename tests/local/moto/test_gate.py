@@ -7,11 +7,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from punctual_local import outcomes_last
+from punctual_local import call_order
 from punctual_local.moto.gate import (
     API,
     API_WRITE,
     CALL_HEADER,
+    FIRST,
     LAST,
     Gate,
     MotoGate,
@@ -208,11 +209,11 @@ def test_a_gated_client_sends_an_outcome_write_as_bookkeeping() -> None:
     client = Client(Endpoint(gate, []))
     gate_client(client, gate)
     client._endpoint._send(Request(b"DynamoDB_20120810.UpdateItem"))
-    with outcomes_last.bookkeeping():  # (as the stack's store writes an outcome)
+    with call_order.bookkeeping():  # (as the stack's store writes an outcome)
         client._endpoint._send(Request(b"DynamoDB_20120810.UpdateItem"))
     client._endpoint._send(Request(b"DynamoDB_20120810.PutItem"))
     assert classes == [(False, False), (False, True), (False, False)]
-    assert not outcomes_last.is_bookkeeping()
+    assert not call_order.is_bookkeeping()
 
 
 def test_a_gated_client_marks_its_bookkeeping_calls_for_motos_gate_and_no_other() -> None:
@@ -226,9 +227,37 @@ def test_a_gated_client_marks_its_bookkeeping_calls_for_motos_gate_and_no_other(
     client = Client(Recording(Gate(1), []))
     gate_client(client, Gate(1))
     client._endpoint._send(Request(b"DynamoDB_20120810.PutItem"))
-    with outcomes_last.bookkeeping():
+    with call_order.bookkeeping():
         client._endpoint._send(Request(b"DynamoDB_20120810.UpdateItem"))
     assert [request.headers.get(CALL_HEADER) for request in sent] == [None, LAST]
+
+
+def test_a_gated_client_lets_a_read_waited_on_in_first_and_marks_it_for_motos_gate() -> None:
+    classes: list[tuple[bool, bool]] = []
+    sent: list[Request] = []
+
+    class Recording(Gate):
+        @contextmanager
+        def slot(
+            self, *, first: bool = False, last: bool = False, api: bool = False, write: bool = False
+        ) -> Iterator[None]:
+            classes.append((first, last))
+            yield
+
+    class Sending(Endpoint):
+        def _send(self, request: Request) -> str:
+            sent.append(request)
+            return "response"
+
+    gate = Recording(1)
+    client = Client(Sending(gate, []))
+    gate_client(client, gate)
+    client._endpoint._send(Request(b"DynamoDB_20120810.Query"))
+    with call_order.waited_on():  # (as the stack's store reads an instant's change records)
+        client._endpoint._send(Request(b"DynamoDB_20120810.Query"))
+    assert classes == [(False, False), (True, False)]
+    assert [request.headers.get(CALL_HEADER) for request in sent] == [None, FIRST]
+    assert not call_order.is_waited_on()
 
 
 def dynamodb_call(operation: str, *, mark: str | None = None) -> dict[str, Any]:
@@ -300,19 +329,21 @@ def test_motos_gate_lets_a_read_in_first_then_the_others_then_the_apis_then_book
         ("claim", dynamodb_call("DynamoDB_20120810.UpdateItem")),
         ("create", dynamodb_call("DynamoDB_20120810.PutItem", mark=API)),
         ("read", dynamodb_call("DynamoDB_20120810.BatchGetItem")),
+        ("changes", dynamodb_call("DynamoDB_20120810.Query", mark=FIRST)),
     ]
     for count, (name, environ) in enumerate(waiting, start=1):
         threads.append(held.call(gate, name, environ, answers))
         wait_until(lambda count=count: gate.gate.waiting == count)
     # When each call in the slot leaves in turn
-    for count in range(2, 6):
+    for count in range(2, 7):
         held.leave[held.entered[-1]].set()
         wait_until(lambda count=count: len(held.entered) == count)
     held.leave["outcome"].set()
     for thread in threads:
         thread.join(10)
-    # Then the read went first, then the claim, then the API's call, the outcome last
-    assert held.entered == ["holder", "read", "claim", "create", "outcome"]
+    # Then the reads went first (an instant's change records as a BatchGetItem), then the claim,
+    # then the API's call, the outcome last
+    assert held.entered == ["holder", "read", "changes", "claim", "create", "outcome"]
 
 
 def test_motos_gate_lets_sqs_calls_through_while_its_slots_are_held() -> None:

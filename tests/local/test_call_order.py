@@ -11,20 +11,21 @@ import pytest
 
 from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.store import Store
+from punctual.store.changes import ChangeRepository
 from punctual.store.executions import ExecutionRepository
 from punctual.store.jobs import JobRepository
-from punctual_local import outcomes_last
+from punctual_local import call_order
 
 
 @pytest.fixture
 def two_lanes() -> Iterator[None]:
-    outcomes_last.limit_bookkeeping(2)
+    call_order.limit_bookkeeping(2)
     yield
-    outcomes_last.limit_bookkeeping(None)
+    call_order.limit_bookkeeping(None)
 
 
 def test_a_bookkeeping_block_marks_its_thread_only_and_nests() -> None:
-    block, marked = outcomes_last.bookkeeping, outcomes_last.is_bookkeeping
+    block, marked = call_order.bookkeeping, call_order.is_bookkeeping
     seen: list[bool] = []
     with block():
         with block():
@@ -47,7 +48,7 @@ def test_with_lanes_no_more_threads_than_lanes_are_in_blocks_at_once_and_nesting
 
     def write() -> None:
         nonlocal inside, most
-        with outcomes_last.bookkeeping(), outcomes_last.bookkeeping():  # (nested: one lane, not two)
+        with call_order.bookkeeping(), call_order.bookkeeping():  # (nested: one lane, not two)
             with lock:
                 inside += 1
                 most = max(most, inside)
@@ -70,12 +71,12 @@ def test_with_lanes_no_more_threads_than_lanes_are_in_blocks_at_once_and_nesting
 @pytest.mark.usefixtures("two_lanes")
 def test_a_block_that_raises_gives_its_lane_back() -> None:
     for _ in range(3):
-        with pytest.raises(RuntimeError), outcomes_last.bookkeeping():
+        with pytest.raises(RuntimeError), call_order.bookkeeping():
             raise RuntimeError("throttled")
     done = threading.Event()
 
     def enter() -> None:
-        with outcomes_last.bookkeeping():  # (waits for a lane if the raised blocks kept theirs)
+        with call_order.bookkeeping():  # (waits for a lane if the raised blocks kept theirs)
             done.set()
 
     worker = threading.Thread(target=enter)
@@ -89,7 +90,7 @@ def test_the_stacks_store_marks_its_outcome_writes_and_nothing_else(monkeypatch:
 
     def noting(name: str) -> object:
         def call(self: object, *args: object, **kwargs: object) -> None:
-            marked[name] = outcomes_last.is_bookkeeping()
+            marked[name] = call_order.is_bookkeeping()
 
         return call
 
@@ -102,7 +103,7 @@ def test_the_stacks_store_marks_its_outcome_writes_and_nothing_else(monkeypatch:
         monkeypatch.setattr(repository, name, noting(name))
     store = Store(MagicMock(), MagicMock(), "punctual", shard_count=4, retention_days=30)
     # When the local stack marks its outcomes, and a run's end, its job's outcome, a claim and a read go
-    outcomes_last.mark_outcomes(store, lanes=None)
+    call_order.mark_calls(store, lanes=None)
     at = datetime(2026, 12, 1, 9, tzinfo=UTC)
     ended = Execution(
         id="job.1",
@@ -119,4 +120,21 @@ def test_the_stacks_store_marks_its_outcome_writes_and_nothing_else(monkeypatch:
     store.jobs.get("job")
     # Then the writes of what has happened are marked, and only they; the thread is unmarked after
     assert marked == {"put_end": True, "claim": False, "record_outcome": True, "get": False}
-    assert not outcomes_last.is_bookkeeping()
+    assert not call_order.is_bookkeeping()
+
+
+def test_the_stacks_store_marks_its_change_record_reads_as_waited_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a store whose change records note whether their read was marked
+    marked: list[bool] = []
+
+    def changed(self: object, instant: datetime) -> frozenset[str]:
+        marked.append(call_order.is_waited_on())
+        return frozenset()
+
+    monkeypatch.setattr(ChangeRepository, "changed", changed)
+    store = Store(MagicMock(), MagicMock(), "punctual", shard_count=4, retention_days=30)
+    # When the local stack marks its calls, and a pack reads its instant's change records
+    call_order.mark_calls(store, lanes=None)
+    store.changes.changed(datetime(2026, 12, 1, 9, tzinfo=UTC))
+    # Then that read was marked, and the thread is unmarked after
+    assert marked == [True] and not call_order.is_waited_on()
