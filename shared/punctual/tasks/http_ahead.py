@@ -23,6 +23,7 @@ from punctual.tasks.http_wire import (
     send_on,
     target,
     timeout_for,
+    write_ahead,
 )
 from punctual.tasks.netguard import OutboundUrl
 
@@ -44,6 +45,11 @@ def prepare_call(params: Call, context: TaskContext) -> PreparedCall:
         try:
             connection = pinned_connection(url, addresses[0], connect_timeout)
             connection.connect()
+            # Written for its start at the instant (signed for it) and held, not a byte sent: the
+            # start then only sends it. Sent later than the instant, its timestamp is that much
+            # older; a connection is used at most PREPARED_IDLE_SECONDS after this.
+            body, headers = request_parts(params, context, at=context.scheduled_at)
+            write_ahead(connection, params.method, url.target, body, headers)
         except BaseException as exc:
             # Whatever failed, the slot and the socket are given back: a slot kept would leave
             # every later start of the process cold once all were lost.
@@ -54,7 +60,7 @@ def prepare_call(params: Call, context: TaskContext) -> PreparedCall:
             if not isinstance(exc, (OSError, http.client.HTTPException)):
                 raise  # (tasks.prepare logs it; the start runs cold)
             # (the start connects afresh, and fails, if it must, as run does)
-    return PreparedCall(params, url, addresses[0], connection, now)
+    return PreparedCall(params, url, addresses[0], connection, now, _start_of(context))
 
 
 # A connection is opened at most this long before its start, and one that has waited idle longer
@@ -111,26 +117,25 @@ class PreparedCall:
         address: str,
         connection: Connection | None,
         prepared_at: datetime,
+        written_for: tuple[Any, ...] = (),
     ) -> None:
         self._params = params
         self._url = url
         self._address = address  # (checked by the guard: a fresh connect goes there too)
         self._connection = connection
         self._prepared_at = prepared_at
+        self._written_for = written_for  # the start the held connection's request is written for
         self._lock = threading.Lock()
         # Launched: the connection its request went out on, and what went wrong if anything did.
         self._launched: Connection | None = None
         self._launch_error: BaseException | None = None
 
     def launch(self, context: TaskContext) -> bool:
-        params, url = self._params, self._url
-        timeout = timeout_for(params, context)
-        connection = self._take(context, timeout)
+        connection = self._take(context, timeout_for(self._params, context))
         if connection is None:
             return False
-        body, headers = request_parts(params, context)
         try:
-            connection.request(params.method, url.target, body=body, headers=headers)
+            connection.send_written()
         except _LET_GO as exc:
             if not connection.sent:
                 connection.close()  # (the server took no request on it: `fire` connects afresh)
@@ -151,13 +156,20 @@ class PreparedCall:
         def on(connection: Connection) -> tuple[http.client.HTTPResponse, bytes]:
             return send_on(connection, params.method, url.target, body, headers)
 
+        def on_ahead(connection: Connection) -> tuple[http.client.HTTPResponse, bytes]:
+            try:
+                connection.send_written()
+                return answer_on(connection)
+            finally:
+                connection.close()
+
         def send() -> tuple[http.client.HTTPResponse, bytes]:
             started = context.clock.now()
             ahead = self._take(context, timeout)
             if ahead is None:
                 return on(pinned_connection(url, self._address, timeout))
             try:
-                return on(ahead)
+                return on_ahead(ahead)
             except _LET_GO:
                 if ahead.sent:
                     # The server may hold the request, and may have acted on it (one that closes
@@ -205,7 +217,12 @@ class PreparedCall:
         if connection is None:
             return None
         idle = (context.clock.now() - self._prepared_at).total_seconds()
-        if idle > PREPARED_IDLE_SECONDS or connection.sock is None or not _still_open(connection.sock):
+        if (
+            idle > PREPARED_IDLE_SECONDS
+            or _start_of(context) != self._written_for
+            or connection.sock is None
+            or not _still_open(connection.sock)
+        ):
             connection.close()
             return None
         connection.timeout = timeout
@@ -229,3 +246,8 @@ def _still_open(sock: socket.socket) -> bool:
     except OSError:
         return False
     return False  # the end of the stream, or what a server says as it lets go (a 408)
+
+
+def _start_of(context: TaskContext) -> tuple[Any, ...]:
+    """What a request is written for: a start of one attempt of one execution."""
+    return (context.job_id, context.execution_id, context.scheduled_at, context.attempt, context.job_name)

@@ -9,6 +9,7 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Protocol
 
 from punctual.platform import signing
@@ -32,22 +33,40 @@ class Call(Protocol):
     def timeout_seconds(self) -> float | None: ...
 
 
-class PinnedHTTPConnection(http.client.HTTPConnection):
+class _Sending(http.client.HTTPConnection):
+    """A connection that can hold a request written ahead (`write_ahead`) until `send_written`, and
+    says whether anything of its request went out (`sent`)."""
+
+    def _init_sending(self) -> None:
+        # Whether a send of the request went out whole. The first is the request's head: until it is
+        # out, no server can have acted on the request, and it may go again on another connection.
+        self.sent = False
+        self.written: list[Any] | None = None  # the request written ahead, not yet sent
+
+    def send(self, data: Any) -> None:
+        if self.written is not None:
+            self.written.append(data)
+            return
+        super().send(data)
+        self.sent = True
+
+    def send_written(self) -> None:
+        """Send the request written ahead."""
+        written, self.written = self.written or [], None
+        for data in written:
+            self.send(data)
+
+
+class PinnedHTTPConnection(_Sending):
     """Connects to an address already checked by the guard, not to a fresh lookup of the host."""
 
     def __init__(self, host: str, address: str, port: int, timeout: float) -> None:
         super().__init__(host, port, timeout=timeout)
         self._address = address
-        # Whether a send of the request went out whole. The first is the request's head: until it is
-        # out, no server can have acted on the request, and it may go again on another connection.
-        self.sent = False
+        self._init_sending()
 
     def connect(self) -> None:
         self.sock = socket.create_connection((self._address, self.port), self.timeout)
-
-    def send(self, data: Any) -> None:
-        super().send(data)
-        self.sent = True
 
 
 _TLS: ssl.SSLContext | None = None
@@ -65,15 +84,11 @@ def _tls_context() -> ssl.SSLContext:
         return _TLS
 
 
-class PinnedHTTPSConnection(http.client.HTTPSConnection):
+class PinnedHTTPSConnection(http.client.HTTPSConnection, _Sending):
     def __init__(self, host: str, address: str, port: int, timeout: float) -> None:
         super().__init__(host, port, timeout=timeout, context=_tls_context())
         self._address = address
-        self.sent = False  # (as PinnedHTTPConnection.sent)
-
-    def send(self, data: Any) -> None:
-        super().send(data)
-        self.sent = True
+        self._init_sending()
 
     def connect(self) -> None:
         # The name is made ASCII before there is a socket: wrap_socket fails on one it cannot carry
@@ -103,8 +118,11 @@ def timeout_for(params: Call, context: TaskContext) -> float:
     return min(params.timeout_seconds or context.timeout_seconds, context.timeout_seconds)
 
 
-def request_parts(params: Call, context: TaskContext) -> tuple[bytes | None, dict[str, str]]:
-    """The request's body and headers for this start (its signature's timestamp is now)."""
+def request_parts(
+    params: Call, context: TaskContext, at: datetime | None = None
+) -> tuple[bytes | None, dict[str, str]]:
+    """The request's body and headers for this start, sent `at` (its signature's timestamp; None:
+    now)."""
     body: bytes | None = None if params.body is None else json.dumps(params.body).encode()
     # Defaults first; a user's header replaces a default whatever its case.
     headers = {"User-Agent": "Punctual/1"}
@@ -126,13 +144,26 @@ def request_parts(params: Call, context: TaskContext) -> tuple[bytes | None, dic
         # contradict it, so Punctual's replace it.
         headers = {name: value for name, value in headers.items() if name.lower() not in signing.HEADERS}
         message_id = context.message_id or context.execution_id
-        headers.update(signing.headers(context.signing_keys, message_id, context.clock.now(), body or b""))
+        sent_at = at or context.clock.now()
+        headers.update(signing.headers(context.signing_keys, message_id, sent_at, body or b""))
     return body, headers
 
 
 def pinned_connection(url: OutboundUrl, address: str, timeout: float) -> Connection:
     connection_type = PinnedHTTPSConnection if url.is_https else PinnedHTTPConnection
     return connection_type(url.host, address, url.port, timeout)
+
+
+def write_ahead(
+    connection: Connection, method: str, target: str, body: bytes | None, headers: dict[str, str]
+) -> None:
+    """The request made on `connection` and held there, not a byte sent (`send_written` sends it)."""
+    connection.written = []
+    try:
+        connection.request(method, target, body=body, headers=headers)
+    except BaseException:
+        connection.written = None
+        raise
 
 
 def send_on(

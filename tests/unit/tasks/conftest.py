@@ -4,6 +4,7 @@ and their timeouts the http task makes."""
 
 from __future__ import annotations
 
+import http.client
 import socket
 import ssl
 from collections.abc import Iterator
@@ -80,4 +81,18 @@ def connects(monkeypatch: pytest.MonkeyPatch, connect_timeouts: list[float]) -> 
         return real(address, timeout, *args)
 
     monkeypatch.setattr(http_wire.socket, "create_connection", create_connection)
+    return made
+
+
+@pytest.fixture
+def sends(monkeypatch: pytest.MonkeyPatch, clock: ManualClock) -> list[Any]:
+    """When (by the test's clock) each request's bytes were handed to a connection."""
+    made: list[Any] = []
+    real = http.client.HTTPConnection.send
+
+    def send(self: http.client.HTTPConnection, data: Any) -> None:
+        made.append(clock.now())
+        real(self, data)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "send", send)
     return made

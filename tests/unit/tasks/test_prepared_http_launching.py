@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import resource
 import threading
+from datetime import timedelta
+from typing import Any
 
 import pytest
 
 from punctual import tasks
 from punctual.platform.clock import ManualClock
 from punctual.tasks import TaskFailed, http_ahead
+from punctual.tasks.http import HttpParams
 from punctual.tasks.http_ahead import connections_max
 from tests.unit.tasks.connections import Listener
 from tests.unit.tasks.test_prepared_http_resend import scripted
 from tests.unit.tasks.webhook import context, http_spec
+
+KEY = b"k" * 32
 
 
 def test_a_launched_request_goes_on_the_connection_opened_ahead_and_fire_takes_its_answer(
@@ -119,3 +124,42 @@ def test_the_connections_held_ahead_are_half_the_descriptors_left_beside_the_pro
     assert connections_max(10) == 0
     # a limit past what is counted (or none) counts as that much
     assert connections_max(resource.RLIM_INFINITY) == connections_max(10**9) == connections_max(20_000)
+
+
+def test_the_request_is_written_while_it_holds_and_launched_as_a_cold_start_would_send_it(
+    receiver: Listener, clock: ManualClock, sends: list[Any]
+) -> None:
+    # Given a signed webhook due in 3 seconds, prepared now
+    ctx = context(clock=clock, scheduled_at=clock.now() + timedelta(seconds=3), signing_keys=(KEY,))
+    task = http_spec({"url": receiver.url, "body": {"n": 1}, "headers": {"X-Team": "a"}}, ctx)
+    prepared = tasks.prepare(task, ctx)
+    receiver.wait_for(lambda r: len(r.connections) == 1)
+    # Then nothing of it was sent while it holds
+    assert sends == []
+    # When its instant comes and it is launched
+    clock.advance(3)
+    assert prepared.launch(ctx) is True
+    assert prepared.fire(ctx)["status"] == 200
+    # Then it went at the instant, and carries what a cold start sends then, signature included
+    cold = context(clock=clock, scheduled_at=ctx.scheduled_at, signing_keys=(KEY,))
+    assert tasks.run(task, cold)["status"] == 200
+    launched, started_cold = (
+        c.request for c in sorted(receiver.requests(), key=lambda c: c.requested_at or ctx.scheduled_at)
+    )
+    assert launched is not None and started_cold is not None
+    assert launched[2] == started_cold[2] and launched[3] == started_cold[3]
+    assert min(sends) >= ctx.scheduled_at
+
+
+def test_a_request_written_for_one_start_is_not_sent_for_another(
+    receiver: Listener, clock: ManualClock
+) -> None:
+    # Given a webhook prepared for one execution's start, fired for another's
+    ctx = context(clock=clock)
+    prepared = http_ahead.prepare_call(HttpParams(url=receiver.url), ctx)
+    other = context(clock=clock, execution_id="job-42.19ad6b9e2a3.4")
+    # Then it is not launched, and fired it goes cold with the other's identity
+    assert prepared.launch(other) is False
+    assert prepared.fire(other)["status"] == 200
+    [request] = receiver.requests()
+    assert request.request is not None and request.request[2]["X-Punctual-Execution-Id"] == other.execution_id

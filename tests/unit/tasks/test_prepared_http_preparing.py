@@ -23,20 +23,6 @@ from tests.unit.tasks.connections import Listener
 from tests.unit.tasks.webhook import context, http_spec
 
 
-@pytest.fixture
-def sends(monkeypatch: pytest.MonkeyPatch, clock: ManualClock) -> list[Any]:
-    """When (by the test's clock) each request's bytes were handed to a connection."""
-    made: list[Any] = []
-    real = http.client.HTTPConnection.send
-
-    def send(self: http.client.HTTPConnection, data: Any) -> None:
-        made.append(clock.now())
-        real(self, data)
-
-    monkeypatch.setattr(http.client.HTTPConnection, "send", send)
-    return made
-
-
 def test_preparing_opens_the_connection_and_the_request_goes_on_it_only_when_fired(
     receiver: Listener, clock: ManualClock, connects: list[tuple[str, int]], sends: list[Any]
 ) -> None:
