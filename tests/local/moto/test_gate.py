@@ -194,18 +194,36 @@ def test_a_gated_client_sends_each_request_from_inside_a_slot_and_gives_it_back(
     assert gate._free == 1
 
 
+class RecordingGate(Gate):
+    """A gate that lets every call in at once, noting each call's (first, last)."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.classes: list[tuple[bool, bool]] = []
+
+    @contextmanager
+    def slot(
+        self, *, first: bool = False, last: bool = False, api: bool = False, write: bool = False
+    ) -> Iterator[None]:
+        self.classes.append((first, last))
+        yield
+
+
+class SendingEndpoint(Endpoint):
+    """An endpoint that keeps what it is given to send."""
+
+    def __init__(self, gate: Gate) -> None:
+        super().__init__(gate, [])
+        self.sent: list[Request] = []
+
+    def _send(self, request: Request) -> str:
+        self.sent.append(request)
+        return "response"
+
+
 def test_a_gated_client_sends_an_outcome_write_as_bookkeeping() -> None:
-    classes: list[tuple[bool, bool]] = []
-
-    class Recording(Gate):
-        @contextmanager
-        def slot(
-            self, *, first: bool = False, last: bool = False, api: bool = False, write: bool = False
-        ) -> Iterator[None]:
-            classes.append((first, last))
-            yield
-
-    gate = Recording(1)
+    gate = RecordingGate()
+    classes = gate.classes
     client = Client(Endpoint(gate, []))
     gate_client(client, gate)
     client._endpoint._send(Request(b"DynamoDB_20120810.UpdateItem"))
@@ -217,14 +235,9 @@ def test_a_gated_client_sends_an_outcome_write_as_bookkeeping() -> None:
 
 
 def test_a_gated_client_marks_its_bookkeeping_calls_for_motos_gate_and_no_other() -> None:
-    sent: list[Request] = []
-
-    class Recording(Endpoint):
-        def _send(self, request: Request) -> str:
-            sent.append(request)
-            return "response"
-
-    client = Client(Recording(Gate(1), []))
+    endpoint = SendingEndpoint(Gate(1))
+    sent = endpoint.sent
+    client = Client(endpoint)
     gate_client(client, Gate(1))
     client._endpoint._send(Request(b"DynamoDB_20120810.PutItem"))
     with call_order.bookkeeping():
@@ -233,30 +246,15 @@ def test_a_gated_client_marks_its_bookkeeping_calls_for_motos_gate_and_no_other(
 
 
 def test_a_gated_client_lets_a_read_waited_on_in_first_and_marks_it_for_motos_gate() -> None:
-    classes: list[tuple[bool, bool]] = []
-    sent: list[Request] = []
-
-    class Recording(Gate):
-        @contextmanager
-        def slot(
-            self, *, first: bool = False, last: bool = False, api: bool = False, write: bool = False
-        ) -> Iterator[None]:
-            classes.append((first, last))
-            yield
-
-    class Sending(Endpoint):
-        def _send(self, request: Request) -> str:
-            sent.append(request)
-            return "response"
-
-    gate = Recording(1)
-    client = Client(Sending(gate, []))
+    gate = RecordingGate()
+    endpoint = SendingEndpoint(gate)
+    client = Client(endpoint)
     gate_client(client, gate)
     client._endpoint._send(Request(b"DynamoDB_20120810.Query"))
     with call_order.waited_on():  # (as the stack's store reads an instant's change records)
         client._endpoint._send(Request(b"DynamoDB_20120810.Query"))
-    assert classes == [(False, False), (True, False)]
-    assert [request.headers.get(CALL_HEADER) for request in sent] == [None, FIRST]
+    assert gate.classes == [(False, False), (True, False)]
+    assert [request.headers.get(CALL_HEADER) for request in endpoint.sent] == [None, FIRST]
     assert not call_order.is_waited_on()
 
 
