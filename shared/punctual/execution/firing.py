@@ -10,8 +10,8 @@ skipped. The others start at once, each on the task prepared for it: one after a
 firing thread where the task can start apart from its answer (a webhook's request, on the connection
 opened ahead: `Firing._launch`), on the member's own thread otherwise. Each member's thread takes its
 answer and stores its end in one write (ExecutionRepository.put_end), the outcomes after all the
-starts. A member whose run the pack's
-last holder ended goes the lone way (Worker.handle), which finds its end.
+starts. A member whose run the pack's last holder ended goes the lone way (Worker.handle), which
+finds its end.
 """
 
 from __future__ import annotations
