@@ -1,6 +1,7 @@
 """A webhook made ready ahead of its start: its address resolved and checked, a connection to it
-opened while its pack holds (at most a bounded number a process), and at the start its request sent
-on that connection if the server still holds it open, or on a fresh one if not."""
+opened while its pack holds (at most a bounded number a process) and its request written and held
+on it, and at the start that request sent if the server still holds the connection open, or made
+afresh on a new connection if not."""
 
 from __future__ import annotations
 
