@@ -148,42 +148,26 @@ class PreparedCall:
         return True
 
     def fire(self, context: TaskContext) -> Any:
-        if self._launched is not None:
-            return exchange(self._answer)
-        params, url = self._params, self._url
-        timeout = timeout_for(params, context)
-        body, headers = request_parts(params, context)
-
-        def on(connection: Connection) -> tuple[http.client.HTTPResponse, bytes]:
-            return send_on(connection, params.method, url.target, body, headers)
-
-        def on_ahead(connection: Connection) -> tuple[http.client.HTTPResponse, bytes]:
-            try:
-                connection.send_written()
-                return answer_on(connection)
-            finally:
-                connection.close()
-
-        def send() -> tuple[http.client.HTTPResponse, bytes]:
+        if self._launched is None:
+            timeout = timeout_for(self._params, context)
             started = context.clock.now()
-            ahead = self._take(context, timeout)
-            if ahead is None:
-                return on(pinned_connection(url, self._address, timeout))
-            try:
-                return on_ahead(ahead)
-            except _LET_GO:
-                if ahead.sent:
-                    # The server may hold the request, and may have acted on it (one that closes
-                    # without answering looks the same from here): it fails as a cold start would.
-                    raise
-            # Sent again with what is left of the timeout: the execution's lease and Lambda's limit
-            # count on a start taking no longer than its timeout.
-            left = timeout - (context.clock.now() - started).total_seconds()
-            if left <= 0:
-                raise TimeoutError("timed out")
-            return on(pinned_connection(url, self._address, left))
+            if not self.launch(context):
+                # Not sent on the connection opened ahead (none held, or its server let go before
+                # any of the request went out): sent on one of its own, with what is left of the
+                # timeout (the execution's lease and Lambda's limit count on a start taking no
+                # longer than its timeout).
+                left = timeout - (context.clock.now() - started).total_seconds()
+                return exchange(lambda: self._sent_afresh(context, left))
+        return exchange(self._answer)
 
-        return exchange(send)
+    def _sent_afresh(self, context: TaskContext, timeout: float) -> tuple[http.client.HTTPResponse, bytes]:
+        """The request made now and sent on a connection of its own, and its answer."""
+        if timeout <= 0:
+            raise TimeoutError("timed out")
+        params, url = self._params, self._url
+        body, headers = request_parts(params, context)
+        connection = pinned_connection(url, self._address, timeout)
+        return send_on(connection, params.method, url.target, body, headers)
 
     def _answer(self) -> tuple[http.client.HTTPResponse, bytes]:
         """The answer to the request `launch` sent."""
