@@ -11,9 +11,10 @@ Then the same packs prepared (`prepared_packs`): each member's task prepared fir
 the pool, as the PackRunner does while it holds (tasks.prepare: its address checked, its connection
 opened; at most PREPARED_CONNECTIONS_MAX held open, the rest start cold), then held until the
 instant, 1 s after they are all ready, and launched from one thread (each request sent on its
-connection, Firing._launch) before the members' threads take the answers. `cold_vs_prepared` sets the two side by side, each
-figure the median of `--rounds` rounds (cold and prepared in turn): from the instant to the last
-request received, and the CPU a start costs from the hold on (a prepared one's preparing apart).
+connection, Firing._launch) before the members' threads take the answers. `cold_vs_prepared` sets
+the two side by side, each figure the median of `--rounds` rounds (cold and prepared in turn): from
+the instant to the last request received, and the CPU a start costs from the hold on (a prepared
+one's preparing apart).
 
 Then what else a member costs the same process's CPU: the pack's body made and read
 (domain/work.py `Pack.to_body`, `read_body`, at `pack_size` entries), and a DynamoDB call through

@@ -6,8 +6,8 @@ had well over a hundred requests in moto at once, and the read each execution ma
 (whether its job changed: a BatchGetItem, one for up to a hundred executions) took as long as all of
 them. Here at most `slots` requests are in moto at once; the others wait their turn in order, and a
 BatchGetItem (or a read marked as waited on: call_order.waited_on, an instant's change records) goes
-before any waiting request of another kind: such a read is short, and what waits on
-it (a run at its instant, a listing) is waiting now, where most writes (an outcome, a claim seconds
+before any waiting request of another kind: such a read is short, and what waits on it (a run at its
+instant, a listing) is waiting now, where most writes (an outcome, a claim seconds
 ahead of its instant) can wait some milliseconds without anyone seeing it. The outcomes written after
 runs (punctual_local.call_order) wait behind every other call, for `LAST_LIMIT_SECONDS` at most:
 at a burst's instant they were two writes an execution, and the creations and claims queued behind
