@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
@@ -123,11 +124,14 @@ def test_no_execution_falls_between_the_api_and_the_scanner(world: World, tick_p
     # and another created while a tick is in the middle of reading its buckets
     real = world.store.markers.in_bucket
     late: list[dict[str, Any]] = []
+    # The scanner reads its shards on several threads at once: one of them, and only one, creates the job.
+    creating = threading.Lock()
 
     def interleaved(shard: int, start: Any, before: Any) -> Iterator[Any]:
         yield from real(shard, start, before)
-        if not late:
-            late.append(world.create({"type": "at", "at": at(world, 181)}))
+        with creating:
+            if not late:
+                late.append(world.create({"type": "at", "at": at(world, 181)}))
 
     world.clock.advance(60)
     world.store.markers.in_bucket = interleaved  # type: ignore[method-assign]
