@@ -129,7 +129,17 @@ ExecutionRef = tuple[str, datetime, str]
 
 def execution_id_for(job_id: str, scheduled_at: datetime, schedule_version: int) -> str:
     """Deterministic, so that materialising the same occurrence twice yields the same execution."""
-    return f"{job_id}.{to_epoch_ms(scheduled_at):x}.{schedule_version}"
+    return execution_id_at(job_id, instant_stamp(scheduled_at), schedule_version)
+
+
+def instant_stamp(scheduled_at: datetime) -> str:
+    """An instant as execution ids write it: made once for the many executions of one instant."""
+    return f"{to_epoch_ms(scheduled_at):x}"
+
+
+def execution_id_at(job_id: str, stamp: str, schedule_version: int) -> str:
+    """`execution_id_for`, the instant given as its `instant_stamp`."""
+    return f"{job_id}.{stamp}.{schedule_version}"
 
 
 def manual_execution_id(job_id: str, scheduled_at: datetime, token: str) -> str:

@@ -11,9 +11,10 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from itertools import groupby
 
-from punctual.domain.executions import execution_id_for
+from punctual.domain.executions import execution_id_at, instant_stamp
 from punctual.platform.aws_limits import SQS_MAX_DELAY_SECONDS
 from punctual.platform.timefmt import from_epoch_ms, to_epoch_ms
 
@@ -82,7 +83,7 @@ class Pack:
     shard: int | None = None
     guarded: bool = False
 
-    @property
+    @cached_property
     def id(self) -> str:
         """Deterministic: the same executions make the same pack, whoever sends it and how often."""
         ids = (
@@ -93,6 +94,7 @@ class Pack:
         return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:20]
 
     def to_body(self) -> str:
+        stamp = instant_stamp(self.scheduled_at)  # (every member's: they share the instant)
         return _COMPACT.encode(
             {
                 "v": PACK_VERSION,
@@ -100,18 +102,19 @@ class Pack:
                 "at": to_epoch_ms(self.scheduled_at),
                 "s": self.shard,
                 "g": int(self.guarded),
-                "e": [_entry(item) for item in self.items],
+                "e": [_entry(item, stamp) for item in self.items],
             }
         )
 
 
-def _entry(item: WorkItem) -> list[object]:
-    """A scheduled execution's entry needs no id: its job, instant and schedule version make it."""
+def _entry(item: WorkItem, stamp: str) -> list[object]:
+    """A scheduled execution's entry needs no id: its job, instant (`stamp`) and schedule version
+    make it."""
     version = item.schedule_version
     if (
         not item.manual
         and version is not None
-        and item.execution_id == execution_id_for(item.job_id, item.scheduled_at, version)
+        and item.execution_id == execution_id_at(item.job_id, stamp, version)
     ):
         return [item.job_id, version]
     return [item.job_id, version, "m" if item.manual else "", item.execution_id]
@@ -139,6 +142,7 @@ def read_body(body: str) -> Pack:
         item = WorkItem.from_body(body)
         return Pack(item.scheduled_at, (item,), guarded=True)
     at = from_epoch_ms(int(data["at"]))
+    stamp = instant_stamp(at)
     items = []
     for entry in data["e"]:
         job_id, version = str(entry[0]), None if entry[1] is None else int(entry[1])
@@ -146,7 +150,7 @@ def read_body(body: str) -> Pack:
             items.append(WorkItem(job_id, str(entry[3]), at, version, entry[2] == "m"))
         else:
             assert version is not None
-            items.append(WorkItem(job_id, execution_id_for(job_id, at, version), at, version))
+            items.append(WorkItem(job_id, execution_id_at(job_id, stamp, version), at, version))
     shard = data.get("s")
     return Pack(at, tuple(items), None if shard is None else int(shard), bool(data.get("g", 0)))
 

@@ -198,9 +198,10 @@ class Dispatcher:
         )
         here = Counter(m.scheduled_at for m in markers)
         known = due_at or {}
-        ahead = {
-            at: self.ahead(max(here[at], known.get(at, 0))) for at in {pack.scheduled_at for pack in packs}
-        }
+        counts = {at: max(here[at], known.get(at, 0)) for at in {pack.scheduled_at for pack in packs}}
+        # (a chunk's instants are many, their counts few: the lead is worked out once a count)
+        leads = {count: self.ahead(count) for count in set(counts.values())}
+        ahead = {at: leads[count] for at, count in counts.items()}
         unsent = {
             item.execution_id
             for pack in self._queue.send_packs(
