@@ -25,6 +25,7 @@ from punctual.domain.errors import InvalidRequest, LostRace, RetryableStoreError
 from punctual.platform.concurrency import PartitionPacer, chunks, parallel_map
 from punctual.ports.pages import LIST_READ_BUDGET
 from punctual.store import keys
+from punctual.store.responses import parse_item_responses_as_json
 
 # Why a transaction was cancelled, besides a failed condition, that trying again can cure.
 _TRANSACTION_RETRYABLE = {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"}
@@ -160,6 +161,8 @@ class Table:
         scanner's marker queries)."""
         self.resource = dynamodb.Table(table_name)
         self.client = client
+        for each in (dynamodb.meta.client, client):
+            parse_item_responses_as_json(each)
         self.name = table_name
         self.shard_count = shard_count
         self.retention = timedelta(days=retention_days)
