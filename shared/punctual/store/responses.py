@@ -32,9 +32,10 @@ ITEM_OPERATIONS = frozenset(
         "TransactWriteItems",
     }
 )
-# A binary attribute value ("B" or "BS") as JSON writes it; also matched by a map key named so,
-# which only sends that response botocore's way.
-_BINARY = (b'"B":', b'"BS":')
+# A binary attribute value ("B" or "BS") as JSON writes its type, whatever the spacing around its
+# colon. A map key or a string that is just "B" or "BS" matches too: that answer only goes
+# botocore's way.
+_BINARY = (b'"B"', b'"BS"')
 _EMPTY = b"{}"
 _HANDLER_ID = "punctual-item-responses-as-json"
 

@@ -117,6 +117,12 @@ def test_binary_values_are_left_to_botocore_which_decodes_them() -> None:
     assert as_json["Item"]["data"] == {"B": b"\x00\x01"}
 
 
+def test_binary_values_are_left_to_botocore_however_the_json_is_spaced() -> None:
+    body = b'{"Item" : {"pk" : {"S" : "a"}, "data" : {"B" : "AAE="}}}'
+    parsed, as_json = _both("get_item", body, TableName="t", Key={"pk": {"S": "a"}})
+    assert as_json == parsed and as_json["Item"]["data"] == {"B": b"\x00\x01"}
+
+
 def test_an_error_is_still_botocore_s_client_error() -> None:
     body = json.dumps(
         {"__type": "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException", "message": "no"}
