@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,6 +40,9 @@ from punctual_local.moto.atomic import make_queues_atomic, make_writes_atomic
 # API Gateway's proxy events: an HTTP API's (payload format 2.0, the deployed default) and a REST
 # API's (payload format 1.0). The API function answers both.
 API_EVENTS = {"http": http_api_event, "rest": api_gateway_event}
+# A Lambda environment answers one request at a time, and the API's handler keeps its request (and
+# its metrics) in module state: tests that call it from several threads take turns, as Lambda would.
+_ONE_REQUEST_AT_A_TIME = threading.RLock()
 REGION = "us-east-1"
 
 
@@ -103,7 +107,8 @@ class World:
         event = build(method, path, owner=owner, query=query, headers=all_headers, body=data)
         if base64_body and data:
             event.update(body=base64.b64encode(data).decode(), isBase64Encoded=True)
-        response = api_handler(event, FakeLambdaContext())
+        with _ONE_REQUEST_AT_A_TIME:
+            response = api_handler(event, FakeLambdaContext())
         text = response.get("body") or ""
         return Answer(
             status=response["statusCode"],
