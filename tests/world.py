@@ -11,7 +11,7 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -64,6 +64,9 @@ class World:
         self.notifications = EventSourceMapping(sqs, punctual.settings.notify_queue_url, notifier_handler)
         self.last_tick_minute: datetime | None = None
         self.api_format = "http"
+        # Whether API requests may be answered side by side (the local stack's threaded API keeps
+        # each thread's request apart); otherwise one at a time, as in a Lambda environment.
+        self.side_by_side = False
 
     @property
     def store(self) -> Any:
@@ -107,7 +110,7 @@ class World:
         event = build(method, path, owner=owner, query=query, headers=all_headers, body=data)
         if base64_body and data:
             event.update(body=base64.b64encode(data).decode(), isBase64Encoded=True)
-        with _ONE_REQUEST_AT_A_TIME:
+        with nullcontext() if self.side_by_side else _ONE_REQUEST_AT_A_TIME:
             response = api_handler(event, FakeLambdaContext())
         text = response.get("body") or ""
         return Answer(

@@ -22,10 +22,12 @@ CRON = {"type": "cron", "expression": "0 10 * * *", "timezone": "Europe/Paris"}
 
 
 @pytest.fixture
-def threaded() -> Iterator[None]:
-    """The API's resolvers made per thread for one test, and given back as they were."""
+def threaded(world: World) -> Iterator[None]:
+    """The API's resolvers made per thread for one test, and given back as they were; the world's
+    requests answered side by side."""
     kinds = type(app.http_app), type(app.rest_app)
     threaded_api.install()
+    world.side_by_side = True
     yield
     app.http_app.__class__, app.rest_app.__class__ = kinds
 
