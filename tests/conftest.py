@@ -29,7 +29,12 @@ import pytest
 from hypothesis import settings
 
 from punctual.platform.clock import ManualClock
-from punctual_local.moto.speedups import query_only_the_partition, speed_up_dynamodb
+from punctual_local.moto.speedups import (
+    list_actions_once,
+    query_only_the_partition,
+    route_each_request_once,
+    speed_up_dynamodb,
+)
 from tests.world import API_EVENTS, World, mocked_world
 
 # Hypothesis' per-example deadline measures the machine, not the code: a loaded CI runner trips it.
@@ -61,12 +66,14 @@ def _share_botocore_loading() -> None:
 
 _share_botocore_loading()
 
-# moto's DynamoDB with the local stack's speedups (serialising item results as JSON, each expression
-# parsed once, a query on the table's key reading its partition only): most of a moto world's time
-# is moto's, and these take about a third of it. They change how fast moto answers, never what:
-# tests/local/moto/test_speedups.py checks the answers equal, in processes of their own.
+# moto with the local stack's speedups (serialising item results as JSON, each expression parsed
+# once, a query on the table's key reading its partition only, each request routed once): most of a
+# moto world's time is moto's, and these take about a third of it. They change how fast moto answers,
+# never what: tests/local/moto/test_speedups.py checks the answers equal, in processes of their own.
 speed_up_dynamodb()
 query_only_the_partition()
+list_actions_once()
+route_each_request_once()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

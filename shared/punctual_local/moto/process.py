@@ -67,13 +67,14 @@ def main(argv: list[str] | None = None) -> int:
     from punctual_local.moto.serving import (
         JsonCallsLane,
         keep_alive_handler,
-        list_actions_once,
         parse_headers_plainly,
         remember_each_services_app,
     )
     from punctual_local.moto.speedups import (
         lighten_sqs_receives,
+        list_actions_once,
         query_only_the_partition,
+        route_each_request_once,
         speed_up_dynamodb,
     )
     from punctual_local.moto.write_hooks import install_hooks
@@ -96,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     query_only_the_partition()
     lighten_sqs_receives()
     list_actions_once()
+    route_each_request_once()
     parse_headers_plainly()
     answer_invocations_with_their_event()
     app: Any = DomainDispatcherApplication(create_backend_app)

@@ -8,7 +8,6 @@ test_speedups.py compares the answers with and without the lane for JSON calls).
 
 from __future__ import annotations
 
-import functools
 import io
 import selectors
 import threading
@@ -38,17 +37,6 @@ def parse_headers_plainly() -> None:
         return message
 
     http.client.parse_headers = parse_headers
-
-
-def list_actions_once() -> None:
-    """moto finds which actions a service's handler answers by listing the class's members on every
-    request (inspect.getmembers: a few percent of each DynamoDB call). A class's members do not change
-    while it serves: listed once per class."""
-    import moto.core.responses as core_responses
-
-    core_responses.method_names_from_class = functools.lru_cache(maxsize=None)(
-        core_responses.method_names_from_class
-    )
 
 
 class JsonCallsLane:

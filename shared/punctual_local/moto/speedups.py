@@ -32,6 +32,8 @@ of it and left nothing for creating jobs. Where that time went, and what is done
   (`query_only_the_partition`).
 - moto's SQS receive checked each message's retention by counting the whole queue
   (`lighten_sqs_receives`).
+- Every request matched its operation four or five times (`route_each_request_once`), and listed
+  its handler class's methods (`list_actions_once`).
 
 Conditions, the checks themselves and the write are moto's own code, unchanged.
 """
@@ -367,4 +369,40 @@ def lighten_sqs_receives() -> None:
     sqs_models.unix_time_millis = unix_time_millis
     sqs_models.SQSBackend.is_message_valid_based_on_retention_period = (  # type: ignore[method-assign]
         is_message_valid_based_on_retention_period
+    )
+
+
+def route_each_request_once() -> None:
+    """moto works out a request's operation each time its handler asks: four or five times a
+    request, each a match of the request's method, path and target against the service's routes.
+    The handler is made for its request alone, so the operation is kept on it."""
+    from moto.core.responses import BaseResponse
+
+    if getattr(BaseResponse, "_punctual_routed_once", False):
+        return
+    get_action = BaseResponse._get_action
+
+    def action_of(self: Any) -> str:
+        request = self.normalized_request
+        kept = self.__dict__.get("_punctual_action")
+        if kept is not None and kept[0] is request:
+            return kept[1]
+        action = get_action(self)
+        self.__dict__["_punctual_action"] = (request, action)
+        return action
+
+    BaseResponse._get_action = action_of  # type: ignore[method-assign]
+    BaseResponse._punctual_routed_once = True  # type: ignore[attr-defined]
+
+
+def list_actions_once() -> None:
+    """moto finds which actions a service's handler answers by listing the class's members on every
+    request (inspect.getmembers: a few percent of each DynamoDB call). A class's members do not change
+    while it serves: listed once per class."""
+    import moto.core.responses as core_responses
+
+    if isinstance(core_responses.method_names_from_class, functools._lru_cache_wrapper):
+        return
+    core_responses.method_names_from_class = functools.lru_cache(maxsize=None)(
+        core_responses.method_names_from_class
     )

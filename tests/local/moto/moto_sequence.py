@@ -420,9 +420,15 @@ def _http_headers(headers: Any) -> dict[str, str]:
 
 def run(speedups: bool) -> list[Any]:
     if speedups:
-        from punctual_local.moto.speedups import speed_up_dynamodb
+        from punctual_local.moto.speedups import (
+            list_actions_once,
+            route_each_request_once,
+            speed_up_dynamodb,
+        )
 
         speed_up_dynamodb()
+        list_actions_once()
+        route_each_request_once()
     from punctual.platform import resources
 
     with mock_aws():
