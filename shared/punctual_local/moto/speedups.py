@@ -32,8 +32,9 @@ of it and left nothing for creating jobs. Where that time went, and what is done
   (`query_only_the_partition`).
 - moto's SQS receive checked each message's retention by counting the whole queue
   (`lighten_sqs_receives`).
-- Every request matched its operation four or five times (`route_each_request_once`), and listed
-  its handler class's methods (`list_actions_once`).
+- Every DynamoDB and SQS request matched its operation four or five times
+  (`route_each_request_once`), and every request listed its handler class's methods
+  (`list_actions_once`).
 
 Conditions, the checks themselves and the write are moto's own code, unchanged.
 """
@@ -373,26 +374,32 @@ def lighten_sqs_receives() -> None:
 
 
 def route_each_request_once() -> None:
-    """moto works out a request's operation each time its handler asks: four or five times a
-    request, each a match of the request's method, path and target against the service's routes.
-    The handler is made for its request alone, so the operation is kept on it."""
-    from moto.core.responses import BaseResponse
+    """moto's DynamoDB and SQS handlers work out a request's operation each time they ask for it:
+    four or five times a request, each a match of the request's method, path and target against the
+    service's routes. The answer depends on the request alone. So it is kept on the handler, with
+    the request it was for and the path parameters the match set (those two services have none).
+    Other services' handlers are left as they are."""
+    from moto.dynamodb.responses import DynamoHandler
+    from moto.sqs.responses import SQSResponse
 
-    if getattr(BaseResponse, "_punctual_routed_once", False):
-        return
-    get_action = BaseResponse._get_action
+    handlers: tuple[Any, ...] = (DynamoHandler, SQSResponse)
+    for handler in handlers:
+        if getattr(handler, "_punctual_routed_once", False):
+            continue
+        get_action = handler._get_action
 
-    def action_of(self: Any) -> str:
-        request = self.normalized_request
-        kept = self.__dict__.get("_punctual_action")
-        if kept is not None and kept[0] is request:
-            return kept[1]
-        action = get_action(self)
-        self.__dict__["_punctual_action"] = (request, action)
-        return action
+        def action_of(self: Any, get_action: Any = get_action) -> Any:
+            request = self.normalized_request
+            kept = self.__dict__.get("_punctual_action")
+            if kept is not None and kept[0] is request:
+                self.uri_match = kept[2]
+                return kept[1]
+            action = get_action(self)
+            self.__dict__["_punctual_action"] = (request, action, getattr(self, "uri_match", {}))
+            return action
 
-    BaseResponse._get_action = action_of  # type: ignore[method-assign]
-    BaseResponse._punctual_routed_once = True  # type: ignore[attr-defined]
+        handler._get_action = action_of
+        handler._punctual_routed_once = True
 
 
 def list_actions_once() -> None:
@@ -401,8 +408,9 @@ def list_actions_once() -> None:
     while it serves: listed once per class."""
     import moto.core.responses as core_responses
 
-    if isinstance(core_responses.method_names_from_class, functools._lru_cache_wrapper):
+    if getattr(core_responses, "_punctual_actions_listed_once", False):
         return
     core_responses.method_names_from_class = functools.lru_cache(maxsize=None)(
         core_responses.method_names_from_class
     )
+    core_responses._punctual_actions_listed_once = True  # type: ignore[attr-defined]
