@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 from punctual.domain.errors import RetryableStoreError
+from punctual.domain.models import DueMarker
 from punctual.platform.timefmt import to_epoch_ms, to_rfc3339
+from punctual.store.codec.markers import markers_from
+from punctual.store.table import from_wire
 from tests.world import World
 
 CRON = {"type": "cron", "expression": "0 10 * * *", "timezone": "Europe/Paris"}
@@ -28,6 +31,11 @@ def items(world: World, kind: str = "") -> list[dict[str, Any]]:
         "": lambda i: True,
     }
     return [i for i in scan if kinds[kind](i)]
+
+
+def filed_markers(world: World) -> list[DueMarker]:
+    """The markers filed, a group item's each."""
+    return [m for item in items(world, "DUE") for m in markers_from(from_wire(item))]
 
 
 def in_minutes(world: World, minutes: float) -> dict[str, str]:
@@ -60,10 +68,11 @@ def test_a_batch_creates_every_job_in_request_order(world: World) -> None:
     assert all(j["status"] == "ACTIVE" for j in created)
     for job in created:
         assert world.job(job["id"]) == job
-    # and each job has its one marker
+    # and each job has its one marker, the two due at the same instant in one item
     assert len(items(world, "JOB")) == 3
-    markers = items(world, "DUE")
-    assert Counter(m["job_id"]["S"] for m in markers) == Counter(j["id"] for j in created)
+    markers = filed_markers(world)
+    assert Counter(m.job_id for m in markers) == Counter(j["id"] for j in created)
+    assert len(items(world, "DUE")) == 2
 
 
 @pytest.mark.parametrize(
@@ -227,17 +236,20 @@ def test_a_retry_with_the_key_finishes_a_batch_that_failed_part_way(
         assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"], job["name"]
 
 
-def test_a_batch_of_30_costs_four_batch_writes(world: World) -> None:
-    # Given 30 jobs due in four minutes (filed for the scanner, not handed off)
+def test_a_batch_of_30_costs_three_batch_writes(world: World) -> None:
+    # Given 30 jobs due in four minutes (filed for the scanner, not handed off), at one instant
     jobs = [{"task": NOOP, "schedule": in_minutes(world, 4)}] * 30
     # When they are created in one batch, with and without an idempotency key
     with world.counting_calls() as plain:
         assert batch(world, jobs).status == 201
     with world.counting_calls() as keyed:
         assert batch(world, jobs, headers={"Idempotency-Key": "k"}).status == 201
-    # Then the markers, then the jobs, go in BatchWriteItems of 25; the key is one PutItem
-    assert plain == Counter({"dynamodb.BatchWriteItem": 4})
-    assert keyed == Counter({"dynamodb.BatchWriteItem": 4, "dynamodb.PutItem": 1})
+    # Then the markers go in one group item, then the jobs in BatchWriteItems of 25; the key is one
+    # PutItem
+    assert plain == Counter({"dynamodb.BatchWriteItem": 3})
+    assert keyed == Counter({"dynamodb.BatchWriteItem": 3, "dynamodb.PutItem": 1})
+    assert len(items(world, "DUE")) == 2
+    assert len(filed_markers(world)) == 60
 
 
 def test_a_handed_off_batch_is_dispatched_together(world: World) -> None:
@@ -310,3 +322,75 @@ def test_the_api_docs_batch_file_is_a_valid_batch(world: World) -> None:
     answer = world.api("POST", "/jobs/batch", json.loads(block))
     assert answer.status == 201, answer.body
     assert [job["status"] for job in answer.body["items"]] == ["ACTIVE"] * 3
+
+
+def test_a_batch_at_one_instant_is_read_as_one_item_and_runs_each_job_once(world: World) -> None:
+    # Given a scanner that has ticked, and 40 jobs due at one instant four minutes ahead, in one batch
+    world.tick()
+    jobs = [{"task": NOOP, "schedule": in_minutes(world, 4)}] * 40
+    answer = batch(world, jobs)
+    assert answer.status == 201, answer.body
+    [group] = items(world, "DUE")
+    # When the instant comes, counting the scanner's calls
+    with world.counting_calls() as calls:
+        world.run_for(300)
+    # Then every job ran once, from one message (a pack of the 40), and nothing is left to read
+    for job in answer.body["items"]:
+        [execution] = world.executions(job["id"])
+        assert (execution["status"], execution["attempts"]) == ("SUCCEEDED", 1)
+    assert calls["sqs.SendMessageBatch"] == 1
+    assert world.unread_markers() == []
+    assert int(group["count"]["N"]) == 40
+
+
+def test_a_group_whose_send_fails_is_sent_from_the_soon_partition_each_member_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given 12 jobs due at one instant, created in one batch, and SQS refusing every send for one tick
+    world.tick()
+    answer = batch(world, [{"task": NOOP, "schedule": in_minutes(world, 4)}] * 12)
+    world.clock.advance(200)
+    monkeypatch.setattr(
+        world.punctual.queue, "send_packs", lambda items, attempts=4: [item for item, _ in items]
+    )
+    report = world.tick()
+    monkeypatch.undo()
+    # Then the group's members wait in its shard's soon partition, one marker each
+    assert report["failed"] == 12
+    waiting = world.unread_markers()
+    assert len(waiting) == 12 and all("#SOON#" in m["pk"]["S"] for m in waiting)
+    assert len({m["pk"]["S"] for m in waiting}) == 1
+    # When the next ticks run, each job ran once
+    world.run_for(120)
+    for job in answer.body["items"]:
+        [execution] = world.executions(job["id"])
+        assert (execution["status"], execution["attempts"]) == ("SUCCEEDED", 1)
+    assert world.unread_markers() == []
+
+
+def test_a_group_sent_by_a_tick_that_died_before_its_position_is_sent_again_and_runs_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given 12 jobs due at one instant, created in one batch, and a tick that sends them but dies
+    # before it records its positions
+    world.tick()
+    answer = batch(world, [{"task": NOOP, "schedule": in_minutes(world, 4)}] * 12)
+    world.clock.advance(200)
+
+    def dies(*_: Any, **__: Any) -> None:
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(world.store.scanner, "save_positions", dies)
+    with pytest.raises(RuntimeError):
+        world.tick()
+    monkeypatch.undo()
+    # When the next tick reads the group again and sends it again
+    with world.counting_calls() as calls:
+        world.tick()
+    assert calls["sqs.SendMessageBatch"] == 1
+    world.run_for(120)
+    # Then each job ran once: the second message is the same pack, which the worker recognises
+    for job in answer.body["items"]:
+        [execution] = world.executions(job["id"])
+        assert (execution["status"], execution["attempts"]) == ("SUCCEEDED", 1)
+    assert world.unread_markers() == []

@@ -8,10 +8,10 @@ from datetime import timedelta
 
 import pytest
 
-from punctual.domain.buckets import Position
+from punctual.domain.buckets import Position, shard_of
 from punctual.domain.errors import LostRace
 from punctual.domain.executions import DeadLetter
-from punctual.domain.models import TaskRef
+from punctual.domain.models import DueMarker, TaskRef
 from punctual.domain.named_tasks import NamedTask
 from punctual.store import Store
 from punctual.store.idempotency import LIFETIME
@@ -41,6 +41,58 @@ def test_markers_are_read_from_a_position_in_their_bucket_oldest_first(store: St
     store.markers.delete_many([soon])
     assert list(store.markers.soon(0, NOW + timedelta(minutes=1))) == []
     assert count_bucket(store.table.client, store.table.name, minute, 0) == 3
+
+
+def test_markers_of_one_instant_filed_together_share_an_item_read_back_as_each(store: Store) -> None:
+    # Given 150 jobs' markers due at 9:05:10 filed together (a batch), with one due a second later,
+    # one due soon and one claimed by its request
+    at = NOW + timedelta(minutes=5, seconds=10)
+    jobs = [job(f"job_{i:03d}") for i in range(150)]
+    filed = [replace(marker(j, at), filed_at=NOW) for j in jobs]
+    later = replace(marker(job("job_later"), at + timedelta(seconds=1)), filed_at=NOW)
+    soon = replace(marker(job("job_soon"), at), soon=True, filed_at=NOW)
+    claimed = replace(marker(job("job_claimed"), at), handoff_until=NOW, filed_at=NOW)
+    store.markers.put_many([*filed, later, soon, claimed])
+    # When their shards' buckets are read
+    minute = NOW + timedelta(minutes=5)
+    before = minute + timedelta(minutes=1)
+    read = [
+        m
+        for shard in range(store.shard_count)
+        for m in store.markers.in_bucket(shard, Position(minute), before)
+    ]
+    # Then every marker comes back once, as filed, the 150 in two groups (of at most a hundred), each
+    # member with its group's shard and place
+    by_id = {m.execution_id: m for m in read}
+    assert len(read) == len(by_id) == 152
+    assert {m.execution_id for m in filed} | {later.execution_id, claimed.execution_id} == set(by_id)
+    members = [by_id[m.execution_id] for m in filed]
+    groups = {(m.shard, m.place) for m in members}
+    assert len(groups) == 2
+    assert sorted(sum(1 for m in members if (m.shard, m.place) == g) for g in groups) == [50, 100]
+    assert all(
+        (m.job_id, m.scheduled_at, m.schedule_version, m.filed_at, m.soon, m.manual)
+        == (f.job_id, f.scheduled_at, f.schedule_version, f.filed_at, False, False)
+        for m, f in zip(members, filed, strict=True)
+    )
+    assert by_id[later.execution_id].place is None and by_id[claimed.execution_id].place is None
+    assert [m.execution_id for m in store.markers.soon(soon_shard(store, soon), before)] == [
+        soon.execution_id
+    ]
+    # and a scanner stopped at a member reads its whole group again
+    first = members[0]
+    again = list(store.markers.in_bucket(first.shard or 0, Position.at(minute, first), before))
+    assert {m.execution_id for m in members if m.place == first.place} <= {m.execution_id for m in again}
+    # and the buckets count every marker, not every item
+    counted = sum(
+        count_bucket(store.table.client, store.table.name, minute, shard)
+        for shard in range(store.shard_count)
+    )
+    assert counted == 152
+
+
+def soon_shard(store: Store, marker: DueMarker) -> int:
+    return shard_of(marker.execution_id, store.shard_count)
 
 
 def test_a_quarantined_marker_is_kept_with_its_reason_until_released(store: Store) -> None:

@@ -2,7 +2,8 @@
 
 A marker is filed in its minute's bucket of one shard (its execution id hashed over the shards), and
 placed in that bucket by its instant, then its execution id: the scanner reads a bucket in that order,
-and a `Position` says how far it got in a shard.
+and a `Position` says how far it got in a shard. Markers of one instant filed together (a batch) share
+the shard and place of the first of them.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ class Position:
 
     @staticmethod
     def at(minute: datetime, marker: DueMarker) -> Position:
-        """In `minute`'s bucket, at `marker` (read again from it)."""
-        return Position(minute, place_of(marker))
+        """In `minute`'s bucket, at `marker` (read again from it: from its group's item, if it has one)."""
+        return Position(minute, marker.place or place_of(marker))
 
     @property
     def at_start(self) -> bool:

@@ -180,6 +180,10 @@ class DueMarker:
     # it meanwhile leaves it for later instead of dropping it (`storing`). None: filed by a dispatch
     # (a recurring job's next occurrence, whose job already matches) or by an earlier version.
     filed_at: datetime | None = None
+    # Read back from an item it shares with the other markers of its instant filed in the same request
+    # (a batch): that item's place in its bucket, where a scanner stopped at it reads again. None: its
+    # own item, at `place_of`.
+    place: str | None = None
 
 
 def first_run(

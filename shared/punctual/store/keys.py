@@ -3,7 +3,8 @@
 - a job:            pk JOB#<job id>                  sk JOB
 - an execution:     pk JOB#<job id>                  sk EXEC#<scheduled ms, 13 digits>#<execution id>
 - a due marker:     pk DUE#<yyyymmddHHMM>#<shard>    sk <scheduled ms>#<execution id>
-                    (or, due soon, pk DUE#SOON#<shard>: see `DueMarker.soon`)
+                    (or, due soon, pk DUE#SOON#<shard>: see `DueMarker.soon`; the markers of one
+                    instant filed together: one group item, keyed as its first: codec/markers.py)
 - a quarantined marker: pk QUARANTINE             sk <job id>#<scheduled ms>#<execution id>
 - an idempotency key:   pk IDEM#<sha256 of owner and key>  sk IDEM
 - a dead letter:        pk DEADLETTER#<owner>     sk <execution id>

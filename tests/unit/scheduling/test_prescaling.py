@@ -129,7 +129,8 @@ def test_a_minute_sized_at_one_instant_only_when_that_instant_would_be_crowded()
 
 
 class CountingDynamoDB:
-    """Answers COUNT queries from a table of (minute, shard) -> markers, in pages of `page` items."""
+    """Answers count_bucket's queries from a table of (minute, shard) -> markers: each page one group
+    item of up to `page` markers (a batch's), its count read back."""
 
     def __init__(self, markers: dict[tuple[str, int], int], page: int = 1000) -> None:
         self.markers = markers
@@ -140,12 +141,12 @@ class CountingDynamoDB:
     def query(self, **kwargs: Any) -> dict[str, Any]:
         with self._lock:
             self.calls.append(kwargs)
-        assert kwargs["Select"] == "COUNT"
+        assert kwargs["ProjectionExpression"] == "#count"
         _, minute, shard = kwargs["ExpressionAttributeValues"][":pk"]["S"].split("#")
         total = self.markers.get((minute, int(shard)), 0)
         start = int(kwargs.get("ExclusiveStartKey", {}).get("n", 0))
         count = min(self.page, total - start)
-        page: dict[str, Any] = {"Count": count, "ScannedCount": count}
+        page: dict[str, Any] = {"Items": [{"count": {"N": str(count)}}] if count else [], "Count": 1}
         if start + count < total:
             page["LastEvaluatedKey"] = {"n": start + count}
         return page
