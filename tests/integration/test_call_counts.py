@@ -174,6 +174,33 @@ def test_write_units_for_one_time_executions_run_in_a_pack(clock: ManualClock) -
         assert (ran.table - idle.table, +(ran.indexes - idle.indexes)) == (1 + 10 * 1, Counter())
 
 
+def test_write_units_for_a_batch_of_ten_at_one_instant(world: World) -> None:
+    # Given the write units of five idle minutes, on every shard
+    world.run_for(90)  # to 09:01:00
+    with counting_write_units(world) as idle:
+        world.run_for(300)
+    # When ten unnamed jobs for one instant 4 minutes ahead are created in one request, and run
+    at = {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=240))}
+    with counting_write_units(world) as created:
+        answer = world.api("POST", "/jobs/batch", {"jobs": [{"task": {"type": "noop"}, "schedule": at}] * 10})
+    assert answer.status == 201, answer.body
+    with counting_write_units(world) as ran:
+        world.run_for(300)
+    jobs = answer.body["items"]
+    assert {world.executions(job["id"])[0]["status"] for job in jobs} == {"SUCCEEDED"}
+    print(
+        "write units, a batch of ten at one instant:",
+        json.dumps(
+            {"create": created.total, "run": ran.total - idle.total, "indexes": dict(created.indexes)}
+        ),
+    )
+    # Then creating them writes the ten jobs, their by_owner entries and one marker item for the ten
+    # (a group: under 1 KB), not ten
+    assert (created.table, +created.indexes) == (10 + 1, Counter({"by_owner": 10}))
+    # and the group's members share its shard, so they run as one pack: its lease, and a write a run
+    assert (ran.table - idle.table, +(ran.indexes - idle.indexes)) == (1 + 10 * 1, Counter())
+
+
 def test_calls_for_ten_jobs_at_one_instant(clock: ManualClock) -> None:
     with mocked_world(clock, shard_count=1) as world:
         # Given the cost of five idle minutes, on one shard (a pack is per instant and shard)
