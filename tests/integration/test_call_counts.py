@@ -194,9 +194,9 @@ def test_write_units_for_a_batch_of_ten_at_one_instant(world: World) -> None:
             {"create": created.total, "run": ran.total - idle.total, "indexes": dict(created.indexes)}
         ),
     )
-    # Then creating them writes the ten jobs, their by_owner entries and one marker item for the ten
-    # (a group: under 1 KB), not ten
-    assert (created.table, +created.indexes) == (10 + 1, Counter({"by_owner": 10}))
+    # Then creating them writes the ten jobs, one marker item for the ten (a group: under 1 KB), and
+    # one list entry for the ten (the batch's, in by_owner), not ten of each
+    assert (created.table, +created.indexes) == (10 + 1 + 1, Counter({"by_owner": 1}))
     # and the group's members share its shard, so they run as one pack: its lease, and a write a run
     assert (ran.table - idle.table, +(ran.indexes - idle.indexes)) == (1 + 10 * 1, Counter())
 

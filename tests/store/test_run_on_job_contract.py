@@ -27,7 +27,7 @@ from punctual.store.codec.runs import (
     run_fits,
     run_map,
 )
-from punctual.store.jobs import JobRepository
+from punctual.store.jobs import LISTED_RUN_SPAN, JobRepository
 from tests.store.builders import NOW, execution, job
 
 
@@ -253,3 +253,57 @@ def test_the_run_on_a_job_reads_back_from_its_item() -> None:
     assert embedded_execution(item) == replace(run, job_item_bytes=None)
     assert item_bytes({"a": "xy", "n": 12345, "m": {"k": True}}) == (1 + 2) + (1 + 4) + (1 + 3 + 1 + 1 + 1)
     assert embedded_execution({**item, RUN: {"id": 1}}) is None  # (a newer version's)
+
+
+def _raw(store: Store, job_id: str) -> dict[str, Any]:
+    found = store.table.resource.get_item(Key={"pk": f"JOB#{job_id}", "sk": "JOB"}, ConsistentRead=True)
+    return dict(found["Item"])
+
+
+@pytest.mark.parametrize(
+    ("status", "late", "own"),
+    [
+        (ExecutionStatus.SUCCEEDED, timedelta(0), False),
+        (ExecutionStatus.FAILED, timedelta(0), True),
+        (ExecutionStatus.SUCCEEDED, LISTED_RUN_SPAN + timedelta(minutes=1), True),
+    ],
+)
+def test_a_job_listed_by_its_batch_gains_an_entry_of_its_own_only_when_its_end_needs_one(
+    store: Store, status: ExecutionStatus, late: timedelta, own: bool
+) -> None:
+    # Given two jobs of a batch, listed by its one entry, due in five minutes and in an hour
+    soon, later = job("job_a", listed_in="batch_1"), job("job_b", listed_in="batch_1")
+    later = replace(later, next_run_at=NOW + timedelta(hours=1))
+    store.jobs.put_new_many([soon, later])
+    entry = store.table.resource.get_item(Key={"pk": "LIST#batch_1", "sk": "LIST"}, ConsistentRead=True)[
+        "Item"
+    ]
+    # Then the entry names both, and expires after either could: an hour, the span a run may take,
+    # and the history kept after it
+    assert (entry["pk"], entry["owner_pk"], entry["jobs"]) == (
+        "LIST#batch_1",
+        "OWNER#" + soon.owner,
+        "job_b,job_a",
+    )
+    assert int(entry["expires_at"]) == store.table.expiry(NOW + timedelta(hours=1) + LISTED_RUN_SPAN)
+    assert "owner_pk" not in _raw(store, soon.id)
+    assert store.jobs.get(soon.id) == soon
+    # When the first one's run ends (late, or not)
+    run = ended(soon, status)
+    run = replace(
+        run,
+        started_at=run.scheduled_at + late,
+        finished_at=(run.finished_at or NOW) + late,
+    )
+    store.executions.put_end(run)
+    # Then only a failure (which by_flag lists) or an end too late for the entry lists it on its own
+    assert ("owner_pk" in _raw(store, soon.id)) is own
+    completed = store.jobs.get(soon.id)
+    assert completed is not None and completed.listed_in == (None if own else "batch_1")
+    # and any change to the other lists it on its own
+    stored_later = store.jobs.get(later.id)
+    assert stored_later is not None
+    store.jobs.update(
+        stored_later, {"name": stored_later.id, "updated_at": NOW}, allowed_statuses=[JobStatus.ACTIVE]
+    )
+    assert "owner_pk" in _raw(store, later.id)

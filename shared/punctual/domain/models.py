@@ -125,6 +125,10 @@ class Job:
     # Why and when a PAUSED job was paused (by its owner, or by `policy.pause_after_failures`).
     pause_note: str | None = None
     paused_at: datetime | None = None
+    # The batch (POST /jobs/batch) whose one list entry lists this job, which then has no entry of its
+    # own in its owner's list: until a write other than its run's plain end gives it one. None: listed
+    # on its own.
+    listed_in: str | None = None
 
     @property
     def recurring(self) -> bool:

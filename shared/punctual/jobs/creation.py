@@ -126,6 +126,7 @@ class JobCreation:
                 if seen.fingerprint != fingerprint or len(seen.job_ids) != len(jobs):
                     raise Conflict("Idempotency-Key was already used with a different request body")
                 return self._finish_batch(owner, jobs, seen.job_ids), False
+        jobs = _listed_together(jobs)
         markers = self._handoff.file(*[_first_marker(job) for job in jobs])
         self._store.jobs.put_new_many(jobs)
         metrics.add_metric(name=JOBS_CREATED, unit="Count", value=len(jobs))
@@ -242,9 +243,20 @@ def _new_id(prefix: str) -> str:
 def _reissued(draft: Job, job_id: str) -> Job:
     """A new job under the id a failed first attempt claimed, to finish that attempt. Its schedule
     version is new, so that a marker the first attempt filed is dropped as superseded: the job runs once.
-    """
+    Listed on its own: the first attempt's list entry may not have been written."""
     name = job_id if draft.name == draft.id else draft.name  # the default name is the id
-    return replace(draft, id=job_id, name=name, schedule_version=new_version())
+    return replace(draft, id=job_id, name=name, schedule_version=new_version(), listed_in=None)
+
+
+def _listed_together(jobs: list[Job]) -> list[Job]:
+    """A batch's jobs, those without a name of their own listed in one list entry of the batch's (one
+    write and one by_owner entry for them all, not one each). A named job keeps its own, which by_name
+    needs."""
+    unnamed = [job for job in jobs if job.name == job.id]
+    if len(unnamed) < 2:
+        return jobs
+    batch_id = _new_id("batch")
+    return [replace(job, listed_in=batch_id) if job.name == job.id else job for job in jobs]
 
 
 def _first_marker(job: Job) -> DueMarker:

@@ -24,6 +24,14 @@ def set_flag(flag: str | None, sets: list[str], removes: list[str], values: dict
         values[":flag"] = flag
 
 
+def list_on_own(owner: str, sets: list[str], values: dict[str, Any]) -> None:
+    """Add to an update's SET clause what lists a job on its own in by_owner (and so lets by_flag and
+    by_name hold it): its owner_pk. A job that has it already writes no index entry for it again; one
+    listed only by its batch's entry (`Job.listed_in`) gains its own."""
+    sets.append("owner_pk = :owner_pk")
+    values[":owner_pk"] = keys.owner_pk(owner)
+
+
 def settle(table: Table, item: dict[str, Any]) -> dict[str, Any]:
     """The job item (as a write returned it) with the flag its status and outcome call for: a
     write that moved one of them set the flag from what its caller read (a job's outcome, a run's
@@ -39,14 +47,17 @@ def settle(table: Table, item: dict[str, Any]) -> dict[str, Any]:
         values: dict[str, Any] = {":st": item["status"]}
         if outcome:
             values[":oc"] = outcome
+        sets: list[str] = []
         if want is not None:
             values[":flag"] = want
+            sets.append("flag = :flag")
+            list_on_own(str(item["owner"]), sets, values)  # (by_flag holds only jobs with an owner_pk)
         try:
             response = call(
                 partial(
                     table.resource.update_item,
                     Key=key,
-                    UpdateExpression="SET flag = :flag" if want is not None else "REMOVE flag",
+                    UpdateExpression="SET " + ", ".join(sets) if sets else "REMOVE flag",
                     ConditionExpression="#st = :st AND "
                     + ("#oc = :oc" if outcome else "attribute_not_exists(#oc)"),
                     ExpressionAttributeNames=names,

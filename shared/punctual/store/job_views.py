@@ -31,7 +31,7 @@ from punctual.ports.jobs import JobsRead
 from punctual.ports.pages import Page
 from punctual.store import keys, list_keys, list_sources
 from punctual.store.codec.executions import SHOWN_EXECUTION_ATTRIBUTES, execution_from
-from punctual.store.codec.jobs import job_from, job_item
+from punctual.store.codec.jobs import job_from, job_item, listed_jobs
 from punctual.store.table import Table, call, cursor_key, delete
 
 # Job ids begin so (jobs/creation.py): a name prefix that does may name a job without a name of its own.
@@ -107,36 +107,44 @@ class JobViews:
         stale: list[dict[str, Any]] = []
         read = 0
         chunk = limit
+        # A page that ended part way through a batch's list entry goes on with the rest of its jobs.
+        rows: list[list_sources.Row] = []
+        if start_key is not None and list_sources.MEMBER in start_key:
+            start_key, rows = self._rest_of_batch(source, start_key)
         try:
             while True:
-                try:
-                    response = list_sources.query(
-                        self._table, source, min(chunk, read_budget - read), start_key
-                    )
-                except ClientError as exc:
-                    if not list_sources.index_missing(exc, source):
-                        raise
-                    # A table still gaining its list indexes (docs/upgrading.md): the owner's jobs,
-                    # every filter checked on them, as before the index.
-                    list_sources.log_index_missing(source)
-                    source = list_sources.source_of(owner, None, None, None, None)
-                    continue
-                entries = response.get("Items", [])
-                ids = [source.job_id(entry) for entry in entries]
-                jobs = self.get_many(ids).readable()
-                read += len(entries)
-                for i, entry in enumerate(entries):
-                    job = jobs.get(ids[i])
-                    if not source.backed(entry, job, now):
-                        stale.append(entry)
+                if rows:
+                    response: dict[str, Any] = {"LastEvaluatedKey": start_key}
+                else:
+                    try:
+                        response = list_sources.query(
+                            self._table, source, min(chunk, read_budget - read), start_key
+                        )
+                    except ClientError as exc:
+                        if not list_sources.index_missing(exc, source):
+                            raise
+                        # A table still gaining its list indexes (docs/upgrading.md): the owner's jobs,
+                        # every filter checked on them, as before the index.
+                        list_sources.log_index_missing(source)
+                        source = list_sources.source_of(owner, None, None, None, None)
                         continue
-                    if job is None or not wanted(job):
+                    rows = self._rows(source, response.get("Items", []))
+                jobs = self.get_many([row.job_id for row in rows]).readable()
+                read += len(rows)
+                for i, row in enumerate(rows):
+                    job = jobs.get(row.job_id)
+                    if not source.backed(row.entry, job, now):
+                        stale.append(row.entry)
+                        continue
+                    if job is None or not wanted(job) or not row.lists(job):
                         continue
                     found.append(job)
                     if len(found) == limit:
                         # Continue after this job; at the path's end only if it was its last entry.
-                        last = i == len(entries) - 1 and "LastEvaluatedKey" not in response
-                        return Page(found, None if last else source.resume_key(entry))
+                        last = i == len(rows) - 1 and "LastEvaluatedKey" not in response
+                        following = rows[i + 1] if i + 1 < len(rows) else None
+                        return Page(found, None if last else source.resume_key(row.entry, following))
+                rows = []
                 start_key = response.get("LastEvaluatedKey")
                 if start_key is None or read >= read_budget:
                     return Page(found, start_key)
@@ -144,6 +152,34 @@ class JobViews:
         finally:
             if stale:
                 self._table.batch_write([delete({"pk": e["pk"], "sk": e["sk"]}) for e in stale])
+
+    def _rows(self, source: list_sources.Source, entries: list[dict[str, Any]]) -> list[list_sources.Row]:
+        """A path's entries as the jobs they list, in order: a batch's list entry names its jobs (read
+        in one BatchGetItem for the page's entries), any other entry one."""
+        batches = [keys.batch_id_of(str(e["pk"])) for e in entries if source.lists_batches(e)]
+        named: dict[str, list[str]] = {}
+        if batches:
+            for item in self._table.batch_get([keys.list_entry_key(batch) for batch in batches]):
+                named[keys.batch_id_of(str(item["pk"]))] = listed_jobs(item)
+        rows: list[list_sources.Row] = []
+        for entry in entries:
+            if not source.lists_batches(entry):
+                rows.append(list_sources.Row(entry, source.job_id(entry)))
+                continue
+            batch = keys.batch_id_of(str(entry["pk"]))
+            rows.extend(list_sources.Row(entry, job_id, batch) for job_id in named.get(batch, []))
+        return rows
+
+    def _rest_of_batch(
+        self, source: list_sources.Source, start_key: dict[str, Any]
+    ) -> tuple[dict[str, Any], list[list_sources.Row]]:
+        """From a cursor part way through a batch's list entry: the entry's key, to read on after it,
+        and the entry's jobs from the one the cursor names."""
+        entry_key, member = source.batch_cursor(start_key)
+        rows = self._rows(source, [entry_key])
+        ids = [r.job_id for r in rows]
+        # (an entry expired since, or a job no longer in it: on after the entry)
+        return entry_key, rows[ids.index(member) :] if member in ids else []
 
     def _merged_page(
         self,

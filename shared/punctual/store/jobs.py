@@ -21,7 +21,7 @@ Every write adds one to the job's revision; a finished job expires with its hist
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -31,11 +31,16 @@ from punctual.domain.models import Job, JobStamp, JobStatus
 from punctual.platform.timefmt import parse_stored, to_rfc3339
 from punctual.ports.jobs import JobsRead
 from punctual.store import job_flags, keys, lifecycle, list_keys
-from punctual.store.codec.jobs import STAMP_ATTRIBUTES, job_attributes, job_from, job_item
+from punctual.store.codec.jobs import STAMP_ATTRIBUTES, job_attributes, job_from, job_item, list_entry_item
 from punctual.store.codec.runs import RUN, item_bytes, outcome_update, run_map
 from punctual.store.job_views import JobViews
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS, JOB_TRANSITIONS
 from punctual.store.table import Table, call, delete, put
+
+# How long after its first run is due a job listed in its batch's entry may end and still be listed by
+# it (retries of up to 10 attempts, 12 hours apart at most, and room for an outage): its entry
+# outlives it by this much.
+LISTED_RUN_SPAN = timedelta(days=7)
 
 
 class JobRepository(JobViews):
@@ -140,9 +145,32 @@ class JobRepository(JobViews):
 
     def put_new_many(self, jobs: Sequence[Job]) -> None:
         """Store new jobs with BatchWriteItem, retrying unprocessed ones. Unconditional: only for jobs
-        whose ids were just drawn (an idempotent retry of a batch uses put_new for the rest)."""
-        self._table.batch_write([put(entry) for job in jobs for entry in list_keys.tag_entries(job)])
+        whose ids were just drawn (an idempotent retry of a batch uses put_new for the rest).
+
+        Jobs listed in their batch's one entry (`Job.listed_in`) have it written first, with the tag
+        entries: a crash between leaves an entry naming jobs that lists skip, never a job unlisted. The
+        entry expires once every job it names has (`list_entry_expiry`)."""
+        batches: dict[str, list[Job]] = {}
+        for job in jobs:
+            if job.listed_in:
+                batches.setdefault(job.listed_in, []).append(job)
+        entries = [
+            list_entry_item(batch_id, members, self.list_entry_expiry(members))
+            for batch_id, members in batches.items()
+        ]
+        self._table.batch_write(
+            [put(entry) for entry in entries]
+            + [put(entry) for job in jobs for entry in list_keys.tag_entries(job)]
+        )
         self._table.batch_write([put(job_item(job)) for job in jobs])
+
+    def list_entry_expiry(self, jobs: Sequence[Job]) -> int:
+        """When a batch's list entry expires: after every job it names, untouched since, has. Such a
+        job expires `retention` after its run ends, at most LISTED_RUN_SPAN after its first run is due
+        (a run that ends later gives its job an entry of its own, `_complete`); a recurring one is
+        given one by its first dispatch."""
+        latest = max(job.next_run_at or job.created_at for job in jobs)
+        return self._table.expiry(latest + LISTED_RUN_SPAN)
 
     def update(
         self,
@@ -168,6 +196,10 @@ class JobRepository(JobViews):
         removes: list[str] = []
         attributes = job_attributes(changes)
         attributes.update(list_keys.index_keys(job, changes))
+        if job.listed_in:
+            # Changed: listed on its own from now on (its batch's entry passes over it), so that its
+            # list entry outlives whatever this change does to when it ends.
+            attributes["owner_pk"] = keys.owner_pk(job.owner)
         if "status" in changes:
             status = changes["status"]
             # A finished job expires with its history; a revived one is kept again.
@@ -257,6 +289,8 @@ class JobRepository(JobViews):
         # its flag settled by a second write.
         flag = list_keys.flag_of(JobStatus.ACTIVE, execution.status)
         job_flags.set_flag(flag, sets, removes, values)
+        # (a recurring job, or a run by hand: listed on its own, if its batch's entry listed it)
+        job_flags.list_on_own(execution.owner, sets, values)
         expression = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         try:
             response = call(
@@ -328,7 +362,7 @@ class JobRepository(JobViews):
                         "Key": keys.job_key(job.id),
                         # next_run_at: the run's instant, as on an active one-time job until it completes
                         "UpdateExpression": "SET #st = :active, schedule_version = :run, updated_at = :now, "
-                        "next_run_at = :run_at, #rev = if_not_exists(#rev, :zero) + :one"
+                        "next_run_at = :run_at, owner_pk = :owner_pk, #rev = if_not_exists(#rev, :zero) + :one"
                         + (", flag = :flag" if flag else "")
                         + " REMOVE paused_version, ran_at, queued_run_at, expires_at"
                         + ("" if flag else ", flag"),
@@ -340,6 +374,7 @@ class JobRepository(JobViews):
                             ":run": run.schedule_version,
                             ":run_at": to_rfc3339(run.scheduled_at),
                             ":now": to_rfc3339(now),
+                            ":owner_pk": keys.owner_pk(job.owner),
                             ":zero": 0,
                             ":one": 1,
                             **({":flag": flag} if flag else {}),
@@ -380,7 +415,13 @@ def _complete(
     """The write that completes a job (`complete`), with `run` on it if given; the item written."""
     finished = execution.finished_at or execution.scheduled_at
     sets, removes, values = outcome_update(execution) if execution.status.ran_to_end else ([], [], {})
-    job_flags.set_flag(list_keys.flag_of(JobStatus.COMPLETED, outcome), sets, removes, values)
+    flag = list_keys.flag_of(JobStatus.COMPLETED, outcome)
+    job_flags.set_flag(flag, sets, removes, values)
+    if flag is not None or finished - execution.scheduled_at > LISTED_RUN_SPAN:
+        # A job that failed is listed by by_flag, which needs its owner_pk; one that ends this late
+        # would outlive its batch's list entry. Either is listed on its own from now on (the plain
+        # end of a run writes no index entry).
+        job_flags.list_on_own(execution.owner, sets, values)
     condition = lifecycle.condition(JOB_TRANSITIONS["complete"], schedule_version=execution.schedule_version)
     expression, names = condition.expression, dict(condition.names)
     if run is not None:

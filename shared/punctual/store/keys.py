@@ -13,6 +13,7 @@
 - a pack's lease:       pk PACK#<pack id>         sk PACK
 - a change record:      pk CHANGED#<instant ms>   sk <job id>
 - a named task:         pk TASK#<owner digest>    sk TASK#<name>
+- a batch's list entry: pk LIST#<batch id>        sk LIST, keyed in by_owner as its jobs would be
 - a job's tag entry:    pk TAG#<owner digest>#<tag key>  sk <value digest>#<created ms>#<job id>
 Index keys: a job's owner_pk OWNER#<owner>, owner_sk <created ms>#<job id> (by_owner), and while it
 keeps a named task in use, task_ref <owner digest>#<name> (by_task). The other list indexes are keyed
@@ -42,6 +43,8 @@ QUARANTINE_PK = "QUARANTINE"
 SCANNER_PK = "SCANNER"
 TASK_PREFIX = "TASK#"
 TAG_PREFIX = "TAG#"
+LIST_PK_PREFIX = "LIST#"
+LIST_SK = "LIST"
 # Above every sort key of an execution (every id sorts below U+FFFF).
 _ABOVE_IDS = "\uffff"
 
@@ -104,6 +107,19 @@ def tag_key(owner: str, key: str, value: str, created_at: datetime, job_id: str)
 
 def job_id_of_tag_sk(sk: str) -> str:
     return sk.split("#", 2)[2]
+
+
+def list_entry_key(batch_id: str) -> Key:
+    """The one list entry of a batch's jobs (store/jobs.py): in by_owner, where its jobs would be."""
+    return {"pk": f"{LIST_PK_PREFIX}{batch_id}", "sk": LIST_SK}
+
+
+def is_list_entry_pk(pk: str) -> bool:
+    return pk.startswith(LIST_PK_PREFIX)
+
+
+def batch_id_of(pk: str) -> str:
+    return pk.removeprefix(LIST_PK_PREFIX)
 
 
 # ------------------------------------------------------------- executions

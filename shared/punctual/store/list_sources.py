@@ -13,6 +13,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from punctual.domain.errors import InvalidRequest
 from punctual.domain.executions import ExecutionStatus
 from punctual.domain.models import Job, JobStatus
 from punctual.platform import resources
@@ -24,6 +25,23 @@ from punctual.store.table import Table, call, cursor_key
 # A tag entry whose job is not found is deleted by the list that reads it only this long after the
 # job's creation: a job's entries are written just before the job.
 STALE_TAG_ENTRY_AGE = timedelta(hours=1)
+
+
+# A cursor's field naming the job a page goes on from, part way through a batch's list entry.
+MEMBER = "member"
+
+
+@dataclass(frozen=True)
+class Row:
+    """A job an entry lists: a job's own entry, or one of the jobs a batch's list entry names (`batch`),
+    which it lists only while the job has no entry of its own (`Job.listed_in`)."""
+
+    entry: dict[str, Any]
+    job_id: str
+    batch: str | None = None
+
+    def lists(self, job: Job) -> bool:
+        return self.batch is None or job.listed_in == self.batch
 
 
 @dataclass(frozen=True)
@@ -51,23 +69,41 @@ class Source:
             return keys.job_id_of_tag_sk(str(entry["sk"]))
         return keys.job_id_of(str(entry["pk"]))
 
-    def resume_key(self, entry: dict[str, Any]) -> dict[str, Any]:
-        """An entry's key, as the ExclusiveStartKey to continue after it."""
+    def lists_batches(self, entry: dict[str, Any]) -> bool:
+        """Whether `entry` is a batch's list entry (by_owner holds them beside the jobs' own)."""
+        return self.index is resources.BY_OWNER_INDEX and keys.is_list_entry_pk(str(entry["pk"]))
+
+    def resume_key(self, entry: dict[str, Any], following: Row | None = None) -> dict[str, Any]:
+        """An entry's key, as the ExclusiveStartKey to continue after it; or, when the next job to
+        list (`following`) is another of the same batch's entry, that key and the job to go on from."""
         names = {
             resources.TABLE.partition_key,
             resources.TABLE.sort_key,
             *self.partition_keys,
             *self.sort_keys,
         }
-        return {name: entry[name] for name in names}
+        key = {name: entry[name] for name in names}
+        if following is not None and following.batch is not None and following.entry is entry:
+            key[MEMBER] = following.job_id
+        return key
 
     def cursor_key(self, start_key: dict[str, Any]) -> dict[str, str]:
         equal = dict(zip(self.partition_keys, self.partition, strict=True))
         prefixed = {name: "" for name in self.sort_keys} | {self.sort_keys[0]: self.prefix}
         if self.index is not None:
-            equal["sk"] = keys.JOB_SK
-            prefixed["pk"] = keys.JOB_PK_PREFIX
+            batch = self.index is resources.BY_OWNER_INDEX and start_key.get("sk") == keys.LIST_SK
+            equal["sk"] = keys.LIST_SK if batch else keys.JOB_SK
+            prefixed["pk"] = keys.LIST_PK_PREFIX if batch else keys.JOB_PK_PREFIX
         return cursor_key(start_key, equal=equal, prefixed=prefixed)
+
+    def batch_cursor(self, start_key: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """A cursor part way through a batch's list entry: the entry's key (checked as any cursor) and
+        the job to go on from."""
+        rest = {name: value for name, value in start_key.items() if name != MEMBER}
+        member = start_key[MEMBER]
+        if not isinstance(member, str) or rest.get("sk") != keys.LIST_SK:
+            raise InvalidRequest("cursor: not valid for this list; start again without it", field="cursor")
+        return self.cursor_key(rest), member
 
     def backed(self, entry: dict[str, Any], job: Job | None, now: datetime | None) -> bool:
         """False for a tag entry to delete: its job no longer has that tag at that value, is not the

@@ -63,8 +63,10 @@ def job_item(job: Job) -> dict[str, Any]:
         **keys.job_key(job.id),
         "id": job.id,
         "owner": job.owner,
-        "owner_pk": keys.owner_pk(job.owner),
+        # (none while its batch's list entry lists it: no by_owner entry of its own, `Job.listed_in`)
+        "owner_pk": None if job.listed_in else keys.owner_pk(job.owner),
         "owner_sk": keys.owner_sk(job.created_at, job.id),
+        "listed_in": job.listed_in,
         "name": list_keys.stored_name(job.id, job.name),
         "status": job.status.value,
         # (absent while a job with a named task takes the task's: `Job.inherits`)
@@ -128,7 +130,27 @@ def job_from(item: dict[str, Any]) -> Job:
         pause_note=item.get("pause_note"),
         paused_at=from_iso(item.get("paused_at")),
         last_execution=embedded_execution(item),
+        listed_in=None if "owner_pk" in item else item.get("listed_in"),
     )
+
+
+def list_entry_item(batch_id: str, jobs: Sequence[Job], expires_at: int) -> dict[str, Any]:
+    """A batch's one list entry for `jobs` (each listed in it, all created at once by one owner): keyed
+    in by_owner as a job created then would be, naming them newest first as by_owner orders jobs."""
+    first = jobs[0]
+    return {
+        **keys.list_entry_key(batch_id),
+        "owner": first.owner,
+        "owner_pk": keys.owner_pk(first.owner),
+        "owner_sk": keys.owner_sk(first.created_at, batch_id),
+        "jobs": ",".join(sorted((job.id for job in jobs), reverse=True)),
+        "expires_at": expires_at,
+    }
+
+
+def listed_jobs(entry: dict[str, Any]) -> list[str]:
+    """The job ids a batch's list entry names, in list order."""
+    return [job_id for job_id in str(entry.get("jobs", "")).split(",") if job_id]
 
 
 def _notify_json(rules: Sequence[NotifyRule] | None) -> str | None:

@@ -1,0 +1,137 @@
+"""A batch's jobs without names of their own are listed by one list entry of the batch's: every list
+and filter shows each of them once, in by_owner's order, across pages, before and after they change."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from punctual.domain.errors import RetryableStoreError
+from punctual.platform.timefmt import to_rfc3339
+from punctual.store import keys
+from tests.integration.test_api import pages
+from tests.world import World
+
+NOOP = {"type": "noop"}
+
+
+def at(world: World, seconds: float) -> dict[str, str]:
+    return {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=seconds))}
+
+
+def batch(world: World, jobs: list[dict[str, Any]], **kwargs: Any) -> list[str]:
+    answer = world.api("POST", "/jobs/batch", {"jobs": jobs}, **kwargs)
+    assert answer.status == 201, answer.body
+    return [job["id"] for job in answer.body["items"]]
+
+
+def list_entries(world: World) -> list[dict[str, Any]]:
+    scan = world.dynamodb_client.scan(TableName=world.punctual.settings.table_name)["Items"]
+    return [i for i in scan if keys.is_list_entry_pk(i["pk"]["S"])]
+
+
+def created_mixed(world: World) -> list[str]:
+    """A job, a batch of 20, a job, a batch of 15 with one named job: ids newest first, as listed."""
+    first = world.create(at(world, 600))["id"]
+    world.clock.advance(1)
+    b1 = batch(world, [{"task": NOOP, "schedule": at(world, 600)}] * 20)
+    world.clock.advance(1)
+    middle = world.create(at(world, 600))["id"]
+    world.clock.advance(1)
+    b2 = batch(world, [{"task": NOOP, "schedule": at(world, 600 + i)} for i in range(14)])
+    world.clock.advance(1)
+    named = batch(world, [{"name": "named", "task": NOOP, "schedule": at(world, 600)}])
+    # (same-millisecond jobs list by id, newest first)
+    return [*named, *sorted(b2, reverse=True), middle, *sorted(b1, reverse=True), first]
+
+
+@pytest.mark.parametrize("limit", [1, 7, 20, 100])
+def test_a_list_pages_through_batches_and_single_jobs_each_once_newest_first(
+    world: World, limit: int
+) -> None:
+    # Given single jobs and two batches, created a second apart
+    expected = created_mixed(world)
+    # Then the batches wrote one list entry each, and no by_owner entry a job
+    assert len(list_entries(world)) == 2
+    # When alice pages through her jobs
+    seen = [job_id for page in pages(world, f"limit={limit}") for job_id in page]
+    # Then she sees every job once, newest first, across page ends inside a batch's entry
+    assert seen == expected
+    assert all(len(page) <= limit for page in pages(world, f"limit={limit}"))
+    # and bob sees none of them
+    assert pages(world, "limit=10", owner="bob") == [[]]
+
+
+def test_filters_show_a_batch_job_once_whatever_happens_to_it(world: World) -> None:
+    # Given a batch of six jobs due in four minutes, one of which fails and one of which is paused
+    ids = batch(
+        world,
+        [
+            {
+                "task": {"type": "fail"} if i == 0 else NOOP,
+                "schedule": at(world, 240),
+                "retry": {"max_attempts": 1},
+            }
+            for i in range(6)
+        ],
+    )
+    failing = ids[0]
+    paused = ids[1]
+    assert world.api("POST", f"/jobs/{paused}/pause").status == 200
+    # When they run
+    world.run_for(300)
+    everyone = [job_id for page in pages(world, "limit=4") for job_id in page]
+    # Then the plain list shows each once; the paused one and the failed one have entries of their own
+    assert sorted(everyone) == sorted(ids)
+    assert [j for page in pages(world, "status=PAUSED") for j in page] == [paused]
+    assert [j for page in pages(world, "outcome=failed") for j in page] == [failing]
+    succeeded = [j for page in pages(world, "outcome=succeeded&limit=2") for j in page]
+    assert sorted(succeeded) == sorted(set(ids) - {failing, paused})
+    completed = [j for page in pages(world, "status=COMPLETED&limit=3") for j in page]
+    assert sorted(completed) == sorted(set(ids) - {paused})
+    # and a job that succeeded wrote no index entry of its own
+    stored = {
+        i["id"]["S"]: i
+        for i in world.dynamodb_client.scan(TableName=world.punctual.settings.table_name)["Items"]
+        if i["sk"]["S"] == keys.JOB_SK
+    }
+    assert {job_id for job_id in ids if "owner_pk" in stored[job_id]} == {failing, paused}
+
+
+def test_a_cursor_inside_a_batch_names_its_entry_and_a_forged_one_is_refused(world: World) -> None:
+    # Given a batch of five
+    batch(world, [{"task": NOOP, "schedule": at(world, 600)}] * 5)
+    # When a page ends part way through it
+    first = world.api("GET", "/jobs", query="limit=2").body
+    cursor = first["next_cursor"]
+    assert cursor is not None
+    rest = world.api("GET", "/jobs", query=f"limit=10&cursor={cursor}").body
+    # Then the next page goes on from the third job
+    assert len(first["items"]) + len(rest["items"]) == 5 and rest["next_cursor"] is None
+    # and a cursor of this list is refused by a filter that reads another path
+    refused = world.api("GET", "/jobs", query=f"status=PAUSED&cursor={cursor}")
+    assert refused.status == 400, refused.body
+
+
+def test_a_batch_retried_after_failing_part_way_lists_each_job_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a batch of four whose write stored its list entry and first job, then failed
+    store = world.store
+    real = store.jobs.put_new_many
+
+    def partly(jobs: Any) -> None:
+        real(jobs[:1])
+        raise RetryableStoreError("BatchWriteItem left items unprocessed")
+
+    monkeypatch.setattr(store.jobs, "put_new_many", partly)
+    jobs = [{"task": NOOP, "schedule": at(world, 600)}] * 4
+    failed = world.api("POST", "/jobs/batch", {"jobs": jobs}, headers={"Idempotency-Key": "again"})
+    assert failed.status == 503
+    monkeypatch.setattr(store.jobs, "put_new_many", real)
+    # When it is retried with its key
+    ids = batch(world, jobs, headers={"Idempotency-Key": "again"})
+    # Then the list shows the four, each once
+    assert sorted(j for page in pages(world, "limit=3") for j in page) == sorted(ids)
