@@ -20,7 +20,8 @@ One table, several aggregates, one repository each:
 - changes.py     change records: jobs changed after their run at an instant was sent
 `Store` holds one of each over one table (packs.py, the packs' leases, and queue.py, the work
 queue, are built apart). Jobs carry owner_pk/owner_sk so that an owner's jobs list
-newest first from the by_owner index without a scan. A list by status reads that index too and
+newest first from the by_owner index without a scan; a batch's unnamed jobs have one list entry
+there for them all instead (jobs.py). A list by status reads that index too and
 filters the jobs it reads: an index keyed by status would cost two more index writes on every status
 change (a one-time job's completion).
 """
