@@ -135,3 +135,80 @@ def test_a_batch_retried_after_failing_part_way_lists_each_job_once(
     ids = batch(world, jobs, headers={"Idempotency-Key": "again"})
     # Then the list shows the four, each once
     assert sorted(j for page in pages(world, "limit=3") for j in page) == sorted(ids)
+
+
+def follow(world: World, first: dict[str, Any], query: str) -> list[str]:
+    """The ids of a first page and of every page after it, following next_cursor."""
+    seen = [job["id"] for job in first["items"]]
+    cursor = first["next_cursor"]
+    while cursor:
+        page = world.api("GET", "/jobs", query=f"{query}&cursor={cursor}").body
+        seen += [job["id"] for job in page["items"]]
+        cursor = page["next_cursor"]
+    return seen
+
+
+def test_a_job_paused_while_a_list_pages_through_its_batch_is_listed_once(world: World) -> None:
+    # Given a batch of three, and a first page of one that stops inside the batch's entry
+    ids = sorted(batch(world, [{"task": NOOP, "schedule": at(world, 600)}] * 3), reverse=True)
+    first = world.api("GET", "/jobs", query="limit=1").body
+    assert [job["id"] for job in first["items"]] == [ids[0]]
+    # When the next job is paused meanwhile (it moves to an entry of its own)
+    assert world.api("POST", f"/jobs/{ids[1]}/pause").status == 200
+    # Then paging on still shows every job, once
+    assert sorted(follow(world, first, "limit=1")) == sorted(ids)
+
+
+def test_jobs_failing_while_a_list_pages_through_their_batch_are_listed_once(world: World) -> None:
+    # Given a batch of three that will fail, and a first page of one
+    fail = {"task": {"type": "fail"}, "schedule": at(world, 240), "retry": {"max_attempts": 1}}
+    ids = batch(world, [fail] * 3)
+    first = world.api("GET", "/jobs", query="limit=1").body
+    # When they all fail meanwhile (each gains an owner_pk for by_flag)
+    world.run_for(300)
+    # Then paging on shows each once, and the failed filter shows all three
+    assert sorted(follow(world, first, "limit=1")) == sorted(ids)
+    assert sorted(j for page in pages(world, "outcome=failed&limit=2") for j in page) == sorted(ids)
+
+
+def test_a_name_prefix_that_is_a_batch_jobs_id_finds_it(world: World) -> None:
+    ids = batch(world, [{"task": NOOP, "schedule": at(world, 600)}] * 3)
+    answer = world.api("GET", "/jobs", query=f"name_prefix={ids[0]}&limit=1")
+    assert answer.status == 200, answer.body
+    assert [job["id"] for job in answer.body["items"]] == [ids[0]]
+
+
+def test_a_filtered_list_reads_at_most_its_budget_a_request_inside_a_batch_too(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given six batches of a hundred (600 jobs, over a request's read budget of 500)
+    ids: list[str] = []
+    for _ in range(6):
+        ids += batch(world, [{"task": NOOP, "schedule": at(world, 600)}] * 100)
+        world.clock.advance(1)
+    read: list[int] = []
+    real = world.store.jobs.get_many
+
+    def counting(job_ids: Any) -> Any:
+        wanted = list(job_ids)
+        read.append(len(wanted))
+        return real(wanted)
+
+    monkeypatch.setattr(world.store.jobs, "get_many", counting)
+    budget = world.store.table.list_read_budget
+    # When a filter that no job matches pages through them, and one that every job matches
+    cursor: str | None = ""
+    requests = 0
+    while cursor is not None:
+        read.clear()
+        answer = world.api(
+            "GET", "/jobs", query="status=COMPLETED&limit=100" + (f"&cursor={cursor}" if cursor else "")
+        )
+        assert answer.status == 200 and answer.body["items"] == []
+        # Then each request reads at most the budget, and the cursor goes on from inside a batch
+        assert sum(read) <= budget
+        cursor = answer.body["next_cursor"]
+        requests += 1
+    assert requests == 2
+    active = [j for page in pages(world, "status=ACTIVE&limit=100") for j in page]
+    assert sorted(active) == sorted(ids)

@@ -261,15 +261,15 @@ def _raw(store: Store, job_id: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("status", "late", "own"),
+    ("status", "late", "owner_pk", "listed_in"),
     [
-        (ExecutionStatus.SUCCEEDED, timedelta(0), False),
-        (ExecutionStatus.FAILED, timedelta(0), True),
-        (ExecutionStatus.SUCCEEDED, LISTED_RUN_SPAN + timedelta(minutes=1), True),
+        (ExecutionStatus.SUCCEEDED, timedelta(0), False, "batch_1"),
+        (ExecutionStatus.FAILED, timedelta(0), True, "batch_1"),
+        (ExecutionStatus.SUCCEEDED, LISTED_RUN_SPAN + timedelta(hours=2), True, None),
     ],
 )
 def test_a_job_listed_by_its_batch_gains_an_entry_of_its_own_only_when_its_end_needs_one(
-    store: Store, status: ExecutionStatus, late: timedelta, own: bool
+    store: Store, status: ExecutionStatus, late: timedelta, owner_pk: bool, listed_in: str | None
 ) -> None:
     # Given two jobs of a batch, listed by its one entry, due in five minutes and in an hour
     soon, later = job("job_a", listed_in="batch_1"), job("job_b", listed_in="batch_1")
@@ -296,10 +296,13 @@ def test_a_job_listed_by_its_batch_gains_an_entry_of_its_own_only_when_its_end_n
         finished_at=(run.finished_at or NOW) + late,
     )
     store.executions.put_end(run)
-    # Then only a failure (which by_flag lists) or an end too late for the entry lists it on its own
-    assert ("owner_pk" in _raw(store, soon.id)) is own
+    # Then only a failure (which by_flag lists) or an end too late for the entry gives it an owner_pk
+    # (and so by_owner and by_flag entries of its own); the entry still lists a failed one, which
+    # expires before it, and its own by_owner entry is passed over; one that ends too late is listed
+    # on its own from now on
+    assert ("owner_pk" in _raw(store, soon.id)) is owner_pk
     completed = store.jobs.get(soon.id)
-    assert completed is not None and completed.listed_in == (None if own else "batch_1")
+    assert completed is not None and completed.listed_in == listed_in
     # and any change to the other lists it on its own
     stored_later = store.jobs.get(later.id)
     assert stored_later is not None

@@ -125,9 +125,9 @@ class Job:
     # Why and when a PAUSED job was paused (by its owner, or by `policy.pause_after_failures`).
     pause_note: str | None = None
     paused_at: datetime | None = None
-    # The batch (POST /jobs/batch) whose one list entry lists this job, which then has no entry of its
-    # own in its owner's list: until a write other than its run's plain end gives it one. None: listed
-    # on its own.
+    # The batch (POST /jobs/batch) whose one list entry lists this job in its owner's list, instead of
+    # an entry of its own: while nothing but its run's end (and a failure's flag) has written it, and
+    # it expires before that entry does (store/jobs.py). None: listed on its own.
     listed_in: str | None = None
 
     @property

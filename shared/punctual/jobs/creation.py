@@ -249,14 +249,14 @@ def _reissued(draft: Job, job_id: str) -> Job:
 
 
 def _listed_together(jobs: list[Job]) -> list[Job]:
-    """A batch's jobs, those without a name of their own listed in one list entry of the batch's (one
-    write and one by_owner entry for them all, not one each). A named job keeps its own, which by_name
-    needs."""
-    unnamed = [job for job in jobs if job.name == job.id]
-    if len(unnamed) < 2:
+    """A batch's jobs, its one-time jobs without a name of their own listed in one list entry of the
+    batch's (one write and one by_owner entry for them all, not one each). A named job keeps its own,
+    which by_name needs; a recurring one too, as it lives on past any entry's expiry."""
+    together = [job.id for job in jobs if job.name == job.id and not job.recurring]
+    if len(together) < 2:
         return jobs
     batch_id = _new_id("batch")
-    return [replace(job, listed_in=batch_id) if job.name == job.id else job for job in jobs]
+    return [replace(job, listed_in=batch_id) if job.id in together else job for job in jobs]
 
 
 def _first_marker(job: Job) -> DueMarker:

@@ -32,6 +32,29 @@ def list_on_own(owner: str, sets: list[str], values: dict[str, Any]) -> None:
     values[":owner_pk"] = keys.owner_pk(owner)
 
 
+def outlived_entry(table: Table, item: dict[str, Any]) -> dict[str, Any]:
+    """The job item (as a write returned it) listed by its batch's list entry only while it expires
+    before that entry does (`codec.jobs.listed_by_entry`): one that now expires later (its run ended
+    late, or the retention grew since) is given an entry of its own, in a second write."""
+    expires, until = item.get("expires_at"), item.get("listed_until")
+    if "owner_pk" in item or expires is None or until is None or int(expires) <= int(until):
+        return item
+    sets: list[str] = []
+    values: dict[str, Any] = {}
+    list_on_own(str(item["owner"]), sets, values)
+    response = call(
+        partial(
+            table.resource.update_item,
+            Key=keys.job_key(str(item["id"])),
+            UpdateExpression="SET " + ", ".join(sets),
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
+        )
+    )
+    return dict(response["Attributes"])
+
+
 def settle(table: Table, item: dict[str, Any]) -> dict[str, Any]:
     """The job item (as a write returned it) with the flag its status and outcome call for: a
     write that moved one of them set the flag from what its caller read (a job's outcome, a run's

@@ -101,7 +101,8 @@ class JobViews:
                 found.append(named_by_id)
                 if len(found) == limit:
                     # (on from where its by_name entry would be: its id is the least name of the prefix)
-                    place = {**job_item(named_by_id), "name": name_prefix}
+                    # (with the owner_pk a job listed by its batch's entry does not carry)
+                    place = {**job_item(named_by_id), "owner_pk": keys.owner_pk(owner), "name": name_prefix}
                     return Page(found, source.resume_key(place))
         read_budget = self._table.list_read_budget
         stale: list[dict[str, Any]] = []
@@ -129,6 +130,13 @@ class JobViews:
                         source = list_sources.source_of(owner, None, None, None, None)
                         continue
                     rows = self._rows(source, response.get("Items", []))
+                rest: list[list_sources.Row] = []
+                if len(rows) > read_budget - read:
+                    # A batch's entry names up to a hundred jobs: the budget may end inside one, and
+                    # the page then goes on from the first job not read.
+                    cut = max(1, read_budget - read)
+                    rows, rest = rows[:cut], rows[cut:]
+                    response = {"LastEvaluatedKey": source.resume_key(rows[-1].entry, rest[0])}
                 jobs = self.get_many([row.job_id for row in rows]).readable()
                 read += len(rows)
                 for i, row in enumerate(rows):
@@ -142,7 +150,7 @@ class JobViews:
                     if len(found) == limit:
                         # Continue after this job; at the path's end only if it was its last entry.
                         last = i == len(rows) - 1 and "LastEvaluatedKey" not in response
-                        following = rows[i + 1] if i + 1 < len(rows) else None
+                        following = rows[i + 1] if i + 1 < len(rows) else (rest[0] if rest else None)
                         return Page(found, None if last else source.resume_key(row.entry, following))
                 rows = []
                 start_key = response.get("LastEvaluatedKey")
@@ -162,9 +170,10 @@ class JobViews:
             for item in self._table.batch_get([keys.list_entry_key(batch) for batch in batches]):
                 named[keys.batch_id_of(str(item["pk"]))] = listed_jobs(item)
         rows: list[list_sources.Row] = []
+        owned = source.index is resources.BY_OWNER_INDEX
         for entry in entries:
             if not source.lists_batches(entry):
-                rows.append(list_sources.Row(entry, source.job_id(entry)))
+                rows.append(list_sources.Row(entry, source.job_id(entry), owned=owned))
                 continue
             batch = keys.batch_id_of(str(entry["pk"]))
             rows.extend(list_sources.Row(entry, job_id, batch) for job_id in named.get(batch, []))

@@ -120,8 +120,12 @@ class JobRepository(JobViews):
         before = item_bytes(item)
         for name in ("next_run_at", "queued_run_at", "task_ref", "flag"):
             item.pop(name, None)
-        # (the longest outcome: a failure, counted, and flagged)
+        # (the longest outcome: a failure, counted, and flagged, with the owner_pk by_flag needs, and a
+        # batch's job's entry's expiry)
+        if job.listed_in:
+            item["listed_until"] = 2**32
         item.update(
+            owner_pk=keys.owner_pk(job.owner),
             status=JobStatus.COMPLETED.value,
             expires_at=2**32,
             outcome=ExecutionStatus.SUCCEEDED.value,
@@ -156,21 +160,30 @@ class JobRepository(JobViews):
         for job in jobs:
             if job.listed_in:
                 batches.setdefault(job.listed_in, []).append(job)
+        until = {batch_id: self.list_entry_expiry(members) for batch_id, members in batches.items()}
         entries = [
-            list_entry_item(batch_id, members, self.list_entry_expiry(members))
-            for batch_id, members in batches.items()
+            list_entry_item(batch_id, members, until[batch_id]) for batch_id, members in batches.items()
         ]
         self._table.batch_write(
             [put(entry) for entry in entries]
             + [put(entry) for job in jobs for entry in list_keys.tag_entries(job)]
         )
-        self._table.batch_write([put(job_item(job)) for job in jobs])
+        self._table.batch_write(
+            [
+                put(
+                    {**job_item(job), "listed_until": until[job.listed_in]}
+                    if job.listed_in
+                    else job_item(job)
+                )
+                for job in jobs
+            ]
+        )
 
     def list_entry_expiry(self, jobs: Sequence[Job]) -> int:
-        """When a batch's list entry expires: after every job it names, untouched since, has. Such a
-        job expires `retention` after its run ends, at most LISTED_RUN_SPAN after its first run is due
-        (a run that ends later gives its job an entry of its own, `_complete`); a recurring one is
-        given one by its first dispatch."""
+        """When a batch's list entry expires (its jobs, one-time, carry it as `listed_until`): after each
+        of them that only its run's end has written. Such a job expires `retention` after that end,
+        which comes at most LISTED_RUN_SPAN after its run is due; one that expires later (a later end,
+        a longer retention since) gains an entry of its own (`_complete`), as a changed one does."""
         latest = max(job.next_run_at or job.created_at for job in jobs)
         return self._table.expiry(latest + LISTED_RUN_SPAN)
 
@@ -419,10 +432,8 @@ def _complete(
     sets, removes, values = outcome_update(execution) if execution.status.ran_to_end else ([], [], {})
     flag = list_keys.flag_of(JobStatus.COMPLETED, outcome)
     job_flags.set_flag(flag, sets, removes, values)
-    if flag is not None or finished - execution.scheduled_at > LISTED_RUN_SPAN:
-        # A job that failed is listed by by_flag, which needs its owner_pk; one that ends this late
-        # would outlive its batch's list entry. Either is listed on its own from now on (the plain
-        # end of a run writes no index entry).
+    if flag is not None:
+        # (by_flag holds only jobs with an owner_pk; the plain end of a run writes no index entry)
         job_flags.list_on_own(execution.owner, sets, values)
     condition = lifecycle.condition(JOB_TRANSITIONS["complete"], schedule_version=execution.schedule_version)
     expression, names = condition.expression, dict(condition.names)
@@ -450,4 +461,4 @@ def _complete(
         },
         ReturnValues="ALL_NEW",
     )
-    return job_flags.settle(table, call(completing)["Attributes"])
+    return job_flags.outlived_entry(table, job_flags.settle(table, call(completing)["Attributes"]))

@@ -109,6 +109,11 @@ def job_id_of_tag_sk(sk: str) -> str:
     return sk.split("#", 2)[2]
 
 
+def list_entry_owner_sk(created_at: datetime, batch_id: str) -> str:
+    """A batch's list entry's by_owner sort key: above its jobs' own (`~` sorts after `job_`)."""
+    return f"{_ms(created_at)}#~{batch_id}"
+
+
 def list_entry_key(batch_id: str) -> Key:
     """The one list entry of a batch's jobs (store/jobs.py): in by_owner, where its jobs would be."""
     return {"pk": f"{LIST_PK_PREFIX}{batch_id}", "sk": LIST_SK}

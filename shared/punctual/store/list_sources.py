@@ -33,15 +33,19 @@ MEMBER = "member"
 
 @dataclass(frozen=True)
 class Row:
-    """A job an entry lists: a job's own entry, or one of the jobs a batch's list entry names (`batch`),
-    which it lists only while the job has no entry of its own (`Job.listed_in`)."""
+    """A job an entry lists: a job's own entry, or one of the jobs a batch's list entry names (`batch`).
+    In by_owner (`owned`) exactly one of them lists a job: the batch's while the job is listed in it
+    (`Job.listed_in`), its own otherwise. Other paths list every job their entries name."""
 
     entry: dict[str, Any]
     job_id: str
     batch: str | None = None
+    owned: bool = False
 
     def lists(self, job: Job) -> bool:
-        return self.batch is None or job.listed_in == self.batch
+        if self.batch is not None:
+            return job.listed_in == self.batch
+        return not self.owned or job.listed_in is None
 
 
 @dataclass(frozen=True)

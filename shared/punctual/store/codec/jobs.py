@@ -130,19 +130,35 @@ def job_from(item: dict[str, Any]) -> Job:
         pause_note=item.get("pause_note"),
         paused_at=from_iso(item.get("paused_at")),
         last_execution=embedded_execution(item),
-        listed_in=None if "owner_pk" in item else item.get("listed_in"),
+        listed_in=str(item["listed_in"]) if listed_by_entry(item) else None,
     )
+
+
+def listed_by_entry(item: dict[str, Any]) -> bool:
+    """Whether a job item is listed by its batch's list entry rather than by an entry of its own: a
+    batch's job with no owner_pk (no entry of its own), or one that gained it (a failure's flag,
+    which by_flag needs) and still expires before its batch's entry does. Never both, so a list shows
+    it once; a change that keeps it longer (a pause, a new schedule) moves it to its own entry, which
+    sorts just after its batch's (`list_entry_item`)."""
+    if "listed_in" not in item:
+        return False
+    if "owner_pk" not in item:
+        return True
+    expires, until = item.get("expires_at"), item.get("listed_until")
+    return expires is not None and until is not None and int(expires) <= int(until)
 
 
 def list_entry_item(batch_id: str, jobs: Sequence[Job], expires_at: int) -> dict[str, Any]:
     """A batch's one list entry for `jobs` (each listed in it, all created at once by one owner): keyed
-    in by_owner as a job created then would be, naming them newest first as by_owner orders jobs."""
+    in by_owner just before (newest first) the entries its jobs may gain, naming them newest first as
+    by_owner orders jobs. A job leaving it for an entry of its own while a list pages through it is
+    thus still ahead of that list's cursor."""
     first = jobs[0]
     return {
         **keys.list_entry_key(batch_id),
         "owner": first.owner,
         "owner_pk": keys.owner_pk(first.owner),
-        "owner_sk": keys.owner_sk(first.created_at, batch_id),
+        "owner_sk": keys.list_entry_owner_sk(first.created_at, batch_id),
         "jobs": ",".join(sorted((job.id for job in jobs), reverse=True)),
         "expires_at": expires_at,
     }
