@@ -1,7 +1,7 @@
 """Jobs: pk JOB#<job id>, sk JOB, with owner_pk/owner_sk, which key by_owner and, with a name given,
-by_name (a batch's jobs without a name of their own have no owner_pk: one list entry of the batch's,
-pk LIST#<batch id>, keyed in by_owner where they would be, lists them all, until a write other than
-their run's plain end gives one its own: `Job.listed_in`); while PAUSED, CANCELLED or failing, a flag (list_keys.flag_of) for the sparse by_flag index;
+by_name (a batch's one-time jobs without a name of their own have no owner_pk: one list entry of the
+batch's, pk LIST#<batch id>, keyed in by_owner just before them, lists them all while they expire
+before it; a change gives one an entry of its own: `Job.listed_in`, `codec.jobs.listed_by_entry`); while PAUSED, CANCELLED or failing, a flag (list_keys.flag_of) for the sparse by_flag index;
 and, while a job keeps a named task in use, task_ref for the sparse by_task index. A tagged job has
 an entry a tag in the table (written before the job, deleted after it loses the tag).
 
