@@ -148,21 +148,24 @@ ONE_TIME = ExecutionUsage(
     status_changes=1.0,
     event_detail_bytes=EVENT_DETAIL_BYTES,
 )
-# One-time jobs created through POST /jobs/batch, BATCH_JOBS a request: the same DynamoDB and SQS
-# use (the writes are BatchWriteItems), a hundredth of the API requests and of their log lines.
+# One-time jobs created through POST /jobs/batch, BATCH_JOBS a request, ten due at each instant (the
+# cost run's `batched`): a hundredth of the API requests and of their log lines; creation 1.14 write
+# units (the job; a tenth of its instant's group marker item; a share of the batch's one list entry,
+# and of its by_owner entry, instead of one each), the run 1.18 (its end on its job's item and a tenth
+# of its pack's lease: the group's ten share a shard). A batch of one is written as a single job is.
 BATCH_JOBS = 100
 ONE_TIME_BATCHED = ExecutionUsage(
     api_requests=0.01,
-    write_units=6.0,
-    read_units=3.0,
-    write_units_keys_only=5.0,
-    index_write_units_keys_only=1.0,
-    busiest_index_write_units_keys_only=1.0,
+    write_units=2.34,
+    read_units=2.1,
+    write_units_keys_only=2.32,
+    index_write_units_keys_only=0.01,
+    busiest_index_write_units_keys_only=0.01,
     sqs_requests=0.3,
-    log_bytes=392.0,
+    log_bytes=391.0,
     metric_bytes=50.0,
     item_bytes=0.0,
-    job_bytes=1050.0,
+    job_bytes=1020.0,
     status_changes=1.0,
     event_detail_bytes=EVENT_DETAIL_BYTES,
 )

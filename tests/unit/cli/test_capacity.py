@@ -194,12 +194,13 @@ def test_batched_creation_divides_the_api_requests_and_keeps_the_rest() -> None:
     # Given the same load with one-time jobs created one a request, and a hundred a request
     single = capacity.plan(1_000, assumptions=FULL_VCPU)
     batched = capacity.plan(1_000, batched=True, assumptions=FULL_VCPU)
-    # Then the API sees a hundredth of the requests, each longer, and DynamoDB the same writes
+    # Then the API sees a hundredth of the requests, each longer, and DynamoDB fewer writes (a group
+    # marker an instant and one list entry a batch, not a marker and a by_owner entry a job)
     assert capacity.BATCH_JOBS == 100
     assert batched.api_requests_per_second == pytest.approx(single.api_requests_per_second / 100)
     assert batched.api_concurrency == pytest.approx(10 * capacity.batch_api_seconds(100), abs=0.1)
     assert batched.cost_per_million["api_gateway"] == pytest.approx(
         single.cost_per_million["api_gateway"] / 100
     )
-    assert batched.dynamodb_write_units_per_second == single.dynamodb_write_units_per_second
+    assert batched.dynamodb_write_units_per_second < single.dynamodb_write_units_per_second / 1.5
     assert batched.cost_per_million["total"] < single.cost_per_million["total"]
