@@ -203,18 +203,24 @@ def test_a_batch_that_fails_after_its_markers_leaves_no_job_behind(
     assert items(world, "EXEC") == []
 
 
-def test_a_retry_with_the_key_finishes_a_batch_that_failed_part_way(
-    world: World, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Given a batch whose write stored only its first job, after all markers, then failed
-    store = world.store
-    real = store.jobs.put_new_many
+def stores_only_the_first_job(world: World, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Make a batch's job write store its first job only, then fail; returns the real write."""
+    real = world.store.jobs.put_new_many
 
     def partly(jobs: Any) -> None:
         real(jobs[:1])
         raise RetryableStoreError("BatchWriteItem left items unprocessed")
 
-    monkeypatch.setattr(store.jobs, "put_new_many", partly)
+    monkeypatch.setattr(world.store.jobs, "put_new_many", partly)
+    return real
+
+
+def test_a_retry_with_the_key_finishes_a_batch_that_failed_part_way(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a batch whose write stored only its first job, after all markers, then failed
+    store = world.store
+    real = stores_only_the_first_job(world, monkeypatch)
     jobs = [{"name": f"j{i}", "task": NOOP, "schedule": in_minutes(world, 2)} for i in range(3)]
     jobs.append({"task": NOOP, "schedule": {"type": "now"}})  # unnamed, and handed off
     failed = batch(world, jobs, headers={"Idempotency-Key": "retry-me"})
@@ -343,13 +349,20 @@ def test_a_batch_at_one_instant_is_read_as_one_item_and_runs_each_job_once(world
     assert int(group["count"]["N"]) == 40
 
 
-def test_a_group_whose_send_fails_is_sent_from_the_soon_partition_each_member_once(
-    world: World, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Given 12 jobs due at one instant, created in one batch, and SQS refusing every send for one tick
+def a_group_about_to_be_read(world: World) -> Any:
+    """12 jobs due at one instant four minutes ahead, created in one batch, and the clock moved to
+    where the next tick reads their group."""
     world.tick()
     answer = batch(world, [{"task": NOOP, "schedule": in_minutes(world, 4)}] * 12)
     world.clock.advance(200)
+    return answer
+
+
+def test_a_group_whose_send_fails_is_sent_from_the_soon_partition_each_member_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a group about to be read, and SQS refusing every send for one tick
+    answer = a_group_about_to_be_read(world)
     monkeypatch.setattr(
         world.punctual.queue, "send_packs", lambda items, attempts=4: [item for item, _ in items]
     )
@@ -371,11 +384,8 @@ def test_a_group_whose_send_fails_is_sent_from_the_soon_partition_each_member_on
 def test_a_group_sent_by_a_tick_that_died_before_its_position_is_sent_again_and_runs_once(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given 12 jobs due at one instant, created in one batch, and a tick that sends them but dies
-    # before it records its positions
-    world.tick()
-    answer = batch(world, [{"task": NOOP, "schedule": in_minutes(world, 4)}] * 12)
-    world.clock.advance(200)
+    # Given a group about to be read, and a tick that sends it but dies before it records its positions
+    answer = a_group_about_to_be_read(world)
 
     def dies(*_: Any, **__: Any) -> None:
         raise RuntimeError("killed")

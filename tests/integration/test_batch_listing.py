@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from punctual.domain.errors import RetryableStoreError
 from punctual.platform.timefmt import to_rfc3339
 from punctual.store import keys
 from tests.integration.test_api import pages
+from tests.integration.test_batch import stores_only_the_first_job
 from tests.world import World
 
 NOOP = {"type": "noop"}
@@ -120,13 +120,7 @@ def test_a_batch_retried_after_failing_part_way_lists_each_job_once(
 ) -> None:
     # Given a batch of four whose write stored its list entry and first job, then failed
     store = world.store
-    real = store.jobs.put_new_many
-
-    def partly(jobs: Any) -> None:
-        real(jobs[:1])
-        raise RetryableStoreError("BatchWriteItem left items unprocessed")
-
-    monkeypatch.setattr(store.jobs, "put_new_many", partly)
+    real = stores_only_the_first_job(world, monkeypatch)
     jobs = [{"task": NOOP, "schedule": at(world, 600)}] * 4
     failed = world.api("POST", "/jobs/batch", {"jobs": jobs}, headers={"Idempotency-Key": "again"})
     assert failed.status == 503
