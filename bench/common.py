@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -74,3 +75,11 @@ def environment() -> dict[str, Any]:
 def emit(result: dict[str, Any]) -> None:
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
+
+
+def int_within(text: str, low: int, high: int, flag: str) -> int:
+    """An option's whole number, refused by argparse outside `low`..`high`."""
+    value = int(text)
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{flag} is between {low} and {high}, not {value}")
+    return value

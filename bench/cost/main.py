@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import Any
 
-from bench.common import emit, environment, logs_to
+from bench.common import emit, environment, int_within, logs_to
 from bench.cost.levers import ALL_SAVINGS, ALL_SAVINGS_RESERVED, levers
 from bench.cost.per_million import TARGET_PER_MILLION, deployed_assumptions, per_million_usd
 from bench.cost.workloads import HANDED_OFF_LEAD_SECONDS, SCANNED_LEAD_SECONDS, one_time, recurring
@@ -125,20 +125,13 @@ def _target(costs: dict[str, dict[str, dict[str, float]]], levers: dict[str, flo
     return found
 
 
-def _within(text: str, low: int, high: int, flag: str) -> int:
-    value = int(text)
-    if not low <= value <= high:
-        raise argparse.ArgumentTypeError(f"{flag} is between {low} and {high}, not {value}")
-    return value
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.cost", description=DESCRIPTION)
     p.add_argument("--one-time", type=int, default=50, help="one-time jobs in each one-time workload")
     p.add_argument("--batch-jobs", type=int, default=100, help="one-time jobs in the batched workload")
     p.add_argument(
         "--batch-size",
-        type=lambda text: _within(text, 2, 100, "--batch-size"),
+        type=lambda text: int_within(text, 2, 100, "--batch-size"),
         default=capacity.BATCH_JOBS,
         help="jobs a POST /jobs/batch request (2-100)",
     )

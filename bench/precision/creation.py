@@ -48,23 +48,60 @@ def create(client: PunctualClient, plan: Planned, body: dict[str, Any], key: str
     return Created(plan, None, sent, time.perf_counter() - started, error)
 
 
-def create_stream(
-    client: PunctualClient, plans: list[Planned], threads: int, target_url: str, run_id: str
+def create_batch(
+    client: PunctualClient, plans: list[Planned], bodies: list[dict[str, Any]], key: str
 ) -> list[Created]:
-    """Send each plan's create request at its time (or as soon as one of `threads` clients is free)."""
-    futures: list[Future[Created]] = []
+    """`create` for plans sent in one POST /jobs/batch request (up to 100)."""
+    sent = time.time()
+    started = time.perf_counter()
+    error = ""
+    for attempt in range(CREATE_ATTEMPTS):
+        try:
+            answers = client.create_jobs(bodies, idempotency_key=key)
+            latency = time.perf_counter() - started
+            return [
+                Created(plan, str(answer["id"]), sent, latency)
+                for plan, answer in zip(plans, answers, strict=True)
+            ]
+        except ConnectionFailed as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        except PunctualError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            break
+        log(f"batch request from {plans[0].index} failed (attempt {attempt + 1}): {error}")
+    return [Created(plan, None, sent, time.perf_counter() - started, error) for plan in plans]
+
+
+def create_stream(
+    client: PunctualClient,
+    plans: list[Planned],
+    threads: int,
+    target_url: str,
+    run_id: str,
+    batch_size: int = 1,
+) -> list[Created]:
+    """Send each plan's create request at its time (or as soon as one of `threads` clients is free);
+    with `batch_size` above 1, plans in batch requests of that many, each sent at its first's time."""
+    futures: list[Future[list[Created]]] = []
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="create") as pool:
         try:
-            for plan in plans:
-                delay = plan.create_at - time.time()
+            for start in range(0, len(plans), batch_size):
+                chunk = plans[start : start + batch_size]
+                delay = chunk[0].create_at - time.time()
                 if delay > 0:
                     time.sleep(delay)
-                key = f"precision-{run_id}-{plan.index}"
-                futures.append(pool.submit(create, client, plan, job_body(plan, target_url, run_id), key))
+                key = f"precision-{run_id}-{chunk[0].index}"
+                bodies = [job_body(plan, target_url, run_id) for plan in chunk]
+                if batch_size == 1:
+                    futures.append(
+                        pool.submit(lambda p=chunk[0], b=bodies[0], k=key: [create(client, p, b, k)])
+                    )
+                else:
+                    futures.append(pool.submit(create_batch, client, chunk, bodies, key))
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
-    return [future.result() for future in futures]
+    return [created for future in futures for created in future.result()]
 
 
 @dataclass(frozen=True)
@@ -129,7 +166,15 @@ def run_streams(
         (
             name,
             lambda name=name, plans=plans: results.__setitem__(
-                name, create_stream(client, plans, args.threads, target_url, run_id)
+                name,
+                create_stream(
+                    client,
+                    plans,
+                    args.threads,
+                    target_url,
+                    run_id,
+                    args.burst_batch_size if name.endswith("burst") else 1,
+                ),
             ),
         )
         for name, plans in shape.plans.items()

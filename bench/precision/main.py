@@ -13,7 +13,7 @@ from types import FrameType
 from typing import Any
 
 from bench.calibration import calibrate, load_average
-from bench.common import emit, environment
+from bench.common import emit, environment, int_within
 from bench.precision import log
 from bench.precision.chart import draw_histograms
 from bench.precision.creation import run_streams
@@ -82,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="LOW:HIGH",
         help="spread the hand-off part's creations over these leads, in seconds, instead of one lead",
+    )
+    load.add_argument(
+        "--burst-batch-size",
+        type=lambda text: int_within(text, 1, 100, "--burst-batch-size"),
+        default=1,
+        help="burst jobs created a request (POST /jobs/batch above 1; default 1: one a request)",
     )
     load.add_argument(
         "--align",
@@ -269,6 +275,7 @@ def run(args: argparse.Namespace, cleanup: ExitStack) -> dict[str, Any]:
             "local_stack_args": None if args.endpoint else stack_args,
             "burst": args.burst,
             "burst_scanned_share": args.burst_scanned_share,
+            "burst_batch_size": args.burst_batch_size,
             "burst_handoff_lead_s": args.burst_handoff_lead,
             "burst_handoff_leads_s": list(args.burst_handoff_leads) if args.burst_handoff_leads else None,
             "cron_jobs": args.cron,
