@@ -47,7 +47,7 @@ def created_mixed(world: World) -> list[str]:
     return [*named, *sorted(b2, reverse=True), middle, *sorted(b1, reverse=True), first]
 
 
-@pytest.mark.parametrize("limit", [1, 7, 20, 100])
+@pytest.mark.parametrize("limit", [1, 7, 16])  # (16: a page ends just before a batch)
 def test_a_list_pages_through_batches_and_single_jobs_each_once_newest_first(
     world: World, limit: int
 ) -> None:
