@@ -30,34 +30,20 @@ def job_body(plan: Planned, target_url: str, run_id: str) -> dict[str, Any]:
     return {"name": name, "task": task, "schedule": {"type": "at", "at": at}}
 
 
-def create(client: PunctualClient, plan: Planned, body: dict[str, Any], key: str) -> Created:
+def create(
+    client: PunctualClient, plans: list[Planned], bodies: list[dict[str, Any]], key: str
+) -> list[Created]:
+    """Create the plans' jobs in one request: POST /jobs for one, POST /jobs/batch for more (up to 100)."""
     sent = time.time()
     started = time.perf_counter()
     error = ""
     for attempt in range(CREATE_ATTEMPTS):
         try:
             # The same key on a retry: a request that timed out but went through is not doubled.
-            answer = client.create_job(body, idempotency_key=key)
-            return Created(plan, str(answer["id"]), sent, time.perf_counter() - started)
-        except ConnectionFailed as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        except PunctualError as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            break
-        log(f"create request {plan.index} failed (attempt {attempt + 1}): {error}")
-    return Created(plan, None, sent, time.perf_counter() - started, error)
-
-
-def create_batch(
-    client: PunctualClient, plans: list[Planned], bodies: list[dict[str, Any]], key: str
-) -> list[Created]:
-    """`create` for plans sent in one POST /jobs/batch request (up to 100)."""
-    sent = time.time()
-    started = time.perf_counter()
-    error = ""
-    for attempt in range(CREATE_ATTEMPTS):
-        try:
-            answers = client.create_jobs(bodies, idempotency_key=key)
+            if len(plans) == 1:
+                answers = [client.create_job(bodies[0], idempotency_key=key)]
+            else:
+                answers = client.create_jobs(bodies, idempotency_key=key)
             latency = time.perf_counter() - started
             return [
                 Created(plan, str(answer["id"]), sent, latency)
@@ -68,7 +54,7 @@ def create_batch(
         except PunctualError as exc:
             error = f"{type(exc).__name__}: {exc}"
             break
-        log(f"batch request from {plans[0].index} failed (attempt {attempt + 1}): {error}")
+        log(f"create request {plans[0].index} failed (attempt {attempt + 1}): {error}")
     return [Created(plan, None, sent, time.perf_counter() - started, error) for plan in plans]
 
 
@@ -92,12 +78,7 @@ def create_stream(
                     time.sleep(delay)
                 key = f"precision-{run_id}-{chunk[0].index}"
                 bodies = [job_body(plan, target_url, run_id) for plan in chunk]
-                if batch_size == 1:
-                    futures.append(
-                        pool.submit(lambda p=chunk[0], b=bodies[0], k=key: [create(client, p, b, k)])
-                    )
-                else:
-                    futures.append(pool.submit(create_batch, client, chunk, bodies, key))
+                futures.append(pool.submit(create, client, chunk, bodies, key))
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise

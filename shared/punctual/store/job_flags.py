@@ -9,6 +9,7 @@ from typing import Any
 
 from punctual.domain.errors import LostRace
 from punctual.store import keys, list_keys
+from punctual.store.codec.jobs import expires_within_entry
 from punctual.store.table import Table, call
 
 # Writes at most to settle a job's flag against writes racing it (each of which settles it too).
@@ -36,8 +37,12 @@ def outlived_entry(table: Table, item: dict[str, Any]) -> dict[str, Any]:
     """The job item (as a write returned it) listed by its batch's list entry only while it expires
     before that entry does (`codec.jobs.listed_by_entry`): one that now expires later (its run ended
     late, or the retention grew since) is given an entry of its own, in a second write."""
-    expires, until = item.get("expires_at"), item.get("listed_until")
-    if "owner_pk" in item or expires is None or until is None or int(expires) <= int(until):
+    if (
+        "owner_pk" in item
+        or "listed_until" not in item
+        or "expires_at" not in item
+        or expires_within_entry(item)
+    ):
         return item
     sets: list[str] = []
     values: dict[str, Any] = {}

@@ -142,8 +142,11 @@ def listed_by_entry(item: dict[str, Any]) -> bool:
     sorts just after its batch's (`list_entry_item`)."""
     if "listed_in" not in item:
         return False
-    if "owner_pk" not in item:
-        return True
+    return "owner_pk" not in item or expires_within_entry(item)
+
+
+def expires_within_entry(item: dict[str, Any]) -> bool:
+    """Whether a batch's job item expires no later than its batch's list entry (`listed_until`)."""
     expires, until = item.get("expires_at"), item.get("listed_until")
     return expires is not None and until is not None and int(expires) <= int(until)
 
