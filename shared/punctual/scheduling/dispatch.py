@@ -1,9 +1,10 @@
 """Dispatch: turn due markers into queued executions. Shared by the scanner and the API's hand-off.
 
 For a batch of markers, in an order that survives a crash at any step:
-1. read the markers' jobs (not those the API has just created), and drop markers whose job is gone,
-   cancelled, paused or rescheduled; but leave for a later dispatch one whose request may still be
-   storing the job write it goes with (`models.storing`: a request files the marker first);
+1. read the markers' jobs (not those the API has just created), eventually consistent and again
+   consistently where that read would stop a marker, and drop markers whose job is gone, cancelled,
+   paused or rescheduled; but leave for a later dispatch one whose request may still be storing the
+   job write it goes with (`models.storing`: a request files the marker first);
 2. for a recurring job, file the next occurrence's marker and move the job's next_run_at, so the
    chain continues whatever happens to this execution;
 3. send the messages, held by DelaySeconds until their instant, or until a lead before it chosen
@@ -121,6 +122,23 @@ class Dispatcher:
         """Whether this marker's execution may have been sent before or be stored already."""
         return self._recorded(marker) or (marker.handoff_until is not None and marker.handoff_until <= now)
 
+    def _confirmed(
+        self, markers: Sequence[DueMarker], jobs: dict[str, Job], unreadable: dict[str, str]
+    ) -> dict[str, Job]:
+        """The jobs as read eventually consistently (half the read units), those read again
+        consistently whose read would stop their marker: missing, or not at its version and status
+        (a job created, resumed or rescheduled within the last second may read as it was). A stale
+        read that lets a marker through costs nothing: the worker reads its job consistently before
+        the run, and a recurring job's next marker filed from a stale version is dropped when due."""
+        again = {m.job_id for m in markers if skip_reason(jobs.get(m.job_id), m) is not None}
+        if not again:
+            return jobs
+        fresh = self._store.jobs.get_many(sorted(again))
+        found = {k: v for k, v in jobs.items() if k not in again}
+        found.update(fresh.found)
+        unreadable.update(fresh.unreadable)
+        return found
+
     def _recorded(self, marker: DueMarker) -> bool:
         """Whether this marker's execution is stored as QUEUED before its message is sent."""
         return marker.manual
@@ -150,12 +168,13 @@ class Dispatcher:
         reads: list[Callable[[], Any]] = []
         unknown = [m.job_id for m in markers if m.job_id not in given]
         if unknown:
-            reads.append(lambda: self._store.jobs.get_many(unknown))
+            reads.append(lambda: self._store.jobs.get_many(unknown, consistent=False))
         if recorded:
             reads.append(lambda: self._store.executions.statuses(recorded))
         answers = parallel_map(lambda read: read(), reads, reads=True)
         jobs, unreadable = answers[0] if unknown else ({}, {})
-        jobs = {**jobs, **given}
+        read = [m for m in markers if m.job_id not in given and m.job_id not in unreadable]
+        jobs = {**self._confirmed(read, jobs, unreadable), **given}
         existing: dict[str, ExecutionStatus | None] = answers[-1] if recorded else {}
         runnable: list[tuple[DueMarker, Job]] = []
         read_at = self._clock.now()

@@ -44,7 +44,7 @@ class JobViews:
     def __init__(self, table: Table) -> None:
         self._table = table
 
-    def get_many(self, job_ids: Iterable[str]) -> JobsRead:
+    def get_many(self, job_ids: Iterable[str], *, consistent: bool = True) -> JobsRead:
         raise NotImplementedError  # JobRepository's
 
     def page(

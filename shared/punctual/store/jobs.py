@@ -77,11 +77,12 @@ class JobRepository(JobViews):
             item = next(iter(response.get("Items", [])), None)
         return None if item is None else job_from(item)
 
-    def get_many(self, job_ids: Iterable[str]) -> JobsRead:
-        """Jobs by id, read consistently (one BatchGetItem a hundred)."""
+    def get_many(self, job_ids: Iterable[str], *, consistent: bool = True) -> JobsRead:
+        """Jobs by id, read consistently unless told (one BatchGetItem a hundred)."""
         found: dict[str, Job] = {}
         unreadable: dict[str, str] = {}
-        for item in self._table.batch_get([keys.job_key(job_id) for job_id in dict.fromkeys(job_ids)]):
+        wanted = [keys.job_key(job_id) for job_id in dict.fromkeys(job_ids)]
+        for item in self._table.batch_get(wanted, consistent=consistent):
             job_id = keys.job_id_of(str(item["pk"]))
             try:
                 found[job_id] = job_from(item)
