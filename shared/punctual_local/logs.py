@@ -32,7 +32,10 @@ _LEADING = ("job_id", "execution_id", "attempt", "lateness_ms", "took_ms", "task
 _LABELS = {"job_id": "job", "execution_id": "execution", "lateness_ms": "late_ms"}
 # Messages of the worker whose lines carry the outcome of an execution.
 _STARTED = "execution started"
-_FINISHED = frozenset({"execution succeeded", "execution failed", "execution will retry"})
+_SUCCEEDED = "execution succeeded"
+_FINISHED = frozenset({_SUCCEEDED, "execution failed", "execution will retry"})
+# The worker's one line for a pack's successes (punctual.execution.packs).
+_PACK_SUCCEEDED = "pack succeeded"
 
 
 class ReadableFormatter(LambdaPowertoolsFormatter):
@@ -51,6 +54,12 @@ class ReadableFormatter(LambdaPowertoolsFormatter):
     def format(self, record: logging.LogRecord) -> str:
         extras = {k: v for k, v in record.__dict__.items() if k not in _STANDARD_ATTRIBUTES}
         message = record.getMessage()
+        if message == _PACK_SUCCEEDED and isinstance(extras.get("succeeded"), list):
+            # A person reads an execution a line, as the worker logs a success run on its own.
+            return "\n".join(self._line(record, _SUCCEEDED, _member(m)) for m in extras["succeeded"])
+        return self._line(record, message, extras)
+
+    def _line(self, record: logging.LogRecord, message: str, extras: dict[str, Any]) -> str:
         self._remember(message, record, extras)
         message = escaped(message)
         fields = [(key, extras.pop(key)) for key in _LEADING if extras.get(key) is not None]
@@ -118,6 +127,18 @@ def configure(*, json_logs: bool, verbose: bool) -> None:
     logger.setLevel(logging.DEBUG if verbose else logging.INFO)
     for noisy in ("werkzeug", "botocore", "boto3", "urllib3", "moto"):
         logging.getLogger(noisy).setLevel(logging.WARNING if verbose else logging.ERROR)
+
+
+def _member(fields: Any) -> dict[str, Any]:
+    """A pack line's member, `[execution_id, task, lateness_ms, took_ms]`, as a line's extras."""
+    execution_id, task, lateness_ms, took_ms = (list(fields) + [None] * 4)[:4]
+    return {
+        "job_id": str(execution_id).rsplit(".", 2)[0],
+        "execution_id": execution_id,
+        "lateness_ms": lateness_ms,
+        "took_ms": took_ms,
+        "task": task,
+    }
 
 
 def escaped(text: str) -> str:

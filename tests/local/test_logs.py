@@ -47,3 +47,18 @@ def test_a_json_line_escapes_control_characters_by_jsons_rules():
     line = LambdaPowertoolsFormatter().format(record(f"no such endpoint: GET {INJECTED}", path=INJECTED))
     assert line.isprintable()
     assert json.loads(line)["path"] == INJECTED
+
+
+def test_a_packs_line_reads_as_a_line_an_execution():
+    # Given the worker's one line for a pack's successes
+    pack = record(
+        "pack succeeded",
+        pack_id="p1",
+        succeeded=[["job_a.1a2.1", "http", 12, 40], ["job_b.1a2.3", "noop", 0, 1]],
+    )
+    # Then a person reads a line for each execution, with its job, lateness and duration
+    lines = ReadableFormatter().format(pack).split("\n")
+    assert [line.split(" ", 1)[1] for line in lines] == [
+        "execution succeeded    job=job_a execution=job_a.1a2.1 late_ms=12 took_ms=40 task=http",
+        "execution succeeded    job=job_b execution=job_b.1a2.3 late_ms=0 took_ms=1 task=noop",
+    ]

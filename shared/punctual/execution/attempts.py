@@ -86,15 +86,19 @@ class Attempts:
         leased: bool = False,
         prepared: Prepared | None = None,
         ends_after: Callable[[], None] = _nothing,
+        noted: Callable[[dict[str, Any]], None] | None = None,
     ) -> float | None:
         """Run the claimed attempt and record its outcome: the seconds until its retry, or None when
         the work message is done with (ended, or another worker took over). `started` is called as
         its task starts, `ends_after` before its outcome is written (the environment's StartsFirst).
         `leased`: a first attempt run under its pack's lease, unclaimed and not stored (RUNNING only
         in memory): its end stores it, start and all, in one write. `prepared`: its task as
-        `prepare` made it ready (None: started cold)."""
-        # One INFO line per attempt, at its end (CloudWatch Logs bills every byte: a start line too cost
-        # as much as all of an execution's DynamoDB reads); the start is at DEBUG.
+        `prepare` made it ready (None: started cold). `noted`: where a success's log fields go
+        instead of a line of its own (its pack's one line); a failure or a retry has its own line,
+        with its error."""
+        # One INFO line per attempt, at its end, or a share of its pack's (CloudWatch Logs bills every
+        # byte: a start line too cost as much as all of an execution's DynamoDB reads); the start is
+        # at DEBUG.
         log = run_records.attempt_log(job, execution)
         if execution.attempts == 1:
             metrics.add_metric(name=EXECUTIONS_STARTED, unit="Count", value=1)
@@ -134,7 +138,11 @@ class Attempts:
         except LostRace:
             return None  # our lease ran out and another worker took over: its outcome stands
         metrics.add_metric(name=EXECUTIONS_SUCCEEDED, unit="Count", value=1)
-        logger.info("execution succeeded", extra=log)
+        if noted is None:
+            logger.info("execution succeeded", extra=log)
+        else:
+            logger.debug("execution succeeded", extra=log)
+            noted(log)
         self._hooks.ended(job, finished)
         return None
 

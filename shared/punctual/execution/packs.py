@@ -59,6 +59,7 @@ from punctual.execution.worker import Worker
 from punctual.platform.aws_limits import SQS_MAX_DELAY_SECONDS
 from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
+from punctual.platform.timefmt import to_rfc3339
 from punctual.ports.packs import PackHeld, PackLeases
 from punctual.ports.queue import WorkQueue
 
@@ -238,6 +239,7 @@ class PackRunner:
                 outcomes[n] = future.result()
             for n, future in fired.items():
                 outcomes[n] = future.result()
+        _log_succeeded(pack, members)
         return self._settle(
             pack, receipt_handle, members, [o or Disposition.DONE for o in outcomes], keep=False
         )
@@ -313,6 +315,24 @@ class PackRunner:
     def _later(self, receipt_handle: str, seconds: float) -> Disposition:
         self._queue.change_visibility(receipt_handle, seconds)
         return Disposition.LATER
+
+
+def _log_succeeded(pack: Pack, members: list[Member]) -> None:
+    """One INFO line for the members that ran under the pack's lease and succeeded: each
+    `[execution_id, task, lateness_ms, took_ms]` (its job's id is its execution id's first part). A line
+    each cost ten times the bytes, and CloudWatch Logs bills by the byte; a failure or a retry keeps a
+    line of its own, with its error."""
+    ended = [m.succeeded for m in members if m.succeeded is not None]
+    if not ended:
+        return
+    logger.info(
+        "pack succeeded",
+        extra={
+            "pack_id": pack.id,
+            "scheduled_at": to_rfc3339(pack.scheduled_at),
+            "succeeded": [[f["execution_id"], f["task"], f["lateness_ms"], f.get("took_ms")] for f in ended],
+        },
+    )
 
 
 def _delay(seconds: float) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from punctual.domain.errors import RetryableStoreError, UnreadableItem
 from punctual.platform.observability import logger
@@ -37,6 +38,11 @@ class Member:
     to decide, punctual.execution.packs) rather than set on a message's visibility."""
 
     later: float | None = None
+    # A success's log fields, for its pack's one log line (Attempts.run's `noted`).
+    succeeded: dict[str, Any] | None = None
+
+    def note(self, fields: dict[str, Any]) -> None:
+        self.succeeded = fields
 
 
 # A message's receipt handle, or a pack member's.

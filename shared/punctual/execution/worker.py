@@ -25,7 +25,7 @@ from punctual.execution.config import WorkerConfig
 from punctual.execution.hooks import RunHooks
 from punctual.execution.instant_reads import Expected
 from punctual.execution.receipt_reads import Known, ReceiptReads
-from punctual.execution.receipts import Disposition, Receipt, failure_delay, later
+from punctual.execution.receipts import Disposition, Member, Receipt, failure_delay, later
 from punctual.execution.run_records import unstored_execution
 from punctual.platform.clock import Clock
 from punctual.platform.observability import EXECUTIONS_SKIPPED, logger, metrics
@@ -143,7 +143,13 @@ class Worker:
         `prepared`: its task as `prepare` made it ready; `started` called as it starts, `ends_after`
         before its outcome is written: the environment's StartsFirst)."""
         delay = self._attempts.run(
-            job, running, started, leased=True, prepared=prepared, ends_after=ends_after
+            job,
+            running,
+            started,
+            leased=True,
+            prepared=prepared,
+            ends_after=ends_after,
+            noted=receipt.note if isinstance(receipt, Member) else None,
         )
         return Disposition.DONE if delay is None else self._later(receipt, delay)
 
