@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from punctual.domain.models import CHANGE_RECORDS_LATE
+from punctual.domain.models import CHANGE_RECORDS_LATE, JobStatus
 from punctual.execution.receipts import Disposition
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
@@ -118,5 +119,65 @@ def test_a_pack_fired_late_reads_its_members_jobs_again(world: World) -> None:
     # When the pack is taken only then (a backlog)
     assert world.punctual.packs.handle(pack, receipt) is Disposition.DONE
     # Then the paused job's run did not start: the stamps read at the start saw it
+    assert ran(counts, pack, jobs[0]) == (0, [1] * 9)
+    assert [e["status"] for e in world.executions(jobs[0]["id"])][-1] == "CANCELLED"
+
+
+def stale_job_reads(world: World, stale: dict[str, Any]) -> list[tuple[list[str], bool]]:
+    """The worker's eventually consistent job reads answer `stale` (job id -> the job as it was, None:
+    not written yet), as a read within a second of a write may; every job read noted."""
+    jobs = world.punctual.worker.store.jobs
+    real = jobs.get_many
+    made: list[tuple[list[str], bool]] = []
+
+    def get_many(job_ids: Any, *, consistent: bool = True) -> Any:
+        ids = list(job_ids)
+        made.append((ids, consistent))
+        read = real(ids, consistent=consistent)
+        if not consistent:
+            for job_id, job in stale.items():
+                if job is None:
+                    read.found.pop(job_id, None)
+                elif job_id in ids:
+                    read.found[job_id] = job
+        return read
+
+    jobs.get_many = get_many
+    return made
+
+
+def test_a_pack_reads_its_jobs_at_half_the_units_and_again_where_that_read_stops_a_member(
+    world: World,
+) -> None:
+    jobs = ten_at_one_instant(world)
+    pack, receipt = take_the_pack(world)
+    counts = runs_counted(world)
+    # Given an eventually consistent read that misses one job (as one written within the last
+    # second) and shows another as it was before a resume
+    store = world.punctual.worker.store
+    before = replace(store.jobs.get(jobs[1]["id"]), status=JobStatus.PAUSED)
+    made = stale_job_reads(world, {jobs[0]["id"]: None, jobs[1]["id"]: before})
+    # When the pack is taken and fired
+    take_before_the_instant(world, pack, receipt, lambda: None)
+    # Then every member ran once: the two were read again, consistently, and only they
+    assert ran(counts, pack, jobs[0]) == (1, [1] * 9)
+    assert made[0] == ([i.job_id for i in pack.items], False)
+    assert (sorted([jobs[0]["id"], jobs[1]["id"]]), True) in made
+    assert all(len(ids) <= 2 for ids, consistent in made if consistent)
+
+
+def test_a_change_a_stale_read_missed_is_stopped_by_the_instants_change_records(world: World) -> None:
+    jobs = ten_at_one_instant(world)
+    pack, receipt = take_the_pack(world)
+    counts = runs_counted(world)
+    # Given a job paused after its pack was sent, which the pack's eventually consistent read still
+    # shows active
+    store = world.punctual.worker.store
+    active = store.jobs.get(jobs[0]["id"])
+    pause(world, jobs[0])
+    stale_job_reads(world, {jobs[0]["id"]: active})
+    # When the pack is taken and fired
+    take_before_the_instant(world, pack, receipt, lambda: None)
+    # Then the change record, read at the instant, stopped it: it did not run
     assert ran(counts, pack, jobs[0]) == (0, [1] * 9)
     assert [e["status"] for e in world.executions(jobs[0]["id"])][-1] == "CANCELLED"

@@ -43,7 +43,7 @@ from datetime import timedelta
 
 from punctual.domain.errors import RetryableStoreError, UnreadableItem
 from punctual.domain.executions import LEASE_MARGIN
-from punctual.domain.models import skip_reason
+from punctual.domain.models import Job, JobStatus, skip_reason
 from punctual.domain.work import Pack, WorkItem
 from punctual.execution import run_policy, run_records
 from punctual.execution.config import WorkerConfig
@@ -60,6 +60,7 @@ from punctual.platform.aws_limits import SQS_MAX_DELAY_SECONDS
 from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
 from punctual.platform.timefmt import to_rfc3339
+from punctual.ports.jobs import JobsRead
 from punctual.ports.packs import PackHeld, PackLeases
 from punctual.ports.queue import WorkQueue
 
@@ -166,7 +167,7 @@ class PackRunner:
     def _leased(self, pack: Pack, receipt_handle: str, receive_count: int) -> Disposition:
         store = self._worker.store
         now = self._clock.now()
-        read = store.jobs.get_many([item.job_id for item in pack.items])
+        read = self._read_jobs(pack)
         members = [Member() for _ in pack.items]
         outcomes: list[Disposition | None] = [None] * len(pack.items)
         leased: dict[int, Leased] = {}
@@ -244,6 +245,28 @@ class PackRunner:
             pack, receipt_handle, members, [o or Disposition.DONE for o in outcomes], keep=False
         )
 
+    def _read_jobs(self, pack: Pack) -> JobsRead:
+        """The members' jobs, read eventually consistent (half the read units) and again consistently
+        where that read would stop a member: missing (created within the last second), or not active
+        at its version (changed within it). A change that such a read misses and that lets a member
+        through is one made after the pack was sent (a change earlier than a message may be sent is
+        tens of seconds older than this read), and so is in the instant's change records, which the
+        pack reads at its instant, reading those jobs again consistently (Firing)."""
+        store = self._worker.store
+        read = store.jobs.get_many([item.job_id for item in pack.items], consistent=False)
+        again = {
+            item.job_id
+            for item in pack.items
+            if not item.manual
+            and item.job_id not in read.unreadable
+            and _stops(read.found.get(item.job_id), item)
+        }
+        if not again:
+            return read
+        fresh = store.jobs.get_many(sorted(again))
+        found = {k: v for k, v in read.found.items() if k not in again}
+        return JobsRead({**found, **fresh.found}, {**read.unreadable, **fresh.unreadable})
+
     def _give_back(self, packs: PackLeases, pack: Pack, holder: str) -> None:
         """A pack none of whose members started: its message, back after a failure, need not wait for
         the lease to run out."""
@@ -315,6 +338,11 @@ class PackRunner:
     def _later(self, receipt_handle: str, seconds: float) -> Disposition:
         self._queue.change_visibility(receipt_handle, seconds)
         return Disposition.LATER
+
+
+def _stops(job: Job | None, item: WorkItem) -> bool:
+    """Whether a job as read stops its scheduled member from running."""
+    return job is None or job.status is not JobStatus.ACTIVE or job.schedule_version != item.schedule_version
 
 
 def _log_succeeded(pack: Pack, members: list[Member]) -> None:
