@@ -21,7 +21,7 @@ from punctual.notify import execution_events
 from punctual.platform import aws_limits as sizing
 from punctual.platform import resources
 from punctual.platform.observability import logger
-from punctual.store import streams
+from punctual.store import keys, streams
 from punctual_testing.units import index_write_units, item_size, read_units, write_units
 from tests.world import World
 
@@ -57,6 +57,10 @@ class Tally:
     # their events
     event_details: int = 0
     event_detail_bytes: int = 0
+    # The scanner's own state (its shard leases and positions, pk SCANNER): a few units a shard a
+    # tick whatever the load, priced in `fixed_monthly` at their most, not per execution
+    bookkeeping_write_units: float = 0.0
+    bookkeeping_read_units: float = 0.0
 
     def minus(self, other: Tally) -> Tally:
         return Tally(
@@ -73,6 +77,8 @@ class Tally:
             status_changes=self.status_changes - other.status_changes,
             event_details=self.event_details - other.event_details,
             event_detail_bytes=self.event_detail_bytes - other.event_detail_bytes,
+            bookkeeping_write_units=self.bookkeeping_write_units - other.bookkeeping_write_units,
+            bookkeeping_read_units=self.bookkeeping_read_units - other.bookkeeping_read_units,
         )
 
     def detail_bytes(self) -> float:
@@ -94,6 +100,9 @@ class Tally:
             "worker_invocations": each(self.worker_invocations),
             "execution_status_changes": each(self.status_changes),
             "execution_event_detail_bytes": round(self.detail_bytes(), 1),
+            # (not in the units above: priced in fixed_monthly, whatever the load)
+            "scanner_bookkeeping_write_units": each(self.bookkeeping_write_units),
+            "scanner_bookkeeping_read_units": each(self.bookkeeping_read_units),
         }
 
 
@@ -197,7 +206,12 @@ class Meter:
         operation, body, writes = context.pop("bench_call")
         failed = http_response.status_code >= 300
         write = write_keys_only = index_keys_only = changes = details = detail_bytes = 0
+        bookkeeping = 0.0
         for table, key, old, new, kind in writes:
+            if _bookkeeping(key):
+                # (one unit an item under 1 KB: a lease or a position)
+                bookkeeping += write_units(item_size(old), item_size(new)) if not failed else 1
+                continue
             if failed:  # a failed condition still costs the existing item's size (or one unit)
                 write += write_units(item_size(old))
                 write_keys_only += write_units(item_size(old))
@@ -218,8 +232,10 @@ class Meter:
             )
             write_keys_only += table_units + index_units
             index_keys_only += index_units
-        reads = 0.0 if failed else self._read_units(operation, body)
+        reads, bookkeeping_reads = (0.0, 0.0) if failed else self._read_units(operation, body)
         with self._lock:
+            self.tally.bookkeeping_write_units += bookkeeping
+            self.tally.bookkeeping_read_units += bookkeeping_reads
             self.tally.write_units += write
             self.tally.write_units_keys_only += write_keys_only
             self.tally.index_write_units_keys_only += index_keys_only
@@ -228,17 +244,25 @@ class Meter:
             self.tally.event_details += details
             self.tally.event_detail_bytes += detail_bytes
 
-    def _read_units(self, operation: str, body: dict[str, Any]) -> float:
-        """Reads cost the whole items' sizes, whatever the projection: read them again, whole."""
+    def _read_units(self, operation: str, body: dict[str, Any]) -> tuple[float, float]:
+        """Reads cost the whole items' sizes, whatever the projection: read them again, whole. The
+        read units, and apart the scanner's bookkeeping's."""
         if operation == "GetItem":
             item = self._read(body["TableName"], body["Key"])
-            return read_units(item_size(item), consistent=bool(body.get("ConsistentRead")))
+            units = read_units(item_size(item), consistent=bool(body.get("ConsistentRead")))
+            return (0.0, units) if _bookkeeping(body["Key"]) else (units, 0.0)
         if operation == "BatchGetItem":
-            return sum(
-                read_units(item_size(self._read(table, key)), consistent=bool(spec.get("ConsistentRead")))
-                for table, spec in body["RequestItems"].items()
-                for key in spec["Keys"]
-            )
+            split = [0.0, 0.0]
+            for table, spec in body["RequestItems"].items():
+                for key in spec["Keys"]:
+                    units = read_units(
+                        item_size(self._read(table, key)), consistent=bool(spec.get("ConsistentRead"))
+                    )
+                    split[_bookkeeping(key)] += units
+            return split[0], split[1]
+        return self._query_units(operation, body), 0.0
+
+    def _query_units(self, operation: str, body: dict[str, Any]) -> float:
         if operation == "Query":
             if "ProjectionExpression" in body:
                 raise NotImplementedError("a projected Query: count its whole items before relying on this")
@@ -257,6 +281,12 @@ class Meter:
             self.tally.calls[f"sqs.{operation}"] += 1
             if operation != "ReceiveMessage":
                 self.tally.sqs_billed[operation] += billed
+
+
+def _bookkeeping(key: dict[str, Any]) -> bool:
+    """Whether an item is the scanner's own state (pk SCANNER: its leases and positions)."""
+    pk = key.get("pk")
+    return (pk.get("S") if isinstance(pk, dict) else pk) == keys.SCANNER_PK
 
 
 def _record(key: dict[str, Any], old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:

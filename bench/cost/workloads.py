@@ -134,13 +134,17 @@ def _result(
     run = busy.minus(idle)
     scan = world.dynamodb_client.get_paginator("scan").paginate(TableName=world.punctual.settings.table_name)
     items = [i for page in scan for i in page["Items"]]
-    execution_bytes = _mean(item_size(i) for i in items if keys.is_execution_sk(i["sk"]["S"]))
+    execution_items = [item_size(i) for i in items if keys.is_execution_sk(i["sk"]["S"])]
+    execution_bytes = _mean(execution_items)
     job_bytes = _mean(item_size(i) for i in items if i["sk"]["S"] == keys.JOB_SK)
+    # An execution's item as stored (with DynamoDB's overhead), shared by all the executions: a
+    # one-time job's run stored on its job's item has none.
+    stored_bytes = sum(size + STORAGE_OVERHEAD_BYTES for size in execution_items) / max(1, len(executions))
     usage = _usage(
         created if not recurring else Tally(),
         run,
         count,
-        execution_bytes,
+        stored_bytes,
         job_bytes,
         api_requests=api_requests,
         recurring=recurring,
@@ -166,7 +170,7 @@ def _usage(
     created: Tally,
     run: Tally,
     count: int,
-    execution_bytes: float,
+    stored_bytes: float,
     job_bytes: float,
     *,
     api_requests: int,
@@ -185,7 +189,7 @@ def _usage(
         sqs_requests=3 / sizing.SQS_BATCH,
         log_bytes=(created.log_bytes + created.emf_bytes + run.log_bytes + run.emf_bytes) / count,
         metric_bytes=(created.emf_bytes + run.emf_bytes) / count,
-        item_bytes=execution_bytes + STORAGE_OVERHEAD_BYTES,
+        item_bytes=stored_bytes,
         job_bytes=0.0 if recurring else job_bytes + STORAGE_OVERHEAD_BYTES,
         status_changes=(created.status_changes + run.status_changes) / count,
         event_detail_bytes=(created.event_detail_bytes + run.event_detail_bytes)
