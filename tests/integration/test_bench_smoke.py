@@ -105,7 +105,7 @@ def test_cost_benchmark_counts_units_and_prices_them() -> None:
     # writes or reads differently; run `make bench-cost` and update punctual_cli/capacity/figures.py
     # (a job handed off by the API writes one unit more than one the scanner sends: its soon marker is
     # deleted, where a minute bucket's marker is left to expire; and it reads one unit less: the API
-    # does not read back the job it has just stored)
+    # does not read back the job it has just stored, which the scanner reads eventually consistent)
     extra = capacity.HANDED_OFF_EXTRA_WRITE_UNITS
     fewer = capacity.HANDED_OFF_FEWER_READ_UNITS
     for name, constants, more, less in (

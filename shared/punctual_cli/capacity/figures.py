@@ -118,16 +118,18 @@ class ExecutionUsage:
 # A one-time job due three minutes or more after its creation: the scanner sends it from its minute's
 # bucket and leaves the marker to expire. One due sooner is handed off by the API through its shard's
 # soon partition, whose marker is deleted once sent: one write unit more (the cost run's `handed_off`),
-# and one read unit less: the API dispatches the job it has just stored without reading it back.
+# and half a read unit less: the API dispatches the job it has just stored without reading it back.
 HANDED_OFF_EXTRA_WRITE_UNITS = 1.0
-HANDED_OFF_FEWER_READ_UNITS = 1.0
+HANDED_OFF_FEWER_READ_UNITS = 0.5
 # The bytes a status change adds to its execution event, the owner an assumed-role ARN (the cost
 # run's `event_detail_bytes`: the same for a one-time job's run and a recurring occurrence).
 EVENT_DETAIL_BYTES = 471.0
 ONE_TIME = ExecutionUsage(
     api_requests=1.0,
     write_units=6.0,  # as if the indexes projected ALL
-    read_units=3.0,
+    # the scanner's and the worker's reads of the job, eventually consistent (half a unit each), and
+    # its pack's Query of the instant's change records (1), a pack of one; shared in a larger pack
+    read_units=2.0,
     # creation 3 (marker, job, its by_owner entry: a job without a name of its own has no by_name
     # entry, an active one no by_flag entry); scan 0; worker 2, a pack of one (its lease, and its end
     # stored on its job's item in the write completing the job: a job that succeeded carries no
@@ -137,7 +139,8 @@ ONE_TIME = ExecutionUsage(
     index_write_units_keys_only=1.0,
     busiest_index_write_units_keys_only=1.0,  # by_owner
     sqs_requests=0.3,
-    log_bytes=597.0,
+    # the API's line and EMF metrics, and its share of its pack's line (the cost run: 419)
+    log_bytes=419.0,
     metric_bytes=250.0,
     # Measured with an assumed-role ARN as the owner (bench.cost.meter.CALLER), as callers are named on AWS:
     # the job item, which stores it twice, is 1,050 B stored when completed with its run on it (950 B
@@ -151,18 +154,19 @@ ONE_TIME = ExecutionUsage(
 # One-time jobs created through POST /jobs/batch, BATCH_JOBS a request, ten due at each instant (the
 # cost run's `batched`): a hundredth of the API requests and of their log lines; creation 1.14 write
 # units (the job; a tenth of its instant's group marker item; a share of the batch's one list entry,
-# and of its by_owner entry, instead of one each), the run 1.18 (its end on its job's item and a tenth
-# of its pack's lease: the group's ten share a shard). A batch of one is written as a single job is.
+# and of its by_owner entry, instead of one each), the run 1.10 (its end on its job's item and a tenth
+# of its pack's lease: the group's ten share a shard); reads 1.1 (the scanner's and the worker's,
+# eventually consistent); a tenth of its pack's log line. A batch of one is written as a single job is.
 BATCH_JOBS = 100
 ONE_TIME_BATCHED = ExecutionUsage(
     api_requests=0.01,
-    write_units=2.34,
-    read_units=2.1,
-    write_units_keys_only=2.32,
+    write_units=2.26,
+    read_units=1.1,
+    write_units_keys_only=2.24,
     index_write_units_keys_only=0.01,
     busiest_index_write_units_keys_only=0.01,
     sqs_requests=0.3,
-    log_bytes=391.0,
+    log_bytes=133.0,
     metric_bytes=50.0,
     item_bytes=0.0,
     job_bytes=1020.0,
@@ -172,7 +176,7 @@ ONE_TIME_BATCHED = ExecutionUsage(
 RECURRING = ExecutionUsage(
     api_requests=0.0,
     write_units=8.0,  # with ALL, each of the occurrence's two job updates rewrites its by_owner entry
-    read_units=3.0,
+    read_units=2.0,  # as a one-time job's (a pack of one; the cost run, packs of a few: 1.4)
     # An every-minute job: scan 3 (next marker, filed under the soon partition since it is due within
     # the hand-off window, that marker's delete, the job's next_run_at); worker 3, a pack of one (its
     # lease, the run's end on an item of its own, and the job's outcome: what lists show and filter
@@ -182,7 +186,7 @@ RECURRING = ExecutionUsage(
     # (its by_owner entry was put at its creation; by_flag's only when its outcome flips)
     index_write_units_keys_only=0.0,
     sqs_requests=0.3,
-    log_bytes=387.0,
+    log_bytes=215.0,
     metric_bytes=48.0,
     item_bytes=600.0,
     job_bytes=0.0,
