@@ -249,9 +249,10 @@ class PackRunner:
         """The members' jobs, read eventually consistent (half the read units) and again consistently
         where that read would stop a member: missing (created within the last second), or not active
         at its version (changed within it). A change that such a read misses and that lets a member
-        through is one made after the pack was sent (a change earlier than a message may be sent is
-        tens of seconds older than this read), and so is in the instant's change records, which the
-        pack reads at its instant, reading those jobs again consistently (Firing)."""
+        through is one of the last second or so: a change to a job whose run a message may carry
+        writes a change record first (`dispatched_runs`), and an earlier one is at least the hand-off
+        window older than this read, made at most the lead before the instant. The pack reads the
+        instant's change records at its instant, reading those jobs again consistently (Firing)."""
         store = self._worker.store
         read = store.jobs.get_many([item.job_id for item in pack.items], consistent=False)
         again = {
