@@ -219,8 +219,7 @@ class Meter:
             if kind == "UpdateItem":
                 new = self._read(table, key)
             changes += _status_changed(key, old, new)
-            detail = _event_detail(key, old, new)
-            if detail is not None:
+            for detail in _event_details(key, old, new):
                 details += 1
                 detail_bytes += execution_events.detail_bytes(detail)
             table_units = write_units(item_size(old), item_size(new))
@@ -294,13 +293,13 @@ def _record(key: dict[str, Any], old: dict[str, Any] | None, new: dict[str, Any]
     return {"dynamodb": {"Keys": key, "NewImage": new, "OldImage": old or {}}}
 
 
-def _event_detail(
+def _event_details(
     key: dict[str, Any], old: dict[str, Any] | None, new: dict[str, Any] | None
-) -> dict[str, Any] | None:
-    """The detail the execution events function puts for a write (execution_events "all"), or None."""
+) -> list[dict[str, Any]]:
+    """The details the execution events function puts for a write (execution_events "all")."""
     if new is None:
-        return None
-    return execution_events.detail_of(_record(key, old, new), streams.execution_change)
+        return []
+    return execution_events.details_of(_record(key, old, new), streams.execution_change)
 
 
 def _status_changed(key: dict[str, Any], old: dict[str, Any] | None, new: dict[str, Any] | None) -> int:
@@ -314,4 +313,5 @@ def _status_changed(key: dict[str, Any], old: dict[str, Any] | None, new: dict[s
     if isinstance(change, tuple):
         after, before = change
         return int(after.get("status") != before.get("status"))
-    return 1
+    # (a batch's ends item's write: a change a run it adds)
+    return len(change) if isinstance(change, list) else 1

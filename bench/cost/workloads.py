@@ -138,8 +138,11 @@ def _result(
     execution_bytes = _mean(execution_items)
     job_bytes = _mean(item_size(i) for i in items if i["sk"]["S"] == keys.JOB_SK)
     # An execution's item as stored (with DynamoDB's overhead), shared by all the executions: a
-    # one-time job's run stored on its job's item has none.
-    stored_bytes = sum(size + STORAGE_OVERHEAD_BYTES for size in execution_items) / max(1, len(executions))
+    # one-time job's run stored on its job's item has none; a batch's runs' ends item, shared by them.
+    ends_items = [item_size(i) for i in items if i["pk"]["S"].startswith(keys.ENDS_PK_PREFIX)]
+    stored_bytes = sum(size + STORAGE_OVERHEAD_BYTES for size in execution_items + ends_items) / max(
+        1, len(executions)
+    )
     usage = _usage(
         created if not recurring else Tally(),
         run,

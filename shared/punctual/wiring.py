@@ -111,6 +111,7 @@ def build(
         settings.table_name,
         shard_count=settings.shard_count,
         retention_days=settings.retention_days,
+        clock=clock,
     )
     queue = WorkQueue(sqs, settings.queue_url)
     dispatcher = Dispatcher(

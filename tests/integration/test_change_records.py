@@ -130,10 +130,10 @@ def stale_job_reads(world: World, stale: dict[str, Any]) -> list[tuple[list[str]
     real = jobs.get_many
     made: list[tuple[list[str], bool]] = []
 
-    def get_many(job_ids: Any, *, consistent: bool = True) -> Any:
+    def get_many(job_ids: Any, *, consistent: bool = True, **kwargs: Any) -> Any:
         ids = list(job_ids)
         made.append((ids, consistent))
-        read = real(ids, consistent=consistent)
+        read = real(ids, consistent=consistent, **kwargs)
         if not consistent:
             for job_id, job in stale.items():
                 if job is None:

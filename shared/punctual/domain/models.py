@@ -289,6 +289,43 @@ def dispatched_runs(job: Job, now: datetime, ahead: timedelta) -> list[datetime]
     return sorted({at for at in runs if at is not None and now - CHANGE_RECORDS_LATE < at <= now + ahead})
 
 
+# A batch's job's item expires this long after its run's instant and the retention, when its run
+# ends in its batch's ends item (store/batch_ends.py); a run that ends later goes on its job's item.
+BATCH_END_MARGIN = timedelta(days=1)
+
+
+def ends_in_batch(job: Job) -> bool:
+    """Whether a job's scheduled run would end in its batch's ends item: a batch's one-time job, active
+    and never changed since its creation, its task its own (a named task's is in use while its item
+    says so), without notifications or policies (which read and write its item at the end), its run
+    not yet on its item. (Of the job as stored: a named task resolved for its run is its own no more.)"""
+    return (
+        job.listed_in is not None
+        and isinstance(job.task, TaskSpec)
+        and not job.recurring
+        and job.status is JobStatus.ACTIVE
+        and job.next_run_at is not None
+        and job.created_at == job.updated_at
+        and not job.notify
+        and job.policy.is_default
+        and job.last_execution is None
+    )
+
+
+def end_in_batch(job: Job, execution: Execution, now: datetime) -> bool:
+    """Whether this run's end goes in its batch's ends item: a first attempt of its job's run that ends
+    there (`ends_in_batch`), succeeded, and ended within BATCH_END_MARGIN of its instant."""
+    return (
+        ends_in_batch(job)
+        and execution.status is ExecutionStatus.SUCCEEDED
+        and execution.attempts == 1
+        and not execution.manual
+        and execution.scheduled_at == job.next_run_at
+        and execution.schedule_version == job.schedule_version
+        and now - execution.scheduled_at < BATCH_END_MARGIN
+    )
+
+
 def ran_on_job(job: Job | None, execution_id: str) -> bool:
     """Whether the job carries this execution, ended (a one-time job's run stored with its completion)."""
     run = None if job is None else job.last_execution

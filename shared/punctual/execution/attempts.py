@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from punctual import tasks
 from punctual.domain.errors import LostRace
 from punctual.domain.executions import Execution, ExecutionStatus
-from punctual.domain.models import Job
+from punctual.domain.models import Job, end_in_batch
 from punctual.execution import run_records
 from punctual.execution.hooks import RunHooks, persist
 from punctual.execution.run_records import truncate
@@ -87,6 +87,7 @@ class Attempts:
         prepared: Prepared | None = None,
         ends_after: Callable[[], None] = _nothing,
         noted: Callable[[dict[str, Any]], None] | None = None,
+        defer: Callable[[Job, Execution], None] | None = None,
     ) -> float | None:
         """Run the claimed attempt and record its outcome: the seconds until its retry, or None when
         the work message is done with (ended, or another worker took over). `started` is called as
@@ -95,7 +96,9 @@ class Attempts:
         in memory): its end stores it, start and all, in one write. `prepared`: its task as
         `prepare` made it ready (None: started cold). `noted`: where a success's log fields go
         instead of a line of its own (its pack's one line); a failure or a retry has its own line,
-        with its error."""
+        with its error. `defer`: where a leased success whose end goes in its batch's ends item
+        (`models.end_in_batch`) goes instead of its write: its pack writes it with the others
+        (`write_deferred`)."""
         # One INFO line per attempt, at its end, or a share of its pack's (CloudWatch Logs bills every
         # byte: a start line too cost as much as all of an execution's DynamoDB reads); the start is
         # at DEBUG.
@@ -123,6 +126,20 @@ class Attempts:
             return self._failed(job, execution, error, True, None, took, leased, ends_after)
         ended = self._clock.now()
         log["took_ms"] = run_records.ms(ended - began)
+        if leased and defer is not None:
+            done = replace(
+                execution,
+                status=ExecutionStatus.SUCCEEDED,
+                finished_at=ended,
+                error=None,
+                result=truncate(result, self._result_max_bytes),
+                lease_until=None,
+            )
+            if end_in_batch(job, done, ended):
+                defer(job, done)
+                metrics.add_metric(name=EXECUTIONS_SUCCEEDED, unit="Count", value=1)
+                self._log_success(log, noted)
+                return None
         try:
             finished = self._persist(
                 lambda: self._end(
@@ -138,13 +155,26 @@ class Attempts:
         except LostRace:
             return None  # our lease ran out and another worker took over: its outcome stands
         metrics.add_metric(name=EXECUTIONS_SUCCEEDED, unit="Count", value=1)
+        self._log_success(log, noted)
+        self._hooks.ended(job, finished)
+        return None
+
+    def write_deferred(self, job: Job, execution: Execution) -> None:
+        """The end of a run `defer`red whose batch's ends item did not take it (a change marked its
+        job, or it is too large): written as a leased run's end is (the pause protocol's way if its
+        job moved on), and its job's end hooks run."""
+        try:
+            finished = self._persist(lambda: self._store.executions.put_end(execution), _nothing)
+        except LostRace:
+            return  # another worker's end of this run stands
+        self._hooks.ended(job, finished)
+
+    def _log_success(self, log: dict[str, Any], noted: Callable[[dict[str, Any]], None] | None) -> None:
         if noted is None:
             logger.info("execution succeeded", extra=log)
         else:
             logger.debug("execution succeeded", extra=log)
             noted(log)
-        self._hooks.ended(job, finished)
-        return None
 
     def _context(self, job: Job, execution: Execution) -> TaskContext:
         return TaskContext(

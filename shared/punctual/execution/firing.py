@@ -30,6 +30,7 @@ from punctual.domain.models import (
     Job,
     JobStamp,
     JobStatus,
+    ends_in_batch,
     ran_on_job,
     skip_reason,
 )
@@ -329,8 +330,10 @@ class Firing:
                 starters.starts.wait()
             prepared = None if member.prepared is None else member.prepared.result()
             running = launched or _running(member, lease_until, self._clock.now())
+            # (judged on the job as stored: `ends_in_batch`, as a change to it judges)
+            defer = receipt.defer if member.read is not None and ends_in_batch(member.read) else None
             return self._worker.run_leased(
-                member.job, running, starters.started(n), starters.starts.wait, receipt, prepared
+                member.job, running, starters.started(n), starters.starts.wait, receipt, prepared, defer
             )
         except Exception:
             # Its end not stored: it runs again, on its own, with its claim.

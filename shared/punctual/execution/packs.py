@@ -39,10 +39,10 @@ import math
 import secrets
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from punctual.domain.errors import RetryableStoreError, UnreadableItem
-from punctual.domain.executions import LEASE_MARGIN
+from punctual.domain.executions import LEASE_MARGIN, Execution
 from punctual.domain.models import Job, JobStatus, skip_reason
 from punctual.domain.work import Pack, WorkItem
 from punctual.execution import run_policy, run_records
@@ -71,6 +71,12 @@ TOGETHER_SECONDS = 10.0
 PACK_LEASE_MIN = 1
 # A pack held by another worker whose lease could not be read is looked at again after this.
 HELD_RETRY_SECONDS = 5.0
+# A pack writes its ends of one batch at one instant to their ends item when it holds at least this
+# many (store/batch_ends.py): a write there costs the item's whole size, up to about 14 units for a
+# batch of 100, so fewer are cheaper written a unit each on their jobs' items. (A batch's jobs due
+# together file one marker group, in one shard: one pack; only a batch due within the hand-off
+# window is spread over the shards.)
+BATCH_ENDS_MIN = 10
 
 
 class PackRunner:
@@ -240,6 +246,7 @@ class PackRunner:
                 outcomes[n] = future.result()
             for n, future in fired.items():
                 outcomes[n] = future.result()
+        self._write_deferred(members, outcomes)
         _log_succeeded(pack, members)
         return self._settle(
             pack, receipt_handle, members, [o or Disposition.DONE for o in outcomes], keep=False
@@ -254,7 +261,9 @@ class PackRunner:
         window older than this read, made at most the lead before the instant. The pack reads the
         instant's change records at its instant, reading those jobs again consistently (Firing)."""
         store = self._worker.store
-        read = store.jobs.get_many([item.job_id for item in pack.items], consistent=False)
+        # (nor their runs' ends in their batches' ends items: a pack's first take ran none of them, and
+        # one taken again reads its members' jobs again, with them: `_drop_stored`)
+        read = store.jobs.get_many([item.job_id for item in pack.items], consistent=False, ends=False)
         again = {
             item.job_id
             for item in pack.items
@@ -264,9 +273,56 @@ class PackRunner:
         }
         if not again:
             return read
-        fresh = store.jobs.get_many(sorted(again))
+        fresh = store.jobs.get_many(sorted(again), ends=False)
         found = {k: v for k, v in read.found.items() if k not in again}
         return JobsRead({**found, **fresh.found}, {**read.unreadable, **fresh.unreadable})
+
+    def _write_deferred(self, members: list[Member], outcomes: list[Disposition | None]) -> None:
+        """The ends its members deferred (Attempts.run's `defer`), each batch's of one instant in one
+        write to its ends item (store/batch_ends.py). One that item does not take goes on its job's item
+        (`write_deferred`). A member whose end could not be written comes back with the message, to run
+        again with the same id (at least once)."""
+        groups: dict[tuple[str, datetime], dict[int, tuple[Job, Execution]]] = {}
+        for n, member in enumerate(members):
+            if member.deferred is not None:
+                job, execution = member.deferred
+                assert job.listed_in is not None
+                groups.setdefault((job.listed_in, execution.scheduled_at), {})[n] = member.deferred
+        store = self._worker.store
+        for (batch_id, instant), ends in groups.items():
+            owner = next(iter(ends.values()))[0].owner
+            if len(ends) < BATCH_ENDS_MIN:
+                # (few of a batch: the item may hold many more, whose size each write pays)
+                for n, (job, execution) in ends.items():
+                    self._write_apart(members, outcomes, n, job, execution)
+                continue
+            try:
+                apart = store.batch_ends.write(
+                    batch_id, instant, owner, {execution.job_id: execution for _, execution in ends.values()}
+                )
+            except Exception:
+                logger.warning("batch's ends not written; they run again", exc_info=True)
+                apart = None
+            for n, (job, execution) in ends.items():
+                if apart is None:
+                    _again(members, outcomes, n)
+                elif job.id in apart:
+                    self._write_apart(members, outcomes, n, job, execution)
+
+    def _write_apart(
+        self,
+        members: list[Member],
+        outcomes: list[Disposition | None],
+        n: int,
+        job: Job,
+        execution: Execution,
+    ) -> None:
+        """A deferred end written on its job's item, as any leased run's (or the member comes back)."""
+        try:
+            self._worker.write_deferred(job, execution)
+        except Exception:
+            logger.warning("deferred end not written; it runs again", extra={"execution_id": execution.id})
+            _again(members, outcomes, n)
 
     def _give_back(self, packs: PackLeases, pack: Pack, holder: str) -> None:
         """A pack none of whose members started: its message, back after a failure, need not wait for
@@ -339,6 +395,13 @@ class PackRunner:
     def _later(self, receipt_handle: str, seconds: float) -> Disposition:
         self._queue.change_visibility(receipt_handle, seconds)
         return Disposition.LATER
+
+
+def _again(members: list[Member], outcomes: list[Disposition | None], n: int) -> None:
+    """A member whose end was not written: it comes back, to run again with the same id."""
+    members[n].succeeded = None
+    members[n].later = float(UNEXPECTED_RETRY_SECONDS)
+    outcomes[n] = Disposition.LATER
 
 
 def _stops(job: Job | None, item: WorkItem) -> bool:

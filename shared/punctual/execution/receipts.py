@@ -11,6 +11,8 @@ from enum import Enum
 from typing import Any
 
 from punctual.domain.errors import RetryableStoreError, UnreadableItem
+from punctual.domain.executions import Execution
+from punctual.domain.models import Job
 from punctual.platform.observability import logger
 from punctual.platform.resources import WORK_QUEUE
 from punctual.ports.queue import WorkQueue
@@ -40,9 +42,15 @@ class Member:
     later: float | None = None
     # A success's log fields, for its pack's one log line (Attempts.run's `noted`).
     succeeded: dict[str, Any] | None = None
+    # A run whose end its pack writes with its batch's others once they have all ended (Attempts.run's
+    # `defer`): its job as run, and the end.
+    deferred: tuple[Job, Execution] | None = None
 
     def note(self, fields: dict[str, Any]) -> None:
         self.succeeded = fields
+
+    def defer(self, job: Job, execution: Execution) -> None:
+        self.deferred = (job, execution)
 
 
 # A message's receipt handle, or a pack member's.

@@ -138,10 +138,12 @@ class Worker:
         ends_after: Callable[[], None],
         receipt: Receipt,
         prepared: Prepared | None = None,
+        defer: Callable[[Job, Execution], None] | None = None,
     ) -> Disposition:
         """Run a first attempt under its pack's lease (`running`: unclaimed, RUNNING in memory only;
         `prepared`: its task as `prepare` made it ready; `started` called as it starts, `ends_after`
-        before its outcome is written: the environment's StartsFirst)."""
+        before its outcome is written: the environment's StartsFirst). `defer`: where its end goes if
+        it ends in its batch's ends item (Attempts.run), for its pack to write."""
         delay = self._attempts.run(
             job,
             running,
@@ -150,8 +152,13 @@ class Worker:
             prepared=prepared,
             ends_after=ends_after,
             noted=receipt.note if isinstance(receipt, Member) else None,
+            defer=defer,
         )
         return Disposition.DONE if delay is None else self._later(receipt, delay)
+
+    def write_deferred(self, job: Job, execution: Execution) -> None:
+        """A deferred end its batch's ends item did not take, on its job's item (Attempts.write_deferred)."""
+        self._attempts.write_deferred(job, execution)
 
     def handle(
         self,

@@ -21,6 +21,7 @@ from punctual.domain.models import (
     TaskSpec,
     anchor_for,
     dispatched_runs,
+    ends_in_batch,
     first_run,
     marker_for,
     new_version,
@@ -356,8 +357,17 @@ class JobLifecycle:
         (its version is unique, so even if it stayed it would be skipped as superseded)."""
         # Recorded before it is written: a pack already sent for the job's run reads the records at its
         # instant and so honours any change acknowledged before then (docs/api.md).
-        self._store.changes.note(job.id, dispatched_runs(job, self._clock.now(), self._sent_ahead))
+        now = self._clock.now()
+        self._store.changes.note(job.id, dispatched_runs(job, now, self._sent_ahead))
         try:
+            if (
+                ends_in_batch(job)
+                and job.next_run_at is not None
+                and job.next_run_at <= now + self._sent_ahead
+            ):
+                # (its run, which a pack may hold, would end in its batch's ends item: marked there
+                # first, so that it ends on the job's item; if it has ended there, the job is complete)
+                self._store.batch_ends.mark_moved(job)
             updated = self._store.jobs.update(
                 job, fields, allowed_statuses=[job.status], schedule_version=job.schedule_version
             )

@@ -67,7 +67,10 @@ _ATTEMPT_ENDS = frozenset(
 # A stream record -> what it writes of an execution: an execution item's new and old images (plain
 # values; the old one empty when the write stored it), a run stored on its job's item that this write
 # put there, or None (another kind of item, an execution expiring, a job's write that keeps its run).
-StreamReader = Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, Any]] | Execution | None]
+# A batch's ends item (store/batch_ends.py) writes several runs' ends at once: a list of them.
+StreamReader = Callable[
+    [dict[str, Any]], tuple[dict[str, Any], dict[str, Any]] | Execution | list[Execution] | None
+]
 
 
 def _json_value(value: Any) -> Any:
@@ -76,11 +79,25 @@ def _json_value(value: Any) -> Any:
     return value
 
 
+def details_of(record: dict[str, Any], read: StreamReader, mode: str = ALL) -> list[dict[str, Any]]:
+    """The events' details for a stream record's changes of executions' statuses (a batch's ends
+    item's write: one a run it adds)."""
+    change = read(record)
+    if isinstance(change, list):
+        return [detail for run in change if (detail := _run_on_job(run, mode)) is not None]
+    detail = detail_of(record, lambda _: change, mode)
+    return [] if detail is None else [detail]
+
+
 def detail_of(record: dict[str, Any], read: StreamReader, mode: str = ALL) -> dict[str, Any] | None:
-    """The event's detail for a stream record that changes an execution's status, or None."""
+    """The event's detail for a stream record that changes an execution's status, or None (the
+    first, for a batch's ends item's write: `details_of`)."""
     change = read(record)
     if change is None:
         return None
+    if isinstance(change, list):
+        found = details_of(record, lambda _: change, mode)
+        return found[0] if found else None
     if isinstance(change, Execution):
         return _run_on_job(change, mode)
     new, old = change
@@ -236,9 +253,7 @@ def publish(
     the entries not put (refused, or not yet tried), from which the stream retries."""
     changes = []
     for position, record in enumerate(records):
-        detail = detail_of(record, read, mode)
-        if detail is not None:
-            changes.append((position, detail))
+        changes += [(position, detail) for detail in details_of(record, read, mode)]
     pending = entries(changes, bus)
     done = 0
     for call in _calls(pending):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
@@ -33,9 +33,10 @@ class JobStore(Protocol):
 
     def get(self, job_id: str, owner: str | None = None) -> Job | None: ...
 
-    def get_many(self, job_ids: Iterable[str], *, consistent: bool = True) -> JobsRead:
+    def get_many(self, job_ids: Iterable[str], *, consistent: bool = True, ends: bool = True) -> JobsRead:
         """Jobs by id; `consistent=False`: an eventually consistent read, at half the read units,
-        which may miss a write of the last second or so."""
+        which may miss a write of the last second or so. `ends=False`: a batch's job's run that ended in
+        its batch's ends item is not looked for (a read less; the job reads as not yet run)."""
         ...
 
     def stamps(self, job_ids: Iterable[str]) -> tuple[dict[str, JobStamp], dict[str, str]]: ...
@@ -128,3 +129,15 @@ class TaskStore(Protocol):
     def count_jobs_using(self, owner: str, name: str, at_most: int) -> int: ...
 
     def job_ids_using(self, owner: str, name: str, limit: int, start_key: dict[str, Any] | None) -> Page: ...
+
+
+class BatchEndStore(Protocol):
+    """A batch's runs' ends at one instant, in one item (store/batch_ends.py)."""
+
+    def write(self, batch_id: str, instant: datetime, owner: str, ends: Mapping[str, Execution]) -> set[str]:
+        """These runs' ends (by job id) in one write; returns the jobs a change marked (not written)."""
+        ...
+
+    def mark_moved(self, job: Job) -> None:
+        """Before a change to a job whose run may end in its batch's ends item; LostRace if it has."""
+        ...

@@ -7,7 +7,7 @@ from typing import Protocol
 
 from punctual.ports.changes import ChangeRecords
 from punctual.ports.executions import DeadLetterStore, DeliveryStore, ExecutionStore
-from punctual.ports.jobs import IdempotencyStore, JobStore, TaskStore
+from punctual.ports.jobs import BatchEndStore, IdempotencyStore, JobStore, TaskStore
 from punctual.ports.markers import MarkerStore, ScannerStateStore
 
 
@@ -40,6 +40,9 @@ class Store(Protocol):
 
     @property
     def changes(self) -> ChangeRecords: ...
+
+    @property
+    def batch_ends(self) -> BatchEndStore: ...
 
     @property
     def shard_count(self) -> int:

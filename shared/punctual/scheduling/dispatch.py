@@ -133,7 +133,7 @@ class Dispatcher:
         again = {m.job_id for m in markers if skip_reason(jobs.get(m.job_id), m) is not None}
         if not again:
             return jobs
-        fresh = self._store.jobs.get_many(sorted(again))
+        fresh = self._store.jobs.get_many(sorted(again), ends=False)
         found = {k: v for k, v in jobs.items() if k not in again}
         found.update(fresh.found)
         unreadable.update(fresh.unreadable)
@@ -168,7 +168,8 @@ class Dispatcher:
         reads: list[Callable[[], Any]] = []
         unknown = [m.job_id for m in markers if m.job_id not in given]
         if unknown:
-            reads.append(lambda: self._store.jobs.get_many(unknown, consistent=False))
+            # (a run ended in its batch's ends item is not looked for: sent again, its pack finds it)
+            reads.append(lambda: self._store.jobs.get_many(unknown, consistent=False, ends=False))
         if recorded:
             reads.append(lambda: self._store.executions.statuses(recorded))
         answers = parallel_map(lambda read: read(), reads, reads=True)

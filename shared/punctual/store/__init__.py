@@ -31,7 +31,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from punctual.platform.clock import Clock
 from punctual.platform.concurrency import PartitionPacer
+from punctual.store.batch_ends import BatchEndRepository
 from punctual.store.changes import ChangeRepository
 from punctual.store.dead_letters import DeadLetterRepository
 from punctual.store.deliveries import DeliveryRepository
@@ -48,11 +50,18 @@ class Store:
     """The repositories of the one Punctual table."""
 
     def __init__(
-        self, dynamodb: Any, client: Any, table_name: str, *, shard_count: int, retention_days: int
+        self,
+        dynamodb: Any,
+        client: Any,
+        table_name: str,
+        *,
+        shard_count: int,
+        retention_days: int,
+        clock: Clock | None = None,
     ) -> None:
         """`dynamodb` is a boto3 resource; `client` a plain DynamoDB client (table.py says why)."""
         self.table = Table(
-            dynamodb, client, table_name, shard_count=shard_count, retention_days=retention_days
+            dynamodb, client, table_name, shard_count=shard_count, retention_days=retention_days, clock=clock
         )
         self.jobs = JobRepository(self.table)
         self.executions = ExecutionRepository(self.table)
@@ -63,6 +72,7 @@ class Store:
         self.dead_letters = DeadLetterRepository(self.table)
         self.tasks = TaskRepository(self.table)
         self.changes = ChangeRepository(self.table)
+        self.batch_ends = BatchEndRepository(self.table)
         self.clients = (dynamodb.meta.client, client)  # every client it calls (to watch or count calls)
 
     @property

@@ -23,6 +23,7 @@ from punctual.domain.models import DueMarker, in_flight
 from punctual.platform.timefmt import to_rfc3339
 from punctual.ports.pages import Page
 from punctual.store import keys
+from punctual.store.batch_ends import BatchEndRepository
 from punctual.store.codec.executions import execution_from
 from punctual.store.codec.jobs import job_from
 from punctual.store.codec.runs import embedded_execution
@@ -41,6 +42,8 @@ def _key_of_execution(execution: Execution) -> dict[str, Any]:
 class ExecutionReads:
     def __init__(self, table: Table) -> None:
         self._table = table
+        # (a batch's job's run may have ended in its batch's ends item: laid over its item as read)
+        self._ends = BatchEndRepository(table)
 
     def get(self, job_id: str, scheduled_at: datetime, execution_id: str) -> Execution | None:
         """Raises UnreadableItem for an item this version cannot read (a newer version's status). A
@@ -55,7 +58,7 @@ class ExecutionReads:
         item: dict[str, Any] | None = call(
             lambda: self._table.resource.get_item(Key=keys.job_key(job_id), ConsistentRead=True)
         ).get("Item")
-        return item
+        return self._ends.with_end(item)
 
     def _stored(self, job_id: str, scheduled_at: datetime, execution_id: str) -> Execution | None:
         key = keys.execution_key(job_id, scheduled_at, execution_id)
@@ -261,7 +264,7 @@ class ExecutionReads:
             response: dict[str, Any] = call(partial(self._table.resource.query, **kwargs))
             for item in response.get("Items", []):
                 if item["sk"] == keys.JOB_SK:
-                    run = _on_job(item)
+                    run = _on_job(self._ends.with_end(item))
                     if run is not None and run.schedule_version == schedule_version:
                         return run
                 elif not item.get("manual", False):

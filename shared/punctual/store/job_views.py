@@ -30,6 +30,7 @@ from punctual.platform.concurrency import parallel_map
 from punctual.ports.jobs import JobsRead
 from punctual.ports.pages import Page
 from punctual.store import keys, list_keys, list_sources
+from punctual.store.batch_ends import BatchEndRepository
 from punctual.store.codec.executions import SHOWN_EXECUTION_ATTRIBUTES, execution_from
 from punctual.store.codec.jobs import job_from, job_item, listed_jobs
 from punctual.store.table import Table, call, cursor_key, delete
@@ -43,8 +44,10 @@ LAST_EXECUTION_PAGES = 6
 class JobViews:
     def __init__(self, table: Table) -> None:
         self._table = table
+        # (a batch's job's run may have ended in its batch's ends item: laid over its item as read)
+        self._ends = BatchEndRepository(table)
 
-    def get_many(self, job_ids: Iterable[str], *, consistent: bool = True) -> JobsRead:
+    def get_many(self, job_ids: Iterable[str], *, consistent: bool = True, ends: bool = True) -> JobsRead:
         raise NotImplementedError  # JobRepository's
 
     def page(
@@ -255,7 +258,7 @@ class JobViews:
         if item is None or list_keys.stored_name(name_prefix, str(item.get("name") or "")) is not None:
             return None
         try:
-            return job_from(item)
+            return job_from(self._ends.with_ends([item])[0])
         except (KeyError, ValueError, TypeError):
             return None
 
@@ -315,7 +318,7 @@ class JobViews:
         items = response.get("Items", [])
         if not items or items[0]["sk"] != keys.JOB_SK:
             return None
-        job = job_from(items[0])
+        job = job_from(self._ends.with_ends([items[0]])[0])
         run = _shown(job.last_execution)
         last = _last_final(items[1:])
         # (those past the newest read sort below it: a run on the job's item above that one is newer)

@@ -29,7 +29,7 @@ from typing import Any
 
 from punctual.domain.errors import LostRace
 from punctual.domain.executions import Execution, ExecutionStatus
-from punctual.domain.models import Job, JobStamp, JobStatus
+from punctual.domain.models import BATCH_END_MARGIN, Job, JobStamp, JobStatus
 from punctual.platform.timefmt import parse_stored, to_rfc3339
 from punctual.ports.jobs import JobsRead
 from punctual.store import job_flags, keys, lifecycle, list_keys
@@ -75,14 +75,16 @@ class JobRepository(JobViews):
                 )
             )
             item = next(iter(response.get("Items", [])), None)
-        return None if item is None else job_from(item)
+        return None if item is None else job_from(self._ends.with_ends([item])[0])
 
-    def get_many(self, job_ids: Iterable[str], *, consistent: bool = True) -> JobsRead:
-        """Jobs by id, read consistently unless told (one BatchGetItem a hundred)."""
+    def get_many(self, job_ids: Iterable[str], *, consistent: bool = True, ends: bool = True) -> JobsRead:
+        """Jobs by id, read consistently unless told (one BatchGetItem a hundred), with their runs'
+        ends from their batches' ends items unless told (one more)."""
         found: dict[str, Job] = {}
         unreadable: dict[str, str] = {}
         wanted = [keys.job_key(job_id) for job_id in dict.fromkeys(job_ids)]
-        for item in self._table.batch_get(wanted, consistent=consistent):
+        items = self._table.batch_get(wanted, consistent=consistent)
+        for item in self._ends.with_ends(items) if ends else items:
             job_id = keys.job_id_of(str(item["pk"]))
             try:
                 found[job_id] = job_from(item)
@@ -172,13 +174,22 @@ class JobRepository(JobViews):
         self._table.batch_write(
             [
                 put(
-                    {**job_item(job), "listed_until": until[job.listed_in]}
+                    {**job_item(job), **self._listed(job, until[job.listed_in])}
                     if job.listed_in
                     else job_item(job)
                 )
                 for job in jobs
             ]
         )
+
+    def _listed(self, job: Job, until: int) -> dict[str, Any]:
+        """What a job listed in its batch's entry carries besides: the entry's expiry, and its own from
+        its creation. Its run may end in its batch's ends item (store/batch_ends.py), which writes
+        nothing on its item; a change to it, or a run that ends otherwise, sets its expiry anew."""
+        listed: dict[str, Any] = {"listed_until": until}
+        if job.next_run_at is not None and not job.recurring:
+            listed["expires_at"] = self._table.expiry(job.next_run_at + BATCH_END_MARGIN)
+        return listed
 
     def list_entry_expiry(self, jobs: Sequence[Job]) -> int:
         """When a batch's list entry expires (its jobs, one-time, carry it as `listed_until`): after each
@@ -216,6 +227,9 @@ class JobRepository(JobViews):
             # Changed: listed on its own from now on (its batch's entry passes over it), so that its
             # list entry outlives whatever this change does to when it ends.
             attributes["owner_pk"] = keys.owner_pk(job.owner)
+            if "status" not in changes and job.status in (JobStatus.ACTIVE, JobStatus.PAUSED):
+                # (its expiry from its creation, for a run ending in its batch's ends item: kept again)
+                attributes["expires_at"] = None
         if "status" in changes:
             status = changes["status"]
             # A finished job expires with its history; a revived one is kept again.
@@ -258,20 +272,42 @@ class JobRepository(JobViews):
         # check each job's tags), never a tagged job missing from its tag's list.
         if added:
             self._table.batch_write([put(entry) for entry in added])
-        response = call(
-            lambda: self._table.resource.update_item(
-                Key=keys.job_key(job.id),
-                UpdateExpression=expression,
-                ConditionExpression=" AND ".join(conditions),
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-            )
+        updating = partial(
+            self._table.resource.update_item,
+            Key=keys.job_key(job.id),
+            UpdateExpression=expression,
+            ConditionExpression=" AND ".join(conditions),
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
         )
+        try:
+            response = call(updating)
+        except LostRace:
+            # (a job read as completed by a run that ended in its batch's ends item: completed on its
+            # item first, as its run's end would have, then changed)
+            if not self._complete_from_ends(job.id):
+                raise
+            response = call(updating)
         if dropped:
             self._table.batch_write([delete(entry) for entry in dropped])
         item = job_flags.settle(self._table, response["Attributes"])
         return job_from(item)
+
+    def _complete_from_ends(self, job_id: str) -> bool:
+        """Write on a job's item the run its batch's ends item holds for it (`complete_with_run`), if
+        it holds one: True when the item carries it now."""
+        item = call(lambda: self._table.resource.get_item(Key=keys.job_key(job_id), ConsistentRead=True)).get(
+            "Item"
+        )
+        run = None if item is None else self._ends.run_of(item)
+        if run is None:
+            return False
+        try:
+            complete_with_run(self._table, run)
+        except LostRace:
+            pass  # (completed meanwhile)
+        return True
 
     def complete(self, job: Job, execution: Execution) -> int | None:
         """Complete a job whose last execution this was (a one-time job's, or a recurring job's last

@@ -12,6 +12,7 @@
 - a scanner position:   pk SCANNER                sk CHECKPOINT#<shard>
 - a pack's lease:       pk PACK#<pack id>         sk PACK
 - a change record:      pk CHANGED#<instant ms>   sk <job id>
+- a batch's ends:       pk ENDS#<batch id>#<instant ms>  sk ENDS (store/batch_ends.py)
 - a named task:         pk TASK#<owner digest>    sk TASK#<name>
 - a batch's list entry: pk LIST#<batch id>        sk LIST, keyed in by_owner as its jobs would be
 - a job's tag entry:    pk TAG#<owner digest>#<tag key>  sk <value digest>#<created ms>#<job id>
@@ -210,6 +211,15 @@ def shard_of_position(sk: str) -> int:
 
 def pack_key(pack_id: str) -> Key:
     return {"pk": f"PACK#{pack_id}", "sk": "PACK"}
+
+
+ENDS_PK_PREFIX = "ENDS#"
+ENDS_SK = "ENDS"
+
+
+def ends_key(batch_id: str, instant: datetime) -> Key:
+    """A batch's runs' ends at one instant (store/batch_ends.py)."""
+    return {"pk": f"{ENDS_PK_PREFIX}{batch_id}#{to_epoch_ms(instant)}", "sk": ENDS_SK}
 
 
 def change_pk(instant: datetime) -> str:

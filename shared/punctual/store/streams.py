@@ -13,6 +13,7 @@ from boto3.dynamodb.types import TypeDeserializer
 
 from punctual.domain.executions import Execution
 from punctual.store import keys
+from punctual.store.batch_ends import ended_executions
 from punctual.store.codec.runs import RUN, embedded_execution
 
 _DESERIALIZER = TypeDeserializer()
@@ -22,15 +23,19 @@ def _plain(image: dict[str, Any]) -> dict[str, Any]:
     return {name: _DESERIALIZER.deserialize(value) for name, value in image.items()}
 
 
-def execution_change(record: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | Execution | None:
+def execution_change(
+    record: dict[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]] | Execution | list[Execution] | None:
     """What a stream record writes of an execution: its item's new and old images, as plain values
     (the old one empty when the write stored it); or the run stored on its job's item by this write;
-    or None: another kind of item, an execution expiring from the history, or a later write to a job
-    that keeps its run."""
+    or the runs a batch's ends item gained by it (store/batch_ends.py); or None: another kind of item,
+    an execution expiring from the history, or a later write to a job that keeps its run."""
     change = record.get("dynamodb") or {}
     sk = ((change.get("Keys") or {}).get("sk") or {}).get("S", "")
     if "NewImage" not in change:
         return None
+    if sk == keys.ENDS_SK:
+        return ended_executions(_plain(change["NewImage"]), _plain(change.get("OldImage") or {}))
     if sk == keys.JOB_SK:
         if RUN not in change["NewImage"]:
             return None

@@ -22,6 +22,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
 from punctual.domain.errors import InvalidRequest, LostRace, RetryableStoreError
+from punctual.platform.clock import Clock, SystemClock
 from punctual.platform.concurrency import PartitionPacer, chunks, parallel_map
 from punctual.ports.pages import LIST_READ_BUDGET
 from punctual.store import keys
@@ -155,10 +156,19 @@ class Table:
     """The table and the settings its repositories share (a history's retention, the shard count)."""
 
     def __init__(
-        self, dynamodb: Any, client: Any, table_name: str, *, shard_count: int, retention_days: int
+        self,
+        dynamodb: Any,
+        client: Any,
+        table_name: str,
+        *,
+        shard_count: int,
+        retention_days: int,
+        clock: Clock | None = None,
     ) -> None:
         """`dynamodb` is a boto3 resource; `client` a plain DynamoDB client (the batches and the
-        scanner's marker queries)."""
+        scanner's marker queries). `clock`: what says whether a run's instant has come (the readers of
+        a batch's ends item look for a run's end only then)."""
+        self.clock = clock or SystemClock()
         self.resource = dynamodb.Table(table_name)
         self.client = client
         for each in (dynamodb.meta.client, client):

@@ -154,22 +154,24 @@ ONE_TIME = ExecutionUsage(
 # One-time jobs created through POST /jobs/batch, BATCH_JOBS a request, ten due at each instant (the
 # cost run's `batched`): a hundredth of the API requests and of their log lines; creation 1.14 write
 # units (the job; a tenth of its instant's group marker item; a share of the batch's one list entry,
-# and of its by_owner entry, instead of one each), the run 1.10 (its end on its job's item and a tenth
-# of its pack's lease: the group's ten share a shard); reads 1.1 (the scanner's and the worker's,
-# eventually consistent); a tenth of its pack's log line. A batch of one is written as a single job is.
+# and of its by_owner entry, instead of one each), the run 0.30 (a tenth of its pack's lease, and of
+# the one write of the pack's ten ends to their batch's ends item, store/batch_ends.py: the group's ten
+# share a shard, and so a pack); reads 1.1 (the scanner's and the worker's, eventually consistent); a
+# tenth of its pack's log line. Stored: its job's item, which no end rewrites, and a tenth of the ends
+# item. A batch of one is written as a single job is.
 BATCH_JOBS = 100
 ONE_TIME_BATCHED = ExecutionUsage(
     api_requests=0.01,
-    write_units=2.26,
+    write_units=1.46,
     read_units=1.1,
-    write_units_keys_only=2.24,
+    write_units_keys_only=1.44,
     index_write_units_keys_only=0.01,
     busiest_index_write_units_keys_only=0.01,
     sqs_requests=0.3,
     log_bytes=133.0,
     metric_bytes=50.0,
-    item_bytes=0.0,
-    job_bytes=1020.0,
+    item_bytes=174.0,
+    job_bytes=856.0,
     status_changes=1.0,
     event_detail_bytes=EVENT_DETAIL_BYTES,
 )

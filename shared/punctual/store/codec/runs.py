@@ -65,6 +65,17 @@ def outcome_update(execution: Execution) -> tuple[list[str], list[str], dict[str
     return sets, removes, values
 
 
+def outcome_update_values(execution: Execution) -> dict[str, Any]:
+    """A success's outcome as `outcome_update` writes it, as attribute values (store/batch_ends.py lays
+    it over a job's item)."""
+    assert execution.finished_at is not None and execution.status is not ExecutionStatus.FAILED
+    return {
+        "outcome": execution.status.value,
+        "outcome_at": to_epoch_ms(execution.finished_at),
+        "outcome_run": _outcome_run(execution),
+    }
+
+
 # A one-time job's scheduled run that ended under its pack's lease may be stored on its job's item,
 # in the write that completes the job (`store.jobs.complete_with_run`), as the map `run`: its short id (as
 # in `outcome_run`), instant, schedule version, status, attempts, start, end, lateness and creation
