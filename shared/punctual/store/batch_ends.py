@@ -4,7 +4,7 @@ A batch's one-time jobs (`Job.listed_in`) due at one instant run in a few packs.
 written on its job's item costs a write unit a run; a pack writes its members' ends here instead, in
 one write a key (`write`): `e:<job id>` the run as its job's item would carry it (`codec.runs.run_map`),
 and the item's size in units for the lot. Only a run of a job never changed since its creation
-(`takes_end`), while its job's item stays as created: readers lay the end over the item
+(`models.end_in_batch`), while its job's item stays as created: readers lay the end over the item
 (`with_ends`), which then reads as completed with its run, as if the run's end had completed it.
 
 A change to such a job while its run may be under way (within how far ahead a message may be sent,
@@ -14,7 +14,8 @@ a pack's write that finds it leaves that member's end to its job's item, as any 
 answers as it does for a completed job. A write here and a change's mark thus exclude each other.
 
 A job's item carries no later write of its own for such a run, so it expires from its creation: its
-instant, the retention and EXPIRY_MARGIN (creation.py; a run later than that goes on the job's item).
+instant, a day (`models.BATCH_END_MARGIN`) and the retention (`JobRepository.put_new_many`); a run
+that ends later goes on its job's item.
 """
 
 from __future__ import annotations
