@@ -17,7 +17,13 @@ from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
 from punctual.store.streams import execution_change
 from tests.integration.test_api import pages
-from tests.integration.test_execution_events import _bus_with_queue, _executions, _received, _stream_records
+from tests.integration.test_execution_events import (
+    _bus_with_queue,
+    _executions,
+    _received,
+    _stream_records,
+    streamed,
+)
 from tests.integration.test_packs import runs_counted, take_the_pack
 from tests.integration.test_prepared_start import HoldingClock, take_before_the_instant
 from tests.world import World, mocked_world
@@ -205,10 +211,7 @@ def test_a_pack_taken_again_after_its_ends_were_written_runs_none_of_them(world:
 
 def test_the_ends_item_s_write_is_one_event_a_run(clock: ManualClock) -> None:
     with mocked_world(clock, shard_count=1) as world:
-        world.dynamodb_client.update_table(
-            TableName=world.punctual.settings.table_name,
-            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-        )
+        streamed(world)
         events, sqs, queue = _bus_with_queue("punctual-batch-ends")
         ids = ten_in_a_batch(world)
         world.run_for(300)

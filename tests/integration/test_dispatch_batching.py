@@ -34,6 +34,11 @@ def markers(world: World) -> list[dict[str, Any]]:
     return [i for i in items if i["pk"]["S"].startswith("DUE#")]
 
 
+def hooked_job(world: World, url: str) -> dict[str, Any]:
+    """A job due in 240 s calling `url`."""
+    return world.create({"type": "at", "at": at(world, 240)}, task={"type": "http", "params": {"url": url}})
+
+
 def marker_of(world: World, job: dict[str, Any]) -> DueMarker:
     scheduled = parse_rfc3339(job["next_run_at"])
     stored = world.store.jobs.get(job["id"])
@@ -79,9 +84,7 @@ def test_a_repeated_dispatch_of_a_finished_execution_sends_a_duplicate_the_worke
     # Given a job that ran to SUCCEEDED, and its marker filed again (an interrupted dispatch's leftover)
     with receiver() as hook:
         world.tick()
-        job = world.create(
-            {"type": "at", "at": at(world, 240)}, task={"type": "http", "params": {"url": hook.url}}
-        )
+        job = hooked_job(world, hook.url)
         marker = marker_of(world, job)
         world.run_for(300)
         assert len(hook.deliveries) == 1
@@ -476,9 +479,7 @@ def test_a_job_cancelled_within_the_scanners_stale_read_is_sent_and_the_worker_d
     with receiver() as hook:
         # Given a job cancelled, which an eventually consistent read still shows active
         world.tick()
-        job = world.create(
-            {"type": "at", "at": at(world, 240)}, task={"type": "http", "params": {"url": hook.url}}
-        )
+        job = hooked_job(world, hook.url)
         was = world.store.jobs.get(job["id"])
         assert world.api("DELETE", f"/jobs/{job['id']}").status == 200
         stale_reads(world, {job["id"]: was})

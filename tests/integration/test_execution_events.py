@@ -32,6 +32,14 @@ def _stream_records(world: World) -> list[dict[str, Any]]:
     return json.loads(json.dumps(records, default=str))
 
 
+def streamed(world: World) -> None:
+    """The table's stream on, as deployed (new and old images)."""
+    world.dynamodb_client.update_table(
+        TableName=world.punctual.settings.table_name,
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )
+
+
 def _bus_with_queue(name: str) -> tuple[Any, Any, str]:
     events = boto3.client("events", region_name="us-east-1")
     sqs = boto3.client("sqs", region_name="us-east-1")
@@ -323,10 +331,7 @@ def test_a_run_stored_on_its_job_is_one_event_from_the_job_items_record(clock: M
     with mocked_world(clock, shard_count=1) as world:
         # Given the table's stream on, and one-time jobs due together (a pack, whose runs are stored
         # on their jobs' items with their completion), one failing
-        world.dynamodb_client.update_table(
-            TableName=world.punctual.settings.table_name,
-            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-        )
+        streamed(world)
         events, sqs, queue = _bus_with_queue("punctual-packed")
         at = to_rfc3339(world.clock.now() + timedelta(seconds=240))
         tasks = [{"type": "noop"}] * (PACK_LEASE_MIN - 1) + [{"type": "fail"}]
