@@ -261,3 +261,45 @@ def test_a_pack_with_few_of_a_batch_writes_their_ends_on_their_jobs(world: World
     assert calls["dynamodb.UpdateItem"] == 3
     assert ends_written(world) == {}
     assert {raw_job(world, job_id)["status"]["S"] for job_id in ids} == {"COMPLETED"}
+
+
+def test_a_pause_during_the_run_of_a_job_run_by_hand_before_marks_it_too(world: World) -> None:
+    # Given a batch's job run by hand before its scheduled run (what it shows of its history is no
+    # change: the API judges it as the worker does)
+    ids = ten_in_a_batch(world)
+    assert world.api("POST", f"/jobs/{ids[0]}/run").status in (200, 201, 202)
+    world.run_for(5)
+    pack, receipt = take_the_pack(world)
+    counts = runs_counted(world)
+    paused: list[int] = []
+
+    def pause() -> None:
+        if not paused:
+            paused.append(world.api("POST", f"/jobs/{ids[0]}/pause").status)
+
+    # When it is paused while its scheduled run is under way
+    apart = at_write(world, pause)
+    take_before_the_instant(world, pack, receipt, lambda: None)
+    # Then the pause marked it: its run's end went to its job, and a resume does not run it again
+    assert paused == [200]
+    assert apart == [{ids[0]}]
+    assert world.api("POST", f"/jobs/{ids[0]}/resume").status == 200
+    world.run_for(300)
+    assert counts[pack.items[[i.job_id for i in pack.items].index(ids[0])].execution_id] == 1
+    scheduled = [e for e in world.executions(ids[0]) if not e["manual"] and e["status"] != "CANCELLED"]
+    assert [(e["status"], e["attempts"]) for e in scheduled] == [("SUCCEEDED", 1)]
+
+
+def test_a_member_with_a_shorter_timeout_than_its_pack_s_longest_ends_on_its_job(world: World) -> None:
+    # Given a batch at one instant whose jobs' timeouts differ (a pack writes its ends once all its
+    # members have ended: a member's end must come no later than its own run's could)
+    at = {"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=240))}
+    jobs = [{"task": NOOP, "schedule": at, "timeout_seconds": 30 if i else 300} for i in range(10)]
+    answer = world.api("POST", "/jobs/batch", {"jobs": jobs})
+    assert answer.status == 201, answer.body
+    # When they run
+    with world.counting_calls() as calls:
+        world.run_for(300)
+    # Then none of the ten deferred its end: too few share the longest timeout
+    assert ends_written(world) == {}
+    assert calls["dynamodb.UpdateItem"] == 10

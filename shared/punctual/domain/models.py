@@ -292,13 +292,17 @@ def dispatched_runs(job: Job, now: datetime, ahead: timedelta) -> list[datetime]
 # A batch's job's item expires this long after its run's instant and the retention, when its run
 # ends in its batch's ends item (store/batch_ends.py); a run that ends later goes on its job's item.
 BATCH_END_MARGIN = timedelta(days=1)
+# And never sooner than this after its instant: a first attempt that failed is retried for up to 10
+# attempts at most 12 hours apart, the last of which writes the job's own expiry.
+BATCH_RETRIES_SPAN = timedelta(days=5)
 
 
 def ends_in_batch(job: Job) -> bool:
     """Whether a job's scheduled run would end in its batch's ends item: a batch's one-time job, active
     and never changed since its creation, its task its own (a named task's is in use while its item
-    says so), without notifications or policies (which read and write its item at the end), its run
-    not yet on its item. (Of the job as stored: a named task resolved for its run is its own no more.)"""
+    says so), without notifications or policies (which read and write its item at the end). (Of the
+    job as stored: a named task resolved for its run is its own no more. Not of what it shows of its
+    history: a run by hand is no change, and the API and the worker must judge alike.)"""
     return (
         job.listed_in is not None
         and isinstance(job.task, TaskSpec)
@@ -308,7 +312,6 @@ def ends_in_batch(job: Job) -> bool:
         and job.created_at == job.updated_at
         and not job.notify
         and job.policy.is_default
-        and job.last_execution is None
     )
 
 

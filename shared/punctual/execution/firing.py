@@ -43,6 +43,13 @@ from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
 from punctual.tasks import Prepared
 
+# A pack writes its ends of one batch at one instant to their ends item when it holds at least this
+# many (store/batch_ends.py): a write there costs the item's whole size, up to about 14 units for a
+# batch of 100, so fewer are cheaper written a unit each on their jobs' items. (A batch's jobs due
+# together file one marker group, in one shard: one pack; only a batch due within the hand-off
+# window is spread over the shards.)
+BATCH_ENDS_MIN = 10
+
 
 class Leased:
     """A member to run under the pack's lease: its job as read, as it runs, its execution, its task
@@ -261,8 +268,11 @@ class Firing:
             if n not in ready or ready[n].prepared is None:
                 member.let_go()  # (its start is not coming, or comes cold)
         launched = self._launch(ready, lease_until)
+        deferring = _deferring(ready)
         work: dict[int, Callable[[], Disposition]] = {
-            n: partial(self._start, member, members[n], lease_until, starters, n, launched.get(n))
+            n: partial(
+                self._start, member, members[n], lease_until, starters, n, launched.get(n), n in deferring
+            )
             for n, member in ready.items()
         }
         for n in alone:
@@ -320,6 +330,7 @@ class Firing:
         starters: Starters,
         n: int,
         launched: Execution | None = None,
+        deferred: bool = False,
     ) -> Disposition:
         """Member `n` on its thread: its task started (or, `launched`, its answer taken) and its end
         recorded."""
@@ -330,8 +341,7 @@ class Firing:
                 starters.starts.wait()
             prepared = None if member.prepared is None else member.prepared.result()
             running = launched or _running(member, lease_until, self._clock.now())
-            # (judged on the job as stored: `ends_in_batch`, as a change to it judges)
-            defer = receipt.defer if member.read is not None and ends_in_batch(member.read) else None
+            defer = receipt.defer if deferred else None
             return self._worker.run_leased(
                 member.job, running, starters.started(n), starters.starts.wait, receipt, prepared, defer
             )
@@ -343,6 +353,28 @@ class Firing:
         finally:
             if prepared is not None:
                 prepared.close()
+
+
+def _deferring(ready: dict[int, Leased]) -> set[int]:
+    """The members whose ends may go in their batch's ends item, written by the pack once all its
+    members have ended (packs.py): judged on the job as stored (`ends_in_batch`, as a change to it
+    judges), at least BATCH_ENDS_MIN of one batch at one instant (fewer are cheaper written apart),
+    and each with the pack's longest timeout: its end then comes no later than its own run's could,
+    which a pause and a resume count on (`models.in_flight`)."""
+    if not ready:
+        return set()
+    longest = max(member.job.timeout_seconds for member in ready.values())
+    keys: dict[tuple[str, datetime], set[int]] = {}
+    for n, member in ready.items():
+        read = member.read
+        if (
+            read is not None
+            and read.listed_in is not None
+            and ends_in_batch(read)
+            and member.job.timeout_seconds >= longest
+        ):
+            keys.setdefault((read.listed_in, member.execution.scheduled_at), set()).add(n)
+    return {n for group in keys.values() if len(group) >= BATCH_ENDS_MIN for n in group}
 
 
 def _running(member: Leased, lease_until: datetime, began: datetime) -> Execution:

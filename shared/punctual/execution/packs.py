@@ -47,7 +47,7 @@ from punctual.domain.models import Job, JobStatus, skip_reason
 from punctual.domain.work import Pack, WorkItem
 from punctual.execution import run_policy, run_records
 from punctual.execution.config import WorkerConfig
-from punctual.execution.firing import Firing, Leased, Starters, ended_on_job
+from punctual.execution.firing import BATCH_ENDS_MIN, Firing, Leased, Starters, ended_on_job
 from punctual.execution.receipt_reads import Known
 from punctual.execution.receipts import (
     THROTTLE_BACKOFF_SECONDS,
@@ -71,12 +71,6 @@ TOGETHER_SECONDS = 10.0
 PACK_LEASE_MIN = 1
 # A pack held by another worker whose lease could not be read is looked at again after this.
 HELD_RETRY_SECONDS = 5.0
-# A pack writes its ends of one batch at one instant to their ends item when it holds at least this
-# many (store/batch_ends.py): a write there costs the item's whole size, up to about 14 units for a
-# batch of 100, so fewer are cheaper written a unit each on their jobs' items. (A batch's jobs due
-# together file one marker group, in one shard: one pack; only a batch due within the hand-off
-# window is spread over the shards.)
-BATCH_ENDS_MIN = 10
 
 
 class PackRunner:

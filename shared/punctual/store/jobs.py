@@ -29,7 +29,14 @@ from typing import Any
 
 from punctual.domain.errors import LostRace
 from punctual.domain.executions import Execution, ExecutionStatus
-from punctual.domain.models import BATCH_END_MARGIN, Job, JobStamp, JobStatus
+from punctual.domain.models import (
+    BATCH_END_MARGIN,
+    BATCH_RETRIES_SPAN,
+    Job,
+    JobStamp,
+    JobStatus,
+    ends_in_batch,
+)
 from punctual.platform.timefmt import parse_stored, to_rfc3339
 from punctual.ports.jobs import JobsRead
 from punctual.store import job_flags, keys, lifecycle, list_keys
@@ -187,8 +194,11 @@ class JobRepository(JobViews):
         its creation. Its run may end in its batch's ends item (store/batch_ends.py), which writes
         nothing on its item; a change to it, or a run that ends otherwise, sets its expiry anew."""
         listed: dict[str, Any] = {"listed_until": until}
-        if job.next_run_at is not None and not job.recurring:
-            listed["expires_at"] = self._table.expiry(job.next_run_at + BATCH_END_MARGIN)
+        if job.next_run_at is not None and ends_in_batch(job):
+            listed["expires_at"] = max(
+                self._table.expiry(job.next_run_at + BATCH_END_MARGIN),
+                int((job.next_run_at + BATCH_RETRIES_SPAN).timestamp()),
+            )
         return listed
 
     def list_entry_expiry(self, jobs: Sequence[Job]) -> int:
