@@ -215,6 +215,9 @@ def test_the_ends_item_s_write_is_one_event_a_run(clock: ManualClock) -> None:
         events, sqs, queue = _bus_with_queue("punctual-batch-ends")
         ids = ten_in_a_batch(world)
         world.run_for(300)
+        # (and a change to one of them after, which writes its run on its job's item)
+        assert world.api("PATCH", f"/jobs/{ids[0]}", {"tags": {"team": "a"}}).status == 200
+        assert "run" in raw_job(world, ids[0])
         execution_events.publish(_stream_records(world), execution_change, events, "punctual-batch-ends")
         every = _executions(_received(sqs, queue))
         by_job = {d["job_id"]: d for d in every}

@@ -41,7 +41,7 @@ from punctual.platform.timefmt import parse_stored, to_rfc3339
 from punctual.ports.jobs import JobsRead
 from punctual.store import job_flags, keys, lifecycle, list_keys
 from punctual.store.codec.jobs import STAMP_ATTRIBUTES, job_attributes, job_from, job_item, list_entry_item
-from punctual.store.codec.runs import RUN, item_bytes, outcome_update, run_map
+from punctual.store.codec.runs import FROM_ENDS, RUN, item_bytes, outcome_update, run_map
 from punctual.store.job_views import JobViews
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS, JOB_TRANSITIONS
 from punctual.store.table import Table, call, delete, put
@@ -314,7 +314,8 @@ class JobRepository(JobViews):
         if run is None:
             return False
         try:
-            complete_with_run(self._table, run)
+            # (marked as its ends item's: the table's stream carried its end there already)
+            _complete(self._table, run, run.status, run={**run_map(run), FROM_ENDS: 1})
         except LostRace:
             pass  # (completed meanwhile)
         return True

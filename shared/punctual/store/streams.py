@@ -14,7 +14,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from punctual.domain.executions import Execution
 from punctual.store import keys
 from punctual.store.batch_ends import ended_executions
-from punctual.store.codec.runs import RUN, embedded_execution
+from punctual.store.codec.runs import FROM_ENDS, RUN, embedded_execution
 
 _DESERIALIZER = TypeDeserializer()
 
@@ -39,10 +39,11 @@ def execution_change(
     if sk == keys.JOB_SK:
         if RUN not in change["NewImage"]:
             return None
-        run = embedded_execution(_plain(change["NewImage"]))
+        new = _plain(change["NewImage"])
+        run = embedded_execution(new)
         old = embedded_execution(_plain(change.get("OldImage") or {}))
-        if run is None or (old is not None and old.id == run.id):
-            return None
+        if run is None or (old is not None and old.id == run.id) or new[RUN].get(FROM_ENDS):
+            return None  # (one copied from its batch's ends item: announced there)
         return run
     if not keys.is_execution_sk(sk):
         return None

@@ -82,6 +82,9 @@ def outcome_update_values(execution: Execution) -> dict[str, Any]:
 # (ms), its task's version, and its error and result when it has them. Its own copy, not the
 # outcome's: a run by hand that ends later records its outcome over the job's.
 RUN = "run"
+# In a run on its job's item, copied there from its batch's ends item (store/batch_ends.py), whose
+# stream record announced its end.
+FROM_ENDS = "b"
 # A run goes on its job only with an error this short: a longer one goes on an item of its own.
 RUN_ERROR_MAX_CHARS = 200
 # Nor when the job's item would then take more than one write unit.
