@@ -435,7 +435,7 @@ def stale_reads(world: World, stale: dict[str, Any]) -> list[tuple[list[str], bo
             return read
         made.append((ids, consistent))
         if not consistent:
-            for job_id in [i for i in ids if i in pending]:
+            for job_id in [i for i in dict.fromkeys(ids) if i in pending]:
                 job = pending.pop(job_id)
                 if job is None:
                     read.found.pop(job_id, None)
