@@ -115,19 +115,26 @@ def at_write(world: World, before: Any) -> list[set[str]]:
     return apart
 
 
+def paused_at_write(world: World, pack: Any, receipt: str, job_id: str) -> tuple[list[int], list[set[str]]]:
+    """Fire the pack, `job_id` paused just before it writes its ends: the pause's answers, and what
+    each write left apart."""
+    paused: list[int] = []
+
+    def pause() -> None:
+        if not paused:
+            paused.append(world.api("POST", f"/jobs/{job_id}/pause").status)
+
+    apart = at_write(world, pause)
+    take_before_the_instant(world, pack, receipt, lambda: None)
+    return paused, apart
+
+
 def test_a_pause_landing_while_the_runs_are_under_way_sends_that_run_s_end_to_its_job(world: World) -> None:
     ids = ten_in_a_batch(world)
     pack, receipt = take_the_pack(world)
     counts = runs_counted(world)
     # Given a job paused after its run started, just before its pack writes the ends
-    paused: list[int] = []
-
-    def pause() -> None:
-        if not paused:
-            paused.append(world.api("POST", f"/jobs/{ids[0]}/pause").status)
-
-    apart = at_write(world, pause)
-    take_before_the_instant(world, pack, receipt, lambda: None)
+    paused, apart = paused_at_write(world, pack, receipt, ids[0])
     # Then the pause was acknowledged, and the write left that job's end apart: it went to its job
     # (the pause protocol's way: the run is kept, and resuming does not run it again)
     assert paused == [200]
@@ -274,15 +281,8 @@ def test_a_pause_during_the_run_of_a_job_run_by_hand_before_marks_it_too(world: 
     world.run_for(5)
     pack, receipt = take_the_pack(world)
     counts = runs_counted(world)
-    paused: list[int] = []
-
-    def pause() -> None:
-        if not paused:
-            paused.append(world.api("POST", f"/jobs/{ids[0]}/pause").status)
-
     # When it is paused while its scheduled run is under way
-    apart = at_write(world, pause)
-    take_before_the_instant(world, pack, receipt, lambda: None)
+    paused, apart = paused_at_write(world, pack, receipt, ids[0])
     # Then the pause marked it: its run's end went to its job, and a resume does not run it again
     assert paused == [200]
     assert apart == [{ids[0]}]

@@ -127,13 +127,8 @@ class Attempts:
         ended = self._clock.now()
         log["took_ms"] = run_records.ms(ended - began)
         if leased and defer is not None:
-            done = replace(
-                execution,
-                status=ExecutionStatus.SUCCEEDED,
-                finished_at=ended,
-                error=None,
-                result=truncate(result, self._result_max_bytes),
-                lease_until=None,
+            done = _ended(
+                execution, ExecutionStatus.SUCCEEDED, ended, None, truncate(result, self._result_max_bytes)
             )
             if end_in_batch(job, done, ended):
                 defer(job, done)
@@ -248,10 +243,7 @@ class Attempts:
             return self._store.executions.finish_attempt(
                 execution, status=status, finished_at=finished_at, error=error, result=result
             )
-        ended = replace(
-            execution, status=status, finished_at=finished_at, error=error, result=result, lease_until=None
-        )
-        return self._store.executions.put_end(ended)
+        return self._store.executions.put_end(_ended(execution, status, finished_at, error, result))
 
     def _retry(self, execution: Execution, next_attempt_at: datetime, error: str, leased: bool) -> Execution:
         if not leased:
@@ -268,3 +260,12 @@ class Attempts:
     def _persist(self, write: Callable[[], _T], ends_after: Callable[[], None]) -> _T:
         ends_after()  # (the starts of its instant first)
         return persist(write, self._clock, self._rng)
+
+
+def _ended(
+    execution: Execution, status: ExecutionStatus, finished_at: datetime, error: str | None, result: Any
+) -> Execution:
+    """A run under its pack's lease, ended: its end as stored, its lease let go."""
+    return replace(
+        execution, status=status, finished_at=finished_at, error=error, result=result, lease_until=None
+    )

@@ -83,21 +83,23 @@ def details_of(record: dict[str, Any], read: StreamReader, mode: str = ALL) -> l
     """The events' details for a stream record's changes of executions' statuses (a batch's ends
     item's write: one a run it adds)."""
     change = read(record)
-    if isinstance(change, list):
-        return [detail for run in change if (detail := _run_on_job(run, mode)) is not None]
-    detail = detail_of(record, lambda _: change, mode)
-    return [] if detail is None else [detail]
+    changes = change if isinstance(change, list) else [change]
+    return [detail for one in changes if (detail := _change_detail(one, mode)) is not None]
 
 
 def detail_of(record: dict[str, Any], read: StreamReader, mode: str = ALL) -> dict[str, Any] | None:
     """The event's detail for a stream record that changes an execution's status, or None (the
     first, for a batch's ends item's write: `details_of`)."""
-    change = read(record)
+    found = details_of(record, read, mode)
+    return found[0] if found else None
+
+
+def _change_detail(
+    change: tuple[dict[str, Any], dict[str, Any]] | Execution | None, mode: str
+) -> dict[str, Any] | None:
+    """The detail of one execution's change as the stream reader gives it, or None."""
     if change is None:
         return None
-    if isinstance(change, list):
-        found = details_of(record, lambda _: change, mode)
-        return found[0] if found else None
     if isinstance(change, Execution):
         return _run_on_job(change, mode)
     new, old = change

@@ -29,11 +29,17 @@ from botocore.exceptions import ClientError
 
 from punctual.domain.errors import LostRace
 from punctual.domain.executions import Execution, ExecutionStatus
-from punctual.domain.models import BATCH_END_MARGIN as EXPIRY_MARGIN
-from punctual.domain.models import Job, JobStatus
+from punctual.domain.models import BATCH_END_MARGIN, Job, JobStatus
 from punctual.platform.timefmt import parse_stored
 from punctual.store import keys, list_keys
-from punctual.store.codec.runs import RUN, embedded_execution, outcome_update_values, run_fits, run_map
+from punctual.store.codec.runs import (
+    COMPLETION_REMOVES,
+    RUN,
+    embedded_execution,
+    outcome_update_values,
+    run_fits,
+    run_map,
+)
 from punctual.store.table import Table, call, from_wire
 
 END = "e:"
@@ -69,12 +75,7 @@ def with_end(item: dict[str, Any], ends: Mapping[str, Any] | None, table: Table)
     ended = embedded_execution({"id": job_id, "owner": item["owner"], RUN: run})
     if ended is None or ended.finished_at is None:
         return item
-    completed = {
-        k: v
-        for k, v in item.items()
-        if k
-        not in {"next_run_at", "queued_run_at", "last_execution", "last_execution_ms", "task_ref", "flag"}
-    }
+    completed = {k: v for k, v in item.items() if k not in {*COMPLETION_REMOVES, "flag"}}
     completed.update(status=JobStatus.COMPLETED.value, expires_at=table.expiry(ended.finished_at))
     completed[RUN] = dict(run)
     # (a success: its outcome, unless a later one is recorded, and no failures in a row)
@@ -116,7 +117,7 @@ class BatchEndRepository:
                 sets.append(f"#e{i} = if_not_exists(#e{i}, :e{i})")
                 conditions.append(f"attribute_not_exists(#m{i})")
             # (the latest end's expiry: each job's item expires by then too)
-            values[":exp"] = self._table.expiry(latest + EXPIRY_MARGIN)
+            values[":exp"] = self._table.expiry(latest + BATCH_END_MARGIN)
             sets.append("#exp = :exp")
             try:
                 call(
@@ -143,7 +144,7 @@ class BatchEndRepository:
         return moved
 
     def mark_moved(self, job: Job) -> None:
-        """Mark a change to `job` (`pending`) before it is written, so that no pack writes its run's end
+        """Mark a change to `job` (`models.ends_in_batch`) before it is written, so that no pack writes its run's end
         here after it. LostRace if its end is here: its run has ended, and the job is complete."""
         assert job.listed_in is not None and job.next_run_at is not None
         call(
@@ -155,7 +156,7 @@ class BatchEndRepository:
                 ExpressionAttributeNames={"#m": MOVED + job.id, "#e": END + job.id, "#exp": "expires_at"},
                 ExpressionAttributeValues={
                     ":v": job.schedule_version,
-                    ":exp": self._table.expiry(job.next_run_at + EXPIRY_MARGIN),
+                    ":exp": self._table.expiry(job.next_run_at + BATCH_END_MARGIN),
                 },
             )
         )
@@ -170,19 +171,18 @@ class BatchEndRepository:
     def with_ends(self, items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         """Job items with their runs' ends from their batches' ends items laid over them (one
         BatchGetItem for those that may have one: whose run's instant has come)."""
-        found = list(items)
         now = self._table.clock.now()
-        wanted = [
-            key
-            for item in found
-            if (key := job_ends_key(item)) is not None and parse_stored(str(item["next_run_at"])) <= now
-        ]
+        keyed = [(item, job_ends_key(item)) for item in items]
+        wanted = {
+            key["pk"]: key
+            for item, key in keyed
+            if key is not None and parse_stored(str(item["next_run_at"])) <= now
+        }
         if not wanted:
-            return found
-        ends = self.read_many(wanted)
+            return [item for item, _ in keyed]
+        ends = self.read_many(wanted.values())
         return [
-            with_end(item, ends.get(key["pk"]), self._table) if (key := job_ends_key(item)) else item
-            for item in found
+            item if key is None else with_end(item, ends.get(key["pk"]), self._table) for item, key in keyed
         ]
 
     def with_end(self, item: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -41,7 +41,7 @@ from punctual.platform.timefmt import parse_stored, to_rfc3339
 from punctual.ports.jobs import JobsRead
 from punctual.store import job_flags, keys, lifecycle, list_keys
 from punctual.store.codec.jobs import STAMP_ATTRIBUTES, job_attributes, job_from, job_item, list_entry_item
-from punctual.store.codec.runs import FROM_ENDS, RUN, item_bytes, outcome_update, run_map
+from punctual.store.codec.runs import COMPLETION_REMOVES, FROM_ENDS, RUN, item_bytes, outcome_update, run_map
 from punctual.store.job_views import JobViews
 from punctual.store.lifecycle import EXECUTION_TRANSITIONS, JOB_TRANSITIONS
 from punctual.store.table import Table, call, delete, put
@@ -495,10 +495,7 @@ def _complete(
         Key=keys.job_key(execution.job_id),
         UpdateExpression="SET " + ", ".join(["#st = :done", "expires_at = :exp", *sets]) + " "
         # (and a stale copy of the last execution, which every write to a job drops)
-        "REMOVE "
-        + ", ".join(
-            ["next_run_at", "queued_run_at", "last_execution", "last_execution_ms", "task_ref", *removes]
-        ),
+        "REMOVE " + ", ".join([*COMPLETION_REMOVES, *removes]),
         ConditionExpression=expression,
         ExpressionAttributeNames=names,
         ExpressionAttributeValues={

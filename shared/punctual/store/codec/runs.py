@@ -76,6 +76,11 @@ def outcome_update_values(execution: Execution) -> dict[str, Any]:
     }
 
 
+# What the write that completes a job removes from its item (besides what its outcome's update
+# removes): `jobs._complete`, and a run's end from its batch's ends item laid over it (batch_ends.py).
+COMPLETION_REMOVES = ("next_run_at", "queued_run_at", "last_execution", "last_execution_ms", "task_ref")
+
+
 # A one-time job's scheduled run that ended under its pack's lease may be stored on its job's item,
 # in the write that completes the job (`store.jobs.complete_with_run`), as the map `run`: its short id (as
 # in `outcome_run`), instant, schedule version, status, attempts, start, end, lateness and creation
