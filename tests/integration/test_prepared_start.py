@@ -20,6 +20,7 @@ from punctual.execution.packs import PACK_LEASE_MIN
 from punctual.execution.receipts import Disposition
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
+from punctual.tasks import PREPARE_AHEAD_SECONDS
 from tests.integration.test_packs import take_the_pack
 from tests.unit.tasks.connections import Listener, listener
 from tests.world import World, mocked_world
@@ -76,10 +77,12 @@ def webhooks_at_one_instant(world: World, url: str) -> tuple[list[dict[str, Any]
     return jobs, pack, receipt
 
 
-def take_before_the_instant(world: World, pack: Pack, receipt: str, at_hold: Callable[[], None]) -> None:
+def take_before_the_instant(
+    world: World, pack: Pack, receipt: str, at_hold: Callable[[], None], ahead: float = 2
+) -> None:
     clock = world.clock
     assert isinstance(clock, HoldingClock)
-    clock.set(pack.scheduled_at - timedelta(seconds=2))
+    clock.set(pack.scheduled_at - timedelta(seconds=ahead))
     clock.at_hold = at_hold
     assert world.punctual.packs.handle(pack, receipt) is Disposition.DONE
     assert clock.at_hold is None  # (it held)
@@ -109,6 +112,36 @@ def test_a_packs_webhooks_are_connected_before_the_instant_and_called_at_it(
     for connection in requests:
         assert connection.accepted_at < pack.scheduled_at <= connection.requested_at  # type: ignore[operator]
     assert len(sends) >= MEMBERS and min(sends) >= pack.scheduled_at
+    assert statuses(world, jobs) == ["SUCCEEDED"] * MEMBERS
+
+
+def test_a_pack_taken_early_opens_its_connections_only_as_early_as_they_are_kept(
+    world: World, receiver: Listener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a pack taken 20 seconds before its instant (its lead and the early wait), further ahead
+    # than a connection is opened for a start (PREPARE_AHEAD_SECONDS)
+    jobs, pack, receipt = webhooks_at_one_instant(world, receiver.url)
+    ahead = PREPARE_AHEAD_SECONDS + 5
+    senders: list[threading.Thread] = []
+    real = http.client.HTTPConnection.send
+
+    def send(self: http.client.HTTPConnection, data: Any) -> None:
+        senders.append(threading.current_thread())
+        real(self, data)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "send", send)
+
+    def at_hold() -> None:
+        # While it holds that far ahead: no connection is open yet
+        assert receiver.connections == {}
+
+    take_before_the_instant(world, pack, receipt, at_hold, ahead=ahead)
+    # Then each member's connection was opened within PREPARE_AHEAD_SECONDS of the instant, and each
+    # request went out on it from the thread that fired the pack (none started cold)
+    opened_from = pack.scheduled_at - timedelta(seconds=PREPARE_AHEAD_SECONDS)
+    assert len(receiver.connections) == MEMBERS
+    assert all(c.accepted_at >= opened_from for c in receiver.connections.values())  # type: ignore[operator]
+    assert senders and set(senders) == {threading.current_thread()}
     assert statuses(world, jobs) == ["SUCCEEDED"] * MEMBERS
 
 

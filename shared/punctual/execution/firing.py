@@ -16,9 +16,11 @@ finds its end.
 
 from __future__ import annotations
 
+import heapq
+import selectors
 import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime
@@ -41,7 +43,7 @@ from punctual.execution.starts_first import StartsFirst
 from punctual.execution.worker import Worker
 from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
-from punctual.tasks import Prepared
+from punctual.tasks import Awaited, Prepared
 
 # A pack writes its ends of one batch at one instant to their ends item when it holds at least this
 # many (store/batch_ends.py): a write there costs the item's whole size, up to about 14 units for a
@@ -49,6 +51,9 @@ from punctual.tasks import Prepared
 # together file one marker group, in one shard: one pack; only a batch due within the hand-off
 # window is spread over the shards.)
 BATCH_ENDS_MIN = 10
+# A pack's launched members whose answers are taken and ends recorded at once, at most: the answers
+# wait in their sockets meanwhile, and more threads at once only share the same interpreter.
+ANSWERS_AT_ONCE = 16
 
 
 class Leased:
@@ -122,63 +127,174 @@ class InstantChanges:
 
 
 class Starters:
-    """A pack's members, each waiting on a thread of the pack's for its word at the instant.
+    """A pack's members at the instant: those that start on a thread wait on one of the pack's from
+    before it; those launched (`Firing._launch`) hold none, their answers read by one thread.
 
     Work handed to a thread at the instant waits for its turn in the interpreter behind every member
     already started, and a thread made then waits to be started: a crowded instant's packs, each
-    handing out hundreds, would start their last members seconds late. So each member waits on its
-    thread from before the instant (the threads that prepared the members, reused: no more threads
-    than the pack had). At the instant the pack says what each does (start, go the lone way, or
-    nothing: ended) and lets them all go at once.
+    handing out hundreds, would start their last members seconds late. So a member that starts on a
+    thread waits on it from before the instant (the threads that prepared the members, reused: no
+    more threads than the pack had). A member whose task is expected to launch (Prepared.launches)
+    gives its thread back instead: hundreds of threads woken at the instant, each only to wait again
+    for its answer, cost the firing thread the interpreter it needs for the starts. At the instant
+    the pack says what each does (start, take its answer, go the lone way, or nothing: ended) and lets
+    them all go at once. The answers of those launched are waited for together on one thread
+    (`_read_answers`), after the instant's starts, and taken as they come, at most ANSWERS_AT_ONCE at
+    a time.
 
     The pool's earlier work (the preparing, members going the lone way) is given to it first, and a
     pool hands out its work in order: no waiting member holds a thread that work needs.
 
     A member counts as starting in `starts` (shared by every pack due at the same instant in the
     environment) from when it is on its thread until its task starts, or until the word if it has
-    nothing to start. So the ends of the members that started wait for the starts of the instant's
-    other members, in this pack and in the others: not for a member still waiting for a thread (in a
-    pack larger than its threads), which waits for an end, nor for a pack holding for a later
-    instant."""
+    nothing to start; the pack's launches count as one start, from when it holds until they are sent.
+    So the ends of the members that started wait for the starts of the instant's other members, in
+    this pack and in the others: not for a member still waiting for a thread (in a pack larger than
+    its threads), which waits for an end, nor for a pack holding for a later instant."""
 
-    def __init__(self, pool: ThreadPoolExecutor, members: Iterable[int], starts: StartsFirst) -> None:
+    def __init__(
+        self,
+        pool: ThreadPoolExecutor,
+        members: Mapping[int, Future[Prepared] | None],
+        starts: StartsFirst,
+        clock: Clock,
+    ) -> None:
         self.starts = starts
+        self._pool = pool
+        self._clock = clock
         self._go = threading.Event()
         self._lock = threading.Lock()
         self._work: dict[int, Callable[[], Disposition]] = {}
         self._leaves: dict[int, Callable[[], None]] = {}
         self._starting: set[int] = set()
-        self.waiting = {n: pool.submit(self._wait, n) for n in members}
+        self._spared: set[int] = set()  # members that gave their thread back
+        self.outcomes: dict[int, Future[Disposition]] = {n: Future() for n in members}
+        self._launching = starts.enter()
+        for n, prepared in members.items():
+            pool.submit(self._wait, n, prepared)
 
-    def _wait(self, n: int) -> Disposition:
+    def _wait(self, n: int, prepared: Future[Prepared] | None) -> None:
+        if prepared is not None and _launches(prepared):
+            with self._lock:
+                if not self._go.is_set():
+                    self._spared.add(n)
+                    return  # (its work, at the word, goes to the answers' reader or to the pool)
         leave = self._leaves[n] = self.starts.enter()
         try:
             self._go.wait()
             if n not in self._starting:
                 leave()  # (nothing to start: no end waits for its work)
-            return self._work[n]()
+            self._run(n)
         finally:
             leave()
 
+    def _run(self, n: int) -> None:
+        outcome = self.outcomes[n]
+        try:
+            outcome.set_result(self._work[n]())
+        except BaseException as exc:
+            outcome.set_exception(exc)
+
+    def _run_spared(self, n: int, room: threading.BoundedSemaphore | None = None) -> None:
+        try:
+            self._run(n)
+        finally:
+            self._leaves.get(n, _nothing)()
+            if room is not None:
+                room.release()
+
     def started(self, n: int) -> Callable[[], None]:
         """What member `n`, on its thread, calls as its task starts."""
-        return self._leaves[n]
+        return self._leaves.get(n, _nothing)
 
-    def go(self, work: dict[int, Callable[[], Disposition]], starting: Iterable[int] = ()) -> None:
+    def go(
+        self,
+        work: dict[int, Callable[[], Disposition]],
+        starting: Iterable[int] = (),
+        answers: Mapping[int, Awaited | None] | None = None,
+    ) -> None:
         """Each member's work (every member's), and the word. `starting`: the members whose work
-        starts their task (the others' ends need not wait for them)."""
+        starts their task (the others' ends need not wait for them). `answers`: the members
+        launched, by where their answers come (their work takes it)."""
+        answers = answers or {}
         with self._lock:
             self._work.update(work)
             self._starting.update(starting)
-        self._go.set()
+            read = {n: answers[n] for n in self._spared if n in answers}
+            spared = [n for n in self._spared if n not in answers]
+            for n in spared:
+                if n in self._starting:
+                    self._leaves[n] = self.starts.enter()
+            self._go.set()
+        for n in spared:
+            self._pool.submit(self._run_spared, n)
+        if read:
+            # (a thread of its own: one of the pool's would be one fewer to take the answers on)
+            threading.Thread(target=self._read_answers, args=(read,), name="answers", daemon=True).start()
+        self._launching()
 
     def let_go(self) -> None:
         """The word, for members not given work (none started: the pack failed before its starts):
         their threads end, doing nothing."""
         with self._lock:
-            for n in self.waiting:
+            for n in self.outcomes:
                 self._work.setdefault(n, partial(_given, Disposition.LATER))
-        self._go.set()
+            spared = [n for n in self._spared if not self._go.is_set()]
+            self._go.set()
+        for n in spared:
+            self._pool.submit(self._run_spared, n)
+        self._launching()
+
+    def _read_answers(self, answers: dict[int, Awaited | None]) -> None:
+        """The launched members' answers, each handed to a thread of the pool as it comes (or as its
+        timeout ends), at most ANSWERS_AT_ONCE at a time: after the instant's starts, its answer
+        waiting in its socket meanwhile. Whatever goes wrong here, every member is handed on."""
+        room = threading.BoundedSemaphore(ANSWERS_AT_ONCE)
+        left = dict(answers)
+
+        def hand(n: int) -> None:
+            del left[n]
+            room.acquire()
+            self._pool.submit(self._run_spared, n, room)
+
+        try:
+            self.starts.wait()
+            with selectors.DefaultSelector() as selector:
+                deadlines: list[tuple[datetime, int]] = []
+                for n, awaited in answers.items():
+                    if awaited is None:
+                        hand(n)
+                    else:
+                        selector.register(awaited.sock, selectors.EVENT_READ, n)
+                        heapq.heappush(deadlines, (awaited.by, n))
+                while left:
+                    now = self._clock.now()
+                    while deadlines and (deadlines[0][0] <= now or deadlines[0][1] not in left):
+                        _, n = heapq.heappop(deadlines)
+                        if n in left:
+                            selector.unregister(answers[n].sock)  # type: ignore[union-attr]
+                            hand(n)
+                    if not left:
+                        break
+                    wait = (deadlines[0][0] - now).total_seconds() if deadlines else None
+                    for key, _ in selector.select(wait):
+                        selector.unregister(key.fileobj)
+                        hand(key.data)
+        finally:
+            for n in list(left):
+                hand(n)
+
+
+def _launches(prepared: Future[Prepared]) -> bool:
+    """Whether a member's task, once made ready, is expected to launch (it waits for that here)."""
+    try:
+        return prepared.result().launches()
+    except Exception:
+        return False
+
+
+def _nothing() -> None:
+    pass
 
 
 def _given(result: Disposition) -> Disposition:
@@ -280,8 +396,12 @@ class Firing:
         for n, result in results.items():
             work[n] = partial(_given, result)
         # (a member launched has started: no end waits for its thread)
-        starters.go(work, starting=[n for n in ready if n not in launched])
-        return dict(starters.waiting)
+        starters.go(
+            work,
+            starting=[n for n in ready if n not in launched],
+            answers={n: _awaited(ready[n]) for n in launched},
+        )
+        return dict(starters.outcomes)
 
     def _changed(self, pack: Pack, leased: dict[int, Leased], first: bool) -> set[str]:
         """The members' jobs that may have changed since they were read: on a first take at about its
@@ -375,6 +495,12 @@ def _deferring(ready: dict[int, Leased]) -> set[int]:
         ):
             keys.setdefault((read.listed_in, member.execution.scheduled_at), set()).add(n)
     return {n for group in keys.values() if len(group) >= BATCH_ENDS_MIN for n in group}
+
+
+def _awaited(member: Leased) -> Awaited | None:
+    """Where a launched member's answer comes."""
+    assert member.prepared is not None
+    return member.prepared.result().awaited()
 
 
 def _running(member: Leased, lease_until: datetime, began: datetime) -> Execution:

@@ -63,6 +63,7 @@ from punctual.platform.timefmt import to_rfc3339
 from punctual.ports.jobs import JobsRead
 from punctual.ports.packs import PackHeld, PackLeases
 from punctual.ports.queue import WorkQueue
+from punctual.tasks import PREPARE_AHEAD_SECONDS
 
 # Members waiting within this much of the shortest wait stay together; any waiting longer goes alone.
 TOGETHER_SECONDS = 10.0
@@ -207,6 +208,12 @@ class PackRunner:
         except Exception:
             self._give_back(packs, pack, holder)
             raise
+        # A pack taken further ahead than its members may be made ready (its lead and the early
+        # wait) holds until then: a webhook's connection opened sooner would not be, and its member
+        # would start cold.
+        ahead = (pack.scheduled_at - self._clock.now()).total_seconds() - PREPARE_AHEAD_SECONDS
+        if ahead > 0:
+            self._clock.sleep(ahead)
         with ThreadPoolExecutor(max_workers=min(len(pack.items), self._config.fire_threads)) as pool:
             # What a start can do ahead (a webhook's address checked, its connection opened) is done
             # while the pack holds, side by side; never a byte of a request. Each member waits at its
@@ -221,7 +228,12 @@ class PackRunner:
                 if n not in leased and outcomes[n] is None
             }
             # (after the work above: see Starters)
-            starters = Starters(pool, leased, self._firing.starts_at(pack.scheduled_at))
+            starters = Starters(
+                pool,
+                {n: member.prepared for n, member in leased.items()},
+                self._firing.starts_at(pack.scheduled_at),
+                self._clock,
+            )
             try:
                 wait = (pack.scheduled_at - self._clock.now()).total_seconds()
                 if wait > 0:

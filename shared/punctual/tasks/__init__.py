@@ -5,11 +5,12 @@ from __future__ import annotations
 import importlib
 import json
 import pkgutil
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -103,6 +104,12 @@ class TaskType(Protocol):
         ...
 
 
+# A task is made ready at most this long before its start: what it holds open for the start (a
+# webhook's connection, which servers let go of after some idle seconds: tasks/http_ahead.py) is
+# opened no sooner.
+PREPARE_AHEAD_SECONDS = 15.0
+
+
 class Prepared(Protocol):
     """A task made ready ahead of its start (`prepare`): what does not depend on the start is done."""
 
@@ -118,9 +125,27 @@ class Prepared(Protocol):
         is `fire`'s to report."""
         ...
 
+    def launches(self) -> bool:
+        """Whether `launch` is expected to send it (a connection held open for it): known before the
+        start, so that nothing need wait on a thread of its own for the start. The server may still
+        have let go by then: `launch` says."""
+        ...
+
+    def awaited(self) -> Awaited | None:
+        """Once launched: where its answer comes and by when `fire` must take it, so that one thread
+        can wait for many answers at once (None: nothing to wait on, `fire` takes it at once)."""
+        ...
+
     def close(self) -> None:
         """Let go of what was held for the start (a connection) when it will not come; idempotent."""
         ...
+
+
+class Awaited(NamedTuple):
+    """A launched start's answer: the socket it comes on, and when its timeout ends."""
+
+    sock: socket.socket
+    by: datetime
 
 
 class Preparing(Protocol):
@@ -282,6 +307,12 @@ class _Cold:
     def launch(self, context: TaskContext) -> bool:
         return False
 
+    def launches(self) -> bool:
+        return False
+
+    def awaited(self) -> Awaited | None:
+        return None
+
     def close(self) -> None:
         pass
 
@@ -303,6 +334,12 @@ class _Rendered:
     def launch(self, context: TaskContext) -> bool:
         # (references that differ: `fire` runs it cold)
         return context.references() == self._references and self._ready.launch(context)
+
+    def launches(self) -> bool:
+        return self._ready.launches()
+
+    def awaited(self) -> Awaited | None:
+        return self._ready.awaited()
 
     def close(self) -> None:
         self._ready.close()

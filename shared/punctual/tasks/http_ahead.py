@@ -10,10 +10,11 @@ import resource
 import socket
 import ssl
 import threading
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from punctual.tasks import TaskContext
+from punctual.platform.clock import Clock
+from punctual.tasks import PREPARE_AHEAD_SECONDS, Awaited, TaskContext
 from punctual.tasks.http_wire import (
     Call,
     Connection,
@@ -31,14 +32,14 @@ from punctual.tasks.netguard import OutboundUrl
 
 def prepare_call(params: Call, context: TaskContext) -> PreparedCall:
     """The URL read and guarded, its host resolved and the address checked, and a connection to
-    that address opened (TLS handshake and all) when the start is at most PREPARED_AHEAD_SECONDS
+    that address opened (TLS handshake and all) when the start is at most PREPARE_AHEAD_SECONDS
     away: not a byte of the request is sent. TaskFailed for a URL or address refused (the start
     runs cold, and checks again)."""
     url, addresses = target(params, context)
     now = context.clock.now()
     ahead = (context.scheduled_at - now).total_seconds()
     connection: Connection | None = None
-    if ahead <= PREPARED_AHEAD_SECONDS and _OPEN_AHEAD.acquire(blocking=False):
+    if ahead <= PREPARE_AHEAD_SECONDS and _OPEN_AHEAD.acquire(blocking=False):
         # An early connect gets no longer than the time left before the start (a second at
         # least): one slower is dropped and made afresh then, with the task's whole timeout, so
         # that a start never ends later than a cold one would by more than that second.
@@ -64,17 +65,18 @@ def prepare_call(params: Call, context: TaskContext) -> PreparedCall:
     return PreparedCall(params, url, addresses[0], connection, now, _start_of(context))
 
 
-# A connection is opened at most this long before its start, and one that has waited idle longer
-# than PREPARED_IDLE_SECONDS is not used (that bound's few seconds more are for a start that comes
-# late: its turn on a thread, a busy CPU). A pack's members are prepared at most its lead before
-# their instant (Settings.lead_max_seconds, at most 15 s). That is within the time usual servers give
+# A connection is opened at most PREPARE_AHEAD_SECONDS (15 s) before its start (a pack taken sooner
+# prepares its members from then), and one that has waited idle longer than PREPARED_IDLE_SECONDS is
+# not used (that bound's few seconds more are for a start that comes late: its turn on a thread, a
+# busy CPU). That is within the time usual servers give
 # a new connection to send its request: nginx's client_header_timeout (60 s by default), Apache's
 # mod_reqtimeout (20 s for the first byte of the headers), Node.js's headersTimeout (60 s), an AWS
 # load balancer's idle timeout (60 s). A server that lets go sooner costs a fresh connect at the
 # start, never a failure.
-PREPARED_AHEAD_SECONDS = 15.0
 PREPARED_IDLE_SECONDS = 20.0
 EARLY_CONNECT_MIN_SECONDS = 1.0
+# How long an answer taken after its timeout ended is waited for: one there already is read.
+LATE_ANSWER_WAIT_SECONDS = 0.01
 # Descriptors kept for the process's own use (the SDK's connections, logs, the runtime's) before any
 # is held open ahead of a start, and the most of a process's limit counted.
 RESERVED_DESCRIPTORS = 24
@@ -127,14 +129,20 @@ class PreparedCall:
         self._prepared_at = prepared_at
         self._written_for = written_for  # the start the held connection's request is written for
         self._lock = threading.Lock()
-        # Launched: the connection its request went out on, and what went wrong if anything did.
+        # Launched: the connection its request went out on, what went wrong if anything did, and
+        # when its timeout ends (the answer gets what is left of it, however late it is taken).
         self._launched: Connection | None = None
         self._launch_error: BaseException | None = None
+        self._answer_by: datetime | None = None
+        self._clock: Clock | None = None
 
     def launch(self, context: TaskContext) -> bool:
-        connection = self._take(context, timeout_for(self._params, context))
+        timeout = timeout_for(self._params, context)
+        connection = self._take(context, timeout)
         if connection is None:
             return False
+        self._clock = context.clock
+        self._answer_by = context.clock.now() + timedelta(seconds=timeout)
         try:
             connection.send_written()
         except _LET_GO as exc:
@@ -169,13 +177,26 @@ class PreparedCall:
         connection = pinned_connection(url, self._address, timeout)
         return send_on(connection, params.method, url.target, body, headers)
 
+    def launches(self) -> bool:
+        return self._connection is not None
+
+    def awaited(self) -> Awaited | None:
+        connection = self._launched
+        if connection is None or connection.sock is None or self._answer_by is None:
+            return None
+        return Awaited(connection.sock, self._answer_by)
+
     def _answer(self) -> tuple[http.client.HTTPResponse, bytes]:
-        """The answer to the request `launch` sent."""
+        """The answer to the request `launch` sent, within what is left of its timeout."""
         connection = self._launched
         assert connection is not None
         try:
             if self._launch_error is not None:
                 raise self._launch_error
+            if connection.sock is not None and self._answer_by is not None and self._clock is not None:
+                # (an answer already come is taken however late its turn: only waiting is bounded)
+                left = (self._answer_by - self._clock.now()).total_seconds()
+                connection.sock.settimeout(max(left, LATE_ANSWER_WAIT_SECONDS))
             return answer_on(connection)
         finally:
             connection.close()
@@ -236,3 +257,4 @@ def _still_open(sock: socket.socket) -> bool:
 def _start_of(context: TaskContext) -> tuple[Any, ...]:
     """What a request is written for: a start of one attempt of one execution."""
     return (context.job_id, context.execution_id, context.scheduled_at, context.attempt, context.job_name)
+

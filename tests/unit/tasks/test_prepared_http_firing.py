@@ -16,8 +16,8 @@ from punctual import tasks
 from punctual.domain.models import TaskSpec
 from punctual.platform import signing
 from punctual.platform.clock import ManualClock
-from punctual.tasks import TaskFailed, http_wire
-from punctual.tasks.http_ahead import PREPARED_AHEAD_SECONDS, PREPARED_IDLE_SECONDS
+from punctual.tasks import PREPARE_AHEAD_SECONDS, TaskFailed, http_wire
+from punctual.tasks.http_ahead import PREPARED_IDLE_SECONDS
 from tests.unit.tasks.connections import Listener
 from tests.unit.tasks.webhook import Reply, Webhook, context, http_spec
 
@@ -86,10 +86,10 @@ def test_a_connection_opened_the_furthest_ahead_serves_a_start_that_comes_late(
     receiver: Listener, clock: ManualClock
 ) -> None:
     # Given a connection opened as far ahead as may be, and a start that comes a second late
-    ctx = context(clock=clock, scheduled_at=clock.now() + timedelta(seconds=PREPARED_AHEAD_SECONDS))
+    ctx = context(clock=clock, scheduled_at=clock.now() + timedelta(seconds=PREPARE_AHEAD_SECONDS))
     prepared = tasks.prepare(http_spec({"url": receiver.url}, ctx), ctx)
     receiver.wait_for(lambda r: len(r.connections) == 1)
-    clock.advance(PREPARED_AHEAD_SECONDS + 1)
+    clock.advance(PREPARE_AHEAD_SECONDS + 1)
     # Then the request goes on it
     assert prepared.fire(ctx)["status"] == 200
     assert len(receiver.connections) == 1 and len(receiver.requests()) == 1

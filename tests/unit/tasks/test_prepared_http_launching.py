@@ -5,7 +5,9 @@ start by `fire` as good as before. Name resolution is stubbed; nothing leaves th
 from __future__ import annotations
 
 import resource
+import socket
 import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -163,3 +165,26 @@ def test_a_request_written_for_one_start_is_not_sent_for_another(
     assert prepared.fire(other)["status"] == 200
     [request] = receiver.requests()
     assert request.request is not None and request.request[2]["X-Punctual-Execution-Id"] == other.execution_id
+
+
+def test_a_launched_answer_taken_after_its_timeout_ended_is_not_waited_for_again(clock: ManualClock) -> None:
+    # Given a server that takes a request and never answers
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        held: list[socket.socket] = []
+        threading.Thread(target=lambda: held.append(server.accept()[0]), daemon=True).start()
+        ctx = context(clock=clock)
+        url = f"http://127.0.0.1:{server.getsockname()[1]}/"
+        prepared = tasks.prepare(http_spec({"url": url}, ctx), ctx)
+        assert prepared.awaited() is None  # (nothing launched: nothing to wait on)
+        # When it is launched, and its answer taken only once its timeout has ended
+        assert prepared.launch(ctx) is True
+        awaited = prepared.awaited()
+        assert awaited is not None and awaited.by == clock.now() + timedelta(seconds=ctx.timeout_seconds)
+        clock.advance(ctx.timeout_seconds + 1)
+        began = time.monotonic()
+        # Then it has timed out, without a whole timeout more of waiting
+        with pytest.raises(TaskFailed, match="timed out"):
+            prepared.fire(ctx)
+        assert time.monotonic() - began < 1
+        for sock in held:
+            sock.close()

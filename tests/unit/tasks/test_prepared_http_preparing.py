@@ -16,8 +16,7 @@ import pytest
 
 from punctual import tasks
 from punctual.platform.clock import ManualClock
-from punctual.tasks import TaskFailed, http_ahead, http_wire
-from punctual.tasks.http_ahead import PREPARED_AHEAD_SECONDS
+from punctual.tasks import PREPARE_AHEAD_SECONDS, TaskFailed, http_ahead, http_wire
 from tests.stubs import StubResolver
 from tests.unit.tasks.connections import Listener
 from tests.unit.tasks.webhook import context, http_spec
@@ -48,7 +47,7 @@ def test_preparing_opens_the_connection_and_the_request_goes_on_it_only_when_fir
 def test_no_connection_is_opened_for_a_start_further_off_than_a_connection_may_wait(
     receiver: Listener, clock: ManualClock, connects: list[tuple[str, int]]
 ) -> None:
-    ctx = context(clock=clock, scheduled_at=clock.now() + timedelta(seconds=PREPARED_AHEAD_SECONDS + 5))
+    ctx = context(clock=clock, scheduled_at=clock.now() + timedelta(seconds=PREPARE_AHEAD_SECONDS + 5))
     prepared = tasks.prepare(http_spec({"url": receiver.url}, ctx), ctx)
     assert connects == []
     clock.set(ctx.scheduled_at)
