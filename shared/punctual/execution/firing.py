@@ -1,19 +1,18 @@
 """A pack held under its lease, at its instant: its members started side by side.
 
 The pack (punctual.execution.packs) was taken, and its members' tasks prepared, before the instant;
-each member waits on a thread of its own from then (`Starters`). At the instant the jobs that may
-have changed since they were read are read again: on a first take, those the instant's change
-records name (one Query for every pack of the process firing at that instant, `InstantChanges`),
-otherwise those whose stamps differ. A member whose job changed is judged on the job as it now is
-(skipped if it must not run, started cold if it may), and one past its job's catch-up window is
-skipped. The others start at once, each on the task prepared for it: one after another on the
-firing thread where the task can start apart from its answer (a webhook's request, on the connection
-opened ahead: `Firing._launch`), on the member's own thread otherwise. Each member's thread takes its
-answer and stores its end in one write (ExecutionRepository.put_end), the outcomes after all the
-starts. A member whose run the pack's last holder ended goes the lone way (Worker.handle), which
-finds its end.
+a member whose task starts on a thread waits on one from then (`Starters`). At the instant the jobs
+that may have changed since they were read are read again: on a first take, those the instant's
+change records name (one Query for every pack of the process firing at that instant,
+`InstantChanges`), otherwise those whose stamps differ. A member whose job changed is judged on the
+job as it now is (skipped if it must not run, started cold if it may), and one past its job's
+catch-up window is skipped. The others start at once, each on the task prepared for it: one after
+another on the firing thread where the task can start apart from its answer (a webhook's request,
+on the connection opened ahead: `Firing._launch`), on the member's own thread otherwise. The answers
+of those launched are waited for together, and each is taken as it comes; a member's end is stored
+in one write (ExecutionRepository.put_end), the outcomes after all the starts. A member whose run
+the pack's last holder ended goes the lone way (Worker.handle), which finds its end.
 """
-
 from __future__ import annotations
 
 import heapq
