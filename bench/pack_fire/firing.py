@@ -11,13 +11,17 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from bench.common import WEBHOOK
 from bench.webhook_cpu import LOOPBACK
+from punctual.execution.firing import Starters
+from punctual.execution.receipts import Disposition
+from punctual.execution.starts_first import StartsFirst
 from punctual.platform.clock import SystemClock
 from punctual.platform.config import FIRE_THREADS
-from punctual.tasks import Prepared, TaskContext, TaskPolicy
+from punctual.tasks import Awaited, Prepared, TaskContext, TaskPolicy
 from punctual.tasks.http import HttpParams, HttpTask
 
 # Members hold until this long after the pool is started: every thread is up and waiting by then.
@@ -156,10 +160,11 @@ def fire_prepared(
     arrivals: Callable[[], list[float]],
     most_threads: int = FIRE_THREADS,
 ) -> dict[str, Any]:
-    """Each member prepared first on the pack's pool, then held on its thread until the instant, as
-    the PackRunner does. At the instant one thread launches them one after another (their requests
-    sent on the connections opened ahead, punctual.execution.firing.Firing._launch), then the
-    members' threads take the answers (a member not launched starts on its thread). The CPU of the
+    """Each member prepared first on the pack's pool, then held until the instant by the PackRunner's
+    own `Starters` (punctual.execution.firing): a member expected to launch gives its thread back.
+    At the instant one thread launches them one after another (their requests sent on the
+    connections opened ahead, as Firing._launch does), then one thread waits for the answers and
+    hands each to the pool as it comes (a member not launched starts on its thread). The CPU of the
     preparing and of the starts (from the hold on) apart."""
     threads = min(size, most_threads)
     began = [0.0] * size
@@ -167,28 +172,35 @@ def fire_prepared(
     baseline = _descriptors()
     with _Peaks() as peaks, ThreadPoolExecutor(max_workers=threads) as pool:
         cpu, sampler = time.process_time(), peaks.spent()
-        readied = list(pool.map(prepare, range(size)))
+        preparing = {i: pool.submit(prepare, i) for i in range(size)}
+        readied = [preparing[i].result() for i in range(size)]
         preparing_cpu = time.process_time() - cpu - (peaks.spent() - sampler)
         connected = _descriptors() - baseline
         instant = time.time() + HOLD_SECONDS
         cpu, sampler = time.process_time(), peaks.spent()
-        word = threading.Event()
+        starters = Starters(pool, preparing, StartsFirst(), SystemClock())
 
-        def member(i: int) -> None:
-            word.wait()
+        def member(i: int) -> Disposition:
             if not began[i]:
                 began[i] = time.time()
             start(i, readied[i])
             answered[i] = time.time()
+            return Disposition.DONE
 
-        members = [pool.submit(member, i) for i in range(size)]
         time.sleep(max(0.0, instant - time.time()))
+        launched: dict[int, Awaited | None] = {}
         for i in range(size):
             began[i] = time.time()
-            if not launch(i, readied[i]):
+            if launch(i, readied[i]):
+                launched[i] = readied[i].awaited()
+            else:
                 began[i] = 0.0
-        word.set()
-        for done in members:
+        starters.go(
+            {i: partial(member, i) for i in range(size)},
+            starting=[i for i in range(size) if i not in launched],
+            answers=launched,
+        )
+        for done in starters.outcomes.values():
             done.result()
         cpu = time.process_time() - cpu - (peaks.spent() - sampler)
     return _fired(size, threads, instant, began, answered, arrivals(), cpu) | {

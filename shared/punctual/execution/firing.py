@@ -16,6 +16,7 @@ the pack's last holder ended goes the lone way (Worker.handle), which finds its 
 from __future__ import annotations
 
 import heapq
+import queue
 import selectors
 import threading
 import weakref
@@ -194,13 +195,11 @@ class Starters:
         except BaseException as exc:
             outcome.set_exception(exc)
 
-    def _run_spared(self, n: int, room: threading.BoundedSemaphore | None = None) -> None:
+    def _run_spared(self, n: int) -> None:
         try:
             self._run(n)
         finally:
             self._leaves.get(n, _nothing)()
-            if room is not None:
-                room.release()
 
     def started(self, n: int) -> Callable[[], None]:
         """What member `n`, on its thread, calls as its task starts."""
@@ -245,16 +244,20 @@ class Starters:
         self._launching()
 
     def _read_answers(self, answers: dict[int, Awaited | None]) -> None:
-        """The launched members' answers, each handed to a thread of the pool as it comes (or as its
-        timeout ends), at most ANSWERS_AT_ONCE at a time: after the instant's starts, its answer
-        waiting in its socket meanwhile. Whatever goes wrong here, every member is handed on."""
-        room = threading.BoundedSemaphore(ANSWERS_AT_ONCE)
+        """The launched members' answers, each handed on as it comes (or as its timeout ends) to a
+        few takers on the pool's threads (ANSWERS_AT_ONCE at most), which take them one after
+        another: after the instant's starts, each answer waiting in its socket meanwhile. A taker
+        with more to take goes on without a wait, and this thread wakes once for all that came
+        together. Whatever goes wrong here, every member is handed on."""
+        came: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+        takers = min(ANSWERS_AT_ONCE, len(answers))
+        for _ in range(takers):
+            self._pool.submit(self._take_answers, came)
         left = dict(answers)
 
         def hand(n: int) -> None:
             del left[n]
-            room.acquire()
-            self._pool.submit(self._run_spared, n, room)
+            came.put(n)
 
         try:
             self.starts.wait()
@@ -282,6 +285,12 @@ class Starters:
         finally:
             for n in list(left):
                 hand(n)
+            for _ in range(takers):
+                came.put(None)
+
+    def _take_answers(self, came: queue.SimpleQueue[int | None]) -> None:
+        while (n := came.get()) is not None:
+            self._run_spared(n)
 
 
 def _launches(prepared: Future[Prepared]) -> bool:
