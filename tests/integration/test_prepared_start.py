@@ -68,6 +68,20 @@ def sends(monkeypatch: pytest.MonkeyPatch, world: World) -> list[datetime]:
     return made
 
 
+@pytest.fixture
+def senders(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
+    """The thread that handed each of a request's bytes to a connection."""
+    made: list[threading.Thread] = []
+    real = http.client.HTTPConnection.send
+
+    def send(self: http.client.HTTPConnection, data: Any) -> None:
+        made.append(threading.current_thread())
+        real(self, data)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "send", send)
+    return made
+
+
 def webhooks_at_one_instant(world: World, url: str) -> tuple[list[dict[str, Any]], Pack, str]:
     at = to_rfc3339(world.clock.now() + timedelta(seconds=240))
     task = {"type": "http", "params": {"url": url}}
@@ -116,20 +130,12 @@ def test_a_packs_webhooks_are_connected_before_the_instant_and_called_at_it(
 
 
 def test_a_pack_taken_early_opens_its_connections_only_as_early_as_they_are_kept(
-    world: World, receiver: Listener, monkeypatch: pytest.MonkeyPatch
+    world: World, receiver: Listener, senders: list[threading.Thread]
 ) -> None:
     # Given a pack taken 20 seconds before its instant (its lead and the early wait), further ahead
     # than a connection is opened for a start (PREPARE_AHEAD_SECONDS)
     jobs, pack, receipt = webhooks_at_one_instant(world, receiver.url)
     ahead = PREPARE_AHEAD_SECONDS + 5
-    senders: list[threading.Thread] = []
-    real = http.client.HTTPConnection.send
-
-    def send(self: http.client.HTTPConnection, data: Any) -> None:
-        senders.append(threading.current_thread())
-        real(self, data)
-
-    monkeypatch.setattr(http.client.HTTPConnection, "send", send)
 
     def at_hold() -> None:
         # While it holds that far ahead: no connection is open yet
@@ -199,18 +205,10 @@ def test_a_member_slow_to_prepare_holds_up_no_other(world: World, receiver: List
 
 
 def test_a_packs_requests_are_sent_one_after_another_by_the_thread_that_fires_it(
-    world: World, receiver: Listener, monkeypatch: pytest.MonkeyPatch
+    world: World, receiver: Listener, senders: list[threading.Thread]
 ) -> None:
     # Given a pack of webhooks, their connections opened while it holds
     jobs, pack, receipt = webhooks_at_one_instant(world, receiver.url)
-    senders: list[threading.Thread] = []
-    real = http.client.HTTPConnection.send
-
-    def send(self: http.client.HTTPConnection, data: Any) -> None:
-        senders.append(threading.current_thread())
-        real(self, data)
-
-    monkeypatch.setattr(http.client.HTTPConnection, "send", send)
     # When it is taken and fires at its instant, once every connection is open (on a busy machine a
     # member not prepared by then starts cold, on its own thread, as it should)
     take_before_the_instant(
