@@ -342,7 +342,7 @@ class Firing:
         meanwhile by its run, which the pack's last holder ended: that member goes the lone way, which
         finds it ended); the others start side by side, their outcomes written after all their starts.
         `first`: the pack's first take (no other holder can have ended a member). `starters`: the
-        members' threads, waiting since the pack held (`Starters`)."""
+        members, waiting since the pack held (`Starters`)."""
         if not leased:
             starters.go({})
             return {}
@@ -431,8 +431,8 @@ class Firing:
 
     def _launch(self, ready: dict[int, Leased], lease_until: datetime) -> dict[int, Execution]:
         """The members whose tasks were made ready, started one after another on this thread without
-        waiting for their answers (a webhook's request sent on the connection opened ahead): each
-        member's thread then only takes its answer. Handing each start to a thread of its own at the
+        waiting for their answers (a webhook's request sent on the connection opened ahead): their
+        answers are then taken as they come (`Starters`). Handing each start to a thread of its own at the
         instant made a crowded instant's last start wait for every thread before it to get its turn
         in the interpreter. What cannot start so starts on its thread, as it would have."""
         launched: dict[int, Execution] = {}
