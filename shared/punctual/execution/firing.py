@@ -134,8 +134,8 @@ class Starters:
     already started, and a thread made then waits to be started: a crowded instant's packs, each
     handing out hundreds, would start their last members seconds late. So a member that starts on a
     thread waits on it from before the instant (the threads that prepared the members, reused: no
-    more threads than the pack had). A member whose task is expected to launch (Prepared.launches)
-    gives its thread back instead: hundreds of threads woken at the instant, each only to wait again
+    more threads than the pack had). In a pack larger than ANSWERS_AT_ONCE, a member whose task is
+    expected to launch (Prepared.launches) gives its thread back instead: hundreds of threads woken at the instant, each only to wait again
     for its answer, cost the firing thread the interpreter it needs for the starts. At the instant
     the pack says what each does (start, take its answer, go the lone way, or nothing: ended) and lets
     them all go at once. The answers of those launched are waited for together on one thread
@@ -168,13 +168,16 @@ class Starters:
         self._leaves: dict[int, Callable[[], None]] = {}
         self._starting: set[int] = set()
         self._spared: set[int] = set()  # members that gave their thread back
+        # (a pack of no more members than its takers keeps them on their threads: the answers'
+        # reader would be one thread more, made at the instant)
+        self._sparing = len(members) > ANSWERS_AT_ONCE
         self.outcomes: dict[int, Future[Disposition]] = {n: Future() for n in members}
         self._launching = starts.enter()
         for n, prepared in members.items():
             pool.submit(self._wait, n, prepared)
 
     def _wait(self, n: int, prepared: Future[Prepared] | None) -> None:
-        if prepared is not None and _launches(prepared):
+        if self._sparing and prepared is not None and _launches(prepared):
             with self._lock:
                 if not self._go.is_set():
                     self._spared.add(n)

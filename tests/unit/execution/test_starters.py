@@ -220,12 +220,12 @@ def test_members_that_launch_give_their_threads_back_and_their_answers_are_taken
 
 
 def test_an_answer_that_does_not_come_is_handed_on_when_its_timeout_ends() -> None:
-    # Given two launched members, one whose timeout has ended and one whose has not
-    pool = ThreadPoolExecutor(max_workers=2)
-    ready, servers, answers = _launched(2, AT + timedelta(seconds=30))
+    # Given a pack of 20 launched members, one whose timeout has ended and the others' not
+    pool = ThreadPoolExecutor(max_workers=20)
+    ready, servers, answers = _launched(20, AT + timedelta(seconds=30))
     answers[0] = Awaited(answers[0].sock, AT)
     starters = Starters(pool, ready, StartsFirst(), CLOCK)
-    _all_free(pool, 2)
+    _all_free(pool, 20)
     handed = threading.Event()
 
     def timed_out() -> Disposition:
@@ -233,13 +233,34 @@ def test_an_answer_that_does_not_come_is_handed_on_when_its_timeout_ends() -> No
         return Disposition.DONE
 
     taken: list[int] = []
-    # When neither answers
-    starters.go({0: timed_out, 1: partial(_take, answers[1].sock, 1, taken)}, answers=answers)
-    # Then the one past its timeout is handed on (to find it timed out), the other still waits
+    work = {n: partial(_take, answers[n].sock, n, taken) for n in range(1, 20)}
+    # When none answers
+    starters.go({0: timed_out, **work}, answers=answers)
+    # Then the one past its timeout is handed on (to find it timed out), the others still wait
     assert handed.wait(5)
-    assert not starters.outcomes[1].done()
-    servers[1].sendall(b"late")
-    assert starters.outcomes[1].result(timeout=5) is Disposition.DONE
+    assert not any(starters.outcomes[n].done() for n in range(1, 20))
+    for server in servers[1:]:
+        server.sendall(b"late")
+    assert [f.result(timeout=5) for f in starters.outcomes.values()] == [Disposition.DONE] * 20
+    pool.shutdown()
+    for sock in [*servers, *(a.sock for a in answers.values())]:
+        sock.close()
+
+
+def test_a_small_packs_launched_members_keep_their_threads() -> None:
+    # Given a pack of as many members as its takers, each made ready to launch
+    pool = ThreadPoolExecutor(max_workers=ANSWERS_AT_ONCE)
+    ready, servers, answers = _launched(ANSWERS_AT_ONCE, AT + timedelta(seconds=30))
+    starters = Starters(pool, ready, StartsFirst(), CLOCK)
+    # Then each waits on its thread (no reader is made at the instant): the pool has none free
+    extra = pool.submit(lambda: Disposition.DONE)
+    assert not extra.done()
+    taken: list[int] = []
+    starters.go({n: partial(_take, answers[n].sock, n, taken) for n in range(ANSWERS_AT_ONCE)}, answers=answers)
+    for server in servers:
+        server.sendall(b"HTTP/1.1 200")
+    assert [f.result(timeout=5) for f in starters.outcomes.values()] == [Disposition.DONE] * ANSWERS_AT_ONCE
+    assert extra.result(timeout=5) is Disposition.DONE
     pool.shutdown()
     for sock in [*servers, *(a.sock for a in answers.values())]:
         sock.close()
