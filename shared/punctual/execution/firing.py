@@ -135,12 +135,12 @@ class Starters:
     handing out hundreds, would start their last members seconds late. So a member that starts on a
     thread waits on it from before the instant (the threads that prepared the members, reused: no
     more threads than the pack had). In a pack larger than ANSWERS_AT_ONCE, a member whose task is
-    expected to launch (Prepared.launches) gives its thread back instead: hundreds of threads woken at the instant, each only to wait again
-    for its answer, cost the firing thread the interpreter it needs for the starts. At the instant
-    the pack says what each does (start, take its answer, go the lone way, or nothing: ended) and lets
-    them all go at once. The answers of those launched are waited for together on one thread
-    (`_read_answers`), after the instant's starts, and taken as they come, at most ANSWERS_AT_ONCE at
-    a time.
+    expected to launch (Prepared.launches) gives its thread back instead: hundreds of threads woken
+    at the instant, each only to wait again for its answer, cost the firing thread the interpreter
+    it needs for the starts. At the instant the pack says what each does (start, take its answer, go
+    the lone way, or nothing: ended) and lets them all go at once. The answers of those launched are
+    waited for together on one thread (`_read_answers`), after the instant's starts, and taken as
+    they come, at most ANSWERS_AT_ONCE at a time.
 
     The pool's earlier work (the preparing, members going the lone way) is given to it first, and a
     pool hands out its work in order: no waiting member holds a thread that work needs.
