@@ -182,6 +182,82 @@ def _calls(client: Any) -> list[tuple[str, Callable[[], Any]]]:
             ),
         ),
         (
+            "a reserved word in a plain update",
+            lambda: update(
+                TableName=TABLE,
+                Key=key,
+                UpdateExpression="SET plain = :n REMOVE blob",
+                ExpressionAttributeValues={":n": {"N": "7"}},
+            ),
+        ),
+        (
+            "a plain SET and REMOVE, ALL_NEW",
+            lambda: update(
+                TableName=TABLE,
+                Key=key,
+                UpdateExpression="SET #l = :s, plain = :n, deep = :m REMOVE #b, blobs, nowhere",
+                ExpressionAttributeNames={"#l": "label", "#b": "blob"},
+                ExpressionAttributeValues={
+                    ":s": {"S": "DONE"},
+                    ":n": {"N": "7"},
+                    ":m": {"M": {"run": {"L": [{"S": "r"}]}}},
+                },
+                ReturnValues="ALL_NEW",
+            ),
+        ),
+        (
+            "a plain update that stores an absent item",
+            lambda: update(
+                TableName=TABLE,
+                Key={"pk": {"S": "JOB#9"}, "sk": {"S": "JOB"}},
+                UpdateExpression="REMOVE gone SET a = :v, b = :w",
+                ExpressionAttributeValues={":v": {"S": "v"}, ":w": {"NULL": True}},
+                ReturnValues="ALL_NEW",
+            ),
+        ),
+        (
+            "an index's key set empty",
+            lambda: update(
+                TableName=TABLE,
+                Key=key,
+                UpdateExpression="SET owner_pk = :e",
+                ExpressionAttributeValues={":e": {"S": ""}},
+            ),
+        ),
+        (
+            "an index's key of another type",
+            lambda: update(
+                TableName=TABLE,
+                Key=key,
+                UpdateExpression="SET #o = :n",
+                ExpressionAttributeNames={"#o": "owner_pk"},
+                ExpressionAttributeValues={":n": {"N": "1"}},
+            ),
+        ),
+        (
+            "a key attribute removed",
+            lambda: update(TableName=TABLE, Key=key, UpdateExpression="REMOVE sk"),
+        ),
+        (
+            "an attribute set twice",
+            lambda: update(
+                TableName=TABLE,
+                Key=key,
+                UpdateExpression="SET a = :v, #a = :v",
+                ExpressionAttributeNames={"#a": "a"},
+                ExpressionAttributeValues={":v": {"S": "v"}},
+            ),
+        ),
+        (
+            "an item made too large",
+            lambda: update(
+                TableName=TABLE,
+                Key=key,
+                UpdateExpression="SET big = :big",
+                ExpressionAttributeValues={":big": {"S": "x" * 410_000}},
+            ),
+        ),
+        (
             "an unused value",
             lambda: update(
                 TableName=TABLE,

@@ -29,6 +29,11 @@ def test_moto_answers_the_same_with_the_speedups() -> None:
     assert plain["update ALL_NEW"]["Attributes"]["count"] == {"N": "4"}
     assert plain["update UPDATED_NEW"]["Attributes"] == {"count": {"N": "5"}, "more": {"L": [{"S": "i"}] * 2}}
     assert plain["update that stores an absent item"]["Attributes"]["f24"] == {"S": "v"}
+    # (a plain SET and REMOVE, which the speedups apply without moto's validator)
+    applied = plain["a plain SET and REMOVE, ALL_NEW"]["Attributes"]
+    assert applied["label"] == {"S": "DONE"} and applied["plain"] == {"N": "7"}
+    assert "blob" not in applied and "blobs" not in applied
+    assert plain["a plain update that stores an absent item"]["Attributes"]["b"] == {"NULL": True}
     assert plain["get projected"]["Item"] == {"status": {"S": "ACTIVE"}, "map": {"M": {"a": {"N": "1"}}}}
     assert len(plain["get projected, top-level attributes"]["Item"]) == 8
     assert plain["batch get projected"]["Responses"]["sequence"] == [
@@ -43,6 +48,11 @@ def test_moto_answers_the_same_with_the_speedups() -> None:
         "a key attribute": "ValidationException",
         "an unused value": "ValidationException",
         "a syntax error": "ValidationException",
+        "a reserved word in a plain update": "ValidationException",
+        "an index's key set empty": "ValidationException",
+        "a key attribute removed": "ValidationException",
+        "an attribute set twice": "ValidationException",
+        "an item made too large": "ValidationException",
         "arithmetic on a string": "ValidationException",
         "transaction cancelled": "TransactionCanceledException",
     }
