@@ -7,7 +7,6 @@ pack holds (the hold is the clock's sleep), so nothing hangs on timing."""
 
 from __future__ import annotations
 
-import http.client
 import threading
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
@@ -22,7 +21,7 @@ from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
 from punctual.tasks import PREPARE_AHEAD_SECONDS
 from tests.integration.test_packs import take_the_pack
-from tests.unit.tasks.connections import Listener, listener
+from tests.unit.tasks.connections import Listener, listener, record_sends
 from tests.world import World, mocked_world
 
 MEMBERS = 6
@@ -57,29 +56,13 @@ def receiver(world: World) -> Iterator[Listener]:
 @pytest.fixture
 def sends(monkeypatch: pytest.MonkeyPatch, world: World) -> list[datetime]:
     """When (by the test's clock) any request's bytes were handed to a connection."""
-    made: list[datetime] = []
-    real = http.client.HTTPConnection.send
-
-    def send(self: http.client.HTTPConnection, data: Any) -> None:
-        made.append(world.clock.now())
-        real(self, data)
-
-    monkeypatch.setattr(http.client.HTTPConnection, "send", send)
-    return made
+    return record_sends(monkeypatch, world.clock.now)
 
 
 @pytest.fixture
 def senders(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:
     """The thread that handed each of a request's bytes to a connection."""
-    made: list[threading.Thread] = []
-    real = http.client.HTTPConnection.send
-
-    def send(self: http.client.HTTPConnection, data: Any) -> None:
-        made.append(threading.current_thread())
-        real(self, data)
-
-    monkeypatch.setattr(http.client.HTTPConnection, "send", send)
-    return made
+    return record_sends(monkeypatch, threading.current_thread)
 
 
 def webhooks_at_one_instant(world: World, url: str) -> tuple[list[dict[str, Any]], Pack, str]:

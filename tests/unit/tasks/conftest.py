@@ -4,7 +4,6 @@ and their timeouts the http task makes."""
 
 from __future__ import annotations
 
-import http.client
 import socket
 import ssl
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ import pytest
 from punctual.platform.clock import ManualClock
 from punctual.tasks import http_wire
 from punctual_testing.loopback_tls import loopback_certificate
-from tests.unit.tasks.connections import Listener, listener
+from tests.unit.tasks.connections import Listener, listener, record_sends
 from tests.unit.tasks.webhook import CLOCK_START, Webhook
 
 
@@ -87,12 +86,4 @@ def connects(monkeypatch: pytest.MonkeyPatch, connect_timeouts: list[float]) -> 
 @pytest.fixture
 def sends(monkeypatch: pytest.MonkeyPatch, clock: ManualClock) -> list[Any]:
     """When (by the test's clock) each request's bytes were handed to a connection."""
-    made: list[Any] = []
-    real = http.client.HTTPConnection.send
-
-    def send(self: http.client.HTTPConnection, data: Any) -> None:
-        made.append(clock.now())
-        real(self, data)
-
-    monkeypatch.setattr(http.client.HTTPConnection, "send", send)
-    return made
+    return record_sends(monkeypatch, clock.now)

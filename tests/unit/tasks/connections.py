@@ -4,6 +4,7 @@ prepared ahead of their start; times are read from the test's clock."""
 
 from __future__ import annotations
 
+import http.client
 import socket
 import ssl
 import threading
@@ -120,3 +121,17 @@ def listener(now: Callable[[], datetime], tls: ssl.SSLContext | None = None) -> 
     finally:
         server.shutdown()
         server.server_close()
+
+
+def record_sends(monkeypatch: Any, note: Callable[[], Any]) -> list[Any]:
+    """What `note` says (the test clock's time, the thread) each time a request's bytes are handed to
+    a connection, from now until the test ends."""
+    made: list[Any] = []
+    real = http.client.HTTPConnection.send
+
+    def send(self: http.client.HTTPConnection, data: Any) -> None:
+        made.append(note())
+        real(self, data)
+
+    monkeypatch.setattr(http.client.HTTPConnection, "send", send)
+    return made
