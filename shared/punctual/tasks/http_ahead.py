@@ -13,7 +13,6 @@ import threading
 from datetime import datetime, timedelta
 from typing import Any
 
-from punctual.platform.clock import Clock
 from punctual.tasks import PREPARE_AHEAD_SECONDS, Awaited, TaskContext
 from punctual.tasks.http_wire import (
     Call,
@@ -68,11 +67,10 @@ def prepare_call(params: Call, context: TaskContext) -> PreparedCall:
 # A connection is opened at most PREPARE_AHEAD_SECONDS (15 s) before its start (a pack taken sooner
 # prepares its members from then), and one that has waited idle longer than PREPARED_IDLE_SECONDS is
 # not used (that bound's few seconds more are for a start that comes late: its turn on a thread, a
-# busy CPU). That is within the time usual servers give
-# a new connection to send its request: nginx's client_header_timeout (60 s by default), Apache's
-# mod_reqtimeout (20 s for the first byte of the headers), Node.js's headersTimeout (60 s), an AWS
-# load balancer's idle timeout (60 s). A server that lets go sooner costs a fresh connect at the
-# start, never a failure.
+# busy CPU). That is within the time usual servers give a new connection to send its request:
+# nginx's client_header_timeout (60 s by default), Apache's mod_reqtimeout (20 s for the first byte
+# of the headers), Node.js's headersTimeout (60 s), an AWS load balancer's idle timeout (60 s). A
+# server that lets go sooner costs a fresh connect at the start, never a failure.
 PREPARED_IDLE_SECONDS = 20.0
 EARLY_CONNECT_MIN_SECONDS = 1.0
 # How long an answer taken after its timeout ended is waited for: one there already is read.
@@ -134,14 +132,12 @@ class PreparedCall:
         self._launched: Connection | None = None
         self._launch_error: BaseException | None = None
         self._answer_by: datetime | None = None
-        self._clock: Clock | None = None
 
     def launch(self, context: TaskContext) -> bool:
         timeout = timeout_for(self._params, context)
         connection = self._take(context, timeout)
         if connection is None:
             return False
-        self._clock = context.clock
         self._answer_by = context.clock.now() + timedelta(seconds=timeout)
         try:
             connection.send_written()
@@ -166,7 +162,7 @@ class PreparedCall:
                 # longer than its timeout).
                 left = timeout - (context.clock.now() - started).total_seconds()
                 return exchange(lambda: self._sent_afresh(context, left))
-        return exchange(self._answer)
+        return exchange(lambda: self._answer(context))
 
     def _sent_afresh(self, context: TaskContext, timeout: float) -> tuple[http.client.HTTPResponse, bytes]:
         """The request made now and sent on a connection of its own, and its answer."""
@@ -186,16 +182,16 @@ class PreparedCall:
             return None
         return Awaited(connection.sock, self._answer_by)
 
-    def _answer(self) -> tuple[http.client.HTTPResponse, bytes]:
+    def _answer(self, context: TaskContext) -> tuple[http.client.HTTPResponse, bytes]:
         """The answer to the request `launch` sent, within what is left of its timeout."""
         connection = self._launched
         assert connection is not None
         try:
             if self._launch_error is not None:
                 raise self._launch_error
-            if connection.sock is not None and self._answer_by is not None and self._clock is not None:
+            if connection.sock is not None and self._answer_by is not None:
                 # (an answer already come is taken however late its turn: only waiting is bounded)
-                left = (self._answer_by - self._clock.now()).total_seconds()
+                left = (self._answer_by - context.clock.now()).total_seconds()
                 connection.sock.settimeout(max(left, LATE_ANSWER_WAIT_SECONDS))
             return answer_on(connection)
         finally:
@@ -257,4 +253,3 @@ def _still_open(sock: socket.socket) -> bool:
 def _start_of(context: TaskContext) -> tuple[Any, ...]:
     """What a request is written for: a start of one attempt of one execution."""
     return (context.job_id, context.execution_id, context.scheduled_at, context.attempt, context.job_name)
-
