@@ -13,6 +13,7 @@ of those launched are waited for together, and each is taken as it comes; a memb
 in one write (ExecutionRepository.put_end), the outcomes after all the starts. A member whose run
 the pack's last holder ended goes the lone way (Worker.handle), which finds its end.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -265,19 +266,18 @@ class Starters:
         try:
             self.starts.wait()
             with selectors.DefaultSelector() as selector:
-                deadlines: list[tuple[datetime, int]] = []
-                for n, awaited in answers.items():
-                    if awaited is None:
-                        hand(n)
-                    else:
-                        selector.register(awaited.sock, selectors.EVENT_READ, n)
-                        heapq.heappush(deadlines, (awaited.by, n))
+                waiting = {n: awaited for n, awaited in answers.items() if awaited is not None}
+                for n in answers.keys() - waiting.keys():
+                    hand(n)
+                for n, awaited in waiting.items():
+                    selector.register(awaited.sock, selectors.EVENT_READ, n)
+                deadlines = sorted((awaited.by, n) for n, awaited in waiting.items())
                 while left:
                     now = self._clock.now()
                     while deadlines and (deadlines[0][0] <= now or deadlines[0][1] not in left):
                         _, n = heapq.heappop(deadlines)
                         if n in left:
-                            selector.unregister(answers[n].sock)  # type: ignore[union-attr]
+                            selector.unregister(waiting[n].sock)
                             hand(n)
                     if not left:
                         break
@@ -435,9 +435,9 @@ class Firing:
     def _launch(self, ready: dict[int, Leased], lease_until: datetime) -> dict[int, Execution]:
         """The members whose tasks were made ready, started one after another on this thread without
         waiting for their answers (a webhook's request sent on the connection opened ahead): their
-        answers are then taken as they come (`Starters`). Handing each start to a thread of its own at the
-        instant made a crowded instant's last start wait for every thread before it to get its turn
-        in the interpreter. What cannot start so starts on its thread, as it would have."""
+        answers are then taken as they come (`Starters`). Handing each start to a thread of its own
+        at the instant made a crowded instant's last start wait for every thread before it to get its
+        turn in the interpreter. What cannot start so starts on its thread, as it would have."""
         launched: dict[int, Execution] = {}
         for n, member in ready.items():
             prepared = member.prepared

@@ -144,8 +144,9 @@ class BatchEndRepository:
         return moved
 
     def mark_moved(self, job: Job) -> None:
-        """Mark a change to `job` (`models.ends_in_batch`) before it is written, so that no pack writes its run's end
-        here after it. LostRace if its end is here: its run has ended, and the job is complete."""
+        """Mark a change to `job` (`models.ends_in_batch`) before it is written, so that no pack writes
+        its run's end here after it. LostRace if its end is here: its run has ended, and the job is
+        complete."""
         assert job.listed_in is not None and job.next_run_at is not None
         call(
             partial(
