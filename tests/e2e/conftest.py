@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
 
+import boto3
 import pytest
 
 from punctual_client.errors import ApiError, ConnectionFailed
@@ -137,6 +138,12 @@ class Stack:
         assert self.process is not None and self.own_group
         os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(10)
+
+    def aws(self, service: str) -> Any:
+        """A boto3 client of `service` on the stack's moto (any credentials)."""
+        return boto3.session.Session(
+            aws_access_key_id="local", aws_secret_access_key="local", region_name="us-east-1"
+        ).client(service, endpoint_url=self.moto_url())
 
     def moto_url(self) -> str:
         """moto's address, as the stack's banner gives it ("  AWS      http://127.0.0.1:N  (moto: ...").

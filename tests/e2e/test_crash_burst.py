@@ -3,7 +3,6 @@ records its end: those sent alone, and those taken in packs under their leases."
 
 from __future__ import annotations
 
-import boto3
 import pytest
 
 from tests.e2e.conftest import (
@@ -25,13 +24,7 @@ BURST_JOBS = 40
 
 def leased_packs(stack: Stack) -> int:
     """The packs' leases in the stack's table."""
-    dynamodb = boto3.client(
-        "dynamodb",
-        endpoint_url=stack.moto_url(),
-        region_name="us-east-1",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-    )
+    dynamodb = stack.aws("dynamodb")
     [table] = dynamodb.list_tables()["TableNames"]
     found = dynamodb.scan(
         TableName=table,

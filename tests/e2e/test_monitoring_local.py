@@ -9,7 +9,6 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 
-import boto3
 import pytest
 
 from punctual.platform import signing
@@ -108,13 +107,7 @@ def test_a_dead_lettered_execution_is_redriven_from_the_cli_and_runs(stack: Stac
         "scheduled_ms": to_epoch_ms(now),
         "manual": True,
     }
-    sqs = boto3.client(
-        "sqs",
-        endpoint_url=stack.moto_url(),
-        region_name="us-east-1",
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
+    sqs = stack.aws("sqs")
     dlq = sqs.get_queue_url(QueueName="punctual-dead-letter")["QueueUrl"]
     sqs.send_message(QueueUrl=dlq, MessageBody=json.dumps({**body, "schedule_version": 1}))
     # When the dead-letter handler has recorded it, and its owner lists and redrives it with the CLI

@@ -9,7 +9,6 @@ import time
 import uuid
 from typing import Any
 
-import boto3
 import pytest
 
 from punctual_client.transport import PunctualClient
@@ -18,25 +17,17 @@ from tests.e2e.conftest import Stack, api_error, eventually, executions, in_seco
 pytestmark = pytest.mark.e2e
 
 ACCOUNT = "123456789012"  # moto's
-REGION = "us-east-1"
 LOCAL_TASK_CACHE_SECONDS = 2.0
 
 
-def aws(stack: Stack, service: str) -> Any:
-    session = boto3.session.Session(
-        aws_access_key_id="local", aws_secret_access_key="local", region_name=REGION
-    )
-    return session.client(service, endpoint_url=stack.moto_url())
-
-
 def a_queue(stack: Stack, name: str) -> tuple[str, str]:
-    sqs = aws(stack, "sqs")
+    sqs = stack.aws("sqs")
     url = sqs.create_queue(QueueName=name)["QueueUrl"]
     return url, sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
 
 
 def drain(stack: Stack, url: str, count: int) -> list[dict[str, Any]]:
-    sqs = aws(stack, "sqs")
+    sqs = stack.aws("sqs")
     found: list[dict[str, Any]] = []
 
     def enough() -> bool:
@@ -119,7 +110,7 @@ def test_every_aws_target_delivers_to_the_local_moto_with_the_execution_id(
     # Given a queue that hears from an SNS topic and an EventBridge bus, and a state machine
     suffix = uuid.uuid4().hex[:8]
     url, queue_arn = a_queue(stack, f"inbox-{suffix}")
-    sns, events, sfn = aws(stack, "sns"), aws(stack, "events"), aws(stack, "stepfunctions")
+    sns, events, sfn = stack.aws("sns"), stack.aws("events"), stack.aws("stepfunctions")
     topic = sns.create_topic(Name=f"alerts-{suffix}")["TopicArn"]
     sns.subscribe(
         TopicArn=topic, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "true"}
