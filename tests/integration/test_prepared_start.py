@@ -120,9 +120,15 @@ def test_a_pack_taken_early_opens_its_connections_only_as_early_as_they_are_kept
     jobs, pack, receipt = webhooks_at_one_instant(world, receiver.url)
     ahead = PREPARE_AHEAD_SECONDS + 5
 
+    clock = world.clock
+    assert isinstance(clock, HoldingClock)
+
     def at_hold() -> None:
         # While it holds that far ahead: no connection is open yet
         assert receiver.connections == {}
+        # (and at its next hold, until the instant, it waits for every connection: on a busy
+        # machine a member not prepared by then starts cold, on its own thread, as it should)
+        clock.at_hold = lambda: receiver.wait_for(lambda r: len(r.connections) == MEMBERS)
 
     take_before_the_instant(world, pack, receipt, at_hold, ahead=ahead)
     # Then each member's connection was opened within PREPARE_AHEAD_SECONDS of the instant, and each
