@@ -26,6 +26,7 @@ from typing import Any
 from punctual.platform.observability import logger
 from punctual_local import lambda_events
 from punctual_local.connection import GONE, Connection, Limits, Refused, Reply, header, retry_after
+from punctual_local.queue_journal import STORAGE_FAILED
 
 # The event format the API function is driven with: http_api_event (HTTP API, payload format 2.0, as
 # deployed by default) or api_gateway_event (REST API, payload format 1.0; `-c api_type=rest`).
@@ -217,8 +218,13 @@ class ApiServer:
             called = "GET" if method == "HEAD" else method
             event = api_event(called, path, owner=owner, query=query, headers=headers, body=body)
             response = self.invoke(event)
-        except Exception:
+        except Exception as exc:
             logger.exception("API handler failed", extra={"method": method, "path": path})
+            # Said by the failed call itself: a status asked afterwards can find the disk taking
+            # writes again, as a small write fits where this one did not.
+            why = storage_failed(exc)
+            if why is not None:
+                raise Refused(503, _refusing(why), {"Retry-After": "60"}) from exc
             response = {
                 "statusCode": 502,
                 "headers": {"Content-Type": "application/json"},
@@ -243,6 +249,19 @@ class ApiServer:
         if response.get("cookies"):  # payload 2.0
             answer["Set-Cookie"] = [str(c) for c in response["cookies"]]
         return Reply(status, data, answer)
+
+
+def storage_failed(exc: BaseException) -> str | None:
+    """Why the local store refused a write, if `exc` (or what it was raised from) is that refusal."""
+    seen: BaseException | None = exc
+    for _ in range(10):  # a chain is short; a cycle must not hang a request
+        if seen is None:
+            return None
+        error = getattr(seen, "response", None)
+        if isinstance(error, dict) and error.get("Error", {}).get("Code") == STORAGE_FAILED:
+            return str(error["Error"].get("Message") or "the disk refused the write")
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _refusing(why: str) -> str:

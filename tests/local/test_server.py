@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from punctual_client.errors import ApiError
 from punctual_client.transport import PunctualClient
@@ -162,6 +163,31 @@ def test_while_the_data_directory_fails_writes_are_503_with_the_reason_and_the_r
         full[0] = False
         assert raw(server, "POST", "/jobs", **{"Content-Length": "0"})[0] == 201
         assert calls == ["POST /jobs", "POST /schedules/preview", "GET /jobs", "POST /jobs"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_write_the_store_refused_is_503_even_when_the_disk_takes_a_smaller_write_by_then():
+    # Given a function whose write the store refused, raised as the SDK raises it, while a smaller
+    # write that fitted since makes the store's status say it takes writes again
+    def invoke(event: dict[str, Any]) -> dict[str, Any]:
+        error = {"Error": {"Code": "PunctualStorageFailed", "Message": "File too large (errno 27)"}}
+        try:
+            raise ClientError(error, "PutItem")
+        except ClientError as exc:
+            raise RuntimeError("the store failed") from exc
+
+    server = ApiServer(
+        ("127.0.0.1", 0), invoke, {"t1": "alice"}, access_log=False, storage_failure=lambda: None
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        # When a creation meets it, Then it is answered 503 with the store's reason, not 502
+        status, content_type, body = raw(server, "POST", "/jobs", **{"Content-Length": "0"})
+        assert (status, content_type) == (503, "application/json")
+        assert "cannot save changes" in body["message"] and "File too large" in body["message"], body
     finally:
         server.shutdown()
         server.server_close()

@@ -273,7 +273,7 @@ class DurableTables:
         journal = self.journal
         stats = journal.stats if journal is not None else None
         return {
-            "failure": journal.failure if journal is not None else None,
+            "failure": journal.refusing if journal is not None else None,
             "segment": journal.number if journal is not None else None,
             "journal": vars(stats) if stats is not None else None,
             "snapshot": vars(self.snapshot),

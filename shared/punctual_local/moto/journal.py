@@ -76,6 +76,9 @@ class Journal:
         self.number = number
         self.stats = JournalStats()
         self.failure: str | None = None
+        # The last failure, until a batch reaches the disk: recover() may reopen a segment on a disk
+        # that still refuses, and only a write tells.
+        self._unconfirmed: str | None = None
         self._opener = opener or (lambda path, mode: open(path, mode))  # noqa: SIM115
         self._after_batch = after_batch
         self._on_failure = on_failure
@@ -174,6 +177,12 @@ class Journal:
                 return why
         return None
 
+    @property
+    def refusing(self) -> str | None:
+        """Why writes fail: the failure, or after a recovery the last one until a batch reaches the
+        disk (a recovery on a disk that is still full succeeds, and the next write fails again)."""
+        return self.failure or self._unconfirmed
+
     def recover(self) -> None:
         """After a failure: cut the segment back to its last record on disk and reopen it for the
         writes to come. Raises StorageFailed while that cannot be done (the disk still refuses, or the
@@ -255,6 +264,7 @@ class Journal:
         stats.fsync_seconds += time.monotonic() - started
         stats.largest_batch = max(stats.largest_batch, len(batch.data))
         self.segment_bytes += len(data)
+        self._unconfirmed = None
         if self._told_failed:
             self._told_failed = False
             print("punctual local: the journal takes writes again", file=sys.stderr, flush=True)
@@ -273,6 +283,7 @@ class Journal:
             )
         with self._changed:
             self.failure = why
+            self._unconfirmed = why
             self._taken_back = False
             self._pending = _Batch()  # appended after the batch that failed: lost with it
             durable, last = self._durable, self._sequence

@@ -171,12 +171,31 @@ def test_once_the_disk_takes_writes_again_the_journal_does_without_a_restart(tmp
     # When space is freed and the journal is given another try
     disk.full = False
     journal.recover()
+    # (it still says why writes failed: only a write shows that the disk takes them again)
+    assert journal.failure is None and journal.refusing is not None and "errno 28" in journal.refusing
 
     # Then the next write is durable, and the segment holds only what was answered as durable
     journal.wait(journal.append(key(3), item(3)))
     journal.close()
     assert records_on_disk(tmp_path) == [key(0), key(3)]
-    assert journal.failure is None
+    assert journal.failure is None and journal.refusing is None
+
+
+def test_a_recovery_on_a_disk_still_full_keeps_saying_why_writes_fail(tmp_path: Path) -> None:
+    # Given a journal whose write the full disk refused
+    disk = FillableDisk()
+    journal = Journal(tmp_path, 1, opener=disk.open)
+    disk.full = True
+    with pytest.raises(StorageFailed):
+        journal.wait(journal.append(key(1), item(1)))
+    # When it recovers (cutting a file back takes no space) while the disk is still full
+    journal.recover()
+    # Then it still says why until a write succeeds, and the next write fails the same way
+    assert journal.refusing is not None and "No space left" in journal.refusing
+    with pytest.raises(StorageFailed, match="No space left"):
+        journal.wait(journal.append(key(2), item(2)))
+    assert journal.refusing is not None and "No space left" in journal.refusing
+    journal.close()
 
 
 def test_a_record_lost_to_a_full_disk_stays_lost_after_the_journal_recovers(tmp_path: Path) -> None:

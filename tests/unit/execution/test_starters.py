@@ -184,7 +184,9 @@ def _launched(n: int, by: datetime) -> tuple[dict[int, Future[Any]], list[socket
 def _all_free(pool: ThreadPoolExecutor, threads: int) -> None:
     """Every thread of `pool` free for other work at once."""
     barrier = threading.Barrier(threads)
-    assert all(f.result(timeout=5) is not None for f in [pool.submit(barrier.wait, 5) for _ in range(threads)])
+    assert all(
+        f.result(timeout=5) is not None for f in [pool.submit(barrier.wait, 5) for _ in range(threads)]
+    )
 
 
 def _take(sock: socket.socket, n: int, taken: list[int]) -> Disposition:
@@ -256,7 +258,9 @@ def test_a_small_packs_launched_members_keep_their_threads() -> None:
     extra = pool.submit(lambda: Disposition.DONE)
     assert not extra.done()
     taken: list[int] = []
-    starters.go({n: partial(_take, answers[n].sock, n, taken) for n in range(ANSWERS_AT_ONCE)}, answers=answers)
+    starters.go(
+        {n: partial(_take, answers[n].sock, n, taken) for n in range(ANSWERS_AT_ONCE)}, answers=answers
+    )
     for server in servers:
         server.sendall(b"HTTP/1.1 200")
     assert [f.result(timeout=5) for f in starters.outcomes.values()] == [Disposition.DONE] * ANSWERS_AT_ONCE
