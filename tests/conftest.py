@@ -63,8 +63,34 @@ def _share_botocore_loading() -> None:
 
     botocore.hooks.accepts_kwargs = accepts_kwargs
 
+    # An event's aliased name depends only on the aliases, the same for every client: one cache for
+    # them all, where each new client's emitter worked every name out again.
+    shared: dict[frozenset[tuple[str, str]], dict[str, str]] = {}
+    aliaser_init = botocore.hooks.EventAliaser.__init__
+
+    def init(self: Any, event_emitter: Any, event_aliases: Any = None) -> None:
+        aliaser_init(self, event_emitter, event_aliases)
+        self._alias_name_cache = shared.setdefault(frozenset(self._event_aliases.items()), {})
+
+    botocore.hooks.EventAliaser.__init__ = init  # type: ignore[method-assign]
+
 
 _share_botocore_loading()
+
+
+def _name_moto_attributes_once() -> None:
+    """moto's queues convert each attribute's name to snake case each time one is read, a
+    character at a time: a pure function of a handful of names, worked out once each."""
+    import moto.core.responses
+    import moto.sqs.models
+    from moto.core.utils import camelcase_to_underscores
+
+    once = functools.cache(camelcase_to_underscores)
+    moto.sqs.models.camelcase_to_underscores = once  # type: ignore[attr-defined]
+    moto.core.responses.camelcase_to_underscores = once  # type: ignore[attr-defined]
+
+
+_name_moto_attributes_once()
 
 # moto with the local stack's speedups (serialising item results as JSON, each expression parsed
 # once, a query on the table's key reading its partition only, each request routed once): most of a
