@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
@@ -421,23 +422,26 @@ def test_marker_writes_are_paced_per_bucket_partition(world: World) -> None:
 
 
 def stale_reads(world: World, stale: dict[str, Any]) -> list[tuple[list[str], bool]]:
-    """Make the scanner's next eventually consistent read of each job in `stale` answer it as it was
-    (None: not written yet), as a read within a second of a write may (the worker's read comes long
-    after); the scanner's reads, noted."""
+    """Make the scanner's eventually consistent reads of each job in `stale` answer it as it was
+    (None: not written yet) until the scanner reads it consistently, as reads within a second of a
+    write may (the worker's read comes long after); the scanner's reads, noted. A tick dispatches
+    its shards side by side, and a job's markers (a resumed job's old and new) may sit in two."""
     real = world.store.jobs.get_many
     made: list[tuple[list[str], bool]] = []
     pending = dict(stale)
+    lock = threading.Lock()
 
     def get_many(job_ids: Any, *, consistent: bool = True, **kwargs: Any) -> Any:
         ids = list(job_ids)
         read = real(ids, consistent=consistent, **kwargs)
         if sys._getframe(1).f_globals.get("__name__") != dispatch.__name__:
             return read
-        made.append((ids, consistent))
-        if not consistent:
+        with lock:
+            made.append((ids, consistent))
             for job_id in [i for i in dict.fromkeys(ids) if i in pending]:
-                job = pending.pop(job_id)
-                if job is None:
+                if consistent:
+                    del pending[job_id]
+                elif (job := pending[job_id]) is None:
                     read.found.pop(job_id, None)
                 else:
                     read.found[job_id] = job
