@@ -428,7 +428,7 @@ def test_api_calls_take_one_turn_in_three_while_the_stacks_wait() -> None:
 
 
 def test_api_writes_take_one_turn_in_three_while_the_stacks_wait() -> None:
-    gate = Gate(1)
+    gate = Gate(1, write_share=3)
     entered: list[str] = []
     names = ("holder", "list1", "create1", "create2", "claim1", "claim2", "claim3", "claim4")
     threads: list[threading.Thread] = []
