@@ -16,11 +16,11 @@ the pack's last holder ended goes the lone way (Worker.handle), which finds its 
 
 from __future__ import annotations
 
-import heapq
 import queue
 import selectors
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
@@ -271,11 +271,11 @@ class Starters:
                     hand(n)
                 for n, awaited in waiting.items():
                     selector.register(awaited.sock, selectors.EVENT_READ, n)
-                deadlines = sorted((awaited.by, n) for n, awaited in waiting.items())
+                deadlines = deque(sorted((awaited.by, n) for n, awaited in waiting.items()))
                 while left:
                     now = self._clock.now()
                     while deadlines and (deadlines[0][0] <= now or deadlines[0][1] not in left):
-                        _, n = heapq.heappop(deadlines)
+                        _, n = deadlines.popleft()
                         if n in left:
                             selector.unregister(waiting[n].sock)
                             hand(n)
