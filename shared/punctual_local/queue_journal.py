@@ -38,6 +38,7 @@ from botocore.exceptions import ClientError
 
 from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
+from punctual_local.moto.journal import STORAGE_FAILED
 
 JOURNAL_NAME = "queue.journal"
 ATTRIBUTE = "PunctualJournalId"
@@ -45,7 +46,6 @@ ATTRIBUTE = "PunctualJournalId"
 # the work of a rewrite stays proportional to the appends since the last one.
 MIN_COMPACT_BYTES = 1024 * 1024
 COMPACT_RATIO = 4
-STORAGE_FAILED = "PunctualStorageFailed"
 
 
 class JournalFailed(Exception):

@@ -26,7 +26,7 @@ from typing import Any
 from punctual.platform.observability import logger
 from punctual_local import lambda_events
 from punctual_local.connection import GONE, Connection, Limits, Refused, Reply, header, retry_after
-from punctual_local.queue_journal import STORAGE_FAILED
+from punctual_local.moto.journal import STORAGE_FAILED
 
 # The event format the API function is driven with: http_api_event (HTTP API, payload format 2.0, as
 # deployed by default) or api_gateway_event (REST API, payload format 1.0; `-c api_type=rest`).

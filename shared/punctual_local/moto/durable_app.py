@@ -12,7 +12,7 @@ from typing import Any
 
 from punctual_local.moto.durable import DurableTables
 from punctual_local.moto.faults import FillableDisk
-from punctual_local.moto.journal import StorageFailed
+from punctual_local.moto.journal import STORAGE_FAILED, StorageFailed
 from punctual_local.moto.write_hooks import start_request, written_in_request
 
 
@@ -54,7 +54,7 @@ class DurableApp:
             try:
                 journal.wait(last, first=first)
             except StorageFailed as exc:
-                body = json.dumps({"__type": "PunctualStorageFailed", "message": str(exc)}).encode()
+                body = json.dumps({"__type": STORAGE_FAILED, "message": str(exc)}).encode()
                 start_response("400 Bad Request", [("Content-Type", "application/x-amz-json-1.0")])
                 return [body]
         status, headers, exc_info = started[0]

@@ -45,6 +45,11 @@ class StorageFailed(Exception):
     """A write could not be made durable: it was lost, or the journal refuses writes until it recovers."""
 
 
+# The error code the local stack answers such a write with (moto's tables and the work queue alike),
+# its message saying why.
+STORAGE_FAILED = "PunctualStorageFailed"
+
+
 @dataclass
 class JournalStats:
     records: int = 0

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from punctual_local.moto.items import image, key_of
-from punctual_local.moto.journal import StorageFailed
+from punctual_local.moto.journal import STORAGE_FAILED, StorageFailed
 
 # What a write replaced: (moto's backend, table name, hash key, range key, the item before it or None).
 Undo = tuple[Any, str, Any, Any, Any]
@@ -81,7 +81,7 @@ def _note_written(first: int, last: int) -> None:
 def _refused(why: str) -> Exception:
     from moto.core.exceptions import JsonRESTError
 
-    error = JsonRESTError("PunctualStorageFailed", why)
+    error = JsonRESTError(STORAGE_FAILED, why)
     error.code = 400  # not a status the SDK retries: the answer is the same every time
     return error
 
