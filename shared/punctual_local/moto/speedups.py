@@ -67,6 +67,7 @@ _JSON_AS_IS = frozenset(
         "BatchGetItem",
         "BatchWriteItem",
         "Query",
+        "Scan",
         "TransactWriteItems",
         "TransactGetItems",
     }

@@ -358,6 +358,20 @@ def _calls(client: Any) -> list[tuple[str, Callable[[], Any]]]:
             ),
         ),
         (
+            "scan, filtered, a page",
+            lambda: client.scan(
+                TableName=TABLE,
+                FilterExpression="begins_with(pk, :p)",
+                ExpressionAttributeValues={":p": {"S": "DUE#"}},
+                Limit=4,
+                ReturnConsumedCapacity="TOTAL",
+            ),
+        ),
+        (
+            "scan",
+            lambda: client.scan(TableName=TABLE),
+        ),
+        (
             "transaction",
             lambda: client.transact_write_items(
                 TransactItems=[
