@@ -181,3 +181,19 @@ def test_a_change_a_stale_read_missed_is_stopped_by_the_instants_change_records(
     # Then the change record, read at the instant, stopped it: it did not run
     assert ran(counts, pack, jobs[0]) == (0, [1] * 9)
     assert [e["status"] for e in world.executions(jobs[0]["id"])][-1] == "CANCELLED"
+
+
+@pytest.mark.parametrize("change", [pause, cancel], ids=lambda c: c.__name__)
+def test_a_change_stops_a_recurring_jobs_held_run_while_a_later_one_is_queued_too(
+    world: World, change: Callable[[World, dict[str, Any]], None]
+) -> None:
+    # Given an every-minute job whose first run is handed off at its creation and whose second the
+    # scanner sends within the same minute: two of its runs are in the queue
+    job = world.create({"type": "rate", "every_seconds": 60})
+    pack, receipt = take_the_pack(world)
+    assert world.store.jobs.get(job["id"]).queued_run_at > pack.scheduled_at
+    counts = runs_counted(world)
+    # When the job changes while the first run's pack holds, before its instant
+    take_before_the_instant(world, pack, receipt, lambda: change(world, job))
+    # Then that run did not start
+    assert ran(counts, pack, job) == (0, [])

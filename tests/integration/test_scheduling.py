@@ -91,7 +91,8 @@ def test_pause_stops_runs_and_resume_skips_what_was_missed(world: World) -> None
     # (09:01 and 09:02 are already enqueued: a tick sends what its soon partition holds, up to the
     # hand-off window; an execution is stored when it starts)
     assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
-    assert world.job(job["id"])["next_run_at"] == "2026-12-01T09:02:00.000Z"
+    # and its next run is the first of them
+    assert world.job(job["id"])["next_run_at"] == "2026-12-01T09:01:00.000Z"
     # When it is paused for three minutes, then resumed
     world.api("POST", f"/jobs/{job['id']}/pause")
     world.run_for(180)  # 09:03:15
@@ -289,3 +290,18 @@ def test_early_visibility_never_starts_early(clock: ManualClock) -> None:
         [execution] = world.executions(job["id"])
         assert execution["status"] == "SUCCEEDED"
         assert 0 <= execution["lateness_ms"] < 250
+
+
+def test_a_jobs_next_run_is_its_first_run_in_the_queue_when_several_are(world: World) -> None:
+    # Given an every-minute job created at 08:59:30: its 09:00:30 run is handed off at once, and the
+    # scanner's next tick sends its 09:01:30 run too
+    job = world.create({"type": "rate", "every_seconds": 60})
+    seen = []
+    for _ in range(30):
+        world.run_for(5)
+        seen.append((world.clock.now(), parse_rfc3339(world.job(job["id"])["next_run_at"])))
+    # Then the job's next run, as the API shows it, is always the first still to come
+    assert [next_run for now, next_run in seen if now < parse_rfc3339("2026-12-01T09:00:30Z")] == [
+        parse_rfc3339("2026-12-01T09:00:30Z")
+    ] * 11
+    assert all(now < next_run <= now + timedelta(seconds=60) for now, next_run in seen)

@@ -25,6 +25,7 @@ from punctual.domain.schedules import (
     _Schedule,
     is_recurring,
     next_run,
+    occurrences,
     rate_anchor,
 )
 from punctual.platform.signing import SigningKeys
@@ -138,9 +139,10 @@ class Job:
         """The next run as users see it: an enqueued occurrence still counts until its instant."""
         if self.status is not JobStatus.ACTIVE:
             return self.next_run_at
-        if self.queued_run_at is not None and self.queued_run_at > now:
-            return self.queued_run_at
-        return self.next_run_at
+        queued = self.queued_run_at
+        if queued is None or queued <= now:
+            return self.next_run_at
+        return next(iter(queued_runs(self, now)), queued)
 
     @property
     def task_name(self) -> str | None:
@@ -214,6 +216,11 @@ def next_after(job: Job, scheduled_at: datetime) -> datetime | None:
     limit = job.policy.max_runs
     if limit is not None and job.runs_dispatched + 1 >= limit:
         return None
+    return following_run(job, scheduled_at)
+
+
+def following_run(job: Job, scheduled_at: datetime) -> datetime | None:
+    """The recurring job's occurrence after the one at `scheduled_at`, whatever `max_runs` says."""
     nominal = next_run(job.schedule, scheduled_at + timedelta(milliseconds=1), job.anchor_at)
     return spread(job.id, job.schedule, nominal, job.anchor_at, job.policy.flexible_window_seconds)
 
@@ -285,8 +292,29 @@ def dispatched_runs(job: Job, now: datetime, ahead: timedelta) -> list[datetime]
     next run and a recurring job's occurrence enqueued last (`queued_run_at`, which next_run_at has
     moved past), each if due within `ahead` (how far ahead of its instant a message may be sent) and
     not more than CHANGE_RECORDS_LATE past."""
-    runs = [job.next_run_at, job.queued_run_at]
-    return sorted({at for at in runs if at is not None and now - CHANGE_RECORDS_LATE < at <= now + ahead})
+    runs = {job.next_run_at, *queued_runs(job, now - CHANGE_RECORDS_LATE)}
+    return sorted(at for at in runs if at is not None and now - CHANGE_RECORDS_LATE < at <= now + ahead)
+
+
+def queued_runs(job: Job, after: datetime) -> list[datetime]:
+    """The job's runs after `after` that may be in the queue: a one-time job's enqueued run, and
+    every occurrence of a recurring job up to the one enqueued last (`queued_run_at`). A tick may
+    enqueue several occurrences ahead, and queued_run_at names only the last of them."""
+    queued = job.queued_run_at
+    if queued is None or queued <= after:
+        return []
+    if not job.recurring:
+        return [queued]
+    # A spread run comes at most its window after its nominal time: none before that is after `after`.
+    window = job.policy.flexible_window_seconds
+    runs: list[datetime] = []
+    for nominal in occurrences(job.schedule, after - timedelta(seconds=window), job.anchor_at):
+        at = spread(job.id, job.schedule, nominal, job.anchor_at, window)
+        if at is None or at >= queued:
+            break
+        if at > after:
+            runs.append(at)
+    return [*runs, queued]
 
 
 # A batch's job's item expires this long after its run's instant and the retention, when its run

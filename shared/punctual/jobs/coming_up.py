@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from punctual.domain.models import Job, JobStatus, next_after
+from punctual.domain.models import Job, JobStatus, following_run, next_after
 
 HORIZON = timedelta(hours=1)
 # Jobs read by one request: the owner's newest ACTIVE jobs, a page of 100 at a time.
@@ -37,10 +37,15 @@ def runs_within(job: Job, now: datetime, until: datetime) -> list[datetime]:
         return []
     runs: list[datetime] = []
     at = job.upcoming_run(now)
-    if at is not None and at == job.queued_run_at:
-        # That run is in the queue already, and counted in runs_dispatched: the count goes on from
-        # before it, as next_after counts from the run it is given.
-        job = replace(job, runs_dispatched=job.runs_dispatched - 1)
+    queued = job.queued_run_at
+    if at is not None and queued is not None and at <= queued:
+        # The runs from it to the one enqueued last are in the queue already, and counted in
+        # runs_dispatched: the count goes on from before them, as next_after counts from the run it
+        # is given.
+        in_queue, walk = 1, following_run(job, at)
+        while walk is not None and walk <= queued:
+            in_queue, walk = in_queue + 1, following_run(job, walk)
+        job = replace(job, runs_dispatched=job.runs_dispatched - in_queue)
     while at is not None and at < until:
         runs.append(max(at, now))
         at = next_after(job, at)

@@ -28,9 +28,10 @@ from punctual.domain.models import (
     job_as_seen,
     next_after,
     skip_reason,
+    spread,
     storing,
 )
-from punctual.domain.policies import RetryPolicy
+from punctual.domain.policies import JobPolicy, RetryPolicy
 
 NOW = datetime(2026, 12, 1, 9, 0, 0, tzinfo=UTC)
 
@@ -428,3 +429,38 @@ def test_the_runs_a_change_is_recorded_against_are_those_a_message_may_carry_not
     # A recurring job's occurrence enqueued last, beside its next
     assert dispatched_runs(job(next_run_at=far, queued_run_at=NOW), NOW, ahead) == [NOW]
     assert dispatched_runs(job(next_run_at=soon, queued_run_at=NOW), NOW, ahead) == [NOW, soon]
+
+
+def test_every_occurrence_up_to_the_one_enqueued_last_may_be_in_a_message() -> None:
+    # Given an every-minute job whose scanner sent three occurrences ahead: queued_run_at names the last
+    every_minute = job({"type": "rate", "every_seconds": 60}, anchor_at=NOW + timedelta(seconds=30))
+    queued = replace(
+        every_minute, queued_run_at=NOW + timedelta(seconds=150), next_run_at=NOW + timedelta(seconds=210)
+    )
+    first, second, third = (NOW + timedelta(seconds=s) for s in (30, 90, 150))
+    # Then a change records itself against each of them (and the next run), not only the last
+    assert dispatched_runs(queued, NOW, timedelta(seconds=200)) == [first, second, third]
+    assert dispatched_runs(queued, NOW, timedelta(seconds=300)) == [
+        first,
+        second,
+        third,
+        NOW + timedelta(seconds=210),
+    ]
+    # and the next run users see is the first of them, then each in turn until the last has come
+    assert queued.upcoming_run(NOW) == first
+    assert queued.upcoming_run(first) == second
+    assert queued.upcoming_run(third - timedelta(milliseconds=1)) == third
+    assert queued.upcoming_run(third) == NOW + timedelta(seconds=210)
+
+
+def test_the_first_queued_run_of_a_spread_job_is_its_spread_instant() -> None:
+    # Given an hourly job spread over a 15-minute window, its 10:00 and 11:00 runs in the queue
+    hourly = job(policy=JobPolicy(flexible_window_seconds=900))
+    ten = spread(hourly.id, hourly.schedule, NOW + timedelta(hours=1), None, 900)
+    eleven = spread(hourly.id, hourly.schedule, NOW + timedelta(hours=2), None, 900)
+    assert ten is not None and eleven is not None and ten > NOW + timedelta(hours=1)
+    queued = replace(hourly, queued_run_at=eleven, next_run_at=NOW + timedelta(hours=3))
+    # Then the next run, seen at 10:00 before its spread instant, is that instant, not 11:00's
+    assert queued.upcoming_run(NOW + timedelta(hours=1)) == ten
+    assert queued.upcoming_run(ten) == eleven
+    assert dispatched_runs(queued, NOW + timedelta(hours=1), timedelta(minutes=90)) == [ten, eleven]
