@@ -67,8 +67,9 @@ Choices where the contract is silent:
   job(s) the first request created even once its schedule is no longer valid (its instant has
   passed); if that request stored only some of them (it failed part way), such a retry answers 409.
 - Bodies are JSON: a route that reads one (POST /jobs, /jobs/batch, /schedules/preview, PATCH)
-  answers 415 to another Content-Type (media types ignore case; none at all is read as JSON). What
-  JSON allows but no store keeps is refused (422, field `body`): nesting deeper than 64 levels,
+  answers 415 to another Content-Type (media types ignore case; none at all is read as JSON). A
+  body is one JSON object: an array is refused (422, field `body`), not read as its first element.
+  What JSON allows but no store keeps is refused (422, field `body`): nesting deeper than 64 levels,
   NaN or Infinity, numbers beyond a float's range, unpaired surrogates (`\\ud800`); and so is an
   object that repeats a key (naming it), which parsers read differently (the first or the last).
 - Numbers are JSON numbers: a number sent as a string (`"60"`) or a boolean is refused (422 naming
@@ -218,11 +219,5 @@ def resolve(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
     refused = bodies.refuse_non_json(event)
     if refused is not None:
         return refused
-    media_type = bodies.content_media_type(event)
-    if (
-        event.get("body")
-        and media_type not in (None, bodies.JSON_MEDIA_TYPE)
-        and bodies.request_path(event).endswith(bodies.OPTIONAL_BODY_ROUTES)
-    ):
-        event = {**event, "body": None, "isBase64Encoded": False}
+    event = bodies.without_foreign_body(event)
     return resolver_for(event).resolve(bodies.with_json_media_type(event), context)

@@ -10,6 +10,8 @@ from typing import Any
 from punctual.api.schemas import ErrorOut
 from punctual.domain.validation import json_problem, refuse_constant
 
+# Why a body that is JSON but not an object is refused (errors.py says it as it is, not as bad JSON).
+NOT_AN_OBJECT = "the body must be a JSON object"
 # A request body nests at most this deep (a task's parameters, inside it, at most 32 levels).
 MAX_BODY_DEPTH = 64
 
@@ -32,7 +34,21 @@ def strict_json(text: str) -> Any:
     problem = json_problem(value, MAX_BODY_DEPTH)
     if problem is not None:
         raise json.JSONDecodeError(problem, text, 0)
+    if not isinstance(value, dict):
+        # Every body a route reads is an object. The validator would take an array's first element
+        # as the body, and drop the rest without a word.
+        raise json.JSONDecodeError(f"{NOT_AN_OBJECT}, not {_kind(value)}", text, 0)
     return value
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    return "a number"
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -82,10 +98,10 @@ def request_path(event: Mapping[str, Any]) -> str:
 
 
 def refuse_non_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
-    """415 for a body that is not JSON (docs/api.md: JSON in and out; the resolver would parse forms too).
-    A body without a Content-Type is read as JSON."""
+    """415 for a body that is not JSON (docs/api.md: JSON in and out; the resolver would parse forms too),
+    an empty one too, on a route that needs one. A body without a Content-Type is read as JSON."""
     media_type = content_media_type(event)
-    if not event.get("body") or media_type in (None, JSON_MEDIA_TYPE) or not _reads_a_body(event):
+    if media_type in (None, JSON_MEDIA_TYPE) or not _reads_a_body(event):
         return None
     if request_path(event).endswith(OPTIONAL_BODY_ROUTES):
         return None
@@ -99,6 +115,22 @@ def refuse_non_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
         "body": body.model_dump_json(exclude_none=True),
         "isBase64Encoded": False,
     }
+
+
+def without_foreign_body(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    """On a route whose body is optional, the event without a body that is not JSON, and without its
+    Content-Type (the validator would answer 415 to it, in a shape of its own): dropped, not refused."""
+    media_type = content_media_type(event)
+    if media_type in (None, JSON_MEDIA_TYPE) or not request_path(event).endswith(OPTIONAL_BODY_ROUTES):
+        return event
+
+    def unspelt(headers: Mapping[str, Any]) -> dict[str, Any]:
+        return {name: value for name, value in headers.items() if name.lower() != "content-type"}
+
+    fixed = {**event, "body": None, "isBase64Encoded": False, "headers": unspelt(event.get("headers") or {})}
+    if event.get("multiValueHeaders"):
+        fixed["multiValueHeaders"] = unspelt(event["multiValueHeaders"])
+    return fixed
 
 
 def with_json_media_type(event: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError, Servic
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 
+from punctual.api.bodies import NOT_AN_OBJECT
 from punctual.api.schemas import ErrorOut
 from punctual.domain.errors import Conflict, InvalidRequest, NotFound, RetryableStoreError
 from punctual.platform.observability import logger
@@ -176,8 +177,12 @@ def _plain_error(error: dict[str, Any]) -> dict[str, Any]:
     if error.get("type") == "value_error":
         message = message.removeprefix("Value error, ")  # pydantic's, for a validator's ValueError
     if error.get("type") == "json_invalid":
-        why = (error.get("ctx") or {}).get("error")
-        field, message = "body", "request body is not valid JSON" + (f" ({why})" if why else "")
+        why = str((error.get("ctx") or {}).get("error") or "")
+        field = "body"
+        if why.startswith(NOT_AN_OBJECT):
+            message = why
+        else:
+            message = "request body is not valid JSON" + (f" ({why})" if why else "")
     elif field is None and prefix == "":
         field = "body"  # the body as a whole: missing, null, or not an object
     return {"field": field, "message": message, "type": error.get("type")}
