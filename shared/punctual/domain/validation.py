@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from typing import Any, get_args
 
 from pydantic import AfterValidator, BeforeValidator, GetCoreSchemaHandler, GetJsonSchemaHandler
@@ -107,19 +106,24 @@ def _not_null(value: Any) -> Any:
 NOT_NULL = _NotNull()
 
 
+# Unicode's control characters (category Cc), found by one regular expression search: a loop over
+# the characters in Python took 0.7 s of CPU to refuse a 10 MB name, before its length was checked.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def _plain_text(value: Any) -> Any:
     if isinstance(value, str):
-        for position, char in enumerate(value):
-            if unicodedata.category(char) == "Cc":
-                raise ValueError(
-                    f"control character U+{ord(char):04X} at position {position}: plain text only"
-                )
+        found = _CONTROL.search(value)
+        if found is not None:
+            raise ValueError(
+                f"control character U+{ord(found.group()):04X} at position {found.start()}: plain text only"
+            )
     return value
 
 
 # For a text field shown to people (a job's name): no control characters (NUL, line breaks, tabs,
 # escape sequences), which logs, terminals and the CLI's tables would act on or mangle.
-PLAIN_TEXT = BeforeValidator(_plain_text)
+PLAIN_TEXT = AfterValidator(_plain_text)
 
 
 def refuse_constant(name: str) -> Any:
