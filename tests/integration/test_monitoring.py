@@ -406,6 +406,19 @@ def test_a_failed_execution_is_retried_as_a_new_one_naming_it(world: World) -> N
     assert world.api("POST", f"/jobs/{job['id']}/executions/{failed['id']}/retry", owner="bob").status == 404
 
 
+def test_an_execution_under_way_is_not_retried_but_told_so(world: World) -> None:
+    # Given a one-time job whose instant has come, its run under way (listed RUNNING, stored at its end)
+    job = world.create({"type": "at", "at": to_rfc3339(world.clock.now() + timedelta(seconds=30))})
+    world.clock.advance(31)
+    [running] = world.executions(job["id"])
+    assert running["status"] == "RUNNING"
+    # When it is retried
+    answer = world.api("POST", f"/jobs/{job['id']}/executions/{running['id']}/retry")
+    # Then the answer says it is under way (409), as for one stored, not that it is missing (404)
+    assert answer.status == 409, answer.body
+    assert answer.body["message"].startswith("execution is RUNNING")
+
+
 def _dead_letter_its_message(world: World, job_id: str) -> str:
     """Take the job's message off the work queue and put it on the dead-letter queue, as SQS does
     once a message has exhausted its receives."""

@@ -380,9 +380,15 @@ def in_flight(job: Job, now: datetime) -> Execution | None:
     of that execution is stored. (One-time: its `next_run_at`; recurring: its enqueued occurrence.)"""
     if job.status is not JobStatus.ACTIVE:
         return None
-    at = job.queued_run_at if job.recurring else job.next_run_at
     # (only while its pack's lease may hold it: one still not stored by then is not under way)
-    if at is None or not at <= now < at + timedelta(seconds=job.timeout_seconds) + LEASE_MARGIN:
+    held = timedelta(seconds=job.timeout_seconds) + LEASE_MARGIN
+    if job.recurring:
+        # (the latest come of those queued: a later one may be in the queue too)
+        come = [at for at in queued_runs(job, now - held) if at <= now]
+        at = come[-1] if come else None
+    else:
+        at = job.next_run_at
+    if at is None or not at <= now < at + held:
         return None
     return Execution(
         id=execution_id_for(job.id, at, job.schedule_version),

@@ -23,6 +23,7 @@ from punctual.domain.models import (
     dispatched_runs,
     ends_in_batch,
     first_run,
+    in_flight,
     marker_for,
     new_version,
 )
@@ -311,7 +312,10 @@ class JobLifecycle:
             None if scheduled_at is None else self._store.executions.get(job.id, scheduled_at, execution_id)
         )
         if original is None:
-            raise NotFound(f"execution {execution_id!r} of job {job_id!r} not found")
+            running = in_flight(job, self._clock.now())
+            if running is None or running.id != execution_id:
+                raise NotFound(f"execution {execution_id!r} of job {job_id!r} not found")
+            original = running  # (under way, under its pack's lease: stored at its end)
         if not original.status.is_final:
             raise Conflict(f"execution is {original.status.value}; only a finished execution can be retried")
         if original.status is ExecutionStatus.SUCCEEDED:

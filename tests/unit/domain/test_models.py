@@ -25,6 +25,7 @@ from punctual.domain.models import (
     completes_job,
     dispatched_runs,
     first_run,
+    in_flight,
     job_as_seen,
     next_after,
     skip_reason,
@@ -451,6 +452,20 @@ def test_every_occurrence_up_to_the_one_enqueued_last_may_be_in_a_message() -> N
     assert queued.upcoming_run(first) == second
     assert queued.upcoming_run(third - timedelta(milliseconds=1)) == third
     assert queued.upcoming_run(third) == NOW + timedelta(seconds=210)
+
+
+def test_a_recurring_run_under_way_shows_while_a_later_one_is_queued_too() -> None:
+    # Given an every-minute job with its 09:00:30 and 09:01:30 runs sent, at 09:00:40
+    every_minute = job({"type": "rate", "every_seconds": 60}, anchor_at=NOW + timedelta(seconds=30))
+    queued = replace(
+        every_minute, queued_run_at=NOW + timedelta(seconds=90), next_run_at=NOW + timedelta(seconds=150)
+    )
+    running = in_flight(queued, NOW + timedelta(seconds=40))
+    # Then the 09:00:30 run is the one under way
+    assert running is not None and running.scheduled_at == NOW + timedelta(seconds=30)
+    assert running.id == execution_id_for("job1", NOW + timedelta(seconds=30), 3)
+    # and before its instant none is
+    assert in_flight(queued, NOW + timedelta(seconds=29)) is None
 
 
 def test_the_first_queued_run_of_a_spread_job_is_its_spread_instant() -> None:
