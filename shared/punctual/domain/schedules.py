@@ -192,7 +192,7 @@ def occurrences(schedule: _Schedule, after: datetime, anchor: datetime | None = 
     # request may not name is ever a run (a preview's, a job's next run, a marker's).
     try:
         for run in runs:
-            if run >= LATEST_INSTANT or (schedule.end_at is not None and run > schedule.end_at):
+            if run >= LATEST_INSTANT or (schedule.end_at is not None and run >= schedule.end_at):
                 return
             yield run
     except OverflowError:

@@ -135,6 +135,22 @@ def test_cron_stops_after_end_at() -> None:
     assert next_run(schedule, utc(2026, 12, 3, 9, 0, 1)) is None
 
 
+def test_end_at_is_the_first_instant_without_a_run() -> None:
+    # (as 2200-01-01 is for every schedule, and as EventBridge Scheduler's EndDate is)
+    daily = cron("0 9 * * *", end_at="2026-12-03T09:00:00Z")
+    assert list(occurrences(daily, utc(2026, 12, 1))) == [utc(2026, 12, d, 9) for d in (1, 2)]
+    hourly = RateSchedule.model_validate(
+        {
+            "type": "rate",
+            "every_seconds": 3600,
+            "start_at": "2026-12-01T09:00:00Z",
+            "end_at": "2026-12-01T11:00:00Z",
+        }
+    )
+    anchor = rate_anchor(hourly, utc(2026, 11, 1))
+    assert list(occurrences(hourly, utc(2026, 12, 1), anchor)) == [utc(2026, 12, 1, h) for h in (9, 10)]
+
+
 def test_wildcard_cron_resumed_just_after_a_second_pass_run_keeps_the_following_runs() -> None:
     # Given "*/30 * * * *" in New York, and the 06:00Z run (01:00 EST, second pass) just done
     schedule = cron("*/30 * * * *", "America/New_York")
