@@ -126,7 +126,8 @@ def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
 class Tail:
     """`punctual watch` without a job: each poll lists the owner's jobs (a few reads a page, whatever
     their number) and reads the executions of those with something going on: a run due by the next
-    poll or under way, or a job that changed since the last poll (its outcome, status or next run)."""
+    poll or under way, a job that changed since the last poll (its outcome, status or next run), or
+    one created since."""
 
     def __init__(
         self,
@@ -180,7 +181,8 @@ class Tail:
             )
         elif not jobs:
             self._out("no jobs yet (punctual jobs create)")
-        self._out(cli_format.fitted(f"--- {len(jobs)} jobs; live from {display.current.clock(now)} ---"))
+        jobs_seen = cli_format.counted(len(jobs), "job")
+        self._out(cli_format.fitted(f"--- {jobs_seen}; live from {display.current.clock(now)} ---"))
 
     def poll(self) -> None:
         now = self._clock.now()
@@ -193,7 +195,9 @@ class Tail:
             before = self._jobs.get(job_id)
             if before is not None and before.get("status") != job.get("status"):
                 self._job_line(now, job, before)
-            if self._hot(job, before, now):
+            # A job first listed after the first poll was created while watching: it may have run and
+            # finished between two polls, due to nothing and unchanged by the next.
+            if (before is None and not first) or self._hot(job, before, now):
                 self._follow(now, job)
         self._jobs = jobs
 
@@ -373,7 +377,8 @@ def register(commands: Any, command: Callable[..., Any]) -> None:
         "--count",
         type=positive_int,
         metavar="N",
-        help="stop once N executions have finished (earlier ones count)",
+        help="stop once N executions have finished (with JOB: earlier ones count; without: only "
+        "those that finish while watching)",
     )
     watch.add_argument(
         "--timeout", type=positive_float, metavar="SECONDS", help="give up (exit 1) after this"

@@ -10,6 +10,7 @@ import urllib.request
 from collections.abc import Iterator
 from datetime import timedelta
 from http.server import ThreadingHTTPServer
+from typing import Any, cast
 
 import pytest
 
@@ -17,6 +18,8 @@ from punctual.platform import signing
 from punctual.platform.clock import ManualClock
 from punctual_cli import common
 from punctual_cli.monitoring import serve_receiver
+from punctual_cli.watch import Tail
+from punctual_client.transport import PunctualClient
 from tests.unit.cli.fake_api import NOW, FakeApi, _handler_for, execution, job, run
 
 SECRET = "whsec_" + "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
@@ -192,6 +195,82 @@ def test_watch_without_a_job_tails_every_jobs_executions(api: FakeApi, capsys: C
     api.routes[("GET", "/jobs")] = api.routes[("GET", "/jobs")][-2:]
     code, out, _ = run(api, capsys, "watch", "--timeout", "1", "--interval", "1")
     assert "job job-1 (billing)  ACTIVE -> PAUSED  (too many)" in out
+
+
+class _Jobs:
+    """A client with the two reads Tail makes, answering what the test last set."""
+
+    def __init__(self) -> None:
+        self.jobs: list[dict[str, Any]] = []
+        self.executions: dict[str, list[dict[str, Any]]] = {}
+
+    def iter_jobs(self, **_: Any) -> Iterator[dict[str, Any]]:
+        return iter(self.jobs)
+
+    def list_executions(self, job_id: str, **_: Any) -> dict[str, Any]:
+        return {"items": self.executions.get(job_id, []), "next_cursor": None}
+
+
+def test_watching_every_job_follows_a_job_created_and_run_between_two_polls() -> None:
+    # Given a tail of every job, started when there was one job due tomorrow
+    clock = ManualClock(NOW)
+    client = _Jobs()
+    later = job("job-2", name="report", next_run_at="2026-06-02T08:00:00.000Z")
+    client.jobs = [later]
+    lines: list[str] = []
+    tail = Tail(cast(PunctualClient, client), clock, interval=2, out=lines.append, quiet=True)
+    tail.poll()
+    # and a job created after that poll, that ran at once and finished before the next one
+    clock.advance(2)
+    done = job(
+        "job-3", name="once", status="COMPLETED", next_run_at=None, created_at="2026-06-01T12:00:01.000Z"
+    )
+    client.jobs = [done, later]
+    client.executions["job-3"] = [
+        execution("ex-3", "SUCCEEDED", job_id="job-3", finished_at="2026-06-01T12:00:01.500Z")
+    ]
+
+    # When the tail polls again
+    tail.poll()
+
+    # Then the new job's run is told, and counts towards --count
+    assert lines == ["ex-3"]
+    assert tail.finished == 1
+
+
+def test_watching_every_job_skips_runs_that_ended_before_it_began_even_of_a_job_new_to_it() -> None:
+    # Given a tail started with no job, and a job listed on its second poll (say, newly matching
+    # --name-prefix) whose only run had finished before the watch began
+    clock = ManualClock(NOW)
+    client = _Jobs()
+    lines: list[str] = []
+    tail = Tail(cast(PunctualClient, client), clock, interval=2, out=lines.append, quiet=True)
+    tail.poll()
+    clock.advance(2)
+    client.jobs = [job("job-3", status="COMPLETED", next_run_at=None)]
+    client.executions["job-3"] = [
+        execution("ex-3", "SUCCEEDED", job_id="job-3", finished_at="2026-06-01T11:59:00.000Z")
+    ]
+
+    # When the tail polls again
+    tail.poll()
+
+    # Then that run is history: not told, not counted
+    assert lines == []
+    assert tail.finished == 0
+
+
+def test_watching_every_job_counts_one_job_in_the_singular() -> None:
+    # Given one job
+    client = _Jobs()
+    client.jobs = [job("job-2", name="report")]
+    lines: list[str] = []
+
+    # When a tail polls for the first time
+    Tail(cast(PunctualClient, client), ManualClock(NOW), interval=2, out=lines.append).poll()
+
+    # Then the line where the live changes start counts it as one job
+    assert lines[-1].startswith("--- 1 job; live from")
 
 
 def test_the_receiver_checks_signatures_and_answers_as_told() -> None:
