@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from punctual_cli import display
@@ -19,47 +19,65 @@ from punctual_client.transport import PunctualClient
 VALUED = ("--endpoint", "--token", "--profile", "--display-zone")
 
 
-def add_global_options(parser: argparse.ArgumentParser, default: Any) -> None:
-    """--endpoint, --token, --profile, --display-zone, --json and -q: before or after any command word.
+def add_global_options(
+    parser: argparse.ArgumentParser, default: Any, only: Collection[str] | None = None
+) -> None:
+    """--endpoint, --token, --profile, --display-zone, --json and -q (or those named in `only`, by
+    their long names): before or after any command word.
 
     Every parser but the top one has SUPPRESS defaults, so that a value given before a command word is
     not overwritten by a sub-command's default.
     """
     flag = False if default is None else default
-    parser.add_argument(
-        "--endpoint",
-        default=default,
-        help="API base URL (env PUNCTUAL_ENDPOINT; default http://127.0.0.1:$PUNCTUAL_PORT or :8765). "
-        "Loopback endpoints take a bearer token, others are called signed with SigV4",
+    wanted = (
+        set(only)
+        if only is not None
+        else {"--endpoint", "--token", "--profile", "--display-zone", "--json", "--quiet"}
     )
-    parser.add_argument(
-        "--token",
-        default=default,
-        help="bearer token for a local endpoint (env PUNCTUAL_TOKEN; default local)",
-    )
-    parser.add_argument(
-        "--profile",
-        default=default,
-        help=f"the config file's profile to use (env PUNCTUAL_PROFILE; default {profiles.DEFAULT_PROFILE}; "
-        "`punctual config` shows the file)",
-    )
-    parser.add_argument(
-        "--display-zone",
-        metavar="ZONE",
-        default=default,
-        help="IANA zone to show times in (env PUNCTUAL_DISPLAY_ZONE, or the profile's display_zone; "
-        "default this machine's zone)",
-    )
-    parser.add_argument("--json", action="store_true", default=flag, help="print the API's JSON")
-    parser.add_argument(
-        "-q", "--quiet", action="store_true", default=flag, help="print only ids, one a line (for scripts)"
-    )
+    if "--endpoint" in wanted:
+        parser.add_argument(
+            "--endpoint",
+            default=default,
+            help="API base URL (env PUNCTUAL_ENDPOINT; default http://127.0.0.1:$PUNCTUAL_PORT or :8765). "
+            "Loopback endpoints take a bearer token, others are called signed with SigV4",
+        )
+    if "--token" in wanted:
+        parser.add_argument(
+            "--token",
+            default=default,
+            help="bearer token for a local endpoint (env PUNCTUAL_TOKEN; default local)",
+        )
+    if "--profile" in wanted:
+        parser.add_argument(
+            "--profile",
+            default=default,
+            help=f"the config file's profile to use (env PUNCTUAL_PROFILE; default {profiles.DEFAULT_PROFILE}; "
+            "`punctual config` shows the file)",
+        )
+    if "--display-zone" in wanted:
+        parser.add_argument(
+            "--display-zone",
+            metavar="ZONE",
+            default=default,
+            help="IANA zone to show times in (env PUNCTUAL_DISPLAY_ZONE, or the profile's display_zone; "
+            "default this machine's zone)",
+        )
+    if "--json" in wanted:
+        parser.add_argument("--json", action="store_true", default=flag, help="print the API's JSON")
+    if "--quiet" in wanted:
+        parser.add_argument(
+            "-q",
+            "--quiet",
+            action="store_true",
+            default=flag,
+            help="print only ids, one a line (for scripts)",
+        )
 
 
-def global_parent() -> argparse.ArgumentParser:
-    """The global options as an argparse parent for every sub-command."""
+def global_parent(only: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The global options (or those named in `only`) as an argparse parent for a sub-command."""
     parent = argparse.ArgumentParser(add_help=False)
-    add_global_options(parent, argparse.SUPPRESS)
+    add_global_options(parent, argparse.SUPPRESS, only)
     return parent
 
 

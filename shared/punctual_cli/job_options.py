@@ -207,9 +207,14 @@ def add_schedule_options(parser: argparse.ArgumentParser, command: str = "create
         help="5-field cron expression (e.g. '0 10 * * *') or a macro (@hourly, @daily, @weekly...)",
     )
     forms.add_argument("--every", metavar="DURATION", help="at a fixed rate (at least 1m)")
-    group.add_argument("--tz", metavar="ZONE", help="IANA time zone of --cron (default UTC)")
+    zone_help = (
+        "IANA time zone of --cron (default: the job's zone); alone, a cron job's new zone"
+        if command == "update"
+        else "IANA time zone of --cron (default UTC)"
+    )
+    group.add_argument("--tz", metavar="ZONE", help=zone_help)
     group.add_argument("--start-at", metavar="TIME", help="--cron/--every: not before this time")
-    group.add_argument("--end-at", metavar="TIME", help="--cron/--every: not after this time")
+    group.add_argument("--end-at", metavar="TIME", help="--cron/--every: runs before this time (none at it)")
 
 
 def add_task_options(parser: argparse.ArgumentParser) -> None:

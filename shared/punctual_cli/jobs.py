@@ -110,6 +110,34 @@ def cmd_jobs_create_batch(client: PunctualClient, args: argparse.Namespace) -> i
     return EXIT_OK
 
 
+def _updated_schedule(args: argparse.Namespace, current_job: Callable[[], JsonObject]) -> JsonObject | None:
+    """The schedule an update sends, which replaces the job's whole schedule: so a cron job keeps its
+    zone and window when only --cron is given, and its expression and window when only --tz is."""
+    other_form = args.now or any(value is not None for value in (args.at, args.in_, args.every))
+    if args.tz is not None and args.cron is None and not other_form:
+        current = current_job().get("schedule") or {}
+        if current.get("type") != "cron":
+            raise UsageError(
+                f"--tz: job {args.job} has a {current.get('type')} schedule, not cron: "
+                "give --cron EXPR with --tz"
+            )
+        window = {key: current[key] for key in ("start_at", "end_at") if current.get(key)}
+        schedule = build_schedule(
+            argparse.Namespace(**{**vars(args), "cron": current["expression"]}), default_now=False
+        )
+        return window | (schedule or {})
+    schedule = build_schedule(args, default_now=False)
+    if schedule is not None and schedule["type"] == "cron":
+        current = current_job().get("schedule") or {}
+        if current.get("type") == "cron":
+            # (a new expression alone: the zone and the window it had stay)
+            kept = {"timezone": args.tz, "start_at": args.start_at, "end_at": args.end_at}
+            for key, given in kept.items():
+                if given is None and current.get(key):
+                    schedule[key] = current[key]
+    return schedule
+
+
 def cmd_jobs_update(client: PunctualClient, args: argparse.Namespace) -> int:
     current: JsonObject | None = None
 
@@ -133,7 +161,7 @@ def cmd_jobs_update(client: PunctualClient, args: argparse.Namespace) -> int:
         changes["task"] = build_task(args, None if args.task else current_job().get("task"))
     if args.tag:
         changes["tags"] = dict(current_job().get("tags") or {}) | build_tags(args.tag)
-    schedule = build_schedule(args, default_now=False)
+    schedule = _updated_schedule(args, current_job)
     if schedule is not None:
         changes["schedule"] = schedule
     if retry := build_retry(args):

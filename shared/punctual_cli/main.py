@@ -13,7 +13,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from punctual import __version__
@@ -99,8 +99,18 @@ def build_parser() -> argparse.ArgumentParser:
     connect.add_global_options(parser, None)
     everywhere = connect.global_parent()
 
-    def command(subparsers: Any, name: str, handler: Handler, help: str, *options: OptionAdder) -> Any:
-        sub = subparsers.add_parser(name, help=help, description=help, parents=[everywhere])
+    def command(
+        subparsers: Any,
+        name: str,
+        handler: Handler,
+        help: str,
+        *options: OptionAdder,
+        anywhere: Collection[str] | None = None,
+    ) -> Any:
+        """A sub-command taking the global options, or only those in `anywhere` (a command that calls
+        no API lists none of the connection's)."""
+        parent = everywhere if anywhere is None else connect.global_parent(anywhere)
+        sub = subparsers.add_parser(name, help=help, description=help, parents=[parent])
         for add_options in options:
             add_options(sub)
         sub.set_defaults(handler=handler)
@@ -127,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         cmd_completion,
         "print the shell completion script for bash, zsh or fish; install it with, e.g., "
         + "; ".join(completion.INSTALL.values()),
+        anywhere=(),
     )
     shells.add_argument("shell", choices=completion.SHELLS)
     connect.register(commands, command)

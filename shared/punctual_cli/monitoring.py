@@ -269,7 +269,10 @@ def register(
     `everywhere` holds the options taken after any command word)."""
 
     retry = command(
-        job_commands, "retry", cmd_retry, "run a failed (or skipped) execution once more, now, as a new one"
+        job_commands,
+        "retry",
+        cmd_retry,
+        "run a failed, skipped or cancelled execution once more, now, as a new one",
     )
     retry.add_argument("job", metavar="JOB", help="the job id")
     retry.add_argument("execution", metavar="EXECUTION", help="the execution id")
@@ -298,6 +301,7 @@ def register(
         cmd_receive,
         "a webhook receiver on 127.0.0.1 that prints what it is sent and checks signatures (to try "
         "notifications and http jobs locally: the local stack may call loopback)",
+        anywhere=("--display-zone",),  # (its lines carry the time)
     )
     receive.add_argument("--port", type=int, default=9000, help="port on 127.0.0.1 (default 9000; 0: any)")
     receive.add_argument(
@@ -311,7 +315,11 @@ def register(
     )
 
     command(
-        commands, "new-secret", cmd_new_secret, "print a new signing secret (whsec_...) for --signing-secret"
+        commands,
+        "new-secret",
+        cmd_new_secret,
+        "print a new signing secret (whsec_...) for --signing-secret",
+        anywhere=(),
     )
 
 

@@ -1,6 +1,6 @@
 """The CLI's config file: named profiles, each an endpoint with how to sign in to it and the zone to
 show times in. A TOML file in the platform's config directory (on Linux `$XDG_CONFIG_HOME/punctual/
-config.toml`, by default `~/.config/punctual/platform/config.toml`; PUNCTUAL_CONFIG names another):
+config.toml`, by default `~/.config/punctual/config.toml`; PUNCTUAL_CONFIG names another):
 
     [profiles.default]
     display_zone = "Europe/Paris"

@@ -123,6 +123,96 @@ def test_update_schedule_and_name_sends_only_those(api: FakeApi, capsys: pytest.
     assert request.body == {"name": "later", "schedule": {"type": "at", "at": "2026-12-01T10:00:00+01:00"}}
 
 
+def test_update_cron_keeps_the_jobs_time_zone(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a cron job in Paris
+    api.answer("GET", "/jobs/job-1", job())
+    api.answer("PATCH", "/jobs/job-1", job())
+
+    # When only its expression changes
+    code, _, err = run(api, capsys, "jobs", "update", "job-1", "--cron", "30 9 * * *")
+
+    # Then the new schedule stays in Paris
+    assert code == 0, err
+    assert api.sent("PATCH")[0].body == {
+        "schedule": {"type": "cron", "expression": "30 9 * * *", "timezone": "Europe/Paris"}
+    }
+
+
+def test_update_cron_keeps_the_jobs_window_unless_given(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a cron job in Paris running from June to the end of the year
+    windowed = job()
+    windowed["schedule"] = {
+        **windowed["schedule"],
+        "start_at": "2026-06-01T00:00:00.000Z",
+        "end_at": "2027-01-01T00:00:00.000Z",
+    }
+    api.answer("GET", "/jobs/job-1", windowed)
+    api.answer("PATCH", "/jobs/job-1", windowed)
+
+    # When its expression changes, and its end with it
+    code, _, err = run(
+        api, capsys, "jobs", "update", "job-1", "--cron", "30 9 * * *", "--end-at", "2026-12-24T00:00:00Z"
+    )
+
+    # Then the schedule keeps its zone and start, and takes the new end
+    assert code == 0, err
+    assert api.sent("PATCH")[0].body == {
+        "schedule": {
+            "type": "cron",
+            "expression": "30 9 * * *",
+            "timezone": "Europe/Paris",
+            "start_at": "2026-06-01T00:00:00.000Z",
+            "end_at": "2026-12-24T00:00:00Z",
+        }
+    }
+
+
+def test_update_tz_alone_moves_a_cron_job_to_the_zone_and_keeps_its_expression_and_window(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a cron job in Paris with a start
+    schedule = {
+        "type": "cron",
+        "expression": "0 10 * * *",
+        "timezone": "Europe/Paris",
+        "start_at": "2026-06-01T00:00:00.000Z",
+        "end_at": None,
+    }
+    api.answer("GET", "/jobs/job-1", job(schedule=schedule))
+    api.answer("PATCH", "/jobs/job-1", job())
+
+    # When only its zone changes
+    code, _, err = run(api, capsys, "jobs", "update", "job-1", "--tz", "America/New_York")
+
+    # Then the same expression and start are sent in the new zone
+    assert code == 0, err
+    assert api.sent("PATCH")[0].body == {
+        "schedule": {
+            "type": "cron",
+            "expression": "0 10 * * *",
+            "timezone": "America/New_York",
+            "start_at": "2026-06-01T00:00:00.000Z",
+        }
+    }
+
+
+def test_update_tz_alone_on_a_job_that_is_not_cron_names_its_schedule(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a job on a rate schedule
+    api.answer("GET", "/jobs/job-1", job(schedule={"type": "rate", "every_seconds": 300}))
+
+    # When only a zone is given
+    code, _, err = run(api, capsys, "jobs", "update", "job-1", "--tz", "Europe/Paris")
+
+    # Then it is a usage error that says what the job's schedule is, and nothing is changed
+    assert code == 2
+    assert "job job-1 has a rate schedule, not cron" in err and "--cron" in err
+    assert api.sent("PATCH") == []
+
+
 def test_update_with_a_new_task_type_replaces_the_task(
     api: FakeApi, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -83,6 +83,41 @@ def test_update_and_preview_help_do_not_repeat_what_only_create_does(
     assert "without one the job runs now" not in text
 
 
+@pytest.mark.parametrize(
+    ("command", "takes"),
+    [(["new-secret"], set()), (["completion", "bash"], set()), (["receive"], {"--display-zone"})],
+)
+def test_commands_that_call_no_api_list_no_connection_options(
+    command: list[str], takes: set[str], capsys: Capsys
+) -> None:
+    # When the help of a command that calls no API is read
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args([*command, "--help"])
+    text = capsys.readouterr().out
+
+    # Then it lists none of the connection's options, only the display zone where it prints times
+    listed = {
+        o for o in ("--endpoint", "--token", "--profile", "--display-zone", "--json", "--quiet") if o in text
+    }
+    assert listed == takes
+
+
+@pytest.mark.parametrize(
+    ("command", "says"),
+    [
+        (["jobs", "retry"], "run a failed, skipped or cancelled execution"),
+        (["watch"], "without: only those that finish while watching"),
+    ],
+)
+def test_help_says_what_retry_takes_and_what_watch_count_counts(
+    command: list[str], says: str, capsys: Capsys
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args([*command, "--help"])
+
+    assert says in " ".join(capsys.readouterr().out.split())
+
+
 def test_a_refused_token_is_answered_with_how_to_give_one(cli_api: FakeApi, capsys: Capsys) -> None:
     cli_api.answer("GET", "/jobs", {"message": "missing or unknown token"}, status=401)
 
