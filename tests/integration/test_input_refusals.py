@@ -19,7 +19,7 @@ from functions.api.handler import lambda_handler as api_handler
 from punctual.domain.models import next_after, spread
 from punctual.domain.schedules import LATEST_INSTANT, RateSchedule
 from punctual.platform.timefmt import parse_rfc3339
-from punctual_local.lambda_events import FakeLambdaContext
+from punctual_local.lambda_events import FakeLambdaContext, api_gateway_event
 from punctual_local.server import ApiServer
 from tests.integration.api_edges import snapshot
 from tests.world import Answer, World
@@ -242,10 +242,37 @@ def test_only_idempotency_keys_of_printable_ascii_are_keys(world: World) -> None
     body = {"task": NOOP, "schedule": CRON}
     for key in ["\x7f", "a\tb", "\u00a0", "k\u2028", "\u65e5\u672c", "k" * 201]:
         refused(world, 400, KEY_FIELD, "POST", "/jobs", body, headers={"Idempotency-Key": key})
-    # while every printable ASCII character, the space too, is part of a key
-    key = {"Idempotency-Key": "".join(chr(c) for c in range(0x21, 0x7F)) + " x"}
+    # while every printable ASCII character but the comma, the space too, is part of a key
+    key = {"Idempotency-Key": "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) != ",") + " x"}
     first, again = (world.api("POST", "/jobs", body, headers=key) for _ in range(2))
     assert (first.status, again.status, again.body["id"]) == (201, 201, first.body["id"])
+
+
+@BOTH_FORMATS
+def test_two_idempotency_keys_are_refused_not_joined_or_one_dropped(world: World) -> None:
+    # (joined, "K1,K2" was a key of its own: a retry sending K1 alone created a second job)
+    body = {"task": NOOP, "schedule": CRON}
+    for path, data in [("/jobs", body), ("/jobs/batch", {"jobs": [body]})]:
+        # Given two Idempotency-Key headers, as an HTTP API or the local stack joins them
+        answer = refused(world, 400, KEY_FIELD, "POST", path, data, headers={"Idempotency-Key": "K1-x,K2-x"})
+        assert "comma" in answer.body["message"]
+    # and as a REST API sends them, apart (its resolver would take the first and drop the other)
+    event = api_gateway_event(
+        "POST",
+        "/jobs",
+        owner="alice",
+        query="",
+        headers={"Content-Type": "application/json", "Idempotency-Key": "K2-x"},
+        body=json.dumps(body).encode(),
+    )
+    event["multiValueHeaders"] = {
+        **(event.get("multiValueHeaders") or {}),
+        "Idempotency-Key": ["K1-x", "K2-x"],
+    }
+    before = snapshot(world)
+    answer = api_handler(event, FakeLambdaContext())
+    assert (answer["statusCode"], json.loads(answer["body"])["field"]) == (400, KEY_FIELD), answer
+    assert snapshot(world) == before
 
 
 def test_raw_latin_1_bytes_in_an_idempotency_key_over_http_are_refused(world: World) -> None:

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from punctual import __version__
-from punctual.api import bodies, errors
+from punctual.api import bodies, errors, inputs
 from punctual.api.routes import ROUTERS
 from punctual.ports.pages import LIST_READ_BUDGET
 
@@ -51,7 +51,8 @@ Choices where the contract is silent:
   An extra run (POST /jobs/{id}/run) is listed at once, as QUEUED.
 - A COMPLETED or CANCELLED job expires with its execution history, `retention_days` (default 30)
   after it finished; active and paused jobs are kept.
-- An Idempotency-Key has 1 to 200 printable ASCII characters (U+0020-U+007E): one sent empty (or
+- An Idempotency-Key has 1 to 200 printable ASCII characters (U+0020-U+007E) but the comma, in
+  one header (two are refused, 400: joined by a comma, they would read as one key): one sent empty (or
   blank) is refused (400), not read as no key, since the retries it was meant to make safe would
   each create a job; so is one holding a control character or a byte beyond ASCII (400).
 - `?limit=` is written in digits alone (`1.0`, `+5`, `5_0` are refused, 422); an empty `?cursor=` is
@@ -216,7 +217,7 @@ def resolver_for(event: Mapping[str, Any]) -> ApiGatewayResolver:
 
 def resolve(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Answer an API Gateway proxy event of either payload format."""
-    refused = bodies.refuse_non_json(event)
+    refused = bodies.refuse_non_json(event) or inputs.repeated_idempotency_key(event)
     if refused is not None:
         return refused
     event = bodies.without_foreign_body(event)

@@ -5,6 +5,7 @@ InvalidRequest naming the field (errors.py answers it)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -12,7 +13,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent, A
 from pydantic import Field
 
 from punctual.api.errors import IDEMPOTENCY_KEY_FIELD, Unauthorized
-from punctual.api.schemas import JobIn
+from punctual.api.schemas import ErrorOut, JobIn
 from punctual.domain.errors import InvalidRequest
 from punctual.domain.models import TaskRef, TaskSpec
 from punctual.domain.schedules import BEFORE_LATEST, LATEST_INSTANT
@@ -70,7 +71,8 @@ def new_job(body: JobIn) -> NewJob:
     )
 
 
-# An Idempotency-Key: printable ASCII (spaces too), 1 to MAX_IDEMPOTENCY_KEY characters, not blank.
+# An Idempotency-Key: printable ASCII (spaces too) but the comma, 1 to MAX_IDEMPOTENCY_KEY characters,
+# not blank.
 MAX_IDEMPOTENCY_KEY = 200
 _IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]*")
 
@@ -84,6 +86,10 @@ def checked_idempotency_key(value: str | None) -> str | None:
         return None
     if not value.strip():
         why = "is empty"
+    elif "," in value:
+        # (API Gateway and HTTP servers join repeated headers with commas: two keys would read as one
+        # made of both, and a retry sending either alone would create another job)
+        why = "holds a comma (two Idempotency-Key headers arrive as one joined by commas)"
     elif not _IDEMPOTENCY_KEY.fullmatch(value):
         why = f"holds U+{ord(next(c for c in value if not _IDEMPOTENCY_KEY.fullmatch(c))):04X}"
     elif len(value) > MAX_IDEMPOTENCY_KEY:
@@ -109,3 +115,21 @@ def instant_param(value: str | None, field: str) -> datetime | None:
     if instant >= LATEST_INSTANT:
         raise InvalidRequest(f"{field}: {BEFORE_LATEST}", field=field)
     return instant
+
+
+def repeated_idempotency_key(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """400 for a request with more than one Idempotency-Key header, as a REST API sends them (apart, in
+    multiValueHeaders): the resolver would take the first and drop the others without a word."""
+    for name, values in (event.get("multiValueHeaders") or {}).items():
+        if name.lower() == "idempotency-key" and isinstance(values, list) and len(values) > 1:
+            body = ErrorOut(
+                message=f"{IDEMPOTENCY_KEY_FIELD}: send one Idempotency-Key header, not {len(values)}",
+                field=IDEMPOTENCY_KEY_FIELD,
+            )
+            return {
+                "statusCode": 400,
+                "headers": {"Content-Type": "application/json"},
+                "body": body.model_dump_json(exclude_none=True),
+                "isBase64Encoded": False,
+            }
+    return None
