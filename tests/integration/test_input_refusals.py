@@ -134,6 +134,15 @@ def test_control_characters_in_text_query_values_are_refused(world: World) -> No
         for method, path in [("GET", "/jobs"), ("GET", "/tasks"), ("POST", "/jobs/pause")]:
             refused(world, 422, "tag", method, path, query=f"tag=team:a{value}")
         refused(world, 422, "task", "GET", "/jobs", query=f"task=t{value}")
+    # and a tag filter's key no tag can have says why
+    for query, why in [
+        ("tag=" + "k" * 129, "at most 128 characters"),
+        ("tag=a%00", "letters, digits"),
+        ("tag=a%00:b", "letters, digits"),
+        ("tag=:b", "write key:value"),
+    ]:
+        answer = refused(world, 422, "tag", "GET", "/jobs", query=query)
+        assert why in answer.body["message"], answer.body
     # (while other text filters as before)
     assert [j["name"] for j in world.api("GET", "/jobs", query="name_prefix=nigh").body["items"]] == [
         "nightly"

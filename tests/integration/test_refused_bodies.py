@@ -208,6 +208,16 @@ def test_content_types(world: World) -> None:
     # A route that needs a body answers 415 to another type, an empty one too, with a message
     answer = world.api("POST", "/jobs", raw=b"", headers={"Content-Type": "text/plain"})
     assert (answer.status, answer.body["field"]) == (415, "header content-type"), answer.body
+    # A body in a Content-Encoding is refused, not read as it came (415, naming the header), and the
+    # pause drops it
+    gzip = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    answer = world.api("PATCH", f"/jobs/{job['id']}", {"name": "x"}, headers=gzip)
+    assert (answer.status, answer.body["field"]) == (415, "header content-encoding"), answer.body
+    answer = world.api("POST", f"/jobs/{job['id']}/pause", {"note": "n"}, headers=gzip)
+    assert (answer.status, answer.body.get("pause_note")) == (200, None), answer.body
+    assert world.api("POST", f"/jobs/{job['id']}/resume").status == 200
+    identity = {"Content-Type": "application/json", "Content-Encoding": "identity"}
+    assert world.api("PATCH", f"/jobs/{job['id']}", {"name": "y"}, headers=identity).body["name"] == "y"
     # Media types ignore case (RFC 9110 8.3.1)
     answer = world.api(
         "PATCH", f"/jobs/{job['id']}", {"name": "x"}, headers={"Content-Type": "Application/JSON"}
@@ -218,6 +228,14 @@ def test_content_types(world: World) -> None:
 # ------------------------------------------------------------------------------------------------
 # A body that is missing or not an object: the field named is `body`.
 # ------------------------------------------------------------------------------------------------
+def test_an_integer_too_long_to_read_is_refused_in_plain_words(world: World) -> None:
+    raw = b'{"task": {"type": "noop"}, "schedule": {"type": "now"}, "timeout_seconds": ' + b"9" * 5000 + b"}"
+    answer = world.api("POST", "/jobs", raw=raw)
+    assert (answer.status, answer.body["field"]) == (422, "body"), answer.body
+    assert "an integer has more than 4300 digits" in answer.body["message"]
+    assert "sys." not in answer.body["message"]
+
+
 def test_a_body_that_is_not_an_object_is_named(world: World) -> None:
     for raw in [b"", b"null", b"[]", b'"job"', b"42"]:
         answer = world.api("POST", "/jobs", raw=raw)

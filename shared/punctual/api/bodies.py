@@ -4,6 +4,7 @@ strictly (no repeated keys, no NaN, bounded nesting), the Content-Type's case ig
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,7 +31,10 @@ def strict_json(text: str) -> Any:
     except RecursionError:
         raise json.JSONDecodeError(f"nested deeper than {MAX_BODY_DEPTH} levels", text, 0) from None
     except ValueError as exc:
-        raise json.JSONDecodeError(str(exc), text, 0) from None
+        why = str(exc)
+        if "integer string conversion" in why:  # (the interpreter's own words, and advice to its user)
+            why = f"an integer has more than {sys.get_int_max_str_digits()} digits"
+        raise json.JSONDecodeError(why, text, 0) from None
     problem = json_problem(value, MAX_BODY_DEPTH)
     if problem is not None:
         raise json.JSONDecodeError(problem, text, 0)
@@ -68,9 +72,20 @@ JSON_MEDIA_TYPE = "application/json"
 
 def content_media_type(event: Mapping[str, Any]) -> str | None:
     """The Content-Type's media type, lower case, without parameters; None when there is none."""
+    value = _header(event, "content-type")
+    return value.split(";")[0].strip().lower() if value else None
+
+
+def _encoded(event: Mapping[str, Any]) -> str | None:
+    """The body's Content-Encoding, if it has one other than none (`identity`)."""
+    encoding = (_header(event, "content-encoding") or "").strip()
+    return encoding if event.get("body") and encoding and encoding.lower() != "identity" else None
+
+
+def _header(event: Mapping[str, Any], wanted: str) -> str | None:
     for name, value in (event.get("headers") or {}).items():
-        if name.lower() == "content-type" and value:
-            return str(value).split(";")[0].strip().lower()
+        if name.lower() == wanted and value:
+            return str(value)
     return None
 
 
@@ -100,15 +115,25 @@ def request_path(event: Mapping[str, Any]) -> str:
 def refuse_non_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
     """415 for a body that is not JSON (docs/api.md: JSON in and out; the resolver would parse forms too),
     an empty one too, on a route that needs one. A body without a Content-Type is read as JSON."""
+    if not _reads_a_body(event) or request_path(event).endswith(OPTIONAL_BODY_ROUTES):
+        return None
+    encoding = _encoded(event)
+    if encoding is not None:
+        # (read as it came, a compressed body would be refused as bad JSON, or worse taken as it is)
+        return _unsupported(
+            f"Content-Encoding {encoding} is not supported: send the body as it is",
+            field="header content-encoding",
+        )
     media_type = content_media_type(event)
-    if media_type in (None, JSON_MEDIA_TYPE) or not _reads_a_body(event):
+    if media_type in (None, JSON_MEDIA_TYPE):
         return None
-    if request_path(event).endswith(OPTIONAL_BODY_ROUTES):
-        return None
-    body = ErrorOut(
-        message=f"Content-Type {media_type} is not supported: send JSON, with Content-Type: {JSON_MEDIA_TYPE}",
-        field="header content-type",
+    return _unsupported(
+        f"Content-Type {media_type} is not supported: send JSON, with Content-Type: {JSON_MEDIA_TYPE}"
     )
+
+
+def _unsupported(message: str, field: str = "header content-type") -> dict[str, Any]:
+    body = ErrorOut(message=message, field=field)
     return {
         "statusCode": 415,
         "headers": {"Content-Type": JSON_MEDIA_TYPE},
@@ -121,11 +146,12 @@ def without_foreign_body(event: Mapping[str, Any]) -> Mapping[str, Any]:
     """On a route whose body is optional, the event without a body that is not JSON, and without its
     Content-Type (the validator would answer 415 to it, in a shape of its own): dropped, not refused."""
     media_type = content_media_type(event)
-    if media_type in (None, JSON_MEDIA_TYPE) or not request_path(event).endswith(OPTIONAL_BODY_ROUTES):
+    foreign = media_type not in (None, JSON_MEDIA_TYPE) or _encoded(event) is not None
+    if not foreign or not request_path(event).endswith(OPTIONAL_BODY_ROUTES):
         return event
 
     def unspelt(headers: Mapping[str, Any]) -> dict[str, Any]:
-        return {name: value for name, value in headers.items() if name.lower() != "content-type"}
+        return {k: v for k, v in headers.items() if k.lower() not in ("content-type", "content-encoding")}
 
     fixed = {**event, "body": None, "isBase64Encoded": False, "headers": unspelt(event.get("headers") or {})}
     if event.get("multiValueHeaders"):

@@ -183,8 +183,12 @@ def parse_tag_filter(text: str) -> tuple[str, str | None]:
     """`key:value` (that value) or `key` (any value), as `?tag=` takes it; ValueError otherwise (a
     value no tag can hold, too: a control character)."""
     key, sep, value = text.partition(":")
-    if not _TAG_KEY.fullmatch(key) or key != key.strip():
+    if not key or key != key.strip():
         raise ValueError("tag: write key:value (or key alone, for any value)")
+    if len(key) > 128:
+        raise ValueError("tag: a tag's key has at most 128 characters")
+    if not _TAG_KEY.fullmatch(key):
+        raise ValueError("tag: a tag's key holds letters, digits, spaces and _ . - / = + @ only")
     try:
         _plain_text(value)
     except ValueError as exc:
