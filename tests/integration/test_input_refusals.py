@@ -125,6 +125,17 @@ def test_a_name_prefix_holding_a_nul_is_refused(world: World) -> None:
 
 
 @BOTH_FORMATS
+def test_a_query_parameter_the_route_does_not_take_is_refused_naming_it(world: World) -> None:
+    # (a misspelt filter was dropped: every job listed, as if unfiltered)
+    job = world.create(CRON, name="nightly")
+    answer = refused(world, 422, "stauts", "GET", "/jobs", query="stauts=PAUSED")
+    assert "status" in answer.body["message"]  # (it says what the route takes)
+    refused(world, 422, "limit", "GET", f"/jobs/{job['id']}", query="limit=5")
+    refused(world, 422, "all", "POST", f"/jobs/{job['id']}/pause", query="all=1")
+    assert world.api("GET", "/jobs", query="status=ACTIVE&limit=5").status == 200
+
+
+@BOTH_FORMATS
 def test_control_characters_in_text_query_values_are_refused(world: World) -> None:
     # Given a job with a name and a tag
     world.create(CRON, name="nightly", tags={"team": "a"})

@@ -55,6 +55,8 @@ Choices where the contract is silent:
   one header (two are refused, 400: joined by a comma, they would read as one key): one sent empty (or
   blank) is refused (400), not read as no key, since the retries it was meant to make safe would
   each create a job; so is one holding a control character or a byte beyond ASCII (400).
+- A query parameter the route does not take is refused (422 naming it): a misspelt filter
+  (`?stauts=`) would otherwise list everything.
 - `?limit=` is written in digits alone (`1.0`, `+5`, `5_0` are refused, 422); an empty `?cursor=` is
   refused (400), not read as the first page; a control character in a text filter (`name_prefix`,
   `tag`, `task`) is refused (422).
@@ -198,6 +200,7 @@ def _resolver(resolver: ApiGatewayResolver) -> ApiGatewayResolver:
     )
     for included in (router, *ROUTERS, errors.router):
         resolver.include_router(included)
+    resolver.use(middlewares=[inputs.refuse_unknown_query])
     return resolver
 
 

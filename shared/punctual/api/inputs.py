@@ -133,3 +133,24 @@ def repeated_idempotency_key(event: Mapping[str, Any]) -> dict[str, Any] | None:
                 "isBase64Encoded": False,
             }
     return None
+
+
+_PATH_PARAM = re.compile(r"<(\w+)>")
+
+
+def refuse_unknown_query(app: Any, next_middleware: Any) -> Any:
+    """422 for a query parameter the route does not take, naming it: a misspelt filter
+    (`?stauts=PAUSED`) would otherwise be dropped, and the answer list every job as if unfiltered."""
+    route = app.context.get("_route")
+    given = app.current_event.query_string_parameters or {}
+    if route is not None and given:
+        taken = {param.alias for param in route.dependant.query_params}
+        unknown = sorted(set(given) - taken)
+        if unknown:
+            takes = f"it takes {', '.join(sorted(taken))}" if taken else "it takes none"
+            path = _PATH_PARAM.sub(r"{\1}", route.path)  # (as docs/api.md writes it: /jobs/{job_id})
+            raise InvalidRequest(
+                f"{unknown[0]}: not a query parameter of {route.method} {path} ({takes})",
+                field=unknown[0],
+            )
+    return next_middleware(app)
