@@ -167,6 +167,8 @@ def _plain_error(error: dict[str, Any]) -> dict[str, Any]:
         part = str(part)
         if part.startswith("function-") or (i > 0 and loc[i - 1] == "schedule" and part in _UNION_TAGS):
             continue
+        if "[" in part:  # (a union member's type, `dict[str,any]`: no path into the request)
+            continue
         if i > 0 and loc[i - 1] == "task" and part in ("inline", "named"):
             continue
         path.append(part)

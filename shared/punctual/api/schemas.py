@@ -169,7 +169,7 @@ class JobIn(BaseModel):
         description="Catch-up window, overlap, flexible window, run limit and pause after failures "
         "(defaults: none).",
     )
-    notify: list[NotifyRule] = Field(
+    notify: Annotated[list[NotifyRule], NOT_NULL] = Field(
         default_factory=list, max_length=MAX_NOTIFY_RULES, description=_NOTIFY_DESCRIPTION
     )
     signing_secret: SigningSecret = Field(default=None, max_length=200, description=_SECRET_DESCRIPTION)
@@ -275,7 +275,7 @@ class PreviewIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schedule: Schedule
-    count: Annotated[int, JSON_NUMBER] = Field(default=10, ge=1, le=50)
+    count: Annotated[int, NOT_NULL, JSON_NUMBER] = Field(default=10, ge=1, le=50)
 
 
 class PreviewRun(BaseModel):
@@ -332,7 +332,7 @@ class TaskIn(BaseModel):
     )
     retry: RetryPolicy | None = None
     timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(default=None, ge=1, le=300)
-    description: Annotated[str, PLAIN_TEXT] = Field(default="", max_length=1000)
+    description: Annotated[str, NOT_NULL, PLAIN_TEXT] = Field(default="", max_length=1000)
     tags: Annotated[JobTags | None, NOT_NULL] = None
 
 
