@@ -70,8 +70,10 @@ def watch_line(
         short_id or str(execution.get("id", NONE)),
         change,
         f"scheduled {short_time(execution.get('scheduled_at'))}",
-        f"attempt {execution.get('attempts', NONE)}",
     ]
+    # (0 is no attempt recorded yet: a run under way is stored with its attempt at its end)
+    if execution.get("attempts"):
+        parts.append(f"attempt {execution['attempts']}")
     if execution.get("lateness_ms") is not None:
         parts.append(f"late {lateness(execution.get('lateness_ms'))}")
     if execution.get("error"):

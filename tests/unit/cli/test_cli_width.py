@@ -211,3 +211,21 @@ def test_watching_every_job_fits_the_terminal_and_keeps_each_runs_status(
     assert all(len(line) <= 80 for line in lines), out
     runs = [line for line in lines if "job_1a2b3c4.19aee400000" in line]
     assert len(runs) == 3 and all("FAILED " in line for line in runs), out
+
+
+def test_a_run_under_way_shows_no_attempt_until_one_is_recorded(cli_api: FakeApi, capsys: Capsys) -> None:
+    # Given a run under way, its attempt not yet recorded (stored at its end), then ended
+    cli_api.answer("GET", f"/jobs/{JOB}", job(JOB))
+    running = execution(RUNS[0], "RUNNING", 0, job_id=JOB, lateness_ms=None)
+    done = execution(RUNS[0], "SUCCEEDED", 1, job_id=JOB, finished_at="2026-06-01T12:00:01Z")
+    for items in ([running], [done]):
+        cli_api.answer("GET", f"/jobs/{JOB}/executions", {"items": items, "next_cursor": None})
+
+    # When it is watched
+    code, out, _ = run(cli_api, capsys, "watch", JOB, "--count", "1", "--interval", "1")
+
+    # Then the RUNNING line says no "attempt 0", and the end says attempt 1
+    assert code == 0
+    lines = [line for line in out.splitlines() if "19aee400000" in line]
+    assert "RUNNING" in lines[0] and "attempt" not in lines[0], out
+    assert "attempt 1" in lines[-1], out
