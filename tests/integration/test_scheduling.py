@@ -305,3 +305,23 @@ def test_a_jobs_next_run_is_its_first_run_in_the_queue_when_several_are(world: W
         parse_rfc3339("2026-12-01T09:00:30Z")
     ] * 11
     assert all(now < next_run <= now + timedelta(seconds=60) for now, next_run in seen)
+
+
+@pytest.mark.parametrize("window", [0, 600])
+def test_a_new_or_resumed_job_lists_no_run_from_before_it(world: World, window: int) -> None:
+    # Given an every-minute job created at 08:59:30 (with a flexible window or without)
+    world.run_for(5)
+    policy = {"flexible_window_seconds": window} if window else {}
+    job = world.create({"type": "cron", "expression": "* * * * *"}, policy=policy)
+    # Then neither at once nor once paused and resumed does it list a run from before it began, and
+    # its next run is the one its creation answered
+    for _ in range(2):
+        world.run_for(1)
+        assert world.executions(job["id"]) == []
+        assert world.job(job["id"])["next_run_at"] == job["next_run_at"]
+        assert world.api("POST", f"/jobs/{job['id']}/pause").status == 200
+        job = world.api("POST", f"/jobs/{job['id']}/resume").body
+        assert world.store.jobs.get(job["id"]).runs_since == world.clock.now()  # (from then on)
+    # (the pause superseded the run the creation queued: it ends CANCELLED, and only that is listed)
+    world.run_for(1)
+    assert {e["status"] for e in world.executions(job["id"])} <= {"CANCELLED"}

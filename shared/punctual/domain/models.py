@@ -103,6 +103,9 @@ class Job:
     # A recurring job's most recently enqueued occurrence: next_run_at already points past it. A paused
     # one-time job's run from before its pause (its next_run_at then), which a pack may still run.
     queued_run_at: datetime | None = None
+    # A recurring job resumed or rescheduled: when its schedule's current version began, so that its
+    # runs from then on count (queued_runs), none from before. None: from its creation.
+    runs_since: datetime | None = None
     # A paused one-time job: the version it ran under before the pause, whose execution, if one is
     # under way, may still end while the job is paused.
     paused_version: int | None = None
@@ -306,9 +309,11 @@ def queued_runs(job: Job, after: datetime) -> list[datetime]:
     if not job.recurring:
         return [queued]
     # A spread run comes at most its window after its nominal time: none before that is after `after`.
+    # Nor one before the schedule's version began: the first run then was the first nominal one after.
     window = job.policy.flexible_window_seconds
+    since = job.runs_since or job.created_at
     runs: list[datetime] = []
-    for nominal in occurrences(job.schedule, after - timedelta(seconds=window), job.anchor_at):
+    for nominal in occurrences(job.schedule, max(after - timedelta(seconds=window), since), job.anchor_at):
         at = spread(job.id, job.schedule, nominal, job.anchor_at, window)
         if at is None or at >= queued:
             break

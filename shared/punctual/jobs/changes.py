@@ -28,7 +28,7 @@ from punctual.domain.models import (
     new_version,
 )
 from punctual.domain.policies import JobPolicy, NotifyRule, RetryPolicy
-from punctual.domain.schedules import _Schedule, absolute
+from punctual.domain.schedules import _Schedule, absolute, is_recurring
 from punctual.execution import pausing
 from punctual.jobs.checks import (
     NO_RUN_TO_COME,
@@ -153,6 +153,7 @@ class JobLifecycle:
                 schedule_version=version,
                 final_execution_id=None,
                 queued_run_at=None,
+                runs_since=now if is_recurring(schedule) else None,
                 # A new schedule is a new run to come, whatever ran before it: no version's run counts.
                 paused_version=NO_VERSION if status is JobStatus.PAUSED else None,
                 ran_at=None,
@@ -286,6 +287,7 @@ class JobLifecycle:
                 "next_run_at": runs_at,
                 # (a one-time job's run from before the pause, kept while paused: pausing.pause_changes)
                 "queued_run_at": None,
+                "runs_since": now if job.recurring else None,
                 "schedule_version": version,
                 "paused_version": None,
                 "ran_at": None,

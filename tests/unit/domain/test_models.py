@@ -468,6 +468,34 @@ def test_a_recurring_run_under_way_shows_while_a_later_one_is_queued_too() -> No
     assert in_flight(queued, NOW + timedelta(seconds=29)) is None
 
 
+def test_no_run_from_before_a_jobs_schedule_began_counts_as_queued() -> None:
+    # Given an every-minute cron job created at 09:00:20, its 09:01 run in the queue
+    created = NOW + timedelta(seconds=20)
+    fresh = job(
+        {"type": "cron", "expression": "* * * * *"},
+        created_at=created,
+        queued_run_at=NOW + timedelta(minutes=1),
+        next_run_at=NOW + timedelta(minutes=2),
+    )
+    # Then its 09:00 occurrence, from before its creation, is neither under way nor next
+    assert in_flight(fresh, created + timedelta(seconds=1)) is None
+    assert fresh.upcoming_run(created + timedelta(seconds=1)) == NOW + timedelta(minutes=1)
+    assert dispatched_runs(fresh, created, timedelta(minutes=3)) == [
+        NOW + timedelta(minutes=1),
+        NOW + timedelta(minutes=2),
+    ]
+    # and likewise from before it was resumed (or given a new schedule) at 09:00:20
+    resumed = replace(fresh, created_at=NOW - timedelta(days=1), runs_since=created)
+    assert in_flight(resumed, created + timedelta(seconds=1)) is None
+    assert resumed.upcoming_run(created + timedelta(seconds=1)) == NOW + timedelta(minutes=1)
+    # and a spread job's occurrence from before its creation is not its next run, though its spread
+    # instant comes after it
+    spread_job = replace(fresh, policy=JobPolicy(flexible_window_seconds=50))
+    first = spread("job1", spread_job.schedule, NOW + timedelta(minutes=1), None, 50)
+    queued = replace(spread_job, queued_run_at=first)
+    assert queued.upcoming_run(created) == first
+
+
 def test_the_first_queued_run_of_a_spread_job_is_its_spread_instant() -> None:
     # Given an hourly job spread over a 15-minute window, its 10:00 and 11:00 runs in the queue
     hourly = job(policy=JobPolicy(flexible_window_seconds=900))

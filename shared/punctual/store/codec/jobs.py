@@ -31,7 +31,16 @@ STAMP_ATTRIBUTES = (
     "#pk, #st, #sv, #up",
     {"#pk": "pk", "#st": "status", "#sv": "schedule_version", "#up": "updated_at"},
 )
-_TIMES = {"next_run_at", "anchor_at", "created_at", "updated_at", "queued_run_at", "ran_at", "paused_at"}
+_TIMES = {
+    "next_run_at",
+    "anchor_at",
+    "created_at",
+    "updated_at",
+    "queued_run_at",
+    "runs_since",
+    "ran_at",
+    "paused_at",
+}
 _NOTIFY_ADAPTER: TypeAdapter[tuple[NotifyRule, ...]] = TypeAdapter(tuple[NotifyRule, ...])
 
 
@@ -118,6 +127,7 @@ def job_from(item: dict[str, Any]) -> Job:
         anchor_at=from_iso(item.get("anchor_at")),
         final_execution_id=item.get("final_execution_id"),
         queued_run_at=from_iso(item.get("queued_run_at")),
+        runs_since=from_iso(item.get("runs_since")),
         paused_version=optional_int(item.get("paused_version")),
         ran_at=from_iso(item.get("ran_at")),
         policy=JobPolicy.model_validate_json(item["policy"]) if item.get("policy") else JobPolicy(),
