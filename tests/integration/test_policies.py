@@ -133,6 +133,29 @@ def test_overlap_buffer_one_waits_for_the_previous_run_and_skips_the_one_after(w
     assert ran[waiting["id"]]["lateness_ms"] > 1000  # it waited
 
 
+def test_overlap_buffer_one_starts_no_run_beside_the_one_waiting(world: World) -> None:
+    # Given an every-minute buffer_one job whose first run goes on, and whose second waits for it
+    job = world.create(EVERY_MINUTE, policy={"overlap": "buffer_one"})
+    _first_run_taken(world, job)
+    first = world.clock.now()
+    world.run_for(110)
+    [waiting] = _by_status(world, job["id"])["QUEUED"]
+    # When the first run ends 50 s after the second's time, between two of the waiting run's looks
+    [running] = _by_status(world, job["id"])["RUNNING"]
+    stored = world.store.executions.get(job["id"], parse_rfc3339(running["scheduled_at"]), running["id"])
+    world.store.executions.finish_attempt(
+        stored, status=ExecutionStatus.SUCCEEDED, finished_at=world.clock.now(), error=None, result=None
+    )
+    # and the third run's time comes before the waiting run looks again
+    world.run_for(30)
+    runs = {parse_rfc3339(e["scheduled_at"]) - first: e for e in world.executions(job["id"])}
+    # Then the third run is skipped, not started beside the waiting one, which starts on its own
+    third = runs[timedelta(minutes=2)]
+    assert third["status"] == "SKIPPED" and "waits to start before it" in third["error"], third
+    assert runs[timedelta(minutes=1)]["id"] == waiting["id"]
+    assert runs[timedelta(minutes=1)]["status"] == "SUCCEEDED"
+
+
 def test_max_runs_completes_a_recurring_job(world: World) -> None:
     job = world.create(EVERY_MINUTE, policy={"max_runs": 3})
     world.run_for(300)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import Job
@@ -21,6 +21,15 @@ from punctual.domain.policies import Overlap
 BUFFER_RECHECK_SECONDS = 2
 MAX_BUFFER_RECHECK_SECONDS = 60
 MAX_BUFFER_RECEIVES = 20
+# The longest a buffered run waits, its rechecks added up: a run still QUEUED from before that is not
+# waiting in the buffer any more, and holds no later run back.
+BUFFER_SPAN = timedelta(
+    seconds=sum(
+        min(MAX_BUFFER_RECHECK_SECONDS, BUFFER_RECHECK_SECONDS * 2 ** max(0, n - 1))
+        for n in range(1, MAX_BUFFER_RECEIVES + 1)
+    )
+    + MAX_BUFFER_RECHECK_SECONDS
+)
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,10 @@ def before_start(
     runs = earlier()
     busy = next((e for e in runs if still_under_way(e, now)), None)
     if busy is None:
+        if policy.overlap is Overlap.BUFFER_ONE and (ahead := _buffered(runs, now)) is not None:
+            # (the previous run has ended, and the run waiting for it will start on its next look:
+            # this one would run beside it)
+            return Skip(f"skipped: run {ahead.id} waits to start before it (overlap: buffer_one)")
         return None
     if policy.overlap is Overlap.SKIP:
         return Skip(f"skipped: the job's previous run ({busy.id}) was still under way (overlap: skip)")
@@ -78,6 +91,18 @@ def before_start(
         return Skip(f"skipped: the job's previous run ({busy.id}) was still under way after waiting")
     delay = min(MAX_BUFFER_RECHECK_SECONDS, BUFFER_RECHECK_SECONDS * 2 ** max(0, receive_count - 1))
     return Buffer(busy, delay)
+
+
+def _buffered(runs: Sequence[Execution], now: datetime) -> Execution | None:
+    """An earlier scheduled run of the job waiting in the buffer (QUEUED, within the buffer's span)."""
+    return next(
+        (
+            e
+            for e in runs
+            if e.status is ExecutionStatus.QUEUED and not e.manual and now - e.scheduled_at <= BUFFER_SPAN
+        ),
+        None,
+    )
 
 
 def early_claim(job: Job | None, execution: Execution) -> bool:
