@@ -330,8 +330,9 @@ class FakeDynamoDB:
 
     def _put_item(self, request: dict[str, Any]) -> dict[str, Any]:
         self._refuse(request, "Expected", "ConditionalOperator")
-        if request.get("ReturnValues", "NONE") != "NONE":
-            raise Unsupported("PutItem ReturnValues")
+        returns = request.get("ReturnValues", "NONE")
+        if returns not in ("NONE", "ALL_OLD"):
+            raise Unsupported(f"PutItem ReturnValues {returns}")
         table = self._table(request)
         item = request["Item"]
         current, current_size = table.get_sized(_key_dict(table, item))
@@ -340,7 +341,7 @@ class FakeDynamoDB:
         self._throttle(pk, write=write_units(size, current_size))
         self._conditional(request, current)
         table.put(item, size)
-        return {}
+        return {"Attributes": current} if returns == "ALL_OLD" and current else {}
 
     def _update_item(self, request: dict[str, Any]) -> dict[str, Any]:
         self._refuse(request, "AttributeUpdates", "Expected", "ConditionalOperator")

@@ -413,3 +413,43 @@ def test_a_job_paused_while_its_leased_run_is_under_way_runs_once_whenever_resum
     assert sum(counts.values()) == 1
     assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
     assert world.job(job["id"])["status"] == "COMPLETED"
+
+
+@pytest.mark.parametrize("where", ["while holding before the instant", "after firing, before the outcomes"])
+def test_a_catch_up_window_skips_a_late_first_start_not_a_start_again(one_shard: World, where: str) -> None:
+    # (a worker that died after starting its pack left its runs recorded SKIPPED by the catch-up
+    # window when the pack was taken over, late, though they had started in time)
+    world = one_shard
+    at = to_rfc3339(world.clock.now() + timedelta(seconds=240))
+    jobs = [world.create({"type": "at", "at": at}, policy={"max_lateness_seconds": 10}) for _ in range(10)]
+    pack, receipt = take_the_pack(world)
+    counts = runs_counted(world)
+    runner = world.punctual.packs
+    if where == "while holding before the instant":
+        crash_once(world.clock, "sleep")
+    else:
+        executions = world.punctual.worker.store.executions
+        real = executions.put_end
+
+        def lost(execution: Execution) -> Execution:
+            if counts[execution.id] == 1:
+                raise Crash()
+            return real(execution)
+
+        executions.put_end = lost  # type: ignore[method-assign]
+    # Given jobs that may start at most 10 s late, whose pack's worker dies there
+    world.clock.set(pack.scheduled_at)
+    world.clock.advance(-2)
+    with pytest.raises(Crash):
+        runner.handle(pack, receipt)
+    # When the pack is taken over, past the window (its lease ran out)
+    world.run_for(30 * 60, step=5)
+    statuses = [e["status"] for job in jobs for e in world.executions(job["id"])]
+    ran = [counts[item.execution_id] for item in pack.items]
+    if where == "while holding before the instant":
+        # Then runs that never started are skipped, as late first starts
+        assert (statuses, ran) == (["SKIPPED"] * 10, [0] * 10)
+    else:
+        # Then runs that started in time run again with their ids (at least once), and end SUCCEEDED
+        assert (statuses, ran) == (["SUCCEEDED"] * 10, [2] * 10)
+    assert world.work.drain() == 0

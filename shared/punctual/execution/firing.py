@@ -44,6 +44,7 @@ from punctual.execution.starts_first import StartsFirst
 from punctual.execution.worker import Worker
 from punctual.platform.clock import Clock
 from punctual.platform.observability import logger
+from punctual.ports.packs import Taken
 from punctual.tasks import Awaited, Prepared
 
 # A pack writes its ends of one batch at one instant to their ends item when it holds at least this
@@ -338,19 +339,21 @@ class Firing:
         members: list[Member],
         lease_until: datetime,
         receive_count: int,
-        first: bool,
+        taken: Taken,
         starters: Starters,
     ) -> dict[int, Future[Disposition]]:
         """At the instant: whatever changed in their jobs since read stops a run (a job completed
         meanwhile by its run, which the pack's last holder ended: that member goes the lone way, which
         finds it ended); the others start side by side, their outcomes written after all their starts.
-        `first`: the pack's first take (no other holder can have ended a member). `starters`: the
-        members, waiting since the pack held (`Starters`)."""
+        `taken`: the pack's lease; on its first take no other holder can have ended a member, and
+        taken over from a holder that noted their start, a member that starts again is not judged by
+        its catch-up window (that is for a first start: a worker that died after starting it must
+        not leave it recorded SKIPPED). `starters`: the members, waiting since the pack held."""
         if not leased:
             starters.go({})
             return {}
         store = self._worker.store
-        changed = self._changed(pack, leased, first)
+        changed = self._changed(pack, leased, taken.first)
         again = store.jobs.get_many(changed).found if changed else {}
         # (a change recorded that left the job as read, its stamp the same, stops nothing)
         read = {m.execution.job_id: m.read for m in leased.values()}
@@ -382,7 +385,7 @@ class Firing:
                     continue
                 # (no longer a timeout than the lease was sized for)
                 job = replace(now_job, timeout_seconds=min(now_job.timeout_seconds, job.timeout_seconds))
-            late = run_policy.too_late(job, member.execution, began)
+            late = None if taken.started_before else run_policy.too_late(job, member.execution, began)
             if late is not None:
                 results[n] = self._worker.end_unstarted(
                     job, member.execution, late, members[n], by_policy=True

@@ -238,9 +238,10 @@ class PackRunner:
                 wait = (pack.scheduled_at - self._clock.now()).total_seconds()
                 if wait > 0:
                     self._clock.sleep(wait)  # never early
-                fired = self._firing.fire(
-                    pack, leased, members, lease_until, receive_count, taken.first, starters
-                )
+                fired = self._firing.fire(pack, leased, members, lease_until, receive_count, taken, starters)
+                if any(m.job.policy.max_lateness_seconds is not None for m in leased.values()):
+                    # (after the starts: a run started again after this worker dies is no late first start)
+                    self._note_started(packs, pack, holder)
             except Exception:
                 for member in leased.values():
                     member.let_go()
@@ -329,6 +330,12 @@ class PackRunner:
         except Exception:
             logger.warning("deferred end not written; it runs again", extra={"execution_id": execution.id})
             _again(members, outcomes, n)
+
+    def _note_started(self, packs: PackLeases, pack: Pack, holder: str) -> None:
+        try:
+            packs.mark_started(pack.id, holder)
+        except Exception:
+            logger.warning("pack's start not noted on its lease", extra={"pack_id": pack.id})
 
     def _give_back(self, packs: PackLeases, pack: Pack, holder: str) -> None:
         """A pack none of whose members started: its message, back after a failure, need not wait for

@@ -13,6 +13,9 @@ class Taken:
     started; otherwise (a redelivery, or a lease taken over) some may have run or ended."""
 
     first: bool
+    # Taken over from a holder that noted its members' start (`PackLeases.mark_started`): one that
+    # starts again is no late first start.
+    started_before: bool = False
 
 
 class PackHeld(Exception):
@@ -29,3 +32,7 @@ class PackLeases(Protocol):
         ...
 
     def release(self, pack_id: str, holder: str) -> None: ...
+
+    def mark_started(self, pack_id: str, holder: str) -> None:
+        """Note on the lease, while `holder` holds it, that the pack's members started."""
+        ...

@@ -43,10 +43,10 @@ class PackRepository:
         except LostRace:
             pass
         try:
-            self._put(item, "lease_until < :now", {":now": to_epoch_ms(now)})
+            old = self._put(item, "lease_until < :now", {":now": to_epoch_ms(now)})
         except LostRace as exc:
             raise PackHeld(_held_until(exc)) from exc
-        return Taken(first=False)
+        return Taken(first=False, started_before=bool(old.get("started")))
 
     def release(self, pack_id: str, holder: str) -> None:
         """Give back a lease its holder will not use (nothing of the pack started): taken again at
@@ -60,15 +60,35 @@ class PackRepository:
             )
         )
 
-    def _put(self, item: dict[str, Any], condition: str, values: dict[str, Any]) -> None:
-        call(
+    def mark_started(self, pack_id: str, holder: str) -> None:
+        """Note that the pack's members started (one write, made only for a pack whose jobs have a
+        catch-up window: Packs.handle): a holder that takes the pack over after its worker died knows
+        then that a member it starts again had its first start in time. Nothing if `holder` no longer
+        holds the lease."""
+        try:
+            call(
+                lambda: self._table.resource.update_item(
+                    Key=keys.pack_key(pack_id),
+                    UpdateExpression="SET started = :yes",
+                    ConditionExpression="holder = :me",
+                    ExpressionAttributeValues={":yes": True, ":me": holder},
+                )
+            )
+        except LostRace:
+            pass
+
+    def _put(self, item: dict[str, Any], condition: str, values: dict[str, Any]) -> dict[str, Any]:
+        """The item put; the one it replaced, if any (returned by the same write, at no cost)."""
+        answer = call(
             lambda: self._table.resource.put_item(
                 Item=item,
                 ConditionExpression=condition,
                 **({"ExpressionAttributeValues": values} if values else {}),
+                ReturnValues="ALL_OLD",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         )
+        return dict(answer.get("Attributes") or {})
 
 
 def _held_until(exc: LostRace) -> datetime | None:
