@@ -85,6 +85,30 @@ def test_a_pack_is_taken_under_one_lease_and_nothing_of_a_member_is_stored_befor
         assert execution["lateness_ms"] >= 0
 
 
+def die_taking(world: World, pack: Pack, receipt: str, where: str, counts: Counter[str]) -> None:
+    """A worker takes the pack 2 s before its instant and dies `where`: right after the lease, while
+    holding, or once every member's task ran and before any outcome is written."""
+    runner = world.punctual.packs
+    if where == "right after the lease":
+        crash_once(runner._packs, "take", after=True)
+    elif where == "while holding before the instant":
+        crash_once(world.clock, "sleep")
+    else:
+        executions = world.punctual.worker.store.executions
+        real = executions.put_end
+
+        def lost(execution: Execution) -> Execution:
+            if counts[execution.id] == 1:
+                raise Crash()
+            return real(execution)
+
+        executions.put_end = lost  # type: ignore[method-assign]
+    world.clock.set(pack.scheduled_at)
+    world.clock.advance(-2)
+    with pytest.raises(Crash):
+        runner.handle(pack, receipt)
+
+
 @pytest.mark.parametrize(
     "where",
     ["right after the lease", "while holding before the instant", "after firing, before the outcomes"],
@@ -96,27 +120,8 @@ def test_a_worker_dying_under_the_lease_leaves_every_member_to_run_with_its_id(
     jobs = ten_at_one_instant(world)
     pack, receipt = take_the_pack(world)
     counts = runs_counted(world)
-    runner = world.punctual.packs
-    if where == "right after the lease":
-        crash_once(runner._packs, "take", after=True)
-    elif where == "while holding before the instant":
-        crash_once(world.clock, "sleep")
-    else:
-        # every member's task ran; the worker dies before any outcome is written
-        executions = world.punctual.worker.store.executions
-        real = executions.put_end
-
-        def lost(execution: Execution) -> Execution:
-            if counts[execution.id] == 1:
-                raise Crash()
-            return real(execution)
-
-        executions.put_end = lost  # type: ignore[method-assign]
     # Given a worker that dies there, taking the pack early (so that it holds for its instant)
-    world.clock.set(pack.scheduled_at)
-    world.clock.advance(-2)
-    with pytest.raises(Crash):
-        runner.handle(pack, receipt)
+    die_taking(world, pack, receipt, where, counts)
     # When the message comes back to a sound worker (after its visibility, then the lease's end)
     world.run_for(30 * 60, step=5)
     # Then every member ran to its end, once as listed, with the pack's ids
@@ -424,24 +429,8 @@ def test_a_catch_up_window_skips_a_late_first_start_not_a_start_again(one_shard:
     jobs = [world.create({"type": "at", "at": at}, policy={"max_lateness_seconds": 10}) for _ in range(10)]
     pack, receipt = take_the_pack(world)
     counts = runs_counted(world)
-    runner = world.punctual.packs
-    if where == "while holding before the instant":
-        crash_once(world.clock, "sleep")
-    else:
-        executions = world.punctual.worker.store.executions
-        real = executions.put_end
-
-        def lost(execution: Execution) -> Execution:
-            if counts[execution.id] == 1:
-                raise Crash()
-            return real(execution)
-
-        executions.put_end = lost  # type: ignore[method-assign]
     # Given jobs that may start at most 10 s late, whose pack's worker dies there
-    world.clock.set(pack.scheduled_at)
-    world.clock.advance(-2)
-    with pytest.raises(Crash):
-        runner.handle(pack, receipt)
+    die_taking(world, pack, receipt, where, counts)
     # When the pack is taken over, past the window (its lease ran out)
     world.run_for(30 * 60, step=5)
     statuses = [e["status"] for job in jobs for e in world.executions(job["id"])]
