@@ -292,7 +292,7 @@ CHANGE_RECORDS_LATE = timedelta(seconds=60)
 
 def dispatched_runs(job: Job, now: datetime, ahead: timedelta) -> list[datetime]:
     """The instants of this job's runs that a pack may start after now under its change records: its
-    next run and a recurring job's occurrence enqueued last (`queued_run_at`, which next_run_at has
+    next run and a recurring job's occurrences in the queue (`queued_runs`, which next_run_at has
     moved past), each if due within `ahead` (how far ahead of its instant a message may be sent) and
     not more than CHANGE_RECORDS_LATE past."""
     runs = {job.next_run_at, *queued_runs(job, now - CHANGE_RECORDS_LATE)}
@@ -382,7 +382,8 @@ def in_flight(job: Job, now: datetime) -> Execution | None:
     """The job's scheduled run whose instant has come, as users see it while nothing of it is stored:
     RUNNING (a pack's member runs under its pack's lease and is stored at its end, its attempt, start
     and lateness with it). None when the job has no such run; the caller shows this only if no item
-    of that execution is stored. (One-time: its `next_run_at`; recurring: its enqueued occurrence.)"""
+    of that execution is stored. (One-time: its `next_run_at`; recurring: the latest of its queued
+    occurrences whose instant has come.)"""
     if job.status is not JobStatus.ACTIVE:
         return None
     # (only while its pack's lease may hold it: one still not stored by then is not under way)
