@@ -351,6 +351,17 @@ def test_a_schedule_whose_runs_fall_after_2200_is_refused(world: World) -> None:
     refused(world, 422, "schedule", "PATCH", f"/jobs/{job_id}", {"schedule": RUNS_FROM_2200}, reads=1)
 
 
+def test_an_instant_far_outside_a_requests_range_is_told_that_range(world: World) -> None:
+    # (year 9999 was told "years 1970 to 9000": the store's range, not a request's)
+    for at in ["9999-01-01T00:00:00Z", "0001-01-01T00:00:00Z"]:
+        answer = refused(
+            world, 422, "schedule.at", "POST", "/jobs", {"task": NOOP, "schedule": {"type": "at", "at": at}}
+        )
+        assert "from 1970-01-01T00:00:00Z and before 2200-01-01T00:00:00Z" in answer.body["message"]
+        answer = refused(world, 422, "since", "GET", "/jobs/job_x/executions", query=f"since={at}")
+        assert "before 2200-01-01T00:00:00Z" in answer.body["message"]
+
+
 def test_a_recurring_schedule_ends_before_2200(world: World) -> None:
     # Given a rate schedule whose second run would fall in 2200
     # When previewed / Then only its run before 2200 is shown

@@ -16,10 +16,9 @@ from punctual.api.errors import IDEMPOTENCY_KEY_FIELD, Unauthorized
 from punctual.api.schemas import ErrorOut, JobIn
 from punctual.domain.errors import InvalidRequest
 from punctual.domain.models import TaskRef, TaskSpec
-from punctual.domain.schedules import BEFORE_LATEST, LATEST_INSTANT
+from punctual.domain.schedules import BEFORE_LATEST, LATEST_INSTANT, request_instant
 from punctual.domain.validation import QUERY_INTEGER, parse_tag_filter
 from punctual.jobs.creation import NewJob
-from punctual.platform.timefmt import parse_rfc3339
 
 # A page's `?limit=`: 1 to 100, in digits. (Its range is a Field beside the route's Query, where the
 # OpenAPI document shows it as minimum and maximum.)
@@ -109,7 +108,7 @@ def instant_param(value: str | None, field: str) -> datetime | None:
     if value is None:
         return None
     try:
-        instant = parse_rfc3339(value)
+        instant = request_instant(value)
     except ValueError as exc:
         raise InvalidRequest(f"{field}: {exc}", field=field) from None
     if instant >= LATEST_INSTANT:

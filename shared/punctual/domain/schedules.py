@@ -27,7 +27,7 @@ from pydantic import (
 
 from punctual.domain import cron
 from punctual.domain.validation import JSON_NUMBER
-from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
+from punctual.platform.timefmt import OutOfRange, parse_rfc3339, to_rfc3339
 
 # An `at` this far in the past is a mistake, not clock skew: it is refused rather than run at once.
 PAST_TOLERANCE = timedelta(minutes=5)
@@ -37,6 +37,8 @@ MAX_RATE_SECONDS = 366 * 24 * 3600
 # them (time zones, periods, retention) can leave the calendar.
 LATEST_INSTANT = datetime(2200, 1, 1, tzinfo=UTC)
 BEFORE_LATEST = "timestamp must be before 2200-01-01T00:00:00Z"
+# What a request's instant outside the years any instant is kept in is told.
+IN_REQUEST_RANGE = "timestamp must be from 1970-01-01T00:00:00Z and before 2200-01-01T00:00:00Z"
 # Names in the zone database that are not places: they depend on the host or count leap seconds.
 _NOT_ZONES = frozenset({"localtime", "posixrules", "Factory"})
 
@@ -49,10 +51,19 @@ def _parse_instant(value: object) -> datetime:
     elif not isinstance(value, str):
         raise ValueError("timestamp must be an RFC 3339 string with an offset")
     else:
-        instant = parse_rfc3339(value)
+        instant = request_instant(value)
     if instant >= LATEST_INSTANT:
         raise ValueError(BEFORE_LATEST)
     return instant
+
+
+def request_instant(text: str) -> datetime:
+    """A request's RFC 3339 instant; ValueError saying the request's range for one far outside it
+    (year 9999 is no instant any request may name, whatever years the store could hold)."""
+    try:
+        return parse_rfc3339(text)
+    except OutOfRange:
+        raise ValueError(IN_REQUEST_RANGE) from None
 
 
 Instant = Annotated[

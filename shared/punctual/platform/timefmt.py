@@ -34,8 +34,13 @@ def parse_rfc3339(text: str) -> datetime:
     except ValueError as exc:
         raise ValueError(f"not an RFC 3339 timestamp: {text!r}") from exc
     if not MIN_YEAR <= parsed.year <= MAX_YEAR:
-        raise ValueError(f"timestamp out of range (years {MIN_YEAR} to {MAX_YEAR}): {text!r}")
+        raise OutOfRange(f"timestamp out of range (years {MIN_YEAR} to {MAX_YEAR}): {text!r}")
     return parsed.astimezone(UTC)
+
+
+class OutOfRange(ValueError):
+    """A timestamp outside the years Punctual keeps (MIN_YEAR to MAX_YEAR): callers with a narrower
+    range of their own (a request's instants) say theirs instead."""
 
 
 def parse_stored(text: str) -> datetime:
