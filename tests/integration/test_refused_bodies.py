@@ -236,6 +236,15 @@ def test_an_integer_too_long_to_read_is_refused_in_plain_words(world: World) -> 
     assert "sys." not in answer.body["message"]
 
 
+def test_minus_zero_is_zero(world: World) -> None:
+    # (a backoff of -0.0 was stored and shown back as -0.0; an integer field said "send -0")
+    job = world.create(CRON, retry={"max_attempts": 2, "backoff_seconds": -0.0})
+    assert json.dumps(job["retry"]["backoff_seconds"]) == "0.0"
+    answer = world.api("PATCH", f"/jobs/{job['id']}", {"timeout_seconds": -0.0})
+    assert (answer.status, answer.body["field"]) == (422, "timeout_seconds")
+    assert "send 0," in answer.body["message"], answer.body
+
+
 def test_a_body_that_is_not_an_object_is_named(world: World) -> None:
     for raw in [b"", b"null", b"[]", b'"job"', b"42"]:
         answer = world.api("POST", "/jobs", raw=raw)

@@ -35,6 +35,8 @@ def _json_number(value: Any) -> Any:
         raise ValueError("expected a number, not a boolean")
     if isinstance(value, str):
         raise ValueError("expected a number, not a string: write the number without quotes")
+    if isinstance(value, float) and value == 0:
+        return 0.0  # (-0.0 is 0, and is shown back so)
     return value
 
 
@@ -44,7 +46,8 @@ def _json_integer(value: Any) -> Any:
     if isinstance(value, str):
         raise ValueError("expected an integer, not a string: write the number without quotes")
     if isinstance(value, float):
-        shown = f"{value:.0f}" if value.is_integer() and abs(value) < 1e16 else "a whole number"
+        # (-0.0 is shown as 0: "send -0" would read as a sign to keep)
+        shown = f"{value + 0.0:.0f}" if value.is_integer() and abs(value) < 1e16 else "a whole number"
         raise ValueError(
             f"expected an integer, not {value!r}: send {shown}, without a decimal point or exponent"
         )
