@@ -356,6 +356,38 @@ return [...document.querySelectorAll('input, select, button, a[href]')]
 """
 
 
+def test_a_new_cron_expression_keeps_the_jobs_zone_and_the_skip_links_address_loads(
+    browser: WebDriver, console_url: str, seeded: dict[str, Any], stack: Stack
+) -> None:
+    # (a new expression sent with the zone field left empty moved a Tokyo job to UTC)
+    alice = stack.client("alice-token")
+    tokyo = alice.create_job(
+        {
+            "name": f"tokyo-{uuid.uuid4().hex[:8]}",
+            "task": {"type": "noop"},
+            "schedule": {"type": "cron", "expression": "0 9 * * *", "timezone": "Asia/Tokyo"},
+        }
+    )
+    go(browser, console_url, f"job/{tokyo['id']}")
+    shows(browser, "Asia/Tokyo")
+    # Given the job's page: Resume is offered only to a paused job
+    assert not browser.find_element(By.ID, "resume").is_enabled()
+    assert browser.find_element(By.ID, "reschedule-zone").get_attribute("placeholder") == "Asia/Tokyo"
+    # When only a new expression is sent
+    browser.find_element(By.ID, "reschedule-value").send_keys("30 9 * * *")
+    browser.find_element(By.ID, "reschedule").click()
+    # Then the job keeps its zone
+    eventually(
+        lambda: alice.get_job(tokyo["id"])["schedule"].get("expression") == "30 9 * * *",
+        timeout=5,
+        what="the new expression",
+    )
+    assert alice.get_job(tokyo["id"])["schedule"]["timezone"] == "Asia/Tokyo"
+    # And the page loaded at the skip link's address shows its view, not "Loading…"
+    browser.get(console_url.split("/login")[0] + "/#main")
+    eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "main h1"), timeout=5, what="a heading")
+
+
 def test_every_control_is_named_and_the_keyboard_reaches_the_views(
     browser: WebDriver, console_url: str, seeded: dict[str, Any]
 ) -> None:

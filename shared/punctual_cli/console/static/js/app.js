@@ -30,7 +30,8 @@ function route() {
 }
 
 async function show() {
-  if (location.hash && !location.hash.startsWith("#/")) return; // the skip link
+  // (the skip link: it moves the focus, not the view; loaded with it, the page shows its first view)
+  if (location.hash && !location.hash.startsWith("#/") && current !== null) return;
   const { view, name, arg } = route();
   generation += 1;
   const mine = generation;

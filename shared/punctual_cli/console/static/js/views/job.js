@@ -59,7 +59,8 @@ export function mount(container, jobId, ctx) {
   const kind = el("select", { id: "reschedule-kind", name: "kind" },
     el("option", { value: "cron" }, "cron"), el("option", { value: "rate" }, "every N seconds"), el("option", { value: "at" }, "once at"));
   const value = el("input", { id: "reschedule-value", name: "value", autocomplete: "off", placeholder: "0 10 * * *", required: true });
-  const zone = el("input", { id: "reschedule-zone", name: "timezone", autocomplete: "off", placeholder: "Europe/Paris" });
+  // (left empty, a cron job keeps its own zone: the placeholder shows it)
+  const zone = el("input", { id: "reschedule-zone", name: "timezone", autocomplete: "off", placeholder: "UTC" });
   const rescheduleForm = el("form", { class: "actions", "aria-label": "Reschedule" },
     el("label", { for: "reschedule-kind" }, "New schedule", kind),
     el("label", { for: "reschedule-value" }, "Expression, seconds or instant", value),
@@ -69,7 +70,7 @@ export function mount(container, jobId, ctx) {
     event.preventDefault();
     const text = value.value.trim();
     let next;
-    if (kind.value === "cron") next = { type: "cron", expression: text, ...(zone.value.trim() ? { timezone: zone.value.trim() } : {}) };
+    if (kind.value === "cron") next = { ...keptOfCron(), type: "cron", expression: text, ...(zone.value.trim() ? { timezone: zone.value.trim() } : {}) };
     else if (kind.value === "rate") next = { type: "rate", every_seconds: Number(text) };
     else next = { type: "at", at: text };
     act("Reschedule", () => api("PATCH", jobPath(jobId), { schedule: next }));
@@ -82,6 +83,13 @@ export function mount(container, jobId, ctx) {
       el("div", { class: "actions" }, runNow, resume, cancel), pauseForm, rescheduleForm),
     runs, schedule, setup);
 
+  function keptOfCron() {
+    // A new expression for a cron job keeps its zone and window, as `punctual jobs update --cron` does.
+    const s = job && job.schedule;
+    if (!s || s.type !== "cron") return {};
+    return Object.fromEntries(["timezone", "start_at", "end_at"].filter((k) => s[k]).map((k) => [k, s[k]]));
+  }
+
   function facts(pairs) {
     return el("dl", { class: "facts" }, pairs.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   }
@@ -90,11 +98,15 @@ export function mount(container, jobId, ctx) {
     if (current.status !== "ACTIVE" || !current.next_run_at) return [];
     const s = current.schedule;
     if (s.type === "rate") {
+      // (counted from the job's next run: a preview would count from now; none at or after end_at)
       const first = new Date(current.next_run_at).getTime();
-      return Array.from({ length: 5 }, (_, i) => ({ at: new Date(first + i * s.every_seconds * 1000).toISOString(), dst: null }));
+      const end = s.end_at ? new Date(s.end_at).getTime() : Infinity;
+      return Array.from({ length: 5 }, (_, i) => first + i * s.every_seconds * 1000)
+        .filter((at) => at < end).map((at) => ({ at: new Date(at).toISOString(), dst: null }));
     }
     if (s.type !== "cron") return [{ at: current.next_run_at, dst: null }];
-    const key = JSON.stringify(s);
+    // (read again once the next run moves on: the list starts from the run to come)
+    const key = JSON.stringify([s, current.next_run_at]);
     if (key !== previewFor) {
       previewRuns = (await api("POST", "/schedules/preview", { schedule: s, count: 5 })).runs;
       previewFor = key;
@@ -118,10 +130,11 @@ export function mount(container, jobId, ctx) {
         job.outcome.consecutive_failures ? ` · ${job.outcome.consecutive_failures} failure(s) in a row` : ""] : " · not run yet",
       job.pause_note ? [" · paused: ", el("q", {}, job.pause_note)] : "");
     runNow.disabled = !["ACTIVE", "COMPLETED"].includes(job.status);
-    resume.disabled = !["ACTIVE", "PAUSED"].includes(job.status);
+    resume.disabled = job.status !== "PAUSED";
     cancel.disabled = job.status === "CANCELLED";
     for (const control of [note, pauseForm.querySelector("button")]) control.disabled = !["ACTIVE", "PAUSED"].includes(job.status);
     rescheduleForm.querySelector("button").disabled = job.status === "CANCELLED";
+    zone.placeholder = job.schedule.type === "cron" ? job.schedule.timezone || "UTC" : "UTC";
 
     replace(schedule, el("h2", { id: "h-schedule" }, "Schedule"),
       facts([["In words", describeSchedule(job.schedule)], ["As stored", el("code", {}, JSON.stringify(job.schedule))],
