@@ -8,11 +8,9 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from punctual.api.schemas import ErrorOut
+from punctual.api.errors import NOT_AN_OBJECT, error_event_response
 from punctual.domain.validation import json_problem, refuse_constant
 
-# Why a body that is JSON but not an object is refused (errors.py says it as it is, not as bad JSON).
-NOT_AN_OBJECT = "the body must be a JSON object"
 # A request body nests at most this deep (a task's parameters, inside it, at most 32 levels).
 MAX_BODY_DEPTH = 64
 
@@ -120,26 +118,19 @@ def refuse_non_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
     encoding = _encoded(event)
     if encoding is not None:
         # (read as it came, a compressed body would be refused as bad JSON, or worse taken as it is)
-        return _unsupported(
+        return error_event_response(
+            415,
             f"Content-Encoding {encoding} is not supported: send the body as it is",
-            field="header content-encoding",
+            "header content-encoding",
         )
     media_type = content_media_type(event)
     if media_type in (None, JSON_MEDIA_TYPE):
         return None
-    return _unsupported(
-        f"Content-Type {media_type} is not supported: send JSON, with Content-Type: {JSON_MEDIA_TYPE}"
+    return error_event_response(
+        415,
+        f"Content-Type {media_type} is not supported: send JSON, with Content-Type: {JSON_MEDIA_TYPE}",
+        "header content-type",
     )
-
-
-def _unsupported(message: str, field: str = "header content-type") -> dict[str, Any]:
-    body = ErrorOut(message=message, field=field)
-    return {
-        "statusCode": 415,
-        "headers": {"Content-Type": JSON_MEDIA_TYPE},
-        "body": body.model_dump_json(exclude_none=True),
-        "isBase64Encoded": False,
-    }
 
 
 def without_foreign_body(event: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -11,7 +11,6 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError, Servic
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 
-from punctual.api.bodies import NOT_AN_OBJECT
 from punctual.api.schemas import ErrorOut
 from punctual.domain.errors import Conflict, InvalidRequest, NotFound, RetryableStoreError
 from punctual.platform.observability import logger
@@ -30,11 +29,25 @@ IDEMPOTENCY_KEY_FIELD = "header idempotency-key"
 BAD_REQUEST_FIELDS = frozenset({"cursor", IDEMPOTENCY_KEY_FIELD})
 
 
+# Why a body that is JSON but not an object is refused (said as it is, not as bad JSON).
+NOT_AN_OBJECT = "the body must be a JSON object"
+
+
 def error_response(status: int, message: str, **extra: Any) -> Response[Any]:
     body = ErrorOut(message=message, **extra)
     return Response(
         status_code=status, content_type="application/json", body=body.model_dump_json(exclude_none=True)
     )
+
+
+def error_event_response(status: int, message: str, field: str) -> dict[str, Any]:
+    """An error answered before the resolver sees the request, as a proxy event's response."""
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": "application/json"},
+        "body": ErrorOut(message=message, field=field).model_dump_json(exclude_none=True),
+        "isBase64Encoded": False,
+    }
 
 
 _ERRORS = {

@@ -12,8 +12,8 @@ from typing import Annotated, Any
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent, APIGatewayProxyEventV2
 from pydantic import Field
 
-from punctual.api.errors import IDEMPOTENCY_KEY_FIELD, Unauthorized
-from punctual.api.schemas import ErrorOut, JobIn
+from punctual.api.errors import IDEMPOTENCY_KEY_FIELD, Unauthorized, error_event_response
+from punctual.api.schemas import JobIn
 from punctual.domain.errors import InvalidRequest
 from punctual.domain.models import TaskRef, TaskSpec
 from punctual.domain.schedules import BEFORE_LATEST, LATEST_INSTANT, request_instant
@@ -121,16 +121,11 @@ def repeated_idempotency_key(event: Mapping[str, Any]) -> dict[str, Any] | None:
     multiValueHeaders): the resolver would take the first and drop the others without a word."""
     for name, values in (event.get("multiValueHeaders") or {}).items():
         if name.lower() == "idempotency-key" and isinstance(values, list) and len(values) > 1:
-            body = ErrorOut(
-                message=f"{IDEMPOTENCY_KEY_FIELD}: send one Idempotency-Key header, not {len(values)}",
-                field=IDEMPOTENCY_KEY_FIELD,
+            return error_event_response(
+                400,
+                f"{IDEMPOTENCY_KEY_FIELD}: send one Idempotency-Key header, not {len(values)}",
+                IDEMPOTENCY_KEY_FIELD,
             )
-            return {
-                "statusCode": 400,
-                "headers": {"Content-Type": "application/json"},
-                "body": body.model_dump_json(exclude_none=True),
-                "isBase64Encoded": False,
-            }
     return None
 
 
