@@ -16,7 +16,7 @@ from punctual.api.errors import IDEMPOTENCY_KEY_FIELD, Unauthorized, error_event
 from punctual.api.schemas import JobIn
 from punctual.domain.errors import InvalidRequest
 from punctual.domain.models import TaskRef, TaskSpec
-from punctual.domain.schedules import BEFORE_LATEST, LATEST_INSTANT, request_instant
+from punctual.domain.schedules import request_instant
 from punctual.domain.validation import QUERY_INTEGER, parse_tag_filter
 from punctual.jobs.creation import NewJob
 
@@ -108,12 +108,9 @@ def instant_param(value: str | None, field: str) -> datetime | None:
     if value is None:
         return None
     try:
-        instant = request_instant(value)
+        return request_instant(value)
     except ValueError as exc:
         raise InvalidRequest(f"{field}: {exc}", field=field) from None
-    if instant >= LATEST_INSTANT:
-        raise InvalidRequest(f"{field}: {BEFORE_LATEST}", field=field)
-    return instant
 
 
 def repeated_idempotency_key(event: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -47,23 +47,23 @@ def _parse_instant(value: object) -> datetime:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             raise ValueError("timestamp needs an offset (Z or +hh:mm)")
-        instant = parse_rfc3339(value.isoformat())
-    elif not isinstance(value, str):
+        return request_instant(value.isoformat())
+    if not isinstance(value, str):
         raise ValueError("timestamp must be an RFC 3339 string with an offset")
-    else:
-        instant = request_instant(value)
-    if instant >= LATEST_INSTANT:
-        raise ValueError(BEFORE_LATEST)
-    return instant
+    return request_instant(value)
 
 
 def request_instant(text: str) -> datetime:
-    """A request's RFC 3339 instant; ValueError saying the request's range for one far outside it
-    (year 9999 is no instant any request may name, whatever years the store could hold)."""
+    """A request's RFC 3339 instant, before LATEST_INSTANT; ValueError otherwise, saying the request's
+    range for one far outside it (year 9999 is no instant any request may name, whatever years the
+    store could hold)."""
     try:
-        return parse_rfc3339(text)
+        instant = parse_rfc3339(text)
     except OutOfRange:
         raise ValueError(IN_REQUEST_RANGE) from None
+    if instant >= LATEST_INSTANT:
+        raise ValueError(BEFORE_LATEST)
+    return instant
 
 
 Instant = Annotated[
