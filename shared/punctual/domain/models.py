@@ -219,11 +219,6 @@ def next_after(job: Job, scheduled_at: datetime) -> datetime | None:
     limit = job.policy.max_runs
     if limit is not None and job.runs_dispatched + 1 >= limit:
         return None
-    return following_run(job, scheduled_at)
-
-
-def following_run(job: Job, scheduled_at: datetime) -> datetime | None:
-    """The recurring job's occurrence after the one at `scheduled_at`, whatever `max_runs` says."""
     nominal = next_run(job.schedule, scheduled_at + timedelta(milliseconds=1), job.anchor_at)
     return spread(job.id, job.schedule, nominal, job.anchor_at, job.policy.flexible_window_seconds)
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from punctual.domain.models import Job, JobStatus, following_run, next_after
+from punctual.domain.models import Job, JobStatus, next_after, queued_runs
 
 HORIZON = timedelta(hours=1)
 # Jobs read by one request: the owner's newest ACTIVE jobs, a page of 100 at a time.
@@ -37,14 +37,11 @@ def runs_within(job: Job, now: datetime, until: datetime) -> list[datetime]:
         return []
     runs: list[datetime] = []
     at = job.upcoming_run(now)
-    queued = job.queued_run_at
-    if at is not None and queued is not None and at <= queued:
+    if at is not None:
         # The runs from it to the one enqueued last are in the queue already, and counted in
         # runs_dispatched: the count goes on from before them, as next_after counts from the run it
         # is given.
-        in_queue, walk = 1, following_run(job, at)
-        while walk is not None and walk <= queued:
-            in_queue, walk = in_queue + 1, following_run(job, walk)
+        in_queue = len(queued_runs(job, at - timedelta(milliseconds=1)))
         job = replace(job, runs_dispatched=job.runs_dispatched - in_queue)
     while at is not None and at < until:
         runs.append(max(at, now))
