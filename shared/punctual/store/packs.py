@@ -62,7 +62,7 @@ class PackRepository:
 
     def mark_started(self, pack_id: str, holder: str) -> None:
         """Note that the pack's members started (one write, made only for a pack whose jobs have a
-        catch-up window: Packs.handle): a holder that takes the pack over after its worker died knows
+        catch-up window: PackRunner.handle): a holder that takes the pack over after its worker died knows
         then that a member it starts again had its first start in time. Nothing if `holder` no longer
         holds the lease."""
         try:
@@ -78,7 +78,7 @@ class PackRepository:
             pass
 
     def _put(self, item: dict[str, Any], condition: str, values: dict[str, Any]) -> dict[str, Any]:
-        """The item put; the one it replaced, if any (returned by the same write, at no cost)."""
+        """Put the item; the item it replaced, if any (returned by the same write, at no cost)."""
         answer = call(
             lambda: self._table.resource.put_item(
                 Item=item,
