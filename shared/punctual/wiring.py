@@ -147,7 +147,7 @@ def build(
     # The AWS target tasks' clients and the notifier's SNS and EventBridge ones: the same kind, kept once.
     aws_clients = aws_clients or aws_clients_for(settings)
     outbox = Outbox(sqs, settings.notify_queue_url)
-    hooks = RunHooks(store, clock, outbox, sent_ahead=dispatcher.sends_ahead)
+    hooks = RunHooks(store, clock, outbox, sent_ahead=dispatcher.sends_ahead, queue=queue)
     worker_config = WorkerConfig(
         task_policy=task_policy,
         result_max_bytes=settings.result_max_bytes,

@@ -3,8 +3,12 @@ run limit."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
+import pytest
+
+from punctual.domain.errors import LostRace
 from punctual.domain.executions import ExecutionStatus, execution_id_for
 from punctual.domain.models import Job, spread
 from punctual.domain.work import WorkItem
@@ -131,6 +135,52 @@ def test_overlap_buffer_one_waits_for_the_previous_run_and_skips_the_one_after(w
     ran = {e["id"]: e for e in world.executions(job["id"])}
     assert ran[waiting["id"]]["status"] == "SUCCEEDED"
     assert ran[waiting["id"]]["lateness_ms"] > 1000  # it waited
+
+
+def test_overlap_buffer_one_starts_the_waiting_run_as_the_previous_one_ends(world: World) -> None:
+    # Given an every-minute buffer_one job whose first run goes on, its second waiting for it
+    job = world.create(EVERY_MINUTE, policy={"overlap": "buffer_one"})
+    _first_run_taken(world, job)
+    world.run_for(100)
+    [waiting] = _by_status(world, job["id"])["QUEUED"]
+    [running] = _by_status(world, job["id"])["RUNNING"]
+    # (its looks are far apart by now: the next would be up to a minute away)
+    world.run_for(40)
+    assert _by_status(world, job["id"])["QUEUED"] == [waiting]
+    # When the first run ends as its worker ends it (its end's hooks)
+    stored = world.store.executions.get(job["id"], parse_rfc3339(running["scheduled_at"]), running["id"])
+    assert stored.waiter is not None and stored.waiter.execution_id == waiting["id"]
+    ended_at = world.clock.now()
+    finished = world.store.executions.finish_attempt(
+        stored, status=ExecutionStatus.SUCCEEDED, finished_at=ended_at, error=None, result=None
+    )
+    world.punctual.hooks.ended(_stored_job(world, job["id"]), finished)
+    world.run_for(2)
+    # Then the waiting run starts at once, not on its next look
+    ran = {e["id"]: e for e in world.executions(job["id"])}[waiting["id"]]
+    assert ran["status"] == "SUCCEEDED", ran
+    assert parse_rfc3339(ran["started_at"]) - ended_at <= timedelta(seconds=2)
+    # and its own message, coming back later, starts it no second time
+    world.run_for(120)
+    assert [e["id"] for e in world.executions(job["id"]) if e["id"] == waiting["id"]] == [waiting["id"]]
+    assert {e["id"]: e for e in world.executions(job["id"])}[waiting["id"]]["attempts"] == 1
+
+
+def test_a_run_cannot_wait_behind_one_that_has_ended(world: World) -> None:
+    # Given a buffer_one job's run that has ended
+    job = world.create(EVERY_MINUTE, policy={"overlap": "buffer_one"})
+    _first_run_taken(world, job)
+    [running] = _by_status(world, job["id"])["RUNNING"]
+    stored = world.store.executions.get(job["id"], parse_rfc3339(running["scheduled_at"]), running["id"])
+    world.store.executions.finish_attempt(
+        stored, status=ExecutionStatus.SUCCEEDED, finished_at=world.clock.now(), error=None, result=None
+    )
+    # Then a later run is not named on it (its worker looks again at once instead)
+    later = replace(stored, id="later", scheduled_at=stored.scheduled_at + timedelta(minutes=1))
+    with pytest.raises(LostRace):
+        world.store.executions.wait_behind(stored, later)
+    ended = world.store.executions.get(job["id"], stored.scheduled_at, stored.id)
+    assert ended is not None and ended.waiter is None
 
 
 def test_overlap_buffer_one_starts_no_run_beside_the_one_waiting(world: World) -> None:

@@ -86,6 +86,18 @@ class Execution:
     # Its end was stored so, on its job's item with the job's completion: the job's consecutive
     # failures that write left (None: stored on an item of its own, or not yet).
     job_failures: int | None = None
+    # A later run of its job waiting for it to end (overlap `buffer_one`): sent on at its end.
+    waiter: Waiter | None = None
+
+
+@dataclass(frozen=True)
+class Waiter:
+    """A scheduled run held back behind its job's previous one, as that run's item names it: what a
+    work message needs to send it on the moment the previous run ends."""
+
+    execution_id: str
+    scheduled_at: datetime
+    schedule_version: int
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,12 @@ from punctual.domain.errors import LostRace, RetryableStoreError
 from punctual.domain.executions import DeadLetter, Execution, ExecutionStatus
 from punctual.domain.models import Job, JobStatus, Outcome, completes_job, dispatched_runs
 from punctual.domain.policies import NotifyEvent, NotifyRule
+from punctual.domain.work import WorkItem
 from punctual.execution import pausing
 from punctual.notify.messages import Outbox, events_at_end, is_late, notifications
 from punctual.platform.clock import Clock
 from punctual.platform.observability import JOBS_AUTO_PAUSED, logger, metrics
+from punctual.ports.queue import WorkQueue
 from punctual.ports.store import Store
 
 PERSIST_ATTEMPTS = 4
@@ -47,10 +49,14 @@ class RunHooks:
         rng: random.Random | None = None,
         *,
         sent_ahead: timedelta,
+        queue: WorkQueue | None = None,
     ) -> None:
         """`sent_ahead`: how far ahead of its instant a run's message may be sent (a job paused after
-        failures records the change for a pack already sent: JobLifecycle._write does the same)."""
+        failures records the change for a pack already sent: JobLifecycle._write does the same).
+        `queue`: where a run waiting for the one that ended is sent on (None: it waits for its own
+        next look)."""
         self._store = store
+        self._queue = queue
         self._sent_ahead = sent_ahead
         self._clock = clock
         self._outbox = outbox
@@ -95,7 +101,27 @@ class RunHooks:
             shown = self._with_outcome(job, execution, failures)
             if failures is not None:
                 shown = self._pause_after_failures(shown, execution, failures)
+        self._wake_waiter(job, execution)
         self._notify_end(shown, execution)
+
+    def _wake_waiter(self, job: Job, execution: Execution) -> None:
+        """Send on the run waiting for this one (overlap `buffer_one`) now, rather than on its next
+        look, up to a minute away. Never fails the end: a message not sent leaves it to that look."""
+        waiter = execution.waiter
+        if waiter is None or self._queue is None:
+            return
+        item = WorkItem(job.id, waiter.execution_id, waiter.scheduled_at, waiter.schedule_version)
+        try:
+            unsent = self._queue.send([(item, 0)])
+        except Exception as exc:
+            unsent = [item]
+            logger.warning(
+                "waiting run not sent on", extra={"execution_id": waiter.execution_id, "error": str(exc)}
+            )
+        if not unsent:
+            logger.info(
+                "waiting run sent on", extra={"execution_id": waiter.execution_id, "previous": execution.id}
+            )
 
     def found_ended(self, execution: Execution) -> None:
         """An execution found ended on a later receipt of its message (a duplicate, a redelivery): as

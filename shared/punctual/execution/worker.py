@@ -84,7 +84,9 @@ class Worker:
         self._effective: Resolve = named_tasks or (lambda job, at=None: job)
         # The job's outcome, auto-pause and notifications around each run (punctual.execution.hooks).
         # (without the deployment's hooks: every change within a day recorded for packs)
-        self._hooks = hooks or RunHooks(store, clock, None, self._rng, sent_ahead=timedelta(days=1))
+        self._hooks = hooks or RunHooks(
+            store, clock, None, self._rng, sent_ahead=timedelta(days=1), queue=queue
+        )
         self._attempts = Attempts(
             store,
             clock,
@@ -335,6 +337,14 @@ class Worker:
             return self._policy_skip(job, execution, decision.reason, receipt_handle)
         # Stored as QUEUED so that a later run sees that one is already waiting.
         self._store.executions.put_if_absent(execution)
+        busy = decision.busy
+        if busy.waiter is None or busy.waiter.execution_id != execution.id:
+            # Named on the run it waits for, whose end sends it on at once (RunHooks.ended); the
+            # looks below are for when that is lost (a worker that died with the run).
+            try:
+                self._store.executions.wait_behind(busy, execution)
+            except LostRace:
+                return self._later(receipt_handle, 0)  # it has just ended: look again now
         logger.info(
             "execution waits for the job's previous run",
             extra={

@@ -55,6 +55,8 @@ class ExecutionStore(Protocol):
 
     def release_claim(self, running: Execution) -> None: ...
 
+    def wait_behind(self, busy: Execution, waiter: Execution) -> None: ...
+
     def finish_attempt(
         self,
         execution: Execution,

@@ -19,11 +19,11 @@ from datetime import datetime
 from typing import Any
 
 from punctual.domain.errors import LostRace
-from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.executions import Execution, ExecutionStatus, Waiter
 from punctual.domain.models import DueMarker, ran_on_job
 from punctual.platform.timefmt import to_epoch_ms, to_rfc3339
 from punctual.store import keys, lifecycle
-from punctual.store.codec.executions import EXECUTION_FIXED, execution_from, execution_item
+from punctual.store.codec.executions import EXECUTION_FIXED, execution_from, execution_item, waiter_map
 from punctual.store.codec.jobs import job_from
 from punctual.store.codec.markers import marker_item
 from punctual.store.codec.runs import RUN, run_fits, run_map
@@ -119,6 +119,24 @@ class ExecutionRepository(ExecutionReads):
             "SET #st = :back, attempts = attempts - :one REMOVE lease_until"
             + (", started_at, lateness_ms" if first else ""),
             {":back": (ExecutionStatus.QUEUED if first else ExecutionStatus.RETRYING).value, ":one": 1},
+        )
+
+    def wait_behind(self, busy: Execution, waiter: Execution) -> None:
+        """Name `waiter`, a later run held back by its job's overlap rule, on the run it waits for, so
+        that `busy`'s end sends it on at once. Raises LostRace when `busy` is no longer under way (it
+        ended meanwhile: look again now)."""
+        call(
+            lambda: self._table.resource.update_item(
+                Key=self.key(busy),
+                UpdateExpression="SET waiter = :w",
+                ConditionExpression="#st IN (:running, :retrying)",
+                ExpressionAttributeNames={"#st": "status"},
+                ExpressionAttributeValues={
+                    ":w": waiter_map(Waiter(waiter.id, waiter.scheduled_at, waiter.schedule_version)),
+                    ":running": ExecutionStatus.RUNNING.value,
+                    ":retrying": ExecutionStatus.RETRYING.value,
+                },
+            )
         )
 
     def finish_attempt(

@@ -10,7 +10,7 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from punctual.domain.executions import Execution, ExecutionStatus
+from punctual.domain.executions import Execution, ExecutionStatus, Waiter
 from punctual.platform.timefmt import from_epoch_ms, parse_stored, to_epoch_ms, to_rfc3339
 from punctual.store import keys
 from punctual.store.codec.values import from_iso, iso, optional_int, present
@@ -60,8 +60,23 @@ def execution_item(execution: Execution, retention: timedelta) -> dict[str, Any]
         "expires_at": int((max(created, execution.scheduled_at) + retention).timestamp()),
         "retry_of": execution.retry_of,
         "dead_lettered": execution.dead_lettered or None,
+        "waiter": None if execution.waiter is None else waiter_map(execution.waiter),
     }
     return present(item)
+
+
+def waiter_map(waiter: Waiter) -> dict[str, Any]:
+    return {
+        "id": waiter.execution_id,
+        "at": to_epoch_ms(waiter.scheduled_at),
+        "v": waiter.schedule_version,
+    }
+
+
+def _waiter_from(value: Any) -> Waiter | None:
+    if not isinstance(value, dict):
+        return None
+    return Waiter(str(value["id"]), from_epoch_ms(int(Decimal(value["at"]))), int(value["v"]))
 
 
 def execution_from(item: dict[str, Any]) -> Execution:
@@ -88,4 +103,5 @@ def execution_from(item: dict[str, Any]) -> Execution:
         retry_of=item.get("retry_of"),
         dead_lettered=bool(item.get("dead_lettered", False)),
         deliveries=deliveries_from(item),
+        waiter=_waiter_from(item.get("waiter")),
     )
