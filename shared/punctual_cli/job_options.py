@@ -91,16 +91,33 @@ def tag_filter(text: str) -> str:
     The `KEY:VALUE` of earlier versions is taken too: a tag key holds no colon, so a colon before any
     `=` can only be that form.
     """
-    key, eq, value = text.partition("=")
-    if ":" in key or not eq:
+    if ":" in text.partition("=")[0] and "\\=" not in text:
         return text
+    key, value = split_tag(text)
     if not key.strip():
         raise argparse.ArgumentTypeError(f"takes KEY=VALUE or KEY, got {text!r}")
-    return f"{key.strip()}:{value}"
+    return key.strip() if value is None else f"{key.strip()}:{value}"
+
+
+def split_tag(text: str) -> tuple[str, str | None]:
+    """`KEY=VALUE` at its first `=` not written `\\=`: a tag key may hold `=` (docs/api.md), written
+    so. A key holds no backslash, so `\\=` in one can only be that. No `=`: the key alone."""
+    i = 0
+    while (i := text.find("=", i)) != -1:
+        if i == 0 or text[i - 1] != "\\":
+            return text[:i].replace("\\=", "="), text[i + 1 :]
+        i += 1
+    return text.replace("\\=", "="), None
 
 
 def build_tags(items: Sequence[str]) -> JsonObject:
-    return dict(parse_pair(item, "--tag") for item in items)
+    tags: JsonObject = {}
+    for item in items:
+        key, value = split_tag(item)
+        if value is None or not key.strip():
+            raise UsageError(f"--tag takes KEY=VALUE (a key's own = written \\=), got {item!r}")
+        tags[key.strip()] = value
+    return tags
 
 
 def named_task(args: argparse.Namespace) -> str | None:

@@ -57,7 +57,16 @@ def test_the_cli_and_the_apis_openapi_document_say_the_same_version(capsys: Caps
 
 
 @pytest.mark.parametrize(
-    ("given", "sent"), [("team=billing", "team:billing"), ("team", "team"), ("team:billing", "team:billing")]
+    ("given", "sent"),
+    [
+        ("team=billing", "team:billing"),
+        ("team", "team"),
+        ("team:billing", "team:billing"),
+        ("url=http://x", "url:http://x"),
+        # (a key may hold `=`, written `\=`)
+        ("a\\=b=c:d", "a=b:c:d"),
+        ("a\\=b", "a=b"),
+    ],
 )
 def test_tag_filters_take_key_equals_value_as_create_does_and_the_older_colon(
     cli_api: FakeApi, capsys: Capsys, given: str, sent: str
@@ -69,6 +78,19 @@ def test_tag_filters_take_key_equals_value_as_create_does_and_the_older_colon(
     assert run(cli_api, capsys, "jobs", "pause", "--tag", given)[0] == 0
 
     assert [request.query["tag"] for request in cli_api.sent()] == [[sent], [sent]]
+
+
+def test_a_tag_key_holding_equals_is_written_with_a_backslash(cli_api: FakeApi, capsys: Capsys) -> None:
+    cli_api.answer("POST", "/jobs", {"id": "j1"})
+
+    assert (
+        run(cli_api, capsys, "-q", "jobs", "create", "--task", "noop", "--tag", "a\\=b=c=d", "--tag", "k=v")[
+            0
+        ]
+        == 0
+    )
+
+    assert cli_api.sent()[0].body["tags"] == {"a=b": "c=d", "k": "v"}
 
 
 @pytest.mark.parametrize("command", [["jobs", "update"], ["preview"]])
