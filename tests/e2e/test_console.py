@@ -329,6 +329,10 @@ def test_a_job_is_rescheduled_and_cancelled_and_a_failed_run_retried_from_the_pa
         what="the new schedule",
     )
     shows(browser, "every weekday at 09:30 (Europe/Paris)", timeout=SHOWN_WITHIN + 1)
+    # with each next run on Paris's wall clock too, for a viewer elsewhere
+    if browser.execute_script("return Intl.DateTimeFormat().resolvedOptions().timeZone") != "Europe/Paris":
+        runs = browser.find_element(By.CSS_SELECTOR, 'ol[aria-label="Next runs"]').text
+        assert runs.count("09:30 Europe/Paris") == 5, runs
     # When Cancel is pressed twice (once arms it)
     cancel = browser.find_element(By.ID, "cancel")
     cancel.click()

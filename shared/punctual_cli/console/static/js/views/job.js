@@ -2,7 +2,7 @@
 // lateness, and the actions of docs/api.md (run now, pause, resume, reschedule, cancel, retry).
 
 import { api, jobPath, query } from "../api.js";
-import { duration, el, replace, status, table, when } from "../dom.js";
+import { duration, el, replace, status, table, viewerZone, when } from "../dom.js";
 import { latenessChart } from "./charts.js";
 import { describeSchedule } from "./words.js";
 
@@ -94,6 +94,15 @@ export function mount(container, jobId, ctx) {
     return el("dl", { class: "facts" }, pairs.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   }
 
+  // A cron job's run on its own zone's wall clock too, when the viewer is elsewhere: "09:30 on
+  // weekdays in Paris" reads as such there, not as 08:30 or 07:30 here.
+  function onWallClock(run, s) {
+    const zoneOf = s.type === "cron" ? s.timezone || "UTC" : null;
+    if (!run.local || !zoneOf || zoneOf === viewerZone) return "";
+    const [date, time] = run.local.split("T");
+    return ` · ${date} ${time.slice(0, 5)} ${zoneOf}`;
+  }
+
   async function nextRuns(current) {
     if (current.status !== "ACTIVE" || !current.next_run_at) return [];
     const s = current.schedule;
@@ -140,7 +149,7 @@ export function mount(container, jobId, ctx) {
       facts([["In words", describeSchedule(job.schedule)], ["As stored", el("code", {}, JSON.stringify(job.schedule))],
         ["Next run", when(job.next_run_at)]]),
       coming.length
-        ? el("ol", { "aria-label": "Next runs" }, coming.map((run) => el("li", {}, when(run.at),
+        ? el("ol", { "aria-label": "Next runs" }, coming.map((run) => el("li", {}, when(run.at), onWallClock(run, job.schedule),
           run.dst === "moved" ? " — moved by a spring-forward gap" : run.dst === "repeated" ? " — in a repeated hour (fall back)" : "")))
         : el("p", { class: "muted" }, "No run to come while the job is " + job.status.toLowerCase() + "."));
 
