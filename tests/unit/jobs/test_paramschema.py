@@ -204,3 +204,24 @@ def test_references_are_checked_and_substituted_with_their_types() -> None:
         assert refused.value.path == path
     with pytest.raises(templating.TemplateError, match="more than"):
         templating.check({"a": "{{ job.id }}" * 101})
+
+
+@pytest.mark.parametrize(
+    ("divisor", "value", "fits"),
+    [
+        (0.1, 3, True),
+        (0.1, 0.3, True),
+        (0.1, 2.2, True),
+        (0.1, 10**300, True),
+        (0.1, 0.35, False),
+        (0.01, 0.07, True),
+        (0.01, 0.075, False),
+        (0.5, 1.5, True),
+        (3, 9.0, True),
+        (3, 10, False),
+    ],
+)
+def test_multiple_of_reads_a_decimal_divisor_as_written(divisor: float, value: float, fits: bool) -> None:
+    # 3 is a multiple of 0.1, though 0.1's binary float is not exactly a tenth
+    problem = compile_schema({"properties": {"p": {"multipleOf": divisor}}}).first_error({"p": value})
+    assert (problem is None) is fits, problem

@@ -137,10 +137,16 @@ def _k_numbers(run: _Run, schema: dict[str, Any], value: Any, path: list[str]) -
             return run.invalid(path, f"must be {words} {schema[keyword]}, not {_show(value)}")
     if "multipleOf" in schema:
         run.spend(_MULTIPLE_STEPS)
-        quotient = Fraction(value) / Fraction(schema["multipleOf"])
+        quotient = _decimal(value) / _decimal(schema["multipleOf"])
         if quotient.denominator != 1:
             return run.invalid(path, f"must be a multiple of {schema['multipleOf']}")
     return None
+
+
+def _decimal(number: int | float) -> Fraction:
+    """A number as the decimal JSON wrote, not as its float's binary value: 0.1 is 1/10, so 3 is a
+    multiple of it (a float's repr is the shortest text that reads back as it)."""
+    return Fraction(repr(number)) if isinstance(number, float) else Fraction(number)
 
 
 def _k_strings(run: _Run, schema: dict[str, Any], value: Any, path: list[str]) -> Invalid | None:

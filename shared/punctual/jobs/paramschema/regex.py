@@ -91,6 +91,11 @@ class _Regex:
             raise ValueError(f"not a regular expression: {exc}") from None
         except RecursionError:
             raise ValueError("the pattern nests too deeply") from None
+        except OverflowError:  # (a counted repeat past what the parser holds: a{4294967295})
+            raise ValueError(
+                f"the pattern is too complex: more than {MAX_PATTERN_PROGRAM} instructions "
+                "(its counted repeats expand too far)"
+            ) from None
         if parsed.state.flags & ~(re.UNICODE | re.ASCII):
             raise ValueError("inline flags such as (?i) are not ECMA-262 (JSON Schema) regular expressions")
         self.program: list[tuple[Any, ...]] = []
