@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -393,3 +394,49 @@ def test_a_key_repeated_in_an_object_is_refused_naming_it(world: World) -> None:
     # (the same key in different objects is no repetition)
     fine = b'{"task":{"type":"http","params":{"url":"https://hooks.example.com/a","body":{"type":1}}},"schedule":{"type":"now"}}'
     assert call(world, "POST", "/jobs", raw=fine).status == 201
+
+
+# ------------------------------------------------------------------------------------------------
+# Size: a body no route but the batch could take is refused unread; a cheap large one fast.
+# ------------------------------------------------------------------------------------------------
+def test_a_body_over_a_mebibyte_is_refused_before_it_is_parsed(world: World) -> None:
+    call(world, "POST", "/jobs/batch", {"jobs": []})  # (the API's first request builds what it keeps)
+    before = snapshot(world)
+    # (millions of tiny values: seconds of CPU to parse and walk, were it read)
+    body = b'{"task":{"type":"noop"},"schedule":{"type":"now"},"x":[' + b",".join([b"[]"] * 400_000) + b"]}"
+    started = time.thread_time()
+    answer = call(world, "POST", "/jobs", raw=body)
+    spent = time.thread_time() - started
+    assert answer.status == 413, answer.body
+    assert answer.body["field"] == "body" and "POST /jobs/batch" in answer.body["message"]
+    assert spent < 0.2, spent
+    assert snapshot(world) == before
+
+
+def test_a_body_of_many_tiny_values_is_refused_at_about_its_parse_cost(world: World) -> None:
+    # A batch may be 10 MB: 300,000 empty arrays where 100 jobs belong, refused at its parse's cost
+    body = b'{"jobs":[' + b",".join([b"[]"] * 300_000) + b"]}"
+    call(world, "POST", "/jobs/batch", {"jobs": []})  # (the API's first request builds what it keeps)
+    started = time.thread_time()
+    json.loads(body)
+    parse = time.thread_time() - started
+    started = time.thread_time()
+    answer = call(world, "POST", "/jobs/batch", raw=body)
+    spent = time.thread_time() - started
+    assert_bad_input(answer, "jobs")
+    # (at a few times what parsing it alone costs: no walk of every value, no message for each)
+    assert spent < 2 * parse + 0.05, (spent, parse)
+    assert snapshot(world) == []
+
+
+def test_an_error_quotes_a_huge_key_or_value_by_its_start(world: World) -> None:
+    key = "k" * 100_000
+    extra = call(world, "POST", "/jobs", {"task": NOOP, "schedule": {"type": "now"}, key: 1})
+    zone = call(world, "POST", "/schedules/preview", {"schedule": {**CRON, "timezone": "Z" * 500_000}})
+    for answer in (extra, zone):
+        assert answer.status == 422, answer.status
+        assert len(json.dumps(answer.body)) < 10_000, len(json.dumps(answer.body))
+    assert extra.body["message"].startswith("k" * 300 + "… (100,000 characters): ")
+    assert extra.body["field"] == "k" * 300 + "… (100,000 characters)"
+    assert "characters)" in zone.body["message"]
+    assert snapshot(world) == []

@@ -220,7 +220,11 @@ def resolver_for(event: Mapping[str, Any]) -> ApiGatewayResolver:
 
 def resolve(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Answer an API Gateway proxy event of either payload format."""
-    refused = bodies.refuse_non_json(event) or inputs.repeated_idempotency_key(event)
+    refused = (
+        bodies.refuse_oversized(event)
+        or bodies.refuse_non_json(event)
+        or inputs.repeated_idempotency_key(event)
+    )
     if refused is not None:
         return refused
     event = bodies.without_foreign_body(event)

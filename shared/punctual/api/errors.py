@@ -33,11 +33,16 @@ BAD_REQUEST_FIELDS = frozenset({"cursor", IDEMPOTENCY_KEY_FIELD})
 NOT_AN_OBJECT = "the body must be a JSON object"
 
 
+# An error body names a field by at most this much of its path, says what was wrong in at most
+# this much (a 10 MB key or time zone is quoted by its first characters), and lists at most this
+# many problems: it stays small whatever the request.
+FIELD_MAX_CHARS = 300
+MESSAGE_MAX_CHARS = 2000
+ERRORS_LISTED_MAX = 100
+
+
 def error_response(status: int, message: str, **extra: Any) -> Response[Any]:
-    body = ErrorOut(message=message, **extra)
-    return Response(
-        status_code=status, content_type="application/json", body=body.model_dump_json(exclude_none=True)
-    )
+    return Response(status_code=status, content_type="application/json", body=_error_body(message, **extra))
 
 
 def error_event_response(status: int, message: str, field: str) -> dict[str, Any]:
@@ -45,9 +50,32 @@ def error_event_response(status: int, message: str, field: str) -> dict[str, Any
     return {
         "statusCode": status,
         "headers": {"Content-Type": "application/json"},
-        "body": ErrorOut(message=message, field=field).model_dump_json(exclude_none=True),
+        "body": _error_body(message, field=field),
         "isBase64Encoded": False,
     }
+
+
+def _error_body(message: str, field: str | None = None, errors: list[dict[str, Any]] | None = None) -> str:
+    listed = None
+    if errors is not None:
+        listed = [
+            {
+                **e,
+                "field": _cut(e.get("field"), FIELD_MAX_CHARS),
+                "message": _cut(e.get("message"), MESSAGE_MAX_CHARS),
+            }
+            for e in errors[:ERRORS_LISTED_MAX]
+        ]
+    body = ErrorOut(
+        message=_cut(message, MESSAGE_MAX_CHARS) or "", field=_cut(field, FIELD_MAX_CHARS), errors=listed
+    )
+    return body.model_dump_json(exclude_none=True)
+
+
+def _cut(text: str | None, most: int) -> str | None:
+    if text is None or len(text) <= most:
+        return text
+    return f"{text[:most]}… ({len(text):,} characters)"
 
 
 _ERRORS = {
@@ -110,7 +138,8 @@ def openapi_responses(status: int, model: type[BaseModel], description: str, *er
 def _invalid(exc: RequestValidationError) -> Response[Any]:
     errors = [_plain_error(e) for e in exc.errors()]
     first = errors[0] if errors else {"field": None, "message": "invalid request"}
-    message = f"{first['field']}: {first['message']}" if first["field"] else str(first["message"])
+    field = _cut(first["field"], FIELD_MAX_CHARS)
+    message = f"{field}: {first['message']}" if field else str(first["message"])
     # (a cursor too long to be one is as bad as an altered one: 400, as docs/api.md says of those)
     status = 400 if first["field"] in BAD_REQUEST_FIELDS else 422
     return error_response(status, message, field=first["field"], errors=errors)
