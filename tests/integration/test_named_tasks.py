@@ -397,3 +397,16 @@ def test_a_change_acknowledged_before_an_instant_is_run_by_executions_claimed_ah
         assert (execution["status"], execution["task_version"]) == ("SUCCEEDED", 2), execution
     # reading the task once at their instant between them, not once each
     assert len([at for at in reads if at >= due]) == 1
+
+
+def test_a_jobs_refused_webhook_address_is_named_where_the_job_gave_it(world: World) -> None:
+    # Given a named webhook task whose jobs give the URL
+    assert world.api("POST", "/tasks", {"name": "hook", "type": "http"}).status == 201
+    for url in ("http://10.0.0.1/", "http://0x7f.1/", "http://u:p@example.com/"):
+        # When a job gives an address no webhook may call
+        answer = world.api(
+            "POST", "/jobs", {"task": "hook", "params": {"url": url}, "schedule": {"type": "now"}}
+        )
+        # Then its field is the job's params.url, whichever check refused it
+        assert (answer.status, answer.body["field"]) == (422, "params.url"), answer.body
+        assert answer.body["message"].startswith("params.url: "), answer.body

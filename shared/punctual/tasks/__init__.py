@@ -224,7 +224,7 @@ def validate(spec: TaskSpec, policy: TaskPolicy, *, field_prefix: str = "task.pa
         where = ".".join(str(part) for part in first["loc"])
         path = f"{field_prefix}.{where}" if where else field_prefix
         raise InvalidRequest(f"{path}: {first['msg']}", field=path) from None
-    task_type.check(params, policy)
+    _check(task_type, params, policy, field_prefix)
     normalised = spec.params if templated else params.model_dump(mode="json", exclude_none=True)
     checked = TaskSpec(type=spec.type, params=normalised)
     size = len(checked.model_dump_json().encode())
@@ -251,10 +251,19 @@ def check_defaults(type_name: str, params: dict[str, Any], policy: TaskPolicy, f
         # Some parameters are left to the jobs: check what a target check can read of the rest.
         model = task_type.params_model.model_construct(**sample)
     try:
-        task_type.check(model, policy)
+        _check(task_type, model, policy, field_prefix)
     except AttributeError:
         pass  # (a check that needs a parameter left to the jobs: made when a job supplies it)
+
+
+def _check(task_type: TaskType, params: BaseModel, policy: TaskPolicy, field_prefix: str) -> None:
+    """The type's own check of its parameters (a target's address, an ARN the settings allow), its
+    refusal naming them where this request holds them (a named task's job: `params.url`)."""
+    try:
+        task_type.check(params, policy)
     except InvalidRequest as exc:
+        if field_prefix == "task.params":
+            raise
         field = (exc.field or "").replace("task.params", field_prefix, 1)
         raise InvalidRequest(str(exc).replace("task.params", field_prefix, 1), field=field or None) from None
 
