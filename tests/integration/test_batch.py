@@ -104,6 +104,22 @@ def test_one_invalid_job_refuses_the_batch_naming_it_and_nothing_is_written(
     assert world.drain() == 0
 
 
+def test_every_jobs_problem_is_listed_the_first_named(world: World) -> None:
+    # Given a batch whose second and fourth jobs are each wrong in their content
+    good = {"task": NOOP, "schedule": {"type": "now"}}
+    unknown = {"task": {"type": "nope"}, "schedule": {"type": "now"}}
+    past = {"task": NOOP, "schedule": {"type": "at", "at": "2026-11-30T10:00:00Z"}}
+    # When it is posted
+    answer = batch(world, [good, unknown, good, past])
+    # Then the answer names the first, and lists both
+    assert answer.status == 422, answer.body
+    assert answer.body["field"] == "jobs[1].task.type"
+    errors = answer.body["errors"]
+    assert [e["field"] for e in errors] == ["jobs[1].task.type", "jobs[3].schedule.at"]
+    assert errors[0]["message"].startswith("unknown task type 'nope'"), errors
+    assert items(world) == []
+
+
 @pytest.mark.parametrize(("count", "status"), [(0, 422), (101, 422), (100, 201)])
 def test_a_batch_holds_1_to_100_jobs(world: World, count: int, status: int) -> None:
     answer = batch(world, [{"task": NOOP, "schedule": CRON}] * count)

@@ -154,7 +154,15 @@ def _not_utf8(exc: UnicodeDecodeError) -> Response[Any]:
 @router.exception_handler(InvalidRequest)
 def _invalid_domain(exc: InvalidRequest) -> Response[Any]:
     status = 400 if exc.field in BAD_REQUEST_FIELDS else 422
-    return error_response(status, str(exc), field=exc.field)
+    errors = [
+        {
+            "field": problem.field,
+            "message": str(problem).removeprefix(f"{problem.field}: ") if problem.field else str(problem),
+            "type": "value_error",
+        }
+        for problem in exc.problems
+    ]
+    return error_response(status, str(exc), field=exc.field, errors=errors)
 
 
 @router.exception_handler(NotFound)

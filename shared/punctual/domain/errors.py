@@ -14,9 +14,13 @@ class NotFound(PunctualError):
 class InvalidRequest(PunctualError):
     """Bad input that validation of the request body alone could not catch."""
 
-    def __init__(self, message: str, field: str | None = None) -> None:
+    def __init__(
+        self, message: str, field: str | None = None, problems: tuple[InvalidRequest, ...] = ()
+    ) -> None:
+        """`problems`: every problem found, this one first, where there were several (a batch's jobs)."""
         super().__init__(message)
         self.field = field
+        self.problems = problems or (self,)
 
 
 class Conflict(PunctualError):

@@ -110,14 +110,19 @@ class JobCreation:
         now = self._clock.now()
         jobs: list[Job] = []
         named: dict[str, Any] = {}  # the named tasks read for this batch
+        problems: list[InvalidRequest] = []
         for i, new in enumerate(news):
             try:
                 jobs.append(self.new_job(owner, new, now, _new_id("job"), named))
             except InvalidRequest as exc:
+                # (every job is checked: the answer lists each one's problem, the first named)
                 field = f"jobs[{i}].{exc.field}" if exc.field else f"jobs[{i}]"
                 message = str(exc).removeprefix(f"{exc.field}: ") if exc.field else str(exc)
-                refused = InvalidRequest(f"{field}: {message}", field=field)
-                return self._replay(owner, idempotency_key, _batch_fingerprint(news), refused), False
+                problems.append(InvalidRequest(f"{field}: {message}", field=field))
+        if problems:
+            first = problems[0]
+            refused = InvalidRequest(str(first), field=first.field, problems=tuple(problems))
+            return self._replay(owner, idempotency_key, _batch_fingerprint(news), refused), False
         if idempotency_key is not None:
             fingerprint = _batch_fingerprint(news)
             ids = [job.id for job in jobs]
