@@ -162,3 +162,18 @@ def test_a_patch_from_a_stale_read_is_409_and_leaves_no_run_behind(
     assert second.status == 409
     ran = [e["scheduled_at"] for e in world.executions(job["id"]) if e["status"] == "SUCCEEDED"]
     assert ran == [first.body["next_run_at"]]
+
+
+def test_an_empty_patch_changes_nothing(world: World) -> None:
+    # Given a job and a named task
+    job = world.create(CRON, name="nightly")
+    assert world.api("POST", "/tasks", {"name": "t", "type": "noop"}).status == 201
+    world.clock.advance(60)
+    before = snapshot(world)
+    # When each is sent a PATCH of nothing
+    patched_job = call(world, "PATCH", f"/jobs/{job['id']}", {})
+    patched_task = call(world, "PATCH", "/tasks/t", {})
+    # Then each answers as it is: no new updated_at, no new version, nothing written
+    assert patched_job.status == 200 and patched_job.body["updated_at"] == job["updated_at"]
+    assert patched_task.status == 200 and patched_task.body["version"] == 1, patched_task.body
+    assert snapshot(world) == before

@@ -162,6 +162,8 @@ class JobLifecycle:
             )
             if status is JobStatus.ACTIVE:
                 marker = file_one(self._handoff, marker_for(job.id, runs_at, version))
+        if fields.keys() == {"updated_at"}:
+            return job  # (nothing to change: an empty PATCH writes nothing, not even updated_at)
         updated = self._write(job, fields, withdraw=marker)
         if marker is not None:
             self._handoff.enqueue(marker)

@@ -179,6 +179,8 @@ class TaskService:
     # --------------------------------------------------------------- change
     def update(self, owner: str, name: str, changes: TaskChanges) -> NamedTask:
         task = self.get(owner, name)
+        if not changes.given:
+            return task  # (an empty PATCH: no new version)
         fields: dict[str, Any] = {}
         for field_name in (
             "type",
