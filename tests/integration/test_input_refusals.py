@@ -151,6 +151,7 @@ def test_control_characters_in_text_query_values_are_refused(world: World) -> No
         ("tag=a%00", "letters, digits"),
         ("tag=a%00:b", "letters, digits"),
         ("tag=:b", "write key:value"),
+        ("tag=a:" + "v" * 257, "at most 256 characters"),
     ]:
         answer = refused(world, 422, "tag", "GET", "/jobs", query=query)
         assert why in answer.body["message"], answer.body

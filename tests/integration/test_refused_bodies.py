@@ -192,7 +192,14 @@ def test_content_types(world: World) -> None:
     ]:  # (the resolver would parse these as forms)
         answer = world.api("PATCH", f"/jobs/{job['id']}", raw=raw, headers={"Content-Type": content_type})
         assert answer.status == 415, answer.body
+    # JSON in another charset is refused, not read as UTF-8; UTF-8 said so is JSON
+    utf16 = {"Content-Type": "application/json; charset=UTF-16"}
+    answer = world.api("PATCH", f"/jobs/{job['id']}", raw='{"name":"x"}'.encode("utf-16"), headers=utf16)
+    assert (answer.status, answer.body["field"]) == (415, "header content-type"), answer.body
+    assert "utf-16" in answer.body["message"]
     assert world.job(job["id"])["name"] == job["name"]
+    utf8 = {"Content-Type": 'application/json; charset="utf-8"'}
+    assert world.api("PATCH", f"/jobs/{job['id']}", {"name": "y"}, headers=utf8).status == 200
     # A route that reads no body ignores one, whatever its type (curl -d sends a form)
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     for method, suffix in [("POST", "/pause"), ("POST", "/resume"), ("GET", ""), ("GET", "/executions")]:

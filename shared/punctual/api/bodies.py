@@ -122,6 +122,15 @@ def content_media_type(event: Mapping[str, Any]) -> str | None:
     return value.split(";")[0].strip().lower() if value else None
 
 
+def _charset(event: Mapping[str, Any]) -> str | None:
+    """The Content-Type's charset parameter, lower case, unquoted; None when it names none."""
+    for parameter in (_header(event, "content-type") or "").split(";")[1:]:
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"').lower()
+    return None
+
+
 def _encoded(event: Mapping[str, Any]) -> str | None:
     """The body's Content-Encoding, if it has one other than none (`identity`)."""
     encoding = (_header(event, "content-encoding") or "").strip()
@@ -189,6 +198,11 @@ def refuse_non_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
             "header content-encoding",
         )
     media_type = content_media_type(event)
+    if media_type == JSON_MEDIA_TYPE and (charset := _charset(event)) not in (None, "utf-8", "utf8"):
+        # (read as UTF-8 whatever it said, a UTF-16 body would be refused as bad JSON, or misread)
+        return error_event_response(
+            415, f"charset {charset} is not supported: send JSON in UTF-8", "header content-type"
+        )
     if media_type in (None, JSON_MEDIA_TYPE):
         return None
     return error_event_response(

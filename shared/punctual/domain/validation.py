@@ -192,6 +192,8 @@ def parse_tag_filter(text: str) -> tuple[str, str | None]:
         raise ValueError("tag: a tag's key has at most 128 characters")
     if not _TAG_KEY.fullmatch(key):
         raise ValueError("tag: a tag's key holds letters, digits, spaces and _ . - / = + @ only")
+    if len(value) > 256:
+        raise ValueError("tag: a tag's value has at most 256 characters")
     try:
         _plain_text(value)
     except ValueError as exc:

@@ -35,7 +35,7 @@ class HttpParams(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers.")
     body: Any = Field(default=None, description="JSON body, sent with Content-Type application/json.")
     timeout_seconds: Annotated[float | None, JSON_NUMBER] = Field(
-        default=None, gt=0, le=300, description="Per-request timeout."
+        default=None, ge=0.001, le=300, description="Per-request timeout: 0.001 to 300 seconds."
     )
 
     @field_validator("url")
@@ -60,8 +60,10 @@ class HttpParams(BaseModel):
                 raise ValueError(f"header name {name!r} is not a valid HTTP token")
             if name.lower() in _RESERVED_HEADERS or name.lower().startswith("x-punctual-"):
                 raise ValueError(f"header {name!r} is set by Punctual")
-            if any(c in header_value for c in "\r\n\0"):
+            if any(c in header_value for c in "\r\n"):
                 raise ValueError(f"header {name!r} has a line break in its value")
+            if "\0" in header_value:
+                raise ValueError(f"header {name!r} has a NUL character in its value")
             try:
                 header_value.encode("latin-1")
             except UnicodeEncodeError:
