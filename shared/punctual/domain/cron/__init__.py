@@ -23,8 +23,8 @@ same wake are one run.
 
 Every computation is bounded: a search for the next matching day stops after 400 years (the
 Gregorian calendar's cycle, after which nothing new can match), and every call spends at most
-`BUDGET` of work steps and `DEADLINE` seconds (read from an injectable monotonic clock) before it
-raises `CronBoundExceeded`. No input can make it run unbounded.
+`BUDGET` of work steps before it raises `CronBoundExceeded`. No input can make it run unbounded.
+The budget counts work, never time: a schedule gets the same answer however busy the machine.
 
 The package is read in that order: `parsing` turns the text into a `CronSpec` (fields, names,
 macros, and refusing other dialects), `bounds` holds the limits every computation spends against,
@@ -32,7 +32,7 @@ macros, and refusing other dialects), `bounds` holds the limits every computatio
 across those changes as cron's main loop would.
 """
 
-from punctual.domain.cron.bounds import BUDGET, DEADLINE, LAST_YEAR, SEARCH_YEARS, Budget, CronBoundExceeded
+from punctual.domain.cron.bounds import BUDGET, LAST_YEAR, SEARCH_YEARS, Budget, CronBoundExceeded
 from punctual.domain.cron.engine import next_local_match, runs
 from punctual.domain.cron.parsing import (
     FIELD_HELP,
@@ -47,7 +47,6 @@ from punctual.domain.cron.parsing import (
 
 __all__ = [
     "BUDGET",
-    "DEADLINE",
     "FIELDS",
     "FIELD_HELP",
     "LAST_YEAR",

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from punctual.domain.cron.bounds import LAST_YEAR, Budget
+from punctual.domain.cron.bounds import LAST_YEAR, ZONE_YEAR_STEPS, Budget
 
 _DAY = 86400
 
@@ -54,7 +54,7 @@ def _next_change(key: str, after: int, until: int, budget: Budget) -> tuple[int,
         return None
     year = datetime.fromtimestamp(after, UTC).year
     while True:
-        budget.spend(8)
+        budget.spend(ZONE_YEAR_STEPS)  # (cached or not: the answer must not depend on a cache)
         for change in _year_changes(key, year):
             if after < change[0] <= until:
                 return change
