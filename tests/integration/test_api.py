@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -390,6 +391,24 @@ def test_run_now_answers_202_with_a_queued_execution(world: World) -> None:
     assert executions[answer.body["id"]]["status"] == "SUCCEEDED"
     assert executions[answer.body["id"]]["manual"] is True
     assert world.job(job["id"])["status"] == "ACTIVE"  # an extra run does not complete a recurring job
+
+
+def test_run_now_answers_as_sent_however_soon_a_worker_takes_it_or_pending_if_unsent(world: World) -> None:
+    job = world.create(CRON)
+    # Given a worker that has taken the run before the API answers (its store reads it RUNNING)
+    with mock.patch.object(
+        world.store.executions, "get", side_effect=AssertionError("the answer is not read back")
+    ):
+        answer = world.api("POST", f"/jobs/{job['id']}/run")
+    # Then the answer is the execution as queued
+    assert (answer.status, answer.body["status"]) == (202, "QUEUED"), answer.body
+    # And one the queue could not take is PENDING: the scanner's next tick sends it
+    with mock.patch.object(world.punctual.dispatcher, "dispatch", side_effect=RuntimeError("queue down")):
+        unsent = world.api("POST", f"/jobs/{job['id']}/run")
+    assert (unsent.status, unsent.body["status"]) == (202, "PENDING"), unsent.body
+    world.run_for(70)
+    ran = {e["id"]: e["status"] for e in world.executions(job["id"])}
+    assert ran[answer.body["id"]] == ran[unsent.body["id"]] == "SUCCEEDED"
 
 
 @BOTH_FORMATS

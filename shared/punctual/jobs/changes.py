@@ -356,9 +356,9 @@ class JobLifecycle:
                 manual=True,
             ),
         )
-        self._handoff.enqueue(marker)
-        execution = self._store.executions.get(job.id, now, marker.execution_id)
-        return execution or replace(queued, status=ExecutionStatus.PENDING)
+        # Answered as sent, not read back: a worker may have started it, or ended it, already.
+        sent = self._handoff.enqueue(marker)
+        return queued if sent else replace(queued, status=ExecutionStatus.PENDING)
 
     def _write(self, job: Job, fields: dict[str, Any], withdraw: DueMarker | None = None) -> Job:
         """Apply a change if the job is still as read; otherwise 409, withdrawing the marker filed for it

@@ -92,10 +92,11 @@ class HandOff:
         self._put(claimed)
         return claimed
 
-    def enqueue(self, *markers: DueMarker, new_jobs: Sequence[Job] = (), resent: bool = False) -> None:
+    def enqueue(self, *markers: DueMarker, new_jobs: Sequence[Job] = (), resent: bool = False) -> bool:
         """Enqueue the executions of the markers filed with a claim, all in one dispatch
         (`new_jobs`: jobs just stored, with these markers their first: not read again; `resent`: they
-        may have been sent before, so their packs are guarded).
+        may have been sent before, so their packs are guarded). False when some were left to the
+        scanner (the queue or the store failed them: they are still filed, and sent by its next tick).
 
         A soon marker filed without a claim is the next tick's to send, once this request's job write
         has landed. A tick that read it before then left it, as `storing`, for STORING_SECONDS after
@@ -124,7 +125,7 @@ class HandOff:
             resent = True
         claimed = [m for m in markers if m.handoff_until is not None]
         if not claimed:
-            return
+            return not markers
         try:
             dispatched = (
                 self._dispatcher.dispatch(claimed, new_jobs, resent=True)
@@ -137,7 +138,7 @@ class HandOff:
             logger.exception("hand-off failed", extra={"execution_ids": [m.execution_id for m in claimed]})
             unsent = claimed
         if not unsent:
-            return
+            return True
         ids = [m.execution_id for m in unsent]
         logger.warning("hand-off incomplete; the scanner will enqueue the rest", extra={"execution_ids": ids})
         try:
@@ -146,6 +147,7 @@ class HandOff:
             self._put([replace(m, handoff_until=self._clock.now()) for m in unsent])
         except Exception:
             logger.exception("could not withdraw the hand-off claim", extra={"execution_ids": ids})
+        return False
 
     def resume(self, jobs: Sequence[Job]) -> None:
         """A retried request's side (the same Idempotency-Key): enqueue the markers of these jobs'
