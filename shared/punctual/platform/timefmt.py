@@ -32,6 +32,10 @@ def parse_rfc3339(text: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError as exc:
+        if value[17:19] == "60":  # (RFC 3339 allows a leap second; Python's datetime has none)
+            raise ValueError(
+                f"a leap second (:60) is not taken: write :59.999 or the next minute: {text!r}"
+            ) from None
         raise ValueError(f"not an RFC 3339 timestamp: {text!r}") from exc
     if not MIN_YEAR <= parsed.year <= MAX_YEAR:
         raise OutOfRange(f"timestamp out of range (years {MIN_YEAR} to {MAX_YEAR}): {text!r}")

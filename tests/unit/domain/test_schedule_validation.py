@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from punctual.domain.models import SCHEDULE_ADAPTER
 from punctual.domain.schedules import AtSchedule
+from punctual.platform.timefmt import to_rfc3339
 from tests.unit.domain.schedule_helpers import cron, utc
 
 
@@ -127,3 +128,25 @@ def test_at_with_offset_is_stored_as_the_same_instant_in_utc() -> None:
     assert isinstance(schedule, AtSchedule)
     assert schedule.at == utc(2026, 12, 1, 9)
     assert schedule.at.utcoffset() == timedelta(0)
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        ("2027-01-01T10:00:18.999999Z", "2027-01-01T10:00:19.000Z"),
+        ("2027-01-01T10:00:18.000001+05:30", "2027-01-01T04:30:18.001Z"),
+        ("2027-01-01T10:00:18.5Z", "2027-01-01T10:00:18.500Z"),
+    ],
+)
+def test_an_instant_finer_than_a_millisecond_is_kept_at_the_next_one_never_before(
+    given: str, kept: str
+) -> None:
+    # (a run must never start before the instant asked; Punctual keeps milliseconds)
+    schedule = SCHEDULE_ADAPTER.validate_python({"type": "at", "at": given})
+    assert isinstance(schedule, AtSchedule)
+    assert to_rfc3339(schedule.at) == kept
+
+
+def test_a_leap_second_is_refused_as_such() -> None:
+    with pytest.raises(ValidationError, match="leap second"):
+        SCHEDULE_ADAPTER.validate_python({"type": "at", "at": "2027-12-31T23:59:60Z"})
