@@ -116,7 +116,11 @@ class World:
         return Answer(
             status=response["statusCode"],
             body=json.loads(text) if text else None,
-            headers=response.get("headers") or {},
+            # (a REST API's answer carries its headers as lists)
+            headers={
+                **{k: ", ".join(v) for k, v in (response.get("multiValueHeaders") or {}).items()},
+                **(response.get("headers") or {}),
+            },
         )
 
     def create(

@@ -470,6 +470,22 @@ def test_unknown_route_is_404_json(world: World) -> None:
     assert "message" in answer.body
 
 
+@BOTH_FORMATS
+def test_a_method_an_endpoint_does_not_take_is_405_saying_which_it_does(world: World) -> None:
+    job = world.create(CRON)
+    for method, path, allowed in [
+        ("PUT", "/jobs", "GET, POST"),
+        ("DELETE", f"/jobs/{job['id']}/pause", "POST"),
+        ("POST", f"/jobs/{job['id']}", "DELETE, GET, PATCH"),
+        ("PATCH", "/jobs/", "GET, POST"),
+    ]:
+        answer = world.api(method, path)
+        assert answer.status == 405, (method, path, answer.body)
+        assert answer.headers.get("Allow") == allowed, answer.headers
+        assert answer.body["message"].endswith(f"it takes {allowed}")
+    assert world.job(job["id"])["status"] == "ACTIVE"
+
+
 def test_a_status_cursor_signed_before_the_status_index_was_dropped_answers_400(world: World) -> None:
     # Given a cursor a client kept from before the by_owner_status index was dropped (its key names
     # that index's attributes)

@@ -3,6 +3,8 @@ the error body, and the error answers each route documents in the OpenAPI docume
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -194,7 +196,37 @@ def _service_error(exc: ServiceError) -> Response[Any]:
 @router.exception_handler(NotFoundError)  # what a resolver's `not_found` registers
 def _no_route(exc: Exception) -> Response[Any]:
     event = router.current_event
+    allowed = _methods_at(event.path)
+    if allowed:
+        # (the path is an endpoint, the method not one of its: 405 saying which are)
+        return Response(
+            status_code=405,
+            content_type="application/json",
+            body=_error_body(
+                f"{event.http_method} is not allowed on {event.path}; it takes {', '.join(allowed)}"
+            ),
+            headers={"Allow": ", ".join(allowed)},
+        )
     return error_response(404, f"no such endpoint: {event.http_method} {event.path}")
+
+
+def _methods_at(path: str) -> list[str]:
+    """The methods the API answers on `path`, from its OpenAPI document (read once, when a request
+    first misses: no cost on the way of any other)."""
+    return sorted({method for pattern, method in _endpoints() if pattern.fullmatch(path.rstrip("/") or "/")})
+
+
+@functools.cache
+def _endpoints() -> list[tuple[re.Pattern[str], str]]:
+    from punctual.api.app import http_app  # (the app includes this module's router: read it late)
+
+    endpoints = []
+    for template, operations in (http_app.get_openapi_schema().paths or {}).items():
+        pattern = re.compile(re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)))
+        for method in operations.model_dump(exclude_none=True):
+            if method.upper() in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+                endpoints.append((pattern, method.upper()))
+    return endpoints
 
 
 _LOCATIONS: dict[str, str] = {"body": "", "query": "", "header": "header ", "path": ""}
