@@ -10,29 +10,28 @@ from typing import Any
 
 from punctual.domain.models import JobStatus
 from punctual.store import keys
+from punctual_local.moto.items import all_items
 
 
-def owners_without_token(dynamodb_client: Any, table: str, owners_with_token: Iterable[str]) -> Counter[str]:
-    """Each owner with ACTIVE jobs and no token, with how many (one pass over the table)."""
-    known = set(owners_with_token)
+def active_owners(tables: Iterable[Any]) -> dict[str, int]:
+    """Each owner with ACTIVE jobs, with how many, read in moto's memory right after a restore (as
+    unfinished.py reads it): a Scan through moto's server sorted the whole table for each page, and
+    kept moto from the API for seconds at a large data directory's start."""
     found: Counter[str] = Counter()
-    pages = dynamodb_client.get_paginator("scan").paginate(
-        TableName=table,
-        FilterExpression="begins_with(pk, :job) AND sk = :sk AND #st = :active",
-        ExpressionAttributeNames={"#st": "status", "#owner": "owner"},
-        ExpressionAttributeValues={
-            ":job": {"S": keys.job_pk("")},
-            ":sk": {"S": keys.JOB_SK},
-            ":active": {"S": JobStatus.ACTIVE.value},
-        },
-        ProjectionExpression="#owner",
-    )
-    for page in pages:
-        for item in page.get("Items", []):
-            owner = item.get("owner", {}).get("S")
-            if owner is not None and owner not in known:
-                found[owner] += 1
-    return found
+    for table in tables:
+        for item in all_items(table):
+            if item.range_key is None or str(item.range_key.value) != keys.JOB_SK:
+                continue
+            status, owner = item.attrs.get("status"), item.attrs.get("owner")
+            if status is not None and owner is not None and status.value == JobStatus.ACTIVE.value:
+                found[str(owner.value)] += 1
+    return dict(found)
+
+
+def owners_without_token(active: Mapping[str, int], owners_with_token: Iterable[str]) -> Counter[str]:
+    """Each owner with ACTIVE jobs (`active`, from `active_owners`) and no token, with how many."""
+    known = set(owners_with_token)
+    return Counter({owner: n for owner, n in active.items() if owner not in known})
 
 
 def warning(orphans: Counter[str], tokens: Mapping[str, str]) -> str | None:

@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from punctual import wiring
 from punctual.platform import resources, target_arns
 from punctual.platform.clock import SystemClock
@@ -241,8 +239,10 @@ class LocalStack:
                 extra={"torn": restored["torn"]},
             )
         self.banner(moto_url, int(restored["items"]), requeued, provisioned.table_name)
-        # (after the banner: one pass over the table, which a large data directory makes long)
-        self._thread("owners", self._name_owners_without_token, aws.dynamodb_client, provisioned.table_name)
+        orphans = owners.owners_without_token(restored.get("active_owners", {}), self.options.tokens.values())
+        note = owners.warning(orphans, self.options.tokens)
+        if note is not None:
+            print(note, file=sys.stderr if self.options.json_logs else sys.stdout, flush=True)
 
     def _queue_journal(self) -> QueueJournal:
         """The work queue's journal in the data directory (emptied by --reset, as the table is)."""
@@ -250,15 +250,6 @@ class LocalStack:
         if self.options.reset:
             path.unlink(missing_ok=True)
         return QueueJournal(self.options.data_dir)
-
-    def _name_owners_without_token(self, dynamodb_client: Any, table: str) -> None:
-        try:
-            orphans = owners.owners_without_token(dynamodb_client, table, self.options.tokens.values())
-        except (BotoCoreError, ClientError):
-            return  # stopping, or moto gone: nothing to say
-        note = owners.warning(orphans, self.options.tokens)
-        if note is not None:
-            print(note, file=sys.stderr if self.options.json_logs else sys.stdout, flush=True)
 
     def _prepare_pool(self, queue_url: str, messages: int) -> None:
         for pool in self._pools:

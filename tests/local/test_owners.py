@@ -11,6 +11,7 @@ from moto import mock_aws
 from punctual.platform import resources
 from punctual.store import keys
 from punctual_local import owners
+from punctual_local.moto.items import all_tables
 
 TABLE = "punctual-owners"
 
@@ -39,12 +40,14 @@ def test_owners_with_active_jobs_and_no_token_are_named_with_how_many() -> None:
     ):
         client.put_item(TableName=TABLE, Item=_job(job_id, owner, status))
 
-    # When the stack, started with alice's token alone, looks
-    orphans = owners.owners_without_token(client, TABLE, ["alice"])
+    # When the stack, started with alice's token alone, looks (in moto's memory, as a restore does)
+    active = owners.active_owners([all_tables()[TABLE]])
+    orphans = owners.owners_without_token(active, ["alice"])
 
     # Then bob is named, with his two active jobs, and the note says how to keep tokens
+    assert active == {"alice": 1, "bob": 2}
     assert orphans == Counter({"bob": 2})
     note = owners.warning(orphans, {"tok-a": "alice"})
     assert note is not None and "bob (2 active)" in note
     assert "PUNCTUAL_LOCAL_TOKENS=tok-a=alice,TOKEN=bob" in note
-    assert owners.warning(owners.owners_without_token(client, TABLE, ["alice", "bob"]), {}) is None
+    assert owners.warning(owners.owners_without_token(active, ["alice", "bob"]), {}) is None

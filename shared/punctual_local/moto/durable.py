@@ -51,6 +51,7 @@ from punctual_local.moto.journal import Journal, StorageFailed
 from punctual_local.moto.legacy import LEGACY_SNAPSHOT_NAME, check_legacy, restore_legacy
 from punctual_local.moto.unfinished import unfinished_and_expire_leases
 from punctual_local.moto.write_hooks import Undo, activate, deactivate, put_back
+from punctual_local.owners import active_owners
 
 LOCK_NAME = "journal.lock"
 # A moto process of a stack that was just killed may still be finishing (it exits when its stdin
@@ -164,6 +165,7 @@ class DurableTables:
             last = number
         remove_segments_through(self.directory, self.snapshot.through)
         unfinished = unfinished_and_expire_leases(tables.values(), now_ms)
+        owners = active_owners(tables.values())
         self.journal = Journal(
             self.directory,
             last + 1,
@@ -178,6 +180,7 @@ class DurableTables:
             "journal_records": replayed,
             "torn": torn,
             "unfinished": unfinished,
+            "active_owners": owners,
             "seconds": round(time.monotonic() - started, 3),
         }
 

@@ -35,7 +35,9 @@ of it and left nothing for creating jobs. Where that time went, and what is done
   top-level attributes only takes them from the item as they are; one with nested paths is moto's.
 
 - moto 5's Table.query sorted every item of the table before keeping the partition's
-  (`query_only_the_partition`).
+  (`query_only_the_partition`); on an index, it sorted every item, kept those of the queried key,
+  and sorted them again, comparing moto's typed values in Python (`query_only_the_partition` too):
+  at a data directory of 34,000 items a page of `GET /jobs` took 1.5 s of moto's time.
 - moto's SQS receive checked each message's retention by counting the whole queue
   (`lighten_sqs_receives`).
 - Every DynamoDB and SQS request matched its operation four or five times
@@ -56,6 +58,8 @@ import threading
 import time
 from collections import deque
 from typing import Any
+
+from punctual_local.moto.items import all_items as iter_items
 
 # Operations whose results hold items, keys and counts only (no timestamps, no shapes to apply).
 _JSON_AS_IS = frozenset(
@@ -490,9 +494,23 @@ def query_only_the_partition() -> None:
         return
     original_query, original_all_items = Table.query, Table.all_items
 
+    original_sorted_items = Table.sorted_items
+
     def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
         index_name = args[_QUERY_INDEX_NAME_ARG] if len(args) > _QUERY_INDEX_NAME_ARG else None
-        if index_name is not None or kwargs.get("index_name") is not None or hash_key is None:
+        index_name = index_name or kwargs.get("index_name")
+        if index_name is not None:
+            # (moto keeps the items whose index key matches, and sorts those: the others need not
+            # come, nor in order)
+            _partition.index_key = [
+                (name, value.type, value.cast_value)
+                for name, value in kwargs.get("hash_key_conditions") or ()
+            ]
+            try:
+                return original_query(self, hash_key, *args, **kwargs)
+            finally:
+                _partition.index_key = None
+        if hash_key is None:
             return original_query(self, hash_key, *args, **kwargs)
         _partition.key = hash_key
         try:
@@ -501,14 +519,35 @@ def query_only_the_partition() -> None:
             _partition.key = None
 
     def all_items(self: Any) -> Any:
+        wanted = getattr(_partition, "index_key", None)
+        if wanted:
+            return [item for item in iter_items(self) if _has_all(item.attrs, wanted)]
         key = getattr(_partition, "key", None)
         if key is None or not self.range_key_attr:
             return original_all_items(self)
         return sorted(self.items.get(key, {}).values(), key=lambda item: item.range_key)
 
+    def sorted_items(self: Any, hash_key_attrs: Any, range_key_attrs: Any, items: list[Any]) -> list[Any]:
+        # (the same order, by the typed values moto's own comparisons read, compared as they are)
+        names = self._generate_attr_to_sort_by(hash_key_attrs, range_key_attrs)
+        try:
+            items.sort(key=lambda item: tuple(item.attrs[name].cast_value for name in names))
+        except (KeyError, TypeError):
+            return original_sorted_items(self, hash_key_attrs, range_key_attrs, items)
+        return items
+
     Table.query = query  # type: ignore[method-assign]
     Table.all_items = all_items  # type: ignore[method-assign]
+    Table.sorted_items = sorted_items  # type: ignore[method-assign]
     Table._punctual_partition_queries = True  # type: ignore[attr-defined]
+
+
+def _has_all(attrs: dict[str, Any], wanted: list[tuple[str, str, Any]]) -> bool:
+    for name, kind, value in wanted:
+        have = attrs.get(name)
+        if have is None or have.type != kind or have.cast_value != value:
+            return False
+    return True
 
 
 def lighten_sqs_receives() -> None:
