@@ -422,7 +422,8 @@ def test_a_body_over_a_mebibyte_is_refused_before_it_is_parsed(world: World) -> 
 
 def test_a_body_of_many_tiny_values_is_refused_at_about_its_parse_cost(world: World) -> None:
     # A batch may be 10 MB: 300,000 empty arrays where 100 jobs belong, refused at its parse's cost
-    body = b'{"jobs":[' + b",".join([b"[]"] * 300_000) + b"]}"
+    # (an emoji as json.dumps writes it, a pair of surrogate escapes, reads no string but its own)
+    body = b'{"jobs":[' + b",".join([b"[]"] * 300_000) + b'],"x":"\\ud83d\\ude00"}'
     call(world, "POST", "/jobs/batch", {"jobs": []})  # (the API's first request builds what it keeps)
     started = time.thread_time()
     json.loads(body)
@@ -447,3 +448,16 @@ def test_an_error_quotes_a_huge_key_or_value_by_its_start(world: World) -> None:
     assert extra.body["field"] == "k" * 300 + "… (100,000 characters)"
     assert "characters)" in zone.body["message"]
     assert snapshot(world) == []
+
+
+def test_a_job_sent_pretty_printed_is_measured_without_its_whitespace(world: World) -> None:
+    # A job within every limit, written with an indent that makes it longer than a mebibyte
+    job = {
+        "task": {"type": "noop"},
+        "schedule": {"type": "now"},
+        "tags": {f"k{i}": "v" * 200 for i in range(50)},
+    }
+    text = json.dumps(job, indent=30_000).encode()
+    assert len(text) > 1 << 20
+    answer = call(world, "POST", "/jobs", raw=text)
+    assert answer.status == 201, answer.body

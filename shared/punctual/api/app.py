@@ -210,6 +210,7 @@ rest_app = _resolver(
 http_app = _resolver(
     APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=bodies.strict_json)
 )
+errors.know_endpoints(http_app.get_openapi_schema)
 
 
 def resolver_for(event: Mapping[str, Any]) -> ApiGatewayResolver:

@@ -3,6 +3,7 @@ strictly (no repeated keys, no NaN, bounded nesting), the Content-Type's case ig
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -21,9 +22,10 @@ MAX_BODY_DEPTH = 64
 BODY_MAX_CHARS = 1 << 20
 BATCH_ROUTE = "/jobs/batch"
 
-# JSON's escape of a UTF-16 surrogate (\ud800-\udfff): the only way a string parsed from text that
-# is Unicode can hold an unpaired one.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+# What may make a string hold an unpaired surrogate: JSON's escape of one (\ud800-\udfff; paired, as
+# json.dumps writes an emoji, it is fine) or one in the text itself. Only the strings holding one are
+# read again to tell.
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|[\ud800-\udfff]")
 # A JSON string, escapes and all (unrolled: linear, and quick on long strings).
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 # What is left of JSON text once its strings are gone, but its brackets.
@@ -31,6 +33,14 @@ _NOT_BRACKETS = str.maketrans("", "", ",:0123456789.eE+-truefalsn \t\n\r")
 # An empty array or object: the innermost pairs, taken away in one pass (a pair they leave empty
 # waits for the next).
 _INNERMOST = re.compile(r"\[\]|\{\}")
+# How many passes take the innermost pairs away before the rest is counted bracket by bracket (a
+# pass costs the text's length: a few take most bodies' brackets all).
+_PASSES = 3
+# A bracket's step in depth, by byte: [ and { one level in, ] and } one out.
+_STEP = [0] * 256
+_STEP[ord("[")] = _STEP[ord("{")] = 1
+_STEP[ord("]")] = _STEP[ord("}")] = -1
+_WHITESPACE = " \t\n\r"
 
 
 def strict_json(text: str) -> Any:
@@ -58,10 +68,14 @@ def strict_json(text: str) -> Any:
     within = _nested_within(text, MAX_BODY_DEPTH)
     if within is False:
         raise json.JSONDecodeError(f"nested deeper than {MAX_BODY_DEPTH} levels", text, 0)
-    if within is None or _SURROGATE_ESCAPE.search(text):
+    if within is None:
         problem = json_problem(value, MAX_BODY_DEPTH)
         if problem is not None:
             raise json.JSONDecodeError(problem, text, 0)
+    elif _SURROGATE.search(text) and _unpaired_surrogate(text):
+        raise json.JSONDecodeError(
+            "a string holds an unpaired surrogate (\\ud800-\\udfff), which is not Unicode text", text, 0
+        )
     if not isinstance(value, dict):
         # Every body a route reads is an object. The validator would take an array's first element
         # as the body, and drop the rest without a word.
@@ -78,17 +92,35 @@ def _finite(text: str) -> float:
 
 def _nested_within(text: str, most: int) -> bool | None:
     """Whether JSON text (parsed already: it is valid) nests arrays and objects at most `most` deep,
-    read from its brackets alone, each pass taking away the innermost pairs; None if it cannot
-    tell."""
+    read from its brackets alone: a few passes take away the innermost pairs (each pass one level),
+    and what is left is counted bracket by bracket. None if it cannot tell."""
     brackets = _JSON_STRING.sub("", text).translate(_NOT_BRACKETS)
-    for _ in range(most):
+    for _ in range(_PASSES):
         if not brackets:
             return True
         inner = _INNERMOST.sub("", brackets)
         if inner == brackets:
             return None
         brackets = inner
-    return not brackets
+    if not brackets:
+        return True
+    if not brackets.isascii():
+        return None
+    deepest = max(itertools.accumulate(map(_STEP.__getitem__, brackets.encode())))
+    return _PASSES + deepest <= most
+
+
+def _unpaired_surrogate(text: str) -> bool:
+    """Whether a string of JSON text holds an unpaired surrogate: each string that may (`_SURROGATE`)
+    read as JSON and written as UTF-8."""
+    for match in _JSON_STRING.finditer(text):
+        string = match.group()
+        if _SURROGATE.search(string):
+            try:
+                json.loads(string).encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+    return False
 
 
 def _kind(value: Any) -> str:
@@ -114,6 +146,8 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 JSON_MEDIA_TYPE = "application/json"
+# Charsets a JSON body may name: UTF-8, and ASCII, which is UTF-8 too.
+UTF8_CHARSETS = frozenset({None, "utf-8", "utf8", "us-ascii", "ascii"})
 
 
 def content_media_type(event: Mapping[str, Any]) -> str | None:
@@ -173,12 +207,17 @@ def refuse_oversized(event: Mapping[str, Any]) -> dict[str, Any] | None:
     body = event.get("body")
     if not body or request_path(event).endswith(BATCH_ROUTE):
         return None
-    length = len(body) * 3 // 4 if event.get("isBase64Encoded") else len(body)
+    if event.get("isBase64Encoded"):
+        length, unit = len(body) * 3 // 4, "bytes"
+    else:
+        # (whitespace not counted: a job sent pretty-printed is the same job)
+        length = len(body) - sum(body.count(c) for c in _WHITESPACE)
+        unit = "characters besides whitespace"
     if length <= BODY_MAX_CHARS:
         return None
     return error_event_response(
         413,
-        f"the body is {length:,} characters; this route takes at most {BODY_MAX_CHARS:,} "
+        f"the body is {length:,} {unit}; this route takes at most {BODY_MAX_CHARS:,} "
         "(a job's parameters at most 262,144 bytes; up to 100 jobs in one request: POST /jobs/batch)",
         "body",
     )
@@ -198,7 +237,7 @@ def refuse_non_json(event: Mapping[str, Any]) -> dict[str, Any] | None:
             "header content-encoding",
         )
     media_type = content_media_type(event)
-    if media_type == JSON_MEDIA_TYPE and (charset := _charset(event)) not in (None, "utf-8", "utf8"):
+    if media_type == JSON_MEDIA_TYPE and (charset := _charset(event)) not in UTF8_CHARSETS:
         # (read as UTF-8 whatever it said, a UTF-16 body would be refused as bad JSON, or misread)
         return error_event_response(
             415, f"charset {charset} is not supported: send JSON in UTF-8", "header content-type"
@@ -216,7 +255,11 @@ def without_foreign_body(event: Mapping[str, Any]) -> Mapping[str, Any]:
     """On a route whose body is optional, the event without a body that is not JSON, and without its
     Content-Type (the validator would answer 415 to it, in a shape of its own): dropped, not refused."""
     media_type = content_media_type(event)
-    foreign = media_type not in (None, JSON_MEDIA_TYPE) or _encoded(event) is not None
+    foreign = (
+        media_type not in (None, JSON_MEDIA_TYPE)
+        or _encoded(event) is not None
+        or _charset(event) not in UTF8_CHARSETS
+    )
     if not foreign or not request_path(event).endswith(OPTIONAL_BODY_ROUTES):
         return event
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -115,7 +116,10 @@ _ERRORS = {
 # What the HTTP front end (API Gateway, or the local stack's) answers before the API reads a request:
 # any operation can get them, so every operation lists them.
 _FRONT_END = {
-    413: {"description": "A body over 10 MB.", "content": {"application/json": {"model": ErrorOut}}},
+    413: {
+        "description": "A body over 1 MiB besides whitespace (POST /jobs/batch: over 10 MB).",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
     414: {"description": "A request line too long.", "content": {"application/json": {"model": ErrorOut}}},
     429: {
         "description": "Too many requests; retry after Retry-After.",
@@ -197,7 +201,7 @@ def _service_error(exc: ServiceError) -> Response[Any]:
 def _no_route(exc: Exception) -> Response[Any]:
     event = router.current_event
     allowed = _methods_at(event.path)
-    if allowed:
+    if allowed and event.http_method not in allowed:
         # (the path is an endpoint, the method not one of its: 405 saying which are)
         return Response(
             status_code=405,
@@ -216,12 +220,23 @@ def _methods_at(path: str) -> list[str]:
     return sorted({method for pattern, method in _endpoints() if pattern.fullmatch(path.rstrip("/") or "/")})
 
 
+# The API's OpenAPI document, as the app that includes this module's router makes it (know_endpoints).
+_openapi: Callable[[], Any] | None = None
+
+
+def know_endpoints(openapi: Callable[[], Any]) -> None:
+    """Where a request that misses reads which methods its path takes (the app's OpenAPI document)."""
+    global _openapi
+    _openapi = openapi
+    _endpoints.cache_clear()
+
+
 @functools.cache
 def _endpoints() -> list[tuple[re.Pattern[str], str]]:
-    from punctual.api.app import http_app  # (the app includes this module's router: read it late)
-
-    endpoints = []
-    for template, operations in (http_app.get_openapi_schema().paths or {}).items():
+    endpoints: list[tuple[re.Pattern[str], str]] = []
+    if _openapi is None:
+        return endpoints
+    for template, operations in (_openapi().paths or {}).items():
         pattern = re.compile(re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)))
         for method in operations.model_dump(exclude_none=True):
             if method.upper() in ("GET", "POST", "PUT", "PATCH", "DELETE"):

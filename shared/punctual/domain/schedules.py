@@ -61,11 +61,11 @@ def request_instant(text: str) -> datetime:
         instant = parse_rfc3339(text)
     except OutOfRange:
         raise ValueError(IN_REQUEST_RANGE) from None
-    if instant >= LATEST_INSTANT:
-        raise ValueError(BEFORE_LATEST)
     if sub := instant.microsecond % 1000:
         # Up to the millisecond Punctual keeps, never down: a run is never before the instant asked.
         instant += timedelta(microseconds=1000 - sub)
+    if instant >= LATEST_INSTANT:
+        raise ValueError(BEFORE_LATEST)
     return instant
 
 

@@ -358,7 +358,8 @@ class JobLifecycle:
         )
         # Answered as sent, not read back: a worker may have started it, or ended it, already.
         sent = self._handoff.enqueue(marker)
-        return queued if sent else replace(queued, status=ExecutionStatus.PENDING)
+        # (a retry is stored QUEUED before its hand-off: it reads so whether or not that sent it)
+        return queued if sent or retry_of is not None else replace(queued, status=ExecutionStatus.PENDING)
 
     def _write(self, job: Job, fields: dict[str, Any], withdraw: DueMarker | None = None) -> Job:
         """Apply a change if the job is still as read; otherwise 409, withdrawing the marker filed for it

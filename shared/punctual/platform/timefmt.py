@@ -32,7 +32,8 @@ def parse_rfc3339(text: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError as exc:
-        if value[17:19] == "60":  # (RFC 3339 allows a leap second; Python's datetime has none)
+        if value[17:19] == "60" and _parses(value[:17] + "59" + value[19:]):
+            # (RFC 3339 allows a leap second; Python's datetime has none)
             raise ValueError(
                 f"a leap second (:60) is not taken: write :59.999 or the next minute: {text!r}"
             ) from None
@@ -40,6 +41,14 @@ def parse_rfc3339(text: str) -> datetime:
     if not MIN_YEAR <= parsed.year <= MAX_YEAR:
         raise OutOfRange(f"timestamp out of range (years {MIN_YEAR} to {MAX_YEAR}): {text!r}")
     return parsed.astimezone(UTC)
+
+
+def _parses(value: str) -> bool:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
 
 
 class OutOfRange(ValueError):

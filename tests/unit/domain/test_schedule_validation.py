@@ -150,3 +150,8 @@ def test_an_instant_finer_than_a_millisecond_is_kept_at_the_next_one_never_befor
 def test_a_leap_second_is_refused_as_such() -> None:
     with pytest.raises(ValidationError, match="leap second"):
         SCHEDULE_ADAPTER.validate_python({"type": "at", "at": "2027-12-31T23:59:60Z"})
+
+
+def test_an_instant_taken_up_to_2200_is_refused_as_2200_is() -> None:
+    with pytest.raises(ValidationError, match="before 2200-01-01"):
+        SCHEDULE_ADAPTER.validate_python({"type": "at", "at": "2199-12-31T23:59:59.9995Z"})
