@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -390,6 +391,41 @@ def test_a_new_cron_expression_keeps_the_jobs_zone_and_the_skip_links_address_lo
     # And the page loaded at the skip link's address shows its view, not "Loading…"
     browser.get(console_url.split("/login")[0] + "/#main")
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "main h1"), timeout=5, what="a heading")
+
+
+def test_a_refused_filter_shows_no_stale_jobs_and_an_actions_error_outlasts_the_refresh(
+    browser: WebDriver, console_url: str, seeded: dict[str, Any], stack: Stack
+) -> None:
+    alice = stack.client("alice-token")
+    mirrored = alice.create_job(
+        {
+            "name": "invoice-\u202egnp.exe",
+            "task": {"type": "noop"},
+            "schedule": {"type": "cron", "expression": "0 9 * * *"},
+        }
+    )
+    go(browser, console_url, "jobs")
+    shows(browser, seeded["napper"]["name"])
+    # A name's right-to-left override turns that name only: it sits in its own <bdi>
+    assert browser.execute_script(
+        f"return document.querySelector('tr[data-job-id=\"{mirrored['id']}\"] a bdi') !== null"
+    )
+    # When a filter the API refuses is typed
+    browser.find_element(By.ID, "filter-tag").send_keys("a\\=b")
+    # Then the jobs of the filter before are gone, not shown as its answer
+    shows(browser, "the filter was refused")
+    assert seeded["napper"]["name"] not in main_text(browser)
+    browser.find_element(By.ID, "filter-tag").clear()
+    shows(browser, seeded["napper"]["name"])
+    # And on a job's page, an action's error stays through the refreshes after it
+    go(browser, console_url, f"job/{mirrored['id']}")
+    shows(browser, "Schedule")
+    browser.find_element(By.ID, "reschedule-value").send_keys("0 25 * * *")
+    browser.find_element(By.ID, "reschedule").click()
+    notice = browser.find_element(By.ID, "notice")
+    eventually(lambda: "25 is out of range" in notice.text, timeout=5, what="the action's error")
+    time.sleep(3.5)  # (two refreshes, 1.5 s apart)
+    assert "25 is out of range" in notice.text
 
 
 def test_every_control_is_named_and_the_keyboard_reaches_the_views(

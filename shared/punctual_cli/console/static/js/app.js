@@ -16,9 +16,12 @@ const updated = document.getElementById("updated");
 let current = null;
 let generation = 0;
 
-export function say(message, isError = false) {
+// `fromPoll`: an error of a refresh, which the next good refresh clears; an action's error stays
+// until the next action or view.
+export function say(message, isError = false, fromPoll = false) {
   notice.textContent = message;
   notice.classList.toggle("error", isError);
+  notice.dataset.fromPoll = fromPoll ? "1" : "";
 }
 
 function route() {
@@ -54,8 +57,9 @@ async function poll(mine, loop) {
     updated.textContent = `Updated ${new Date().toLocaleTimeString()} · every ${POLL_MS / 1000} s`;
     if (notice.classList.contains("error") && notice.dataset.fromPoll) say("");
   } catch (error) {
-    notice.dataset.fromPoll = "1";
-    say(error.status === 401 ? "Not signed in: open the URL `punctual console` printed." : `Could not refresh: ${error.message}`, true);
+    // (an action's error is not covered by the refresh's: it says what the user's own click did)
+    const actionError = notice.classList.contains("error") && !notice.dataset.fromPoll;
+    if (!actionError) say(error.status === 401 ? "Not signed in: open the URL `punctual console` printed." : `Could not refresh: ${error.message}`, true, true);
   }
   if (loop && mine === generation) setTimeout(() => poll(mine, true), POLL_MS);
 }

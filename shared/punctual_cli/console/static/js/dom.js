@@ -67,6 +67,8 @@ export function table(caption, headers, rows) {
       el("tbody", {}, rows)));
 }
 
+// A name in its own direction (<bdi>): a right-to-left override in one job's name reorders that name
+// only, never the text around it.
 export function jobLink(id, name) {
-  return el("a", { href: `#/job/${encodeURIComponent(id)}` }, name || id);
+  return el("a", { href: `#/job/${encodeURIComponent(id)}` }, el("bdi", {}, name || id));
 }

@@ -133,7 +133,7 @@ export function mount(container, jobId, ctx) {
     if (key === shown) return;
     shown = key;
     job = current;
-    replace(heading, job.name);
+    replace(heading, el("bdi", {}, job.name));
     replace(summary, status(job.status), " ", el("code", {}, job.id),
       job.outcome ? [" · last run ", status(job.outcome.status), " ", when(job.outcome.at),
         job.outcome.consecutive_failures ? ` · ${job.outcome.consecutive_failures} failure(s) in a row` : ""] : " · not run yet",

@@ -39,7 +39,19 @@ export function mount(container, _arg, ctx) {
 
   async function refresh() {
     const cursor = cursors[cursors.length - 1];
-    const page = await api("GET", "/jobs" + query({ ...filters, limit: 100, cursor }));
+    let page;
+    try {
+      page = await api("GET", "/jobs" + query({ ...filters, limit: 100, cursor }));
+    } catch (error) {
+      // (a refused filter matches nothing shown: the jobs of the filter before are not its answer)
+      if (error.status >= 400 && error.status < 500 && error.status !== 401) {
+        shown = "";
+        replace(counts);
+        replace(results, el("p", { class: "muted" }, "No jobs shown: the filter was refused (see above)."));
+        replace(pager);
+      }
+      throw error;
+    }
     const key = JSON.stringify(page);
     if (key === shown) return;
     shown = key;
@@ -64,7 +76,7 @@ export function mount(container, _arg, ctx) {
       el("td", {}, describeSchedule(job.schedule)),
       el("td", {}, Object.entries(job.tags || {}).map(([k, v]) => el("span", { class: "tag" }, v ? `${k}:${v}` : k)))));
     replace(results, items.length
-      ? table("Your jobs, newest first", ["Name", "Status", "Last run", "Next run", "Schedule", "Tags"], rows)
+      ? table(filters.name_prefix ? "Your jobs, by name" : "Your jobs, newest first", ["Name", "Status", "Last run", "Next run", "Schedule", "Tags"], rows)
       : el("p", { class: "muted" }, page.next_cursor ? "None on this page: go on to the next." : "No job matches."));
     const buttons = [];
     if (cursors.length > 1) buttons.push(el("button", { type: "button", onclick: () => { cursors.pop(); shown = ""; ctx.refresh(); } }, "Previous page"));
