@@ -76,7 +76,8 @@ def _print_watch_changes(
                 )
                 print(line, flush=True)
         seen[execution_id] = execution
-    if history and executions and not (args.quiet or args.json):
+    if history and not (args.quiet or args.json):
+        # (a job with no run yet has no history: the line still says where the live changes start)
         print(cli_format.fitted(f"--- live from {display.current.clock(now)} ---"), flush=True)
 
 
@@ -105,11 +106,15 @@ def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
             else:
                 now = common.clock.now()
                 first = job_status is None
-                if job.get("status") != job_status and not args.json:
-                    change = f"{job_status} -> {job.get('status')}" if job_status else str(job.get("status"))
-                    print(f"{display.current.clock(now)}  job {args.job}  {change}", flush=True)
-                job_status = str(job.get("status"))
+                changed = job.get("status") != job_status and not args.json
+                line = f"{display.current.clock(now)}  job {args.job}  "
+                if changed and first:
+                    print(line + str(job.get("status")), flush=True)
+                # (a run's end before the job's change it brings: a one-time job completes as its run ends)
                 _print_watch_changes(args, now, page.get("items") or [], seen, history=first)
+                if changed and not first:
+                    print(line + f"{job_status} -> {job.get('status')}", flush=True)
+                job_status = str(job.get("status"))
                 if _watch_done(args, job, seen):
                     return 0
             if deadline is not None and common.clock.now() >= deadline:

@@ -115,15 +115,17 @@ def test_watch_prints_new_executions_and_changes_until_final(
     # When the job is watched until it is final
     code, out, _ = run(api, capsys, "watch", "job-1", "--until-final", "--interval", "1")
 
-    # Then each change is printed once, in order, and the watch stops by itself
+    # Then each change is printed once, in order (the run's end before the job's completion it
+    # brings), after the line where the live changes start, and the watch stops by itself
     assert code == 0
     lines = out.splitlines()
     assert "job job-1  ACTIVE" in lines[0]
-    assert "ex-1  new RUNNING" in lines[1]
-    assert "RUNNING -> RETRYING" in lines[2] and "attempt 2" in lines[2] and "HTTP 503" in lines[2]
-    assert "job job-1  ACTIVE -> COMPLETED" in lines[3]
+    assert lines[1].startswith("--- live from ")
+    assert "ex-1  new RUNNING" in lines[2]
+    assert "RUNNING -> RETRYING" in lines[3] and "attempt 2" in lines[3] and "HTTP 503" in lines[3]
     assert "RETRYING -> SUCCEEDED" in lines[4] and "attempt 3" in lines[4]
-    assert len(lines) == 5
+    assert "job job-1  ACTIVE -> COMPLETED" in lines[5]
+    assert len(lines) == 6
     assert len(api.sent("GET")) == 10
     # And the polls were spaced by the interval on the injected clock
     assert common.clock.now() == datetime(2026, 6, 1, 12, 0, 4, tzinfo=UTC)

@@ -96,7 +96,8 @@ def test_watch_stamps_its_lines_with_the_zone(cli_api: FakeApi, capsys: Capsys) 
     # Then each line's time of day carries the zone
     assert code == 0
     assert out.splitlines()[0].startswith("14:00:00 CEST  job job-1  ACTIVE")
-    assert out.splitlines()[1].startswith("14:00:02 CEST  ex-1  new SUCCEEDED")
+    assert out.splitlines()[1] == "--- live from 14:00:00 CEST ---"
+    assert out.splitlines()[2].startswith("14:00:02 CEST  ex-1  new SUCCEEDED")
 
 
 def test_an_unknown_display_zone_is_refused_naming_the_nearest(cli_api: FakeApi, capsys: Capsys) -> None:
