@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import sys
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
@@ -222,9 +223,12 @@ GAP = 2
 
 def fit(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | None) -> str:
     """Left-aligned columns two spaces apart (the last not padded), fitted to `width`: cut the columns
-    that may be cut, then leave out the least needed ones, then cut each line (never wrap)."""
+    that may be cut, then leave out the least needed ones, then cut each line (never wrap). Widths
+    are the terminal's columns a cell takes (`columns_of`), and a direction control in a cell is
+    shown as its escape: a name's right-to-left override would turn the rest of the line."""
+    rows = [[_shown(cell) for cell in row] for row in rows]
     kept = list(range(len(columns)))
-    natural = [max([len(columns[i].header), *(len(row[i]) for row in rows)]) for i in kept]
+    natural = [max([len(columns[i].header), *(columns_of(row[i]) for row in rows)]) for i in kept]
     widths = list(natural)
     if width is not None:
         while True:
@@ -239,7 +243,9 @@ def fit(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | N
     out = []
     for line in lines:
         cells = [cut(cell, widths[i]) for cell, i in zip(line, kept, strict=True)]
-        padded = [cell.ljust(widths[i]) for cell, i in zip(cells[:-1], kept, strict=False)]
+        padded = [
+            cell + " " * (widths[i] - columns_of(cell)) for cell, i in zip(cells[:-1], kept, strict=False)
+        ]
         text = (" " * GAP).join([*padded, cells[-1]]).rstrip()
         out.append(cut(text, width) if width is not None else text)
     return "\n".join(out)
@@ -269,4 +275,39 @@ def _shrunk(columns: Sequence[Column], natural: Sequence[int], kept: Sequence[in
 
 
 def cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(width - 1, 0)] + ELLIPSIS
+    """`text` in at most `width` of the terminal's columns, an ellipsis where it was cut."""
+    if columns_of(text) <= width:
+        return text
+    kept, used = [], 0
+    for char in text:
+        used += _char_columns(char)
+        if used > width - 1:
+            break
+        kept.append(char)
+    return "".join(kept) + ELLIPSIS
+
+
+# Characters that turn the direction of the text after them (embeddings, overrides, isolates, marks).
+_DIRECTION_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _shown(cell: str) -> str:
+    if cell.isascii() or not any(c in _DIRECTION_CONTROLS for c in cell):
+        return cell
+    return "".join(f"\\u{ord(c):04x}" if c in _DIRECTION_CONTROLS else c for c in cell)
+
+
+def columns_of(text: str) -> int:
+    """How many of a terminal's columns `text` takes: a wide (East Asian) character two, a combining
+    or zero-width one none."""
+    if text.isascii():
+        return len(text)
+    return sum(_char_columns(c) for c in text)
+
+
+def _char_columns(char: str) -> int:
+    if char.isascii():
+        return 1
+    if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
