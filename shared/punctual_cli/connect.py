@@ -100,6 +100,8 @@ def display_for(
 
 def cmd_config(client: PunctualClient, args: argparse.Namespace) -> int:
     print(profiles.describe(profiles.load_profile(args.profile)))
+    # (what is called: a flag or the environment may name another endpoint than the profile)
+    print(f"calling {client.endpoint}")
     shown = display.current
     print(f"times shown in {shown.zone_name} (chosen by {shown.chosen_by})")
     return EXIT_OK

@@ -105,7 +105,8 @@ def split_tag(text: str) -> tuple[str, str | None]:
     i = 0
     while (i := text.find("=", i)) != -1:
         if i == 0 or text[i - 1] != "\\":
-            return text[:i].replace("\\=", "="), text[i + 1 :]
+            # (a value's `\=` is read as `=` too: whoever wrote one meant it)
+            return text[:i].replace("\\=", "="), text[i + 1 :].replace("\\=", "=")
         i += 1
     return text.replace("\\=", "="), None
 

@@ -15,6 +15,7 @@ import json
 import mimetypes
 import re
 import secrets
+import sys
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -107,6 +108,12 @@ class ConsoleServer(ThreadingHTTPServer):
         self.session = session or Session()
         self.assets = _assets()
         super().__init__(("127.0.0.1", port), _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A browser that drops a request (a reload, a tab closed) is no error to print a traceback for.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     @property
     def port(self) -> int:

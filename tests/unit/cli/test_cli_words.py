@@ -83,14 +83,10 @@ def test_tag_filters_take_key_equals_value_as_create_does_and_the_older_colon(
 def test_a_tag_key_holding_equals_is_written_with_a_backslash(cli_api: FakeApi, capsys: Capsys) -> None:
     cli_api.answer("POST", "/jobs", {"id": "j1"})
 
-    assert (
-        run(cli_api, capsys, "-q", "jobs", "create", "--task", "noop", "--tag", "a\\=b=c=d", "--tag", "k=v")[
-            0
-        ]
-        == 0
-    )
+    tags = ["--tag", "a\\=b=c=d", "--tag", "k=v", "--tag", "x=1\\=2"]
+    assert run(cli_api, capsys, "-q", "jobs", "create", "--task", "noop", *tags)[0] == 0
 
-    assert cli_api.sent()[0].body["tags"] == {"a=b": "c=d", "k": "v"}
+    assert cli_api.sent()[0].body["tags"] == {"a=b": "c=d", "k": "v", "x": "1=2"}
 
 
 @pytest.mark.parametrize("command", [["jobs", "update"], ["preview"]])
