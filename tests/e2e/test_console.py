@@ -52,6 +52,7 @@ from selenium.common.exceptions import NoAlertPresentException, StaleElementRefe
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -426,6 +427,18 @@ def test_a_refused_filter_shows_no_stale_jobs_and_an_actions_error_outlasts_the_
     eventually(lambda: "25 is out of range" in notice.text, timeout=5, what="the action's error")
     time.sleep(3.5)  # (two refreshes, 1.5 s apart)
     assert "25 is out of range" in notice.text
+    # And a period is taken as people write it
+    Select(browser.find_element(By.ID, "reschedule-kind")).select_by_value("rate")
+    browser.find_element(By.ID, "reschedule-value").clear()
+    browser.find_element(By.ID, "reschedule-value").send_keys("5m")
+    browser.find_element(By.ID, "reschedule").click()
+    eventually(
+        lambda: alice.get_job(mirrored["id"])["schedule"].get("every_seconds") == 300, timeout=5, what="5m"
+    )
+    # And a job that is not there offers nothing to do
+    go(browser, console_url, "job/job_doesnotexist0000")
+    shows(browser, "No such job")
+    assert not browser.find_element(By.ID, "run-now").is_enabled()
 
 
 def test_every_control_is_named_and_the_keyboard_reaches_the_views(

@@ -25,8 +25,15 @@ export function mount(container) {
       busy.length
         ? table("Minutes with runs due", ["Minute", "Runs", "Jobs"], busy.map((m) => el("tr", {},
           el("td", {}, when(m.at)), el("td", {}, String(m.count)),
-          el("td", { class: "name" }, m.jobs.map((j, i) => [i ? ", " : "", jobLink(j.id, j.name), j.count > 1 ? ` ×${j.count}` : ""])))))
+          el("td", { class: "name" }, m.jobs.map((j, i) => [i ? ", " : "", jobLink(j.id, j.name), j.count > 1 ? ` ×${j.count}` : ""]),
+            more(m)))))
         : el("p", { class: "muted" }, "Nothing is due in the next hour."));
+  }
+
+  // (the API names a minute's ten busiest jobs; its count covers them all)
+  function more(minute) {
+    const named = minute.jobs.reduce((sum, j) => sum + j.count, 0);
+    return minute.count > named ? el("span", { class: "muted" }, ` and ${minute.count - named} more run(s)`) : "";
   }
 
   return { title: "Coming up", refresh };

@@ -8,6 +8,14 @@ import { describeSchedule } from "./words.js";
 
 const FINAL_NOT_SUCCEEDED = new Set(["FAILED", "SKIPPED", "CANCELLED"]);
 
+// A period as people write it: 90, 90s, 5m, 2h or 1d (seconds when no unit). Anything else is sent
+// as written, for the API to say what is wrong with it.
+function seconds(text) {
+  const match = /^(\d+)\s*([smhd]?)$/i.exec(text);
+  if (!match) return text;
+  return Number(match[1]) * { "": 1, s: 1, m: 60, h: 3600, d: 86400 }[match[2].toLowerCase()];
+}
+
 export function mount(container, jobId, ctx) {
   const heading = el("h1", {}, "Job");
   const summary = el("p", {});
@@ -63,7 +71,7 @@ export function mount(container, jobId, ctx) {
   const zone = el("input", { id: "reschedule-zone", name: "timezone", autocomplete: "off", placeholder: "UTC" });
   const rescheduleForm = el("form", { class: "actions", "aria-label": "Reschedule" },
     el("label", { for: "reschedule-kind" }, "New schedule", kind),
-    el("label", { for: "reschedule-value" }, "Expression, seconds or instant", value),
+    el("label", { for: "reschedule-value" }, "Expression, period (90s, 5m) or instant", value),
     el("label", { for: "reschedule-zone" }, "Time zone (cron)", zone),
     el("button", { type: "submit", id: "reschedule" }, "Reschedule"));
   rescheduleForm.addEventListener("submit", (event) => {
@@ -71,7 +79,7 @@ export function mount(container, jobId, ctx) {
     const text = value.value.trim();
     let next;
     if (kind.value === "cron") next = { ...keptOfCron(), type: "cron", expression: text, ...(zone.value.trim() ? { timezone: zone.value.trim() } : {}) };
-    else if (kind.value === "rate") next = { type: "rate", every_seconds: Number(text) };
+    else if (kind.value === "rate") next = { type: "rate", every_seconds: seconds(text) };
     else next = { type: "at", at: text };
     act("Reschedule", () => api("PATCH", jobPath(jobId), { schedule: next }));
   });
@@ -124,10 +132,20 @@ export function mount(container, jobId, ctx) {
   }
 
   async function refresh() {
-    const [current, history] = await Promise.all([
-      api("GET", jobPath(jobId)),
-      api("GET", jobPath(jobId) + "/executions" + query({ limit: 50 })),
-    ]);
+    let current, history;
+    try {
+      [current, history] = await Promise.all([
+        api("GET", jobPath(jobId)),
+        api("GET", jobPath(jobId) + "/executions" + query({ limit: 50 })),
+      ]);
+    } catch (error) {
+      if (error.status === 404) {
+        // (no such job of yours: nothing here to act on)
+        replace(heading, "No such job");
+        for (const control of container.querySelectorAll("button, input, select")) control.disabled = true;
+      }
+      throw error;
+    }
     const coming = await nextRuns(current);
     const key = JSON.stringify([current, history, coming]);
     if (key === shown) return;
