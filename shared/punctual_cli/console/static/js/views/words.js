@@ -48,9 +48,21 @@ export function describeSchedule(schedule) {
   if (schedule.type === "cron") {
     const zone = schedule.timezone || "UTC";
     const words = cronWords(schedule.expression);
-    return words ? `${words} (${zone}) · cron ${schedule.expression}` : `cron ${schedule.expression} (${zone})`;
+    return (words ? `${words} (${zone}) · cron ${schedule.expression}` : `cron ${schedule.expression} (${zone})`) + scheduleWindow(schedule);
   }
-  if (schedule.type === "rate") return every(schedule.every_seconds);
-  if (schedule.type === "at") return `once, at ${schedule.at}`;
+  if (schedule.type === "rate") return every(schedule.every_seconds) + scheduleWindow(schedule);
+  if (schedule.type === "at") return `once, at ${localText(schedule.at)}`;
   return `once (${schedule.type})`;
+}
+
+// A recurring schedule's window, as the CLI says it: "from … until …".
+function scheduleWindow(schedule) {
+  return (schedule.start_at ? `, from ${localText(schedule.start_at)}` : "") + (schedule.end_at ? `, until ${localText(schedule.end_at)}` : "");
+}
+
+const localFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+
+function localText(iso) {
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : localFormat.format(date);
 }
