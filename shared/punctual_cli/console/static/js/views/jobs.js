@@ -6,6 +6,7 @@ import { describeSchedule } from "./words.js";
 
 export function mount(container, _arg, ctx) {
   const filters = { status: "", outcome: "", tag: "", name_prefix: "" };
+  let turned = null; // the pager's button just pressed, to give the focus back to
   let cursors = [null];
   let shown = "";
 
@@ -79,9 +80,15 @@ export function mount(container, _arg, ctx) {
       ? table(filters.name_prefix ? "Your jobs, by name" : "Your jobs, newest first", ["Name", "Status", "Last run", "Next run", "Schedule", "Tags"], rows)
       : el("p", { class: "muted" }, page.next_cursor ? "None on this page: go on to the next." : "No job matches."));
     const buttons = [];
-    if (cursors.length > 1) buttons.push(el("button", { type: "button", onclick: () => { cursors.pop(); shown = ""; ctx.refresh(); } }, "Previous page"));
-    if (page.next_cursor) buttons.push(el("button", { type: "button", onclick: () => { cursors.push(page.next_cursor); shown = ""; ctx.refresh(); } }, "Next page"));
+    if (cursors.length > 1) buttons.push(el("button", { type: "button", onclick: () => { cursors.pop(); shown = ""; turned = "Previous page"; ctx.refresh(); } }, "Previous page"));
+    if (page.next_cursor) buttons.push(el("button", { type: "button", onclick: () => { cursors.push(page.next_cursor); shown = ""; turned = "Next page"; ctx.refresh(); } }, "Next page"));
     replace(pager, buttons);
+    // (the page's buttons are new: the keyboard's place goes to the same one, or the other, not to the top)
+    if (turned) {
+      const again = buttons.find((b) => b.textContent === turned) || buttons[0];
+      if (again) again.focus();
+      turned = null;
+    }
   }
 
   return { title: "Jobs", refresh };
