@@ -367,3 +367,21 @@ def test_runs_are_whole_minutes_and_never_before_after() -> None:
     first = next(cron.runs(cron.parse("* * * * *"), "Europe/Paris", after))
     assert first == datetime(2027, 3, 28, 1, 0, tzinfo=UTC)
     assert first - after < timedelta(minutes=1)
+
+
+def test_a_slow_machine_gets_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a machine so busy that probing a zone's offsets takes half a millisecond a probe (a bound
+    # with a deadline refused valid schedules then: 422 under load, 200 alone)
+    real_offset = zones._offset
+
+    def slow_offset(zone: object, ts: int) -> int:
+        time.sleep(0.0005)
+        return real_offset(zone, ts)
+
+    monkeypatch.setattr(zones, "_offset", slow_offset)
+    zones._year_changes.cache_clear()
+    # When the next Feb 29 that is a Sunday, four years ahead, is found in a zone with daylight saving
+    found = next(cron.runs(cron.parse("0 0 29 2 */7"), "Europe/Paris", datetime(2028, 3, 1, tzinfo=UTC)))
+    zones._year_changes.cache_clear()
+    # Then it is found, as on an idle machine
+    assert found == datetime(2032, 2, 28, 23, 0, tzinfo=UTC)
