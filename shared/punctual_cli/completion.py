@@ -1,9 +1,11 @@
 """Shell completion scripts for bash, zsh and fish, made from the command's own parser by shtab (so
-they cannot drift from the commands and options)."""
+they cannot drift from the commands and options). Options that take a time zone complete its IANA
+names, listed in the script itself: a completion that started Python would wait on each Tab."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 
 SHELLS = ("bash", "zsh", "fish")
 
@@ -13,8 +15,26 @@ INSTALL = {
     "fish": "punctual completion fish > ~/.config/fish/completions/punctual.fish",
 }
 
+# Options whose value is an IANA time zone.
+ZONE_OPTIONS = frozenset({"--tz", "--display-zone"})
+
 
 def script(parser: argparse.ArgumentParser, shell: str) -> str:
-    import shtab  # (only this command needs it)
+    import shtab  # (only this command needs these)
 
+    from punctual.domain.schedules import zone_names
+
+    # (zone names hold only letters, digits, _, +, - and /: safe unquoted in each shell)
+    zones = shtab.cmd("printf '%s\\n' " + " ".join(sorted(zone_names())))
+    for action in _actions(parser):
+        if ZONE_OPTIONS.intersection(action.option_strings):
+            action.complete = zones  # type: ignore[attr-defined]
     return str(shtab.complete(parser, shell=shell))
+
+
+def _actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
+    for action in parser._actions:
+        yield action
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                yield from _actions(sub)

@@ -332,6 +332,11 @@ def since_value(text: str | None, flag: str, clock: Clock) -> str | None:
         return text
     except ValueError:
         pass
+    if text.strip().isdigit():
+        # A bare number reads as hours to some and seconds to others: ask which.
+        raise _usage(
+            f"{flag}: give {text.strip()!r} a unit: {text.strip()}s, {text.strip()}m, {text.strip()}h or {text.strip()}d"
+        )
     try:
         return to_rfc3339(clock.now() - timedelta(seconds=_duration(text)))
     except common.UsageError:

@@ -389,6 +389,26 @@ def test_a_new_cron_expression_keeps_the_jobs_zone_and_the_skip_links_address_lo
         what="the new expression",
     )
     assert alice.get_job(tokyo["id"])["schedule"]["timezone"] == "Asia/Tokyo"
+    # And a job in another name of the viewer's own zone shows its next runs once, with no zone beside
+    viewer = browser.execute_script("return Intl.DateTimeFormat().resolvedOptions().timeZone")
+    alias = {"UTC": "Etc/UTC", "Etc/UTC": "UTC"}.get(viewer)
+    if alias is not None:
+        twin = alice.create_job(
+            {
+                "name": f"twin-{uuid.uuid4().hex[:8]}",
+                "task": {"type": "noop"},
+                "schedule": {"type": "cron", "expression": "0 9 * * *", "timezone": alias},
+            }
+        )
+        go(browser, console_url, f"job/{twin['id']}")
+        runs = eventually(
+            lambda: browser.execute_script(
+                "return [...document.querySelectorAll('ol[aria-label=\"Next runs\"] li')].map((li) => li.textContent)"
+            ),
+            timeout=5,
+            what="the next runs",
+        )
+        assert len(runs) == 5 and not any(alias in run for run in runs), runs
     # And the page loaded at the skip link's address shows its view, not "Loading…"
     browser.get(console_url.split("/login")[0] + "/#main")
     eventually(lambda: browser.find_elements(By.CSS_SELECTOR, "main h1"), timeout=5, what="a heading")

@@ -135,7 +135,7 @@ class CronSchedule(_Windowed):
     @field_validator("timezone")
     @classmethod
     def _zone_exists(cls, value: str) -> str:
-        if value != "UTC" and (value in _NOT_ZONES or value not in _zone_names()):
+        if value != "UTC" and (value in _NOT_ZONES or value not in zone_names()):
             raise ValueError(f"unknown time zone {value!r}: use an IANA name such as Europe/Paris")
         return value
 
@@ -161,7 +161,8 @@ Schedule = Annotated[
 ]
 
 
-def _zone_names() -> set[str]:
+def zone_names() -> set[str]:
+    """The IANA zones a schedule may name (the `posix/` and `right/` copies left out)."""
     global _ZONES
     if _ZONES is None:
         _ZONES = {z for z in available_timezones() if not z.startswith(("posix/", "right/"))}

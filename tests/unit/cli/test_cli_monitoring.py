@@ -301,3 +301,9 @@ def test_the_receiver_checks_signatures_and_answers_as_told() -> None:
 def test_new_secret_prints_one_that_signs(api: FakeApi, capsys: Capsys) -> None:
     code, out, _ = run(api, capsys, "new-secret")
     assert code == 0 and signing.key_of(out.strip())
+
+
+def test_a_bare_number_since_asks_for_its_unit(api: FakeApi, capsys: Capsys) -> None:
+    code, _, err = run(api, capsys, "executions", "job-1", "--since", "24")
+    assert code == 2 and "24h" in err and "24s" in err
+    assert api.sent() == []

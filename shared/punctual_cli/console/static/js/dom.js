@@ -35,6 +35,16 @@ export function replace(node, ...children) {
 
 export const viewerZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
 
+const viewerWall = new Intl.DateTimeFormat("en-CA", {
+  year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23",
+});
+
+// "YYYY-MM-DD HH:MM" of an instant on the viewer's wall clock (to compare with another zone's).
+export function viewerWallClock(iso) {
+  const parts = Object.fromEntries(viewerWall.formatToParts(new Date(iso)).map((p) => [p.type, p.value]));
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}`;
+}
+
 const local = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
 
 export function utcText(iso) {

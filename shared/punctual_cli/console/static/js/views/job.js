@@ -2,7 +2,7 @@
 // lateness, and the actions of docs/api.md (run now, pause, resume, reschedule, cancel, retry).
 
 import { api, jobPath, query } from "../api.js";
-import { duration, el, replace, status, table, viewerZone, when } from "../dom.js";
+import { duration, el, replace, status, table, viewerWallClock, when } from "../dom.js";
 import { latenessChart } from "./charts.js";
 import { describeSchedule } from "./words.js";
 
@@ -102,13 +102,15 @@ export function mount(container, jobId, ctx) {
     return el("dl", { class: "facts" }, pairs.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
   }
 
-  // A cron job's run on its own zone's wall clock too, when the viewer is elsewhere: "09:30 on
-  // weekdays in Paris" reads as such there, not as 08:30 or 07:30 here.
+  // A cron job's run on its own zone's wall clock too, when the viewer's differs: "09:30 on
+  // weekdays in Paris" reads as such there, not as 08:30 or 07:30 here. Compared by the clocks, not
+  // the names: UTC and Etc/UTC, or Paris and Berlin, show the same time.
   function onWallClock(run, s) {
     const zoneOf = s.type === "cron" ? s.timezone || "UTC" : null;
-    if (!run.local || !zoneOf || zoneOf === viewerZone) return "";
+    if (!run.local || !zoneOf) return "";
     const [date, time] = run.local.split("T");
-    return ` · ${date} ${time.slice(0, 5)} ${zoneOf}`;
+    const there = `${date} ${time.slice(0, 5)}`;
+    return there === viewerWallClock(run.at) ? "" : ` · ${there} ${zoneOf}`;
   }
 
   async function nextRuns(current) {
