@@ -17,8 +17,7 @@ from infra.components.queues import Queues
 from infra.components.storage import Storage
 from punctual.notify import execution_events
 from punctual.platform import resources, target_arns
-from punctual.store import keys
-from punctual.store.codec.runs import RUN
+from punctual.store import streams
 
 NOTIFIER_BATCH_SIZE = 10
 # The stream's records reach the function in batches of up to this many, within this long: a
@@ -106,53 +105,10 @@ class ExecutionEvents(Construct):
             },
         )
         self.bus.grant_put_events_to(self.function)
-        # Only the items of executions reach the function (the stream carries every item's writes).
-        image = (
-            {"NewImage": {"status": {"S": sorted(execution_events.FINAL_STATUS_VALUES)}}}
-            if mode == execution_events.FINAL
-            else {}
-        )
-        filters = [
-            lambda_.FilterCriteria.filter(
-                {
-                    "eventName": lambda_.FilterRule.is_equal("INSERT"),
-                    "dynamodb": {
-                        "Keys": {"sk": {"S": lambda_.FilterRule.begins_with(keys.EXECUTION_SK_PREFIX)}},
-                        **image,
-                    },
-                }
-            ),
-            lambda_.FilterCriteria.filter(
-                {
-                    "eventName": lambda_.FilterRule.is_equal("MODIFY"),
-                    "dynamodb": {
-                        "Keys": {"sk": {"S": lambda_.FilterRule.begins_with(keys.EXECUTION_SK_PREFIX)}},
-                        **image,
-                    },
-                }
-            ),
-            # A one-time job's run stored on its job's item, in the write that completed the job
-            # (execution_events.detail_of tells its first appearance from later writes to the job).
-            lambda_.FilterCriteria.filter(
-                {
-                    "eventName": lambda_.FilterRule.is_equal("MODIFY"),
-                    "dynamodb": {
-                        "Keys": {"sk": {"S": lambda_.FilterRule.is_equal(keys.JOB_SK)}},
-                        "NewImage": {
-                            RUN: {
-                                "M": {
-                                    "st": {
-                                        "S": sorted(execution_events.FINAL_STATUS_VALUES)
-                                        if mode == execution_events.FINAL
-                                        else lambda_.FilterRule.exists()
-                                    }
-                                }
-                            }
-                        },
-                    },
-                }
-            ),
-        ]
+        # Only the records that write an execution reach the function (the stream carries every
+        # item's writes); the store says which those are.
+        final = execution_events.FINAL_STATUS_VALUES if mode == execution_events.FINAL else None
+        filters = [lambda_.FilterCriteria.filter(pattern) for pattern in streams.record_filters(final)]
         self.function.add_event_source(
             event_sources.DynamoEventSource(
                 storage.table,

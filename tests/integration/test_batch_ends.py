@@ -241,6 +241,16 @@ def test_the_ends_item_s_write_is_one_event_a_run(clock: ManualClock) -> None:
                 execution["started_at"],
                 execution["finished_at"],
             )
+        # and so with only final changes deployed (the records the mapping lets through then)
+        final = execution_events.FINAL_STATUS_VALUES
+        execution_events.publish(
+            _stream_records(world, final),
+            execution_change,
+            events,
+            "punctual-batch-ends",
+            execution_events.FINAL,
+        )
+        assert sorted(d["job_id"] for d in _executions(_received(sqs, queue))) == sorted(ids)
 
 
 def test_a_batch_s_jobs_of_a_named_task_end_on_their_own_items(world: World) -> None:

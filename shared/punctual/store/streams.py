@@ -7,6 +7,7 @@ lease, to its job's item, in the write that completed the job (`codec.runs.embed
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
@@ -21,6 +22,32 @@ _DESERIALIZER = TypeDeserializer()
 
 def _plain(image: dict[str, Any]) -> dict[str, Any]:
     return {name: _DESERIALIZER.deserialize(value) for name, value in image.items()}
+
+
+def record_filters(statuses: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """The filter patterns (Lambda's event filtering) that let through every record
+    `execution_change` reads, and no other: the execution events function is billed for what
+    passes. `statuses`: only writes that leave an execution in one of them (None: any).
+
+    An execution's own item, stored or changed; a job's item whose new image holds a run (the run
+    stored on it); a batch's ends item, each write of it adding ends (final, so not filtered by
+    status: the function checks each end)."""
+    image = {"NewImage": {"status": {"S": sorted(statuses)}}} if statuses is not None else {}
+    run_status: Any = sorted(statuses) if statuses is not None else [{"exists": True}]
+    return [
+        {
+            "eventName": ["INSERT", "MODIFY"],
+            "dynamodb": {"Keys": {"sk": {"S": [{"prefix": keys.EXECUTION_SK_PREFIX}]}}, **image},
+        },
+        {
+            "eventName": ["MODIFY"],
+            "dynamodb": {
+                "Keys": {"sk": {"S": [keys.JOB_SK]}},
+                "NewImage": {RUN: {"M": {"st": {"S": run_status}}}},
+            },
+        },
+        {"eventName": ["INSERT", "MODIFY"], "dynamodb": {"Keys": {"sk": {"S": [keys.ENDS_SK]}}}},
+    ]
 
 
 def execution_change(
