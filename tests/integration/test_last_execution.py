@@ -174,3 +174,39 @@ def test_a_job_paused_between_its_runs_end_and_its_outcome_answers_with_the_run_
     # and resumed, the job completes without running again
     assert world.api("POST", f"/jobs/{job['id']}/resume").body["status"] == "COMPLETED"
     assert [e["status"] for e in world.executions(job["id"])] == ["FAILED"]
+
+
+def test_runs_ending_out_of_order_show_the_one_that_ended_last_read_alone_or_listed(world: World) -> None:
+    # Given a job with two runs by hand under way, the later one scheduled ending first (SUCCEEDED),
+    # then the earlier one (FAILED): its outcome is the run that ended last
+    job = world.create({"type": "cron", "expression": "0 10 * * *"})
+    runs = []
+    for tag in ("aaaa", "bbbb"):
+        now = world.clock.now()
+        run = Execution(
+            id=manual_execution_id(job["id"], now, tag),
+            job_id=job["id"],
+            owner="alice",
+            scheduled_at=now,
+            status=ExecutionStatus.QUEUED,
+            schedule_version=0,
+            manual=True,
+        )
+        runs.append(
+            world.store.executions.claim(run, now=now, lease_until=now + timedelta(minutes=5), lateness_ms=0)
+        )
+        world.clock.advance(1)
+    first, second = runs
+    for run, status in ((second, ExecutionStatus.SUCCEEDED), (first, ExecutionStatus.FAILED)):
+        ended = world.store.executions.finish_attempt(
+            run, status=status, finished_at=world.clock.now(), error=None, result=None
+        )
+        world.store.jobs.record_outcome(ended)
+        world.clock.advance(1)
+    # When the job is read, alone and in a list
+    read = world.job(job["id"])
+    [listed] = [j for j in world.api("GET", "/jobs").body["items"] if j["id"] == job["id"]]
+    # Then each shows the run its outcome names, the one that ended last
+    for shown in (read, listed):
+        assert shown["outcome"]["execution_id"] == first.id, shown
+        assert (shown["last_execution"]["id"], shown["last_execution"]["status"]) == (first.id, "FAILED")

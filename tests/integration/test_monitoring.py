@@ -460,6 +460,35 @@ def test_a_dead_lettered_execution_is_listed_and_redriven_and_runs(world: World)
     assert twice.body["items"][0]["result"] == "not_found"
 
 
+def test_a_paused_jobs_dead_letter_is_kept_until_the_job_is_resumed(world: World) -> None:
+    # Given a cron job whose run by hand was dead-lettered, then paused
+    job = world.create({"type": "cron", "expression": "0 10 * * *"})
+    assert world.api("POST", f"/jobs/{job['id']}/run").status == 202
+    _dead_letter_its_message(world, job["id"])
+    world.run_for(5)
+    [letter] = world.api("GET", "/dead-letters").body["items"]
+    assert world.api("POST", f"/jobs/{job['id']}/pause").status == 200
+    before = world.executions(job["id"])
+    # When it is redriven
+    answer = world.api("POST", "/dead-letters/redrive", {"execution_ids": [letter["execution_id"]]})
+    # Then nothing is sent or changed: the answer says why, and the dead letter stays
+    assert answer.body["items"] == [{"execution_id": letter["execution_id"], "result": "job_paused"}]
+    world.run_for(5)
+    assert world.executions(job["id"]) == before
+    assert [d["execution_id"] for d in world.api("GET", "/dead-letters").body["items"]] == [
+        letter["execution_id"]
+    ]
+    # and once the job is resumed, it is redriven and runs again, the job's outcome with it
+    assert world.api("POST", f"/jobs/{job['id']}/resume").status == 200
+    answer = world.api("POST", "/dead-letters/redrive", {"execution_ids": [letter["execution_id"]]})
+    assert answer.body["items"][0]["result"] == "redriven"
+    world.run_for(5)
+    again = next(e for e in world.executions(job["id"]) if e["id"] == letter["execution_id"])
+    assert again["status"] == "SUCCEEDED"
+    shown = world.job(job["id"])
+    assert shown["outcome"]["execution_id"] == shown["last_execution"]["id"]
+
+
 # ------------------------------------------------------------------------------ a relative schedule
 def test_an_in_schedule_retried_with_its_idempotency_key_answers_the_same_job(world: World) -> None:
     body = {"task": {"type": "noop"}, "schedule": {"type": "in", "seconds": 3600}}

@@ -263,7 +263,8 @@ class RedriveItem(BaseModel):
     result: Redriven = Field(
         description="redriven (queued again); not_found (no such dead letter of yours, or redriven "
         "already); gone (its execution expired from the history); not_dead_lettered (it ended otherwise "
-        "since); failed (could not be sent now: redrive it again)."
+        "since); job_paused, job_cancelled (its job would not run it: resume the job, then redrive; the "
+        "dead letter stays); failed (could not be sent now: redrive it again)."
     )
 
 

@@ -326,7 +326,24 @@ class JobViews:
         below = run is not None and (newest is None or _sk(run) > newest)
         if last is None and "LastEvaluatedKey" in response and not below:
             last = self._last_execution(job_id, start_key=response["LastEvaluatedKey"], consistent=True)
-        return replace(job, last_execution=_latest(last, run))
+        shown = _latest(last, run)
+        outcome = job.outcome
+        if outcome is not None and (shown is None or _ended_before(shown, outcome.at, outcome.execution_id)):
+            # Runs that end out of order (a long one, then a short one scheduled after it): the
+            # outcome is the one that ended last, and the job shows that one, as lists do. (A run
+            # that ended after the outcome is one whose outcome is being written: models.job_as_seen.)
+            named = _on_job(job, outcome.execution_id) or self._shown_one(
+                keys.execution_key(job.id, outcome.scheduled_at, outcome.execution_id)
+            )
+            if named is not None and named.status.ran_to_end:
+                shown = named
+        return replace(job, last_execution=shown)
+
+    def _shown_one(self, key: dict[str, Any]) -> Execution | None:
+        projection, names = SHOWN_EXECUTION_ATTRIBUTES
+        for item in self._table.batch_get([key], consistent=True, projection=projection, names=names):
+            return _shown_execution(item)
+        return None
 
     def with_last_executions(self, jobs: Sequence[Job]) -> list[Job]:
         """These jobs with their last executions (one Query each, side by side)."""
@@ -373,6 +390,12 @@ def _last_final(items: Iterable[dict[str, Any]]) -> Execution | None:
         if shown is not None and shown.status.ran_to_end:
             return shown
     return None
+
+
+def _ended_before(execution: Execution, at: datetime, execution_id: str) -> bool:
+    """Whether this is another run than the one named, that ended at or before `at`."""
+    finished = execution.finished_at
+    return execution.id != execution_id and finished is not None and finished <= at
 
 
 def _sk(execution: Execution) -> str:
