@@ -183,20 +183,31 @@ def test_a_new_job_with_a_null_field_without_meaning_is_refused(world: World) ->
 def test_a_change_with_a_null_field_is_refused_not_read_as_no_change(world: World) -> None:
     # Given a job
     job_id = world.create(CRON, name="n", retry={"max_attempts": 2}, timeout_seconds=30)["id"]
-    # When a PATCH sends a field as null (which an answer reads as "the task's" for retry and
-    # timeout_seconds) / Then it is refused rather than answered 200 with nothing changed
-    for field in [
-        "name",
-        "task",
-        "params",
-        "tags",
-        "schedule",
-        "retry",
-        "timeout_seconds",
-        "policy",
-        "notify",
-    ]:
+    # When a PATCH sends a field as null / Then it is refused rather than answered 200 with nothing
+    # changed (retry and timeout_seconds take null: back to the default)
+    for field in ["name", "task", "params", "tags", "schedule", "policy", "notify"]:
         refused(world, 422, field, "PATCH", f"/jobs/{job_id}", {field: None})
+
+
+def test_a_null_retry_or_timeout_goes_back_to_the_named_tasks_or_the_default(world: World) -> None:
+    # Given a job of a named task with a retry and timeout of its own, and an inline job with both
+    task = {"name": "ping", "type": "noop", "retry": {"max_attempts": 7}, "timeout_seconds": 45}
+    assert world.api("POST", "/tasks", task).status == 201
+    named = world.create(CRON, task="ping", retry={"max_attempts": 2}, timeout_seconds=30)
+    inline = world.create(CRON, retry={"max_attempts": 2}, timeout_seconds=30)
+    assert (named["retry"]["max_attempts"], named["timeout_seconds"]) == (2, 30)
+    # When each is sent retry and timeout_seconds as null
+    for job in (named, inline):
+        answer = world.api("PATCH", f"/jobs/{job['id']}", {"retry": None, "timeout_seconds": None})
+        assert answer.status == 200, answer.body
+    # Then the named task's job takes its task's again, as one created without its own would
+    shown = world.job(named["id"])
+    assert (shown["retry"], shown["timeout_seconds"]) == (None, None)
+    stored = world.store.jobs.get(named["id"])
+    assert stored.inherits == {"retry", "timeout_seconds"}
+    # and the inline job has the defaults
+    shown = world.job(inline["id"])
+    assert (shown["retry"]["max_attempts"], shown["timeout_seconds"]) == (3, 60)
 
 
 def test_a_pause_with_a_null_note_is_refused(world: World) -> None:

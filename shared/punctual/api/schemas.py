@@ -193,7 +193,8 @@ class JobBatchOut(BaseModel):
 class JobPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    # A field left out is kept; null means nothing (but for signing_secret) and is refused.
+    # A field left out is kept; null means nothing (but for signing_secret, retry and
+    # timeout_seconds) and is refused.
     name: Annotated[str | None, NOT_NULL, PLAIN_TEXT] = Field(default=None, min_length=1, max_length=200)
     task: Annotated[JobTask | None, NOT_NULL] = None
     params: Annotated[dict[str, Any] | None, NOT_NULL] = Field(
@@ -203,8 +204,12 @@ class JobPatch(BaseModel):
         default=None, description="The job's tags, all of them (replaced)."
     )
     schedule: Annotated[Schedule | None, NOT_NULL] = None
-    retry: Annotated[RetryPolicy | None, NOT_NULL] = None
-    timeout_seconds: Annotated[int | None, NOT_NULL, JSON_NUMBER] = Field(default=None, ge=1, le=300)
+    retry: RetryPolicy | None = Field(
+        default=None, description="null: back to the named task's (an inline task: the default)."
+    )
+    timeout_seconds: Annotated[int | None, JSON_NUMBER] = Field(
+        default=None, ge=1, le=300, description="null: back to the named task's (an inline task: 60)."
+    )
     policy: Annotated[JobPolicy | None, NOT_NULL] = Field(
         default=None,
         description="Catch-up window, overlap, flexible window, run limit and pause after failures "

@@ -56,7 +56,8 @@ UNCHANGED = _Unchanged()
 
 @dataclass(frozen=True)
 class JobChanges:
-    """A PATCH: fields left as None (`signing_secret`: UNCHANGED) are not changed."""
+    """A PATCH: fields left as None (`signing_secret`, `retry`, `timeout_seconds`: UNCHANGED) are
+    not changed."""
 
     name: str | None = None
     # A new task: inline, or a named task's name (its parameters in `params`).
@@ -64,8 +65,9 @@ class JobChanges:
     # A job with a named task: its new parameters (alone: the same task with these).
     params: dict[str, Any] | None = None
     schedule: _Schedule | None = None
-    retry: RetryPolicy | None = None
-    timeout_seconds: int | None = None
+    # None: back to the default, the named task's for a job with one (UNCHANGED: left as it is).
+    retry: RetryPolicy | _Unchanged | None = UNCHANGED
+    timeout_seconds: int | _Unchanged | None = UNCHANGED
     policy: JobPolicy | None = None
     tags: dict[str, str] | None = None
     notify: tuple[NotifyRule, ...] | None = None
@@ -116,10 +118,14 @@ class JobLifecycle:
             self._tasks.check(owner, job.task)
         if changes.tags is not None:
             fields["tags"] = changes.tags
-        if changes.retry is not None:
-            fields["retry"] = changes.retry
-        if changes.timeout_seconds is not None:
-            fields["timeout_seconds"] = changes.timeout_seconds
+        named = isinstance(fields.get("task", job.task), TaskRef)
+        for name, given, default in (
+            ("retry", changes.retry, RetryPolicy()),
+            ("timeout_seconds", changes.timeout_seconds, DEFAULT_TIMEOUT_SECONDS),
+        ):
+            if not isinstance(given, _Unchanged):
+                # (None on the item: the job takes its named task's)
+                fields[name] = given if given is not None else None if named else default
         if changes.notify is not None:
             fields["notify"] = check_rules(changes.notify, self._notify_policy)
         if not isinstance(changes.signing_secret, _Unchanged):
@@ -199,13 +205,13 @@ class JobLifecycle:
                         ("retry", changes.retry),
                         ("timeout_seconds", changes.timeout_seconds),
                     )
-                    if given is None
+                    if isinstance(given, _Unchanged)
                 }
             )
         if named_before and not named_now:
-            if changes.retry is None and "retry" in job.inherits:
+            if isinstance(changes.retry, _Unchanged) and "retry" in job.inherits:
                 fields["retry"] = RetryPolicy()
-            if changes.timeout_seconds is None and "timeout_seconds" in job.inherits:
+            if isinstance(changes.timeout_seconds, _Unchanged) and "timeout_seconds" in job.inherits:
                 fields["timeout_seconds"] = DEFAULT_TIMEOUT_SECONDS
         return fields
 
