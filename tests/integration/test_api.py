@@ -478,8 +478,12 @@ def test_a_method_an_endpoint_does_not_take_is_405_saying_which_it_does(world: W
         ("DELETE", f"/jobs/{job['id']}/pause", "POST"),
         ("POST", f"/jobs/{job['id']}", "DELETE, GET, PATCH"),
         ("PATCH", "/jobs/", "GET, POST"),
+        # (fixed paths that a route with an id would otherwise read as a job named so)
+        ("DELETE", "/jobs/batch", "POST"),
+        ("GET", "/jobs/pause", "POST"),
+        ("PATCH", "/jobs/resume", "POST"),
     ]:
-        answer = world.api(method, path)
+        answer = world.api(method, path, {} if method == "PATCH" else None)
         assert answer.status == 405, (method, path, answer.body)
         assert answer.headers.get("Allow") == allowed, answer.headers
         assert answer.body["message"].endswith(f"it takes {allowed}")
@@ -548,3 +552,17 @@ def test_both_formats_serve_the_same_openapi_document(world: World) -> None:
     assert {"JobIn", "JobOut", "JobPage", "ExecutionOut", "ErrorOut"} <= set(
         documents["http"]["components"]["schemas"]
     )
+
+
+@BOTH_FORMATS
+def test_a_query_parameter_given_twice_is_refused_naming_it(world: World) -> None:
+    for query in ("limit=1&limit=2", "status=ACTIVE&status=PAUSED", "tag=a:b&tag=c:d"):
+        answer = world.api("GET", "/jobs", query=query)
+        assert answer.status == 422, answer.body
+        name = query.partition("=")[0]
+        assert (answer.body["field"], answer.body["message"]) == (
+            name,
+            f"{name}: give it once (it was given more than once)",
+        )
+    # (a value may still hold commas and ampersands, encoded)
+    assert world.api("GET", "/jobs", query="tag=a:b%2Cc%26d").status == 200

@@ -218,3 +218,14 @@ def test_another_owners_job_answers_404_with_the_calls_of_a_missing_one(world: W
             "job_00000000000000000000", "x"
         )
         assert theirs.calls == missing.calls, (method, path)
+
+
+def test_a_name_prefix_with_a_tag_at_a_value_still_lists_by_name(world: World) -> None:
+    # Given jobs created out of their names' order, each tagged t:1, and one tagged t:2
+    for name, value in (("m3", "1"), ("m1", "1"), ("m2", "1"), ("m0", "2")):
+        world.create({"type": "cron", "expression": "0 10 * * *"}, name=name, tags={"t": value})
+    # When they are listed by a name prefix and the tag's value, a page at a time
+    pages = _pages(world, "name_prefix=m&tag=t:1&limit=2")
+    names = [world.job(job_id)["name"] for ids, _ in pages for job_id in ids]
+    # Then they come by name, as with the prefix alone, and only those with that value
+    assert names == ["m1", "m2", "m3"]

@@ -200,7 +200,7 @@ def _resolver(resolver: ApiGatewayResolver) -> ApiGatewayResolver:
     )
     for included in (router, *ROUTERS, errors.router):
         resolver.include_router(included)
-    resolver.use(middlewares=[inputs.refuse_unknown_query])
+    resolver.use(middlewares=[errors.refuse_other_methods_on_fixed_paths, inputs.refuse_unknown_query])
     return resolver
 
 
@@ -225,6 +225,7 @@ def resolve(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
         bodies.refuse_oversized(event)
         or bodies.refuse_non_json(event)
         or inputs.repeated_idempotency_key(event)
+        or inputs.repeated_query_parameter(event)
     )
     if refused is not None:
         return refused

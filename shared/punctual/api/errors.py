@@ -203,15 +203,33 @@ def _no_route(exc: Exception) -> Response[Any]:
     allowed = _methods_at(event.path)
     if allowed and event.http_method not in allowed:
         # (the path is an endpoint, the method not one of its: 405 saying which are)
-        return Response(
-            status_code=405,
-            content_type="application/json",
-            body=_error_body(
-                f"{event.http_method} is not allowed on {event.path}; it takes {', '.join(allowed)}"
-            ),
-            headers={"Allow": ", ".join(allowed)},
-        )
+        return _not_allowed(event.http_method, event.path, allowed)
     return error_response(404, f"no such endpoint: {event.http_method} {event.path}")
+
+
+def refuse_other_methods_on_fixed_paths(app: Any, next_middleware: Any) -> Any:
+    """A fixed path of the API (/jobs/batch, /jobs/pause) reached by a method a route with a
+    parameter takes there (DELETE /jobs/{job_id}) is that fixed path's: 405 naming its methods,
+    not "job 'batch' not found" (no id is `batch`: ids begin `job_`)."""
+    route = app.context.get("_route")
+    # (ids hold an underscore, fixed path segments none: the endpoints are read only for such a one)
+    arguments = app.context.get("_route_args") or {}
+    if route is not None and "<" in route.path and any("_" not in str(v) for v in arguments.values()):
+        event = app.current_event
+        path = event.path.rstrip("/") or "/"
+        allowed = sorted(method for pattern, method in _endpoints() if pattern.pattern == re.escape(path))
+        if allowed and event.http_method not in allowed:
+            return _not_allowed(event.http_method, event.path, allowed)
+    return next_middleware(app)
+
+
+def _not_allowed(method: str, path: str, allowed: list[str]) -> Response[Any]:
+    return Response(
+        status_code=405,
+        content_type="application/json",
+        body=_error_body(f"{method} is not allowed on {path}; it takes {', '.join(allowed)}"),
+        headers={"Allow": ", ".join(allowed)},
+    )
 
 
 def _methods_at(path: str) -> list[str]:

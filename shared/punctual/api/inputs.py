@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any
+from urllib.parse import unquote_plus
 
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent, APIGatewayProxyEventV2
 from pydantic import Field
@@ -127,6 +128,32 @@ def repeated_idempotency_key(event: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 _PATH_PARAM = re.compile(r"<(\w+)>")
+
+
+def repeated_query_parameter(event: Mapping[str, Any]) -> dict[str, Any] | None:
+    """422 for a query parameter given twice (`?status=ACTIVE&status=PAUSED`), which the route would
+    read as one odd value (an HTTP API joins them with commas) and refuse for its type, not for the
+    repeat."""
+    name = _repeated_query_parameter(event)
+    if name is None:
+        return None
+    return error_event_response(422, f"{name}: give it once (it was given more than once)", name)
+
+
+def _repeated_query_parameter(event: Mapping[str, Any]) -> str | None:
+    raw = event.get("rawQueryString")
+    if raw:  # (an HTTP API's: the parameters as sent)
+        seen: set[str] = set()
+        for part in str(raw).split("&"):
+            name = unquote_plus(part.partition("=")[0])
+            if part and name in seen:
+                return name
+            seen.add(name)
+        return None
+    for name, values in (event.get("multiValueQueryStringParameters") or {}).items():
+        if isinstance(values, list) and len(values) > 1:  # (a REST API's)
+            return str(name)
+    return None
 
 
 def refuse_unknown_query(app: Any, next_middleware: Any) -> Any:

@@ -53,7 +53,11 @@ class Cursors:
                 raise ValueError("cursor belongs elsewhere")
             return dict(data["k"])
         except (ValueError, KeyError, TypeError) as exc:
-            raise InvalidRequest("cursor: invalid or expired cursor", field="cursor") from exc
+            raise InvalidRequest(
+                "cursor: not a cursor of this list: altered, another's, for other filters, or signed with "
+                "an earlier secret; leave `cursor` out for the first page",
+                field="cursor",
+            ) from exc
 
 
 def _plain(value: Any) -> Any:

@@ -147,14 +147,15 @@ def source_of(
     outcome: ExecutionStatus | None,
     name_prefix: str | None,
 ) -> Source:
-    """The access path a list reads: the first that applies of a tag at a value, a name prefix, a
-    flagged outcome (FAILED), a flagged status (PAUSED, CANCELLED), a tag key (any value), and
-    otherwise the owner's jobs (every filter checked on them)."""
+    """The access path a list reads: the first that applies of a name prefix (whose list comes by
+    name, whatever else filters it), a tag at a value, a flagged outcome (FAILED), a flagged status
+    (PAUSED, CANCELLED), a tag key (any value), and otherwise the owner's jobs (every filter checked
+    on them)."""
     owner_pk = keys.owner_pk(owner)
-    if tag is not None and tag[1] is not None:
-        return Source(None, (keys.tag_pk(owner, tag[0]),), keys.tag_value_prefix(tag[1]))
     if name_prefix is not None:
         return Source(resources.BY_NAME_INDEX, (owner_pk,), name_prefix, forward=True)
+    if tag is not None and tag[1] is not None:
+        return Source(None, (keys.tag_pk(owner, tag[0]),), keys.tag_value_prefix(tag[1]))
     flags = (
         (None if outcome is None else list_keys.flags_of_outcome(outcome))
         or (None if status is None else list_keys.flags_of_status(status))
