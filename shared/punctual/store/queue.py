@@ -13,6 +13,7 @@ from punctual.domain.errors import RetryableStoreError
 from punctual.domain.work import Pack, WorkItem
 from punctual.platform.aws_limits import SQS_BATCH_MAX_BYTES, SQS_MAX_VISIBILITY_SECONDS
 from punctual.platform.concurrency import chunks, parallel_map
+from punctual.store.table import NO_ANSWER
 
 _Body = TypeVar("_Body", WorkItem, Pack)
 
@@ -64,7 +65,7 @@ class WorkQueue:
             ]
             try:
                 response = self._sqs.send_message_batch(QueueUrl=self.url, Entries=entries)
-            except ClientError:
+            except (ClientError, *NO_ANSWER):  # (refused, or no answer after botocore's retries)
                 response = {"Failed": [{"Id": entry_id} for entry_id in batch]}
             batch = {f["Id"]: batch[f["Id"]] for f in response.get("Failed", [])}
             if not batch or attempt == attempts - 1:
@@ -78,5 +79,5 @@ class WorkQueue:
             self._sqs.change_message_visibility(
                 QueueUrl=self.url, ReceiptHandle=receipt_handle, VisibilityTimeout=timeout
             )
-        except ClientError as exc:
+        except (ClientError, *NO_ANSWER) as exc:
             raise RetryableStoreError(str(exc)) from exc

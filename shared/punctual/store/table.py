@@ -19,7 +19,8 @@ from functools import partial
 from typing import Any, TypeVar, cast
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotocoreConnectionError
 
 from punctual.domain.errors import InvalidRequest, LostRace, RetryableStoreError
 from punctual.platform.clock import Clock, SystemClock
@@ -49,6 +50,8 @@ BATCH_ATTEMPTS = 14
 MARKER_PARTITION_WRITES_PER_SECOND = 900.0
 
 _T = TypeVar("_T")
+# A call that got no answer (a connection refused, reset or timed out) after botocore's own retries.
+NO_ANSWER = (HTTPClientError, BotocoreConnectionError)
 
 
 def call(operation: Callable[[], _T]) -> _T:
@@ -68,6 +71,9 @@ def call(operation: Callable[[], _T]) -> _T:
         if code in _THROTTLING:
             raise RetryableStoreError(str(exc)) from exc
         raise
+    except NO_ANSWER as exc:
+        # (no answer after botocore's own retries: like throttling, worth trying again later)
+        raise RetryableStoreError(str(exc)) from exc
 
 
 def cursor_key(

@@ -1,4 +1,5 @@
-"""The work queue: batched sends that retry partial failures (fake SQS)."""
+"""The work queue: batched sends that retry partial failures and calls without an answer (fake SQS);
+and a store call without an answer."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ReadTimeoutError
 
+from punctual.domain.errors import RetryableStoreError
 from punctual.domain.work import WorkItem
 from punctual.store import queue as queue_module
 from punctual.store.queue import WorkQueue
+from punctual.store.table import call
 
 NOW = datetime(2026, 12, 1, 9, 0, 0, tzinfo=UTC)
 QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/punctual-work"
@@ -28,6 +31,7 @@ class FakeSqs:
 
     failures: dict[str, int] = field(default_factory=dict)  # execution id -> times to fail
     throttle_calls: int = 0  # whole calls that raise ClientError first
+    lost_connections: int = 0  # whole calls that raise a connection error (no answer) first
     calls: list[list[dict[str, Any]]] = field(default_factory=list)
     delivered: list[dict[str, Any]] = field(default_factory=list)
 
@@ -36,6 +40,9 @@ class FakeSqs:
         assert 1 <= len(Entries) <= 10, "SQS takes at most 10 entries per batch"
         assert len({e["Id"] for e in Entries}) == len(Entries), "batch entry ids must be distinct"
         self.calls.append(Entries)
+        if self.lost_connections:
+            self.lost_connections -= 1
+            raise ReadTimeoutError(endpoint_url=QUEUE_URL)
         if self.throttle_calls:
             self.throttle_calls -= 1
             raise ClientError(
@@ -126,6 +133,16 @@ def test_send_retries_a_throttled_call(sleeps: list[float]) -> None:
     assert sorted(sqs.delivered_ids()) == ["job0.e", "job1.e", "job2.e"]
 
 
+def test_send_retries_a_call_that_lost_its_connection(sleeps: list[float]) -> None:
+    # Given a call that times out after botocore's own retries (no answer at all), then succeeds
+    sqs = FakeSqs(lost_connections=1)
+    items = [(item(n), 0) for n in range(3)]
+
+    # When sent / Then the batch is sent again, as after a refusal, instead of the error escaping
+    assert WorkQueue(sqs, QUEUE_URL).send(items) == []
+    assert sorted(sqs.delivered_ids()) == ["job0.e", "job1.e", "job2.e"]
+
+
 def test_send_gives_up_per_batch_and_carries_on_with_the_next(
     sleeps: list[float], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -152,3 +169,13 @@ def test_send_does_not_wait_after_its_last_attempt(sleeps: list[float]) -> None:
     WorkQueue(sqs, QUEUE_URL).send([(item(0), 0)], attempts=3)
     assert len(sqs.calls) == 3
     assert len(sleeps) == 2  # between attempts only
+
+
+def test_a_store_call_without_an_answer_is_retryable() -> None:
+    # (a DynamoDB call that timed out after botocore's retries: the API answers 503, a worker
+    # gives its message back, rather than failing with the raw error)
+    def timed_out() -> None:
+        raise ReadTimeoutError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
+
+    with pytest.raises(RetryableStoreError):
+        call(timed_out)
