@@ -49,6 +49,11 @@ DDB_QUOTA_PAGE = (
     "Maximum throughput for on-demand tables; Understanding warm throughput (Amazon DynamoDB Developer Guide)",
     "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/on-demand-capacity-mode-max-throughput.html",
 )
+# A job read by the scanner or its pack: eventually consistent, an item under 4 KB (bench-cost's item
+# sizes): half a read unit ("Read/write capacity units", Amazon DynamoDB Developer Guide).
+JOB_READ_UNITS = 0.5
+# The table's read units a second, on-demand, by default (DDB_QUOTA_PAGE; adjustable).
+TABLE_READ_UNITS = 40_000
 DDB_PARTITION_PAGE = (
     "Best practices for designing and using partition keys effectively (Amazon DynamoDB Developer Guide)",
     "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/bp-partition-key-design.html",

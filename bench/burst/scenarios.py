@@ -13,6 +13,7 @@ from bench.burst.documented import (
     BATCH_READ_CPU_MS,
     COLD_START,
     DDB_QUOTA_PAGE,
+    JOB_READ_UNITS,
     LAMBDA_QUOTA_PAGE,
     MAX_POLLERS,
     PACK_DECODE_MS_PER_ENTRY,
@@ -20,10 +21,12 @@ from bench.burst.documented import (
     PRESCALE_MINUTES,
     SQS_IN_FLIGHT,
     SQS_QUOTA_PAGE,
+    TABLE_READ_UNITS,
 )
 from bench.burst.model import GOAL_SECONDS, Deployment, Load, Result, mapping_claim
 from bench.burst.packed import Costs, PackedDeployment, PackedResult, pack_sizes, simulate_packs
 from infra.settings import DeploySettings
+from punctual.execution.hooks import PERSIST_SECONDS
 from punctual.platform import aws_limits as sizing
 from punctual.scheduling.prescaling import (
     LeadPolicy,
@@ -186,8 +189,11 @@ def packed_quota_raises(
     d: PackedDeployment, instants: list[tuple[float, int]], c: Costs, seed: int
 ) -> list[dict[str, Any]]:
     """The quotas `d` must have raised to run as fast as its own settings let it: Lambda's concurrency
-    to the peak with none binding (and the scanner's invocations), the table's write units to the
-    least of a ladder that starts the executions as early as with no limit."""
+    to the peak with none binding (and the scanner's invocations); the table's write units to the
+    least of a ladder that starts the executions as early as with no limit and stores the last end
+    within the worker's persist budget (past it, a throttled end gives its message back and the run
+    is made again); the table's read units to the job reads of the scanner's drain and of the packs
+    taken in the lead."""
     free = replace(d, lambda_quota=10**6, table_write_units=10**9)
     unbounded = simulate_packs(instants, free, c, seed=seed)
     found: list[dict[str, Any]] = []
@@ -204,7 +210,10 @@ def packed_quota_raises(
         )
     for units in (40_000, 80_000, 120_000, 160_000, 240_000, 320_000, 480_000, 640_000):
         trial = simulate_packs(instants, replace(free, table_write_units=units), c, seed=seed)
-        if trial.max_seconds <= unbounded.max_seconds + 0.05:
+        if (
+            trial.max_seconds <= unbounded.max_seconds + 0.05
+            and trial.last_end_written_seconds <= PERSIST_SECONDS
+        ):
             break
     if units > d.table_write_units:
         found.append(
@@ -214,7 +223,26 @@ def packed_quota_raises(
                 "raise_to": units,
                 "page": DDB_QUOTA_PAGE[0],
                 "note": "and warm throughput set to it: a new table serves 4,000 writes a second at first; "
-                "the claims made ahead of the instant are what need it",
+                "the leases taken ahead of the instant and the ends stored after it (within the worker's "
+                f"{PERSIST_SECONDS:g} s persist budget, execution.hooks.PERSIST_SECONDS) need it",
+            }
+        )
+    executions = sum(count for _, count in instants)
+    take = take_seconds(sum(len(s) for s in pack_sizes(executions, d.shards, d.pack_size)), d.lead)
+    scanner_drain = executions / (d.scanner_fanout * d.scanner_rate)
+    reads = executions * JOB_READ_UNITS / min(max(take, 1.0), scanner_drain)
+    read_need = _round_up(reads, 10_000)
+    if read_need > TABLE_READ_UNITS:
+        found.append(
+            {
+                "quota": "DynamoDB table read throughput (on-demand, per table)",
+                "default": TABLE_READ_UNITS,
+                "raise_to": read_need,
+                "page": DDB_QUOTA_PAGE[0],
+                "note": f"each job read once by the scanner ({scanner_drain:.1f} s drain) and once by its "
+                f"pack ({take:.1f} s of takes), eventually consistent ({JOB_READ_UNITS} unit); and warm "
+                "throughput set to it: a new table serves 12,000 reads a second at first. Below it the "
+                "scanner's drain stretches (throttled reads retried), within the minute it reads ahead",
             }
         )
     return found
@@ -224,7 +252,7 @@ def _raised(d: PackedDeployment, raises: list[dict[str, Any]]) -> PackedDeployme
     for r in raises:
         if r["quota"].startswith("Lambda"):
             d = replace(d, lambda_quota=r["raise_to"])
-        elif r["quota"].startswith("DynamoDB"):
+        elif r["quota"].startswith("DynamoDB table write"):
             d = replace(d, table_write_units=r["raise_to"])
     return d
 
@@ -281,7 +309,13 @@ def one_instant_million(rate: float, args: argparse.Namespace) -> dict[str, Any]
         "levers": {
             name: _figures(simulate_packs(instants, d, c, seed=args.seed)) for name, d in levers.items()
         },
-        "at_default_quotas": {**_figures(at_defaults), "bound_by": at_defaults.bound_by},
+        "at_default_quotas": {
+            **_figures(at_defaults),
+            "bound_by": at_defaults.bound_by,
+            "last_end_written_s": at_defaults.last_end_written_seconds,
+            # (past the budget a throttled end gives its message back: that run is made again)
+            "ends_within_persist_budget": at_defaults.last_end_written_seconds <= PERSIST_SECONDS,
+        },
         "deployment": {
             "context": f"defaults (infra/settings.py) {PRESCALE_CONTEXT}",
             **asdict(raised),

@@ -31,7 +31,12 @@ from punctual.platform.observability import JOBS_AUTO_PAUSED, logger, metrics
 from punctual.ports.queue import WorkQueue
 from punctual.ports.store import Store
 
-PERSIST_ATTEMPTS = 4
+# How long a write that must happen (a run's end, its outcome) rides out throttling before the message
+# is given back, which runs the task again. At a crowded instant the ends of a million runs queue for
+# the table's write units (bench.burst sizes the quota so that they drain within this); kept under
+# the pack's LEASE_MARGIN, so that no other worker takes the pack over while its ends are written.
+PERSIST_SECONDS = 15.0
+PERSIST_MAX_BACKOFF_SECONDS = 2.0
 PAUSE_ATTEMPTS = 3
 # Executions whose `late` notification went out at their start, remembered until their end (in this
 # process: a run that ends in another tells of its lateness again, at least once).
@@ -219,12 +224,15 @@ class RunHooks:
 
 def persist(write: Callable[[], _T], clock: Clock, rng: random.Random) -> _T:
     """A write that must happen (an outcome: losing it would mean running the task again), riding out
-    throttling a while before giving the message back."""
-    for attempt in range(PERSIST_ATTEMPTS):
+    throttling for up to PERSIST_SECONDS, backing off with jitter, before giving the message back."""
+    until = clock.now() + timedelta(seconds=PERSIST_SECONDS)
+    attempt = 0
+    while True:
         try:
             return write()
         except RetryableStoreError:
-            if attempt == PERSIST_ATTEMPTS - 1:
+            pause = min(PERSIST_MAX_BACKOFF_SECONDS, 0.2 * 2**attempt) * (0.5 + rng.random() / 2)
+            if clock.now() + timedelta(seconds=pause) > until:
                 raise
-            clock.sleep(0.2 * 2**attempt * (1 + rng.random()))
-    raise AssertionError("unreachable")
+            clock.sleep(pause)
+            attempt += 1

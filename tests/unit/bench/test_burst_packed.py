@@ -4,6 +4,7 @@ started by the worker's CPU share, and the JSON blocks `make bench-burst` prints
 from __future__ import annotations
 
 from bench.burst import main, packed, scenarios
+from punctual.execution.hooks import PERSIST_SECONDS
 from punctual.scheduling.prescaling import LeadPolicy, lead_seconds
 
 COSTS = packed.Costs(webhook_ms=0.87, dynamodb_call_ms=1.9, batch_read_ms=8.0, decode_ms_per_entry=0.005)
@@ -64,3 +65,18 @@ def test_a_pack_is_taken_under_one_lease_and_fires_at_its_instant() -> None:
     assert sum(leases.by_second.values()) == 1
     assert min(starts) >= 0.0
     assert 1.5 < max(starts) < 1.7
+
+
+def test_the_quota_raises_store_every_end_within_the_persist_budget_and_cover_the_reads() -> None:
+    # Given a million due at one instant on the default deployment, as the benchmark models it
+    args = main.parser().parse_args(["--only", "one_instant_million"])
+    instant = main.run(args)["one_instant_million"]
+    raised = {r["quota"].split(" (")[0]: r["raise_to"] for r in instant["quota_raises"]}
+    # Then with the raises every end is stored within the worker's persist budget (past it, a
+    # throttled end would give its message back and the run be made again); at the default write
+    # units it would not be
+    assert instant["last_end_written_s"] <= PERSIST_SECONDS
+    assert not instant["at_default_quotas"]["ends_within_persist_budget"]
+    assert raised["DynamoDB table write throughput"] > 40_000
+    # and the reads of the scanner's drain are asked for too
+    assert raised["DynamoDB table read throughput"] >= 1_000_000 * 0.5 / 10
