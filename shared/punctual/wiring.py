@@ -182,7 +182,11 @@ def build(
         queue=queue,
         dispatcher=dispatcher,
         service=service,
-        cursors=Cursors(settings.cursor_secret),
+        cursors=Cursors(
+            (lambda: aws.secret_string(settings, settings.cursor_secret_arn))
+            if settings.cursor_secret_arn
+            else settings.cursor_secret
+        ),
         worker=worker,
         packs=PackRunner(worker, queue, clock, worker_config, PackRepository(store.table)),
         tasks=named,

@@ -70,13 +70,20 @@ def test_command_line_context_configures_the_functions(unprotected, synthesized)
     assert "PUNCTUAL_WEBHOOK_ALLOWED_NETWORKS" not in default
 
 
-def test_only_the_api_gets_the_cursor_secret_and_by_reference(synthesized):
+def test_only_the_api_reads_the_cursor_secret_and_its_value_is_in_no_configuration(synthesized):
+    (secret,) = synthesized.of_type("AWS::SecretsManager::Secret")
     for name in NAMES:
         variables = synthesized.function(name)[1]["Environment"]["Variables"]
+        # (no value, and no dynamic reference CloudFormation would resolve into the environment)
+        assert "PUNCTUAL_CURSOR_SECRET" not in variables and "resolve:secretsmanager" not in str(variables)
+        reads = [
+            s for s in synthesized.statements_of(name) if "secretsmanager:GetSecretValue" in str(s["Action"])
+        ]
         if name == "api":
-            assert "{{resolve:secretsmanager:" in str(variables["PUNCTUAL_CURSOR_SECRET"])
+            assert variables["PUNCTUAL_CURSOR_SECRET_ARN"] == {"Ref": secret}
+            assert [s["Resource"] for s in reads] == [{"Ref": secret}]
         else:
-            assert "PUNCTUAL_CURSOR_SECRET" not in variables
+            assert "PUNCTUAL_CURSOR_SECRET_ARN" not in variables and reads == []
 
 
 def test_worker_consumes_the_work_queue_with_partial_batch_responses(synthesized, template: Template):

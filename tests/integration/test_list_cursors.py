@@ -4,8 +4,18 @@ could not have returned.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+
+import boto3
+import pytest
+
+from punctual.platform import aws
+from punctual.platform.clock import ManualClock
+from punctual.platform.config import Settings
 from tests.integration.api_edges import CRON, assert_bad_input, call
-from tests.world import World
+from tests.world import World, mocked_world
 
 
 # ------------------------------------------------------------------------------------------------
@@ -103,3 +113,34 @@ def test_a_signed_cursor_with_a_malformed_key_is_400(world: World) -> None:
     assert page["next_cursor"], page
     follow = world.api("GET", f"/jobs/{job['id']}/executions", query=f"limit=1&cursor={page['next_cursor']}")
     assert follow.status == 200 and follow.body["items"], follow.body
+
+
+def test_on_aws_the_cursor_secret_is_read_from_secrets_manager_once(
+    clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a deployment told the secret's id, not its value (the value is in no configuration)
+    reads: list[str] = []
+    real = aws.secret_string
+    monkeypatch.setattr(
+        aws, "secret_string", lambda s, secret_id: reads.append(secret_id) or real(s, secret_id)
+    )
+    with mocked_world(clock, cursor_secret_arn="punctual-cursor-secret") as world:
+        secrets = boto3.client("secretsmanager", region_name="us-east-1")
+        secrets.create_secret(Name="punctual-cursor-secret", SecretString="a-deployed-secret")
+        for _ in range(3):
+            world.create(CRON)
+        # When its jobs are listed a page at a time
+        first = world.api("GET", "/jobs", query="limit=1").body
+        second = world.api("GET", "/jobs", query=f"limit=1&cursor={first['next_cursor']}")
+        # Then the pages follow on, signed with the deployed secret, read once
+        assert second.status == 200 and second.body["items"][0]["id"] != first["items"][0]["id"]
+        assert reads == ["punctual-cursor-secret"]
+        # and the cursor is signed with the deployed secret, not the local stack's default
+        assert signed_with("a-deployed-secret", first["next_cursor"])
+        assert not signed_with(Settings().cursor_secret, first["next_cursor"])
+
+
+def signed_with(secret: str, cursor: str) -> bool:
+    raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    key = hashlib.sha256(secret.encode()).digest()
+    return hmac.compare_digest(raw[:16], hmac.new(key, raw[16:], hashlib.sha256).digest()[:16])

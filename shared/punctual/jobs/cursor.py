@@ -11,6 +11,8 @@ import hashlib
 import hmac
 import json
 import re
+import threading
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -20,8 +22,21 @@ _URLSAFE_BASE64 = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class Cursors:
-    def __init__(self, secret: str) -> None:
-        self._key = hashlib.sha256(secret.encode()).digest()
+    def __init__(self, secret: str | Callable[[], str]) -> None:
+        """`secret`: the signing secret, or how to read it (once, when a cursor is first made or read:
+        only a list request pays for it)."""
+        self._secret = secret
+        self._derived: bytes | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def _key(self) -> bytes:
+        if self._derived is None:
+            with self._lock:
+                if self._derived is None:
+                    secret = self._secret if isinstance(self._secret, str) else self._secret()
+                    self._derived = hashlib.sha256(secret.encode()).digest()
+        return self._derived
 
     def encode(self, key: dict[str, Any] | None, *, owner: str, scope: str) -> str | None:
         if not key:

@@ -34,6 +34,13 @@ def sqs_client(settings: Settings) -> Any:
     return session(settings).client("sqs", endpoint_url=settings.endpoint_url, config=_CONFIG)
 
 
+def secret_string(settings: Settings, secret_id: str) -> str:
+    """A Secrets Manager secret's value (read when first needed, not put in the function's
+    environment, where anyone who may read its configuration would see it)."""
+    client = session(settings).client("secretsmanager", endpoint_url=settings.endpoint_url, config=_CONFIG)
+    return str(client.get_secret_value(SecretId=secret_id)["SecretString"])
+
+
 def lambda_client(settings: Settings) -> Any:
     return session(settings).client("lambda", endpoint_url=settings.endpoint_url, config=_CONFIG)
 

@@ -79,6 +79,9 @@ class Settings(BaseModel):
     # list of its own). None by default: a job naming another target is refused.
     notification_targets: tuple[str, ...] = ()
     cursor_secret: str = "punctual-local-cursor-secret"
+    # On AWS: the Secrets Manager secret whose value signs cursors, read when a cursor is first made
+    # or read (it then takes the place of `cursor_secret`).
+    cursor_secret_arn: str = ""
     result_max_bytes: int = Field(default=4096, ge=0, le=65536)
     # Burst forecast (punctual.scheduling.prescaling), off at 0: the scanner's tick counts the due buckets of this
     # many coming minutes, publishes the busiest and its load on the limits below, and, given the
@@ -169,6 +172,7 @@ class Settings(BaseModel):
             "tick_seconds": "PUNCTUAL_TICK_SECONDS",
             "retention_days": "PUNCTUAL_RETENTION_DAYS",
             "cursor_secret": "PUNCTUAL_CURSOR_SECRET",
+            "cursor_secret_arn": "PUNCTUAL_CURSOR_SECRET_ARN",
             "result_max_bytes": "PUNCTUAL_RESULT_MAX_BYTES",
             "task_cache_seconds": "PUNCTUAL_TASK_CACHE_SECONDS",
             "lead_max_seconds": "PUNCTUAL_LEAD_MAX_SECONDS",
