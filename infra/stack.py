@@ -95,8 +95,9 @@ class PunctualStack(Stack):
             senders=[workers.worker, workers.dead_letter],
             targets=settings.notification_targets,
         )
+        events_for_executions = None
         if settings.execution_events != execution_events.OFF:
-            ExecutionEvents(
+            events_for_executions = ExecutionEvents(
                 self, "ExecutionEvents", factory=factory, storage=storage, mode=settings.execution_events
             )
         monitoring = Monitoring(
@@ -107,6 +108,7 @@ class PunctualStack(Stack):
             work_queue=queues.work_queue,
             dead_letter_queue=queues.dead_letter_queue,
             notify_dead_letter_queue=queues.notify_dead_letter_queue,
+            dropped_events_queue=None if events_for_executions is None else events_for_executions.dropped,
             api_metrics=api.metrics,
             alarm_email=settings.alarm_email,
             lookahead_seconds=settings.lookahead_seconds,

@@ -54,6 +54,7 @@ class Monitoring(Construct):
         dead_letter_queue: sqs.Queue,
         api_metrics: ApiMetrics,
         notify_dead_letter_queue: sqs.Queue | None = None,
+        dropped_events_queue: sqs.Queue | None = None,
         alarm_email: str | None,
         lookahead_seconds: int,
         burst_forecast: bool = False,
@@ -218,6 +219,20 @@ class Monitoring(Construct):
                     description="A job notification's message reached the notification dead-letter queue: "
                     "the notifier failed on it at every receive (its logs say why). Deliveries it gives "
                     "up on are recorded on their executions instead, and counted in NotificationsFailed.",
+                )
+            )
+        if dropped_events_queue is not None:
+            self.alarms.append(
+                self._alarm(
+                    "ExecutionEventsDropped",
+                    dropped_events_queue.metric_approximate_number_of_messages_visible(
+                        statistic="Maximum", period=FIVE_MINUTES
+                    ),
+                    threshold=1,
+                    comparison=gte,
+                    description="The table stream gave up on a batch of execution status changes after a "
+                    "day of retries: their events are not on the bus. The message on the execution "
+                    "events' failure queue names the stream records (the function's logs say why).",
                 )
             )
         if burst_forecast:

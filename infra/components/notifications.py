@@ -10,6 +10,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.components.functions import FunctionFactory
@@ -109,6 +110,22 @@ class ExecutionEvents(Construct):
         # item's writes); the store says which those are.
         final = execution_events.FINAL_STATUS_VALUES if mode == execution_events.FINAL else None
         filters = [lambda_.FilterCriteria.filter(pattern) for pattern in streams.record_filters(final)]
+        # What the stream gives up on (a batch still failing after the retries below) is described
+        # here, not dropped without a trace: its shard and sequence numbers, to read again from the
+        # stream within its 24 hours, and an alarm (Monitoring) says it happened.
+        self.dropped = sqs.Queue(
+            self,
+            "Dropped",
+            retention_period=Duration.days(14),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
+        Validations.of(self.dropped).acknowledge(
+            Acknowledgment(
+                id="AwsSolutions-SQS3",
+                reason="The stream mapping's failure destination: it is itself where failures end up.",
+            )
+        )
         self.function.add_event_source(
             event_sources.DynamoEventSource(
                 storage.table,
@@ -121,6 +138,7 @@ class ExecutionEvents(Construct):
                 max_record_age=Duration.days(1),
                 report_batch_item_failures=True,
                 filters=filters,
+                on_failure=event_sources.SqsDlq(self.dropped),
             )
         )
         assert self.function.role is not None

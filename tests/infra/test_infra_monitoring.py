@@ -140,7 +140,7 @@ def test_a_scanner_shard_behind_for_three_ticks_alarms(synthesized):
 def test_every_alarm_notifies_the_topic_and_ignores_missing_data(synthesized):
     topic = synthesized.logical_id("AWS::SNS::Topic", "MonitoringAlarmTopic")
     alarms = synthesized.of_type("AWS::CloudWatch::Alarm")
-    assert len(alarms) == 12
+    assert len(alarms) == 13
     for alarm in alarms.values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic}]
         assert alarm["Properties"]["OKActions"] == [{"Ref": topic}]

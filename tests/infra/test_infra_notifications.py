@@ -139,6 +139,12 @@ def test_execution_status_changes_go_from_the_table_stream_to_the_stacks_bus(syn
     assert patterns == streams.record_filters()
     sks = [p["dynamodb"]["Keys"]["sk"]["S"][0] for p in patterns]
     assert sks == [{"prefix": "EXEC#"}, "JOB", "ENDS"]
+    # and what the stream gives up on after its retries is described on a queue, which alarms
+    dropped = synthesized.logical_id("AWS::SQS::Queue", "ExecutionEventsDropped")
+    assert mapping["DestinationConfig"] == {"OnFailure": {"Destination": {"Fn::GetAtt": [dropped, "Arn"]}}}
+    alarms = [a["Properties"] for a in synthesized.of_type("AWS::CloudWatch::Alarm").values()]
+    [alarm] = [a for a in alarms if a["AlarmName"].endswith("ExecutionEventsDropped")]
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dropped, "QueueName"]}}]
 
 
 def test_final_only_events_are_filtered_at_the_source(unprotected):

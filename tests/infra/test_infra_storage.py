@@ -91,7 +91,9 @@ def test_work_queue_visibility_covers_the_worker_timeout(synthesized):
 
 def test_queues_are_encrypted_and_refuse_plain_http(synthesized):
     queues = synthesized.of_type("AWS::SQS::Queue")
-    assert len(queues) == 4  # the work and notification queues, each with its dead-letter queue
+    # the work and notification queues, each with its dead-letter queue, and the execution events'
+    # failure destination
+    assert len(queues) == 5
     for queue in queues.values():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
     protected: set[str] = set()
