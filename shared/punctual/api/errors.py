@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -210,14 +211,13 @@ def _no_route(exc: Exception) -> Response[Any]:
 def refuse_other_methods_on_fixed_paths(app: Any, next_middleware: Any) -> Any:
     """A fixed path of the API (/jobs/batch, /jobs/pause) reached by a method a route with a
     parameter takes there (DELETE /jobs/{job_id}) is that fixed path's: 405 naming its methods,
-    not "job 'batch' not found" (no id is `batch`: ids begin `job_`)."""
+    not "job 'batch' not found" (no id is `batch`: ids begin `job_`). The fixed paths are the
+    resolver's routes without a parameter: no document is made for it."""
     route = app.context.get("_route")
-    # (ids hold an underscore, fixed path segments none: the endpoints are read only for such a one)
-    arguments = app.context.get("_route_args") or {}
-    if route is not None and "<" in route.path and any("_" not in str(v) for v in arguments.values()):
+    if route is not None and "<" in route.path:
         event = app.current_event
         path = event.path.rstrip("/") or "/"
-        allowed = sorted(method for pattern, method in _endpoints() if pattern.pattern == re.escape(path))
+        allowed = sorted({fixed.method for fixed in app._static_routes if fixed.path == path})
         if allowed and event.http_method not in allowed:
             return _not_allowed(event.http_method, event.path, allowed)
     return next_middleware(app)
@@ -246,11 +246,20 @@ def know_endpoints(openapi: Callable[[], Any]) -> None:
     """Where a request that misses reads which methods its path takes (the app's OpenAPI document)."""
     global _openapi
     _openapi = openapi
-    _endpoints.cache_clear()
+    _read_endpoints.cache_clear()
+
+
+_ENDPOINTS_LOCK = threading.Lock()
+
+
+def _endpoints() -> list[tuple[re.Pattern[str], str]]:
+    # (made once; the local stack's API answers requests on several threads)
+    with _ENDPOINTS_LOCK:
+        return _read_endpoints()
 
 
 @functools.cache
-def _endpoints() -> list[tuple[re.Pattern[str], str]]:
+def _read_endpoints() -> list[tuple[re.Pattern[str], str]]:
     endpoints: list[tuple[re.Pattern[str], str]] = []
     if _openapi is None:
         return endpoints
