@@ -16,7 +16,7 @@ from typing import IO, Any
 from punctual.platform import signing
 from punctual.platform.clock import Clock
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
-from punctual_cli import common, display
+from punctual_cli import common, display, formatting
 from punctual_cli.common import add_paging_options
 from punctual_cli.output import print_ids
 from punctual_cli.views import executions as execution_views
@@ -151,6 +151,38 @@ def cmd_dead_letters_list(client: PunctualClient, args: argparse.Namespace) -> i
     return 0
 
 
+def cmd_coming_up(client: PunctualClient, args: argparse.Namespace) -> int:
+    """The caller's runs in the coming hour, minute by minute (GET /coming-up): the minutes that hold
+    any, with their busiest jobs, so that a burst shows before it comes."""
+    answer = client.coming_up()
+    if args.json:
+        print(json.dumps(answer, indent=2))
+        return 0
+    minutes = [m for m in answer.get("minutes") or [] if m.get("count")]
+    if not minutes:
+        print("no runs in the coming hour")
+    else:
+        rows = []
+        for minute in minutes:
+            jobs = minute.get("jobs") or []
+            named = ", ".join(f"{j.get('name') or j.get('id')} ({j.get('count')})" for j in jobs)
+            more = int(minute.get("count") or 0) - sum(int(j.get("count") or 0) for j in jobs)
+            rows.append(
+                [
+                    formatting.short_time(minute.get("at")),
+                    str(minute.get("count")),
+                    named + (f", and {more} more" if more > 0 else ""),
+                ]
+            )
+        print(formatting.table(["MINUTE", "RUNS", "BUSIEST JOBS (RUNS)"], rows))
+    if not answer.get("complete"):
+        print(
+            f"(counted from the first {answer.get('jobs_read')} ACTIVE jobs read: you have more)",
+            file=sys.stderr,
+        )
+    return 0
+
+
 def cmd_dead_letters_redrive(client: PunctualClient, args: argparse.Namespace) -> int:
     ids = list(args.execution)
     if args.all:
@@ -276,6 +308,13 @@ def register(
     )
     retry.add_argument("job", metavar="JOB", help="the job id")
     retry.add_argument("execution", metavar="EXECUTION", help="the execution id")
+
+    command(
+        commands,
+        "coming-up",
+        cmd_coming_up,
+        "your runs in the coming hour, minute by minute, with each minute's busiest jobs",
+    )
 
     letters = commands.add_parser(
         "dead-letters",

@@ -307,3 +307,45 @@ def test_a_bare_number_since_asks_for_its_unit(api: FakeApi, capsys: Capsys) -> 
     code, _, err = run(api, capsys, "executions", "job-1", "--since", "24")
     assert code == 2 and "24h" in err and "24s" in err
     assert api.sent() == []
+
+
+def test_coming_up_shows_the_minutes_with_runs_and_their_busiest_jobs(api: FakeApi, capsys: Capsys) -> None:
+    # Given an hour in which two minutes hold runs, one with more runs than its named jobs
+    api.answer(
+        "GET",
+        "/coming-up",
+        {
+            "now": "2026-06-01T10:00:20.000Z",
+            "minutes": [
+                {"at": "2026-06-01T10:00:00.000Z", "count": 0, "jobs": []},
+                {
+                    "at": "2026-06-01T10:01:00.000Z",
+                    "count": 12,
+                    "jobs": [
+                        {"id": "job_a", "name": "nightly", "count": 10},
+                        {"id": "job_b", "name": None, "count": 1},
+                    ],
+                },
+                {
+                    "at": "2026-06-01T10:02:00.000Z",
+                    "count": 1,
+                    "jobs": [{"id": "job_c", "name": "c", "count": 1}],
+                },
+            ],
+            "jobs_read": 600,
+            "complete": False,
+        },
+    )
+    # When coming-up is asked
+    code, out, err = run(api, capsys, "coming-up")
+    # Then each minute with runs is a row, with its jobs and what they leave uncounted
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["MINUTE", "RUNS", "BUSIEST", "JOBS", "(RUNS)"]
+    assert len(lines) == 3 and "10:00:00" not in out
+    assert "12" in lines[1] and "nightly (10), job_b (1), and 1 more" in lines[1]
+    # and an incomplete count says so
+    assert "first 600 ACTIVE jobs" in err
+    # and --json prints the answer as it came
+    code, out, _ = run(api, capsys, "coming-up", "--json")
+    assert json.loads(out)["jobs_read"] == 600
