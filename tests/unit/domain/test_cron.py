@@ -385,3 +385,10 @@ def test_a_slow_machine_gets_the_same_answer(monkeypatch: pytest.MonkeyPatch) ->
     zones._year_changes.cache_clear()
     # Then it is found, as on an idle machine
     assert found == datetime(2032, 2, 28, 23, 0, tzinfo=UTC)
+
+
+def test_an_error_quotes_the_expression_as_written_not_lower_cased() -> None:
+    with pytest.raises(cron.CronError, match="'5L' is not a number"):
+        cron.parse("0 0 5L * *")
+    with pytest.raises(cron.CronError, match="'JANX' is not a number"):
+        cron.parse("0 0 * JANX *")

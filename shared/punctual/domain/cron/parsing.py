@@ -9,6 +9,7 @@ Parsing is cached: the same text always means the same thing.
 from __future__ import annotations
 
 import calendar
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -81,8 +82,19 @@ class CronSpec:
 
 
 def parse(expression: str) -> CronSpec:
-    """The expression's meaning, or CronError saying what is wrong with it."""
-    return _parse_cached(_normalise_text(expression))
+    """The expression's meaning, or CronError saying what is wrong with it (quoting the expression's
+    parts as written, not in the lower case they are read in)."""
+    text = _normalise_text(expression)
+    try:
+        return _parse_cached(text)
+    except CronError as exc:
+        message = str(exc)
+        parts = {*expression.split(), *re.split(r"[\s,/-]+", expression)}
+        for part in sorted((p for p in parts if p != p.lower()), key=len, reverse=True):
+            message = message.replace(repr(part.lower()), repr(part))
+        if message == str(exc):
+            raise
+        raise CronError(message) from None
 
 
 def normalise(expression: str) -> str:
