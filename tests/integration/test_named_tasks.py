@@ -14,6 +14,7 @@ import pytest
 from punctual.jobs.task_resolver import DEFINITION_TTL_SECONDS
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
+from punctual.store.packs import PackRepository
 from punctual_local.stack import LOCAL_EARLY_VISIBILITY_SECONDS
 from tests.world import World, mocked_world
 
@@ -410,3 +411,40 @@ def test_a_jobs_refused_webhook_address_is_named_where_the_job_gave_it(world: Wo
         # Then its field is the job's params.url, whichever check refused it
         assert (answer.status, answer.body["field"]) == (422, "params.url"), answer.body
         assert answer.body["message"].startswith("params.url: "), answer.body
+
+
+def test_a_change_acknowledged_before_an_instant_is_run_by_a_pack_that_resolved_the_task_ahead(
+    early_world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = early_world
+    first_url, first_arn = queue(world, "allowed-mail")
+    second_url, second_arn = queue(world, "allowed-mail-v2")
+    define(world, first_arn)
+    # Given two jobs using a task, due at one instant: one pack, taken and resolved ahead of it
+    due = world.clock.now() + timedelta(seconds=30.5)
+    schedule = {"type": "at", "at": to_rfc3339(due)}
+    jobs = [named_job(world, schedule, {"message": {"to": to}}) for to in ("ann@example.com", "bob@x.org")]
+    changes: list[datetime] = []
+    real_take = PackRepository.take
+
+    once = threading.Lock()  # (packs of two shards take their leases side by side)
+
+    def take(self: PackRepository, *args: Any, **kwargs: Any) -> Any:
+        taken = real_take(self, *args, **kwargs)
+        with once:
+            if not changes:
+                # When the task is changed once a pack holds its lease, ahead of the instant
+                body = {"params": {"queue_arn": second_arn, "message": {"from": "mail@example.com", "v": 2}}}
+                assert world.api("PATCH", "/tasks/send-email", body).status == 200
+                changes.append(world.clock.now())  # acknowledged
+        return taken
+
+    monkeypatch.setattr(PackRepository, "take", take)
+    world.run_for(40, step=0.25)
+    # Then both ran version 2, which was acknowledged before their instant
+    assert changes and changes[0] < due
+    assert received(world, first_url) == []
+    assert sorted(json.loads(m["Body"])["v"] for m in received(world, second_url)) == [2, 2]
+    for job in jobs:
+        [execution] = world.executions(job["id"])
+        assert (execution["status"], execution["task_version"]) == ("SUCCEEDED", 2), execution

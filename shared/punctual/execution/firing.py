@@ -33,6 +33,7 @@ from punctual.domain.models import (
     Job,
     JobStamp,
     JobStatus,
+    TaskRef,
     ends_in_batch,
     ran_on_job,
     skip_reason,
@@ -332,6 +333,23 @@ class Firing:
                 starts = self._starts[instant] = StartsFirst()
             return starts
 
+    def _retasked(self, leased: dict[int, Leased], changed: set[str]) -> dict[int, Job]:
+        """The members whose named task changed since the pack resolved it, ahead of the instant, as
+        they run now. A change to a task writes no change record (it does not know its jobs'
+        instants): at the instant its definition is read again, once a task in this process (the
+        resolver keeps what it reads then), and a member whose version moved takes the new one."""
+        again: dict[int, Job] = {}
+        for n, member in leased.items():
+            read = member.read
+            if read is None or not isinstance(read.task, TaskRef) or member.execution.job_id in changed:
+                continue
+            now = self._worker.effective(read, member.execution.scheduled_at)
+            if now is not None and (
+                now.task_version != member.job.task_version or now.task != member.job.task
+            ):
+                again[n] = now
+        return again
+
     def fire(
         self,
         pack: Pack,
@@ -364,12 +382,19 @@ class Firing:
             or (was := read.get(job_id)) is None
             or JobStamp.of(now) != JobStamp.of(was)
         }
+        retasked = self._retasked(leased, changed)
         ready: dict[int, Leased] = {}
         results: dict[int, Disposition] = {}
         alone: list[int] = []
         began = self._clock.now()
         for n, member in leased.items():
             job = member.job
+            if n in retasked:
+                # (its named task changed before the instant: it runs the new version, cold, within
+                # the timeout its lease was sized for)
+                job = replace(
+                    retasked[n], timeout_seconds=min(retasked[n].timeout_seconds, job.timeout_seconds)
+                )
             if member.execution.job_id in changed:
                 if ended_on_job(again.get(member.execution.job_id), member.execution.id):
                     alone.append(n)
@@ -392,7 +417,7 @@ class Firing:
                 )
                 continue
             # (prepared for the job as read: one changed since starts cold)
-            prepared = None if member.execution.job_id in changed else member.prepared
+            prepared = None if member.execution.job_id in changed or n in retasked else member.prepared
             ready[n] = Leased(member.read, job, member.execution, prepared, member.job_item_bytes)
         for n, member in leased.items():
             if n not in ready or ready[n].prepared is None:
