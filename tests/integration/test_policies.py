@@ -216,6 +216,31 @@ def test_max_runs_completes_a_recurring_job(world: World) -> None:
     assert done["next_run_at"] is None
 
 
+@pytest.mark.parametrize("change", ["pause and resume", "a new schedule"])
+def test_occurrences_a_change_supersedes_before_they_run_do_not_count_toward_max_runs(
+    world: World, change: str
+) -> None:
+    # Given an every-minute job of three runs that has run once, its next occurrence queued
+    job = world.create(EVERY_MINUTE, policy={"max_runs": 3})
+    world.run_for(70)
+    assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
+    following = parse_rfc3339(world.job(job["id"])["next_run_at"])
+    world.run_for((following - world.clock.now()).total_seconds() - 20)
+    assert _stored_job(world, job["id"]).queued_run_at is not None
+    # When, 20 s before it, the job is paused and resumed, or given the same schedule anew
+    if change == "pause and resume":
+        assert world.api("POST", f"/jobs/{job['id']}/pause").status == 200
+        world.run_for(10)
+        assert world.api("POST", f"/jobs/{job['id']}/resume").status == 200
+    else:
+        assert world.api("PATCH", f"/jobs/{job['id']}", {"schedule": EVERY_MINUTE}).status == 200
+    world.run_for(300)
+    # Then the superseded occurrence is cancelled, not counted: three runs still run
+    statuses = [e["status"] for e in world.executions(job["id"])]
+    assert statuses.count("SUCCEEDED") == 3, statuses
+    assert world.job(job["id"])["status"] == "COMPLETED"
+
+
 def test_a_flexible_window_spreads_runs_deterministically_never_early(world: World) -> None:
     jobs = [world.create(EVERY_MINUTE, policy={"flexible_window_seconds": 40}) for _ in range(3)]
     world.run_for(200)

@@ -294,6 +294,16 @@ def dispatched_runs(job: Job, now: datetime, ahead: timedelta) -> list[datetime]
     return sorted(at for at in runs if at is not None and now - CHANGE_RECORDS_LATE < at <= now + ahead)
 
 
+def runs_taken_back(job: Job, now: datetime) -> dict[str, int]:
+    """The change to `runs_dispatched` when a new schedule version (a pause, a resume, a new
+    schedule) makes the occurrences queued after `now` stale: they will be cancelled, not run, so
+    they no longer count toward `policy.max_runs`. Empty when nothing is taken back."""
+    if not job.recurring or job.policy.max_runs is None or not job.runs_dispatched:
+        return {}
+    stale = len(queued_runs(job, now))
+    return {"runs_dispatched": max(0, job.runs_dispatched - stale)} if stale else {}
+
+
 def queued_runs(job: Job, after: datetime) -> list[datetime]:
     """The job's runs after `after` that may be in the queue: a one-time job's enqueued run, and
     every occurrence of a recurring job up to the one enqueued last (`queued_run_at`). A tick may

@@ -27,7 +27,7 @@ from typing import Any
 
 from punctual.domain.errors import LostRace
 from punctual.domain.executions import Execution, ExecutionStatus
-from punctual.domain.models import Job, JobStatus, in_flight, new_version
+from punctual.domain.models import Job, JobStatus, in_flight, new_version, runs_taken_back
 from punctual.domain.schedules import AtSchedule
 from punctual.ports.store import Store
 
@@ -36,6 +36,8 @@ def pause_changes(job: Job, now: datetime, note: str | None) -> dict[str, Any]:
     """The changes that pause an ACTIVE job: nothing of it runs until resumed (a fresh schedule
     version makes every execution already filed stale), with a note saying why (or none)."""
     return {
+        # (the occurrences queued after now will be cancelled: they do not count toward max_runs)
+        **runs_taken_back(job, now),
         "status": JobStatus.PAUSED,
         "next_run_at": None,
         # A one-time job keeps its run's instant here: a run under its pack's lease is stored only at

@@ -26,6 +26,7 @@ from punctual.domain.models import (
     in_flight,
     marker_for,
     new_version,
+    runs_taken_back,
 )
 from punctual.domain.policies import JobPolicy, NotifyRule, RetryPolicy
 from punctual.domain.schedules import _Schedule, absolute, is_recurring
@@ -154,6 +155,8 @@ class JobLifecycle:
             version = new_version()
             status = job.status if job.status is JobStatus.PAUSED else JobStatus.ACTIVE
             fields.update(
+                # (the occurrences queued under the old schedule are cancelled: none counts)
+                **runs_taken_back(job, now),
                 schedule=schedule,
                 anchor_at=anchor,
                 schedule_version=version,
