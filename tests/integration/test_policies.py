@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -164,6 +165,35 @@ def test_overlap_buffer_one_starts_the_waiting_run_as_the_previous_one_ends(worl
     world.run_for(120)
     assert [e["id"] for e in world.executions(job["id"]) if e["id"] == waiting["id"]] == [waiting["id"]]
     assert {e["id"]: e for e in world.executions(job["id"])}[waiting["id"]]["attempts"] == 1
+
+
+def test_a_duplicate_of_an_ended_run_does_not_send_its_waiting_run_on_again(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a buffer_one job's run that ended with a run waiting for it, which its end sent on
+    job = world.create(EVERY_MINUTE, policy={"overlap": "buffer_one"})
+    _first_run_taken(world, job)
+    world.run_for(100)
+    [running] = _by_status(world, job["id"])["RUNNING"]
+    stored = world.store.executions.get(job["id"], parse_rfc3339(running["scheduled_at"]), running["id"])
+    assert stored.waiter is not None
+    finished = world.store.executions.finish_attempt(
+        stored, status=ExecutionStatus.SUCCEEDED, finished_at=world.clock.now(), error=None, result=None
+    )
+    sent: list[Any] = []
+    real_send = world.punctual.queue.send
+
+    def send(items: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.extend(item for item, _ in items)
+        return real_send(items, *args, **kwargs)
+
+    monkeypatch.setattr(world.punctual.queue, "send", send)
+    world.punctual.hooks.ended(_stored_job(world, job["id"]), finished)
+    assert [item.execution_id for item in sent] == [stored.waiter.execution_id]
+    # When its message comes again (a duplicate, or a redelivery), finding it ended
+    world.punctual.hooks.found_ended(finished)
+    # Then the waiting run is not sent on a second time
+    assert len(sent) == 1
 
 
 def test_a_run_cannot_wait_behind_one_that_has_ended(world: World) -> None:

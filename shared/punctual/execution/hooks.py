@@ -92,11 +92,12 @@ class RunHooks:
             while len(self._late_sent) > _REMEMBERED_LATE:
                 self._late_sent.popitem(last=False)
 
-    def ended(self, job: Job, execution: Execution) -> None:
+    def ended(self, job: Job, execution: Execution, *, wake: bool = True) -> None:
         """An execution reached its final status: complete the job if this was its last run (its
         outcome in the same write), or record the job's outcome; pause it after its allowed
-        consecutive failures; queue its notifications. Raises RetryableStoreError when the store or
-        the queue stays busy: the caller tries again later."""
+        consecutive failures; send on the run waiting for it (`wake`); queue its notifications.
+        Raises RetryableStoreError when the store or the queue stays busy: the caller tries again
+        later."""
         shown = job
         if completes_job(job, execution) and job.status in (JobStatus.ACTIVE, JobStatus.PAUSED):
             failures = self._persist(lambda: pausing.complete_job(self._store, job, execution))
@@ -106,7 +107,8 @@ class RunHooks:
             shown = self._with_outcome(job, execution, failures)
             if failures is not None:
                 shown = self._pause_after_failures(shown, execution, failures)
-        self._wake_waiter(job, execution)
+        if wake:
+            self._wake_waiter(job, execution)
         self._notify_end(shown, execution)
 
     def _wake_waiter(self, job: Job, execution: Execution) -> None:
@@ -130,12 +132,15 @@ class RunHooks:
 
     def found_ended(self, execution: Execution) -> None:
         """An execution found ended on a later receipt of its message (a duplicate, a redelivery): as
-        `ended`, for the worker that ended it may have died before it did that."""
+        `ended`, for the worker that ended it may have died before it did that; but the run waiting
+        for it is not sent on again. Its end sent it once, and its own looks stand in for a worker
+        that died: sent on by every duplicate, each waiting run's copies sent on the next's, so a
+        long chain of buffered runs sent more messages a run the longer it went on."""
         job = self._store.jobs.get(execution.job_id)
         # (a paused job too: a one-time job notes that its run ended, so that resuming does not repeat
         # it; and a finished one, whose notifications may not have been queued)
         if job is not None:
-            self.ended(job, execution)
+            self.ended(job, execution, wake=False)
 
     def dead_lettered(self, job: Job, execution: Execution) -> None:
         """The dead-letter handler ended `execution`: keep it for its owner to list and redrive, then
