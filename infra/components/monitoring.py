@@ -230,8 +230,8 @@ class Monitoring(Construct):
                     ),
                     threshold=1,
                     comparison=gte,
-                    description="The table stream gave up on a batch of execution status changes after a "
-                    "day of retries: their events are not on the bus. The message on the execution "
+                    description="The table stream gave up on a batch of execution status changes (after "
+                    "its retries, or a day): their events are not on the bus. The message on the execution "
                     "events' failure queue names the stream records (the function's logs say why).",
                 )
             )

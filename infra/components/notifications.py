@@ -110,9 +110,10 @@ class ExecutionEvents(Construct):
         # item's writes); the store says which those are.
         final = execution_events.FINAL_STATUS_VALUES if mode == execution_events.FINAL else None
         filters = [lambda_.FilterCriteria.filter(pattern) for pattern in streams.record_filters(final)]
-        # What the stream gives up on (a batch still failing after the retries below) is described
-        # here, not dropped without a trace: its shard and sequence numbers, to read again from the
-        # stream within its 24 hours, and an alarm (Monitoring) says it happened.
+        # What the mapping gives up on (a batch still failing after the retries below, or whose
+        # records reach a day old) is described here, not dropped without a trace: its shard and
+        # sequence numbers (the records themselves may be gone: the stream keeps 24 hours), and an
+        # alarm (Monitoring) says it happened.
         self.dropped = sqs.Queue(
             self,
             "Dropped",

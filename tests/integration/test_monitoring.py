@@ -489,6 +489,35 @@ def test_a_paused_jobs_dead_letter_is_kept_until_the_job_is_resumed(world: World
     assert shown["outcome"]["execution_id"] == shown["last_execution"]["id"]
 
 
+@pytest.mark.parametrize("change", ["pause", "pause and resume", "cancel"])
+def test_a_scheduled_run_its_job_would_no_longer_make_is_not_redriven(world: World, change: str) -> None:
+    # Given an every-minute job whose scheduled run was dead-lettered
+    job = world.create({"type": "cron", "expression": "* * * * *"})
+    world.tick()
+    world.clock.advance(65)
+    _dead_letter_its_message(world, job["id"])
+    world.drain()
+    [letter] = world.api("GET", "/dead-letters").body["items"]
+    # When the job is paused (and resumed), or cancelled, and the run redriven
+    if change == "cancel":
+        assert world.api("DELETE", f"/jobs/{job['id']}").status == 200
+    else:
+        assert world.api("POST", f"/jobs/{job['id']}/pause").status == 200
+    if change == "pause and resume":
+        assert world.api("POST", f"/jobs/{job['id']}/resume").status == 200
+    before = world.executions(job["id"])
+    answer = world.api("POST", "/dead-letters/redrive", {"execution_ids": [letter["execution_id"]]})
+    # Then it is not sent (the job would not run it): the answer says why, and the record goes
+    expected = "job_cancelled" if change == "cancel" else "superseded"
+    assert answer.body["items"] == [{"execution_id": letter["execution_id"], "result": expected}]
+    world.drain()
+    assert world.executions(job["id"]) == before
+    assert world.api("GET", "/dead-letters").body["items"] == []
+    # and the execution stays as it ended, FAILED, to be retried as a new one
+    [dead] = [e for e in before if e["id"] == letter["execution_id"]]
+    assert (dead["status"], dead["dead_lettered"]) == ("FAILED", True)
+
+
 # ------------------------------------------------------------------------------ a relative schedule
 def test_an_in_schedule_retried_with_its_idempotency_key_answers_the_same_job(world: World) -> None:
     body = {"task": {"type": "noop"}, "schedule": {"type": "in", "seconds": 3600}}

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from punctual.domain.errors import RetryableStoreError
 from punctual.jobs.task_resolver import DEFINITION_TTL_SECONDS
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
@@ -448,3 +449,34 @@ def test_a_change_acknowledged_before_an_instant_is_run_by_a_pack_that_resolved_
     for job in jobs:
         [execution] = world.executions(job["id"])
         assert (execution["status"], execution["task_version"]) == ("SUCCEEDED", 2), execution
+
+
+def test_a_task_that_cannot_be_read_at_the_instant_runs_the_copy_read_ahead(
+    early_world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = early_world
+    url, arn = queue(world, "allowed-mail")
+    define(world, arn)
+    # Given two jobs using a task, due at one instant, and a store that throttles every read of the
+    # task once their packs hold their leases
+    due = world.clock.now() + timedelta(seconds=30.5)
+    schedule = {"type": "at", "at": to_rfc3339(due)}
+    jobs = [named_job(world, schedule, {"message": {"to": to}}) for to in ("ann@example.com", "bob@x.org")]
+    real_take = PackRepository.take
+
+    def throttled(*args: Any, **kwargs: Any) -> Any:
+        raise RetryableStoreError("ThrottlingException")
+
+    def take(self: PackRepository, *args: Any, **kwargs: Any) -> Any:
+        taken = real_take(self, *args, **kwargs)
+        monkeypatch.setattr(world.store.tasks, "get", throttled)
+        return taken
+
+    monkeypatch.setattr(PackRepository, "take", take)
+    world.run_for(40, step=0.25)
+    # Then both ran at their instant, with the version read ahead, rather than the packs failing
+    assert len(received(world, url)) == 2
+    for job in jobs:
+        [execution] = world.executions(job["id"])
+        assert (execution["status"], execution["task_version"], execution["attempts"]) == ("SUCCEEDED", 1, 1)
+        assert execution["lateness_ms"] < 1000, execution

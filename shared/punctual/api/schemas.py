@@ -268,8 +268,10 @@ class RedriveItem(BaseModel):
     result: Redriven = Field(
         description="redriven (queued again); not_found (no such dead letter of yours, or redriven "
         "already); gone (its execution expired from the history); not_dead_lettered (it ended otherwise "
-        "since); job_paused, job_cancelled (its job would not run it: resume the job, then redrive; the "
-        "dead letter stays); failed (could not be sent now: redrive it again)."
+        "since); job_paused (a run by hand of a paused job: resume the job, then redrive; the dead "
+        "letter stays); job_cancelled, superseded (its job was cancelled, or paused, resumed or "
+        "rescheduled since it was scheduled: it would not run; the dead letter goes, and retrying the "
+        "execution runs it as a new one); failed (could not be sent now: redrive it again)."
     )
 
 

@@ -5,9 +5,10 @@ execution FAILED (marked `dead_lettered`) and keeps a record of it under its job
 (`RunHooks.dead_lettered`), so that the queue itself stays empty (its alarm says when the handler cannot keep up) and each owner
 sees only their own. Redriving one puts its execution back to QUEUED and sends its message again: the
 same execution (the same `X-Punctual-Execution-Id`), its attempts so far still counted, is run once
-more as if its message had just come, and the record goes. A paused or cancelled job's dead letter
-is not redriven (the run would only be cancelled, and its record lost): it stays until the job is
-resumed.
+more as if its message had just come, and the record goes. A run its job would not make now is
+not sent (the worker would only cancel it): a paused job's run by hand waits for the job to be
+resumed, its record kept; a cancelled job's run, or a scheduled run its job was paused, resumed or
+rescheduled since, never would, and its record goes (retrying the execution runs it anew).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from punctual.domain.errors import LostRace, UnreadableItem
 from punctual.domain.executions import Execution, ExecutionStatus
-from punctual.domain.models import JobStatus, completes_job
+from punctual.domain.models import JobStatus, completes_job, skip_reason
 from punctual.domain.work import WorkItem
 from punctual.execution import pausing
 from punctual.execution.hooks import RunHooks
@@ -38,14 +39,14 @@ class Redriven(StrEnum):
     NOT_FOUND = "not_found"  # no such dead letter of this owner (or redriven already)
     GONE = "gone"  # its execution has expired from the history: nothing to run (the record is dropped)
     NOT_DEAD_LETTERED = "not_dead_lettered"  # its execution is no longer FAILED by the handler
-    # Its job would not run it (the worker would cancel it and the record would be gone): resume the
-    # job first. The record stays.
+    # Its job is paused: resume it, then redrive (a run by hand; the record stays).
     JOB_PAUSED = "job_paused"
+    # Its job would never run it (cancelled; or paused, resumed or rescheduled since this scheduled
+    # run was queued): the worker would cancel it. The record goes; retrying the execution runs it
+    # as a new one.
     JOB_CANCELLED = "job_cancelled"
+    SUPERSEDED = "superseded"
     FAILED = "failed"  # could not be sent: try again (the record stays)
-
-
-_HELD = {JobStatus.PAUSED: Redriven.JOB_PAUSED, JobStatus.CANCELLED: Redriven.JOB_CANCELLED}
 
 
 @dataclass(frozen=True)
@@ -73,13 +74,17 @@ class DeadLetters:
         letter = self._store.dead_letters.get(owner, execution_id)
         if letter is None:
             return Redriven.NOT_FOUND
-        job = self._store.jobs.get(letter.job_id)
-        if job is not None and job.status in _HELD:
-            return _HELD[job.status]
         execution = self._store.executions.get(letter.job_id, letter.scheduled_at, letter.execution_id)
-        if execution is None:
+        job = self._store.jobs.get(letter.job_id)
+        if execution is None or job is None:
             self._store.dead_letters.delete(owner, execution_id)
             return Redriven.GONE
+        # (what the worker would do with it: a run its job would not make is not sent)
+        if job.status is JobStatus.PAUSED and execution.manual:
+            return Redriven.JOB_PAUSED
+        if skip_reason(job, execution) is not None:
+            self._store.dead_letters.delete(owner, execution_id)
+            return Redriven.JOB_CANCELLED if job.status is JobStatus.CANCELLED else Redriven.SUPERSEDED
         try:
             # QUEUED first: a message naming a FAILED execution would be dropped as a duplicate.
             self._store.executions.requeue_dead_lettered(execution, self._clock.now())

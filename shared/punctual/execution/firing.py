@@ -336,18 +336,31 @@ class Firing:
     def _retasked(self, leased: dict[int, Leased], changed: set[str]) -> dict[int, Job]:
         """The members whose named task changed since the pack resolved it, ahead of the instant, as
         they run now. A change to a task writes no change record (it does not know its jobs'
-        instants): at the instant its definition is read again, once a task in this process (the
-        resolver keeps what it reads then), and a member whose version moved takes the new one."""
-        again: dict[int, Job] = {}
+        instants): at the instant each task is read again, once a process (the resolver keeps what
+        it reads then), by resolving one of its members; only if its version moved are the others
+        resolved again. A read that fails leaves the copy resolved ahead: the pack is not held up."""
+        groups: dict[tuple[str, str], list[int]] = {}
         for n, member in leased.items():
             read = member.read
-            if read is None or not isinstance(read.task, TaskRef) or member.execution.job_id in changed:
+            if read is not None and isinstance(read.task, TaskRef) and member.execution.job_id not in changed:
+                groups.setdefault((read.owner, read.task.name), []).append(n)
+        again: dict[int, Job] = {}
+        for (_, name), numbers in groups.items():
+            first = leased[numbers[0]]
+            try:
+                now = self._worker.effective(first.read, first.execution.scheduled_at)
+            except Exception as exc:  # (any failure: the copy read ahead runs, as it would have)
+                logger.warning(
+                    "named task not read again at the instant", extra={"task": name, "error": str(exc)}
+                )
                 continue
-            now = self._worker.effective(read, member.execution.scheduled_at)
-            if now is not None and (
-                now.task_version != member.job.task_version or now.task != member.job.task
-            ):
-                again[n] = now
+            if now is None or (now.task_version == first.job.task_version and now.task == first.job.task):
+                continue
+            again[numbers[0]] = now
+            for n in numbers[1:]:
+                resolved = self._worker.effective(leased[n].read, leased[n].execution.scheduled_at)
+                if resolved is not None:
+                    again[n] = resolved
         return again
 
     def fire(
