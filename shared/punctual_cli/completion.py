@@ -24,8 +24,19 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
 
     from punctual.domain.schedules import zone_names
 
-    # (zone names hold only letters, digits, _, +, - and /: safe unquoted in each shell)
-    zones = shtab.cmd("printf '%s\\n' " + " ".join(sorted(zone_names())))
+    # One function holds the names (letters, digits, _, +, - and /: safe unquoted in each shell),
+    # defined once in the script's preamble; each zone option calls it.
+    names = " ".join(sorted(zone_names()))
+    zones = {
+        "bash": "_punctual_zones_compgen",
+        "zsh": "_punctual_zones",
+        "fish": "(_punctual_zones)",
+        "preamble": {
+            "bash": f'_punctual_zones_compgen() {{\n  compgen -W "{names}" -- "$1"\n}}',
+            "zsh": f"_punctual_zones() {{\n  compadd -- {names}\n}}",
+            "fish": f"function _punctual_zones\n  printf '%s\\n' {names}\nend",
+        },
+    }
     for action in _actions(parser):
         if ZONE_OPTIONS.intersection(action.option_strings):
             action.complete = zones  # type: ignore[attr-defined]

@@ -144,3 +144,13 @@ def signed_with(secret: str, cursor: str) -> bool:
     raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
     key = hashlib.sha256(secret.encode()).digest()
     return hmac.compare_digest(raw[:16], hmac.new(key, raw[16:], hashlib.sha256).digest()[:16])
+
+
+def test_a_cursor_secret_that_cannot_be_read_answers_503_not_500(clock: ManualClock) -> None:
+    # Given a deployment whose cursor secret cannot be read (here: none by that name)
+    with mocked_world(clock, cursor_secret_arn="no-such-secret") as world:
+        for _ in range(2):
+            world.create(CRON)
+        # When a page that needs a cursor is asked / Then it is 503 (retry), not a failure
+        answer = world.api("GET", "/jobs", query="limit=1")
+        assert answer.status == 503, answer.body

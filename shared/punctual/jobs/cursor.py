@@ -16,7 +16,9 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from punctual.domain.errors import InvalidRequest
+from botocore.exceptions import BotoCoreError, ClientError
+
+from punctual.domain.errors import InvalidRequest, RetryableStoreError
 
 _URLSAFE_BASE64 = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -34,9 +36,17 @@ class Cursors:
         if self._derived is None:
             with self._lock:
                 if self._derived is None:
-                    secret = self._secret if isinstance(self._secret, str) else self._secret()
+                    secret = self._secret if isinstance(self._secret, str) else self._read(self._secret)
                     self._derived = hashlib.sha256(secret.encode()).digest()
         return self._derived
+
+    @staticmethod
+    def _read(secret: Callable[[], str]) -> str:
+        try:
+            return secret()
+        except (ClientError, BotoCoreError) as exc:
+            # (503: a later request reads it again)
+            raise RetryableStoreError(f"the cursor secret could not be read: {exc}") from exc
 
     def encode(self, key: dict[str, Any] | None, *, owner: str, scope: str) -> str | None:
         if not key:

@@ -51,6 +51,8 @@ MARKER_PARTITION_WRITES_PER_SECOND = 900.0
 
 _T = TypeVar("_T")
 # A call that got no answer (a connection refused, reset or timed out) after botocore's own retries.
+# Not retried by `call`: a conditional write may have been applied, and tried again it would fail its
+# condition, read as another worker's doing; the raw error gives the message back instead.
 NO_ANSWER = (HTTPClientError, BotocoreConnectionError)
 
 
@@ -71,9 +73,6 @@ def call(operation: Callable[[], _T]) -> _T:
         if code in _THROTTLING:
             raise RetryableStoreError(str(exc)) from exc
         raise
-    except NO_ANSWER as exc:
-        # (no answer after botocore's own retries: like throttling, worth trying again later)
-        raise RetryableStoreError(str(exc)) from exc
 
 
 def cursor_key(

@@ -1,5 +1,4 @@
-"""The work queue: batched sends that retry partial failures and calls without an answer (fake SQS);
-and a store call without an answer."""
+"""The work queue: batched sends that retry partial failures and calls without an answer (fake SQS)."""
 
 from __future__ import annotations
 
@@ -11,11 +10,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from punctual.domain.errors import RetryableStoreError
 from punctual.domain.work import WorkItem
 from punctual.store import queue as queue_module
 from punctual.store.queue import WorkQueue
-from punctual.store.table import call
 
 NOW = datetime(2026, 12, 1, 9, 0, 0, tzinfo=UTC)
 QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/punctual-work"
@@ -169,13 +166,3 @@ def test_send_does_not_wait_after_its_last_attempt(sleeps: list[float]) -> None:
     WorkQueue(sqs, QUEUE_URL).send([(item(0), 0)], attempts=3)
     assert len(sqs.calls) == 3
     assert len(sleeps) == 2  # between attempts only
-
-
-def test_a_store_call_without_an_answer_is_retryable() -> None:
-    # (a DynamoDB call that timed out after botocore's retries: the API answers 503, a worker
-    # gives its message back, rather than failing with the raw error)
-    def timed_out() -> None:
-        raise ReadTimeoutError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
-
-    with pytest.raises(RetryableStoreError):
-        call(timed_out)
