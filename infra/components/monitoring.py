@@ -207,34 +207,29 @@ class Monitoring(Construct):
                 description="DynamoDB throttled writes to the Punctual table or its indexes.",
             ),
         ]
-        if notify_dead_letter_queue is not None:
-            self.alarms.append(
-                self._alarm(
-                    "NotifyDeadLetterQueueNotEmpty",
-                    notify_dead_letter_queue.metric_approximate_number_of_messages_visible(
-                        statistic="Maximum", period=FIVE_MINUTES
-                    ),
-                    threshold=1,
-                    comparison=gte,
-                    description="A job notification's message reached the notification dead-letter queue: "
-                    "the notifier failed on it at every receive (its logs say why). Deliveries it gives "
-                    "up on are recorded on their executions instead, and counted in NotificationsFailed.",
+        for name, queue, description in (
+            (
+                "NotifyDeadLetterQueueNotEmpty",
+                notify_dead_letter_queue,
+                "A job notification's message reached the notification dead-letter queue: the notifier "
+                "failed on it at every receive (its logs say why). Deliveries it gives up on are "
+                "recorded on their executions instead, and counted in NotificationsFailed.",
+            ),
+            (
+                "ExecutionEventsDropped",
+                dropped_events_queue,
+                "The table stream gave up on a batch of execution status changes (after its retries, "
+                "or a day): their events are not on the bus. The message on the execution events' "
+                "failure queue names the stream records (the function's logs say why).",
+            ),
+        ):
+            if queue is not None:
+                held = queue.metric_approximate_number_of_messages_visible(
+                    statistic="Maximum", period=FIVE_MINUTES
                 )
-            )
-        if dropped_events_queue is not None:
-            self.alarms.append(
-                self._alarm(
-                    "ExecutionEventsDropped",
-                    dropped_events_queue.metric_approximate_number_of_messages_visible(
-                        statistic="Maximum", period=FIVE_MINUTES
-                    ),
-                    threshold=1,
-                    comparison=gte,
-                    description="The table stream gave up on a batch of execution status changes (after "
-                    "its retries, or a day): their events are not on the bus. The message on the execution "
-                    "events' failure queue names the stream records (the function's logs say why).",
+                self.alarms.append(
+                    self._alarm(name, held, threshold=1, comparison=gte, description=description)
                 )
-            )
         if burst_forecast:
             self.alarms.append(
                 self._alarm(

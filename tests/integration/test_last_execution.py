@@ -28,6 +28,21 @@ def job_item(job_id: str) -> dict[str, Any]:
     return dict(client.get_item(TableName=resources.TABLE.name, Key=key, ConsistentRead=True)["Item"])
 
 
+def claimed_by_hand(world: World, job_id: str, tag: str) -> Execution:
+    """A run by hand of the job, now, claimed by a worker (RUNNING)."""
+    now = world.clock.now()
+    run = Execution(
+        id=manual_execution_id(job_id, now, tag),
+        job_id=job_id,
+        owner="alice",
+        scheduled_at=now,
+        status=ExecutionStatus.QUEUED,
+        schedule_version=0,
+        manual=True,
+    )
+    return world.store.executions.claim(run, now=now, lease_until=now + timedelta(minutes=5), lateness_ms=0)
+
+
 def test_the_last_execution_is_the_newest_that_ran_to_its_end(world: World) -> None:
     # Given an every-minute job that has run a few times, the last of them failing
     job = world.create(
@@ -55,17 +70,7 @@ def test_a_running_execution_is_not_the_last(world: World) -> None:
     job = world.create({"type": "at", "at": at(world, 600)})
     first = world.api("POST", f"/jobs/{job['id']}/run").body
     world.run_for(5)
-    now = world.clock.now()
-    running = Execution(
-        id=manual_execution_id(job["id"], now, "beef"),
-        job_id=job["id"],
-        owner="alice",
-        scheduled_at=now,
-        status=ExecutionStatus.QUEUED,
-        schedule_version=0,
-        manual=True,
-    )
-    world.store.executions.claim(running, now=now, lease_until=now + timedelta(minutes=1), lateness_ms=0)
+    claimed_by_hand(world, job["id"], "beef")
     statuses = [e["status"] for e in world.executions(job["id"])]
     assert statuses == ["RUNNING", "SUCCEEDED"], statuses
     # Then the last execution is the one that finished
@@ -182,19 +187,7 @@ def test_runs_ending_out_of_order_show_the_one_that_ended_last_read_alone_or_lis
     job = world.create({"type": "cron", "expression": "0 10 * * *"})
     runs = []
     for tag in ("aaaa", "bbbb"):
-        now = world.clock.now()
-        run = Execution(
-            id=manual_execution_id(job["id"], now, tag),
-            job_id=job["id"],
-            owner="alice",
-            scheduled_at=now,
-            status=ExecutionStatus.QUEUED,
-            schedule_version=0,
-            manual=True,
-        )
-        runs.append(
-            world.store.executions.claim(run, now=now, lease_until=now + timedelta(minutes=5), lateness_ms=0)
-        )
+        runs.append(claimed_by_hand(world, job["id"], tag))
         world.clock.advance(1)
     first, second = runs
     for run, status in ((second, ExecutionStatus.SUCCEEDED), (first, ExecutionStatus.FAILED)):

@@ -336,6 +336,39 @@ def test_a_job_whose_task_was_changed_beyond_its_params_fails_its_next_run_sayin
     assert "params.priority" in execution["error"] and "version 2" in execution["error"]
 
 
+def two_due_together(world: World) -> tuple[datetime, list[dict[str, Any]]]:
+    """Two jobs of the task, due at one instant 30.5 s ahead; that instant and the jobs."""
+    due = world.clock.now() + timedelta(seconds=30.5)
+    schedule = {"type": "at", "at": to_rfc3339(due)}
+    return due, [
+        named_job(world, schedule, {"message": {"to": to}}) for to in ("ann@example.com", "bob@x.org")
+    ]
+
+
+def first_and_second_queues(world: World) -> tuple[str, tuple[str, str]]:
+    """The task defined on a first queue (its URL), and a second one to move it to (URL, ARN)."""
+    first_url, first_arn = queue(world, "allowed-mail")
+    second = queue(world, "allowed-mail-v2")
+    define(world, first_arn)
+    return first_url, second
+
+
+def change_once(world: World, queue_arn: str, changes: list[datetime]) -> None:
+    """Change the task to version 2 (a new queue, `v` 2), the first time only; note when."""
+    if not changes:
+        body = {"params": {"queue_arn": queue_arn, "message": {"from": "mail@example.com", "v": 2}}}
+        assert world.api("PATCH", "/tasks/send-email", body).status == 200
+        changes.append(world.clock.now())  # acknowledged
+
+
+def both_ran_version_2(world: World, jobs: list[dict[str, Any]], first_url: str, second_url: str) -> None:
+    assert received(world, first_url) == []
+    assert sorted(json.loads(m["Body"])["v"] for m in received(world, second_url)) == [2, 2]
+    for job in jobs:
+        [execution] = world.executions(job["id"])
+        assert (execution["status"], execution["task_version"]) == ("SUCCEEDED", 2), execution
+
+
 @pytest.fixture
 def early_world(clock: ManualClock) -> Iterator[World]:
     # (copies kept a minute: here runs sharing an instant may start seconds apart, as each run's
@@ -354,13 +387,9 @@ def test_a_change_acknowledged_before_an_instant_is_run_by_executions_claimed_ah
     early_world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     world = early_world
-    first_url, first_arn = queue(world, "allowed-mail")
-    second_url, second_arn = queue(world, "allowed-mail-v2")
-    define(world, first_arn)
+    first_url, (second_url, second_arn) = first_and_second_queues(world)
     # Given two jobs using a task, due at one instant
-    due = world.clock.now() + timedelta(seconds=30.5)
-    schedule = {"type": "at", "at": to_rfc3339(due)}
-    jobs = [named_job(world, schedule, {"message": {"to": to}}) for to in ("ann@example.com", "bob@x.org")]
+    due, jobs = two_due_together(world)
     changes: list[datetime] = []
     real_claim, real_sleep = world.store.executions.claim, world.clock.sleep
     one_at_a_time = threading.Lock()  # (no run's sleep moves the clock while the change is made)
@@ -368,11 +397,8 @@ def test_a_change_acknowledged_before_an_instant_is_run_by_executions_claimed_ah
     def claim(execution: Any, **kwargs: Any) -> Any:
         claimed = real_claim(execution, **kwargs)
         with one_at_a_time:
-            if not changes:
-                # When the task is changed right after the first claim, ahead of the instant
-                body = {"params": {"queue_arn": second_arn, "message": {"from": "mail@example.com", "v": 2}}}
-                assert world.api("PATCH", "/tasks/send-email", body).status == 200
-                changes.append(world.clock.now())  # acknowledged
+            # When the task is changed right after the first claim, ahead of the instant
+            change_once(world, second_arn, changes)
         return claimed
 
     def sleep(seconds: float) -> None:
@@ -392,11 +418,7 @@ def test_a_change_acknowledged_before_an_instant_is_run_by_executions_claimed_ah
     world.run_for(40, step=0.25)
     # Then both ran version 2, which was acknowledged before their instant
     assert changes and changes[0] < due
-    assert received(world, first_url) == []
-    assert sorted(json.loads(m["Body"])["v"] for m in received(world, second_url)) == [2, 2]
-    for job in jobs:
-        [execution] = world.executions(job["id"])
-        assert (execution["status"], execution["task_version"]) == ("SUCCEEDED", 2), execution
+    both_ran_version_2(world, jobs, first_url, second_url)
     # reading the task once at their instant between them, not once each
     assert len([at for at in reads if at >= due]) == 1
 
@@ -418,13 +440,9 @@ def test_a_change_acknowledged_before_an_instant_is_run_by_a_pack_that_resolved_
     early_world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     world = early_world
-    first_url, first_arn = queue(world, "allowed-mail")
-    second_url, second_arn = queue(world, "allowed-mail-v2")
-    define(world, first_arn)
+    first_url, (second_url, second_arn) = first_and_second_queues(world)
     # Given two jobs using a task, due at one instant: one pack, taken and resolved ahead of it
-    due = world.clock.now() + timedelta(seconds=30.5)
-    schedule = {"type": "at", "at": to_rfc3339(due)}
-    jobs = [named_job(world, schedule, {"message": {"to": to}}) for to in ("ann@example.com", "bob@x.org")]
+    due, jobs = two_due_together(world)
     changes: list[datetime] = []
     real_take = PackRepository.take
 
@@ -433,22 +451,15 @@ def test_a_change_acknowledged_before_an_instant_is_run_by_a_pack_that_resolved_
     def take(self: PackRepository, *args: Any, **kwargs: Any) -> Any:
         taken = real_take(self, *args, **kwargs)
         with once:
-            if not changes:
-                # When the task is changed once a pack holds its lease, ahead of the instant
-                body = {"params": {"queue_arn": second_arn, "message": {"from": "mail@example.com", "v": 2}}}
-                assert world.api("PATCH", "/tasks/send-email", body).status == 200
-                changes.append(world.clock.now())  # acknowledged
+            # When the task is changed once a pack holds its lease, ahead of the instant
+            change_once(world, second_arn, changes)
         return taken
 
     monkeypatch.setattr(PackRepository, "take", take)
     world.run_for(40, step=0.25)
     # Then both ran version 2, which was acknowledged before their instant
     assert changes and changes[0] < due
-    assert received(world, first_url) == []
-    assert sorted(json.loads(m["Body"])["v"] for m in received(world, second_url)) == [2, 2]
-    for job in jobs:
-        [execution] = world.executions(job["id"])
-        assert (execution["status"], execution["task_version"]) == ("SUCCEEDED", 2), execution
+    both_ran_version_2(world, jobs, first_url, second_url)
 
 
 def test_a_task_that_cannot_be_read_at_the_instant_runs_the_copy_read_ahead(
@@ -458,21 +469,16 @@ def test_a_task_that_cannot_be_read_at_the_instant_runs_the_copy_read_ahead(
     url, arn = queue(world, "allowed-mail")
     define(world, arn)
     # Given two jobs using a task, due at one instant, and a store that throttles every read of the
-    # task once their packs hold their leases
-    due = world.clock.now() + timedelta(seconds=30.5)
-    schedule = {"type": "at", "at": to_rfc3339(due)}
-    jobs = [named_job(world, schedule, {"message": {"to": to}}) for to in ("ann@example.com", "bob@x.org")]
-    real_take = PackRepository.take
+    # task from that instant on (their packs read it ahead, when taking their leases)
+    due, jobs = two_due_together(world)
+    real_get = world.store.tasks.get
 
-    def throttled(*args: Any, **kwargs: Any) -> Any:
-        raise RetryableStoreError("ThrottlingException")
+    def get(*args: Any, **kwargs: Any) -> Any:
+        if world.clock.now() >= due:
+            raise RetryableStoreError("ThrottlingException")
+        return real_get(*args, **kwargs)
 
-    def take(self: PackRepository, *args: Any, **kwargs: Any) -> Any:
-        taken = real_take(self, *args, **kwargs)
-        monkeypatch.setattr(world.store.tasks, "get", throttled)
-        return taken
-
-    monkeypatch.setattr(PackRepository, "take", take)
+    monkeypatch.setattr(world.store.tasks, "get", get)
     world.run_for(40, step=0.25)
     # Then both ran at their instant, with the version read ahead, rather than the packs failing
     assert len(received(world, url)) == 2
