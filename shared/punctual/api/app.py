@@ -210,7 +210,7 @@ rest_app = _resolver(
 http_app = _resolver(
     APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=bodies.strict_json)
 )
-errors.know_endpoints(http_app.get_openapi_schema)
+errors.know_routes(http_app)
 
 
 def resolver_for(event: Mapping[str, Any]) -> ApiGatewayResolver:

@@ -3,10 +3,7 @@ the error body, and the error answers each route documents in the OpenAPI docume
 
 from __future__ import annotations
 
-import functools
-import re
-import threading
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -201,7 +198,7 @@ def _service_error(exc: ServiceError) -> Response[Any]:
 @router.exception_handler(NotFoundError)  # what a resolver's `not_found` registers
 def _no_route(exc: Exception) -> Response[Any]:
     event = router.current_event
-    allowed = _methods_at(event.path)
+    allowed = _methods_at(_routes, event.path)
     if allowed and event.http_method not in allowed:
         # (the path is an endpoint, the method not one of its: 405 saying which are)
         return _not_allowed(event.http_method, event.path, allowed)
@@ -211,13 +208,11 @@ def _no_route(exc: Exception) -> Response[Any]:
 def refuse_other_methods_on_fixed_paths(app: Any, next_middleware: Any) -> Any:
     """A fixed path of the API (/jobs/batch, /jobs/pause) reached by a method a route with a
     parameter takes there (DELETE /jobs/{job_id}) is that fixed path's: 405 naming its methods,
-    not "job 'batch' not found" (no id is `batch`: ids begin `job_`). The fixed paths are the
-    resolver's routes without a parameter: no document is made for it."""
+    not "job 'batch' not found" (no id is `batch`: ids begin `job_`)."""
     route = app.context.get("_route")
     if route is not None and "<" in route.path:
         event = app.current_event
-        path = event.path.rstrip("/") or "/"
-        allowed = sorted({fixed.method for fixed in app._static_routes if fixed.path == path})
+        allowed = _methods_at(app._static_routes, event.path)
         if allowed and event.http_method not in allowed:
             return _not_allowed(event.http_method, event.path, allowed)
     return next_middleware(app)
@@ -232,43 +227,19 @@ def _not_allowed(method: str, path: str, allowed: list[str]) -> Response[Any]:
     )
 
 
-def _methods_at(path: str) -> list[str]:
-    """The methods the API answers on `path`, from its OpenAPI document (read once, when a request
-    first misses: no cost on the way of any other)."""
-    return sorted({method for pattern, method in _endpoints() if pattern.fullmatch(path.rstrip("/") or "/")})
+def _methods_at(routes: Sequence[Any], path: str) -> list[str]:
+    """The methods of the documented routes (the resolver's own, as it matches them) that take `path`."""
+    path = path.rstrip("/") or "/"
+    return sorted({r.method for r in routes if r.include_in_schema and r.rule.match(path)})
 
 
-# The API's OpenAPI document, as the app that includes this module's router makes it (know_endpoints).
-_openapi: Callable[[], Any] | None = None
+# The routes of the API that includes this module's router (know_routes): a request that misses reads
+# which methods its path takes from them.
+_routes: list[Any] = []
 
 
-def know_endpoints(openapi: Callable[[], Any]) -> None:
-    """Where a request that misses reads which methods its path takes (the app's OpenAPI document)."""
-    global _openapi
-    _openapi = openapi
-    _read_endpoints.cache_clear()
-
-
-_ENDPOINTS_LOCK = threading.Lock()
-
-
-def _endpoints() -> list[tuple[re.Pattern[str], str]]:
-    # (made once; the local stack's API answers requests on several threads)
-    with _ENDPOINTS_LOCK:
-        return _read_endpoints()
-
-
-@functools.cache
-def _read_endpoints() -> list[tuple[re.Pattern[str], str]]:
-    endpoints: list[tuple[re.Pattern[str], str]] = []
-    if _openapi is None:
-        return endpoints
-    for template, operations in (_openapi().paths or {}).items():
-        pattern = re.compile(re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)))
-        for method in operations.model_dump(exclude_none=True):
-            if method.upper() in ("GET", "POST", "PUT", "PATCH", "DELETE"):
-                endpoints.append((pattern, method.upper()))
-    return endpoints
+def know_routes(resolver: Any) -> None:
+    _routes[:] = [*resolver._static_routes, *resolver._dynamic_routes]
 
 
 _LOCATIONS: dict[str, str] = {"body": "", "query": "", "header": "header ", "path": ""}
