@@ -371,11 +371,10 @@ def since_value(text: str | None, flag: str, clock: Clock) -> str | None:
         return text
     except ValueError:
         pass
-    if text.strip().isdigit():
+    number = text.strip()
+    if number.isdigit():
         # A bare number reads as hours to some and seconds to others: ask which.
-        raise _usage(
-            f"{flag}: give {text.strip()!r} a unit: {text.strip()}s, {text.strip()}m, {text.strip()}h or {text.strip()}d"
-        )
+        raise _usage(f"{flag}: give {number!r} a unit: {number}s, {number}m, {number}h or {number}d")
     try:
         return to_rfc3339(clock.now() - timedelta(seconds=_duration(text)))
     except common.UsageError:

@@ -11,7 +11,6 @@ import hashlib
 import hmac
 import json
 import re
-import threading
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -29,15 +28,13 @@ class Cursors:
         only a list request pays for it)."""
         self._secret = secret
         self._derived: bytes | None = None
-        self._lock = threading.Lock()
 
     @property
     def _key(self) -> bytes:
+        # (two threads may both read it the first time: the same value, no harm)
         if self._derived is None:
-            with self._lock:
-                if self._derived is None:
-                    secret = self._secret if isinstance(self._secret, str) else self._read(self._secret)
-                    self._derived = hashlib.sha256(secret.encode()).digest()
+            secret = self._secret if isinstance(self._secret, str) else self._read(self._secret)
+            self._derived = hashlib.sha256(secret.encode()).digest()
         return self._derived
 
     @staticmethod
