@@ -468,9 +468,19 @@ def test_a_task_that_cannot_be_read_at_the_instant_runs_the_copy_read_ahead(
     world = early_world
     url, arn = queue(world, "allowed-mail")
     define(world, arn)
-    # Given two jobs using a task, due at one instant, and a store that throttles every read of the
-    # task from that instant on (their packs read it ahead, when taking their leases)
-    due, jobs = two_due_together(world)
+    # Given two jobs using a task, due at one instant, created in one request (one pack, its lease
+    # taken ahead of the instant; separate packs may be taken in turn, the last at the instant, where
+    # a failed read returns its message), and a store that throttles every read of the task from that
+    # instant on
+    due = world.clock.now() + timedelta(seconds=30.5)
+    schedule = {"type": "at", "at": to_rfc3339(due)}
+    batch = [
+        {"task": "send-email", "params": {"message": {"to": to}}, "schedule": schedule}
+        for to in ("ann@example.com", "bob@x.org")
+    ]
+    answer = world.api("POST", "/jobs/batch", {"jobs": batch})
+    assert answer.status == 201, answer.body
+    jobs = answer.body["items"]
     real_get = world.store.tasks.get
 
     def get(*args: Any, **kwargs: Any) -> Any:
