@@ -7,6 +7,7 @@ so that delayed messages and retries behave as they would, without waiting.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import threading
 from collections import Counter
@@ -28,6 +29,7 @@ from functions.notifier.handler import lambda_handler as notifier_handler
 from functions.scanner.handler import lambda_handler as scanner_handler
 from functions.worker.handler import lambda_handler as worker_handler
 from punctual import wiring
+from punctual.platform import aws
 from punctual.platform.clock import ManualClock
 from punctual.platform.config import Settings
 from punctual.store import keys
@@ -197,6 +199,30 @@ def _holds_visible(queue_url: str) -> bool:
     return queue is None or bool(queue.messages)
 
 
+@dataclass(frozen=True)
+class _Clients:
+    session: boto3.session.Session
+    dynamodb: Any
+    sqs: Any
+    dynamodb_resource: Any
+
+
+# A world's clients, made once a process: making a client (its endpoint rules, its handlers) cost
+# more than the rest of a world's set-up. moto's hook answers a client made before its mock starts
+# as one made after (each world's mock_aws still starts with no table and no queue). A test that
+# changes a client does so through monkeypatch, which puts it back. The store's own client is made
+# each world (from one session, which keeps what clients share), as the functions make it: its retry
+# mode keeps a quota of retries that one test's throttling would otherwise spend for the next.
+@functools.cache
+def _clients() -> _Clients:
+    return _Clients(
+        session=boto3.session.Session(region_name=REGION),
+        dynamodb=boto3.client("dynamodb", region_name=REGION),
+        sqs=boto3.client("sqs", region_name=REGION),
+        dynamodb_resource=boto3.resource("dynamodb", region_name=REGION),
+    )
+
+
 def settings_for(provisioned: provision.Provisioned, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "table_name": provisioned.table_name,
@@ -231,17 +257,18 @@ def mocked_world(clock: ManualClock, **settings: Any) -> Iterator[World]:
         mock.patch.object(moto.sqs.models, "unix_time", now_seconds),
         mock.patch.object(moto.sqs.models, "unix_time_millis", now_millis),
     ):
-        dynamodb_client = boto3.client("dynamodb", region_name=REGION)
-        sqs = boto3.client("sqs", region_name=REGION)
-        provisioned = provision.create_all(dynamodb_client, sqs)
+        clients = _clients()
+        provisioned = provision.create_all(clients.dynamodb, clients.sqs)
+        chosen = settings_for(provisioned, **settings)
         punctual = wiring.build(
-            settings_for(provisioned, **settings),
+            chosen,
             clock=clock,
-            dynamodb=boto3.resource("dynamodb", region_name=REGION),
-            sqs=sqs,
+            dynamodb=clients.dynamodb_resource,
+            dynamodb_client=aws.dynamodb_client(chosen, clients.session),
+            sqs=clients.sqs,
         )
         wiring.set_default(punctual)
         try:
-            yield World(punctual, clock, sqs, dynamodb_client)
+            yield World(punctual, clock, clients.sqs, clients.dynamodb)
         finally:
             wiring.set_default(None)

@@ -129,10 +129,7 @@ class Meter:
         self._indexes = [i.key_attributes for i in resources.TABLE.indexes]
         self._logs = _CountingStream()
         self._emf = _CountingStream()
-        for dynamodb in world.punctual.store.clients:
-            dynamodb.meta.events.register("before-call.dynamodb", self._before_dynamodb)
-            dynamodb.meta.events.register("after-call.dynamodb", self._after_dynamodb)
-        world.sqs.meta.events.register("before-call.sqs", self._before_sqs)
+        self._world = world
         handler = world.work._handler
 
         def counted_handler(event: dict[str, Any], context: Any) -> Any:
@@ -144,7 +141,23 @@ class Meter:
             logger.clear_state()
             return handler(event, context)
 
-        world.work._handler = counted_handler
+        self._counted_handler = counted_handler
+
+    def __enter__(self) -> Meter:
+        """Count from here; the world's clients (which outlive it) are left as they were at the end."""
+        for dynamodb in self._world.punctual.store.clients:
+            dynamodb.meta.events.register("before-call.dynamodb", self._before_dynamodb)
+            dynamodb.meta.events.register("after-call.dynamodb", self._after_dynamodb)
+        self._world.sqs.meta.events.register("before-call.sqs", self._before_sqs)
+        self._handler, self._world.work._handler = self._world.work._handler, self._counted_handler
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for dynamodb in self._world.punctual.store.clients:
+            dynamodb.meta.events.unregister("before-call.dynamodb", self._before_dynamodb)
+            dynamodb.meta.events.unregister("after-call.dynamodb", self._after_dynamodb)
+        self._world.sqs.meta.events.unregister("before-call.sqs", self._before_sqs)
+        self._world.work._handler = self._handler
 
     @contextmanager
     def logging(self) -> Iterator[None]:

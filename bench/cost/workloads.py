@@ -62,8 +62,7 @@ def one_time(jobs: int, minutes: int, *, lead_seconds: int, batch_size: int = 1)
     created one a request (POST /jobs), or `batch_size` a request (POST /jobs/batch) when above 1."""
     clock = ManualClock(START)
     with _packs_apart(), _webhook() as task, mocked_world(clock) as world:
-        meter = Meter(world)
-        with meter.logging():
+        with Meter(world) as meter, meter.logging():
             world.run_for(90)  # to 09:01:00: the scanner's positions in their rhythm
             idle = meter.during(lambda: world.run_for(60 * minutes))
             now = clock.now()
@@ -100,8 +99,7 @@ def recurring(jobs: int, minutes: int) -> dict[str, Any]:
     """`jobs` every-minute cron jobs, measured per occurrence once they are in their rhythm."""
     clock = ManualClock(START)
     with _packs_apart(), _webhook() as task, mocked_world(clock) as world:
-        meter = Meter(world)
-        with meter.logging():
+        with Meter(world) as meter, meter.logging():
             world.run_for(90)  # the scanner's positions in their rhythm
             idle = meter.during(lambda: world.run_for(60 * minutes))
             cron = {"task": task, "schedule": {"type": "cron", "expression": "* * * * *"}}

@@ -126,7 +126,9 @@ def runs_counted(world: World) -> Counter[str]:
     return counts
 
 
-def test_ten_jobs_at_one_instant_travel_in_one_message_and_run_once(one_shard: World) -> None:
+def test_ten_jobs_at_one_instant_travel_in_one_message_and_run_once(
+    one_shard: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
     world = one_shard
     jobs = ten_at_one_instant(world)
     counts = runs_counted(world)
@@ -137,7 +139,7 @@ def test_ten_jobs_at_one_instant_travel_in_one_message_and_run_once(one_shard: W
         sent.extend(e["MessageBody"] for e in kwargs["Entries"])
         return real_send(**kwargs)
 
-    world.sqs.send_message_batch = send
+    monkeypatch.setattr(world.sqs, "send_message_batch", send)
     world.run_for(300)
     # Then one message carried them all, and each ran once
     assert [len(read_body(body).items) for body in sent] == [10]

@@ -25,9 +25,11 @@ def dynamodb_resource(settings: Settings) -> Any:
     return session(settings).resource("dynamodb", endpoint_url=settings.endpoint_url, config=_CONFIG)
 
 
-def dynamodb_client(settings: Settings) -> Any:
+def dynamodb_client(settings: Settings, aws_session: boto3.session.Session | None = None) -> Any:
     """A plain client, without the resource's type conversion (the store's batch calls use it)."""
-    return session(settings).client("dynamodb", endpoint_url=settings.endpoint_url, config=_CONFIG)
+    return (aws_session or session(settings)).client(
+        "dynamodb", endpoint_url=settings.endpoint_url, config=_CONFIG
+    )
 
 
 def sqs_client(settings: Settings) -> Any:
