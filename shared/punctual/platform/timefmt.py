@@ -10,7 +10,9 @@ MIN_YEAR = 1970
 MAX_YEAR = 9000
 # RFC 3339's date-time: a full date, T, a full time (seconds required, any fraction) and an offset
 # (Z, or +hh:mm). ISO 8601's other forms (week dates, basic format, no seconds) are not RFC 3339.
-_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+# The offset's hours are 00-23 and its minutes 00-59 (RFC 3339's time-numoffset): Python would read
+# +00:99 as an hour and 39 minutes.
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)")
 
 
 def to_rfc3339(instant: datetime) -> str:

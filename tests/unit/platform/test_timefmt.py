@@ -60,6 +60,10 @@ def test_parse_rfc3339_reads_the_instant_into_utc(text: str, expected: datetime)
         "tomorrow",
         "2026-13-01T09:00:00Z",
         "2026-12-01T25:00:00Z",
+        "2026-12-01T09:00:00+00:99",  # an offset's minutes are 00-59 (Python reads this as +01:39)
+        "2026-12-01T09:00:00+05:60",
+        "2026-12-01T09:00:00+24:00",
+        "2026-12-01T09:00:00+0100",
     ],
 )
 def test_parse_rfc3339_rejects_timestamps_without_date_time_and_offset(text: str) -> None:
