@@ -41,6 +41,17 @@ def test_the_reported_preview_answers_at_once_with_local_times(world: World) -> 
     assert [r["dst"] for r in answer.body["runs"]] == ["repeated", "repeated", "repeated"]
 
 
+def test_a_previewed_run_with_a_fraction_shows_it_on_the_wall_clock_too(world: World) -> None:
+    start = "2027-06-01T10:00:00.5+05:45"
+    body = {"schedule": {"type": "rate", "every_seconds": 60, "start_at": start}, "count": 2}
+    answer = world.api("POST", "/schedules/preview", body)
+    assert answer.status == 200, answer.body
+    assert [(r["at"], r["local"]) for r in answer.body["runs"]] == [
+        ("2027-06-01T04:15:00.500Z", "2027-06-01T04:15:00.500+00:00"),
+        ("2027-06-01T04:16:00.500Z", "2027-06-01T04:16:00.500+00:00"),
+    ]
+
+
 def test_preview_marks_a_run_moved_by_a_gap(world: World) -> None:
     body = {
         "schedule": {

@@ -38,5 +38,7 @@ def preview_schedule(body: Annotated[PreviewIn, Body()]) -> Response[PreviewOut]
     shown = []
     for run in runs:
         local, dst = local_note(body.schedule, run)
-        shown.append(PreviewRun(at=to_rfc3339(run), local=local.isoformat(timespec="seconds"), dst=dst))
+        # (to the second, as a cron run falls; to the millisecond where the run has a fraction)
+        timespec = "milliseconds" if local.microsecond else "seconds"
+        shown.append(PreviewRun(at=to_rfc3339(run), local=local.isoformat(timespec=timespec), dst=dst))
     return json_response(PreviewOut(next_runs=[to_rfc3339(r) for r in runs], runs=shown))
