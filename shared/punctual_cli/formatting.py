@@ -38,9 +38,18 @@ def short_time(value: Any) -> str:
 def run_time(value: Any, schedule: Any) -> str:
     """A run's time: a cron job's in its own zone beside UTC (and the display zone when that is a third
     one), `2026-12-07 09:00:00 CET (2026-12-07 08:00:00Z)`; any other in the display zone."""
-    zone = schedule.get("timezone") if isinstance(schedule, dict) and schedule.get("type") == "cron" else None
-    if not value or not zone or zone in display.UTC_NAMES or display.parse(value) is None:
+    # (a cron schedule without a zone is in UTC, as the API takes it)
+    zone = (
+        schedule.get("timezone") or "UTC"
+        if isinstance(schedule, dict) and schedule.get("type") == "cron"
+        else None
+    )
+    if not value or not zone or display.parse(value) is None:
         return short_time(value)
+    if zone in display.UTC_NAMES:
+        # (its own zone is UTC: shown once, the display zone beside it when that is another)
+        utc = display.current.time(value, "UTC")
+        return utc if display.current.zone_name in display.UTC_NAMES else f"{utc} ({short_time(value)})"
     try:
         own = display.current.time(value, zone)
     except (ZoneInfoNotFoundError, ValueError):

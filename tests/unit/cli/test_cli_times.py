@@ -42,6 +42,27 @@ def test_a_third_display_zone_is_shown_too(cli_api: FakeApi, capsys: Capsys) -> 
     assert "created:         2026-06-01 07:00:00 EDT" in out
 
 
+def test_a_utc_cron_jobs_next_run_keeps_utc_beside_another_display_zone(
+    cli_api: FakeApi, capsys: Capsys
+) -> None:
+    # Given a job on a UTC cron, and one on a cron without a zone (UTC, as the API takes it)
+    utc = {"type": "cron", "expression": "0 8 * * *", "timezone": "UTC"}
+    cli_api.answer("GET", "/jobs/job-1", {**PARIS_JOB, "schedule": utc})
+    cli_api.answer("GET", "/jobs/job-2", {**PARIS_JOB, "id": "job-2", "schedule": {**utc, "timezone": None}})
+
+    # When they are shown to someone in Kathmandu, and to someone in UTC
+    kathmandu = [
+        run(cli_api, capsys, "jobs", "get", job_id, "--display-zone", "Asia/Kathmandu")[1]
+        for job_id in ("job-1", "job-2")
+    ]
+    in_utc = run(cli_api, capsys, "jobs", "get", "job-1", "--display-zone", "UTC")[1]
+
+    # Then the run reads in UTC, its own zone, with the reader's beside it; once where they are one
+    for out in kathmandu:
+        assert "next run:        2026-06-02 08:00:00Z (2026-06-02 13:45:00 +05:45)" in out, out
+    assert "next run:        2026-06-02 08:00:00Z\n" in in_utc, in_utc
+
+
 def test_the_display_zone_comes_from_the_flag_then_the_environment_then_the_profile(
     cli_api: FakeApi, capsys: Capsys, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
