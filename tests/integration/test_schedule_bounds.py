@@ -140,6 +140,24 @@ def test_a_schedule_that_exceeds_the_bound_is_refused_at_creation_and_preview(wo
     assert world.api("GET", "/jobs").body["items"] == []
 
 
+def test_a_stored_job_whose_next_gap_outgrows_a_requests_bound_keeps_its_chain() -> None:
+    # Given a job on the fifth Monday of February in Gaza, created just before its 2072 run: its next
+    # run, in 2112, is 40 years of days and of Gaza's four changes of offset a year away (more work
+    # than a request's bound, which its first run was checked within)
+    clock = ManualClock(datetime(2072, 2, 28, 21, 58, tzinfo=UTC))
+    schedule = {"type": "cron", "expression": "0 0 * 2 1#5", "timezone": "Asia/Gaza"}
+    with mocked_world(clock) as world:
+        job = world.create(schedule)
+        assert job["next_run_at"] == "2072-02-28T22:00:00.000Z"
+        preview = world.api("POST", "/schedules/preview", {"schedule": schedule, "count": 2})
+        assert preview.status == 422, preview.body  # (a request's bound: 2112 is past it)
+        world.run_for(180)
+        # Then it ran, and the scheduler found its next run rather than quarantining it
+        assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
+        assert world.job(job["id"])["next_run_at"] == "2112-02-28T22:00:00.000Z"
+        assert world.store.markers.quarantined(job["id"]) == []
+
+
 def test_a_stored_job_that_hits_the_bound_is_quarantined_and_its_neighbours_run() -> None:
     clock = ManualClock(datetime(2026, 12, 1, 9, 0, tzinfo=UTC))
     with mocked_world(clock) as world:

@@ -210,16 +210,18 @@ def anchor_for(schedule: _Schedule, created_at: datetime) -> datetime | None:
     return rate_anchor(schedule, created_at) if isinstance(schedule, RateSchedule) else None
 
 
-def next_after(job: Job, scheduled_at: datetime) -> datetime | None:
+def next_after(job: Job, scheduled_at: datetime, *, steps: int | None = None) -> datetime | None:
     """The recurring job's occurrence after the one at `scheduled_at` (spread by its flexible window:
     a spread instant stays before the next nominal one, so the first nominal run after it is the
-    next), or None once `max_runs` occurrences have been dispatched with this one."""
+    next), or None once `max_runs` occurrences have been dispatched with this one. `steps`: the cron
+    budget for finding it (the scheduler's chain gives cron.CHAIN_BUDGET; a request's reads keep
+    cron.BUDGET)."""
     if not job.recurring:
         return None
     limit = job.policy.max_runs
     if limit is not None and job.runs_dispatched + 1 >= limit:
         return None
-    nominal = next_run(job.schedule, scheduled_at + timedelta(milliseconds=1), job.anchor_at)
+    nominal = next_run(job.schedule, scheduled_at + timedelta(milliseconds=1), job.anchor_at, steps=steps)
     return spread(job.id, job.schedule, nominal, job.anchor_at, job.policy.flexible_window_seconds)
 
 

@@ -181,12 +181,15 @@ def rate_anchor(schedule: RateSchedule, created_at: datetime) -> datetime:
     return schedule.start_at or created_at + timedelta(seconds=schedule.every_seconds)
 
 
-def occurrences(schedule: _Schedule, after: datetime, anchor: datetime | None = None) -> Iterator[datetime]:
+def occurrences(
+    schedule: _Schedule, after: datetime, anchor: datetime | None = None, *, steps: int | None = None
+) -> Iterator[datetime]:
     """Run times at or after `after`, in order, in UTC (millisecond precision).
 
     `anchor` is the rate schedule's first run (see `rate_anchor`); other schedules ignore it.
     A one-time schedule yields its instant whatever `after` is: whether a past instant still runs is
-    the caller's decision.
+    the caller's decision. `steps`: a cron schedule's budget for the whole iteration, instead of
+    cron.BUDGET for each run.
     """
     if isinstance(schedule, NowSchedule):
         yield after
@@ -198,7 +201,7 @@ def occurrences(schedule: _Schedule, after: datetime, anchor: datetime | None = 
         yield after + timedelta(seconds=schedule.seconds)
         return
     if isinstance(schedule, CronSchedule):
-        runs = _cron_runs(schedule, after)
+        runs = _cron_runs(schedule, after, steps)
     elif isinstance(schedule, RateSchedule):
         runs = _rate_runs(schedule, after, anchor or after)
     else:  # pragma: no cover - the union is closed
@@ -214,9 +217,12 @@ def occurrences(schedule: _Schedule, after: datetime, anchor: datetime | None = 
         return  # past the last representable instant: the schedule has no more runs
 
 
-def next_run(schedule: _Schedule, after: datetime, anchor: datetime | None = None) -> datetime | None:
-    """The first run time at or after `after`, or None when the schedule has ended."""
-    return next(occurrences(schedule, after, anchor), None)
+def next_run(
+    schedule: _Schedule, after: datetime, anchor: datetime | None = None, *, steps: int | None = None
+) -> datetime | None:
+    """The first run time at or after `after`, or None when the schedule has ended (`steps`: as
+    `occurrences`)."""
+    return next(occurrences(schedule, after, anchor, steps=steps), None)
 
 
 def preview(schedule: _Schedule, now: datetime, count: int, anchor: datetime | None = None) -> list[datetime]:
@@ -245,9 +251,10 @@ def local_note(schedule: _Schedule, run: datetime) -> tuple[datetime, DstNote | 
     return local, None
 
 
-def _cron_runs(schedule: CronSchedule, after: datetime) -> Iterator[datetime]:
+def _cron_runs(schedule: CronSchedule, after: datetime, steps: int | None) -> Iterator[datetime]:
     start = after if schedule.start_at is None else max(after, schedule.start_at)
-    return cron.runs(cron.parse(schedule.expression), schedule.timezone, start)
+    budget = None if steps is None else cron.Budget(steps)
+    return cron.runs(cron.parse(schedule.expression), schedule.timezone, start, budget)
 
 
 def _rate_runs(schedule: RateSchedule, after: datetime, anchor: datetime) -> Iterator[datetime]:

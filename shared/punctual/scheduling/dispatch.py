@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from punctual.domain.cron.bounds import CronBoundExceeded
+from punctual.domain.cron.bounds import CHAIN_BUDGET, CronBoundExceeded
 from punctual.domain.errors import LostRace, RetryableStoreError
 from punctual.domain.executions import Execution, ExecutionStatus
 from punctual.domain.models import (
@@ -275,7 +275,7 @@ class Dispatcher:
         for marker, job in runnable:
             if job.recurring and not marker.manual:
                 try:
-                    following[marker.execution_id] = next_after(job, marker.scheduled_at)
+                    following[marker.execution_id] = next_after(job, marker.scheduled_at, steps=CHAIN_BUDGET)
                 except CronBoundExceeded as exc:
                     result.quarantined.append(marker)
                     result.unschedulable[marker.job_id] = f"schedule computation exceeded its bound: {exc}"
@@ -374,7 +374,7 @@ def release_quarantined(store: Store, dispatcher: Dispatcher, clock: Clock, job_
     runs_at = spread(
         job.id,
         job.schedule,
-        next_run(job.schedule, now, job.anchor_at),
+        next_run(job.schedule, now, job.anchor_at, steps=CHAIN_BUDGET),
         job.anchor_at,
         job.policy.flexible_window_seconds,
     )

@@ -32,7 +32,14 @@ macros, and refusing other dialects), `bounds` holds the limits every computatio
 across those changes as cron's main loop would.
 """
 
-from punctual.domain.cron.bounds import BUDGET, LAST_YEAR, SEARCH_YEARS, Budget, CronBoundExceeded
+from punctual.domain.cron.bounds import (
+    BUDGET,
+    CHAIN_BUDGET,
+    LAST_YEAR,
+    SEARCH_YEARS,
+    Budget,
+    CronBoundExceeded,
+)
 from punctual.domain.cron.engine import next_local_match, runs
 from punctual.domain.cron.parsing import (
     FIELD_HELP,
@@ -47,6 +54,7 @@ from punctual.domain.cron.parsing import (
 
 __all__ = [
     "BUDGET",
+    "CHAIN_BUDGET",
     "FIELDS",
     "FIELD_HELP",
     "LAST_YEAR",

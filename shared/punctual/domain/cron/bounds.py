@@ -15,6 +15,12 @@ SEARCH_YEARS = 400
 # CPU here.
 BUDGET = 100_000
 ZONE_YEAR_STEPS = 250
+# The steps a job's next run may take once the job is stored (the scheduler chaining its runs): a
+# request's schedule was checked within BUDGET for its first run, but a later gap between runs can be
+# longer (the fifth Monday of February comes 28 or 40 years apart, and Asia/Gaza changes its offset
+# four times in some years). Enough for the whole search, SEARCH_YEARS of days with a year's probe
+# and four changes each; under a second of CPU, once a run, for the rare schedule that needs it.
+CHAIN_BUDGET = SEARCH_YEARS * (366 + 5 * ZONE_YEAR_STEPS)
 
 
 class CronBoundExceeded(RuntimeError):
