@@ -36,26 +36,6 @@ def test_a_one_time_job_runs_at_its_instant_never_early(world: World) -> None:
     assert finished["last_execution"]["id"] == execution["id"]
 
 
-def test_an_instant_a_little_past_runs_at_once_late_by_as_much_and_keeps_its_catch_up_window(
-    world: World,
-) -> None:
-    # Given two jobs whose instant passed 4 minutes ago (within the tolerance): one with a 30 s
-    # catch-up window
-    instant = at(world, -240)
-    plain = world.create({"type": "at", "at": instant})
-    windowed = world.create({"type": "at", "at": instant}, policy={"max_lateness_seconds": 30})
-    assert plain["next_run_at"] == instant
-    world.run_for(10, step=0.25)
-    # Then the plain one ran at once, its run scheduled at the instant given and late by 4 minutes
-    [run] = world.executions(plain["id"])
-    assert (run["status"], run["scheduled_at"]) == ("SUCCEEDED", instant)
-    assert 240_000 <= run["lateness_ms"] < 241_000
-    # and the other, 4 minutes past its 30 s window, was skipped, as its policy says
-    [skipped] = world.executions(windowed["id"])
-    assert (skipped["status"], skipped["scheduled_at"]) == ("SKIPPED", instant)
-    assert "max_lateness_seconds" in skipped["error"]
-
-
 def test_a_failing_cron_job_keeps_its_chain(world: World) -> None:
     # Given an every-minute cron job whose task always fails, without retries
     job = world.create(

@@ -199,10 +199,10 @@ def first_run(
     schedule: _Schedule, now: datetime, anchor: datetime | None, job_id: str = "", window: int = 0
 ) -> datetime | None:
     """When a job with this schedule, created or resumed at `now`, first runs (spread by its flexible
-    window, `spread`). A one-time instant a little past (schedules.PAST_TOLERANCE) is kept as given: its
-    run starts at once, late by as much, and its catch-up window counts from it."""
+    window, `spread`)."""
     if not is_recurring(schedule):
-        return next_run(schedule, now)
+        at = next_run(schedule, now)
+        return None if at is None else max(at, now)
     return spread(job_id, schedule, next_run(schedule, now, anchor), anchor, window)
 
 
