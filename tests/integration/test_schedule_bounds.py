@@ -140,12 +140,16 @@ def test_a_schedule_that_exceeds_the_bound_is_refused_at_creation_and_preview(wo
     assert world.api("GET", "/jobs").body["items"] == []
 
 
+# The fifth Monday of February in Gaza: 2044, 2072, then 2112 (40 years of Gaza's changes of offset).
+GAZA = {"type": "cron", "expression": "0 0 * 2 1#5", "timezone": "Asia/Gaza"}
+
+
 def test_a_stored_job_whose_next_gap_outgrows_a_requests_bound_keeps_its_chain() -> None:
     # Given a job on the fifth Monday of February in Gaza, created just before its 2072 run: its next
     # run, in 2112, is 40 years of days and of Gaza's four changes of offset a year away (more work
     # than a request's bound, which its first run was checked within)
     clock = ManualClock(datetime(2072, 2, 28, 21, 58, tzinfo=UTC))
-    schedule = {"type": "cron", "expression": "0 0 * 2 1#5", "timezone": "Asia/Gaza"}
+    schedule = GAZA
     with mocked_world(clock) as world:
         job = world.create(schedule)
         assert job["next_run_at"] == "2072-02-28T22:00:00.000Z"
@@ -156,6 +160,32 @@ def test_a_stored_job_whose_next_gap_outgrows_a_requests_bound_keeps_its_chain()
         assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
         assert world.job(job["id"])["next_run_at"] == "2112-02-28T22:00:00.000Z"
         assert world.store.markers.quarantined(job["id"]) == []
+
+
+def test_such_a_job_with_a_flexible_window_keeps_its_chain_too() -> None:
+    # Given the Gaza job with a minute's flexible window, created before its 2044 run: dispatching that
+    # run finds 2072, and spreading 2072 looks for the run after it, 2112, past a request's bound
+    clock = ManualClock(datetime(2044, 2, 28, 21, 58, tzinfo=UTC))
+    with mocked_world(clock) as world:
+        job = world.create(GAZA, policy={"flexible_window_seconds": 60})
+        world.run_for(180)
+        # Then its 2044 run ran, and its 2072 one is filed, within its window
+        assert [e["status"] for e in world.executions(job["id"])] == ["SUCCEEDED"]
+        assert world.job(job["id"])["next_run_at"].startswith("2072-02-28T22:00:")
+        assert world.store.markers.quarantined(job["id"]) == []
+
+
+def test_coming_up_counts_around_a_job_whose_next_run_is_past_a_requests_bound() -> None:
+    # Given the Gaza job, 30 minutes before its 2072 run (the one after is 2112), and an hourly job
+    clock = ManualClock(datetime(2072, 2, 28, 21, 30, tzinfo=UTC))
+    with mocked_world(clock) as world:
+        gaza = world.create(GAZA)
+        world.create({"type": "cron", "expression": "0 * * * *"})
+        answer = world.api("GET", "/coming-up")
+        # Then the hour lists both jobs' runs, rather than the request failing
+        assert answer.status == 200, answer.body
+        due = {job["id"]: job["count"] for minute in answer.body["minutes"] for job in minute["jobs"]}
+        assert due.get(gaza["id"]) == 1 and sum(due.values()) == 2, answer.body
 
 
 def test_a_stored_job_that_hits_the_bound_is_quarantined_and_its_neighbours_run() -> None:

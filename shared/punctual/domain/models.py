@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from punctual.domain.cron.bounds import CronBoundExceeded
 from punctual.domain.executions import LEASE_MARGIN, Execution, ExecutionStatus, execution_id_for
 from punctual.domain.policies import JobPolicy, NotifyRule, RetryPolicy
 from punctual.domain.schedules import (
@@ -233,7 +234,12 @@ def spread(
     if nominal is None or window <= 0 or not is_recurring(schedule):
         return nominal
     # (the last run before LATEST_INSTANT is spread short of it too: no run is one a request may not name)
-    following = next_run(schedule, nominal + timedelta(milliseconds=1), anchor) or LATEST_INSTANT
+    try:
+        following = next_run(schedule, nominal + timedelta(milliseconds=1), anchor) or LATEST_INSTANT
+    except CronBoundExceeded:
+        # Only whether the following run falls within the window matters, and one that takes more
+        # than a computation's bound to find is decades away (a longer window than any allowed).
+        following = LATEST_INSTANT
     room = min(window, int((following - nominal).total_seconds()) - 1)
     if room <= 0:
         return nominal

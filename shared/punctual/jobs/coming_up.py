@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from punctual.domain.cron.bounds import CronBoundExceeded
 from punctual.domain.models import Job, JobStatus, next_after, queued_runs
 
 HORIZON = timedelta(hours=1)
@@ -45,7 +46,12 @@ def runs_within(job: Job, now: datetime, until: datetime) -> list[datetime]:
         job = replace(job, runs_dispatched=job.runs_dispatched - in_queue)
     while at is not None and at < until:
         runs.append(max(at, now))
-        at = next_after(job, at)
+        try:
+            at = next_after(job, at)
+        except CronBoundExceeded:
+            # (a run that takes more than a request's bound to find is decades away, past the hour:
+            # the scheduler finds it with a larger one, cron.CHAIN_BUDGET)
+            break
         job = replace(job, runs_dispatched=job.runs_dispatched + 1)
     return runs
 
