@@ -96,11 +96,11 @@ def test_a_worker_dying_before_completing_the_job_is_made_good_on_redelivery(wor
     assert world.job(job["id"])["status"] == "COMPLETED"
 
 
-def test_a_lost_delete_does_not_run_the_task_again(world: World) -> None:
+def test_a_lost_delete_does_not_run_the_task_again(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     with receiver() as hook:
         # Given an acknowledgement (DeleteMessageBatch) that is lost
         job = http_job(world, hook, 5)
-        once(world.sqs, "delete_message_batch", Crash("delete lost"))
+        once(world.sqs, "delete_message_batch", Crash("delete lost"), monkeypatch)
         # When the message is redelivered after its visibility timeout
         world.run_for(500, step=5)
         # Then the worker sees the execution finished and does not run it again
