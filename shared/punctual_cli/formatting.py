@@ -46,18 +46,16 @@ def run_time(value: Any, schedule: Any) -> str:
     )
     if not value or not zone or display.parse(value) is None:
         return short_time(value)
-    if zone in display.UTC_NAMES:
-        # (its own zone is UTC: shown once, the display zone beside it when that is another)
-        utc = display.current.time(value, "UTC")
-        return utc if display.current.zone_name in display.UTC_NAMES else f"{utc} ({short_time(value)})"
+    # (a job in UTC shows it once: its own zone and UTC are one)
+    own_zone = "UTC" if zone in display.UTC_NAMES else zone
     try:
-        own = display.current.time(value, zone)
+        own = display.current.time(value, own_zone)
     except (ZoneInfoNotFoundError, ValueError):
         return short_time(value)
-    also = [display.current.time(value, "UTC")]
+    also = [] if own_zone == "UTC" else [display.current.time(value, "UTC")]
     if display.current.zone_name != zone and display.current.zone_name not in display.UTC_NAMES:
         also.append(short_time(value))
-    return f"{own} ({', '.join(also)})"
+    return f"{own} ({', '.join(also)})" if also else own
 
 
 def duration(seconds: Any) -> str:
