@@ -1,8 +1,10 @@
-"""Shared fixtures. Environment first: nothing may reach AWS, and tracing is off in tests."""
+"""Shared fixtures. Environment first: nothing may reach AWS, tracing is off in tests, and the CLI's
+cache (the ids it has shown) is a directory of the run's own, never the user's."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 
 os.environ.update(
     {
@@ -15,6 +17,7 @@ os.environ.update(
         "POWERTOOLS_SERVICE_NAME": "punctual",
         "POWERTOOLS_METRICS_NAMESPACE": "Punctual",
         "POWERTOOLS_LOG_LEVEL": "WARNING",
+        "XDG_CACHE_HOME": tempfile.mkdtemp(prefix="punctual-tests-cache-"),
     }
 )
 

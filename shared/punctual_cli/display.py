@@ -14,6 +14,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from punctual_cli import shown
 from punctual_cli.common import UsageError
 
 ELLIPSIS = "…"
@@ -146,17 +147,22 @@ def _common_prefix(a: str, b: str) -> str:
 
 
 def job_ids(ids: Iterable[str]) -> dict[str, str]:
-    """`job_` ids shortened (`job_1a2b3c4`); any other id is kept whole."""
+    """`job_` ids shortened (`job_1a2b3c4`); any other id is kept whole. What is shown shortened is
+    remembered, to be taken back (ids.py)."""
+    ids = list(ids)
     ours = [i for i in ids if _JOB_ID.fullmatch(i)]
+    shown.current.record(ours)
     short = {i: "job_" + s for i, s in abbreviations([i[4:] for i in ours]).items()}
     return {i: short.get(i[4:], i) if i in ours else i for i in ids}
 
 
 def execution_ids(ids: Iterable[str], job_id: str | None = None) -> dict[str, str]:
     """Execution ids shortened: what follows the job's id (which each extends), the job's id itself
-    shortened when the executions are not all of `job_id`'s (`job_1a2b3c4.18f2a0c`)."""
+    shortened when the executions are not all of `job_id`'s (`job_1a2b3c4.18f2a0c`). Remembered, as
+    job ids are."""
     ids = list(ids)
     rests = {i: _split(i) for i in ids}
+    shown.current.record(i for i, (_, rest) in rests.items() if rest)
     # At least the occurrence's instant whole (what precedes the schedule version): an id then reads
     # the same in every list, the occurrences of one job being apart by their instants.
     instant = max((len(rest.partition(".")[0]) for _, rest in rests.values() if rest), default=0)

@@ -17,7 +17,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from punctual import __version__
-from punctual_cli import completion, connect, display, ids, jobs, monitoring, suggest, tasks, watch
+from punctual_cli import completion, connect, display, ids, jobs, monitoring, shown, suggest, tasks, watch
 from punctual_cli.capacity import command as capacity_command
 from punctual_cli.common import (
     EXIT_CONNECTION,
@@ -201,6 +201,7 @@ def _main(argv: list[str] | None) -> int:
         profile = profiles.load_profile(args.profile)
         display.current = connect.display_for(args, profile)
         client = profiles.connect(profile, args.endpoint, args.token)
+        shown.current = shown.Shown(client.endpoint)
         resolve_ids(client, args)
         handler: Handler = args.handler
         return handler(client, args)

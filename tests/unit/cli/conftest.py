@@ -1,10 +1,12 @@
-"""The API's test double on 127.0.0.1 for each CLI test, and the CLI's clock held at NOW."""
+"""The API's test double on 127.0.0.1 for each CLI test, the CLI's clock held at NOW, and a cache
+directory of the test's own (the ids the CLI has shown)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +16,8 @@ from tests.unit.cli.fake_api import NOW, FakeApi, _handler_for
 
 
 @pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeApi]:
+def api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeApi]:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     for variable in ("PUNCTUAL_ENDPOINT", "PUNCTUAL_PORT", "PUNCTUAL_TOKEN"):
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.setattr(common, "clock", ManualClock(NOW))

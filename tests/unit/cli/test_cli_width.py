@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from punctual_cli import display
+from punctual_cli import display, ids
 from tests.unit.cli.fake_api import FakeApi, execution, job, run
 
 Capsys = pytest.CaptureFixture[str]
@@ -149,6 +149,85 @@ def test_a_shortened_execution_id_is_retried_by_its_whole_id(cli_api: FakeApi, c
     # Then the retry is asked for by its whole id
     assert code == 0, err
     assert cli_api.sent("POST")[0].path == f"/jobs/{JOB}/executions/{RUNS[1]}/retry"
+
+
+def test_a_shortened_job_id_a_table_showed_is_taken_back_without_reading_the_list(
+    cli_api: FakeApi, capsys: Capsys
+) -> None:
+    # Given a job list shown as a table, then a list grown so that the job is past its 1,000 newest
+    cli_api.answer("GET", "/jobs", {"items": _jobs(), "next_cursor": None})
+    cli_api.answer("GET", f"/jobs/{OTHER}", _jobs()[2])
+    listed = run(cli_api, capsys, "jobs", "list")[1]
+    cli_api.routes[("GET", "/jobs")] = [
+        (200, {"items": [job(_id(n)) for n in range(100)], "next_cursor": "more"})
+    ]
+    cli_api.requests.clear()
+
+    # When the job is asked for by the id the table showed
+    code, _, err = run(cli_api, capsys, "jobs", "get", "job_9f8e7d6")
+
+    # Then it is read by its whole id, with no page of the list read
+    assert "job_9f8e7d6 " in listed
+    assert code == 0, err
+    assert [r.path for r in cli_api.sent()] == [f"/jobs/{OTHER}"]
+
+
+def test_a_shortened_job_id_never_shown_reads_at_most_the_1000_newest_jobs(
+    cli_api: FakeApi, capsys: Capsys
+) -> None:
+    # Given an owner with more jobs than can be read to take a shortened id back (every page full)
+    page = {"items": [job(_id(n)) for n in range(100)], "next_cursor": "more"}
+    cli_api.answer("GET", "/jobs", page)
+
+    # When a shortened id is given that none of the newest 1,000 starts, and one that the first does
+    code, _, err = run(cli_api, capsys, "jobs", "get", "job_9f8e7d6")
+    pages_read = len(cli_api.sent("GET"))
+    cli_api.answer("GET", f"/jobs/{_id(5)}", job(_id(5)))
+    found, out, _ = run(cli_api, capsys, "jobs", "get", _id(5)[:11])
+
+    # Then the first is a usage error asking for the whole id, after 11 pages (1,100 jobs) at most
+    assert code == 2
+    assert "job_9f8e7d6" in err and "1,000 newest jobs" in err and "whole id" in err
+    assert pages_read == 11
+    # and the second is the job
+    assert found == 0 and _id(5) in out
+
+
+def test_a_shortened_execution_id_reads_only_its_instants_executions(
+    cli_api: FakeApi, capsys: Capsys
+) -> None:
+    # Given a job's executions, one of them at 0x19aee40ea60 ms
+    cli_api.answer("GET", f"/jobs/{JOB}/executions", {"items": _runs(), "next_cursor": None})
+    cli_api.answer("POST", f"/jobs/{JOB}/executions/{RUNS[1]}/retry", _runs()[1], status=202)
+
+    # When it is retried by the id `executions` shows, never shown here
+    code, _, err = run(cli_api, capsys, "jobs", "retry", JOB, "19aee40ea60")
+
+    # Then the executions asked for are those of its instant's millisecond, however many the job has
+    assert code == 0, err
+    [listed] = cli_api.sent("GET")
+    assert (listed.query["since"], listed.query["until"]) == (
+        ["2025-12-05T11:23:43.072Z"],
+        ["2025-12-05T11:23:43.073Z"],
+    )
+    assert cli_api.sent("POST")[0].path == f"/jobs/{JOB}/executions/{RUNS[1]}/retry"
+
+
+def test_the_instant_an_execution_id_shown_shortened_may_have() -> None:
+    assert ids.instant_window("19aee40ea60") == ("2025-12-05T11:23:43.072Z", "2025-12-05T11:23:43.073Z")
+    assert ids.instant_window("19aee40ea60.1352885501405796") == ids.instant_window("19aee40ea60")
+    # a shorter prefix holds every instant it may begin: 7 digits, 16^4 ms
+    assert ids.instant_window("19aee40") == ("2025-12-05T11:22:43.072Z", "2025-12-05T11:23:48.608Z")
+    # within the API's bound on instants (2200), and none past it
+    assert ids.instant_window("699") == ("2199-11-16T15:29:22.944Z", "2200-01-01T00:00:00.000Z")
+    assert ids.instant_window("69a") is None
+    assert ids.instant_window("nothex") is None
+    assert ids.instant_window("1234567890123") is None
+
+
+def _id(n: int) -> str:
+    """A job id of its own for each n, apart from the others from the first digits (Fibonacci hashing)."""
+    return f"job_{(n * 0x9E3779B97F4A7C15) % 16**20:020x}"
 
 
 def test_watch_lines_fit_the_terminal(
