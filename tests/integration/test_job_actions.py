@@ -10,6 +10,7 @@ from unittest import mock
 import pytest
 
 from punctual.domain.errors import LostRace
+from punctual.jobs import changes
 from tests.integration.api_edges import CRON, call, seconds_ahead, snapshot
 from tests.world import World
 
@@ -139,6 +140,45 @@ def test_a_cancel_that_keeps_losing_the_race_gives_up_with_409(
     assert answer.status == 409 and "changed while this request ran" in answer.body["message"], answer.body
     assert lost.call_count == 3  # bounded
     assert snapshot(world) == before
+
+
+@pytest.mark.parametrize(
+    ("change", "ends"),
+    [
+        (("POST", "/pause", {}), ("CANCELLED", "job paused")),
+        (("DELETE", "", None), ("CANCELLED", "job cancelled")),
+        (("PATCH", "", {"schedule": {"type": "cron", "expression": "0 11 * * *"}}), ("SUCCEEDED", None)),
+    ],
+)
+def test_a_run_by_hand_acknowledged_as_a_change_lands_stays_in_the_history(
+    world: World, monkeypatch: pytest.MonkeyPatch, change: tuple[str, str, Any], ends: tuple[str, Any]
+) -> None:
+    # Given a recurring job, and a run by hand whose request read the job before a change landed
+    job = world.create(CRON)
+    method, path, body = change
+    filed = changes.file_one
+    landed: list[Any] = []
+    changing: list[bool] = []
+
+    def change_lands_first(*args: Any, **kwargs: Any) -> Any:
+        if not changing:  # (the run's filing; the change's own, a new schedule's, is let through)
+            changing.append(True)
+            landed.append(world.api(method, f"/jobs/{job['id']}{path}", body))
+        return filed(*args, **kwargs)
+
+    monkeypatch.setattr(changes, "file_one", change_lands_first)
+    run = world.api("POST", f"/jobs/{job['id']}/run")
+    monkeypatch.setattr(changes, "file_one", filed)
+
+    # When both were acknowledged, and a minute passes
+    assert run.status == 202 and [answer.status for answer in landed] == [200]
+    listed_at_once = {e["id"] for e in world.executions(job["id"])}
+    world.run_for(60)
+
+    # Then the run was listed at once and ends, saying why when it did not run: never dropped unseen
+    assert run.body["id"] in listed_at_once
+    [execution] = [e for e in world.executions(job["id"]) if e["id"] == run.body["id"]]
+    assert (execution["status"], execution["error"]) == ends
 
 
 def test_a_patch_from_a_stale_read_is_409_and_leaves_no_run_behind(

@@ -352,9 +352,10 @@ class JobLifecycle:
             created_at=now,
             retry_of=retry_of,
         )
-        if retry_of is not None:
-            # Stored before its marker, with what it retries: the dispatch leaves a stored one as it is.
-            self._store.executions.put_if_absent(queued)
+        # Stored before its marker: acknowledged, it is in the history whatever happens next (a pause
+        # landing before it is sent makes it end CANCELLED there). The dispatch leaves a stored one as
+        # it is.
+        self._store.executions.put_if_absent(queued)
         marker = file_one(
             self._handoff,
             DueMarker(

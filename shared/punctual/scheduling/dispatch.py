@@ -185,7 +185,10 @@ class Dispatcher:
                 continue
             job = jobs.get(marker.job_id)
             reason = skip_reason(job, marker)
-            if reason is None and job is not None:
+            if job is not None and (reason is None or marker.manual):
+                # A run by hand, acknowledged, is stored before its marker (jobs.changes): sent even
+                # if its job was paused or cancelled meanwhile, for the worker to end it in the history
+                # (CANCELLED, saying why), never dropped.
                 runnable.append((marker, job))
             elif storing(job, marker, read_at):
                 result.waiting.append(marker)
