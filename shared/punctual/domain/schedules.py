@@ -65,7 +65,7 @@ def request_instant(text: str) -> datetime:
         # Up to the millisecond Punctual keeps, never down: a run is never before the instant asked.
         instant += timedelta(microseconds=1000 - sub)
     if instant >= LATEST_INSTANT:
-        raise ValueError(BEFORE_LATEST)
+        raise ValueError(BEFORE_LATEST + (", once rounded up to the millisecond kept" if sub else ""))
     return instant
 
 
