@@ -65,7 +65,10 @@ def strict_json(text: str) -> Any:
         raise json.JSONDecodeError(why, text, 0) from None
     # (json_problem's walk of every value costs seconds on a body of millions of tiny ones: what it
     # looks for is read from the text instead, and walked for only where the text cannot tell)
-    within = _nested_within(text, MAX_BODY_DEPTH)
+    bare = _JSON_STRING.sub("", text)
+    if _integer_beyond_a_float(bare):
+        raise json.JSONDecodeError(OUT_OF_RANGE, text, 0)
+    within = _nested_within(bare, MAX_BODY_DEPTH)
     if within is False:
         raise json.JSONDecodeError(f"nested deeper than {MAX_BODY_DEPTH} levels", text, 0)
     if within is None:
@@ -86,15 +89,37 @@ def strict_json(text: str) -> Any:
 def _finite(text: str) -> float:
     number = float(text)
     if not math.isfinite(number):  # (1e400 parses as infinity, which no store keeps)
-        raise ValueError("a number is out of range (beyond about 1.8e308)")
+        raise ValueError(OUT_OF_RANGE)
+    if number == 0.0 and _NONZERO_MANTISSA.match(text):
+        # (1e-400 parses as 0.0: the body sent on would say 0, not what was written)
+        raise ValueError("a number is too small for a float (below about 4.9e-324): write 0 for zero")
     return number
 
 
-def _nested_within(text: str, most: int) -> bool | None:
-    """Whether JSON text (parsed already: it is valid) nests arrays and objects at most `most` deep,
-    read from its brackets alone: a few passes take away the innermost pairs (each pass one level),
-    and what is left is counted bracket by bracket. None if it cannot tell."""
-    brackets = _JSON_STRING.sub("", text).translate(_NOT_BRACKETS)
+OUT_OF_RANGE = "a number is out of range (beyond about 1.8e308)"
+# A number's digits before its exponent, one of them not zero.
+_NONZERO_MANTISSA = re.compile(r"-?0*\.?0*[1-9]")
+# An integer as long as the largest a float holds (1.8e308: 309 digits), or longer, outside strings.
+_LONG_INTEGER = re.compile(r"(?<![\d.eE+-])-?\d{309,}(?![\d.eE])")
+
+
+def _integer_beyond_a_float(bare: str) -> bool:
+    """Whether JSON text without its strings holds an integer no float holds (json.loads keeps any
+    integer whole, up to the interpreter's digits limit; the docs refuse one past a float's range)."""
+    for found in _LONG_INTEGER.finditer(bare):
+        try:
+            float(int(found.group()))
+        except OverflowError:
+            return True
+    return False
+
+
+def _nested_within(bare: str, most: int) -> bool | None:
+    """Whether JSON text (parsed already: it is valid), its strings taken away, nests arrays and
+    objects at most `most` deep, read from its brackets alone: a few passes take away the innermost
+    pairs (each pass one level), and what is left is counted bracket by bracket. None if it cannot
+    tell."""
+    brackets = bare.translate(_NOT_BRACKETS)
     for _ in range(_PASSES):
         if not brackets:
             return True

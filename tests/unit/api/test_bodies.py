@@ -52,6 +52,28 @@ def test_an_unpaired_surrogate_is_refused_wherever_it_comes_from(text: str, refu
         assert strict_json(text)
 
 
-def test_a_number_no_float_holds_is_refused() -> None:
+@pytest.mark.parametrize(
+    "number",
+    ["1e400", "-1e400", "1" + "0" * 309, "-" + "9" * 309, "9" * 4000, "1" + "0" * 400 + ".5"],
+)
+def test_a_number_no_float_holds_is_refused(number: str) -> None:
     with pytest.raises(json.JSONDecodeError, match="out of range"):
-        strict_json('{"x": 1e400}')
+        strict_json('{"x": [1, ' + number + "]}")
+
+
+@pytest.mark.parametrize("number", ["1e-400", "-2.5e-400", "0.05e-400"])
+def test_a_number_too_small_for_a_float_is_refused_not_read_as_zero(number: str) -> None:
+    with pytest.raises(json.JSONDecodeError, match="too small"):
+        strict_json('{"x": ' + number + "}")
+
+
+@pytest.mark.parametrize(
+    "number",
+    ["0", "-0", "0.0", "0e-400", "-0.000e5", "1" + "0" * 308, "1" + "0" * 300 + ".5", "5e-324", "1e308"],
+)
+def test_numbers_a_float_holds_are_taken(number: str) -> None:
+    assert strict_json('{"x": ' + number + "}") == {"x": json.loads(number)}
+
+
+def test_digits_in_a_string_are_text_not_a_number() -> None:
+    assert strict_json('{"x": "' + "9" * 400 + '"}') == {"x": "9" * 400}
