@@ -12,6 +12,7 @@ from typing import Any
 
 from punctual_cli import display
 from punctual_cli.common import EXIT_OK
+from punctual_cli.output import say
 from punctual_client import profiles
 from punctual_client.transport import PunctualClient
 
@@ -99,9 +100,9 @@ def display_for(
 
 
 def cmd_config(client: PunctualClient, args: argparse.Namespace) -> int:
-    print(profiles.describe(profiles.load_profile(args.profile)))
+    say(profiles.describe(profiles.load_profile(args.profile)))
     # (what is called: a flag or the environment may name another endpoint than the profile)
-    print(f"calling {client.endpoint}")
+    say(f"calling {client.endpoint}")
     shown = display.current
     print(f"times shown in {shown.zone_name} (chosen by {shown.chosen_by})")
     return EXIT_OK

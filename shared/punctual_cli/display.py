@@ -230,9 +230,8 @@ GAP = 2
 def fit(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int | None) -> str:
     """Left-aligned columns two spaces apart (the last not padded), fitted to `width`: cut the columns
     that may be cut, then leave out the least needed ones, then cut each line (never wrap). Widths
-    are the terminal's columns a cell takes (`columns_of`), and a direction control in a cell is
-    shown as its escape: a name's right-to-left override would turn the rest of the line."""
-    rows = [[_shown(cell) for cell in row] for row in rows]
+    are the terminal's columns a cell takes (`columns_of`), of each cell as `escaped` shows it."""
+    rows = [[escaped(cell) for cell in row] for row in rows]
     kept = list(range(len(columns)))
     natural = [max([len(columns[i].header), *(columns_of(row[i]) for row in rows)]) for i in kept]
     widths = list(natural)
@@ -293,14 +292,29 @@ def cut(text: str, width: int) -> str:
     return "".join(kept) + ELLIPSIS
 
 
-# Characters that turn the direction of the text after them (embeddings, overrides, isolates, marks).
-_DIRECTION_CONTROLS = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+# What a terminal acts on rather than shows: the C0 controls (ESC begins its escape sequences, BEL
+# ends a window title), DEL and the C1 controls (U+009B is a CSI alone); and the characters that turn
+# the direction of the text after them (embeddings, overrides, isolates, marks).
+_ACTED_ON = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
-def _shown(cell: str) -> str:
-    if cell.isascii() or not any(c in _DIRECTION_CONTROLS for c in cell):
-        return cell
-    return "".join(f"\\u{ord(c):04x}" if c in _DIRECTION_CONTROLS else c for c in cell)
+def escaped(text: str, keep: str = "") -> str:
+    """`text` as a terminal shows it rather than acts on it: each control character as Python writes
+    it in a string (`\\x1b`, `\\x9b`, `\\n`) and each direction control as its `\\u202e`, but those in
+    `keep` (a block of lines keeps its newlines). What the CLI prints for people passes through this:
+    an execution's error, a name or an API's message may hold anything."""
+    if text.isprintable():
+        return text
+
+    def shown(match: re.Match[str]) -> str:
+        char = match.group()
+        if char in keep:
+            return char
+        code = ord(char)
+        return _NAMED_ESCAPES.get(char) or (f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
+
+    return _ACTED_ON.sub(shown, text)
 
 
 def columns_of(text: str) -> int:

@@ -21,8 +21,9 @@ def table(headers: Sequence[str | Column], rows: Iterable[Sequence[str]]) -> str
 
 
 def details(pairs: Sequence[tuple[str, str]]) -> str:
+    """`key:  value` lines, the values lined up, each value on its line as `display.escaped` shows it."""
     width = max(len(key) for key, _ in pairs) + 1
-    return "\n".join(f"{(key + ':').ljust(width)}  {value}" for key, value in pairs)
+    return "\n".join(f"{(key + ':').ljust(width)}  {display.escaped(value)}" for key, value in pairs)
 
 
 def truncate(text: str, limit: int) -> str:
@@ -85,6 +86,7 @@ def counted(count: Any, noun: str) -> str:
 
 
 def fitted(line: str) -> str:
-    """A line cut to the terminal's width (never wrapped)."""
+    """A line as `display.escaped` shows it, cut to the terminal's width (never wrapped)."""
+    line = display.escaped(line)
     width = display.current.width
     return line if width is None else display.cut(line, width)

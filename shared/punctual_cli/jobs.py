@@ -35,7 +35,7 @@ from punctual_cli.job_options import (
     tag_filter,
     task_flags_given,
 )
-from punctual_cli.output import emit_json, print_ids, show, show_page
+from punctual_cli.output import emit_json, print_ids, say, show, show_page
 from punctual_cli.views import executions as execution_views
 from punctual_cli.views import jobs as job_views
 from punctual_client.transport import JsonObject, PunctualClient
@@ -106,7 +106,7 @@ def cmd_jobs_create_batch(client: PunctualClient, args: argparse.Namespace) -> i
     elif args.json:
         emit_json({"items": jobs})
     else:
-        print(job_views.jobs_table(jobs))
+        say(job_views.jobs_table(jobs))
     return EXIT_OK
 
 
@@ -240,9 +240,9 @@ def _bulk(
     if args.json:
         emit_json({"changed": changed, "failed": failed})
     else:
-        print(job_views.jobs_table(changed) if changed else f"no job {verb}")
+        say(job_views.jobs_table(changed) if changed else f"no job {verb}")
         for failure in failed:
-            print(f"not {verb}: {failure.get('id')}: {failure.get('message')}", file=sys.stderr)
+            say(f"not {verb}: {failure.get('id')}: {failure.get('message')}", sys.stderr)
     return EXIT_FAILURE if failed else EXIT_OK
 
 
@@ -284,7 +284,7 @@ def cmd_preview(client: PunctualClient, args: argparse.Namespace) -> int:
     for run in runs:
         note = notes.get(run)
         mark = {"moved": "  [moved by a DST gap]", "repeated": "  [repeated hour]"}.get(note or "", "")
-        print(run_time(run, schedule) + mark)
+        say(run_time(run, schedule) + mark)
     return EXIT_OK
 
 

@@ -30,6 +30,7 @@ from punctual_cli.common import (
     UsageError,
 )
 from punctual_cli.job_options import BUILTIN_TYPES, named_task
+from punctual_cli.output import say
 from punctual_client import profiles
 from punctual_client.endpoints import is_loopback
 from punctual_client.errors import ApiError, ConfigurationError, ConnectionFailed
@@ -37,12 +38,13 @@ from punctual_client.transport import PunctualClient
 
 
 def print_api_error(exc: ApiError, args: argparse.Namespace | None = None) -> None:
-    print(f"punctual: error: {exc.message} (HTTP {exc.status})", file=sys.stderr)
+    # (the message may echo what was sent: an id or a name, control characters and all)
+    say(f"punctual: error: {exc.message} (HTTP {exc.status})", sys.stderr)
     for line in exc.details:
         if line != exc.message:  # a single problem is usually the message itself
-            print(f"  - {line}", file=sys.stderr)
+            say(f"  - {line}", sys.stderr)
     for hint in api_error_hints(exc, args):
-        print(f"  {hint}", file=sys.stderr)
+        say(f"  {hint}", sys.stderr)
 
 
 def api_error_hints(exc: ApiError, args: argparse.Namespace | None) -> list[str]:
@@ -84,7 +86,7 @@ def run_local(args: Sequence[str]) -> int:
     try:
         local = importlib.import_module("punctual_local")
     except ImportError as exc:
-        print(f"punctual: error: the local stack is not available: {exc}", file=sys.stderr)
+        say(f"punctual: error: the local stack is not available: {exc}", sys.stderr)
         return EXIT_FAILURE
     return int(local.main(list(args)) or 0)
 
@@ -206,13 +208,13 @@ def _main(argv: list[str] | None) -> int:
         handler: Handler = args.handler
         return handler(client, args)
     except (UsageError, ConfigurationError) as exc:
-        print(f"punctual: error: {exc}", file=sys.stderr)
+        say(f"punctual: error: {exc}", sys.stderr)
         return EXIT_USAGE
     except ApiError as exc:
         print_api_error(exc, args)
         return EXIT_FAILURE
     except ConnectionFailed as exc:
-        print(f"punctual: error: {exc}", file=sys.stderr)
+        say(f"punctual: error: {exc}", sys.stderr)
         if client is not None and is_loopback(client.endpoint):
             print(
                 "  is the local stack running? start it with `punctual local` (or `make run`)",

@@ -18,7 +18,7 @@ from punctual.platform.clock import Clock
 from punctual.platform.timefmt import parse_rfc3339, to_rfc3339
 from punctual_cli import common, display, formatting
 from punctual_cli.common import add_paging_options
-from punctual_cli.output import print_ids
+from punctual_cli.output import emit_json, print_ids, say
 from punctual_cli.views import executions as execution_views
 from punctual_client.transport import JsonObject, PunctualClient
 
@@ -126,11 +126,11 @@ def policy_fields(args: argparse.Namespace) -> JsonObject:
 def cmd_retry(client: PunctualClient, args: argparse.Namespace) -> int:
     execution = client.retry_execution(args.job, args.execution)
     if args.quiet:
-        print(execution.get("id", ""))
+        print_ids([execution])
     elif args.json:
-        print(json.dumps(execution, indent=2))
+        emit_json(execution)
     else:
-        print(execution_views.executions_table([execution], args.job))
+        say(execution_views.executions_table([execution], args.job))
     return 0
 
 
@@ -143,9 +143,9 @@ def cmd_dead_letters_list(client: PunctualClient, args: argparse.Namespace) -> i
     if args.quiet:
         print_ids(items, "execution_id")
     elif args.json:
-        print(json.dumps(page, indent=2))
+        emit_json(page)
     else:
-        print(execution_views.dead_letters_table(items) if items else "no dead letters")
+        say(execution_views.dead_letters_table(items) if items else "no dead letters")
         if page.get("next_cursor"):
             print("(more dead letters: --all, or --cursor NEXT_CURSOR from --json)", file=sys.stderr)
     return 0
@@ -156,7 +156,7 @@ def cmd_coming_up(client: PunctualClient, args: argparse.Namespace) -> int:
     any, with their busiest jobs, so that a burst shows before it comes."""
     answer = client.coming_up()
     if args.json:
-        print(json.dumps(answer, indent=2))
+        emit_json(answer)
         return 0
     minutes = [m for m in answer.get("minutes") or [] if m.get("count")]
     if not minutes:
@@ -174,12 +174,9 @@ def cmd_coming_up(client: PunctualClient, args: argparse.Namespace) -> int:
                     named + (f", and {more} more" if more > 0 else ""),
                 ]
             )
-        print(formatting.table(["MINUTE", "RUNS", "BUSIEST JOBS (RUNS)"], rows))
+        say(formatting.table(["MINUTE", "RUNS", "BUSIEST JOBS (RUNS)"], rows))
     if not answer.get("complete"):
-        print(
-            f"(counted from the first {answer.get('jobs_read')} ACTIVE jobs read: you have more)",
-            file=sys.stderr,
-        )
+        say(f"(counted from the first {answer.get('jobs_read')} ACTIVE jobs read: you have more)", sys.stderr)
     return 0
 
 
@@ -195,12 +192,12 @@ def cmd_dead_letters_redrive(client: PunctualClient, args: argparse.Namespace) -
     for start in range(0, len(ids), MAX_REDRIVE):
         results += client.redrive(ids[start : start + MAX_REDRIVE])
     if args.json:
-        print(json.dumps({"items": results}, indent=2))
+        emit_json({"items": results})
     elif args.quiet:
         print_ids([r for r in results if r.get("result") == "redriven"], "execution_id")
     else:
         for result in results:
-            print(f"{result.get('execution_id')}  {result.get('result')}")
+            say(f"{result.get('execution_id')}  {result.get('result')}")
         if not results:
             print("no dead letters")
     return 1 if any(r.get("result") == "failed" for r in results) else 0
@@ -243,9 +240,9 @@ def serve_receiver(
             what = kind or self.headers.get("X-Punctual-Execution-Id") or ""
             line = f"{display.current.clock(clock.now())}  {self.command} {self.path}  {what}  -> {status}{verdict}"
             with lock:
-                print(line, file=out, flush=True)
+                say(line, out, flush=True)
                 if body is not None:
-                    print("  " + json.dumps(body)[:2000], file=out, flush=True)
+                    say("  " + json.dumps(body)[:2000], out, flush=True)
             payload = json.dumps({"received": status < 300}).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

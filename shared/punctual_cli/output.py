@@ -1,19 +1,42 @@
 """How a command prints what the API answered: as JSON (`--json`), as ids only (`-q`), or for
-people; a page of a list with the hint to the rest."""
+people; a page of a list with the hint to the rest.
+
+What comes from outside goes out through `say` (for people), `json_text` or `print_ids`: an
+execution's error is what a webhook receiver answered and an API's message may echo what was sent, and
+a control character in either would reach the terminal as a command (clear the screen, set the window
+title) were it not shown as its escape."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import IO, Any
 
+from punctual_cli import display
 from punctual_client.transport import JsonObject
+
+# What JSON leaves as it is (written with its non-ASCII characters) that a terminal acts on: DEL and
+# the C1 controls; JSON escapes the C0 ones itself.
+_UNESCAPED_IN_JSON = re.compile(r"[\x7f-\x9f]")
+
+
+def say(text: str, file: IO[str] | None = None, *, flush: bool = False) -> None:
+    """Print `text` for people (stdout, else `file`), its lines kept, any other control character
+    shown as its escape (display.escaped)."""
+    print(display.escaped(text, keep="\n"), file=file, flush=flush)
+
+
+def json_text(value: Any, indent: int | None = 2) -> str:
+    """`value` as JSON, non-ASCII characters as they are but no character a terminal acts on."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    return _UNESCAPED_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def emit_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
+    print(json_text(value))
 
 
 def show(value: Any, args: argparse.Namespace, render: Callable[[Any], str]) -> None:
@@ -22,7 +45,7 @@ def show(value: Any, args: argparse.Namespace, render: Callable[[Any], str]) -> 
     elif args.json:
         emit_json(value)
     else:
-        print(render(value))
+        say(render(value))
 
 
 def show_page(
@@ -35,9 +58,9 @@ def show_page(
         emit_json(page)
         return
     items = page.get("items") or []
-    print(render(items) if items else f"no {noun}")
+    say(render(items) if items else f"no {noun}")
     if page.get("next_cursor"):
-        print(more_hint(noun), file=sys.stderr)
+        say(more_hint(noun), sys.stderr)
 
 
 def more_hint(noun: str) -> str:
@@ -48,4 +71,4 @@ def more_hint(noun: str) -> str:
 def print_ids(items: list[Any], key: str = "id") -> None:
     for item in items:
         if isinstance(item, dict) and item.get(key):
-            print(item[key])
+            print(display.escaped(str(item[key])))  # one a line, whatever it holds

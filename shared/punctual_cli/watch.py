@@ -7,7 +7,6 @@ one due, then the changes of the jobs with something going on."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -25,7 +24,7 @@ from punctual_cli.common import (
     positive_float,
     positive_int,
 )
-from punctual_cli.output import show_page
+from punctual_cli.output import json_text, say, show_page
 from punctual_cli.views import executions as execution_views
 from punctual_client.errors import ConnectionFailed
 from punctual_client.transport import JsonObject, PunctualClient
@@ -67,14 +66,14 @@ def _print_watch_changes(
         previous = seen.get(execution_id)
         if previous is None or _changed(previous, execution):
             if args.quiet:
-                print(execution_id, flush=True)
+                print(display.escaped(execution_id), flush=True)
             elif args.json:
-                print(json.dumps(execution), flush=True)
+                print(json_text(execution, indent=None), flush=True)
             else:
                 line = execution_views.watch_line(
                     now, execution, previous, short[execution_id], history=history
                 )
-                print(line, flush=True)
+                say(line, flush=True)
         seen[execution_id] = execution
     if history and not (args.quiet or args.json):
         # (a job with no run yet has no history: the line still says where the live changes start)
@@ -92,7 +91,7 @@ def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
     seen: dict[str, JsonObject] = {}
     job_status: str | None = None
     if not args.json:
-        print(f"watching job {args.job} every {args.interval:g}s (Ctrl-C to stop)", file=sys.stderr)
+        say(f"watching job {args.job} every {args.interval:g}s (Ctrl-C to stop)", sys.stderr)
     try:
         while True:
             try:
@@ -102,18 +101,18 @@ def cmd_watch(client: PunctualClient, args: argparse.Namespace) -> int:
                 if job_status is None:
                     raise  # never reached it: a wrong endpoint, not a restart
                 # The local stack restarting is no reason to end a live view.
-                print(f"punctual: watch: {exc}; retrying", file=sys.stderr)
+                say(f"punctual: watch: {exc}; retrying", sys.stderr)
             else:
                 now = common.clock.now()
                 first = job_status is None
                 changed = job.get("status") != job_status and not args.json
                 line = f"{display.current.clock(now)}  job {args.job}  "
                 if changed and first:
-                    print(line + str(job.get("status")), flush=True)
+                    say(line + str(job.get("status")), flush=True)
                 # (a run's end before the job's change it brings: a one-time job completes as its run ends)
                 _print_watch_changes(args, now, page.get("items") or [], seen, history=first)
                 if changed and not first:
-                    print(line + f"{job_status} -> {job.get('status')}", flush=True)
+                    say(line + f"{job_status} -> {job.get('status')}", flush=True)
                 job_status = str(job.get("status"))
                 if _watch_done(args, job, seen):
                     return 0
@@ -250,9 +249,11 @@ class Tail:
         previous: Mapping[str, Any] | None,
     ) -> None:
         if self._quiet:
-            self._out(str(execution.get("id")))
+            self._out(display.escaped(str(execution.get("id"))))
         elif self._json:
-            self._out(json.dumps({"job": {"id": job["id"], "name": job.get("name")}, **execution}))
+            self._out(
+                json_text({"job": {"id": job["id"], "name": job.get("name")}, **execution}, indent=None)
+            )
         else:
             short = display.execution_ids([str(execution.get("id"))])[str(execution.get("id"))]
             self._out(
@@ -266,7 +267,7 @@ class Tail:
             return
         change = {"job": job["id"], "status": job.get("status"), "previous_status": before.get("status")}
         if self._json:
-            self._out(json.dumps({**change, "pause_note": job.get("pause_note")}))
+            self._out(json_text({**change, "pause_note": job.get("pause_note")}, indent=None))
             return
         note = f"  ({job['pause_note']})" if job.get("pause_note") else ""
         self._out(
@@ -282,7 +283,7 @@ def _job_label(job: Mapping[str, Any]) -> str:
     rest of the line needs the room more."""
     width = display.current.width
     size = 16 if width is not None and width < WIDE else 24
-    return display.cut(str(job.get("name") or job["id"]), size).ljust(size)
+    return display.cut(display.escaped(str(job.get("name") or job["id"])), size).ljust(size)
 
 
 def _own_time(execution: Mapping[str, Any]) -> datetime:
@@ -305,7 +306,7 @@ def watch_all(client: PunctualClient, args: argparse.Namespace, clock: Clock) ->
         name_prefix=getattr(args, "name_prefix", None),
         json_lines=args.json,
         quiet=args.quiet,
-        out=lambda line: print(line, flush=True),
+        out=lambda line: say(line, flush=True),
     )
     deadline = clock.now() + timedelta(seconds=args.timeout) if args.timeout is not None else None
     if not (args.json or args.quiet):
@@ -319,7 +320,7 @@ def watch_all(client: PunctualClient, args: argparse.Namespace, clock: Clock) ->
             except ConnectionFailed as exc:
                 if not reached:
                     raise
-                print(f"punctual: watch: {exc}; retrying", file=sys.stderr)
+                say(f"punctual: watch: {exc}; retrying", sys.stderr)
             if args.count is not None and tail.finished >= args.count:
                 return 0
             if deadline is not None and clock.now() >= deadline:
