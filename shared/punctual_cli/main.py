@@ -33,7 +33,7 @@ from punctual_cli.job_options import BUILTIN_TYPES, named_task
 from punctual_cli.output import say
 from punctual_client import profiles
 from punctual_client.endpoints import is_loopback
-from punctual_client.errors import ApiError, ConfigurationError, ConnectionFailed
+from punctual_client.errors import ApiError, ConfigurationError, ConnectionFailed, InvalidId
 from punctual_client.transport import PunctualClient
 
 
@@ -207,7 +207,7 @@ def _main(argv: list[str] | None) -> int:
         resolve_ids(client, args)
         handler: Handler = args.handler
         return handler(client, args)
-    except (UsageError, ConfigurationError) as exc:
+    except (UsageError, ConfigurationError, InvalidId) as exc:
         say(f"punctual: error: {exc}", sys.stderr)
         return EXIT_USAGE
     except ApiError as exc:

@@ -14,7 +14,7 @@ Off Lambda (punctual.OFF_LAMBDA): it speaks the HTTP API through the command's t
 
 from punctual_client._client import Client
 from punctual_client._results import Execution, Job
-from punctual_client.errors import ApiError, ConfigurationError, ConnectionFailed, PunctualError
+from punctual_client.errors import ApiError, ConfigurationError, ConnectionFailed, InvalidId, PunctualError
 
 __all__ = [
     "ApiError",
@@ -22,6 +22,7 @@ __all__ = [
     "ConfigurationError",
     "ConnectionFailed",
     "Execution",
+    "InvalidId",
     "Job",
     "PunctualError",
 ]

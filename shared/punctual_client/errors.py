@@ -1,5 +1,5 @@
-"""The client's errors: the API answered an error, the endpoint could not be reached, or the client
-cannot make a request as configured. All are PunctualError."""
+"""The client's errors: the API answered an error, the endpoint could not be reached, the client
+cannot make a request as configured, or an id could not be sent. All are PunctualError."""
 
 from __future__ import annotations
 
@@ -53,6 +53,11 @@ class ConnectionFailed(PunctualError):
 
 class ConfigurationError(PunctualError):
     """The client cannot make a request as configured (no credentials, no region)."""
+
+
+class InvalidId(PunctualError, ValueError):
+    """An id or task name that names nothing and that no request could carry whole (`a/run`): refused
+    before a request is sent."""
 
 
 def _describe_detail(item: Any) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 from punctual import __version__
 from punctual_client.auth import Authenticator, BearerAuth, SigV4Auth
 from punctual_client.endpoints import DEFAULT_TOKEN, default_endpoint, is_loopback, region_for, scheme_hint
-from punctual_client.errors import ApiError, ConfigurationError, ConnectionFailed
+from punctual_client.errors import ApiError, ConfigurationError, ConnectionFailed, InvalidId
 
 USER_AGENT = f"punctual-cli/{__version__}"
 # A request refused for load is sent again up to this many times, after the wait the answer names.
@@ -266,7 +266,7 @@ class PunctualClient:
 
     def retry_execution(self, job_id: str, execution_id: str) -> JsonObject:
         """Run a finished execution that did not succeed once more; returns the new Execution (202)."""
-        path = _job_path(job_id, "executions") + "/" + urllib.parse.quote(execution_id, safe="") + "/retry"
+        path = _job_path(job_id, "executions") + "/" + _segment(execution_id, "execution id") + "/retry"
         result: JsonObject = self._call("POST", path)
         return result
 
@@ -331,12 +331,28 @@ class PunctualClient:
 
 
 def _task_path(name: str) -> str:
-    return "/tasks/" + urllib.parse.quote(name, safe="")
+    return "/tasks/" + _segment(name, "task name")
 
 
 def _job_path(job_id: str, action: str | None = None) -> str:
-    path = "/jobs/" + urllib.parse.quote(job_id, safe="")
+    path = "/jobs/" + _segment(job_id, "job id")
     return f"{path}/{action}" if action else path
+
+
+# What no encoding keeps inside one segment: an HTTP API (the deployed default, and the local stack's)
+# hands the API the path decoded, where `/` separates segments and `?` or `#` ends the path.
+_NOT_IN_A_SEGMENT = frozenset("/?#")
+
+
+def _segment(value: str, noun: str) -> str:
+    """`value` percent-encoded as one segment of a path. A value that would not reach the API as one
+    (`job_1/executions` would be read as that job's executions), and that no id or task name is, is
+    refused: `/`, `?` or `#` in it, or empty, `.` or `..`."""
+    if value in ("", ".", "..") or not _NOT_IN_A_SEGMENT.isdisjoint(value):
+        raise InvalidId(
+            f"{value!r} cannot be a {noun}: no {noun} holds '/', '?' or '#', or is empty, '.' or '..'"
+        )
+    return urllib.parse.quote(value, safe="")
 
 
 def _load_wait(response: Response) -> float | None:

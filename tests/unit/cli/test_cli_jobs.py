@@ -8,6 +8,8 @@ import pytest
 
 from tests.unit.cli.fake_api import FakeApi, execution, job, run
 
+JOB = "job_1a2b3c4d5e6f70819a2b"  # a whole id, as the API draws them
+
 
 def test_list_prints_an_aligned_table(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
     # Given two jobs, one with a last execution
@@ -73,18 +75,50 @@ def test_list_one_page_tells_people_how_to_get_more(api: FakeApi, capsys: pytest
 def test_get_prints_details_and_quotes_the_id(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
     # Given a job whose id needs quoting in a path
     api.answer(
-        "GET", "/jobs/a%2Fb", job("a/b", last_execution=execution("ex-1", "FAILED", 3, error="HTTP 500"))
+        "GET", "/jobs/a%20b%25", job("a b%", last_execution=execution("ex-1", "FAILED", 3, error="HTTP 500"))
     )
 
     # When it is fetched
-    code, out, _ = run(api, capsys, "jobs", "get", "a/b")
+    code, out, _ = run(api, capsys, "jobs", "get", "a b%")
 
     # Then the path is quoted and the details show task, retry and the last execution
     assert code == 0
-    assert api.sent()[0].path == "/jobs/a%2Fb"
+    assert api.sent()[0].path == "/jobs/a%20b%25"
     assert "http POST https://example.com/hook" in out
     assert "3 attempts, backoff 2s, max 5m" in out
     assert "FAILED" in out and "HTTP 500" in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["jobs", "get", f"{JOB}/executions"], id="a path below the job"),
+        pytest.param(["jobs", "get", f"{JOB}?x=1"], id="a query string"),
+        pytest.param(["jobs", "get", f"{JOB}#x"], id="a fragment"),
+        pytest.param(["jobs", "run", f"{JOB}/../{JOB}"], id="a dot segment between ids"),
+        pytest.param(["jobs", "cancel", ".."], id="a dot segment alone"),
+        pytest.param(["jobs", "get", ""], id="nothing"),
+        pytest.param(["executions", f"{JOB}/run"], id="an action below the job"),
+        pytest.param(["jobs", "retry", JOB, f"{JOB}.1/../2"], id="an execution's path"),
+        pytest.param(["tasks", "get", "report/x"], id="a task's path"),
+    ],
+)
+def test_an_id_no_path_segment_can_carry_is_refused_before_any_request(
+    api: FakeApi, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    # Given an API behind an HTTP API, which decodes the path before routing: `%2F` arrives as `/`,
+    # so `JOB/executions` would be read as the job's executions however it is encoded
+    api.answer("GET", f"/jobs/{JOB}/executions", {"items": [], "next_cursor": None})
+    api.answer("GET", f"/jobs/{JOB}", job(JOB))
+
+    # When the id given holds what ends or splits a path segment, or is a dot segment
+    code, out, err = run(api, capsys, *argv)
+
+    # Then it is a usage error naming the id, and nothing is sent, let alone shown
+    assert code == 2
+    assert out == ""
+    assert "punctual: error: " in err and "holds '/', '?' or '#'" in err
+    assert api.sent() == []
 
 
 def test_update_amends_retry_and_task_params_of_the_current_job(

@@ -64,6 +64,33 @@ def test_errors_are_the_commands_own(cli_api: FakeApi) -> None:
     assert refused.value.status == 404 and refused.value.details == ["id: no such job"]
 
 
+@pytest.mark.parametrize("job_id", ["job-1/executions", "job-1?limit=1", "job-1#x", "..", ""])
+def test_an_id_that_would_not_reach_the_api_as_one_path_segment_is_refused(
+    cli_api: FakeApi, job_id: str
+) -> None:
+    client = Client(cli_api.url)
+
+    with pytest.raises(errors.InvalidId) as refused:
+        client.get_job(job_id)
+
+    assert isinstance(refused.value, errors.PunctualError) and isinstance(refused.value, ValueError)
+    assert repr(job_id) in str(refused.value)
+    assert cli_api.sent() == []
+
+
+def test_ids_and_names_go_in_a_path_percent_encoded_each_as_one_segment(cli_api: FakeApi) -> None:
+    cli_api.answer("POST", "/jobs/job%201%25/executions/ex%C3%A9%1B/retry", execution("ex-2", "QUEUED"))
+    cli_api.answer("GET", "/tasks/r%C3%A9port%20x", {"name": "réport x"})
+
+    Client(cli_api.url).retry_execution("job 1%", "exé\x1b")
+    Client(cli_api.url).http.get_task("réport x")
+
+    assert [r.path for r in cli_api.sent()] == [
+        "/jobs/job%201%25/executions/ex%C3%A9%1B/retry",
+        "/tasks/r%C3%A9port%20x",
+    ]
+
+
 def test_wait_gives_up_after_its_timeout_on_the_clients_clock(cli_api: FakeApi) -> None:
     cli_api.answer(
         "GET", "/jobs/job-1/executions", {"items": [execution("ex-1", "RUNNING")], "next_cursor": None}
