@@ -38,6 +38,7 @@ from punctual_cli.job_options import (
 from punctual_cli.output import emit_json, print_ids, say, show, show_page
 from punctual_cli.views import executions as execution_views
 from punctual_cli.views import jobs as job_views
+from punctual_client.errors import ApiError
 from punctual_client.transport import JsonObject, PunctualClient
 
 JOB_STATUSES = ("ACTIVE", "PAUSED", "CANCELLED", "COMPLETED")
@@ -138,7 +139,28 @@ def _updated_schedule(args: argparse.Namespace, current_job: Callable[[], JsonOb
     return schedule
 
 
+# How many times `jobs update` reads the job and applies its change again when another change lands
+# between its read and its write (412): each loss means someone else's change was kept.
+UPDATE_ATTEMPTS = 3
+
+
 def cmd_jobs_update(client: PunctualClient, args: argparse.Namespace) -> int:
+    for attempt in range(1, UPDATE_ATTEMPTS + 1):
+        try:
+            updated = _update(client, args)
+        except ApiError as exc:
+            if exc.status != 412 or attempt == UPDATE_ATTEMPTS:
+                raise
+            continue
+        show(updated, args, job_views.job_details)
+        return EXIT_OK
+    raise AssertionError("unreachable")
+
+
+def _update(client: PunctualClient, args: argparse.Namespace) -> JsonObject:
+    """The job changed as the command line says. What is amended from the job as read (its task's
+    parameters, tags, retry, policy, schedule) is sent on condition that the job is still as read
+    (If-Match): a change landing between would otherwise be undone."""
     current: JsonObject | None = None
 
     def current_job() -> JsonObject:
@@ -179,8 +201,8 @@ def cmd_jobs_update(client: PunctualClient, args: argparse.Namespace) -> int:
             "nothing to change: give --name, a schedule, a task, or retry, timeout, policy or "
             "monitoring options"
         )
-    show(client.update_job(args.job, changes), args, job_views.job_details)
-    return EXIT_OK
+    revision = None if current is None else current.get("revision")
+    return client.update_job(args.job, changes, revision=revision if isinstance(revision, int) else None)
 
 
 def cmd_jobs_list(client: PunctualClient, args: argparse.Namespace) -> int:

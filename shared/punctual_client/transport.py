@@ -211,8 +211,13 @@ class PunctualClient:
         result: JsonObject = self._call("GET", _job_path(job_id))
         return result
 
-    def update_job(self, job_id: str, changes: Mapping[str, Any]) -> JsonObject:
-        result: JsonObject = self._call("PATCH", _job_path(job_id), body=dict(changes))
+    def update_job(
+        self, job_id: str, changes: Mapping[str, Any], *, revision: int | None = None
+    ) -> JsonObject:
+        """PATCH a job; with `revision` (its `revision` as read), only if it is still at it: else
+        ApiError 412, and nothing changed (read it again and apply the change to that)."""
+        headers = None if revision is None else {"If-Match": f'"{revision}"'}
+        result: JsonObject = self._call("PATCH", _job_path(job_id), body=dict(changes), headers=headers)
         return result
 
     def cancel_job(self, job_id: str) -> JsonObject:

@@ -181,6 +181,67 @@ def test_a_run_by_hand_acknowledged_as_a_change_lands_stays_in_the_history(
     assert (execution["status"], execution["error"]) == ends
 
 
+def test_a_patch_on_condition_of_the_revision_read_changes_only_that_revision(world: World) -> None:
+    # Given a job read by two clients, its ETag its revision
+    job = world.create(CRON)
+    read = world.api("GET", f"/jobs/{job['id']}")
+    at = read.body["revision"]
+    assert read.headers["ETag"] == f'"{at}"'
+
+    # When one renames it on condition of what it read, then the other does the same from its read
+    first = world.api("PATCH", f"/jobs/{job['id']}", {"name": "first"}, headers={"If-Match": f'"{at}"'})
+    stale = world.api(
+        "PATCH",
+        f"/jobs/{job['id']}",
+        {"name": "second", "policy": {"max_runs": 3}},
+        headers={"If-Match": read.headers["ETag"]},
+    )
+
+    # Then the first is made (the next revision, its ETag with it) and the second refused with 412,
+    # changing nothing: no lost update
+    assert (first.status, first.body["revision"], first.headers["ETag"]) == (200, at + 1, f'"{at + 1}"')
+    assert stale.status == 412, stale.body
+    assert f"revision {at + 1}, not {at}" in stale.body["message"]
+    after = world.job(job["id"])
+    assert (after["name"], after["policy"].get("max_runs"), after["revision"]) == ("first", None, at + 1)
+    # and any revision (`*`) or none changes it as before
+    assert (
+        world.api("PATCH", f"/jobs/{job['id']}", {"name": "third"}, headers={"If-Match": "*"}).status == 200
+    )
+    assert world.api("PATCH", f"/jobs/{job['id']}", {"name": "fourth"}).body["revision"] == at + 3
+
+
+@pytest.mark.parametrize("given", ['W/"1"', "1", '"1", "2"', '"x"', '""', '"' + "9" * 20 + '"'])
+def test_an_if_match_that_is_no_etag_of_a_job_is_refused(world: World, given: str) -> None:
+    job = world.create(CRON)
+    answer = world.api("PATCH", f"/jobs/{job['id']}", {"name": "renamed"}, headers={"If-Match": given})
+    assert (answer.status, answer.body["field"]) == (400, "header if-match"), answer.body
+    assert world.job(job["id"])["name"] == job["name"]
+
+
+def test_a_patch_on_condition_losing_the_race_to_another_change_is_412(world: World) -> None:
+    # Given a job as read, and another change landing between the PATCH's read and its write
+    job = world.create(CRON)
+    etag = world.api("GET", f"/jobs/{job['id']}").headers["ETag"]
+    theirs: list[Any] = []
+
+    write = changes.JobLifecycle._write
+
+    def another_change_first(lifecycle: Any, read: Any, *args: Any, **kwargs: Any) -> Any:
+        if not theirs:
+            theirs.append(None)  # (the other change's own write goes through)
+            theirs[0] = world.api("PATCH", f"/jobs/{read.id}", {"name": "theirs"})
+        return write(lifecycle, read, *args, **kwargs)
+
+    with mock.patch.object(changes.JobLifecycle, "_write", another_change_first):
+        answer = world.api("PATCH", f"/jobs/{job['id']}", {"name": "mine"}, headers={"If-Match": etag})
+    assert [t.status for t in theirs] == [200]
+
+    # Then it is refused with 412, and the other change stands
+    assert answer.status == 412, answer.body
+    assert world.job(job["id"])["name"] == "theirs"
+
+
 def test_a_patch_from_a_stale_read_is_409_and_leaves_no_run_behind(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:

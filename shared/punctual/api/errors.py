@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from pydantic import BaseModel
 
 from punctual.api.schemas import ErrorOut
-from punctual.domain.errors import Conflict, InvalidRequest, NotFound, RetryableStoreError
+from punctual.domain.errors import Conflict, InvalidRequest, NotFound, PreconditionFailed, RetryableStoreError
 from punctual.platform.observability import logger
 
 # The exception handlers; the resolvers include this router with the routes'.
@@ -25,9 +25,10 @@ class Unauthorized(Exception):
 
 
 IDEMPOTENCY_KEY_FIELD = "header idempotency-key"
+IF_MATCH_FIELD = "header if-match"
 # Fields whose bad values answer 400 rather than 422: not part of the body the client composed, but
 # what it carries along (a cursor it was given, a key it made up), as docs/api.md says of cursors.
-BAD_REQUEST_FIELDS = frozenset({"cursor", IDEMPOTENCY_KEY_FIELD})
+BAD_REQUEST_FIELDS = frozenset({"cursor", IDEMPOTENCY_KEY_FIELD, IF_MATCH_FIELD})
 
 
 # Why a body that is JSON but not an object is refused (said as it is, not as bad JSON).
@@ -82,7 +83,7 @@ def _cut(text: str | None, most: int) -> str | None:
 _ERRORS = {
     400: {
         "description": "Bad input outside the body: an invalid or empty cursor; an Idempotency-Key empty, "
-        "over-long or outside printable ASCII.",
+        "over-long or outside printable ASCII; an If-Match that is not a job's ETag.",
         "content": {"application/json": {"model": ErrorOut}},
     },
     401: {
@@ -95,6 +96,10 @@ _ERRORS = {
     },
     409: {
         "description": "Not possible in the job's state.",
+        "content": {"application/json": {"model": ErrorOut}},
+    },
+    412: {
+        "description": "If-Match named a revision the job is no longer at: read it again.",
         "content": {"application/json": {"model": ErrorOut}},
     },
     415: {
@@ -177,6 +182,11 @@ def _not_found(exc: NotFound) -> Response[Any]:
 @router.exception_handler(Conflict)
 def _conflict(exc: Conflict) -> Response[Any]:
     return error_response(409, str(exc))
+
+
+@router.exception_handler(PreconditionFailed)
+def _precondition_failed(exc: PreconditionFailed) -> Response[Any]:
+    return error_response(412, str(exc))
 
 
 @router.exception_handler(Unauthorized)

@@ -13,7 +13,7 @@ from urllib.parse import unquote_plus
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent, APIGatewayProxyEventV2
 from pydantic import Field
 
-from punctual.api.errors import IDEMPOTENCY_KEY_FIELD, Unauthorized, error_event_response
+from punctual.api.errors import IDEMPOTENCY_KEY_FIELD, IF_MATCH_FIELD, Unauthorized, error_event_response
 from punctual.api.schemas import JobIn
 from punctual.domain.errors import InvalidRequest
 from punctual.domain.models import TaskRef, TaskSpec
@@ -100,6 +100,27 @@ def checked_idempotency_key(value: str | None) -> str | None:
         f"{IDEMPOTENCY_KEY_FIELD}: Idempotency-Key {why}: send 1 to {MAX_IDEMPOTENCY_KEY} printable ASCII "
         "characters (U+0020 to U+007E), or no header at all",
         field=IDEMPOTENCY_KEY_FIELD,
+    )
+
+
+def if_match_revision(value: str | None) -> int | None:
+    """The revision an If-Match header names: a job's ETag as its answers give it (`"3"`), or None
+    for no header or `*` (any revision: the job exists, which every change requires anyway)."""
+    if value is None or value.strip() == "*":
+        return None
+    tag = value.strip()
+    if (
+        len(tag) <= 12
+        and tag.startswith('"')
+        and tag.endswith('"')
+        and tag[1:-1].isdecimal()
+        and tag.isascii()
+    ):
+        return int(tag[1:-1])
+    raise InvalidRequest(
+        f'{IF_MATCH_FIELD}: If-Match is not a job\'s ETag: send the ETag its answers give (`"3"`), one '
+        "alone, or no header",
+        field=IF_MATCH_FIELD,
     )
 
 

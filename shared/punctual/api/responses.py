@@ -89,6 +89,7 @@ def job_out(job: Job, now: datetime) -> JobOut:
         ),
         pause_note=job.pause_note,
         paused_at=_iso(job.paused_at),
+        revision=job.revision,
     )
 
 
@@ -108,6 +109,8 @@ def task_out(task: NamedTask) -> TaskOut:
     )
 
 
-def json_response(model: BaseModel, status: int = 200) -> Response[Any]:
+def json_response(
+    model: BaseModel, status: int = 200, headers: dict[str, str] | None = None
+) -> Response[Any]:
     # The resolver validates the model against the route's declared response and serializes it.
-    return Response(status_code=status, content_type="application/json", body=model)
+    return Response(status_code=status, content_type="application/json", body=model, headers=headers)

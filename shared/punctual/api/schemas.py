@@ -119,6 +119,10 @@ class JobOut(BaseModel):
     signing: SigningOut
     pause_note: str | None = Field(default=None, description="Why a PAUSED job was paused.")
     paused_at: str | None = None
+    revision: int = Field(
+        description="One more with every change through the API; the ETag of the job's answers. A "
+        'PATCH with If-Match: "<revision>" changes the job only at that revision (else 412).'
+    )
 
 
 class JobPage(BaseModel):

@@ -27,6 +27,11 @@ class Conflict(PunctualError):
     """The request cannot apply to the resource in its current state."""
 
 
+class PreconditionFailed(PunctualError):
+    """A change made on condition that the resource is still at the revision its caller read
+    (If-Match), which it no longer is."""
+
+
 class LostRace(PunctualError):
     """A conditional write found the item changed by someone else (ConditionalCheckFailed)."""
 

@@ -134,6 +134,9 @@ class Job:
     # an entry of its own: while nothing but its run's end (and a failure's flag) has written it, and
     # it expires before that entry does (store/jobs.py). None: listed on its own.
     listed_in: str | None = None
+    # One more with every change through the API (store/jobs.py): what If-Match names, so that a
+    # change read-modify-written by one client does not undo another's.
+    revision: int = 1
 
     @property
     def recurring(self) -> bool:

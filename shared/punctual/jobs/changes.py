@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Protocol
 
-from punctual.domain.errors import Conflict, InvalidRequest, LostRace, NotFound
+from punctual.domain.errors import Conflict, InvalidRequest, LostRace, NotFound, PreconditionFailed
 from punctual.domain.executions import Execution, ExecutionStatus, manual_execution_id, scheduled_at_of
 from punctual.domain.models import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -74,6 +74,8 @@ class JobChanges:
     notify: tuple[NotifyRule, ...] | None = None
     # A new secret (the current one stays valid beside it for a while), None to sign nothing.
     signing_secret: str | _Unchanged | None = UNCHANGED
+    # Made only if the job is still at this revision (If-Match: the one its caller read).
+    if_revision: int | None = None
 
 
 class JobReader(Protocol):
@@ -105,6 +107,7 @@ class JobLifecycle:
 
     def update(self, owner: str, job_id: str, changes: JobChanges) -> Job:
         job = self._reader.get(owner, job_id)
+        _still_at(job, changes.if_revision)
         if job.status is JobStatus.CANCELLED:
             raise Conflict("job is CANCELLED and cannot be changed")
         now = self._clock.now()
@@ -173,7 +176,12 @@ class JobLifecycle:
                 marker = file_one(self._handoff, marker_for(job.id, runs_at, version))
         if fields.keys() == {"updated_at"}:
             return job  # (nothing to change: an empty PATCH writes nothing, not even updated_at)
-        updated = self._write(job, fields, withdraw=marker)
+        try:
+            updated = self._write(job, fields, withdraw=marker, revision=changes.if_revision)
+        except Conflict:
+            if changes.if_revision is not None:
+                _still_at(self._reader.get(owner, job_id), changes.if_revision)
+            raise
         if marker is not None:
             self._handoff.enqueue(marker)
         return updated
@@ -371,7 +379,9 @@ class JobLifecycle:
         # (a retry is stored QUEUED before its hand-off: it reads so whether or not that sent it)
         return queued if sent or retry_of is not None else replace(queued, status=ExecutionStatus.PENDING)
 
-    def _write(self, job: Job, fields: dict[str, Any], withdraw: DueMarker | None = None) -> Job:
+    def _write(
+        self, job: Job, fields: dict[str, Any], withdraw: DueMarker | None = None, revision: int | None = None
+    ) -> Job:
         """Apply a change if the job is still as read; otherwise 409, withdrawing the marker filed for it
         (its version is unique, so even if it stayed it would be skipped as superseded)."""
         # Recorded before it is written: a pack already sent for the job's run reads the records at its
@@ -388,7 +398,12 @@ class JobLifecycle:
                 # first, so that it ends on the job's item; if it has ended there, the job is complete)
                 self._store.batch_ends.mark_moved(job)
             updated = self._store.jobs.update(
-                job, fields, allowed_statuses=[job.status], schedule_version=job.schedule_version
+                job,
+                fields,
+                allowed_statuses=[job.status],
+                schedule_version=job.schedule_version,
+                revision=revision,
+                revise=True,
             )
             # Its last execution as read before the change: one ending meanwhile shows on the next read.
             return replace(updated, last_execution=job.last_execution)
@@ -396,3 +411,12 @@ class JobLifecycle:
             if withdraw is not None:
                 self._store.markers.delete_many([withdraw])
             raise Conflict("the job changed while this request ran; read it again and retry") from None
+
+
+def _still_at(job: Job, revision: int | None) -> None:
+    """PreconditionFailed if a change made on condition of `revision` finds the job at another."""
+    if revision is not None and job.revision != revision:
+        raise PreconditionFailed(
+            f"the job is at revision {job.revision}, not {revision}: it changed since it was read; read "
+            "it again and apply the change to that"
+        )

@@ -78,6 +78,8 @@ class JobStore(Protocol):
         allowed_statuses: Iterable[JobStatus] | None = None,
         schedule_version: int | None = None,
         next_run_before: datetime | None = None,
+        revision: int | None = None,
+        revise: bool = False,
     ) -> Job: ...
 
     def complete(self, job: Job, execution: Execution) -> int | None: ...

@@ -16,7 +16,8 @@ paused one-time job's note that its run ended, and its resume with that run (the
 punctual/execution/pausing.py). A write that moves a job's status or outcome sets its flag from what
 its caller read, then settles it against the item written (a second write only when they differ:
 job_flags.py).
-Every write adds one to the job's revision; a finished job expires with its history
+A change through the API adds one to the job's revision (`update(revise=True)`, a resume); the
+scheduler's and the worker's own writes do not. A finished job expires with its history
 (`retention_days` after it), a revived one is kept again.
 """
 
@@ -217,9 +218,12 @@ class JobRepository(JobViews):
         allowed_statuses: Iterable[JobStatus] | None = None,
         schedule_version: int | None = None,
         next_run_before: datetime | None = None,
+        revision: int | None = None,
+        revise: bool = False,
     ) -> Job:
         """Set some of a job's fields if it is in one of `allowed_statuses` (and at `schedule_version`,
-        and, with `next_run_before`, if its next_run_at is missing or earlier: never moved back).
+        and at `revision`, and, with `next_run_before`, if its next_run_at is missing or earlier: never
+        moved back). `revise`: a change through the API, which adds one to the job's revision.
 
         Raises LostRace when the job is missing or its state no longer matches, IllegalTransition
         (before writing) for a status change the lifecycle does not allow from `allowed_statuses`.
@@ -254,9 +258,10 @@ class JobRepository(JobViews):
             else:
                 values[f":a{i}"] = value
                 sets.append(f"#a{i} = :a{i}")
-        sets.append("#rev = if_not_exists(#rev, :zero) + :one")
-        names["#rev"] = "revision"
-        values.update({":zero": 0, ":one": 1})
+        if revise:
+            names["#rev"] = "revision"
+            sets.append("#rev = if_not_exists(#rev, :zero) + :one")
+            values.update({":zero": 0, ":one": 1})
         # A job item may hold a stale copy of its last execution (docs/upgrading.md): any write drops it.
         removes += ["last_execution", "last_execution_ms"]
         expression = "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes)
@@ -272,6 +277,10 @@ class JobRepository(JobViews):
             names["#sv"] = "schedule_version"
             values[":sv"] = schedule_version
             conditions.append("#sv = :sv")
+        if revision is not None:
+            names["#rev"] = "revision"
+            values[":rev"] = revision
+            conditions.append("#rev = :rev")
         if next_run_before is not None:
             names["#next"] = "next_run_at"
             values[":next"] = to_rfc3339(next_run_before)

@@ -142,6 +142,37 @@ def test_update_amends_retry_and_task_params_of_the_current_job(
     }
 
 
+def test_update_amends_the_job_as_read_on_condition_that_it_is_still_so_and_again_if_not(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a job whose retry policy someone else changes between the update's read and its write
+    api.answer("GET", "/jobs/job-1", job(revision=4))
+    api.answer("GET", "/jobs/job-1", job(revision=5, retry={"max_attempts": 3, "backoff_seconds": 9}))
+    api.answer("PATCH", "/jobs/job-1", {"message": "the job is at revision 5, not 4"}, status=412)
+    api.answer("PATCH", "/jobs/job-1", job(revision=6))
+
+    # When only max attempts change
+    code, _, err = run(api, capsys, "jobs", "update", "job-1", "--max-attempts", "7")
+
+    # Then each PATCH names the revision its read saw, and the one made amends the job as it became:
+    # the other change to the backoff is kept, not undone
+    assert code == 0, err
+    assert [r.method for r in api.sent()] == ["GET", "PATCH", "GET", "PATCH"]
+    first, second = api.sent("PATCH")
+    assert (first.headers["If-Match"], second.headers["If-Match"]) == ('"4"', '"5"')
+    assert second.body == {"retry": {"max_attempts": 7, "backoff_seconds": 9}}
+
+
+def test_update_that_keeps_losing_to_other_changes_gives_up_with_the_apis_412(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.answer("GET", "/jobs/job-1", job(revision=4))
+    api.answer("PATCH", "/jobs/job-1", {"message": "the job is at revision 5, not 4"}, status=412)
+    code, _, err = run(api, capsys, "jobs", "update", "job-1", "--max-attempts", "7")
+    assert code == 1 and "revision 5, not 4" in err
+    assert len(api.sent("PATCH")) == 3
+
+
 def test_update_schedule_and_name_sends_only_those(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
     # Given the API updates jobs
     api.answer("PATCH", "/jobs/job-1", job())

@@ -13,7 +13,14 @@ from pydantic import Field
 
 from punctual import wiring
 from punctual.api.errors import openapi_responses
-from punctual.api.inputs import PageLimit, caller, checked_idempotency_key, new_job, tag_filter
+from punctual.api.inputs import (
+    PageLimit,
+    caller,
+    checked_idempotency_key,
+    if_match_revision,
+    new_job,
+    tag_filter,
+)
 from punctual.api.responses import execution_out, job_out, json_response
 from punctual.api.schemas import (
     BulkFailure,
@@ -45,7 +52,7 @@ def _owner() -> str:
 
 def _job(punctual: Punctual, job: Job) -> Response[JobOut]:
     # The time is read after the change: the next run shown is the one due from then on.
-    return json_response(job_out(job, punctual.clock.now()))
+    return json_response(job_out(job, punctual.clock.now()), headers={"ETag": f'"{job.revision}"'})
 
 
 @router.post("/jobs", summary="Create a job", responses=openapi_responses(201, JobOut, "The job.", 400, 409))
@@ -165,10 +172,24 @@ def get_job(job_id: str) -> Response[JobOut]:
 @router.patch(
     "/jobs/<job_id>",
     summary="Change a job (rename, new task, reschedule, retry policy, timeout)",
-    responses=openapi_responses(200, JobOut, "The job.", 404, 409),
+    responses=openapi_responses(200, JobOut, "The job.", 400, 404, 409, 412),
 )
-def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOut]:
+def update_job(
+    job_id: str,
+    body: Annotated[JobPatch, Body()],
+    if_match: Annotated[
+        str | None,
+        Header(
+            alias="if-match",
+            max_length=200,
+            description='If-Match: the job\'s ETag as read (`"3"`, its `revision`): the change is made only '
+            "if the job is still at that revision, else 412, so that one client's read-modify-write does "
+            "not undo another's change.",
+        ),
+    ] = None,
+) -> Response[JobOut]:
     changes = JobChanges(
+        if_revision=if_match_revision(if_match),
         name=body.name,
         task=body.task,
         params=body.params,
