@@ -2,8 +2,10 @@
 
 DynamoDB evaluates a condition and applies the write as one step. moto checks and writes without a
 lock, so two threads (the local stack's pollers, or a batch's records) can both pass the same
-condition. Punctual relies on conditional writes for at-least-once without duplicate runs, so the
-local stack and the tests serialise moto's writes. Never used on AWS.
+condition; and its request handlers read and copy the table's live items around their calls to the
+backend, so a write to an item that another request is reading or copying makes that request fail.
+Punctual relies on conditional writes for at-least-once without duplicate runs, so the local stack
+and the tests serialise moto's requests. Never used on AWS.
 
 moto's SQS queues are no safer: a delete rebuilds the queue's message list and puts the copy back,
 so a message sent between the two is gone (an execution left QUEUED with no message for it, under a
@@ -44,13 +46,18 @@ def make_writes_atomic() -> None:
         "scan",
     ):
         _lock_method(DynamoDBBackend, name)
-    # A BatchGetItem reads its keys one get_item at a time. Taken once for the whole batch (the lock is
-    # re-entrant), rather than once per key: a thread that gives the lock up between keys queues for it
-    # again behind every writer, so under a burst's writes a batch of a hundred took seconds.
-    _lock_method(DynamoHandler, "batch_get_item")
-    # A BatchWriteItem likewise, and so that its writes are one unit for the journal (durable.py): on
-    # disk together or taken back together.
-    _lock_method(DynamoHandler, "batch_write_item")
+    # And each request whole, from its handler's first look at the table to its answer written (the
+    # lock is re-entrant). The handler works on the table's live items outside the backend's methods:
+    # an UpdateItem deep-copies the item it is about to update (for ALL_OLD and UPDATED_*), a PutItem
+    # reads the one it replaces, and a GetItem, Query or Scan answers with the items' own attribute
+    # dicts, written out as JSON after the handler returns. A write to the same item meanwhile (another
+    # thread's, under the lock) changes that dict as it is walked: the walk raises RuntimeError, and an
+    # UpdateItem that raised there was never applied (two notifications' deliveries recorded on one
+    # execution at once lost one record). A BatchGetItem reads its keys one get_item at a time, and a
+    # thread that gave the lock up between keys queued for it again behind every writer (under a
+    # burst's writes a batch of a hundred took seconds); a BatchWriteItem's writes are one unit for the
+    # journal (durable.py): on disk together or taken back together.
+    _lock_method(DynamoHandler, "call_action")
     _PATCHED = True
 
 

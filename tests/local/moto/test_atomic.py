@@ -166,3 +166,57 @@ def test_a_query_never_reads_an_item_an_update_is_still_creating(
     # Then the Query read the item whole, after the write
     [items] = seen
     assert [item.get("id") for item in items] == [{"S": "a"}]
+
+
+def test_an_update_is_never_lost_to_a_write_made_while_it_copies_the_item(
+    table: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    client, name = table
+    key = {"pk": {"S": "JOB#1"}, "sk": {"S": "EXEC#1#a"}}
+    client.put_item(TableName=name, Item={**key, "id": {"S": "a"}, "status": {"S": "FAILED"}})
+
+    def record(rule: int) -> None:
+        # (a notification's delivery, as store/deliveries.py records it: an attribute of its own)
+        client.update_item(
+            TableName=name,
+            Key=key,
+            UpdateExpression="SET #d = :d",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeNames={"#d": f"delivery#{rule}#failed"},
+            ExpressionAttributeValues={":d": {"M": {"status": {"S": "delivered"}}}},
+        )
+
+    events: list[str] = []
+    writer: list[threading.Thread] = []
+    updater = threading.current_thread()
+    real_copy = DynamoType.__deepcopy__
+
+    def deepcopy(self: Any, memo: Any) -> Any:
+        # The first update's handler copying the item it updates, half-way through its attributes
+        if threading.current_thread() is updater and not writer and self.value == "FAILED":
+            events.append("copy")
+
+            # Another delivery's record of the same execution, arriving then
+            def write() -> None:
+                record(1)
+                events.append("write")
+
+            writer.append(threading.Thread(target=write))
+            writer[0].start()
+            writer[0].join(0.2)  # it waits for the lock, however long it is given
+        return real_copy(self, memo)
+
+    monkeypatch.setattr(DynamoType, "__deepcopy__", deepcopy)
+    # When two deliveries are recorded on one execution's item at once
+    try:
+        record(0)
+        events.append("update")
+    finally:
+        if writer:
+            writer[0].join(10)
+    # Then the other write waited for the whole of the first, and the item holds both records
+    item = client.get_item(TableName=name, Key=key, ConsistentRead=True)["Item"]
+    assert events == ["copy", "update", "write"]
+    assert {"delivery#0#failed", "delivery#1#failed"} <= item.keys()
