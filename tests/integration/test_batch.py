@@ -7,9 +7,11 @@ from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
+from punctual import tasks
 from punctual.domain.errors import RetryableStoreError
 from punctual.domain.models import DueMarker
 from punctual.platform.timefmt import to_epoch_ms, to_rfc3339
@@ -420,3 +422,37 @@ def test_a_group_sent_by_a_tick_that_died_before_its_position_is_sent_again_and_
         [execution] = world.executions(job["id"])
         assert (execution["status"], execution["attempts"]) == ("SUCCEEDED", 1)
     assert world.unread_markers() == []
+
+
+def big_http_job(world: World, body: Any) -> dict[str, Any]:
+    return {
+        "task": {"type": "http", "params": {"url": "https://hooks.example.com/run", "body": body}},
+        "schedule": in_minutes(world, 30),
+    }
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        ({"task": {"type": "nope"}, "schedule": {"type": "now"}}, "jobs[9].task.type"),
+        ({"task": NOOP, "schedule": {"type": "at", "at": "2020-01-01T00:00:00Z"}}, "jobs[9].schedule.at"),
+        ({"task": NOOP, "schedule": CRON, "policy": {"max_runs": 0}}, "jobs[9].policy.max_runs"),
+    ],
+)
+def test_a_job_refused_late_in_a_batch_costs_no_reading_of_the_others_params(
+    world: World, bad: dict[str, Any], field: str
+) -> None:
+    # Given nine jobs with large parameters, and a tenth wrong in its shape
+    jobs = [big_http_job(world, [{}] * 20_000) for _ in range(9)] + [bad]
+    # When the batch is posted, each check of a task's parameters counted
+    with mock.patch.object(tasks, "validate", wraps=tasks.validate) as validated:
+        answer = batch(world, jobs)
+    # Then it is refused naming the tenth job, without any job's parameters read, and nothing stored
+    assert answer.status == 422, answer.body
+    assert answer.body["field"] == field, answer.body
+    assert validated.call_count == 0
+    assert items(world) == []
+    # and with the tenth put right, every job's parameters are read once
+    with mock.patch.object(tasks, "validate", wraps=tasks.validate) as validated:
+        assert batch(world, [*jobs[:9], {"task": NOOP, "schedule": CRON}]).status == 201
+    assert validated.call_count == 10

@@ -13,9 +13,11 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from unittest import mock
 
 import pytest
 
+from punctual.api import bodies
 from tests.integration.api_edges import (
     BOTH_FORMATS,
     CRON,
@@ -468,3 +470,21 @@ def test_a_job_sent_pretty_printed_is_measured_without_its_whitespace(world: Wor
     assert len(text) > 1 << 20
     answer = call(world, "POST", "/jobs", raw=text)
     assert answer.status == 201, answer.body
+
+
+def test_a_batch_over_its_cap_is_refused_before_it_is_parsed(world: World) -> None:
+    # Given a batch body just over the batch's cap (3 MiB besides whitespace): millions of tiny values
+    call(world, "POST", "/jobs/batch", {"jobs": []})  # (the API's first request builds what it keeps)
+    body = b'{"jobs":[' + b",".join([b"[]"] * 1_100_000) + b"]}"
+    assert len(body) > bodies.BATCH_BODY_MAX_CHARS
+    # When it is posted, with the parser watched
+    with mock.patch.object(bodies.json, "loads", wraps=json.loads) as parsed:
+        answer = call(world, "POST", "/jobs/batch", raw=body)
+    # Then it is refused 413, naming the body and the cap, unread, and nothing is stored
+    assert answer.status == 413, answer.body
+    assert answer.body["field"] == "body" and f"{bodies.BATCH_BODY_MAX_CHARS:,}" in answer.body["message"]
+    assert not [c for c in parsed.call_args_list if len(c.args[0]) > 1000]  # (the answer's alone)
+    assert snapshot(world) == []
+    # and one just under the cap is read (and refused for what it holds: no jobs there)
+    under = b'{"jobs":[' + b",".join([b"[]"] * 1_000_000) + b"]}"
+    assert_bad_input(call(world, "POST", "/jobs/batch", raw=under), "jobs")

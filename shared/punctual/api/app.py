@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from punctual import __version__
 from punctual.api import bodies, errors, inputs
 from punctual.api.routes import ROUTERS
+from punctual.platform import collector
 from punctual.ports.pages import LIST_READ_BUDGET
 
 # Health and the OpenAPI document; the resources' routes are in routes/, the error handlers in errors.py.
@@ -110,7 +111,8 @@ Choices where the contract is silent:
   too deep) as a truncated preview of its text.
 - POST /jobs/batch creates 1 to 100 jobs in one request (cheaper than one request a job): all are
   validated first, and one invalid job refuses the whole batch (422 naming `jobs[i].<field>`) with
-  nothing created. An Idempotency-Key covers the whole batch (body and order); reusing a key of
+  nothing created; every job's shape is checked before any job's parameters. Its body takes at most
+  3 MiB (413, unread). An Idempotency-Key covers the whole batch (body and order); reusing a key of
   POST /jobs on a batch, or the reverse, answers 409. A batch that fails part way (503) may have
   created some of its jobs: retry it with the same Idempotency-Key to get all of them, once.
 - Named tasks (POST /tasks): a job names one (`"task": "send-email"`) and gives its `params`, which
@@ -230,4 +232,5 @@ def resolve(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
     if refused is not None:
         return refused
     event = bodies.without_foreign_body(event)
-    return resolver_for(event).resolve(bodies.with_json_media_type(event), context)
+    with collector.paused():
+        return resolver_for(event).resolve(bodies.with_json_media_type(event), context)

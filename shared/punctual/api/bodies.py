@@ -3,7 +3,6 @@ strictly (no repeated keys, no NaN, bounded nesting), the Content-Type's case ig
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
@@ -12,34 +11,26 @@ from collections.abc import Mapping
 from typing import Any
 
 from punctual.api.errors import NOT_AN_OBJECT, error_event_response
-from punctual.domain.validation import json_problem, refuse_constant
+from punctual.domain.validation import (
+    integer_beyond_a_float,
+    json_problem,
+    nested_within,
+    refuse_constant,
+    unpaired_surrogate,
+    without_strings,
+)
 
 # A request body nests at most this deep (a task's parameters, inside it, at most 32 levels).
 MAX_BODY_DEPTH = 64
 # A body longer than this is refused (413) before it is parsed: a job's parameters take 256 KiB at
-# most, and all the rest of a job, a named task, a preview or a pause far less. A batch of up to 100
-# jobs may take what the front end lets through (10 MB on API Gateway).
+# most, and all the rest of a job, a named task, a preview or a pause far less.
 BODY_MAX_CHARS = 1 << 20
+# A batch's: 3 MiB. Lambda takes an event of at most 6 MiB, the body in it a JSON string whose quotes
+# are escaped. And parsing and checking a batch costs in proportion to its size: the cap bounds its
+# CPU, refused or created, to about three single creates'.
+BATCH_BODY_MAX_CHARS = 3 << 20
 BATCH_ROUTE = "/jobs/batch"
 
-# What may make a string hold an unpaired surrogate: JSON's escape of one (\ud800-\udfff; paired, as
-# json.dumps writes an emoji, it is fine) or one in the text itself. Only the strings holding one are
-# read again to tell.
-_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|[\ud800-\udfff]")
-# A JSON string, escapes and all (unrolled: linear, and quick on long strings).
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-# What is left of JSON text once its strings are gone, but its brackets.
-_NOT_BRACKETS = str.maketrans("", "", ",:0123456789.eE+-truefalsn \t\n\r")
-# An empty array or object: the innermost pairs, taken away in one pass (a pair they leave empty
-# waits for the next).
-_INNERMOST = re.compile(r"\[\]|\{\}")
-# How many passes take the innermost pairs away before the rest is counted bracket by bracket (a
-# pass costs the text's length: a few take most bodies' brackets all).
-_PASSES = 3
-# A bracket's step in depth, by byte: [ and { one level in, ] and } one out.
-_STEP = [0] * 256
-_STEP[ord("[")] = _STEP[ord("{")] = 1
-_STEP[ord("]")] = _STEP[ord("}")] = -1
 _WHITESPACE = " \t\n\r"
 
 
@@ -65,17 +56,17 @@ def strict_json(text: str) -> Any:
         raise json.JSONDecodeError(why, text, 0) from None
     # (json_problem's walk of every value costs seconds on a body of millions of tiny ones: what it
     # looks for is read from the text instead, and walked for only where the text cannot tell)
-    bare = _JSON_STRING.sub("", text)
-    if _integer_beyond_a_float(bare):
+    bare = without_strings(text)
+    if integer_beyond_a_float(bare):
         raise json.JSONDecodeError(OUT_OF_RANGE, text, 0)
-    within = _nested_within(bare, MAX_BODY_DEPTH)
+    within = nested_within(text, MAX_BODY_DEPTH, bare=bare)
     if within is False:
         raise json.JSONDecodeError(f"nested deeper than {MAX_BODY_DEPTH} levels", text, 0)
     if within is None:
         problem = json_problem(value, MAX_BODY_DEPTH)
         if problem is not None:
             raise json.JSONDecodeError(problem, text, 0)
-    elif _SURROGATE.search(text) and _unpaired_surrogate(text):
+    elif unpaired_surrogate(text):
         raise json.JSONDecodeError(
             "a string holds an unpaired surrogate (\\ud800-\\udfff), which is not Unicode text", text, 0
         )
@@ -99,53 +90,6 @@ def _finite(text: str) -> float:
 OUT_OF_RANGE = "a number is out of range (beyond about 1.8e308)"
 # A number's digits before its exponent, one of them not zero.
 _NONZERO_MANTISSA = re.compile(r"-?0*\.?0*[1-9]")
-# An integer as long as the largest a float holds (1.8e308: 309 digits), or longer, outside strings.
-_LONG_INTEGER = re.compile(r"(?<![\d.eE+-])-?\d{309,}(?![\d.eE])")
-
-
-def _integer_beyond_a_float(bare: str) -> bool:
-    """Whether JSON text without its strings holds an integer no float holds (json.loads keeps any
-    integer whole, up to the interpreter's digits limit; the docs refuse one past a float's range)."""
-    for found in _LONG_INTEGER.finditer(bare):
-        try:
-            float(int(found.group()))
-        except OverflowError:
-            return True
-    return False
-
-
-def _nested_within(bare: str, most: int) -> bool | None:
-    """Whether JSON text (parsed already: it is valid), its strings taken away, nests arrays and
-    objects at most `most` deep, read from its brackets alone: a few passes take away the innermost
-    pairs (each pass one level), and what is left is counted bracket by bracket. None if it cannot
-    tell."""
-    brackets = bare.translate(_NOT_BRACKETS)
-    for _ in range(_PASSES):
-        if not brackets:
-            return True
-        inner = _INNERMOST.sub("", brackets)
-        if inner == brackets:
-            return None
-        brackets = inner
-    if not brackets:
-        return True
-    if not brackets.isascii():
-        return None
-    deepest = max(itertools.accumulate(map(_STEP.__getitem__, brackets.encode())))
-    return _PASSES + deepest <= most
-
-
-def _unpaired_surrogate(text: str) -> bool:
-    """Whether a string of JSON text holds an unpaired surrogate: each string that may (`_SURROGATE`)
-    read as JSON and written as UTF-8."""
-    for match in _JSON_STRING.finditer(text):
-        string = match.group()
-        if _SURROGATE.search(string):
-            try:
-                json.loads(string).encode("utf-8")
-            except UnicodeEncodeError:
-                return True
-    return False
 
 
 def _kind(value: Any) -> str:
@@ -227,24 +171,28 @@ def request_path(event: Mapping[str, Any]) -> str:
 
 
 def refuse_oversized(event: Mapping[str, Any]) -> dict[str, Any] | None:
-    """413 for a body longer than any its route could take (BODY_MAX_CHARS), before it is parsed: a
-    refusal costs nothing whatever the body holds."""
+    """413 for a body longer than any its route could take (BODY_MAX_CHARS, a batch's
+    BATCH_BODY_MAX_CHARS), before it is parsed: a refusal costs nothing whatever the body holds."""
     body = event.get("body")
-    if not body or request_path(event).endswith(BATCH_ROUTE):
+    if not body:
         return None
+    batch = request_path(event).endswith(BATCH_ROUTE)
+    most = BATCH_BODY_MAX_CHARS if batch else BODY_MAX_CHARS
     if event.get("isBase64Encoded"):
         length, unit = len(body) * 3 // 4, "bytes"
     else:
         # (whitespace not counted: a job sent pretty-printed is the same job)
         length = len(body) - sum(body.count(c) for c in _WHITESPACE)
         unit = "characters besides whitespace"
-    if length <= BODY_MAX_CHARS:
+    if length <= most:
         return None
+    hint = (
+        "send the jobs in smaller batches"
+        if batch
+        else "a job's parameters at most 262,144 bytes; up to 100 jobs in one request: POST /jobs/batch"
+    )
     return error_event_response(
-        413,
-        f"the body is {length:,} {unit}; this route takes at most {BODY_MAX_CHARS:,} "
-        "(a job's parameters at most 262,144 bytes; up to 100 jobs in one request: POST /jobs/batch)",
-        "body",
+        413, f"the body is {length:,} {unit}; this route takes at most {most:,} ({hint})", "body"
     )
 
 

@@ -120,7 +120,7 @@ _ERRORS = {
 # any operation can get them, so every operation lists them.
 _FRONT_END = {
     413: {
-        "description": "A body over 1 MiB besides whitespace (POST /jobs/batch: over 10 MB).",
+        "description": "A body over 1 MiB besides whitespace (POST /jobs/batch: over 3 MiB).",
         "content": {"application/json": {"model": ErrorOut}},
     },
     414: {"description": "A request line too long.", "content": {"application/json": {"model": ErrorOut}}},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
 import re
 from typing import Any, get_args
@@ -134,11 +136,95 @@ def refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+# What may make a string hold an unpaired surrogate: JSON's escape of one (\ud800-\udfff; paired, as
+# json.dumps writes an emoji, it is fine) or one in the text itself. Only the strings holding one are
+# read again to tell.
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|[\ud800-\udfff]")
+# A JSON string, escapes and all (unrolled: linear, and quick on long strings).
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+# What is left of JSON text once its strings are gone, but its brackets.
+_NOT_BRACKETS = str.maketrans("", "", ",:0123456789.eE+-truefalsn \t\n\r")
+# An empty array or object: the innermost pairs, taken away in one pass (a pair they leave empty
+# waits for the next).
+_INNERMOST = re.compile(r"\[\]|\{\}")
+# How many passes take the innermost pairs away before the rest is counted bracket by bracket (a
+# pass costs the text's length: a few take most bodies' brackets all).
+_PASSES = 3
+# A bracket's step in depth, by byte: [ and { one level in, ] and } one out.
+_STEP = [0] * 256
+_STEP[ord("[")] = _STEP[ord("{")] = 1
+_STEP[ord("]")] = _STEP[ord("}")] = -1
+
+
+def without_strings(text: str) -> str:
+    """JSON text with its strings taken away: what is left is brackets, numbers and literals."""
+    return _JSON_STRING.sub("", text)
+
+
+# An integer as long as the largest a float holds (1.8e308: 309 digits), or longer.
+_LONG_INTEGER = re.compile(r"(?<![\d.eE+-])-?\d{309,}(?![\d.eE])")
+
+
+def integer_beyond_a_float(bare: str) -> bool:
+    """Whether JSON text without its strings (`without_strings`) holds an integer no float holds:
+    json.loads keeps any integer whole, up to the interpreter's digits limit."""
+    for found in _LONG_INTEGER.finditer(bare):
+        try:
+            float(int(found.group()))
+        except OverflowError:
+            return True
+    return False
+
+
+def nested_within(text: str, most: int, *, bare: str | None = None) -> bool | None:
+    """Whether JSON text (parsed already: it is valid) nests arrays and objects at most `most` deep,
+    read from its brackets alone: a few passes take away the innermost pairs (each pass one level),
+    and what is left is counted bracket by bracket. None if it cannot tell. `bare`: the text
+    without its strings, when the caller has it already."""
+    brackets = (without_strings(text) if bare is None else bare).translate(_NOT_BRACKETS)
+    for _ in range(_PASSES):
+        if not brackets:
+            return True
+        inner = _INNERMOST.sub("", brackets)
+        if inner == brackets:
+            return None
+        brackets = inner
+    if not brackets:
+        return True
+    if not brackets.isascii():
+        return None
+    deepest = max(itertools.accumulate(map(_STEP.__getitem__, brackets.encode())))
+    return _PASSES + deepest <= most
+
+
+def unpaired_surrogate(text: str) -> bool:
+    """Whether a string of JSON text holds an unpaired surrogate: each string that may (`_SURROGATE`)
+    read as JSON and written as UTF-8."""
+    if not _SURROGATE.search(text):
+        return False
+    for match in _JSON_STRING.finditer(text):
+        string = match.group()
+        if _SURROGATE.search(string):
+            try:
+                json.loads(string).encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+    return False
+
+
 def json_problem(value: Any, max_depth: int) -> str | None:
     """What makes a parsed JSON value unfit to store and read back, or None: arrays and objects nested
     deeper than `max_depth` (readers stop at some depth: pydantic's JSON parser near 200), a number
     no float holds (`1e400` parses as infinity, stored as null), or a string holding an unpaired
     surrogate (JSON's `\\ud800` escape allows one; UTF-8 cannot encode it)."""
+    # (read from its JSON text first, written in C: a walk of every value costs a fifth of a second
+    # on 256 KiB of tiny ones; walked for only where the text cannot tell)
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        text = None
+    if text is not None and nested_within(text, max_depth) and not unpaired_surrogate(text):
+        return None
     pending: list[tuple[Any, int]] = [(value, 0)]
     while pending:
         item, depth = pending.pop()

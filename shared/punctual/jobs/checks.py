@@ -30,6 +30,17 @@ class TaskChecker:
     task_policy: tasks.TaskPolicy
     named_tasks: TaskService | None = None
 
+    def check_kind(self, task: TaskSpec | TaskRef) -> None:
+        """What can be told of a job's task without reading its parameters: an inline task's type is
+        known, a named task's name is a name. (`check` then reads its parameters, which may take
+        256 KiB: a batch checks every job's kind first.)"""
+        if isinstance(task, TaskRef):
+            if self.named_tasks is None:
+                raise InvalidRequest("task: named tasks are not available here", field="task")
+            self.named_tasks.check_ref_name(task)
+        else:
+            tasks.get(task.type)
+
     def check(
         self, owner: str, task: TaskSpec | TaskRef, seen: dict[str, Any] | None = None
     ) -> TaskSpec | TaskRef:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -78,7 +78,7 @@ class JobCreation:
         try:
             job = self.new_job(owner, new, now, _new_id("job"))
         except InvalidRequest as refused:
-            return self._replay(owner, idempotency_key, _fingerprint(new), refused)[0], False
+            return self._replay(owner, idempotency_key, lambda: _fingerprint(new), refused)[0], False
         if idempotency_key is not None:
             fingerprint = _fingerprint(new)
             seen = self._store.idempotency.claim(owner, idempotency_key, fingerprint, [job.id], now)
@@ -97,7 +97,10 @@ class JobCreation:
         return stored, marker is not None
 
     def create_many(
-        self, owner: str, news: Sequence[NewJob], idempotency_key: str | None = None
+        self,
+        owner: str,
+        news: Sequence[NewJob],
+        idempotency_key: str | None = None,
     ) -> tuple[list[Job], bool]:
         """Create jobs in one go, all or none validated; returns them in order and whether they are new.
 
@@ -108,21 +111,17 @@ class JobCreation:
         returns the jobs that were stored and creates the others.
         """
         now = self._clock.now()
-        jobs: list[Job] = []
         named: dict[str, Any] = {}  # the named tasks read for this batch
-        problems: list[InvalidRequest] = []
-        for i, new in enumerate(news):
-            try:
-                jobs.append(self.new_job(owner, new, now, _new_id("job"), named))
-            except InvalidRequest as exc:
-                # (every job is checked: the answer lists each one's problem, the first named)
-                field = f"jobs[{i}].{exc.field}" if exc.field else f"jobs[{i}]"
-                message = str(exc).removeprefix(f"{exc.field}: ") if exc.field else str(exc)
-                problems.append(InvalidRequest(f"{field}: {message}", field=field))
-        if problems:
-            first = problems[0]
-            refused = InvalidRequest(str(first), field=first.field, problems=tuple(problems))
-            return self._replay(owner, idempotency_key, _batch_fingerprint(news), refused), False
+        # Every job's shape first (its task's kind, schedule, policy, rules: cheap), then, only if all
+        # pass, every job's task parameters (up to 256 KiB each): a job refused late in a batch costs
+        # no reading of the others' parameters.
+        checked = _each(news, lambda new: self._shaped_job(owner, new, now, _new_id("job")))
+        if isinstance(checked, list):
+            pairs = list(zip(checked, news, strict=True))
+            checked = _each(pairs, lambda pair: self._with_task(pair[0], pair[1], named))
+        if isinstance(checked, InvalidRequest):
+            return self._replay(owner, idempotency_key, lambda: _batch_fingerprint(news), checked), False
+        jobs = checked
         if idempotency_key is not None:
             fingerprint = _batch_fingerprint(news)
             ids = [job.id for job in jobs]
@@ -138,14 +137,16 @@ class JobCreation:
         self._handoff.enqueue(*markers)
         return jobs, True
 
-    def _replay(self, owner: str, key: str | None, fingerprint: str, refused: InvalidRequest) -> list[Job]:
+    def _replay(
+        self, owner: str, key: str | None, fingerprint: Callable[[], str], refused: InvalidRequest
+    ) -> list[Job]:
         """A request that validation now refuses (its instant has passed since, say) but that was taken
         earlier under the same Idempotency-Key and body: answered with the jobs it created, as it was
         then. Raises `refused` if there was no such request, and Conflict if it stored only some of its
         jobs (it failed part way, or is still running): the rest cannot be created now."""
         now = self._clock.now()
         seen = None if key is None else self._store.idempotency.get(owner, key, now)
-        if seen is None or seen.fingerprint != fingerprint:
+        if seen is None or seen.fingerprint != fingerprint():
             raise refused
         found = self._store.jobs.get_many(seen.job_ids).readable()
         jobs = [found[job_id] for job_id in seen.job_ids if job_id in found and found[job_id].owner == owner]
@@ -185,12 +186,21 @@ class JobCreation:
         self, owner: str, new: NewJob, now: datetime, job_id: str, seen: dict[str, Any] | None = None
     ) -> Job:
         """A validated new job (not stored). Raises InvalidRequest naming the field."""
-        task = self._tasks.check(owner, new.task, seen)
+        return self._with_task(self._shaped_job(owner, new, now, job_id), new, seen)
+
+    def _with_task(self, job: Job, new: NewJob, seen: dict[str, Any] | None) -> Job:
+        """The job with its task checked, parameters and all (`TaskChecker.check`)."""
+        return replace(job, task=self._tasks.check(job.owner, new.task, seen))
+
+    def _shaped_job(self, owner: str, new: NewJob, now: datetime, job_id: str) -> Job:
+        """The new job, all checked but its task's parameters: its task's kind, schedule, policy and
+        notification rules, and its first run."""
+        self._tasks.check_kind(new.task)
         # A job with a named task takes the task's retry and timeout unless it gives its own.
         inherits = frozenset(
             name
             for name, given in (("retry", new.retry), ("timeout_seconds", new.timeout_seconds))
-            if isinstance(task, TaskRef) and given is None
+            if isinstance(new.task, TaskRef) and given is None
         )
         schedule = absolute(new.schedule, now)
         check_not_past(schedule, now)
@@ -207,7 +217,7 @@ class JobCreation:
             owner=owner,
             name=new.name or job_id,
             status=JobStatus.ACTIVE,
-            task=task,
+            task=new.task,
             schedule=schedule,
             retry=new.retry or RetryPolicy(),
             timeout_seconds=new.timeout_seconds or DEFAULT_TIMEOUT_SECONDS,
@@ -239,6 +249,23 @@ class JobCreation:
                 raise
             return existing, None
         return job, marker
+
+
+def _each(items: Sequence[Any], check: Callable[[Any], Job]) -> list[Job] | InvalidRequest:
+    """Each of a batch's items checked: the jobs, or the refusal listing every job's problem (each
+    `jobs[i].<field>`), the first named."""
+    jobs: list[Job] = []
+    problems: list[InvalidRequest] = []
+    for i, item in enumerate(items):
+        try:
+            jobs.append(check(item))
+        except InvalidRequest as exc:
+            field = f"jobs[{i}].{exc.field}" if exc.field else f"jobs[{i}]"
+            message = str(exc).removeprefix(f"{exc.field}: ") if exc.field else str(exc)
+            problems.append(InvalidRequest(f"{field}: {message}", field=field))
+    if problems:
+        return InvalidRequest(str(problems[0]), field=problems[0].field, problems=tuple(problems))
+    return jobs
 
 
 def _new_id(prefix: str) -> str:

@@ -225,6 +225,11 @@ class TaskService:
         return task
 
     # ---------------------------------------------------------------- jobs
+    @staticmethod
+    def check_ref_name(ref: TaskRef) -> None:
+        if not NAME.fullmatch(ref.name):
+            raise InvalidRequest(f"task: {ref.name!r} is not a task name", field="task")
+
     def check_job_task(
         self,
         owner: str,
@@ -235,8 +240,7 @@ class TaskService:
         """A job's reference to a named task, checked: the task exists (the owner's), the job's
         parameters fit its schema (InvalidRequest naming `params.<path>`), and merged over its
         defaults they make parameters its type can run. `seen` caches tasks read within a request."""
-        if not NAME.fullmatch(ref.name):
-            raise InvalidRequest(f"task: {ref.name!r} is not a task name", field="task")
+        self.check_ref_name(ref)
         cache = seen if seen is not None else {}
         if ref.name not in cache:
             found = self._store.get(owner, ref.name)

@@ -13,6 +13,7 @@ substituted stays within a few times the parameters' size.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -75,6 +76,13 @@ def check(value: Any) -> int:
 
 
 def has_references(value: Any) -> bool:
+    try:
+        # (a reference's braces show in the JSON text as they are: most parameters, that hold none,
+        # are told so without a walk of every value)
+        if "{{" not in json.dumps(value):
+            return False
+    except (TypeError, ValueError, RecursionError):
+        pass
     return bool(_strings(value))
 
 
