@@ -12,6 +12,8 @@ from unittest import mock
 import pytest
 
 from punctual import tasks
+from punctual.api import bodies
+from punctual.api.responses import ANSWER_MAX_BYTES
 from punctual.domain.errors import RetryableStoreError
 from punctual.domain.models import DueMarker
 from punctual.platform.timefmt import to_epoch_ms, to_rfc3339
@@ -456,3 +458,23 @@ def test_a_job_refused_late_in_a_batch_costs_no_reading_of_the_others_params(
     with mock.patch.object(tasks, "validate", wraps=tasks.validate) as validated:
         assert batch(world, [*jobs[:9], {"task": NOOP, "schedule": CRON}]).status == 201
     assert validated.call_count == 10
+
+
+def test_a_batch_whose_answer_lambda_could_not_carry_is_refused(world: World) -> None:
+    # Given a batch well within the body's cap, whose parameters are characters beyond U+FFFF: one
+    # character in the body, twelve in the answer's JSON (a pair of \u escapes), fourteen escaped
+    # again in Lambda's answer
+    jobs = [big_http_job(world, "\U0001f600" * 50_000) for _ in range(8)]
+    body = json.dumps({"jobs": jobs}, ensure_ascii=False).encode()
+    assert len(body.decode()) < bodies.BATCH_BODY_MAX_CHARS
+    # When it is posted
+    answer = world.api("POST", "/jobs/batch", raw=body)
+    # Then it is refused 413 naming the jobs, before anything is stored
+    assert answer.status == 413, answer.body
+    assert answer.body["field"] == "jobs" and "smaller batches" in answer.body["message"]
+    assert items(world) == []
+    # and half of it is created, its answer within what Lambda answers
+    half = world.api("POST", "/jobs/batch", raw=json.dumps({"jobs": jobs[:3]}, ensure_ascii=False).encode())
+    assert half.status == 201, half.body
+    carried = json.dumps(json.dumps(half.body, separators=(",", ":")))
+    assert len(carried) <= ANSWER_MAX_BYTES

@@ -7,13 +7,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
+from typing import Any
+from unittest import mock
 
 import boto3
 import pytest
 
+from punctual.api.responses import ANSWER_MAX_BYTES
+from punctual.jobs import named_tasks
 from punctual.platform import aws
 from punctual.platform.clock import ManualClock
 from punctual.platform.config import Settings
+from punctual.ports.pages import PAGE_BYTES
 from tests.integration.api_edges import CRON, assert_bad_input, call
 from tests.world import World, mocked_world
 
@@ -154,3 +160,73 @@ def test_a_cursor_secret_that_cannot_be_read_answers_503_not_500(clock: ManualCl
         # When a page that needs a cursor is asked / Then it is 503 (retry), not a failure
         answer = world.api("GET", "/jobs", query="limit=1")
         assert answer.status == 503, answer.body
+
+
+# ------------------------------------------------------------------------------------------------
+# Pages within what Lambda answers: large jobs make a short page and a cursor.
+# ------------------------------------------------------------------------------------------------
+def carried(answer: Any) -> int:
+    """An answer's bytes as Lambda carries it: its JSON inside the response's body string."""
+    return len(json.dumps(json.dumps(answer, separators=(",", ":"))))
+
+
+def every_page(world: World, path: str, query: str) -> list[dict[str, Any]]:
+    pages, cursor = [], None
+    while True:
+        answer = world.api("GET", path, query=query + (f"&cursor={cursor}" if cursor else ""))
+        assert answer.status == 200, answer.body
+        pages.append(answer.body)
+        cursor = answer.body["next_cursor"]
+        if cursor is None:
+            return pages
+
+
+def test_a_page_of_large_jobs_stops_within_its_budget_and_goes_on_from_there(world: World) -> None:
+    # Given twenty jobs, each with about 240 KB of parameters (about 4.8 MB in all), and a small one
+    large = {"type": "http", "params": {"url": "https://hooks.example.com/run", "body": "x" * 240_000}}
+    created = []
+    for _ in range(2):
+        answer = world.api("POST", "/jobs/batch", {"jobs": [{"task": large, "schedule": CRON}] * 10})
+        assert answer.status == 201, answer.body
+        created += [job["id"] for job in answer.body["items"]]
+        world.clock.advance(1)
+    created.append(world.create(CRON)["id"])
+    # When they are listed a hundred at a time, following the cursor
+    pages = every_page(world, "/jobs", "limit=100")
+    # Then the first page stops once its jobs take the budget, short of the limit, with a cursor
+    first = pages[0]
+    assert 1 < len(first["items"]) < 21 and first["next_cursor"] is not None
+    sizes = [answer_bytes_of(job) for job in first["items"]]
+    assert sum(sizes[:-1]) < PAGE_BYTES <= sum(sizes)
+    # and every page stays within what one answer may take
+    assert all(carried(page) <= ANSWER_MAX_BYTES for page in pages)
+    # and the pages list every job once, newest first
+    listed = [job["id"] for page in pages for job in page["items"]]
+    assert len(listed) == len(set(listed)) == len(created)
+    assert set(listed) == set(created) and listed[0] == created[-1]
+
+
+def answer_bytes_of(job: dict[str, Any]) -> int:
+    text = json.dumps(job, separators=(",", ":"))
+    return len(text) + text.count('"') + text.count("\\")
+
+
+def test_a_page_of_large_named_tasks_stops_early_too(world: World) -> None:
+    # Given five named tasks with large default parameters, and a budget of three of them
+    for i in range(5):
+        answer = world.api(
+            "POST",
+            "/tasks",
+            {
+                "name": f"t{i}",
+                "type": "http",
+                "params": {"url": "https://hooks.example.com/run", "body": "y" * 200_000},
+            },
+        )
+        assert answer.status == 201, answer.body
+    # When they are listed, following the cursor
+    with mock.patch.object(named_tasks, "PAGE_BYTES", 500_000):
+        pages = every_page(world, "/tasks", "limit=50")
+    # Then pages of three and two list them all, once each, by name
+    assert [len(page["items"]) for page in pages] == [3, 2]
+    assert [t["name"] for page in pages for t in page["items"]] == [f"t{i}" for i in range(5)]

@@ -112,7 +112,8 @@ Choices where the contract is silent:
 - POST /jobs/batch creates 1 to 100 jobs in one request (cheaper than one request a job): all are
   validated first, and one invalid job refuses the whole batch (422 naming `jobs[i].<field>`) with
   nothing created; every job's shape is checked before any job's parameters. Its body takes at most
-  3 MiB (413, unread). An Idempotency-Key covers the whole batch (body and order); reusing a key of
+  3 MiB (413, unread), and a batch whose answer would pass 5,000,000 bytes is refused (413) before
+  anything is stored. An Idempotency-Key covers the whole batch (body and order); reusing a key of
   POST /jobs on a batch, or the reverse, answers 409. A batch that fails part way (503) may have
   created some of its jobs: retry it with the same Idempotency-Key to get all of them, once.
 - Named tasks (POST /tasks): a job names one (`"task": "send-email"`) and gives its `params`, which
@@ -179,6 +180,8 @@ Choices where the contract is silent:
     f"- GET /jobs with a filter reads at most {LIST_READ_BUDGET} jobs per request: a page can then be\n"
     "  short, even empty, while `next_cursor` is not null. Follow `next_cursor` until it is null to see\n"
     "  every match. A page costs a few reads whatever its size: no read per job.\n"
+    "- A page of jobs or named tasks also stops early once its items take 3,500,000 bytes (Lambda\n"
+    "  answers at most 6 MiB): a short page with a cursor.\n"
 )
 
 

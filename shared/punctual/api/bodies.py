@@ -26,8 +26,9 @@ MAX_BODY_DEPTH = 64
 # most, and all the rest of a job, a named task, a preview or a pause far less.
 BODY_MAX_CHARS = 1 << 20
 # A batch's: 3 MiB. Lambda takes an event of at most 6 MiB, the body in it a JSON string whose quotes
-# are escaped. And parsing and checking a batch costs in proportion to its size: the cap bounds its
-# CPU, refused or created, to about three single creates'.
+# are escaped; the batch's answer repeats its jobs, escaped the same way, within the same 6 MiB
+# (responses.ANSWER_MAX_BYTES). And parsing and checking a batch costs in proportion to its size: the
+# cap bounds its CPU, refused or created, to about three single creates'.
 BATCH_BODY_MAX_CHARS = 3 << 20
 BATCH_ROUTE = "/jobs/batch"
 

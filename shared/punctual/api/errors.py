@@ -20,6 +20,14 @@ from punctual.platform.observability import logger
 router = Router()
 
 
+class TooLarge(Exception):
+    """A request whose answer could not be carried (413), naming the field to make smaller."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class Unauthorized(Exception):
     """The event names no authenticated caller: 401."""
 
@@ -120,7 +128,8 @@ _ERRORS = {
 # any operation can get them, so every operation lists them.
 _FRONT_END = {
     413: {
-        "description": "A body over 1 MiB besides whitespace (POST /jobs/batch: over 3 MiB).",
+        "description": "A body over 1 MiB besides whitespace (POST /jobs/batch: over 3 MiB, or jobs whose answer would "
+        "pass 5,000,000 bytes).",
         "content": {"application/json": {"model": ErrorOut}},
     },
     414: {"description": "A request line too long.", "content": {"application/json": {"model": ErrorOut}}},
@@ -187,6 +196,11 @@ def _conflict(exc: Conflict) -> Response[Any]:
 @router.exception_handler(PreconditionFailed)
 def _precondition_failed(exc: PreconditionFailed) -> Response[Any]:
     return error_response(412, str(exc))
+
+
+@router.exception_handler(TooLarge)
+def _too_large(exc: TooLarge) -> Response[Any]:
+    return error_response(413, str(exc), field=exc.field)
 
 
 @router.exception_handler(Unauthorized)

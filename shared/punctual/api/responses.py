@@ -3,6 +3,7 @@ read from the injected clock once per request."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -107,6 +108,23 @@ def task_out(task: NamedTask) -> TaskOut:
         created_at=to_rfc3339(task.created_at),
         updated_at=to_rfc3339(task.updated_at),
     )
+
+
+# An answer's items, as Lambda carries them, take at most this many bytes: Lambda answers at most 6 MiB
+# (6,291,456 bytes), and the rest is left to the envelope (status, headers, a cursor). A list page
+# stops early to stay within it (ports.pages.PAGE_BYTES); a batch whose jobs would pass it is refused.
+ANSWER_MAX_BYTES = 5_000_000
+
+
+def answer_bytes(model: BaseModel) -> int:
+    """A model's bytes in Lambda's answer: its JSON as the resolver writes it (ASCII, every other
+    character escaped), inside the body's JSON string, where each quote and backslash is escaped
+    again. (pydantic's JSON, written faster, is the same text when it is ASCII, but for a float's
+    exponent sign: `1e300` for `1e+300`.)"""
+    text = model.model_dump_json()
+    if not text.isascii():
+        text = json.dumps(model.model_dump(mode="json"), separators=(",", ":"))
+    return len(text) + text.count('"') + text.count("\\")
 
 
 def json_response(

@@ -101,6 +101,7 @@ class JobCreation:
         owner: str,
         news: Sequence[NewJob],
         idempotency_key: str | None = None,
+        within: Callable[[Sequence[Job]], None] | None = None,
     ) -> tuple[list[Job], bool]:
         """Create jobs in one go, all or none validated; returns them in order and whether they are new.
 
@@ -108,7 +109,8 @@ class JobCreation:
         `jobs[i].<field>`) and nothing is stored. Then all markers are filed, then all jobs stored
         (BatchWriteItem both): a failure part way leaves markers without jobs, which the scanner drops
         once the request must have ended, never a job without its marker. With an Idempotency-Key, a retry of a batch that failed part way
-        returns the jobs that were stored and creates the others.
+        returns the jobs that were stored and creates the others. `within`, given the validated jobs
+        before anything is stored, may refuse them (raising).
         """
         now = self._clock.now()
         named: dict[str, Any] = {}  # the named tasks read for this batch
@@ -122,6 +124,8 @@ class JobCreation:
         if isinstance(checked, InvalidRequest):
             return self._replay(owner, idempotency_key, lambda: _batch_fingerprint(news), checked), False
         jobs = checked
+        if within is not None:
+            within(jobs)
         if idempotency_key is not None:
             fingerprint = _batch_fingerprint(news)
             ids = [job.id for job in jobs]

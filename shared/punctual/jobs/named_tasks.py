@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -24,7 +25,7 @@ from punctual.domain.validation import has_tag, json_problem
 from punctual.jobs import paramschema
 from punctual.platform.clock import Clock
 from punctual.ports.jobs import TaskStore
-from punctual.ports.pages import LIST_READ_BUDGET, Page
+from punctual.ports.pages import LIST_READ_BUDGET, PAGE_BYTES, Page, PageFill
 from punctual.tasks import templating
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -147,11 +148,22 @@ class TaskService:
         return task
 
     def list(
-        self, owner: str, limit: int, start_key: dict[str, Any] | None, tag: tuple[str, str | None] | None
+        self,
+        owner: str,
+        limit: int,
+        start_key: dict[str, Any] | None,
+        tag: tuple[str, str | None] | None,
+        size: Callable[[NamedTask], int] | None = None,
     ) -> Page:
-        """A page of the owner's tasks by name; with a tag, filtered, reading at most LIST_READ_BUDGET."""
+        """A page of the owner's tasks by name; with a tag, filtered, reading at most LIST_READ_BUDGET.
+        With `size` (a task's bytes in the answer), the page ends early once it holds PAGE_BYTES."""
+        fill = PageFill(limit, size, PAGE_BYTES)
         if tag is None:
-            return self._store.page(owner, limit, start_key)
+            page = self._store.page(owner, limit, start_key)
+            for i, task in enumerate(page.items[:-1]):
+                if fill.full_with(task):
+                    return Page(page.items[: i + 1], self._store.key_after(task))
+            return page
         found: list[NamedTask] = []
         read = 0
         while True:
@@ -160,7 +172,7 @@ class TaskService:
             for task in page.items:
                 if has_tag(task.tags, tag):
                     found.append(task)
-                    if len(found) == limit:
+                    if fill.full_with(task):
                         return Page(
                             found,
                             self._store.key_after(task)

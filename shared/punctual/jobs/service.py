@@ -7,7 +7,7 @@ those take are re-exported here."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -22,7 +22,7 @@ from punctual.jobs.checks import TaskChecker, bounded, check_not_past
 from punctual.jobs.creation import JobCreation, NewJob
 from punctual.notify.messages import NotifyPolicy
 from punctual.platform.clock import Clock
-from punctual.ports.pages import Page
+from punctual.ports.pages import PAGE_BYTES, Page, PageFill
 from punctual.ports.store import Store
 from punctual.scheduling.dispatch import Dispatcher
 from punctual.scheduling.handoff import HandOff
@@ -70,11 +70,15 @@ class JobService:
         return self._creation.create(owner, new, idempotency_key)
 
     def create_many(
-        self, owner: str, news: Sequence[NewJob], idempotency_key: str | None = None
+        self,
+        owner: str,
+        news: Sequence[NewJob],
+        idempotency_key: str | None = None,
+        within: Callable[[Sequence[Job]], None] | None = None,
     ) -> tuple[list[Job], bool]:
         """Create jobs in one go, all or none validated; returns them in order and whether they are new
-        (`JobCreation.create_many` says how a failure part way is left)."""
-        return self._creation.create_many(owner, news, idempotency_key)
+        (`JobCreation.create_many` says how a failure part way is left, and what `within` may refuse)."""
+        return self._creation.create_many(owner, news, idempotency_key, within)
 
     # ----------------------------------------------------------------- read
     def get(self, owner: str, job_id: str) -> Job:
@@ -93,10 +97,12 @@ class JobService:
         task: str | None = None,
         outcome: ExecutionStatus | None = None,
         name_prefix: str | None = None,
+        size: Callable[[Job], int] | None = None,
     ) -> Page:
         """A page of the owner's jobs, newest first, with their last executions (those their outcomes
         name): by status, tag, outcome and name prefix (filters on the owner's list, bounded reads a
-        page), or the ACTIVE and PAUSED jobs using a named task (its index). None read per job."""
+        page), or the ACTIVE and PAUSED jobs using a named task (its index). None read per job. With
+        `size` (a job's bytes in the answer), the page ends early once it holds PAGE_BYTES."""
         if task is not None:
             if status is not None or tag is not None or outcome is not None or name_prefix is not None:
                 raise InvalidRequest(
@@ -109,6 +115,11 @@ class JobService:
             found = self._store.jobs.get_many(ids.items).readable()
             jobs = [found[i] for i in ids.items if i in found and found[i].owner == owner]
             page = Page(jobs, ids.last_key)
+            fill = PageFill(limit, size, PAGE_BYTES)
+            for i, job in enumerate(jobs[:-1]):
+                if fill.full_with(job):
+                    page = Page(jobs[: i + 1], self._store.tasks.key_after_job(owner, task, job))
+                    break
         else:
             page = self._store.jobs.page(
                 owner,
@@ -119,6 +130,7 @@ class JobService:
                 outcome=outcome,
                 name_prefix=name_prefix,
                 now=self._clock.now(),  # (how old a tag entry of a job gone must be to be deleted)
+                size=size,
             )
         return replace(page, items=self._store.jobs.with_outcome_executions(page.items))
 

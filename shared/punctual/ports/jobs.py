@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
@@ -58,6 +58,7 @@ class JobStore(Protocol):
         outcome: ExecutionStatus | None = None,
         name_prefix: str | None = None,
         now: datetime | None = None,
+        size: Callable[[Job], int] | None = None,
     ) -> Page: ...
 
     def with_outcome_executions(self, jobs: Sequence[Job]) -> list[Job]: ...
@@ -131,6 +132,9 @@ class TaskStore(Protocol):
     def count_jobs_using(self, owner: str, name: str, at_most: int) -> int: ...
 
     def job_ids_using(self, owner: str, name: str, limit: int, start_key: dict[str, Any] | None) -> Page: ...
+
+    @staticmethod
+    def key_after_job(owner: str, name: str, job: Job) -> dict[str, str]: ...
 
 
 class BatchEndStore(Protocol):

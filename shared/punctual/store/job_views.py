@@ -28,7 +28,7 @@ from punctual.domain.validation import has_tag
 from punctual.platform import resources
 from punctual.platform.concurrency import parallel_map
 from punctual.ports.jobs import JobsRead
-from punctual.ports.pages import Page
+from punctual.ports.pages import PAGE_BYTES, Page, PageFill
 from punctual.store import keys, list_keys, list_sources
 from punctual.store.batch_ends import BatchEndRepository
 from punctual.store.codec.executions import SHOWN_EXECUTION_ATTRIBUTES, execution_from
@@ -61,9 +61,11 @@ class JobViews:
         outcome: ExecutionStatus | None = None,
         name_prefix: str | None = None,
         now: datetime | None = None,
+        size: Callable[[Job], int] | None = None,
     ) -> Page:
         """A page of the owner's jobs: newest first, but by name with a name prefix, and grouped by
-        value with a tag key alone.
+        value with a tag key alone. With `size` (a job's bytes in the answer), the page also ends
+        after the job that brings it to PAGE_BYTES (`PageFill`).
 
         Each filter reads its own access path (`list_sources.source_of`): a tag's entries, the by_name index, the
         by_flag index (a status of PAUSED or CANCELLED, a FAILED outcome: the few flag values that
@@ -89,9 +91,10 @@ class JobViews:
                 and (name_prefix is None or job.name.startswith(name_prefix))
             )
 
+        fill = PageFill(limit, size, PAGE_BYTES)
         if source.flags:
             try:
-                return self._merged_page(source, wanted, limit, start_key)
+                return self._merged_page(source, wanted, fill, start_key, limit)
             except ClientError as exc:
                 if not list_sources.index_missing(exc, source):
                     raise
@@ -102,7 +105,7 @@ class JobViews:
             named_by_id = self._named_by_id(name_prefix)
             if named_by_id is not None and wanted(named_by_id):
                 found.append(named_by_id)
-                if len(found) == limit:
+                if fill.full_with(named_by_id):
                     # (on from where its by_name entry would be: its id is the least name of the prefix)
                     # (with the owner_pk a job listed by its batch's entry does not carry)
                     place = {**job_item(named_by_id), "owner_pk": keys.owner_pk(owner), "name": name_prefix}
@@ -150,7 +153,7 @@ class JobViews:
                     if job is None or not wanted(job) or not row.lists(job):
                         continue
                     found.append(job)
-                    if len(found) == limit:
+                    if fill.full_with(job):
                         # Continue after this job; at the path's end only if it was its last entry.
                         last = i == len(rows) - 1 and "LastEvaluatedKey" not in response
                         following = rows[i + 1] if i + 1 < len(rows) else (rest[0] if rest else None)
@@ -197,8 +200,9 @@ class JobViews:
         self,
         source: list_sources.Source,
         wanted: Callable[[Job], bool],
-        limit: int,
+        fill: PageFill,
         start_key: dict[str, Any] | None,
+        limit: int,
     ) -> Page:
         """A page of by_flag's entries under any of `source.flags`, newest first: each flag value's
         entries read newest first (a Query each), merged down to the newest of the last entries read
@@ -236,7 +240,7 @@ class JobViews:
                 if job is None or not wanted(job):
                     continue
                 found.append(job)
-                if len(found) == limit:
+                if fill.full_with(job):
                     last = i == len(safe) - 1 and not flags
                     return Page(found, None if last else {**path, index.sort_key: sk})
             if not flags:

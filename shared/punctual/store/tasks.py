@@ -17,6 +17,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from punctual.domain.models import Job
 from punctual.domain.named_tasks import NamedTask
 from punctual.domain.policies import RetryPolicy
 from punctual.platform import resources
@@ -123,6 +124,17 @@ class TaskRepository:
         response = call(lambda: self._table.query(**kwargs))
         ids = [keys.job_id_of(str(item["pk"])) for item in response.get("Items", [])]
         return Page(ids, response.get("LastEvaluatedKey"))
+
+    @staticmethod
+    def key_after_job(owner: str, name: str, job: Job) -> dict[str, str]:
+        """Where `job_ids_using` goes on after this job (a page that ended on it early)."""
+        index = resources.BY_TASK_INDEX
+        return {
+            index.partition_key: keys.task_ref(owner, name),
+            index.sort_key: keys.owner_sk(job.created_at, job.id),
+            "pk": keys.job_pk(job.id),
+            "sk": keys.JOB_SK,
+        }
 
 
 def _item(task: NamedTask) -> dict[str, Any]:

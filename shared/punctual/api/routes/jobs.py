@@ -4,6 +4,7 @@ by tag a page at a time), run now."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
@@ -12,7 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from pydantic import Field
 
 from punctual import wiring
-from punctual.api.errors import openapi_responses
+from punctual.api.errors import TooLarge, openapi_responses
 from punctual.api.inputs import (
     PageLimit,
     caller,
@@ -21,7 +22,7 @@ from punctual.api.inputs import (
     new_job,
     tag_filter,
 )
-from punctual.api.responses import execution_out, job_out, json_response
+from punctual.api.responses import ANSWER_MAX_BYTES, answer_bytes, execution_out, job_out, json_response
 from punctual.api.schemas import (
     BulkFailure,
     BulkOut,
@@ -97,9 +98,26 @@ def create_jobs(
 ) -> Response[JobBatchOut]:
     news = [new_job(job) for job in body.jobs]
     punctual = wiring.default()
-    jobs, _created = punctual.service.create_many(_owner(), news, checked_idempotency_key(idempotency_key))
-    now = punctual.clock.now()
-    return json_response(JobBatchOut(items=[job_out(job, now) for job in jobs]), 201)
+    shown: list[JobOut] = []
+
+    def answerable(jobs: Sequence[Job]) -> None:
+        # (before anything is stored: escaped, the answer may take several times the body's bytes)
+        now = punctual.clock.now()
+        shown[:] = [job_out(job, now) for job in jobs]
+        size = sum(answer_bytes(job) for job in shown)
+        if size > ANSWER_MAX_BYTES:
+            raise TooLarge(
+                f"jobs: the answer would take {size:,} bytes, more than the {ANSWER_MAX_BYTES:,} one "
+                "answer may take: send the jobs in smaller batches",
+                field="jobs",
+            )
+
+    key = checked_idempotency_key(idempotency_key)
+    jobs, created = punctual.service.create_many(_owner(), news, key, answerable)
+    if not created:  # (a repeat: the jobs as stored, their last executions too)
+        now = punctual.clock.now()
+        shown = [job_out(job, now) for job in jobs]
+    return json_response(JobBatchOut(items=shown), 201)
 
 
 @router.get(
@@ -144,6 +162,7 @@ def list_jobs(
         scope = f"jobs:{status.value if status else ''}" + (f":tag:{tag}" if tag is not None else "")
     else:
         scope = json.dumps(["jobs", status, outcome, name_prefix, tag])
+    now = punctual.clock.now()
     page = punctual.service.list_jobs(
         owner,
         status,
@@ -153,8 +172,8 @@ def list_jobs(
         task=task,
         outcome=None if outcome is None else ExecutionStatus(outcome.value.upper()),
         name_prefix=name_prefix,
+        size=lambda job: answer_bytes(job_out(job, now)),
     )
-    now = punctual.clock.now()
     return json_response(
         JobPage(
             items=[job_out(job, now) for job in page.items],

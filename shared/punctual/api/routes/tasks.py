@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from punctual import tasks, wiring
 from punctual.api.errors import openapi_responses
 from punctual.api.inputs import PageLimit, caller, tag_filter
-from punctual.api.responses import json_response, task_out
+from punctual.api.responses import answer_bytes, json_response, task_out
 from punctual.api.schemas import TaskIn, TaskOut, TaskPatch, TaskTypeOut, TaskTypesOut
 from punctual.jobs.named_tasks import IN_USE_COUNT_LIMIT, TaskChanges
 
@@ -41,7 +41,11 @@ def list_task_types(
     ]
     scope = "tasks" + (f":tag:{tag}" if tag is not None else "")
     page = punctual.tasks.list(
-        owner, limit, punctual.cursors.decode(cursor, owner=owner, scope=scope), tag_filter(tag)
+        owner,
+        limit,
+        punctual.cursors.decode(cursor, owner=owner, scope=scope),
+        tag_filter(tag),
+        size=lambda task: answer_bytes(task_out(task)),
     )
     return json_response(
         TaskTypesOut(
