@@ -20,6 +20,7 @@ from punctual.platform import aws
 from punctual.platform.clock import ManualClock
 from punctual.platform.config import Settings
 from punctual.ports.pages import PAGE_BYTES
+from punctual.store import execution_reads
 from tests.integration.api_edges import CRON, assert_bad_input, call
 from tests.world import World, mocked_world
 
@@ -230,3 +231,22 @@ def test_a_page_of_large_named_tasks_stops_early_too(world: World) -> None:
     # Then pages of three and two list them all, once each, by name
     assert [len(page["items"]) for page in pages] == [3, 2]
     assert [t["name"] for page in pages for t in page["items"]] == [f"t{i}" for i in range(5)]
+
+
+def test_a_page_of_executions_stops_early_too(world: World) -> None:
+    # Given a job with eight executions, each failing with a long error, and a budget of three of them
+    job = world.create(
+        {"type": "rate", "every_seconds": 60}, task={"type": "fail", "params": {"message": "e" * 900}}
+    )
+    world.run_for(8 * 60 + 30)
+    executions = world.executions(job["id"])
+    assert len(executions) >= 8
+    budget = sum(answer_bytes_of(e) for e in executions[:3]) - 1
+    # When they are listed, following the cursor
+    with mock.patch.object(execution_reads, "PAGE_BYTES", budget):
+        pages = every_page(world, f"/jobs/{job['id']}/executions", "limit=100")
+    # Then each page but the last holds three, and the pages list every execution once, newest first
+    assert len(pages) >= 3
+    assert [len(page["items"]) for page in pages[:-1]] == [3] * (len(pages) - 1)
+    listed = [e["id"] for page in pages for e in page["items"]]
+    assert listed == [e["id"] for e in executions]

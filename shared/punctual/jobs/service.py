@@ -144,12 +144,21 @@ class JobService:
         status: ExecutionStatus | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        size: Callable[[Execution], int] | None = None,
     ) -> Page:
+        """`size` (an execution's bytes in the answer): the page ends early once it holds PAGE_BYTES."""
         _owned(self._store.jobs.get(job_id, owner), owner, job_id)  # the page reads the executions itself
         if since is not None and until is not None and until <= since:
             raise InvalidRequest("until: must be after since", field="until")
         return self._store.executions.page(
-            job_id, limit, start_key, status=status, since=since, until=until, now=self._clock.now()
+            job_id,
+            limit,
+            start_key,
+            status=status,
+            since=since,
+            until=until,
+            now=self._clock.now(),
+            size=size,
         )
 
     def preview(self, schedule: _Schedule, count: int) -> list[datetime]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -32,6 +32,7 @@ class ExecutionStore(Protocol):
         since: datetime | None = None,
         until: datetime | None = None,
         now: datetime | None = None,
+        size: Callable[[Execution], int] | None = None,
     ) -> Page: ...
 
     def before(self, execution: Execution, limit: int = 10) -> list[Execution]: ...

@@ -12,7 +12,7 @@ statuses of many (of markers a dispatch stored, never such a run) do not.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -21,7 +21,7 @@ from punctual.domain.errors import UnreadableItem
 from punctual.domain.executions import Execution, ExecutionRef, ExecutionStatus, execution_as_seen
 from punctual.domain.models import DueMarker, in_flight
 from punctual.platform.timefmt import to_rfc3339
-from punctual.ports.pages import Page
+from punctual.ports.pages import PAGE_BYTES, Page, PageFill
 from punctual.store import keys
 from punctual.store.batch_ends import BatchEndRepository
 from punctual.store.codec.executions import execution_from
@@ -37,6 +37,16 @@ def _key_of(item: dict[str, Any]) -> tuple[str, str]:
 def _key_of_execution(execution: Execution) -> dict[str, Any]:
     """A page's continuation after this execution."""
     return keys.execution_key(execution.job_id, execution.scheduled_at, execution.id)
+
+
+def _fitted(page: Page, size: Callable[[Execution], int]) -> Page:
+    """The page ended after the execution whose bytes bring it to PAGE_BYTES (a receiver's answers,
+    each within its bounds, can still add up past what Lambda answers), continuing after it."""
+    fill = PageFill(len(page.items) + 1, size, PAGE_BYTES)
+    for n, execution in enumerate(page.items[:-1]):
+        if fill.full_with(execution):
+            return Page(page.items[: n + 1], _key_of_execution(execution))
+    return page
 
 
 class ExecutionReads:
@@ -109,6 +119,7 @@ class ExecutionReads:
         since: datetime | None = None,
         until: datetime | None = None,
         now: datetime | None = None,
+        size: Callable[[Execution], int] | None = None,
     ) -> Page:
         """A page of the job's executions, newest first: those scheduled at or after `since` and
         before `until` (a range of the sort key: nothing else is read), and with `status` (a filter:
@@ -117,15 +128,21 @@ class ExecutionReads:
         With `now`, as users see them then (`executions.execution_as_seen`), the status filter too, and on
         a first page the job's run under way that is not stored yet (`models.in_flight`). The job's
         run stored on its item (`codec.runs.embedded_execution`) is in its place, filters applied to it as
-        to the others: a read of the job a page."""
+        to the others: a read of the job a page. With `size` (an execution's bytes in the answer), the
+        page ends after the execution that brings it to PAGE_BYTES, its cursor after that one."""
         page = self._page(job_id, limit, start_key, status=status, since=since, until=until, now=now)
         item = self._job_item(job_id)
         run = _on_job(item)
         if run is not None and (status is None or run.status is status) and _between(run, since, until):
             page = _merged(page, run, limit, start_key)
-        if item is None or now is None or start_key or status not in (None, ExecutionStatus.RUNNING):
-            return page
-        return self._with_in_flight(item, page, limit, now, since, until)
+        if (
+            item is not None
+            and now is not None
+            and not start_key
+            and status in (None, ExecutionStatus.RUNNING)
+        ):
+            page = self._with_in_flight(item, page, limit, now, since, until)
+        return page if size is None else _fitted(page, size)
 
     def _with_in_flight(
         self,

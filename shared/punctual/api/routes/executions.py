@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from punctual import wiring
 from punctual.api.errors import openapi_responses
 from punctual.api.inputs import PageLimit, caller, instant_param
-from punctual.api.responses import execution_out, json_response
+from punctual.api.responses import answer_bytes, execution_out, json_response
 from punctual.api.schemas import ExecutionOut, ExecutionPage
 from punctual.domain.executions import ExecutionStatus
 
@@ -55,6 +55,7 @@ def list_executions(
         status=status,
         since=instant_param(since, "since"),
         until=instant_param(until, "until"),
+        size=lambda execution: answer_bytes(execution_out(execution)),
     )
     return json_response(
         ExecutionPage(
