@@ -13,7 +13,7 @@ from punctual.domain.policies import MAX_NOTIFY_RULES, JobPolicy, NotifyEvent, N
 from punctual.domain.schedules import Schedule
 from punctual.domain.validation import JSON_NUMBER, NOT_NULL, PLAIN_TEXT, TAGS
 from punctual.execution.dead_letters import MAX_REDRIVE, Redriven
-from punctual.platform.signing import key_of
+from punctual.platform.signing import check_secret
 
 
 class ErrorOut(BaseModel):
@@ -148,7 +148,7 @@ _SECRET_DESCRIPTION = (
 
 def _secret(value: str | None) -> str | None:
     if value is not None:
-        key_of(value)
+        check_secret(value)
     return value
 
 

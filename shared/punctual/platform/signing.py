@@ -47,6 +47,17 @@ def key_of(secret: str) -> bytes:
     return key
 
 
+def check_secret(secret: str) -> None:
+    """A secret given to Punctual: one (`key_of`), written as base64 writes its key. Python reads
+    `QUFB=` as `QUFB`, extra padding and all; a receiver's library may refuse it, or read another
+    key, and every signature would then fail to verify there."""
+    key = key_of(secret)
+    if base64.b64encode(key).decode("ascii") != secret[len(PREFIX) :]:
+        raise ValueError(
+            f"is not its key's base64 as written (its padding: `=` only to a multiple of 4); {_SHAPE}"
+        )
+
+
 _SHAPE = (
     f"a signing secret is {PREFIX} followed by the base64 of {MIN_KEY_BYTES} to {MAX_KEY_BYTES} random "
     f"bytes (e.g. {PREFIX}$(openssl rand -base64 32), or `punctual new-secret`)"

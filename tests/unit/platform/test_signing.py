@@ -36,6 +36,19 @@ def test_a_secret_that_is_not_one_is_refused_saying_what_one_is(secret: str, why
     assert signing.key_of(signing.new_secret())  # and a new one is one
 
 
+@pytest.mark.parametrize(
+    "secret",
+    ["whsec_" + "QUFB" * 8 + "=", "whsec_" + "QUFB" * 8 + "====", "whsec_" + "QUFB" * 8 + "QUF="],
+)
+def test_a_secret_given_must_be_its_keys_base64_as_written(secret: str) -> None:
+    # (Python reads the extra padding away; a receiver's library may not, and no signature would verify)
+    signing.key_of(secret)
+    with pytest.raises(ValueError, match="padding"):
+        signing.check_secret(secret)
+    signing.check_secret(REFERENCE_SECRET)
+    signing.check_secret(signing.new_secret())
+
+
 def test_a_rotation_signs_with_both_secrets_for_a_day_then_the_new_one() -> None:
     first, second = signing.new_secret(), signing.new_secret()
     keys = signing.SigningKeys(current=first).rotated(second, NOW)
