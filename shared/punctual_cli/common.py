@@ -72,10 +72,21 @@ def check_timestamp(text: str, flag: str) -> str:
 
 
 def parse_json(text: str, flag: str) -> Any:
+    """JSON given on the command line; an object that repeats a key is refused, as the API refuses
+    it (json.loads keeps the last silently: `{"a":1,"a":2}` would be sent as `{"a":2}`)."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
     except ValueError as exc:
         raise UsageError(f"{flag} must be JSON: {exc}") from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"the key {key!r} is given twice")
+        found[key] = value
+    return found
 
 
 def parse_pair(text: str, flag: str, separator: str = "=") -> tuple[str, str]:

@@ -71,6 +71,9 @@ def test_server_error_with_a_text_body_exits_1(api: FakeApi, capsys: pytest.Capt
         ],
         ["jobs", "create", "--task", "noop", "--url", "https://example.com"],
         ["jobs", "create", "--task", "http", "--url", "https://example.com", "--body", "{not json"],
+        # (a key given twice: the API refuses it too, where json.loads would keep the last alone)
+        ["jobs", "create", "--task", "http", "--url", "https://example.com", "--body", '{"a": 1, "a": 2}'],
+        ["jobs", "create", "--task", "http", "--url", "https://example.com", "--params", '{"a": 1, "a": 2}'],
         ["jobs", "create", "--task", "noop", "--seconds", "3"],
         ["jobs", "create", "--now"],
         ["jobs", "create", "--task", "noop", "--now", "--every", "5m"],
