@@ -7,6 +7,7 @@ pictures), else to a temporary directory.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -97,11 +98,12 @@ def seeded(stack: Stack) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def console_url(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`punctual console --no-browser --port N` for Alice; the URL it prints on a line of its own."""
+@contextlib.contextmanager
+def running_console(stack: Stack, token: str) -> Iterator[str]:
+    """`punctual console --no-browser --port N` for the token's owner; the URL it prints on a line of
+    its own."""
     port = free_port()
-    command = [sys.executable, "-m", "punctual_cli", "--endpoint", stack.url, "--token", "alice-token"]
+    command = [sys.executable, "-m", "punctual_cli", "--endpoint", stack.url, "--token", token]
     command += ["console", "--no-browser", "--port", str(port)]
     process = subprocess.Popen(
         command,
@@ -124,6 +126,20 @@ def console_url(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Itera
     finally:
         process.terminate()
         process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def console_url(stack: Stack) -> Iterator[str]:
+    """Alice's console."""
+    with running_console(stack, "alice-token") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def bobs_console_url(stack: Stack) -> Iterator[str]:
+    """Bob's console, on another port, beside Alice's in the same browser."""
+    with running_console(stack, "bob-token") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +197,19 @@ def shows(driver: WebDriver, *texts: str, timeout: float = 10) -> str:
     return eventually(holds, timeout=timeout, interval=0.1, what=f"the page to show {texts}")
 
 
+def signed_in_tab(driver: WebDriver, console_url: str) -> bool:
+    origin = console_url.split("/login")[0]
+    return driver.current_url.startswith(origin + "/") and bool(
+        driver.execute_script("return sessionStorage.length")
+    )
+
+
 def go(driver: WebDriver, console_url: str, view: str) -> None:
+    """The view, in this tab signed in first where it is not (a tab keeps its sign-in, a test run
+    on another worker starts with none)."""
+    if not signed_in_tab(driver, console_url):
+        driver.get(console_url)
+        eventually(lambda: signed_in_tab(driver, console_url), timeout=5, what="the sign-in")
     driver.get(console_url.split("/login")[0] + "/#/" + view)
 
 
@@ -353,6 +381,57 @@ def test_a_job_is_rescheduled_and_cancelled_and_a_failed_run_retried_from_the_pa
         lambda: len(alice.list_executions(failing)["items"]) > before, timeout=5, what="the retried run"
     )
     assert any(e["retry_of"] for e in alice.list_executions(failing)["items"])
+
+
+def test_the_sign_in_survives_a_reload_in_its_tab_and_sets_no_cookie(
+    browser: WebDriver, console_url: str, seeded: dict[str, Any]
+) -> None:
+    # Given the tab signed in by the printed URL
+    browser.get(console_url)
+    shows(browser, seeded["report"]["name"])
+    # When it is reloaded, then it is signed in still
+    browser.refresh()
+    shows(browser, seeded["report"]["name"])
+    assert "token" not in browser.current_url
+    # And no cookie holds the sign-in: no other port of 127.0.0.1 is sent it
+    assert browser.get_cookies() == []
+    # And a new tab without the printed URL is not signed in
+    first = browser.current_window_handle
+    browser.switch_to.new_window("tab")
+    try:
+        browser.get(console_url.split("/login")[0] + "/#/jobs")
+        shows(browser, "Not signed in")
+        assert seeded["report"]["name"] not in main_text(browser)
+    finally:
+        browser.close()
+        browser.switch_to.window(first)
+
+
+def test_two_consoles_on_two_ports_stay_signed_in_side_by_side(
+    browser: WebDriver, console_url: str, bobs_console_url: str, seeded: dict[str, Any]
+) -> None:
+    # Given Alice's console signed in in one tab
+    browser.get(console_url)
+    shows(browser, seeded["report"]["name"])
+    alices = browser.current_window_handle
+    # When Bob's console, on another port, is signed in in another tab of the same browser
+    browser.switch_to.new_window("tab")
+    bobs = browser.current_window_handle
+    try:
+        browser.get(bobs_console_url)
+        shows(browser, seeded["bobs"]["name"])
+        # Then each tab, reloaded, shows its own owner's jobs: neither signed the other out
+        for handle, own, other in (
+            (alices, seeded["report"]["name"], seeded["bobs"]["name"]),
+            (bobs, seeded["bobs"]["name"], seeded["report"]["name"]),
+        ):
+            browser.switch_to.window(handle)
+            browser.refresh()
+            assert other not in shows(browser, own)
+    finally:
+        browser.switch_to.window(bobs)
+        browser.close()
+        browser.switch_to.window(alices)
 
 
 UNNAMED_CONTROLS = """

@@ -3,6 +3,7 @@ that keep a page of another site from reading or driving it. The API is a double
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import threading
@@ -15,11 +16,11 @@ from typing import Any
 import pytest
 from botocore.credentials import Credentials
 
-from punctual_cli.console.server import ACTION_HEADER, ConsoleServer, Session
+from punctual_cli.console.server import ACTION_HEADER, SESSION_HEADER, ConsoleServer, Session
 from punctual_client.auth import SigV4Auth
 from punctual_client.transport import PunctualClient
 
-SESSION = Session(url_token="url-token", cookie="cookie-value", action_token="action-token")
+SESSION = Session(url_token="url-token", secret="session-secret", action_token="action-token")
 
 
 @dataclass
@@ -48,10 +49,10 @@ class RecordingApi:
         return Answer(200, {"items": [], "next_cursor": None, "echo": shown})
 
 
-@pytest.fixture
-def console() -> Iterator[tuple[ConsoleServer, RecordingApi]]:
+@contextlib.contextmanager
+def serving(session: Session | None = None) -> Iterator[tuple[ConsoleServer, RecordingApi]]:
     api = RecordingApi()
-    server = ConsoleServer(api, session=SESSION)
+    server = ConsoleServer(api, session=session)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
@@ -59,6 +60,12 @@ def console() -> Iterator[tuple[ConsoleServer, RecordingApi]]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def console() -> Iterator[tuple[ConsoleServer, RecordingApi]]:
+    with serving(SESSION) as served:
+        yield served
 
 
 def call(
@@ -77,30 +84,73 @@ def call(
 
 
 def signed_in(server: ConsoleServer, **extra: str) -> dict[str, str]:
-    return {"Cookie": f"punctual_console={SESSION.cookie}", **extra}
+    return {SESSION_HEADER: server.session.secret, **extra}
 
 
-def test_the_printed_url_is_exchanged_for_a_strict_http_only_cookie_and_leaves_the_address_bar(
+def test_the_printed_url_serves_the_page_that_exchanges_its_token_for_the_sessions_secret(
     console,
 ) -> None:
     server, _ = console
+    origin = f"http://127.0.0.1:{server.port}"
     # Given the URL the console prints
     assert server.url == f"http://127.0.0.1:{server.port}/login?token=url-token"
-    # When it is opened
-    status, headers, _ = call(server, "GET", "/login?token=url-token")
-    # Then it answers with the session cookie, HttpOnly and SameSite=Strict, and sends the browser to /
-    assert status == 303 and headers["location"] == "/"
-    cookie = headers["set-cookie"]
-    assert cookie.startswith("punctual_console=cookie-value;")
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-    # And another token signs nothing in
-    status, headers, _ = call(server, "GET", "/login?token=guess")
-    assert status == 403 and "set-cookie" not in headers
+    # When it is opened, then it is the page (which drops the token from its address), and no cookie
+    status, headers, page = call(server, "GET", "/login?token=url-token")
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    assert b"/static/js/app.js" in page and "set-cookie" not in headers
+    # When the page posts the token from the console's own origin, it gets the session's secret
+    status, headers, body = call(server, "POST", "/session", {"Origin": origin}, {"token": "url-token"})
+    assert status == 200 and json.loads(body) == {"session": "session-secret"}
+    assert "set-cookie" not in headers
+    # And another token, or the token posted from another origin or with none, gets nothing
+    refused = [
+        call(server, "POST", "/session", {"Origin": origin}, {"token": "guess"}),
+        call(server, "POST", "/session", {"Origin": origin}, {"token": ["url-token"]}),
+        call(server, "POST", "/session", {"Origin": origin}),
+        call(server, "POST", "/session", {"Origin": "http://127.0.0.1:3000"}, {"token": "url-token"}),
+        call(server, "POST", "/session", {}, {"token": "url-token"}),
+    ]
+    assert [status for status, _, _ in refused] == [403] * 5
+    assert all(b"session-secret" not in body for _, _, body in refused)
 
 
-def test_the_api_needs_the_cookie_and_reads_are_forwarded_with_their_query(console) -> None:
+def test_cookies_count_for_nothing_the_session_header_alone_signs_in(console) -> None:
     server, api = console
-    # Given no cookie, then the API is not reached
+    # Given cookies of 127.0.0.1 that any port's server receives: one holding the session's secret
+    # itself, and other apps' cookies that Python's SimpleCookie stops parsing at
+    foreign = 'json={"x":1}; x=a b; a="b; y=\u00e9; z=a\\b'
+    for cookie in (f"punctual_console={SESSION.secret}", f"{foreign}; punctual_console={SESSION.secret}"):
+        # When they come without the session header (a page of another local server, or curl)
+        # Then nothing is read, and the action token is not handed out
+        assert call(server, "GET", "/api/jobs", {"Cookie": cookie})[0] == 401
+        assert call(server, "GET", "/session", {"Cookie": cookie})[0] == 401
+    assert api.calls == []
+    # When the same cookies come with the session header, then they change nothing
+    status, _, _ = call(server, "GET", "/api/jobs", signed_in(server, Cookie=foreign))
+    assert status == 200 and len(api.calls) == 1
+
+
+def test_one_consoles_session_does_not_sign_in_to_another(console) -> None:
+    server, api = console
+    # Given a second console on another port (another owner, say), with its own session
+    with serving() as (other, other_api):
+        # When each is called with the other's secret, then each refuses it
+        assert call(other, "GET", "/api/jobs", signed_in(server))[0] == 401
+        assert call(server, "GET", "/api/jobs", signed_in(other))[0] == 401
+        assert (
+            call(other, "GET", "/session", signed_in(server, Origin=f"http://127.0.0.1:{other.port}"))[0]
+            == 401
+        )
+        # And each takes its own
+        assert call(other, "GET", "/api/jobs", signed_in(other))[0] == 200
+        assert call(server, "GET", "/api/jobs", signed_in(server))[0] == 200
+        assert len(api.calls) == 1 and len(other_api.calls) == 1
+    assert other.session.secret != server.session.secret
+
+
+def test_the_api_needs_the_session_header_and_reads_are_forwarded_with_their_query(console) -> None:
+    server, api = console
+    # Given no session header, then the API is not reached
     assert call(server, "GET", "/api/jobs")[0] == 401
     assert api.calls == []
     # When signed in, a read goes to the API as it was asked
@@ -193,7 +243,7 @@ def test_the_server_listens_on_loopback_only(console) -> None:
     assert server.server_address[0] == "127.0.0.1"
 
 
-def test_calls_reach_a_deployed_api_signed_with_sigv4_and_without_the_browsers_cookie_or_token() -> None:
+def test_calls_reach_a_deployed_api_signed_with_sigv4_and_without_the_browsers_secrets() -> None:
     # Given an API on 127.0.0.1 that records what it receives, reached as a deployed one would be:
     # through the CLI's client signing with SigV4 (fixed credentials, no lookup)
     received: list[tuple[str, dict[str, str]]] = []
@@ -231,5 +281,5 @@ def test_calls_reach_a_deployed_api_signed_with_sigv4_and_without_the_browsers_c
     assert path == "/v1/jobs?outcome=failed"
     assert headers["Authorization"].startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
     assert "/eu-west-1/execute-api/aws4_request" in headers["Authorization"]
-    assert "Cookie" not in headers and ACTION_HEADER not in headers
-    assert SESSION.cookie not in str(headers) and SESSION.action_token not in str(headers)
+    assert SESSION_HEADER not in headers and ACTION_HEADER not in headers
+    assert SESSION.secret not in str(headers) and SESSION.action_token not in str(headers)

@@ -2,10 +2,13 @@
 API through the CLI's client (a bearer token locally, SigV4 deployed), so that the browser holds no
 credential and the console adds no path the API does not have.
 
-Who may use it: whoever opened the URL it printed, which carries a per-session token. That token is
-exchanged for an HttpOnly, SameSite=Strict cookie. Every `/api` call needs the cookie; an action
-(POST, PATCH, DELETE) also needs the session's action token in a header and an Origin that is this
-server, so that no other site (nor a page that rebinds a name to 127.0.0.1) can drive it.
+Who may use it: whoever opened the URL it printed, which carries a per-run token. The page
+exchanges that token for the session's secret, keeps it in the tab's sessionStorage and sends it in a
+header with each call. No cookie: a browser sends a cookie of 127.0.0.1 to every port of it (another
+local server would receive it, and two consoles would share one name), while sessionStorage is
+scoped to the origin, port included. Every `/api` call needs the secret; an action (POST, PATCH,
+DELETE) also needs the session's action token in a header and an Origin that is this server, so that
+no other site (nor a page that rebinds a name to 127.0.0.1) can drive it.
 """
 
 from __future__ import annotations
@@ -20,12 +23,11 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any, Protocol
 
-COOKIE = "punctual_console"
+SESSION_HEADER = "X-Console-Session"
 ACTION_HEADER = "X-Console-Token"
 MAX_BODY = 1 << 20  # what the page sends: a job's changes, a pause note
 # The API's resources the page may call (docs/api.md); anything else answers 404 here.
@@ -68,11 +70,11 @@ class Api(Protocol):
 
 @dataclass(frozen=True)
 class Session:
-    """The secrets of one console run: the token in the printed URL, the cookie it is exchanged for,
-    and the token the page sends with each action."""
+    """The secrets of one console run: the token in the printed URL, the secret the page exchanges it
+    for (sent with each call), and the token the page sends with each action."""
 
     url_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
-    cookie: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    secret: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     action_token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
 
 
@@ -161,24 +163,14 @@ class _Handler(BaseHTTPRequestHandler):
         path = parts.path
         if path.startswith("/api/"):
             self._api(method, path[len("/api") :], parts.query)
+        elif path == "/session" and method == "POST":
+            self._sign_in()
         elif method != "GET":
             self._send_json(HTTPStatus.METHOD_NOT_ALLOWED, {"message": "method not allowed"})
-        elif path == "/login":
-            self._login(parts.query)
         elif path == "/session":
-            # (the action token: only this server's own page may read it)
-            if not self._same_origin(method):
-                self._send_json(HTTPStatus.FORBIDDEN, {"message": "cross-site request refused"})
-            elif self._signed_in():
-                self._send_json(
-                    HTTPStatus.OK,
-                    {"action_token": self.server.session.action_token, "endpoint": self.server.api.endpoint},
-                )
-            else:
-                self._send_json(
-                    HTTPStatus.UNAUTHORIZED, {"message": "open the URL `punctual console` printed"}
-                )
-        elif path in ("/", "/index.html"):
+            self._session()
+        elif path in ("/", "/index.html", "/login"):
+            # (at /login the page takes the token from its address, drops it, and exchanges it)
             self._send_asset("index.html")
         elif path.startswith("/static/") and path[len("/static/") :] in self.server.assets:
             self._send_asset(path[len("/static/") :])
@@ -192,12 +184,9 @@ class _Handler(BaseHTTPRequestHandler):
         return f"http://{host}" in self.server.origins
 
     def _signed_in(self) -> bool:
-        try:
-            cookies = SimpleCookie(self.headers.get("Cookie", ""))
-        except CookieError:
-            return False
-        morsel = cookies.get(COOKIE)
-        return morsel is not None and hmac.compare_digest(morsel.value, self.server.session.cookie)
+        # (a header the page sets, never a cookie: nothing of another port's, or any cookie, counts)
+        given = self.headers.get(SESSION_HEADER, "")
+        return hmac.compare_digest(given.encode(), self.server.session.secret.encode())
 
     def _same_origin(self, method: str) -> bool:
         """An action's Origin must be this server; a read's may be absent (a same-origin GET often
@@ -212,22 +201,35 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- routes ----------------------------------------------------------------------------------
 
-    def _login(self, query: str) -> None:
-        token = urllib.parse.parse_qs(query).get("token", [""])[0]
-        if not hmac.compare_digest(token.encode(), self.server.session.url_token.encode()):
+    def _sign_in(self) -> None:
+        """The printed URL's token, posted by the console's own page, for the session's secret."""
+        if not self._same_origin("POST"):
+            self._send_json(HTTPStatus.FORBIDDEN, {"message": "cross-site request refused"})
+            return
+        body, refused = self._json_body()
+        if refused:
+            return
+        token = body.get("token") if isinstance(body, dict) else None
+        if not isinstance(token, str) or not hmac.compare_digest(
+            token.encode(), self.server.session.url_token.encode()
+        ):
             self._send_json(
                 HTTPStatus.FORBIDDEN, {"message": "not this console's URL: open the one it printed"}
             )
             return
-        self.send_response(HTTPStatus.SEE_OTHER)
-        self.send_header(
-            "Set-Cookie", f"{COOKIE}={self.server.session.cookie}; HttpOnly; SameSite=Strict; Path=/"
-        )
-        # (the token leaves the address bar and the history: the page's address is `/`)
-        self.send_header("Location", "/")
-        self.send_header("Content-Length", "0")
-        self._common_headers()
-        self.end_headers()
+        self._send_json(HTTPStatus.OK, {"session": self.server.session.secret})
+
+    def _session(self) -> None:
+        """The action token and the API's address, for a page signed in from this server's origin."""
+        if not self._same_origin("GET"):
+            self._send_json(HTTPStatus.FORBIDDEN, {"message": "cross-site request refused"})
+        elif not self._signed_in():
+            self._send_json(HTTPStatus.UNAUTHORIZED, {"message": "open the URL `punctual console` printed"})
+        else:
+            self._send_json(
+                HTTPStatus.OK,
+                {"action_token": self.server.session.action_token, "endpoint": self.server.api.endpoint},
+            )
 
     def _api(self, method: str, path: str, query: str) -> None:
         if not self._signed_in():

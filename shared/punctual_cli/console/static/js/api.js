@@ -1,5 +1,10 @@
 // The page's one way to the API: the console server forwards /api/... to Punctual's API.
+//
+// Signed in by the session's secret in a header, kept in this tab's sessionStorage: a reload keeps
+// it, another port's page (another console, any local server) never sees it, and no cookie is sent.
 
+const STORED = "punctual-console-session";
+const SECRET_HEADER = "X-Console-Session";
 let session = null;
 
 export class ApiError extends Error {
@@ -10,35 +15,55 @@ export class ApiError extends Error {
   }
 }
 
-export async function currentSession() {
-  if (!session) {
-    const answer = await fetch("/session", { credentials: "same-origin" });
-    const body = await answer.json();
-    if (!answer.ok) throw new ApiError(answer.status, body);
-    session = body;
-  }
-  return session;
-}
-
-export async function api(method, path, body) {
-  const headers = { Accept: "application/json" };
-  if (method !== "GET") headers["X-Console-Token"] = (await currentSession()).action_token;
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  const answer = await fetch(`/api${path}`, {
-    method,
-    headers,
-    credentials: "same-origin",
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await answer.text();
+async function answerOf(response) {
+  const text = await response.text();
   let parsed = null;
   try {
     parsed = text ? JSON.parse(text) : null;
   } catch {
     parsed = { message: text };
   }
-  if (!answer.ok) throw new ApiError(answer.status, parsed);
+  if (!response.ok) {
+    // (a console started again has a new secret: the old one is dropped, the printed URL asked for)
+    if (response.status === 401) sessionStorage.removeItem(STORED);
+    throw new ApiError(response.status, parsed);
+  }
   return parsed;
+}
+
+function send(method, path, headers = {}, body = undefined) {
+  const secret = sessionStorage.getItem(STORED);
+  const sent = { Accept: "application/json", ...headers };
+  if (secret) sent[SECRET_HEADER] = secret;
+  if (body !== undefined) sent["Content-Type"] = "application/json";
+  return fetch(path, {
+    method,
+    headers: sent,
+    credentials: "omit",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+// Opened at the printed URL (/login?token=...): the token leaves the address bar and this tab's
+// history first, then is exchanged for the session's secret.
+export async function signIn() {
+  if (location.pathname !== "/login") return;
+  const token = new URLSearchParams(location.search).get("token") || "";
+  history.replaceState(null, "", "/" + location.hash);
+  const answer = await answerOf(await send("POST", "/session", {}, { token }));
+  sessionStorage.setItem(STORED, answer.session);
+  session = null;
+}
+
+export async function currentSession() {
+  if (!session) session = await answerOf(await send("GET", "/session"));
+  return session;
+}
+
+export async function api(method, path, body) {
+  const headers = {};
+  if (method !== "GET") headers["X-Console-Token"] = (await currentSession()).action_token;
+  return answerOf(await send(method, `/api${path}`, headers, body));
 }
 
 export function query(params) {

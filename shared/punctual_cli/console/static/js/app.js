@@ -1,7 +1,7 @@
 // The console's shell: hash routes, one view at a time, each refreshed every 1.5 s so that changes
 // show within 2 s without a reload.
 
-import { currentSession } from "./api.js";
+import { currentSession, signIn } from "./api.js";
 import { el, replace } from "./dom.js";
 import * as jobs from "./views/jobs.js";
 import * as job from "./views/job.js";
@@ -66,10 +66,13 @@ async function poll(mine, loop) {
 
 async function start() {
   try {
+    await signIn();
     const session = await currentSession();
     document.getElementById("where").textContent = `API: ${session.endpoint} · times in ${Intl.DateTimeFormat().resolvedOptions().timeZone}`;
-  } catch {
-    replace(main, el("h1", {}, "Not signed in"), el("p", {}, "Open the URL that `punctual console` printed: it signs this browser in."));
+  } catch (error) {
+    replace(main, el("h1", {}, "Not signed in"),
+      error.status === 403 ? el("p", { class: "error" }, error.message) : "",
+      el("p", {}, "Open the URL that `punctual console` printed: it signs this tab in, and a reload keeps it. Another tab needs the URL again."));
     return;
   }
   window.addEventListener("hashchange", show);
