@@ -51,6 +51,7 @@ if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
 from selenium import webdriver  # noqa: E402  (only where there is a browser to drive)
 from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
@@ -363,10 +364,11 @@ def test_a_job_is_rescheduled_and_cancelled_and_a_failed_run_retried_from_the_pa
     if browser.execute_script("return Intl.DateTimeFormat().resolvedOptions().timeZone") != "Europe/Paris":
         runs = browser.find_element(By.CSS_SELECTOR, 'ol[aria-label="Next runs"]').text
         assert runs.count("09:30 Europe/Paris") == 5, runs
-    # When Cancel is pressed twice (once arms it)
+    # When Cancel is pressed twice (once arms it; the second press counts from half a second on)
     cancel = browser.find_element(By.ID, "cancel")
     cancel.click()
     assert alice.get_job(job["id"])["status"] == "ACTIVE"
+    time.sleep(0.6)
     cancel.click()
     # Then the job is CANCELLED
     wait_for_job_status(alice, job["id"], "CANCELLED", stack, timeout=5)
@@ -432,6 +434,65 @@ def test_two_consoles_on_two_ports_stay_signed_in_side_by_side(
         browser.switch_to.window(bobs)
         browser.close()
         browser.switch_to.window(alices)
+
+
+def test_a_double_click_neither_cancels_a_job_nor_sends_an_action_twice(
+    browser: WebDriver, console_url: str, seeded: dict[str, Any], stack: Stack
+) -> None:
+    alice = stack.client("alice-token")
+    yearly = alice.create_job(
+        {
+            "name": f"yearly-{uuid.uuid4().hex[:8]}",
+            "task": {"type": "noop"},
+            "schedule": {"type": "cron", "expression": "0 9 1 1 *"},
+        }
+    )
+
+    def runs_by_hand() -> int:
+        return sum(bool(e.get("manual")) for e in alice.list_executions(yearly["id"])["items"])
+
+    go(browser, console_url, f"job/{yearly['id']}")
+    shows(browser, "Next run")
+    # When "Run now" is double-clicked, then one run is made
+    ActionChains(browser).double_click(browser.find_element(By.ID, "run-now")).perform()
+    eventually(lambda: runs_by_hand() >= 1, timeout=5, what="the run by hand")
+    time.sleep(1.0)
+    assert runs_by_hand() == 1
+    # When "Cancel job" is double-clicked, then the job is not cancelled: the button asks again
+    cancel = browser.find_element(By.ID, "cancel")
+    ActionChains(browser).double_click(cancel).perform()
+    time.sleep(1.0)
+    assert alice.get_job(yearly["id"])["status"] == "ACTIVE"
+    assert cancel.text == "Confirm: cancel this job"
+    # And one more press, a moment later, confirms it; the keyboard's place is the notice
+    cancel.click()
+    wait_for_job_status(alice, yearly["id"], "CANCELLED", stack, timeout=5)
+    eventually(
+        lambda: browser.switch_to.active_element.get_attribute("id") == "notice",
+        timeout=5,
+        what="the focus on the notice",
+    )
+    # When a failed run's Retry is double-clicked in Failures, then one retry is made
+    failing = alice.create_job(
+        {
+            "name": f"fails-twice-{uuid.uuid4().hex[:8]}",
+            "task": {"type": "fail"},
+            "schedule": {"type": "now"},
+            "retry": {"max_attempts": 1},
+        }
+    )
+    wait_for_job_status(alice, failing["id"], "COMPLETED", stack, timeout=15)
+
+    def retries() -> int:
+        return sum(bool(e["retry_of"]) for e in alice.list_executions(failing["id"])["items"])
+
+    go(browser, console_url, "failures")
+    shows(browser, failing["name"])
+    retry = browser.find_element(By.CSS_SELECTOR, f'tr[data-job-id="{failing["id"]}"] button')
+    ActionChains(browser).double_click(retry).perform()
+    eventually(lambda: retries() >= 1, timeout=5, what="the retried run")
+    time.sleep(1.0)
+    assert retries() == 1
 
 
 UNNAMED_CONTROLS = """

@@ -24,6 +24,15 @@ export function say(message, isError = false, fromPoll = false) {
   notice.dataset.fromPoll = fromPoll ? "1" : "";
 }
 
+// After an action the keyboard's place is the control pressed; where that is gone or disabled
+// (Resume on a job now ACTIVE, Cancel on a CANCELLED one), the notice saying what happened, not the
+// page's top. A place the user moved to meanwhile is kept.
+function keepFocus(from) {
+  if (document.activeElement && document.activeElement !== document.body) return;
+  if (from && from !== document.body && from.isConnected && !from.disabled) from.focus();
+  else notice.focus();
+}
+
 function route() {
   const hash = location.hash.startsWith("#/") ? location.hash.slice(2) : "jobs";
   const [name, ...rest] = hash.split("/");
@@ -45,7 +54,7 @@ async function show() {
   }
   replace(main);
   say("");
-  current = view.mount(main, arg, { say, refresh: () => poll(mine, false) });
+  current = view.mount(main, arg, { say, keepFocus, refresh: () => poll(mine, false) });
   document.title = `${current.title} · Punctual console`;
   await poll(mine, true);
 }

@@ -2,6 +2,7 @@
 // (GET /dead-letters), with retry and redrive.
 
 import { api, jobPath, query } from "../api.js";
+import { actions } from "../controls.js";
 import { el, jobLink, replace, status, table, when } from "../dom.js";
 
 export function mount(container, _arg, ctx) {
@@ -10,16 +11,7 @@ export function mount(container, _arg, ctx) {
   container.append(el("h1", {}, "Failures"), failed, letters);
   let shown = "";
 
-  async function act(label, call) {
-    try {
-      const result = await call();
-      ctx.say(`${label}: ${result}`);
-      shown = "";
-      await ctx.refresh();
-    } catch (error) {
-      ctx.say(`${label}: ${error.message}`, true);
-    }
-  }
+  const { act, settle } = actions(container, ctx, { changed: () => { shown = ""; } });
 
   async function refresh() {
     const [jobs, dead] = await Promise.all([
@@ -32,8 +24,8 @@ export function mount(container, _arg, ctx) {
     const rows = jobs.items.map((job) => {
       const last = job.last_execution;
       const retry = last && ["ACTIVE", "COMPLETED"].includes(job.status)
-        ? el("button", { type: "button", "aria-label": `Retry the failed run of ${job.name}`,
-          onclick: () => act("Retry", async () => { await api("POST", `${jobPath(job.id)}/executions/${encodeURIComponent(last.id)}/retry`); return "queued"; }) }, "Retry")
+        ? el("button", { type: "button", "data-action": `retry:${last.id}`, "aria-label": `Retry the failed run of ${job.name}`,
+          onclick: () => act(`retry:${last.id}`, "Retry", async () => { await api("POST", `${jobPath(job.id)}/executions/${encodeURIComponent(last.id)}/retry`); return "queued"; }) }, "Retry")
         : "";
       return el("tr", { "data-job-id": job.id },
         el("td", { class: "name" }, jobLink(job.id, job.name)),
@@ -48,7 +40,7 @@ export function mount(container, _arg, ctx) {
         : el("p", { class: "muted" }, jobs.next_cursor ? "None on this page." : "None: every job's last run succeeded or none has run."));
 
     const ids = dead.items.map((d) => d.execution_id);
-    const redrive = (list) => act("Redrive", async () => {
+    const redrive = (key, list) => act(key, "Redrive", async () => {
       const answer = await api("POST", "/dead-letters/redrive", { execution_ids: list });
       return answer.items.map((i) => `${i.execution_id}: ${i.result}`).join("; ");
     });
@@ -57,12 +49,14 @@ export function mount(container, _arg, ctx) {
       el("td", {}, when(d.scheduled_at)),
       el("td", {}, when(d.dead_lettered_at)),
       el("td", { class: "error" }, d.error || ""),
-      el("td", {}, el("button", { type: "button", "aria-label": `Redrive the run of ${d.scheduled_at}`, onclick: () => redrive([d.execution_id]) }, "Redrive"))));
+      el("td", {}, el("button", { type: "button", "data-action": `redrive:${d.execution_id}`, "aria-label": `Redrive the run of ${d.scheduled_at}`,
+        onclick: () => redrive(`redrive:${d.execution_id}`, [d.execution_id]) }, "Redrive"))));
     replace(letters, el("h2", { id: "h-letters" }, "Dead-lettered runs"),
       letterRows.length
-        ? [el("div", { class: "actions" }, el("button", { type: "button", onclick: () => redrive(ids) }, `Redrive all ${ids.length}`)),
+        ? [el("div", { class: "actions" }, el("button", { type: "button", "data-action": "redrive-all", onclick: () => redrive("redrive-all", ids) }, `Redrive all ${ids.length}`)),
           table("Runs whose message exhausted its deliveries", ["Job", "Scheduled", "Dead-lettered", "Error", ""], letterRows)]
         : el("p", { class: "muted" }, "None."));
+    settle();
   }
 
   return { title: "Failures", refresh };

@@ -2,11 +2,16 @@
 // lateness, and the actions of docs/api.md (run now, pause, resume, reschedule, cancel, retry).
 
 import { api, jobPath, query } from "../api.js";
+import { actions } from "../controls.js";
 import { duration, el, replace, status, table, viewerWallClock, when } from "../dom.js";
 import { latenessChart } from "./charts.js";
 import { describeSchedule } from "./words.js";
 
 const FINAL_NOT_SUCCEEDED = new Set(["FAILED", "SKIPPED", "CANCELLED"]);
+// Cancel is pressed twice: the second press counts from this long after the first (a double-click's
+// second click is sooner, and confirms nothing) and until this long after it (then it arms again).
+const CONFIRM_AFTER_MS = 500;
+const CONFIRM_WITHIN_MS = 5000;
 
 // A period as people write it: 90, 90s, 5m, 2h or 1d (seconds when no unit). Anything else is sent
 // as written, for the API to say what is wrong with it.
@@ -27,42 +32,53 @@ export function mount(container, jobId, ctx) {
   let previewRuns = [];
   let job = null;
 
-  async function act(label, call) {
-    try {
-      await call();
-      ctx.say(`${label}: done.`);
-      shown = "";
-      await ctx.refresh();
-    } catch (error) {
-      ctx.say(`${label}: ${error.message}`, true);
-    }
-  }
+  // Which of the job's actions its status allows (a run's Retry always is).
+  const open = {
+    "run-now": () => ["ACTIVE", "COMPLETED"].includes(job.status),
+    resume: () => job.status === "PAUSED",
+    pause: () => ["ACTIVE", "PAUSED"].includes(job.status),
+    cancel: () => job.status !== "CANCELLED",
+    reschedule: () => job.status !== "CANCELLED",
+  };
+  const { act, settle } = actions(container, ctx, {
+    allowed: (key) => job !== null && (!open[key] || open[key]()),
+    changed: () => { shown = ""; },
+  });
 
   // Actions are built once (a refresh does not take the focus or a half-typed note away).
   const note = el("input", { id: "pause-note", name: "note", maxlength: 500, autocomplete: "off" });
   const pauseForm = el("form", { class: "actions", "aria-label": "Pause" },
     el("label", { for: "pause-note" }, "Pause note (optional)", note),
-    el("button", { type: "submit", id: "pause" }, "Pause"));
+    el("button", { type: "submit", id: "pause", "data-action": "pause" }, "Pause"));
   pauseForm.addEventListener("submit", (event) => {
     event.preventDefault();
     const body = note.value.trim() ? { note: note.value.trim() } : undefined;
-    act("Pause", () => api("POST", jobPath(jobId) + "/pause", body)).then(() => { note.value = ""; });
+    act("pause", "Pause", () => api("POST", jobPath(jobId) + "/pause", body)).then(() => { note.value = ""; });
   });
-  const runNow = el("button", { type: "button", id: "run-now", onclick: () => act("Run now", () => api("POST", jobPath(jobId) + "/run")) }, "Run now");
-  const resume = el("button", { type: "button", id: "resume", onclick: () => act("Resume", () => api("POST", jobPath(jobId) + "/resume")) }, "Resume");
-  let cancelArmed = false;
-  const cancel = el("button", { type: "button", id: "cancel", class: "danger" }, "Cancel job");
+  const runNow = el("button", { type: "button", id: "run-now", "data-action": "run-now", onclick: () => act("run-now", "Run now", () => api("POST", jobPath(jobId) + "/run")) }, "Run now");
+  const resume = el("button", { type: "button", id: "resume", "data-action": "resume", onclick: () => act("resume", "Resume", () => api("POST", jobPath(jobId) + "/resume")) }, "Resume");
+  let armedAt = null;
+  let disarming = null;
+  const cancel = el("button", { type: "button", id: "cancel", class: "danger", "data-action": "cancel" }, "Cancel job");
+  const disarm = () => {
+    armedAt = null;
+    clearTimeout(disarming);
+    cancel.textContent = "Cancel job";
+  };
   cancel.addEventListener("click", () => {
-    if (!cancelArmed) {
-      cancelArmed = true;
+    const since = armedAt === null ? Infinity : performance.now() - armedAt;
+    if (since < CONFIRM_AFTER_MS) return;
+    if (since > CONFIRM_WITHIN_MS) {
+      armedAt = performance.now();
       cancel.textContent = "Confirm: cancel this job";
+      clearTimeout(disarming);
+      disarming = setTimeout(disarm, CONFIRM_WITHIN_MS);
       return;
     }
-    cancelArmed = false;
-    cancel.textContent = "Cancel job";
-    act("Cancel", () => api("DELETE", jobPath(jobId)));
+    disarm();
+    act("cancel", "Cancel", () => api("DELETE", jobPath(jobId)));
   });
-  cancel.addEventListener("blur", () => { cancelArmed = false; cancel.textContent = "Cancel job"; });
+  cancel.addEventListener("blur", disarm);
 
   const kind = el("select", { id: "reschedule-kind", name: "kind" },
     el("option", { value: "cron" }, "cron"), el("option", { value: "rate" }, "every N seconds"), el("option", { value: "at" }, "once at"));
@@ -73,7 +89,7 @@ export function mount(container, jobId, ctx) {
     el("label", { for: "reschedule-kind" }, "New schedule", kind),
     el("label", { for: "reschedule-value" }, "Expression, period (90s, 5m) or instant", value),
     el("label", { for: "reschedule-zone" }, "Time zone (cron)", zone),
-    el("button", { type: "submit", id: "reschedule" }, "Reschedule"));
+    el("button", { type: "submit", id: "reschedule", "data-action": "reschedule" }, "Reschedule"));
   rescheduleForm.addEventListener("submit", (event) => {
     event.preventDefault();
     const text = value.value.trim();
@@ -81,7 +97,7 @@ export function mount(container, jobId, ctx) {
     if (kind.value === "cron") next = { ...keptOfCron(), type: "cron", expression: text, ...(zone.value.trim() ? { timezone: zone.value.trim() } : {}) };
     else if (kind.value === "rate") next = { type: "rate", every_seconds: seconds(text) };
     else next = { type: "at", at: text };
-    act("Reschedule", () => api("PATCH", jobPath(jobId), { schedule: next }));
+    act("reschedule", "Reschedule", () => api("PATCH", jobPath(jobId), { schedule: next }));
   });
 
   container.append(
@@ -90,6 +106,7 @@ export function mount(container, jobId, ctx) {
     el("section", { "aria-labelledby": "h-actions" }, el("h2", { id: "h-actions" }, "Actions"),
       el("div", { class: "actions" }, runNow, resume, cancel), pauseForm, rescheduleForm),
     runs, schedule, setup);
+  settle(); // (nothing to act on before the job is read)
 
   function keptOfCron() {
     // A new expression for a cron job keeps its zone and window, as `punctual jobs update --cron` does.
@@ -144,6 +161,7 @@ export function mount(container, jobId, ctx) {
       if (error.status === 404) {
         // (no such job of yours: nothing here to act on)
         replace(heading, "No such job");
+        job = null;
         for (const control of container.querySelectorAll("button, input, select")) control.disabled = true;
       }
       throw error;
@@ -158,11 +176,7 @@ export function mount(container, jobId, ctx) {
       job.outcome ? [" · last run ", status(job.outcome.status), " ", when(job.outcome.at),
         job.outcome.consecutive_failures ? ` · ${job.outcome.consecutive_failures} failure(s) in a row` : ""] : " · not run yet",
       job.pause_note ? [" · paused: ", el("q", {}, job.pause_note)] : "");
-    runNow.disabled = !["ACTIVE", "COMPLETED"].includes(job.status);
-    resume.disabled = job.status !== "PAUSED";
-    cancel.disabled = job.status === "CANCELLED";
-    for (const control of [note, pauseForm.querySelector("button")]) control.disabled = !["ACTIVE", "PAUSED"].includes(job.status);
-    rescheduleForm.querySelector("button").disabled = job.status === "CANCELLED";
+    note.disabled = !open.pause();
     zone.placeholder = job.schedule.type === "cron" ? job.schedule.timezone || "UTC" : "UTC";
 
     replace(schedule, el("h2", { id: "h-schedule" }, "Schedule"),
@@ -204,13 +218,15 @@ export function mount(container, jobId, ctx) {
       el("td", {}, String(run.attempts)),
       el("td", { class: "error" }, run.error || ""),
       el("td", {}, FINAL_NOT_SUCCEEDED.has(run.status)
-        ? el("button", { type: "button", "aria-label": `Retry the run of ${run.scheduled_at}`, onclick: () => act("Retry", () => api("POST", `${jobPath(jobId)}/executions/${encodeURIComponent(run.id)}/retry`)) }, "Retry")
+        ? el("button", { type: "button", "data-action": `retry:${run.id}`, "aria-label": `Retry the run of ${run.scheduled_at}`,
+          onclick: () => act(`retry:${run.id}`, "Retry", () => api("POST", `${jobPath(jobId)}/executions/${encodeURIComponent(run.id)}/retry`)) }, "Retry")
         : "")));
     replace(runs, el("h2", { id: "h-runs" }, "Runs"),
       latenessChart(history.items),
       history.items.length
         ? table("Recent runs, newest first", ["Status", "Scheduled", "Started", "Lateness", "Attempts", "Error", ""], rows)
         : el("p", { class: "muted" }, "No run yet."));
+    settle();
   }
 
   return { title: "Job", refresh };

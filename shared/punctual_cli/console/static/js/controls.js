@@ -1,0 +1,44 @@
+// What views share of their controls: actions sent once a click.
+
+// One click, one request: every control of an action (data-action="<key>") is disabled while that
+// action's request is in flight, so a double-click on "Run now" or "Retry" sends one, not two; a
+// control built again meanwhile (a refresh) is built disabled by `settle`. `allowed(key)` is whether
+// the action is open at all (Resume on a job that is not paused is not). `changed` runs after an
+// action went through, before the view is refreshed.
+export function actions(container, ctx, { allowed = () => true, changed = () => {} } = {}) {
+  const pending = new Set();
+
+  function settle() {
+    for (const control of container.querySelectorAll("[data-action]")) {
+      control.disabled = pending.has(control.dataset.action) || !allowed(control.dataset.action);
+    }
+  }
+
+  // The action's call answers what to say after its label ("done." when it answers nothing);
+  // whether it went through.
+  async function act(key, label, call) {
+    if (pending.has(key)) return false;
+    const from = document.activeElement;
+    pending.add(key);
+    settle();
+    let done = false;
+    try {
+      const said = await call();
+      ctx.say(`${label}: ${said || "done."}`);
+      done = true;
+    } catch (error) {
+      ctx.say(`${label}: ${error.message}`, true);
+    } finally {
+      pending.delete(key);
+    }
+    if (done) {
+      changed();
+      await ctx.refresh();
+    }
+    settle();
+    ctx.keepFocus(from);
+    return done;
+  }
+
+  return { act, settle };
+}
