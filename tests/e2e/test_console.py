@@ -495,6 +495,51 @@ def test_a_double_click_neither_cancels_a_job_nor_sends_an_action_twice(
     assert retries() == 1
 
 
+def test_more_than_a_page_of_failures_pages_on_to_the_rest(
+    browser: WebDriver, bobs_console_url: str, seeded: dict[str, Any], stack: Stack
+) -> None:
+    # Given more than 100 of Bob's jobs whose last run failed
+    bob = stack.client("bob-token")
+    tag = uuid.uuid4().hex[:8]
+    failing = {"task": {"type": "fail"}, "schedule": {"type": "now"}, "retry": {"max_attempts": 1}}
+    made = set()
+    for batch in range(2):
+        jobs = bob.create_jobs([{**failing, "name": f"many-{tag}-{batch}-{i:02}"} for i in range(60)])
+        made |= {job["id"] for job in jobs}
+
+    def failed() -> set[str]:
+        found, cursor = set(), None
+        while True:
+            page = bob.list_jobs(outcome="failed", limit=100, cursor=cursor)
+            found |= {job["id"] for job in page["items"]}
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return found
+
+    everyone = eventually(
+        lambda: (ids := failed()) >= made and ids, timeout=60, what="the runs to fail", stack=stack
+    )
+    # When Bob's Failures view is opened (signed in by his URL in this tab)
+    go(browser, bobs_console_url, "failures")
+
+    def rows() -> set[str]:
+        return set(
+            browser.execute_script(
+                "return [...document.querySelectorAll('section[aria-labelledby=\"h-failed\"] tbody tr')]"
+                ".map((tr) => tr.dataset.jobId)"
+            )
+        )
+
+    # Then it shows a page of 100, says more exist, and its next page shows the rest
+    shows(browser, "more on the next", "Next page of failed jobs")
+    first = rows()
+    assert len(first) == 100
+    browser.find_element(By.XPATH, "//button[text()='Next page of failed jobs']").click()
+    shows(browser, "Previous page of failed jobs")
+    rest = eventually(rendered(lambda: rows() - first or None), timeout=5, what="the next page")
+    assert first | rest == everyone
+
+
 UNNAMED_CONTROLS = """
 return [...document.querySelectorAll('input, select, button, a[href]')]
   .filter((c) => !(c.labels && c.labels.length) && !c.getAttribute('aria-label') && !c.textContent.trim())

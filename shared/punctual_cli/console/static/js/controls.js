@@ -1,4 +1,6 @@
-// What views share of their controls: actions sent once a click.
+// What views share of their controls: actions sent once a click, and a list's pages.
+
+import { el, replace } from "./dom.js";
 
 // One click, one request: every control of an action (data-action="<key>") is disabled while that
 // action's request is in flight, so a double-click on "Run now" or "Retry" sends one, not two; a
@@ -41,4 +43,42 @@ export function actions(container, ctx, { allowed = () => true, changed = () => 
   }
 
   return { act, settle };
+}
+
+// A list's pages by cursor, as GET /jobs and GET /dead-letters answer them: "Previous" and "Next"
+// buttons, and a line saying more exist. `turn` runs when a button is pressed; the keyboard's place
+// stays on the button pressed (or the other) when the buttons are built again.
+export function pager(noun, turn) {
+  let cursors = [null];
+  let turned = null;
+  const node = el("div", { class: "actions pager" });
+
+  function go(label, change) {
+    change();
+    turned = label;
+    turn();
+  }
+
+  return {
+    node,
+    get cursor() {
+      return cursors[cursors.length - 1];
+    },
+    reset() {
+      cursors = [null];
+    },
+    show(nextCursor) {
+      const previous = `Previous page of ${noun}`;
+      const next = `Next page of ${noun}`;
+      const buttons = [];
+      if (cursors.length > 1) buttons.push(el("button", { type: "button", onclick: () => go(previous, () => cursors.pop()) }, previous));
+      if (nextCursor) buttons.push(el("button", { type: "button", onclick: () => go(next, () => cursors.push(nextCursor)) }, next));
+      replace(node, buttons.length ? el("span", { class: "muted" }, nextCursor ? `Page ${cursors.length}; more on the next.` : `Page ${cursors.length}, the last.`) : "", buttons);
+      if (turned) {
+        const again = buttons.find((b) => b.textContent === turned) || buttons[0];
+        if (again) again.focus();
+        turned = null;
+      }
+    },
+  };
 }

@@ -1,14 +1,14 @@
 // Jobs: the owner's jobs through GET /jobs and its filters, counts by outcome, next runs.
 
 import { api, query } from "../api.js";
+import { pager } from "../controls.js";
 import { el, jobLink, replace, status, table, when } from "../dom.js";
 import { describeSchedule } from "./words.js";
 
 export function mount(container, _arg, ctx) {
   const filters = { status: "", outcome: "", tag: "", name_prefix: "" };
-  let turned = null; // the pager's button just pressed, to give the focus back to
-  let cursors = [null];
   let shown = "";
+  const pages = pager("jobs", () => { shown = ""; ctx.refresh(); });
 
   const field = (label, control) => el("label", {}, label, control);
   const statusSelect = el("select", { name: "status", id: "filter-status" },
@@ -26,7 +26,7 @@ export function mount(container, _arg, ctx) {
     filters.outcome = outcomeSelect.value;
     filters.tag = tagInput.value.trim();
     filters.name_prefix = prefixInput.value;
-    cursors = [null];
+    pages.reset();
     ctx.refresh();
   };
   form.addEventListener("submit", (event) => { event.preventDefault(); apply(); });
@@ -35,21 +35,19 @@ export function mount(container, _arg, ctx) {
 
   const counts = el("ul", { class: "counts", "aria-label": "Jobs on this page by outcome" });
   const results = el("div", { id: "jobs-table" });
-  const pager = el("div", { class: "actions" });
-  container.append(el("h1", {}, "Jobs"), form, counts, results, pager);
+  container.append(el("h1", {}, "Jobs"), form, counts, results, pages.node);
 
   async function refresh() {
-    const cursor = cursors[cursors.length - 1];
     let page;
     try {
-      page = await api("GET", "/jobs" + query({ ...filters, limit: 100, cursor }));
+      page = await api("GET", "/jobs" + query({ ...filters, limit: 100, cursor: pages.cursor }));
     } catch (error) {
       // (a refused filter matches nothing shown: the jobs of the filter before are not its answer)
       if (error.status >= 400 && error.status < 500 && error.status !== 401) {
         shown = "";
         replace(counts);
         replace(results, el("p", { class: "muted" }, "No jobs shown: the filter was refused (see above)."));
-        replace(pager);
+        replace(pages.node);
       }
       throw error;
     }
@@ -79,16 +77,7 @@ export function mount(container, _arg, ctx) {
     replace(results, items.length
       ? table(filters.name_prefix ? "Your jobs, by name" : "Your jobs, newest first", ["Name", "Status", "Last run", "Next run", "Schedule", "Tags"], rows)
       : el("p", { class: "muted" }, page.next_cursor ? "None on this page: go on to the next." : "No job matches."));
-    const buttons = [];
-    if (cursors.length > 1) buttons.push(el("button", { type: "button", onclick: () => { cursors.pop(); shown = ""; turned = "Previous page"; ctx.refresh(); } }, "Previous page"));
-    if (page.next_cursor) buttons.push(el("button", { type: "button", onclick: () => { cursors.push(page.next_cursor); shown = ""; turned = "Next page"; ctx.refresh(); } }, "Next page"));
-    replace(pager, buttons);
-    // (the page's buttons are new: the keyboard's place goes to the same one, or the other, not to the top)
-    if (turned) {
-      const again = buttons.find((b) => b.textContent === turned) || buttons[0];
-      if (again) again.focus();
-      turned = null;
-    }
+    pages.show(page.next_cursor);
   }
 
   return { title: "Jobs", refresh };
