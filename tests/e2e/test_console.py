@@ -495,6 +495,50 @@ def test_a_double_click_neither_cancels_a_job_nor_sends_an_action_twice(
     assert retries() == 1
 
 
+def test_a_malformed_address_says_so_and_a_refused_pause_keeps_its_note(
+    browser: WebDriver, console_url: str, stack: Stack
+) -> None:
+    alice = stack.client("alice-token")
+    job = alice.create_job(
+        {
+            "name": f"noted-{uuid.uuid4().hex[:8]}",
+            "task": {"type": "noop"},
+            "schedule": {"type": "cron", "expression": "0 9 1 1 *"},
+        }
+    )
+    # Given an address whose job id is no percent-encoding, then the page says there is no such page
+    go(browser, console_url, "job/%E0%A4%A")
+    shows(browser, "No such page")
+    # Given the job's page, when a pause with a note the API refuses (a control character) is sent
+    go(browser, console_url, f"job/{job['id']}")
+    shows(browser, "Next run")
+    set_note = "document.getElementById('pause-note').value = arguments[0]"
+    browser.execute_script(set_note, "ring \u0007 the bell")
+    browser.find_element(By.ID, "pause").click()
+    notice = browser.find_element(By.ID, "notice")
+    eventually(
+        lambda: "error" in (notice.get_attribute("class") or "") and notice.text.startswith("Pause:"),
+        timeout=5,
+        what="the refusal",
+    )
+    # Then the note typed is still there, to put right
+    assert browser.find_element(By.ID, "pause-note").get_attribute("value") == "ring \u0007 the bell"
+    # When a note holding a right-to-left override pauses the job, then the override stays in its quote
+    mirrored = "stopped \u202egnp.exe"
+    browser.execute_script(set_note, mirrored)
+    browser.find_element(By.ID, "pause").click()
+    wait_for_job_status(alice, job["id"], "PAUSED", stack, timeout=5)
+    quoted = eventually(
+        lambda: browser.execute_script(
+            "const b = document.querySelector('main q > bdi'); return b && b.textContent"
+        ),
+        timeout=5,
+        what="the note in its quote",
+    )
+    assert quoted == mirrored
+    assert browser.find_element(By.ID, "pause-note").get_attribute("value") == ""
+
+
 def test_more_than_a_page_of_failures_pages_on_to_the_rest(
     browser: WebDriver, bobs_console_url: str, seeded: dict[str, Any], stack: Stack
 ) -> None:

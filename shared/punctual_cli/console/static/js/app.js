@@ -33,10 +33,23 @@ function keepFocus(from) {
   else notice.focus();
 }
 
+// An address no view has (a job id that is no percent-encoding, `#/job/%E0%A4%A`): said so.
+const nowhere = {
+  mount(container) {
+    container.append(el("h1", {}, "No such page"), el("p", {}, el("a", { href: "#/jobs" }, "Go to your jobs")));
+    return { title: "No such page", refresh: async () => {} };
+  },
+};
+
 function route() {
   const hash = location.hash.startsWith("#/") ? location.hash.slice(2) : "jobs";
   const [name, ...rest] = hash.split("/");
-  const arg = rest.length ? decodeURIComponent(rest.join("/")) : null;
+  let arg = null;
+  try {
+    arg = rest.length ? decodeURIComponent(rest.join("/")) : null;
+  } catch {
+    return { view: nowhere, name: "", arg: null };
+  }
   const views = { jobs, job, failures, tasks, "coming-up": comingUp };
   return { view: views[name] || jobs, name: views[name] ? name : "jobs", arg };
 }

@@ -50,10 +50,11 @@ export function mount(container, jobId, ctx) {
   const pauseForm = el("form", { class: "actions", "aria-label": "Pause" },
     el("label", { for: "pause-note" }, "Pause note (optional)", note),
     el("button", { type: "submit", id: "pause", "data-action": "pause" }, "Pause"));
-  pauseForm.addEventListener("submit", (event) => {
+  pauseForm.addEventListener("submit", async (event) => {
     event.preventDefault();
     const body = note.value.trim() ? { note: note.value.trim() } : undefined;
-    act("pause", "Pause", () => api("POST", jobPath(jobId) + "/pause", body)).then(() => { note.value = ""; });
+    // (a refused pause keeps the note typed, to send again)
+    if (await act("pause", "Pause", () => api("POST", jobPath(jobId) + "/pause", body))) note.value = "";
   });
   const runNow = el("button", { type: "button", id: "run-now", "data-action": "run-now", onclick: () => act("run-now", "Run now", () => api("POST", jobPath(jobId) + "/run")) }, "Run now");
   const resume = el("button", { type: "button", id: "resume", "data-action": "resume", onclick: () => act("resume", "Resume", () => api("POST", jobPath(jobId) + "/resume")) }, "Resume");
@@ -175,7 +176,8 @@ export function mount(container, jobId, ctx) {
     replace(summary, status(job.status), " ", el("code", {}, job.id),
       job.outcome ? [" · last run ", status(job.outcome.status), " ", when(job.outcome.at),
         job.outcome.consecutive_failures ? ` · ${job.outcome.consecutive_failures} failure(s) in a row` : ""] : " · not run yet",
-      job.pause_note ? [" · paused: ", el("q", {}, job.pause_note)] : "");
+      // (a note in its own direction, as a name is: a right-to-left override stays inside the quote)
+      job.pause_note ? [" · paused: ", el("q", {}, el("bdi", {}, job.pause_note))] : "");
     note.disabled = !open.pause();
     zone.placeholder = job.schedule.type === "cron" ? job.schedule.timezone || "UTC" : "UTC";
 
