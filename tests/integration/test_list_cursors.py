@@ -20,7 +20,7 @@ from punctual.platform import aws
 from punctual.platform.clock import ManualClock
 from punctual.platform.config import Settings
 from punctual.ports.pages import PAGE_BYTES
-from punctual.store import execution_reads
+from punctual.store import execution_reads, job_views
 from tests.integration.api_edges import CRON, assert_bad_input, call
 from tests.world import World, mocked_world
 
@@ -250,3 +250,26 @@ def test_a_page_of_executions_stops_early_too(world: World) -> None:
     assert [len(page["items"]) for page in pages[:-1]] == [3] * (len(pages) - 1)
     listed = [e["id"] for page in pages for e in page["items"]]
     assert listed == [e["id"] for e in executions]
+
+
+def test_pausing_by_tag_answers_a_page_within_its_budget_too(world: World) -> None:
+    # Given six tagged jobs with large parameters, and a budget of two of them
+    large = {"type": "http", "params": {"url": "https://hooks.example.com/run", "body": "z" * 100_000}}
+    ids = [world.create(CRON, task=large, tags={"team": "a"})["id"] for _ in range(6)]
+    budget = 2 * answer_bytes_of(world.job(ids[0])) - 1
+    # When they are paused by their tag, following the cursor
+    pages, cursor = [], None
+    with mock.patch.object(job_views, "PAGE_BYTES", budget):
+        while True:
+            query = "tag=team:a" + (f"&cursor={cursor}" if cursor else "")
+            answer = world.api("POST", "/jobs/pause", query=query)
+            assert answer.status == 200, answer.body
+            pages.append(answer.body)
+            cursor = answer.body["next_cursor"]
+            if cursor is None:
+                break
+    # Then each answer changes two, and every job is paused once
+    assert [len(page["changed"]) for page in pages if page["changed"]] == [2, 2, 2]
+    changed = [job["id"] for page in pages for job in page["changed"]]
+    assert sorted(changed) == sorted(ids)
+    assert {world.job(i)["status"] for i in ids} == {"PAUSED"}

@@ -188,17 +188,28 @@ class JobService:
         return job_as_seen(self._lifecycle.resume(owner, job_id, attempts=attempts))
 
     def pause_tagged(
-        self, owner: str, tag: tuple[str, str | None], limit: int, start_key: dict[str, Any] | None
+        self,
+        owner: str,
+        tag: tuple[str, str | None],
+        limit: int,
+        start_key: dict[str, Any] | None,
+        size: Callable[[Job], int] | None = None,
     ) -> BulkChange:
         """Pause the owner's ACTIVE jobs with this tag, one page at a time (at most `limit` jobs, and
-        the list's read budget): each through `pause`, as a single request would."""
-        return self._bulk(owner, JobStatus.ACTIVE, tag, limit, start_key, self.pause)
+        the list's read budget, and PAGE_BYTES given `size`, as a list): each through `pause`, as a
+        single request would."""
+        return self._bulk(owner, JobStatus.ACTIVE, tag, limit, start_key, self.pause, size)
 
     def resume_tagged(
-        self, owner: str, tag: tuple[str, str | None], limit: int, start_key: dict[str, Any] | None
+        self,
+        owner: str,
+        tag: tuple[str, str | None],
+        limit: int,
+        start_key: dict[str, Any] | None,
+        size: Callable[[Job], int] | None = None,
     ) -> BulkChange:
         """Resume the owner's PAUSED jobs with this tag, a page at a time, each through `resume`."""
-        return self._bulk(owner, JobStatus.PAUSED, tag, limit, start_key, self.resume)
+        return self._bulk(owner, JobStatus.PAUSED, tag, limit, start_key, self.resume, size)
 
     def _bulk(
         self,
@@ -208,8 +219,11 @@ class JobService:
         limit: int,
         start_key: dict[str, Any] | None,
         change: Any,
+        size: Callable[[Job], int] | None,
     ) -> BulkChange:
-        page = self._store.jobs.page(owner, status, limit, start_key, tag=tag, now=self._clock.now())
+        page = self._store.jobs.page(
+            owner, status, limit, start_key, tag=tag, now=self._clock.now(), size=size
+        )
         changed: list[Job] = []
         failed: list[tuple[str, str]] = []
         for job in page.items:

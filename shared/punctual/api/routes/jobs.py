@@ -243,10 +243,11 @@ def _bulk(action: str, tag: str, limit: int, cursor: str | None) -> Response[Bul
     scope = f"bulk:{action}:{tag}"
     start = punctual.cursors.decode(cursor, owner=owner, scope=scope)
     service = punctual.service
-    done: BulkChange = (service.pause_tagged if action == "pause" else service.resume_tagged)(
-        owner, wanted, limit, start
-    )
     now = punctual.clock.now()
+    # (each job's answer as read, a pause or resume changing little of its size)
+    done: BulkChange = (service.pause_tagged if action == "pause" else service.resume_tagged)(
+        owner, wanted, limit, start, size=lambda job: answer_bytes(job_out(job, now))
+    )
     return json_response(
         BulkOut(
             changed=[job_out(job, now) for job in done.changed],
