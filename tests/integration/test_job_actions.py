@@ -182,9 +182,11 @@ def test_a_run_by_hand_acknowledged_as_a_change_lands_stays_in_the_history(
 
 
 def test_a_patch_on_condition_of_the_revision_read_changes_only_that_revision(world: World) -> None:
-    # Given a job read by two clients, its ETag its revision
-    job = world.create(CRON)
+    # Given a job read by two clients, its ETag its revision, as its creation answered it
+    created = world.api("POST", "/jobs", {"task": {"type": "noop"}, "schedule": CRON})
+    job = created.body
     read = world.api("GET", f"/jobs/{job['id']}")
+    assert (created.headers["ETag"], job["revision"]) == (read.headers["ETag"], read.body["revision"])
     at = read.body["revision"]
     assert read.headers["ETag"] == f'"{at}"'
 
@@ -209,6 +211,27 @@ def test_a_patch_on_condition_of_the_revision_read_changes_only_that_revision(wo
         world.api("PATCH", f"/jobs/{job['id']}", {"name": "third"}, headers={"If-Match": "*"}).status == 200
     )
     assert world.api("PATCH", f"/jobs/{job['id']}", {"name": "fourth"}).body["revision"] == at + 3
+
+
+def test_a_job_stored_before_revisions_were_kept_is_at_revision_0_and_changes_on_condition(
+    world: World,
+) -> None:
+    # Given a job whose item carries no revision (written by an earlier version)
+    job = world.create(CRON)
+    world.dynamodb_client.update_item(
+        TableName=world.punctual.settings.table_name,
+        Key={"pk": {"S": f"JOB#{job['id']}"}, "sk": {"S": "JOB"}},
+        UpdateExpression="REMOVE revision",
+    )
+    read = world.api("GET", f"/jobs/{job['id']}")
+    assert (read.headers["ETag"], read.body["revision"]) == ('"0"', 0)
+    # When it is changed on condition of that, then again from the same read
+    first = world.api("PATCH", f"/jobs/{job['id']}", {"name": "first"}, headers={"If-Match": '"0"'})
+    stale = world.api("PATCH", f"/jobs/{job['id']}", {"name": "second"}, headers={"If-Match": '"0"'})
+    # Then the first is made, at revision 1, and the second refused
+    assert (first.status, first.body["revision"]) == (200, 1), first.body
+    assert stale.status == 412, stale.body
+    assert world.job(job["id"])["name"] == "first"
 
 
 @pytest.mark.parametrize("given", ['W/"1"', "1", '"1", "2"', '"x"', '""', '"' + "9" * 20 + '"'])

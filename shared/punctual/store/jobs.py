@@ -280,7 +280,10 @@ class JobRepository(JobViews):
         if revision is not None:
             names["#rev"] = "revision"
             values[":rev"] = revision
-            conditions.append("#rev = :rev")
+            # (an item without one reads as revision 0)
+            conditions.append(
+                "(#rev = :rev OR attribute_not_exists(#rev))" if revision == 0 else "#rev = :rev"
+            )
         if next_run_before is not None:
             names["#next"] = "next_run_at"
             values[":next"] = to_rfc3339(next_run_before)

@@ -72,7 +72,7 @@ def create_job(
     key = checked_idempotency_key(idempotency_key)
     punctual = wiring.default()
     job, _created = punctual.service.create(_owner(), new_job(body), key)
-    return json_response(job_out(job, punctual.clock.now()), 201)
+    return json_response(job_out(job, punctual.clock.now()), 201, headers={"ETag": f'"{job.revision}"'})
 
 
 @router.post(

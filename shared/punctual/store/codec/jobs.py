@@ -141,7 +141,8 @@ def job_from(item: dict[str, Any]) -> Job:
         paused_at=from_iso(item.get("paused_at")),
         last_execution=embedded_execution(item),
         listed_in=str(item["listed_in"]) if listed_by_entry(item) else None,
-        revision=int(item.get("revision", 1)),
+        # (an item from before revisions were kept: 0, which its first change through the API makes 1)
+        revision=int(item.get("revision", 0)),
     )
 
 
