@@ -133,3 +133,22 @@ def test_withdrawn_claims_are_sent_by_the_next_tick(world: World, monkeypatch: p
     assert execution["status"] == "SUCCEEDED"
     assert execution["lateness_ms"] < 1000
     assert world.executions(later["id"]) == []
+
+
+def test_a_run_by_hand_whose_request_died_after_filing_it_runs_and_is_listed(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a run by hand whose request filed its marker and died before storing the run
+    job = world.create({"type": "cron", "expression": "0 10 * * *"})
+    monkeypatch.setattr(
+        world.punctual.store.executions, "put_if_absent", lambda *args: (_ for _ in ()).throw(SystemExit)
+    )
+    with pytest.raises(SystemExit):
+        world.api("POST", f"/jobs/{job['id']}/run")
+    monkeypatch.undo()
+    assert world.executions(job["id"]) == []
+    # When the scanner comes to its marker, once the request's claim has run out
+    world.run_for(HANDOFF_CLAIM.total_seconds() + 30)
+    # Then the run is stored and runs: no run stored that nothing sends, none filed and lost
+    [execution] = world.executions(job["id"])
+    assert (execution["manual"], execution["status"]) == (True, "SUCCEEDED")

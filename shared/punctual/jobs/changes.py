@@ -360,10 +360,13 @@ class JobLifecycle:
             created_at=now,
             retry_of=retry_of,
         )
-        # Stored before its marker: acknowledged, it is in the history whatever happens next (a pause
-        # landing before it is sent makes it end CANCELLED there). The dispatch leaves a stored one as
-        # it is.
-        self._store.executions.put_if_absent(queued)
+        # Stored before it is sent: acknowledged, it is in the history whatever happens next (a pause
+        # landing before its start makes it end CANCELLED there). A retry before its marker, with what
+        # it retries; a run after it, so that a request dying between the two leaves a marker (which
+        # the scanner sends, storing the run then), never a run stored that nothing will send. The
+        # dispatch leaves a stored one as it is.
+        if retry_of is not None:
+            self._store.executions.put_if_absent(queued)
         marker = file_one(
             self._handoff,
             DueMarker(
@@ -374,9 +377,11 @@ class JobLifecycle:
                 manual=True,
             ),
         )
+        if retry_of is None:
+            self._store.executions.put_if_absent(queued)
         # Answered as sent, not read back: a worker may have started it, or ended it, already.
         sent = self._handoff.enqueue(marker)
-        # (a retry is stored QUEUED before its hand-off: it reads so whether or not that sent it)
+        # (PENDING: not sent yet, the scanner's to send; a retry answers QUEUED, as it always has)
         return queued if sent or retry_of is not None else replace(queued, status=ExecutionStatus.PENDING)
 
     def _write(

@@ -24,10 +24,11 @@ its minute's bucket, which no tick has reached yet (handoff.py: who enqueues whi
 
 The execution itself is stored by the worker when it starts (the message carries what it needs): on
 AWS the queue keeps the message, so a record written here would be one more write per execution for
-nothing but showing it as QUEUED for the minute before it runs. One kind of execution is still
-stored as QUEUED here, before its message is sent: an extra run (POST /jobs/{id}/run answers with
-the execution). Those are read first, so that a repeated dispatch never overwrites an execution
-that has started, and not sent again once started.
+nothing but showing it as QUEUED for the minute before it runs. One kind of execution is stored as
+QUEUED before its message is sent: an extra run (POST /jobs/{id}/run answers with the execution).
+The API stores it; should the request have died before, it is stored here. Those are read first,
+so that a repeated dispatch never overwrites an execution that has started, and not sent again once
+started; and sent whatever their job's state, for the worker to end them CANCELLED if it stops them.
 Every call is batched (BatchGetItem, BatchWriteItem, SendMessageBatch) and they run side by side: a
 few calls per hundred executions, so one scanner invocation is bounded by CPU, not by round trips.
 """
