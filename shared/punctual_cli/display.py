@@ -295,7 +295,7 @@ def cut(text: str, width: int) -> str:
 # What a terminal acts on rather than shows: the C0 controls (ESC begins its escape sequences, BEL
 # ends a window title), DEL and the C1 controls (U+009B is a CSI alone); and the characters that turn
 # the direction of the text after them (embeddings, overrides, isolates, marks).
-_ACTED_ON = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_ACTED_ON = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 

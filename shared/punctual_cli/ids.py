@@ -50,10 +50,11 @@ def job_id(client: PunctualClient, given: str) -> str:
     if not display.is_short_job_id(given):
         return given
     seen = shown.current.matching(lambda i: display.is_job_id(i) and i.startswith(given))
-    if seen:
+    if seen and len(given) >= len("job_") + display.MIN_ABBREV:
+        # (as long as the tables show ids at least: a shorter one is checked against the store's too)
         return _one(given, seen, "job")
     read = list(islice(client.iter_jobs(limit=PAGE), SCANNED + 1))
-    found = [str(job["id"]) for job in read[:SCANNED] if str(job["id"]).startswith(given)]
+    found = [str(job["id"]) for job in read[:SCANNED] if str(job["id"]).startswith(given)] + sorted(seen)
     if not found and len(read) > SCANNED:
         raise _not_found(given, "job", f"your {SCANNED:,} newest jobs")
     return _one(given, found, "job")
@@ -73,7 +74,7 @@ def execution_id(client: PunctualClient, job: str, given: str) -> str:
     else:
         since, until = window
         executions = client.iter_executions(job, limit=PAGE, since=since, until=until)
-        newest = f"the job's executions scheduled from {since} to {until} ({SCANNED:,} at most)"
+        newest = f"the job's executions scheduled from {since}{f' to {until}' if until else ''} ({SCANNED:,} at most)"
     read = list(islice(executions, SCANNED + 1))
     found = [str(e["id"]) for e in read[:SCANNED] if display.matches_execution(given, str(e["id"]), job)]
     if not found and len(read) > SCANNED:
@@ -81,9 +82,10 @@ def execution_id(client: PunctualClient, job: str, given: str) -> str:
     return _one(given, found, "execution")
 
 
-def instant_window(given: str) -> tuple[str, str] | None:
+def instant_window(given: str) -> tuple[str, str | None] | None:
     """`since` and `until` (RFC 3339) holding every instant an execution id shown as `given` may have:
-    its first digits are the scheduled instant's milliseconds in hex. None when they are not."""
+    its first digits are the scheduled instant's milliseconds in hex. None when they are not; `until`
+    None when the window reaches 2200, which no instant does (and no `until` may name)."""
     head = given.partition(".")[0]
     if not _INSTANT.fullmatch(head):
         return None
@@ -91,10 +93,10 @@ def instant_window(given: str) -> tuple[str, str] | None:
     low = int(head, 16) * spread
     high = (int(head, 16) + 1) * spread
     since = datetime.fromtimestamp(low / 1000, UTC)
-    until = min(datetime.fromtimestamp(high / 1000, UTC), _LAST_INSTANT)
-    if since >= until:
+    if since >= _LAST_INSTANT:
         return None
-    return _rfc3339(since), _rfc3339(until)
+    until = datetime.fromtimestamp(high / 1000, UTC)
+    return _rfc3339(since), None if until >= _LAST_INSTANT else _rfc3339(until)
 
 
 def _rfc3339(instant: datetime) -> str:

@@ -145,6 +145,9 @@ UPDATE_ATTEMPTS = 3
 
 
 def cmd_jobs_update(client: PunctualClient, args: argparse.Namespace) -> int:
+    if getattr(args, "signing_secret", None) == "-":
+        # Read once: each attempt builds the change again, and stdin gives the secret only once.
+        args.signing_secret = sys.stdin.readline().strip()
     for attempt in range(1, UPDATE_ATTEMPTS + 1):
         try:
             updated = _update(client, args)

@@ -203,7 +203,7 @@ def _main(argv: list[str] | None) -> int:
         profile = profiles.load_profile(args.profile)
         display.current = connect.display_for(args, profile)
         client = profiles.connect(profile, args.endpoint, args.token)
-        shown.current = shown.Shown(client.endpoint)
+        shown.current = shown.Shown(f"{client.endpoint} {profile.name}")
         resolve_ids(client, args)
         handler: Handler = args.handler
         return handler(client, args)

@@ -24,11 +24,14 @@ def cache_path() -> Path:
 
 
 class Shown:
-    """The ids shown at `endpoint` (None: remember nothing, as before the CLI has connected)."""
+    """The ids shown at `endpoint` (with the profile: two owners at one endpoint keep theirs apart;
+    None: remember nothing, as before the CLI has connected)."""
 
     def __init__(self, endpoint: str | None, path: Path | None = None) -> None:
         self.endpoint = endpoint
         self._path = path
+        # What this process has written already: `watch` shows the same ids every few seconds.
+        self._recorded: set[str] = set()
 
     @property
     def path(self) -> Path:
@@ -37,9 +40,13 @@ class Shown:
     def record(self, ids: Iterable[str]) -> None:
         if self.endpoint is None:
             return
-        lines = "".join(f"{self.endpoint}\t{i}\n" for i in ids if i and "\t" not in i and "\n" not in i)
-        if not lines:
+        new = [
+            i for i in dict.fromkeys(ids) if i and i not in self._recorded and "\t" not in i and "\n" not in i
+        ]
+        if not new:
             return
+        self._recorded.update(new)
+        lines = "".join(f"{self.endpoint}\t{i}\n" for i in new)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with self.path.open("a", encoding="utf-8") as file:

@@ -38,6 +38,7 @@ def test_each_control_character_is_shown_as_its_escape() -> None:
     assert shown == "a\\x1b[2Jb\\x07c\\x7fd\\x9be\\u202ef\\tg\\nh"
     assert escaped(text, keep="\n").endswith("g\nh")
     assert escaped("plain, é, 日本語") == "plain, é, 日本語"
+    assert escaped("a\u061cb") == "a\\u061cb"  # (the Arabic letter mark turns direction too)
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
@@ -161,6 +162,23 @@ def test_update_amends_the_job_as_read_on_condition_that_it_is_still_so_and_agai
     first, second = api.sent("PATCH")
     assert (first.headers["If-Match"], second.headers["If-Match"]) == ('"4"', '"5"')
     assert second.body == {"retry": {"max_attempts": 7, "backoff_seconds": 9}}
+
+
+def test_update_started_again_sends_the_secret_read_from_stdin_each_time(
+    api: FakeApi, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a secret given on stdin, and another change landing between the update's read and write
+    secret = "whsec_" + "QUFB" * 8
+    monkeypatch.setattr("sys.stdin", io.StringIO(secret + "\n"))
+    api.answer("GET", "/jobs/job-1", job(revision=4))
+    api.answer("GET", "/jobs/job-1", job(revision=5))
+    api.answer("PATCH", "/jobs/job-1", {"message": "the job is at revision 5, not 4"}, status=412)
+    api.answer("PATCH", "/jobs/job-1", job(revision=6))
+    # When the update sets it with a tag (which reads the job)
+    code, _, err = run(api, capsys, "jobs", "update", "job-1", "--tag", "a=b", "--signing-secret", "-")
+    # Then both attempts send the secret
+    assert code == 0, err
+    assert [r.body["signing_secret"] for r in api.sent("PATCH")] == [secret, secret]
 
 
 def test_update_that_keeps_losing_to_other_changes_gives_up_with_the_apis_412(

@@ -56,3 +56,12 @@ def test_a_file_that_cannot_be_written_or_read_is_passed_over(tmp_path: Path) ->
     # When ids are shown and looked for, then nothing is raised and nothing found
     remembered.record(["job_1a2b3c4d5e6f70819a2b"])
     assert remembered.matching(lambda i: True) == set()
+
+
+def test_ids_shown_again_by_the_same_process_are_written_once(tmp_path: Path) -> None:
+    # (`watch` shows the same executions every few seconds)
+    path = tmp_path / "shown-ids"
+    remembered = shown.Shown(A, path)
+    for _ in range(50):
+        remembered.record(["job_1a2b3c4d5e6f70819a2b.19aee40ea60.1", "job_1a2b3c4d5e6f70819a2b"])
+    assert len(path.read_text().splitlines()) == 2

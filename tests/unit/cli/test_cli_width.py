@@ -172,6 +172,21 @@ def test_a_shortened_job_id_a_table_showed_is_taken_back_without_reading_the_lis
     assert [r.path for r in cli_api.sent()] == [f"/jobs/{OTHER}"]
 
 
+def test_a_shortened_id_shorter_than_the_tables_show_is_checked_against_the_store_too(
+    cli_api: FakeApi, capsys: Capsys
+) -> None:
+    # Given a table that showed one job starting job_1a2b, and a store holding another so starting
+    cli_api.answer("GET", "/jobs", {"items": [_jobs()[0]], "next_cursor": None})
+    run(cli_api, capsys, "jobs", "list")
+    cli_api.routes[("GET", "/jobs")] = [(200, {"items": _jobs(), "next_cursor": None})]
+
+    # When the job is asked for by four digits only
+    code, _, err = run(cli_api, capsys, "jobs", "get", "job_1a2b")
+
+    # Then it is ambiguous, naming both, not the one shown taken for granted
+    assert code == 2 and JOB in err and SIBLING in err
+
+
 def test_a_shortened_job_id_never_shown_reads_at_most_the_1000_newest_jobs(
     cli_api: FakeApi, capsys: Capsys
 ) -> None:
@@ -218,8 +233,8 @@ def test_the_instant_an_execution_id_shown_shortened_may_have() -> None:
     assert ids.instant_window("19aee40ea60.1352885501405796") == ids.instant_window("19aee40ea60")
     # a shorter prefix holds every instant it may begin: 7 digits, 16^4 ms
     assert ids.instant_window("19aee40") == ("2025-12-05T11:22:43.072Z", "2025-12-05T11:23:48.608Z")
-    # within the API's bound on instants (2200), and none past it
-    assert ids.instant_window("699") == ("2199-11-16T15:29:22.944Z", "2200-01-01T00:00:00.000Z")
+    # within the API's bound on instants (2200, which no `until` may name), and none past it
+    assert ids.instant_window("699") == ("2199-11-16T15:29:22.944Z", None)
     assert ids.instant_window("69a") is None
     assert ids.instant_window("nothex") is None
     assert ids.instant_window("1234567890123") is None
