@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import socket
 import threading
 import urllib.parse
 from collections.abc import Iterator, Mapping
@@ -215,6 +216,62 @@ def test_another_host_name_is_refused_even_on_loopback(console) -> None:
         assert status == 421, host
     assert api.calls == []
     assert call(server, "GET", "/", {"Host": f"localhost:{server.port}"})[0] == 200
+
+
+def raw(server: ConsoleServer, data: bytes) -> bytes:
+    """What the server answers on one connection to `data` sent as it is, until it closes it."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(data)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_request_hidden_in_a_refused_ones_body_is_never_answered(console) -> None:
+    server, api = console
+    # Given a request refused for its Host, whose body is another request, signed in and for this host
+    hidden = (
+        f"GET /api/jobs HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+        f"{SESSION_HEADER}: {server.session.secret}\r\n\r\n"
+    ).encode()
+    outer = (
+        f"POST /api/jobs HTTP/1.1\r\nHost: evil.example\r\nContent-Length: {len(hidden)}\r\n\r\n"
+    ).encode()
+    # When both are sent on one connection
+    answer = raw(server, outer + hidden)
+    # Then only the refusal is answered, and the connection closed after it
+    assert answer.count(b"HTTP/1.1 ") == 1 and answer.startswith(b"HTTP/1.1 421")
+    assert b"Connection: close" in answer
+    assert api.calls == []
+
+
+@pytest.mark.parametrize(
+    ("request_head", "status"),
+    [
+        ("PUT /api/jobs HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0", 405),
+        ("OPTIONS / HTTP/1.1\r\nHost: {host}", 405),
+        ("PUT / HTTP/1.1\r\nHost: evil.example", 421),
+        ("GET / HTTP/1.1\r\nHost: {host}\r\nHost: evil.example", 400),
+        ("POST /api/jobs HTTP/1.1\r\nHost: {host}\r\nTransfer-Encoding: chunked", 411),
+    ],
+)
+def test_other_methods_two_hosts_and_chunks_are_refused_in_the_consoles_words(
+    console, request_head: str, status: int
+) -> None:
+    server, api = console
+    answer = raw(server, (request_head.format(host=f"127.0.0.1:{server.port}") + "\r\n\r\n").encode())
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(f"HTTP/1.1 {status}".encode()), head
+    assert b"Content-Security-Policy" in head and json.loads(body)["message"]
+    assert api.calls == []
+
+
+def test_a_head_request_is_answered_without_a_body(console) -> None:
+    server, _ = console
+    answer = raw(server, f"HEAD / HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 405") and body == b""
 
 
 def test_only_the_apis_resources_are_forwarded(console) -> None:

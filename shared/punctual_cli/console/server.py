@@ -152,12 +152,34 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle("DELETE")
 
     def do_HEAD(self) -> None:
-        self._send_json(HTTPStatus.METHOD_NOT_ALLOWED, {"message": "method not allowed"})
+        self._handle("HEAD")
+
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
+    def do_OPTIONS(self) -> None:
+        self._handle("OPTIONS")
+
+    def do_TRACE(self) -> None:
+        self._handle("TRACE")
+
+    def do_CONNECT(self) -> None:
+        self._handle("CONNECT")
 
     def _handle(self, method: str) -> None:
+        if len(self.headers.get_all("Host") or []) != 1:
+            self._send_json(HTTPStatus.BAD_REQUEST, {"message": "one Host header, please"})
+            return
         if not self._host_allowed():
             # A name rebound to 127.0.0.1 by another site's DNS sends its own name here.
             self._send_json(HTTPStatus.MISDIRECTED_REQUEST, {"message": "unknown host"})
+            return
+        if method not in ("GET", "POST", "PATCH", "DELETE"):
+            self._send_json(HTTPStatus.METHOD_NOT_ALLOWED, {"message": "method not allowed"})
+            return
+        if "Transfer-Encoding" in self.headers:
+            # (its chunks unread would be taken for the next request on the connection)
+            self._send_json(HTTPStatus.LENGTH_REQUIRED, {"message": "send a Content-Length, not chunks"})
             return
         parts = urllib.parse.urlsplit(self.path)
         path = parts.path
@@ -290,8 +312,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(payload)))
         self.send_header("Cache-Control", "max-age=0, must-revalidate" if cache else "no-store")
         self._common_headers()
+        if status >= 400:
+            # A refused request's body may not have been read: taken for the next request on the
+            # connection, it would be answered past the checks that refused this one.
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
-        self.wfile.write(payload)
+        if self.command != "HEAD":
+            self.wfile.write(payload)
 
     def _send_json(self, status: int, body: Any) -> None:
         payload = b"" if body is None else json.dumps(body).encode()
