@@ -12,8 +12,9 @@ from unittest import mock
 import pytest
 
 from punctual import tasks
-from punctual.api import bodies
+from punctual.api import bodies, responses
 from punctual.api.responses import ANSWER_MAX_BYTES
+from punctual.api.routes import jobs as jobs_routes
 from punctual.domain.errors import RetryableStoreError
 from punctual.domain.models import DueMarker
 from punctual.platform.timefmt import to_epoch_ms, to_rfc3339
@@ -478,3 +479,24 @@ def test_a_batch_whose_answer_lambda_could_not_carry_is_refused(world: World) ->
     assert half.status == 201, half.body
     carried = json.dumps(json.dumps(half.body, separators=(",", ":")))
     assert len(carried) <= ANSWER_MAX_BYTES
+
+
+def test_a_batch_taken_before_its_answer_was_bounded_is_answered_again_when_retried(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a batch an earlier version created under an Idempotency-Key, its answer past today's bound
+    jobs = [big_http_job(world, "\U0001f600" * 50_000) for _ in range(8)]
+    body = json.dumps({"jobs": jobs}, ensure_ascii=False).encode()
+    key = {"Idempotency-Key": "big-batch-1"}
+    monkeypatch.setattr(responses, "ANSWER_MAX_BYTES", 10**9)
+    monkeypatch.setattr(jobs_routes, "ANSWER_MAX_BYTES", 10**9)
+    first = world.api("POST", "/jobs/batch", raw=body, headers=key)
+    assert first.status == 201, first.body
+    monkeypatch.undo()
+    # When it is retried with the same key and body
+    again = world.api("POST", "/jobs/batch", raw=body, headers=key)
+    # Then it is answered with the jobs it created, not refused
+    assert again.status == 201, again.body
+    assert [job["id"] for job in again.body["items"]] == [job["id"] for job in first.body["items"]]
+    # and without the key it is refused, as any batch whose answer Lambda could not carry
+    assert world.api("POST", "/jobs/batch", raw=body).status == 413

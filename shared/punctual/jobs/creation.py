@@ -125,7 +125,11 @@ class JobCreation:
             return self._replay(owner, idempotency_key, lambda: _batch_fingerprint(news), checked), False
         jobs = checked
         if within is not None:
-            within(jobs)
+            try:
+                within(jobs)
+            except Exception as refused:
+                # (a batch an earlier version took, whose answer it could send, is answered again)
+                return self._replay(owner, idempotency_key, lambda: _batch_fingerprint(news), refused), False
         if idempotency_key is not None:
             fingerprint = _batch_fingerprint(news)
             ids = [job.id for job in jobs]
@@ -142,7 +146,7 @@ class JobCreation:
         return jobs, True
 
     def _replay(
-        self, owner: str, key: str | None, fingerprint: Callable[[], str], refused: InvalidRequest
+        self, owner: str, key: str | None, fingerprint: Callable[[], str], refused: Exception
     ) -> list[Job]:
         """A request that validation now refuses (its instant has passed since, say) but that was taken
         earlier under the same Idempotency-Key and body: answered with the jobs it created, as it was
