@@ -18,6 +18,7 @@ from punctual_cli.common import (
 from punctual_cli.job_options import BUILTIN_TYPES, build_params, build_retry, build_tags, tag_filter
 from punctual_cli.output import more_hint, show
 from punctual_cli.views import tasks as task_views
+from punctual_client.errors import ApiError
 from punctual_client.transport import JsonObject, PunctualClient
 
 
@@ -79,17 +80,35 @@ def cmd_tasks_get(client: PunctualClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# How many times `tasks update --param` reads the task and amends it again when another change lands
+# between its read and its write (412).
+UPDATE_ATTEMPTS = 3
+
+
 def cmd_tasks_update(client: PunctualClient, args: argparse.Namespace) -> int:
     changes = _task_body(args, creating=False)
-    if args.param and args.params is None:
-        # --param amends the defaults rather than replacing them all.
-        changes["params"] = dict(client.get_task(args.name).get("params") or {}) | changes["params"]
     if not changes:
         raise UsageError(
             "nothing to change: give --type, --param(s), --schema, --description, --tag, retry or --timeout"
         )
-    show(client.update_task(args.name, changes), args, task_views.task_details)
-    return EXIT_OK
+    given = changes.get("params")
+    for attempt in range(1, UPDATE_ATTEMPTS + 1):
+        version = None
+        if args.param and args.params is None:
+            # --param amends the defaults rather than replacing them all: on condition that the task is
+            # still as read, so that a change made meanwhile is not undone.
+            current = client.get_task(args.name)
+            changes["params"] = dict(current.get("params") or {}) | dict(given or {})
+            version = current.get("version") if isinstance(current.get("version"), int) else None
+        try:
+            updated = client.update_task(args.name, changes, version=version)
+        except ApiError as exc:
+            if exc.status != 412 or attempt == UPDATE_ATTEMPTS:
+                raise
+            continue
+        show(updated, args, task_views.task_details)
+        return EXIT_OK
+    raise AssertionError("unreachable")
 
 
 def cmd_tasks_delete(client: PunctualClient, args: argparse.Namespace) -> int:

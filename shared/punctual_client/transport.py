@@ -313,8 +313,11 @@ class PunctualClient:
         result: JsonObject = self._call("GET", _task_path(name))
         return result
 
-    def update_task(self, name: str, changes: Mapping[str, Any]) -> JsonObject:
-        result: JsonObject = self._call("PATCH", _task_path(name), body=dict(changes))
+    def update_task(self, name: str, changes: Mapping[str, Any], *, version: int | None = None) -> JsonObject:
+        """PATCH a named task; with `version` (its `version` as read), only if it is still at it: else
+        ApiError 412, and nothing changed."""
+        headers = None if version is None else {"If-Match": f'"{version}"'}
+        result: JsonObject = self._call("PATCH", _task_path(name), body=dict(changes), headers=headers)
         return result
 
     def delete_task(self, name: str) -> JsonObject:

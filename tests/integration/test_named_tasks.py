@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from punctual.domain.errors import RetryableStoreError
+from punctual.jobs import named_tasks
 from punctual.jobs.task_resolver import DEFINITION_TTL_SECONDS
 from punctual.platform.clock import ManualClock
 from punctual.platform.timefmt import to_rfc3339
@@ -279,6 +280,47 @@ def test_a_task_in_use_cannot_be_deleted_until_its_jobs_are_cancelled(world: Wor
     assert world.api("DELETE", f"/jobs/{jobs[0]['id']}").status == 200
     assert world.api("DELETE", "/tasks/send-email").status == 200
     assert world.api("GET", "/tasks/send-email").status == 404
+
+
+def test_a_task_changed_on_condition_of_the_version_read_changes_only_at_it(world: World) -> None:
+    _, arn = queue(world, "allowed-mail")
+    define(world, arn)
+    read = world.api("GET", "/tasks/send-email")
+    assert read.headers["ETag"] == f'"{read.body["version"]}"'
+    # When one client changes it on condition of what it read, then another from the same read
+    first = world.api(
+        "PATCH", "/tasks/send-email", {"description": "first"}, headers={"If-Match": read.headers["ETag"]}
+    )
+    stale = world.api(
+        "PATCH", "/tasks/send-email", {"description": "second"}, headers={"If-Match": read.headers["ETag"]}
+    )
+    # Then the first is made, the second refused with 412, changing nothing
+    assert (first.status, first.headers["ETag"]) == (200, f'"{read.body["version"] + 1}"')
+    assert stale.status == 412, stale.body
+    assert world.api("GET", "/tasks/send-email").body["description"] == "first"
+
+
+def test_a_task_changed_on_condition_losing_the_race_to_another_change_is_412(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, arn = queue(world, "allowed-mail")
+    define(world, arn)
+    etag = world.api("GET", "/tasks/send-email").headers["ETag"]
+    check = named_tasks.TaskService._check
+    theirs: list[Any] = []
+
+    def another_change_first(service: Any, changed: Any) -> None:
+        if not theirs:
+            theirs.append(None)  # (the other change's own check goes through)
+            theirs[0] = world.api("PATCH", "/tasks/send-email", {"description": "theirs"})
+        check(service, changed)
+
+    monkeypatch.setattr(named_tasks.TaskService, "_check", another_change_first)
+    answer = world.api("PATCH", "/tasks/send-email", {"description": "mine"}, headers={"If-Match": etag})
+    monkeypatch.undo()
+    assert [t.status for t in theirs] == [200]
+    assert answer.status == 412, answer.body
+    assert world.api("GET", "/tasks/send-email").body["description"] == "theirs"
 
 
 def test_named_tasks_are_the_owners_own(world: World) -> None:

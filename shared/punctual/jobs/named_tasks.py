@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from punctual import tasks
-from punctual.domain.errors import Conflict, InvalidRequest, LostRace, NotFound
+from punctual.domain.errors import Conflict, InvalidRequest, LostRace, NotFound, PreconditionFailed
 from punctual.domain.models import TaskRef, TaskSpec
 from punctual.domain.named_tasks import NamedTask
 from punctual.domain.policies import RetryPolicy
@@ -45,6 +45,8 @@ class TaskChanges:
     timeout_seconds: int | None = None
     description: str | None = None
     tags: dict[str, str] | None = None
+    # Made only if the task is still at this version (If-Match: the one its caller read).
+    if_version: int | None = None
 
 
 def check_name(name: str, field: str = "name") -> str:
@@ -191,6 +193,7 @@ class TaskService:
     # --------------------------------------------------------------- change
     def update(self, owner: str, name: str, changes: TaskChanges) -> NamedTask:
         task = self.get(owner, name)
+        _still_at(task, changes.if_version)
         if not changes.given:
             return task  # (an empty PATCH: no new version)
         fields: dict[str, Any] = {}
@@ -215,6 +218,11 @@ class TaskService:
         try:
             return self._store.replace(changed, task.version)
         except LostRace:
+            if changes.if_version is not None:
+                raise PreconditionFailed(
+                    f"the task changed from version {changes.if_version} while this request ran; read it "
+                    "again and apply the change to that"
+                ) from None
             raise Conflict(
                 "the task changed (or was deleted) while this request ran; read it again and retry"
             ) from None
@@ -293,3 +301,12 @@ def check_params(
     merged = merge(task.params, params)
     tasks.validate(TaskSpec(type=task.type, params=merged), policy, field_prefix="params")
     return dict(merged)
+
+
+def _still_at(task: NamedTask, version: int | None) -> None:
+    """PreconditionFailed if a change made on condition of `version` finds the task at another."""
+    if version is not None and task.version != version:
+        raise PreconditionFailed(
+            f"the task is at version {task.version}, not {version}: it changed since it was read; read "
+            "it again and apply the change to that"
+        )

@@ -114,6 +114,26 @@ def test_tasks_create_sends_the_definition_and_shows_it(
     assert "version" in out and "team:ops" in out
 
 
+def test_tasks_update_amends_the_task_as_read_on_condition_that_it_is_still_so_and_again_if_not(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a task whose defaults someone else changes between the update's read and its write
+    base = {"name": "hook", "type": "http", "tags": {}, "created_at": None, "updated_at": None}
+    api.answer("GET", "/tasks/hook", {**base, "params": {"url": "https://a.example"}, "version": 4})
+    api.answer(
+        "GET", "/tasks/hook", {**base, "params": {"url": "https://a.example", "method": "PUT"}, "version": 5}
+    )
+    api.answer("PATCH", "/tasks/hook", {"message": "the task is at version 5, not 4"}, status=412)
+    api.answer("PATCH", "/tasks/hook", {**base, "params": {}, "version": 6})
+    # When one default parameter is set
+    code, _, err = run(api, capsys, "tasks", "update", "hook", "--param", "timeout_seconds=5")
+    # Then each PATCH names the version its read saw, and the one made keeps the other change
+    assert code == 0, err
+    first, second = api.sent("PATCH")
+    assert (first.headers["If-Match"], second.headers["If-Match"]) == ('"4"', '"5"')
+    assert second.body["params"] == {"url": "https://a.example", "method": "PUT", "timeout_seconds": 5}
+
+
 def test_jobs_create_with_a_named_task_sends_its_name_and_params(
     api: FakeApi, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -6,13 +6,14 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 
 from punctual import tasks, wiring
 from punctual.api.errors import openapi_responses
-from punctual.api.inputs import PageLimit, caller, tag_filter
+from punctual.api.inputs import PageLimit, caller, if_match_revision, tag_filter
 from punctual.api.responses import answer_bytes, json_response, task_out
 from punctual.api.schemas import TaskIn, TaskOut, TaskPatch, TaskTypeOut, TaskTypesOut
+from punctual.domain.named_tasks import NamedTask
 from punctual.jobs.named_tasks import IN_USE_COUNT_LIMIT, TaskChanges
 
 router = Router()
@@ -76,14 +77,19 @@ def create_task(body: Annotated[TaskIn, Body()]) -> Response[TaskOut]:
         description=body.description,
         tags=body.tags,
     )
-    return json_response(task_out(task), 201)
+    return json_response(task_out(task), 201, headers=_etag(task))
 
 
 @router.get(
     "/tasks/<name>", summary="Get a named task", responses=openapi_responses(200, TaskOut, "The task.", 404)
 )
 def get_task(name: str) -> Response[TaskOut]:
-    return json_response(task_out(wiring.default().tasks.get(_owner(), name)))
+    task = wiring.default().tasks.get(_owner(), name)
+    return json_response(task_out(task), headers=_etag(task))
+
+
+def _etag(task: NamedTask) -> dict[str, str]:
+    return {"ETag": f'"{task.version}"'}
 
 
 @router.patch(
@@ -92,10 +98,23 @@ def get_task(name: str) -> Response[TaskOut]:
     description="Fields given replace the task's (null removes params_schema, retry, timeout_seconds); its "
     "version goes up by one. Jobs' params are not checked again against a new params_schema: a job whose "
     "params no longer fit fails its next execution, saying why.",
-    responses=openapi_responses(200, TaskOut, "The task.", 404, 409),
+    responses=openapi_responses(200, TaskOut, "The task.", 400, 404, 409, 412),
 )
-def update_task(name: str, body: Annotated[TaskPatch, Body()]) -> Response[TaskOut]:
+def update_task(
+    name: str,
+    body: Annotated[TaskPatch, Body()],
+    if_match: Annotated[
+        str | None,
+        Header(
+            alias="if-match",
+            max_length=200,
+            description='If-Match: the task\'s ETag as read (`"3"`, its `version`): the change is made only '
+            "if the task is still at that version, else 412.",
+        ),
+    ] = None,
+) -> Response[TaskOut]:
     changes = TaskChanges(
+        if_version=if_match_revision(if_match),
         given=frozenset(body.model_fields_set),
         type=body.type,
         params=body.params,
@@ -105,7 +124,8 @@ def update_task(name: str, body: Annotated[TaskPatch, Body()]) -> Response[TaskO
         description=body.description,
         tags=body.tags,
     )
-    return json_response(task_out(wiring.default().tasks.update(_owner(), name, changes)))
+    task = wiring.default().tasks.update(_owner(), name, changes)
+    return json_response(task_out(task), headers=_etag(task))
 
 
 @router.delete(
