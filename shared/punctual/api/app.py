@@ -3,7 +3,6 @@ route, the OpenAPI document they serve, and `resolve`, which answers an event of
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -236,13 +235,5 @@ def resolve(event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
     if refused is not None:
         return refused
     event = bodies.without_foreign_body(event)
-    # (only a large body builds enough to make the collector's passes count; paused for every request,
-    # the local stack's overlapping requests would keep it off for as long as they overlap)
-    large = len(event.get("body") or "") > LARGE_BODY_CHARS
-    with collector.paused() if large else contextlib.nullcontext():
+    with collector.paused():
         return resolver_for(event).resolve(bodies.with_json_media_type(event), context)
-
-
-# A body this long or longer parses into enough objects that the collector's passes over them cost
-# more than its parsing (bodies.strict_json): a batch of large jobs, a job of large parameters.
-LARGE_BODY_CHARS = 256 * 1024

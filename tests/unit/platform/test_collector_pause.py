@@ -43,3 +43,24 @@ def test_a_collector_off_before_stays_off() -> None:
     with collector.paused():
         pass
     assert not gc.isenabled()
+
+
+def test_requests_overlapping_without_a_gap_still_have_their_young_objects_collected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a request that stays in, and the clock of the collector's pause
+    now = [1000.0]
+    monkeypatch.setattr(collector.time, "monotonic", lambda: now[0])
+    collected: list[int] = []
+    monkeypatch.setattr(collector.gc, "collect", lambda generation=2: collected.append(generation) or 0)
+    staying = collector.paused()
+    staying.__enter__()
+    # When others come and go beside it, the last one past the longest pause
+    for seconds in (1.0, 2.0, collector.LONGEST_PAUSE_SECONDS + 1):
+        now[0] += seconds
+        with collector.paused():
+            pass
+    # Then the young objects were collected once, the collector still off for the one in
+    assert collected == [1] and not gc.isenabled()
+    staying.__exit__(None, None, None)
+    assert gc.isenabled()
