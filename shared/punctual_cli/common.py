@@ -8,7 +8,7 @@ import argparse
 import json
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from punctual.platform.clock import Clock, SystemClock
 from punctual.platform.timefmt import parse_rfc3339
@@ -114,3 +114,23 @@ def add_paging_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=positive_int, help="page size (1-100)")
     parser.add_argument("--cursor", help="continue from this next_cursor")
     parser.add_argument("--all", action="store_true", help="follow next_cursor to the end")
+
+
+T = TypeVar("T")
+
+# How many times a read-modify-write (`jobs update`, `tasks update --param`) reads and amends again
+# when another change lands between its read and its write (412): each loss kept the other change.
+UPDATE_ATTEMPTS = 3
+
+
+def until_unmoved(attempt: Callable[[], T]) -> T:
+    """`attempt()` (a read, then a change on condition of what was read), again on a 412."""
+    from punctual_client.errors import ApiError
+
+    for left in range(UPDATE_ATTEMPTS - 1, -1, -1):
+        try:
+            return attempt()
+        except ApiError as exc:
+            if exc.status != 412 or left == 0:
+                raise
+    raise AssertionError("unreachable")

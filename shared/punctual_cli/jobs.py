@@ -19,6 +19,7 @@ from punctual_cli.common import (
     parse_duration,
     parse_json,
     positive_int,
+    until_unmoved,
 )
 from punctual_cli.formatting import run_time
 from punctual_cli.job_options import (
@@ -38,7 +39,6 @@ from punctual_cli.job_options import (
 from punctual_cli.output import emit_json, print_ids, say, show, show_page
 from punctual_cli.views import executions as execution_views
 from punctual_cli.views import jobs as job_views
-from punctual_client.errors import ApiError
 from punctual_client.transport import JsonObject, PunctualClient
 
 JOB_STATUSES = ("ACTIVE", "PAUSED", "CANCELLED", "COMPLETED")
@@ -139,25 +139,12 @@ def _updated_schedule(args: argparse.Namespace, current_job: Callable[[], JsonOb
     return schedule
 
 
-# How many times `jobs update` reads the job and applies its change again when another change lands
-# between its read and its write (412): each loss means someone else's change was kept.
-UPDATE_ATTEMPTS = 3
-
-
 def cmd_jobs_update(client: PunctualClient, args: argparse.Namespace) -> int:
     if getattr(args, "signing_secret", None) == "-":
         # Read once: each attempt builds the change again, and stdin gives the secret only once.
         args.signing_secret = sys.stdin.readline().strip()
-    for attempt in range(1, UPDATE_ATTEMPTS + 1):
-        try:
-            updated = _update(client, args)
-        except ApiError as exc:
-            if exc.status != 412 or attempt == UPDATE_ATTEMPTS:
-                raise
-            continue
-        show(updated, args, job_views.job_details)
-        return EXIT_OK
-    raise AssertionError("unreachable")
+    show(until_unmoved(lambda: _update(client, args)), args, job_views.job_details)
+    return EXIT_OK
 
 
 def _update(client: PunctualClient, args: argparse.Namespace) -> JsonObject:

@@ -14,11 +14,11 @@ from punctual_cli.common import (
     parse_duration,
     parse_json,
     positive_int,
+    until_unmoved,
 )
 from punctual_cli.job_options import BUILTIN_TYPES, build_params, build_retry, build_tags, tag_filter
 from punctual_cli.output import more_hint, show
 from punctual_cli.views import tasks as task_views
-from punctual_client.errors import ApiError
 from punctual_client.transport import JsonObject, PunctualClient
 
 
@@ -80,11 +80,6 @@ def cmd_tasks_get(client: PunctualClient, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# How many times `tasks update --param` reads the task and amends it again when another change lands
-# between its read and its write (412).
-UPDATE_ATTEMPTS = 3
-
-
 def cmd_tasks_update(client: PunctualClient, args: argparse.Namespace) -> int:
     changes = _task_body(args, creating=False)
     if not changes:
@@ -92,7 +87,8 @@ def cmd_tasks_update(client: PunctualClient, args: argparse.Namespace) -> int:
             "nothing to change: give --type, --param(s), --schema, --description, --tag, retry or --timeout"
         )
     given = changes.get("params")
-    for attempt in range(1, UPDATE_ATTEMPTS + 1):
+
+    def update() -> JsonObject:
         version = None
         if args.param and args.params is None:
             # --param amends the defaults rather than replacing them all: on condition that the task is
@@ -100,15 +96,10 @@ def cmd_tasks_update(client: PunctualClient, args: argparse.Namespace) -> int:
             current = client.get_task(args.name)
             changes["params"] = dict(current.get("params") or {}) | dict(given or {})
             version = current.get("version") if isinstance(current.get("version"), int) else None
-        try:
-            updated = client.update_task(args.name, changes, version=version)
-        except ApiError as exc:
-            if exc.status != 412 or attempt == UPDATE_ATTEMPTS:
-                raise
-            continue
-        show(updated, args, task_views.task_details)
-        return EXIT_OK
-    raise AssertionError("unreachable")
+        return client.update_task(args.name, changes, version=version)
+
+    show(until_unmoved(update), args, task_views.task_details)
+    return EXIT_OK
 
 
 def cmd_tasks_delete(client: PunctualClient, args: argparse.Namespace) -> int:

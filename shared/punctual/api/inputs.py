@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Annotated, Any
 from urllib.parse import unquote_plus
 
+from aws_lambda_powertools.event_handler.openapi.params import Header
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent, APIGatewayProxyEventV2
 from pydantic import Field
 
@@ -101,6 +102,19 @@ def checked_idempotency_key(value: str | None) -> str | None:
         "characters (U+0020 to U+007E), or no header at all",
         field=IDEMPOTENCY_KEY_FIELD,
     )
+
+
+# A PATCH's If-Match: the resource's ETag as read, its revision (a job's) or version (a task's).
+IfMatch = Annotated[
+    str | None,
+    Header(
+        alias="if-match",
+        max_length=200,
+        description="If-Match: the ETag as read (`\"3\"`: a job's `revision`, a task's `version`): the change "
+        "is made only if it is still at that one, else 412, so that one client's read-modify-write does "
+        "not undo another's change.",
+    ),
+]
 
 
 def if_match_revision(value: str | None) -> int | None:

@@ -15,6 +15,7 @@ from pydantic import Field
 from punctual import wiring
 from punctual.api.errors import TooLarge, openapi_responses
 from punctual.api.inputs import (
+    IfMatch,
     PageLimit,
     caller,
     checked_idempotency_key,
@@ -196,16 +197,7 @@ def get_job(job_id: str) -> Response[JobOut]:
 def update_job(
     job_id: str,
     body: Annotated[JobPatch, Body()],
-    if_match: Annotated[
-        str | None,
-        Header(
-            alias="if-match",
-            max_length=200,
-            description='If-Match: the job\'s ETag as read (`"3"`, its `revision`): the change is made only '
-            "if the job is still at that revision, else 412, so that one client's read-modify-write does "
-            "not undo another's change.",
-        ),
-    ] = None,
+    if_match: IfMatch = None,
 ) -> Response[JobOut]:
     changes = JobChanges(
         if_revision=if_match_revision(if_match),

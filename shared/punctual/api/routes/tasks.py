@@ -6,11 +6,11 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from punctual import tasks, wiring
 from punctual.api.errors import openapi_responses
-from punctual.api.inputs import PageLimit, caller, if_match_revision, tag_filter
+from punctual.api.inputs import IfMatch, PageLimit, caller, if_match_revision, tag_filter
 from punctual.api.responses import answer_bytes, json_response, task_out
 from punctual.api.schemas import TaskIn, TaskOut, TaskPatch, TaskTypeOut, TaskTypesOut
 from punctual.domain.named_tasks import NamedTask
@@ -103,15 +103,7 @@ def _etag(task: NamedTask) -> dict[str, str]:
 def update_task(
     name: str,
     body: Annotated[TaskPatch, Body()],
-    if_match: Annotated[
-        str | None,
-        Header(
-            alias="if-match",
-            max_length=200,
-            description='If-Match: the task\'s ETag as read (`"3"`, its `version`): the change is made only '
-            "if the task is still at that version, else 412.",
-        ),
-    ] = None,
+    if_match: IfMatch = None,
 ) -> Response[TaskOut]:
     changes = TaskChanges(
         if_version=if_match_revision(if_match),
