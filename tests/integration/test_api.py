@@ -156,10 +156,15 @@ def test_a_base64_encoded_body_is_decoded(world: World) -> None:
 def test_a_body_that_is_not_utf8_is_a_422(world: World) -> None:
     # Given bytes that are not UTF-8 (API Gateway passes them base64-encoded)
     answer = world.api("POST", "/jobs", raw=b"\xff\xfe{}")
-    # Then they are refused as bad input naming the body, and nothing is stored
+    # Then they are refused as bad input naming the body, its problem listed as every 422's, and
+    # nothing is stored
     assert answer.status == 422
     assert answer.body["field"] == "body"
+    assert [e["field"] for e in answer.body["errors"]] == ["body"]
     assert table_items(world) == []
+    # and so is a body starting with UTF-8's byte order mark, which JSON does not take
+    bom = world.api("POST", "/jobs", raw=b"\xef\xbb\xbf{}")
+    assert (bom.status, [e["field"] for e in bom.body.get("errors", [])]) == (422, ["body"]), bom.body
 
 
 @BOTH_FORMATS

@@ -166,7 +166,9 @@ def _invalid(exc: RequestValidationError) -> Response[Any]:
 @router.exception_handler(UnicodeDecodeError)
 def _not_utf8(exc: UnicodeDecodeError) -> Response[Any]:
     # Powertools decodes a base64 body as UTF-8 before parsing it as JSON; other bytes raise here.
-    return error_response(422, "body: request body is not valid JSON (not UTF-8)", field="body")
+    # (its problem listed too, as every 422's are)
+    why = "request body is not valid JSON (not UTF-8)"
+    return error_response(422, f"body: {why}", field="body", errors=[{"field": "body", "message": why}])
 
 
 @router.exception_handler(InvalidRequest)
