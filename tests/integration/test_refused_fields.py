@@ -189,8 +189,14 @@ def test_a_name_with_a_control_character_is_refused(world: World) -> None:
             assert (answer.status, answer.body["field"]) == (422, field), (name, answer.body)
             assert "control character" in answer.body["message"], answer.body
     assert snapshot(world) == before
+    # and so are Unicode's line and paragraph separators, and a name of spaces alone
+    for name, why in [("a\u2028b", "line separator"), ("a\u2029b", "line separator"), ("   ", "only spaces")]:
+        answer = call(world, "PATCH", f"/jobs/{job['id']}", {"name": name})
+        assert (answer.status, answer.body["field"]) == (422, "name"), (name, answer.body)
+        assert why in answer.body["message"], answer.body
+    assert snapshot(world) == before
     # Other text is a name like any
-    for name in ["Café ☕ nightly", "日本語のジョブ", "a b", "\u200bzero-width"]:
+    for name in ["Café ☕ nightly", "日本語のジョブ", "a b", " padded ", "\u200bzero-width"]:
         assert call(world, "PATCH", f"/jobs/{job['id']}", {"name": name}).body["name"] == name
 
 

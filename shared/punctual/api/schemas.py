@@ -11,7 +11,7 @@ from punctual.domain.executions import DeliveryStatus, ExecutionStatus
 from punctual.domain.models import MAX_PAUSE_NOTE_CHARS, JobStatus, TaskSpec
 from punctual.domain.policies import MAX_NOTIFY_RULES, JobPolicy, NotifyEvent, NotifyRule, RetryPolicy
 from punctual.domain.schedules import Schedule
-from punctual.domain.validation import JSON_NUMBER, NOT_NULL, PLAIN_TEXT, TAGS
+from punctual.domain.validation import JSON_NUMBER, NOT_BLANK, NOT_NULL, PLAIN_TEXT, TAGS
 from punctual.execution.dead_letters import MAX_REDRIVE, Redriven
 from punctual.platform.signing import check_secret
 
@@ -159,7 +159,9 @@ class JobIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # (null: only where an answer shows one, so that it means the same; elsewhere NOT_NULL)
-    name: Annotated[str | None, NOT_NULL, PLAIN_TEXT] = Field(default=None, min_length=1, max_length=200)
+    name: Annotated[str | None, NOT_NULL, PLAIN_TEXT, NOT_BLANK] = Field(
+        default=None, min_length=1, max_length=200
+    )
     task: JobTask
     params: dict[str, Any] | None = Field(
         default=None, description="With a named task: its parameters, checked against its params_schema."
@@ -199,7 +201,9 @@ class JobPatch(BaseModel):
 
     # A field left out is kept; null means nothing (but for signing_secret, retry and
     # timeout_seconds) and is refused.
-    name: Annotated[str | None, NOT_NULL, PLAIN_TEXT] = Field(default=None, min_length=1, max_length=200)
+    name: Annotated[str | None, NOT_NULL, PLAIN_TEXT, NOT_BLANK] = Field(
+        default=None, min_length=1, max_length=200
+    )
     task: Annotated[JobTask | None, NOT_NULL] = None
     params: Annotated[dict[str, Any] | None, NOT_NULL] = Field(
         default=None, description="A job with a named task: its new parameters (alone: the same task)."

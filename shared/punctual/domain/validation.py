@@ -113,22 +113,33 @@ NOT_NULL = _NotNull()
 
 # Unicode's control characters (category Cc), found by one regular expression search: a loop over
 # the characters in Python took 0.7 s of CPU to refuse a 10 MB name, before its length was checked.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# And Unicode's line and paragraph separators, which editors, JavaScript and some terminals break a
+# line at.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def _plain_text(value: Any) -> Any:
     if isinstance(value, str):
         found = _CONTROL.search(value)
         if found is not None:
+            what = "control character" if found.group() < "\u2028" else "line separator"
             raise ValueError(
-                f"control character U+{ord(found.group()):04X} at position {found.start()}: plain text only"
+                f"{what} U+{ord(found.group()):04X} at position {found.start()}: plain text only"
             )
+    return value
+
+
+def _not_blank(value: Any) -> Any:
+    if isinstance(value, str) and value and not value.strip():
+        raise ValueError("is only spaces: give a name with something to read, or none")
     return value
 
 
 # For a text field shown to people (a job's name): no control characters (NUL, line breaks, tabs,
 # escape sequences), which logs, terminals and the CLI's tables would act on or mangle.
 PLAIN_TEXT = AfterValidator(_plain_text)
+# For a name, which lists and tables show to tell one job from another: not spaces alone.
+NOT_BLANK = AfterValidator(_not_blank)
 
 
 def refuse_constant(name: str) -> Any:
