@@ -22,6 +22,10 @@ bounded amount each time.
 from __future__ import annotations
 
 import gc
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 OLDEST = 2
@@ -42,3 +46,43 @@ def stop_freezing() -> None:
     """Full passes go over every object again (what is frozen stays frozen)."""
     if _after_pass in gc.callbacks:
         gc.callbacks.remove(_after_pass)
+
+
+# The API's pause of the collector while it answers (punctual.platform.collector.paused), for a process
+# that answers requests side by side on threads. Under requests that overlap without a gap, the young
+# objects are still collected this often: what a request builds holds few cycles, but a process that
+# never collected would keep every one of them.
+LONGEST_PAUSE_SECONDS = 5.0
+
+_lock = threading.Lock()
+_inside = 0  # requests in a `paused_across_threads` block
+_was_on = False  # whether the collector was on when the first of them came in
+_since = 0.0  # when it was last turned off, or collected while off
+
+
+@contextmanager
+def paused_across_threads() -> Iterator[None]:
+    """The collector off for the block, and on again (if it was on) once no request is in one.
+    Counted across threads: each thread noting whether it was on would let one that looked while
+    another had it off turn it off for good."""
+    global _inside, _was_on, _since
+    with _lock:
+        if _inside == 0:
+            _was_on = gc.isenabled()
+            gc.disable()
+            _since = time.monotonic()
+        _inside += 1
+    try:
+        yield
+    finally:
+        collect = False
+        with _lock:
+            _inside -= 1
+            if _was_on and _inside == 0:
+                gc.enable()
+            elif _was_on and time.monotonic() - _since > LONGEST_PAUSE_SECONDS:
+                collect = True
+                _since = time.monotonic()
+        if collect:
+            # (outside the lock: the requests coming and going meanwhile do not wait for it)
+            gc.collect(1)

@@ -4,7 +4,8 @@ local stack's API process answers them.
 Powertools keeps a request's event at class level (`BaseRouter.current_event`) and its Lambda and
 routing contexts on the resolver. That is right on Lambda, where an execution environment answers one
 request at a time, so the Lambda package keeps Powertools' resolvers as they are; the local stack
-changes them here, in its own process, before its first request.
+changes them here, in its own process, before its first request. So with the API's pause of the
+collector: one request's, on Lambda; counted across the threads, here.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 from aws_lambda_powertools.event_handler.api_gateway import ApiGatewayResolver, ResponseBuilder, Route
 
 from punctual.api import app
+from punctual.platform import collector
+from punctual_local import collector as local_collector
 
 _request = threading.local()
 _building = threading.Lock()
@@ -76,6 +79,8 @@ def per_thread(resolver: ApiGatewayResolver) -> ApiGatewayResolver:
 
 
 def install() -> None:
-    """Make both of the API's resolvers per thread, in this process."""
+    """Make both of the API's resolvers per thread, in this process, and its pause of the collector
+    counted across threads."""
     per_thread(app.http_app)
     per_thread(app.rest_app)
+    collector.paused = local_collector.paused_across_threads
