@@ -19,8 +19,9 @@ from punctual.jobs import named_tasks
 from punctual.platform import aws
 from punctual.platform.clock import ManualClock
 from punctual.platform.config import Settings
+from punctual.ports import pages as page_budget
 from punctual.ports.pages import PAGE_BYTES
-from punctual.store import execution_reads, job_views
+from punctual.store import job_views
 from tests.integration.api_edges import CRON, assert_bad_input, call
 from tests.world import World, mocked_world
 
@@ -243,7 +244,7 @@ def test_a_page_of_executions_stops_early_too(world: World) -> None:
     assert len(executions) >= 8
     budget = sum(answer_bytes_of(e) for e in executions[:3]) - 1
     # When they are listed, following the cursor
-    with mock.patch.object(execution_reads, "PAGE_BYTES", budget):
+    with mock.patch.object(page_budget, "PAGE_BYTES", budget):
         pages = every_page(world, f"/jobs/{job['id']}/executions", "limit=100")
     # Then each page but the last holds three, and the pages list every execution once, newest first
     assert len(pages) >= 3

@@ -22,7 +22,7 @@ from punctual.jobs.checks import TaskChecker, bounded, check_not_past
 from punctual.jobs.creation import JobCreation, NewJob
 from punctual.notify.messages import NotifyPolicy
 from punctual.platform.clock import Clock
-from punctual.ports.pages import PAGE_BYTES, Page, PageFill
+from punctual.ports.pages import Page, within_bytes
 from punctual.ports.store import Store
 from punctual.scheduling.dispatch import Dispatcher
 from punctual.scheduling.handoff import HandOff
@@ -114,12 +114,9 @@ class JobService:
             ids = self._named_tasks.jobs_using(owner, task, limit, start_key)
             found = self._store.jobs.get_many(ids.items).readable()
             jobs = [found[i] for i in ids.items if i in found and found[i].owner == owner]
-            page = Page(jobs, ids.last_key)
-            fill = PageFill(limit, size, PAGE_BYTES)
-            for i, job in enumerate(jobs[:-1]):
-                if fill.full_with(job):
-                    page = Page(jobs[: i + 1], self._store.tasks.key_after_job(owner, task, job))
-                    break
+            page = within_bytes(
+                Page(jobs, ids.last_key), size, lambda job: self._store.tasks.key_after_job(owner, task, job)
+            )
         else:
             page = self._store.jobs.page(
                 owner,

@@ -41,3 +41,17 @@ class PageFill:
             if self._bytes >= self._budget:
                 return True
         return self._count >= self._limit
+
+
+def within_bytes(
+    page: Page, size: Callable[[Any], int] | None, key_after: Callable[[Any], dict[str, Any]]
+) -> Page:
+    """A page read whole, ended after the item whose bytes (`size`: an item's in the answer) bring it
+    to PAGE_BYTES, its cursor (`key_after`) going on after that item. As it is without `size`."""
+    if size is None:
+        return page
+    fill = PageFill(len(page.items) + 1, size, PAGE_BYTES)
+    for n, item in enumerate(page.items[:-1]):
+        if fill.full_with(item):
+            return Page(page.items[: n + 1], key_after(item))
+    return page

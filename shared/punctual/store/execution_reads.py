@@ -21,7 +21,7 @@ from punctual.domain.errors import UnreadableItem
 from punctual.domain.executions import Execution, ExecutionRef, ExecutionStatus, execution_as_seen
 from punctual.domain.models import DueMarker, in_flight
 from punctual.platform.timefmt import to_rfc3339
-from punctual.ports.pages import PAGE_BYTES, Page, PageFill
+from punctual.ports.pages import Page, within_bytes
 from punctual.store import keys
 from punctual.store.batch_ends import BatchEndRepository
 from punctual.store.codec.executions import execution_from
@@ -37,16 +37,6 @@ def _key_of(item: dict[str, Any]) -> tuple[str, str]:
 def _key_of_execution(execution: Execution) -> dict[str, Any]:
     """A page's continuation after this execution."""
     return keys.execution_key(execution.job_id, execution.scheduled_at, execution.id)
-
-
-def _fitted(page: Page, size: Callable[[Execution], int]) -> Page:
-    """The page ended after the execution whose bytes bring it to PAGE_BYTES (a receiver's answers,
-    each within its bounds, can still add up past what Lambda answers), continuing after it."""
-    fill = PageFill(len(page.items) + 1, size, PAGE_BYTES)
-    for n, execution in enumerate(page.items[:-1]):
-        if fill.full_with(execution):
-            return Page(page.items[: n + 1], _key_of_execution(execution))
-    return page
 
 
 class ExecutionReads:
@@ -142,7 +132,8 @@ class ExecutionReads:
             and status in (None, ExecutionStatus.RUNNING)
         ):
             page = self._with_in_flight(item, page, limit, now, since, until)
-        return page if size is None else _fitted(page, size)
+        # (a receiver's answers, each within its bounds, can still add up past what Lambda answers)
+        return within_bytes(page, size, _key_of_execution)
 
     def _with_in_flight(
         self,
