@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from itertools import islice
 
+from punctual.platform.timefmt import to_rfc3339
 from punctual_cli import display, shown
 from punctual_cli.common import UsageError
 from punctual_client.transport import PunctualClient
@@ -96,11 +97,7 @@ def instant_window(given: str) -> tuple[str, str | None] | None:
     if since >= _LAST_INSTANT:
         return None
     until = datetime.fromtimestamp(high / 1000, UTC)
-    return _rfc3339(since), None if until >= _LAST_INSTANT else _rfc3339(until)
-
-
-def _rfc3339(instant: datetime) -> str:
-    return instant.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return to_rfc3339(since), None if until >= _LAST_INSTANT else to_rfc3339(until)
 
 
 def dead_letter_ids(client: PunctualClient, given: list[str]) -> list[str]:
